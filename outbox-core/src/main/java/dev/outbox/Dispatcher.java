@@ -1,0 +1,135 @@
+package dev.outbox;
+
+import dev.outbox.internal.DefaultDispatcher;
+import dev.outbox.internal.SingleInstanceTransport;
+import dev.outbox.spi.LeaderTransport;
+import dev.outbox.spi.MessageBroker;
+import dev.outbox.spi.Store;
+
+import java.time.Clock;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.UUID;
+
+/**
+ * Harvests the outbox: while this instance is the leader, marks the oldest rows, publishes them to the broker
+ * and purges them once acknowledged (the mark–purge/reset algorithm). Guarantees: every committed row is
+ * published at least once, records of one key are published in order, at most one instance publishes at a
+ * time, duplicates only around failures, and a record that can never be published is parked, not dropped.
+ *
+ * <pre>{@code
+ * Dispatcher dispatcher = Dispatcher.builder(store, broker)
+ *         .leaderTransport(transport)   // omit for a single instance
+ *         .listener(listener)
+ *         .build();
+ * dispatcher.start();
+ * ...
+ * dispatcher.close();                   // drains in-flight records, flushes, stops every thread
+ * }</pre>
+ *
+ * <p>Thread-safe. The dispatcher owns the broker and the leader transport and closes them; it does not own
+ * the store, which the application's publishers share.
+ */
+public interface Dispatcher extends AutoCloseable {
+
+    /** The dispatcher's life: NEW → RUNNING → CLOSING → CLOSED. */
+    enum State { NEW, RUNNING, CLOSING, CLOSED }
+
+    /** Starts a builder for a dispatcher harvesting {@code store} into {@code broker}. */
+    static Builder builder(Store store, MessageBroker broker) {
+        return new Builder(store, broker);
+    }
+
+    /**
+     * Starts the dispatcher's threads and joins leader election.
+     *
+     * @throws IllegalStateException if already started
+     */
+    void start();
+
+    /**
+     * Stops marking, waits at most {@code drainTimeout} for in-flight records to be acknowledged and purged,
+     * then closes the broker and the leader transport. When it returns, no thread of the dispatcher is alive.
+     * Idempotent; records not acknowledged stay in the outbox for the next leader.
+     */
+    @Override
+    void close();
+
+    /**
+     * Blocks until the dispatcher is closed.
+     *
+     * @throws OutboxException if one of its threads died of an unexpected error (the dispatcher then closes
+     *                         itself)
+     */
+    void await() throws InterruptedException;
+
+    State state();
+
+    /** Whether this instance currently leads and may publish. */
+    boolean isLeader();
+
+    /** The current leader id while leading. */
+    Optional<UUID> leaderId();
+
+    /** Records sent to the broker and not yet completed. */
+    int inFlightRecords();
+
+    /** Keys with a record in flight (at most one record per key is ever in flight). */
+    int inFlightKeys();
+
+    /** Builds a {@link Dispatcher}; not thread-safe. */
+    final class Builder {
+        private final Store store;
+        private final MessageBroker broker;
+        private DispatcherConfig config = DispatcherConfig.defaults();
+        private LeaderTransport transport;
+        private DispatcherListener listener = new DispatcherListener() { };
+        private Clock clock = Clock.systemUTC();
+        private String name = "outbox";
+
+        private Builder(Store store, MessageBroker broker) {
+            this.store = Objects.requireNonNull(store, "store");
+            this.broker = Objects.requireNonNull(broker, "broker");
+        }
+
+        /** Limits and timings; {@link DispatcherConfig#defaults()} if not set. */
+        public Builder config(DispatcherConfig config) {
+            this.config = Objects.requireNonNull(config, "config");
+            return this;
+        }
+
+        /**
+         * The transport NELI leader election runs over, for example a Kafka consumer group. If not set, this
+         * instance is always the leader: use that only when exactly one dispatcher harvests the outbox.
+         */
+        public Builder leaderTransport(LeaderTransport transport) {
+            this.transport = Objects.requireNonNull(transport, "transport");
+            return this;
+        }
+
+        public Builder listener(DispatcherListener listener) {
+            this.listener = Objects.requireNonNull(listener, "listener");
+            return this;
+        }
+
+        /** The clock heartbeat deadlines and meters are measured with; the system clock by default. */
+        public Builder clock(Clock clock) {
+            this.clock = Objects.requireNonNull(clock, "clock");
+            return this;
+        }
+
+        /** Names the dispatcher's threads ({@code <name>-mark}, …) and log lines; "outbox" by default. */
+        public Builder name(String name) {
+            if (name == null || name.isBlank()) {
+                throw new IllegalArgumentException("name must not be blank: '" + name + "'");
+            }
+            this.name = name;
+            return this;
+        }
+
+        public Dispatcher build() {
+            LeaderTransport t = transport != null ? transport : new SingleInstanceTransport();
+            return new DefaultDispatcher(name, store, broker, t, config, listener, clock);
+        }
+    }
+}

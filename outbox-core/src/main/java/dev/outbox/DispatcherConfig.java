@@ -1,0 +1,265 @@
+package dev.outbox;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * The dispatcher's limits and timings. Immutable and thread-safe; built by {@link #builder()}, whose setters
+ * reject a bad value naming it and whose {@link Builder#build()} rejects impossible combinations.
+ *
+ * <table>
+ *   <caption>Settings and defaults</caption>
+ *   <tr><th>setting</th><th>default</th><th>meaning</th></tr>
+ *   <tr><td>markBatchSize</td><td>100</td><td>rows marked per mark query</td></tr>
+ *   <tr><td>maxInFlightRecords</td><td>1000</td><td>records sent but not yet acknowledged and purged</td></tr>
+ *   <tr><td>purgeBatchSize</td><td>1000</td><td>most ids purged (or reset) by one store call</td></tr>
+ *   <tr><td>pollInterval</td><td>100 ms</td><td>leader-election poll and heartbeat interval; the longest
+ *       wait between marks of an idle outbox</td></tr>
+ *   <tr><td>markBackoff</td><td>10 ms</td><td>first wait after a mark found nothing; doubles up to
+ *       pollInterval while the outbox stays empty</td></tr>
+ *   <tr><td>heartbeatTimeout</td><td>5 s</td><td>a leader that sees none of its own heartbeats for this long
+ *       fences itself</td></tr>
+ *   <tr><td>queueTimeout</td><td>30 s</td><td>a send still unacknowledged after this long is reported as
+ *       stuck</td></tr>
+ *   <tr><td>ioErrorBackoff</td><td>500 ms</td><td>first wait after a failed store call or a failed send;
+ *       doubles on repeated failures up to maxIoErrorBackoff</td></tr>
+ *   <tr><td>maxIoErrorBackoff</td><td>10 s</td><td>cap of the exponential backoff</td></tr>
+ *   <tr><td>maxAttempts</td><td>10</td><td>failed deliveries after which a record is parked</td></tr>
+ *   <tr><td>drainTimeout</td><td>10 s</td><td>how long close() and a revocation wait for in-flight records
+ *       to be acknowledged</td></tr>
+ *   <tr><td>metricsInterval</td><td>5 s</td><td>period of {@link DispatcherListener#meterRead} events</td></tr>
+ * </table>
+ */
+public final class DispatcherConfig {
+    private final int markBatchSize;
+    private final int maxInFlightRecords;
+    private final int purgeBatchSize;
+    private final Duration pollInterval;
+    private final Duration markBackoff;
+    private final Duration heartbeatTimeout;
+    private final Duration queueTimeout;
+    private final Duration ioErrorBackoff;
+    private final Duration maxIoErrorBackoff;
+    private final int maxAttempts;
+    private final Duration drainTimeout;
+    private final Duration metricsInterval;
+
+    private DispatcherConfig(Builder b) {
+        this.markBatchSize = b.markBatchSize;
+        this.maxInFlightRecords = b.maxInFlightRecords;
+        this.purgeBatchSize = b.purgeBatchSize;
+        this.pollInterval = b.pollInterval;
+        this.markBackoff = b.markBackoff;
+        this.heartbeatTimeout = b.heartbeatTimeout;
+        this.queueTimeout = b.queueTimeout;
+        this.ioErrorBackoff = b.ioErrorBackoff;
+        this.maxIoErrorBackoff = b.maxIoErrorBackoff;
+        this.maxAttempts = b.maxAttempts;
+        this.drainTimeout = b.drainTimeout;
+        this.metricsInterval = b.metricsInterval;
+    }
+
+    /** The defaults listed in the class documentation. */
+    public static DispatcherConfig defaults() {
+        return builder().build();
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** A builder starting from this configuration's values. */
+    public Builder toBuilder() {
+        Builder b = new Builder();
+        b.markBatchSize = markBatchSize;
+        b.maxInFlightRecords = maxInFlightRecords;
+        b.purgeBatchSize = purgeBatchSize;
+        b.pollInterval = pollInterval;
+        b.markBackoff = markBackoff;
+        b.heartbeatTimeout = heartbeatTimeout;
+        b.queueTimeout = queueTimeout;
+        b.ioErrorBackoff = ioErrorBackoff;
+        b.maxIoErrorBackoff = maxIoErrorBackoff;
+        b.maxAttempts = maxAttempts;
+        b.drainTimeout = drainTimeout;
+        b.metricsInterval = metricsInterval;
+        return b;
+    }
+
+    public int markBatchSize() {
+        return markBatchSize;
+    }
+
+    public int maxInFlightRecords() {
+        return maxInFlightRecords;
+    }
+
+    public int purgeBatchSize() {
+        return purgeBatchSize;
+    }
+
+    public Duration pollInterval() {
+        return pollInterval;
+    }
+
+    public Duration markBackoff() {
+        return markBackoff;
+    }
+
+    public Duration heartbeatTimeout() {
+        return heartbeatTimeout;
+    }
+
+    public Duration queueTimeout() {
+        return queueTimeout;
+    }
+
+    public Duration ioErrorBackoff() {
+        return ioErrorBackoff;
+    }
+
+    public Duration maxIoErrorBackoff() {
+        return maxIoErrorBackoff;
+    }
+
+    public int maxAttempts() {
+        return maxAttempts;
+    }
+
+    public Duration drainTimeout() {
+        return drainTimeout;
+    }
+
+    public Duration metricsInterval() {
+        return metricsInterval;
+    }
+
+    @Override
+    public String toString() {
+        return "DispatcherConfig{markBatchSize=" + markBatchSize + ", maxInFlightRecords=" + maxInFlightRecords
+                + ", purgeBatchSize=" + purgeBatchSize + ", pollInterval=" + pollInterval
+                + ", markBackoff=" + markBackoff + ", heartbeatTimeout=" + heartbeatTimeout
+                + ", queueTimeout=" + queueTimeout + ", ioErrorBackoff=" + ioErrorBackoff
+                + ", maxIoErrorBackoff=" + maxIoErrorBackoff + ", maxAttempts=" + maxAttempts
+                + ", drainTimeout=" + drainTimeout + ", metricsInterval=" + metricsInterval + '}';
+    }
+
+    /** Builds a {@link DispatcherConfig}; not thread-safe. */
+    public static final class Builder {
+        private int markBatchSize = 100;
+        private int maxInFlightRecords = 1000;
+        private int purgeBatchSize = 1000;
+        private Duration pollInterval = Duration.ofMillis(100);
+        private Duration markBackoff = Duration.ofMillis(10);
+        private Duration heartbeatTimeout = Duration.ofSeconds(5);
+        private Duration queueTimeout = Duration.ofSeconds(30);
+        private Duration ioErrorBackoff = Duration.ofMillis(500);
+        private Duration maxIoErrorBackoff = Duration.ofSeconds(10);
+        private int maxAttempts = 10;
+        private Duration drainTimeout = Duration.ofSeconds(10);
+        private Duration metricsInterval = Duration.ofSeconds(5);
+
+        private Builder() {
+        }
+
+        public Builder markBatchSize(int value) {
+            this.markBatchSize = positive("markBatchSize", value);
+            return this;
+        }
+
+        public Builder maxInFlightRecords(int value) {
+            this.maxInFlightRecords = positive("maxInFlightRecords", value);
+            return this;
+        }
+
+        public Builder purgeBatchSize(int value) {
+            this.purgeBatchSize = positive("purgeBatchSize", value);
+            return this;
+        }
+
+        public Builder pollInterval(Duration value) {
+            this.pollInterval = positive("pollInterval", value);
+            return this;
+        }
+
+        public Builder markBackoff(Duration value) {
+            this.markBackoff = positive("markBackoff", value);
+            return this;
+        }
+
+        public Builder heartbeatTimeout(Duration value) {
+            this.heartbeatTimeout = positive("heartbeatTimeout", value);
+            return this;
+        }
+
+        public Builder queueTimeout(Duration value) {
+            this.queueTimeout = positive("queueTimeout", value);
+            return this;
+        }
+
+        public Builder ioErrorBackoff(Duration value) {
+            this.ioErrorBackoff = positive("ioErrorBackoff", value);
+            return this;
+        }
+
+        public Builder maxIoErrorBackoff(Duration value) {
+            this.maxIoErrorBackoff = positive("maxIoErrorBackoff", value);
+            return this;
+        }
+
+        public Builder maxAttempts(int value) {
+            this.maxAttempts = positive("maxAttempts", value);
+            return this;
+        }
+
+        public Builder drainTimeout(Duration value) {
+            this.drainTimeout = positive("drainTimeout", value);
+            return this;
+        }
+
+        public Builder metricsInterval(Duration value) {
+            this.metricsInterval = positive("metricsInterval", value);
+            return this;
+        }
+
+        /**
+         * @throws IllegalArgumentException if settings contradict each other, saying which and why
+         */
+        public DispatcherConfig build() {
+            if (markBatchSize > maxInFlightRecords) {
+                throw new IllegalArgumentException("markBatchSize (" + markBatchSize
+                        + ") must not exceed maxInFlightRecords (" + maxInFlightRecords + ")");
+            }
+            if (markBackoff.compareTo(pollInterval) > 0) {
+                throw new IllegalArgumentException("markBackoff (" + markBackoff
+                        + ") must not exceed pollInterval (" + pollInterval + ")");
+            }
+            if (heartbeatTimeout.compareTo(pollInterval.multipliedBy(3)) < 0) {
+                throw new IllegalArgumentException("heartbeatTimeout (" + heartbeatTimeout
+                        + ") must be at least 3 x pollInterval (" + pollInterval
+                        + "): heartbeats are sent once per poll interval, and a leader must see several"
+                        + " before it could be fenced by one late heartbeat");
+            }
+            if (ioErrorBackoff.compareTo(maxIoErrorBackoff) > 0) {
+                throw new IllegalArgumentException("ioErrorBackoff (" + ioErrorBackoff
+                        + ") must not exceed maxIoErrorBackoff (" + maxIoErrorBackoff + ")");
+            }
+            return new DispatcherConfig(this);
+        }
+
+        private static int positive(String name, int value) {
+            if (value < 1) {
+                throw new IllegalArgumentException(name + " must be at least 1, was " + value);
+            }
+            return value;
+        }
+
+        private static Duration positive(String name, Duration value) {
+            Objects.requireNonNull(value, name);
+            if (value.isNegative() || value.isZero()) {
+                throw new IllegalArgumentException(name + " must be positive, was " + value);
+            }
+            return value;
+        }
+    }
+}

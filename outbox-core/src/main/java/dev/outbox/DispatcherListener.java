@@ -1,0 +1,45 @@
+package dev.outbox;
+
+import java.util.UUID;
+
+/**
+ * Receives the dispatcher's events. Every method has a no-op default, so a listener overrides only what it
+ * needs. Callbacks run on the dispatcher's own threads: they must return quickly and must not call
+ * {@link Dispatcher#close()}. An exception thrown by a callback is logged and otherwise ignored.
+ */
+public interface DispatcherListener {
+
+    /** This instance became the leader, with a fresh leader id. */
+    default void leaderAcquired(UUID leaderId) {
+    }
+
+    /** The leader took a fresh leader id after a failed delivery, to re-mark every unacknowledged record. */
+    default void leaderRefreshed(UUID leaderId) {
+    }
+
+    /** Leadership was handed over in an orderly way; in-flight records were drained first. */
+    default void leaderRevoked() {
+    }
+
+    /**
+     * This instance stopped publishing at once because it can no longer be sure it leads (its heartbeats
+     * stopped arriving, or its group session was lost). Another instance may take over.
+     */
+    default void leaderFenced() {
+    }
+
+    /** A periodic throughput reading, every {@code metricsInterval}. */
+    default void meterRead(MeterReading reading) {
+    }
+
+    /** A record was parked: it will not be retried until an operator replays it. */
+    default void recordParked(ParkedRecord record) {
+    }
+
+    /**
+     * A store or broker operation failed; the dispatcher backs off and retries. {@code operation} names it
+     * ("mark", "purge", "send", …).
+     */
+    default void failure(String operation, Throwable error) {
+    }
+}

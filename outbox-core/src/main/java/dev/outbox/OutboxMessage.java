@@ -1,0 +1,173 @@
+package dev.outbox;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * What an application writes to the outbox in its own transaction: a destination {@code topic}, a non-null
+ * {@code key} (messages of one key are delivered in the order they were written), a {@code value} of bytes
+ * ({@code null} is a tombstone) and ordered headers (repeats allowed).
+ *
+ * <p>Validated on creation: every error names the bad value. Immutable and thread-safe; byte arrays are
+ * copied in and out.
+ */
+public final class OutboxMessage {
+    /** Longest topic name accepted (Kafka's own limit). */
+    public static final int MAX_TOPIC_LENGTH = 249;
+
+    private final String topic;
+    private final String key;
+    private final byte[] value;
+    private final List<Header> headers;
+
+    private OutboxMessage(String topic, String key, byte[] value, List<Header> headers) {
+        this.topic = validateTopic(topic);
+        if (key == null) {
+            throw new IllegalArgumentException("key must not be null (topic '" + topic + "')");
+        }
+        this.key = key;
+        this.value = value == null ? null : value.clone();
+        if (headers == null) {
+            throw new IllegalArgumentException("headers must not be null (use an empty list)");
+        }
+        for (int i = 0; i < headers.size(); i++) {
+            if (headers.get(i) == null) {
+                throw new IllegalArgumentException("header " + i + " must not be null");
+            }
+        }
+        this.headers = List.copyOf(headers);
+    }
+
+    /** A message without headers; {@code value} null is a tombstone. */
+    public static OutboxMessage of(String topic, String key, byte[] value) {
+        return new OutboxMessage(topic, key, value, List.of());
+    }
+
+    /** A message whose value is {@code value} in UTF-8, without headers; {@code value} null is a tombstone. */
+    public static OutboxMessage of(String topic, String key, String value) {
+        return of(topic, key, value == null ? null : value.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** A message with headers, kept in the given order. */
+    public static OutboxMessage of(String topic, String key, byte[] value, List<Header> headers) {
+        return new OutboxMessage(topic, key, value, headers);
+    }
+
+    /** A tombstone: a message with a null value, which compacts away earlier values of {@code key}. */
+    public static OutboxMessage tombstone(String topic, String key) {
+        return new OutboxMessage(topic, key, null, List.of());
+    }
+
+    /** Starts a builder for a message to {@code topic} with {@code key}. */
+    public static Builder builder(String topic, String key) {
+        return new Builder(topic, key);
+    }
+
+    static String validateTopic(String topic) {
+        if (topic == null) {
+            throw new IllegalArgumentException("topic must not be null");
+        }
+        if (topic.isBlank()) {
+            throw new IllegalArgumentException("topic must not be blank: '" + topic + "'");
+        }
+        if (topic.length() > MAX_TOPIC_LENGTH) {
+            throw new IllegalArgumentException("topic is " + topic.length() + " characters, longer than "
+                    + MAX_TOPIC_LENGTH + ": '" + topic.substring(0, 40) + "…'");
+        }
+        for (int i = 0; i < topic.length(); i++) {
+            char c = topic.charAt(i);
+            if (Character.isWhitespace(c) || Character.isISOControl(c)) {
+                throw new IllegalArgumentException("topic '" + topic + "' contains whitespace or a control"
+                        + " character at index " + i);
+            }
+        }
+        return topic;
+    }
+
+    public String topic() {
+        return topic;
+    }
+
+    public String key() {
+        return key;
+    }
+
+    /** A copy of the value, or {@code null} for a tombstone. */
+    public byte[] value() {
+        return value == null ? null : value.clone();
+    }
+
+    /** The value's length in bytes, 0 for a tombstone, without copying it. */
+    public int valueSize() {
+        return value == null ? 0 : value.length;
+    }
+
+    public boolean isTombstone() {
+        return value == null;
+    }
+
+    /** The headers in the order they were given; immutable. */
+    public List<Header> headers() {
+        return headers;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof OutboxMessage m && topic.equals(m.topic) && key.equals(m.key)
+                && Arrays.equals(value, m.value) && headers.equals(m.headers);
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(topic, key, Arrays.hashCode(value), headers);
+    }
+
+    @Override
+    public String toString() {
+        return "OutboxMessage{topic=" + topic + ", key=" + key + ", value="
+                + (value == null ? "tombstone" : value.length + " bytes") + ", headers=" + headers + '}';
+    }
+
+    /** Builds an {@link OutboxMessage}; not thread-safe. */
+    public static final class Builder {
+        private final String topic;
+        private final String key;
+        private byte[] value;
+        private final List<Header> headers = new ArrayList<>();
+
+        private Builder(String topic, String key) {
+            this.topic = topic;
+            this.key = key;
+        }
+
+        /** Sets the value; null (the default) makes a tombstone. */
+        public Builder value(byte[] value) {
+            this.value = value == null ? null : value.clone();
+            return this;
+        }
+
+        /** Sets the value to {@code value} in UTF-8. */
+        public Builder value(String value) {
+            return value(value == null ? null : value.getBytes(StandardCharsets.UTF_8));
+        }
+
+        /** Appends a header; repeats of a name are kept. */
+        public Builder header(String name, byte[] value) {
+            headers.add(Header.of(name, value));
+            return this;
+        }
+
+        /** Appends a header whose value is {@code value} in UTF-8. */
+        public Builder header(String name, String value) {
+            headers.add(Header.of(name, value));
+            return this;
+        }
+
+        public OutboxMessage build() {
+            return new OutboxMessage(topic, key, value, headers);
+        }
+    }
+}

@@ -1,0 +1,18 @@
+package dev.outbox;
+
+import java.time.Instant;
+
+/**
+ * A row that will not be retried: it failed {@code maxAttempts} times, the broker said it can never succeed,
+ * or it could not even be read as a message (a row written by hand with inconsistent columns). It stays in
+ * the store's parked area until an operator replays or deletes it. Immutable.
+ *
+ * @param id       the row's id in the outbox when it was parked
+ * @param topic    its topic as stored (may be invalid, which can be why it was parked)
+ * @param key      its key as stored, or null if the row had none
+ * @param attempts failed deliveries counted before it was parked
+ * @param reason   why it was parked, for a human
+ * @param parkedAt when it was parked, or null where the store does not record it
+ */
+public record ParkedRecord(long id, String topic, String key, int attempts, String reason, Instant parkedAt) {
+}

@@ -1,0 +1,38 @@
+package dev.outbox;
+
+import java.sql.Connection;
+import java.util.List;
+
+/**
+ * Writes messages to the outbox inside the caller's transaction (goharvest's "stasher").
+ *
+ * <p>The caller owns {@code connection} and its transaction: the publisher neither commits, rolls back nor
+ * closes it, and never changes its auto-commit mode. The messages become visible to the dispatcher when, and
+ * only if, the caller commits. Messages of one key written by one transaction, or by transactions that commit
+ * one after the other, are delivered in the order they were written.
+ *
+ * <p>Implementations are thread-safe; a single connection must of course not be shared by threads.
+ */
+public interface Publisher {
+
+    /**
+     * Writes one message on {@code connection}.
+     *
+     * @throws IllegalArgumentException if the message does not fit the store (for example a key longer than
+     *                                  the table allows), naming the bad value
+     * @throws OutboxException          if the database rejects the write; the caller's transaction should be
+     *                                  rolled back
+     */
+    default void publish(Connection connection, OutboxMessage message) {
+        publish(connection, List.of(message));
+    }
+
+    /**
+     * Writes {@code messages}, in list order, on {@code connection} with one batched statement where the
+     * database allows.
+     *
+     * @throws IllegalArgumentException if a message does not fit the store, naming it and its index
+     * @throws OutboxException          if the database rejects the write
+     */
+    void publish(Connection connection, List<OutboxMessage> messages);
+}

@@ -1,0 +1,58 @@
+package dev.outbox.spi;
+
+import java.time.Duration;
+
+/**
+ * The transport that NELI leader election runs over: group membership ("this instance owns the leader
+ * partition") and a channel on which the owner publishes and receives its own heartbeats. The election logic
+ * itself — leader ids, fencing on missing heartbeats, revocation — lives in the core and is the same for every
+ * transport.
+ *
+ * <h2>Threading</h2>
+ * The dispatcher calls {@link #start}, {@link #poll} and {@link #publish} from one thread only (its leader
+ * thread), and {@link #close} from that thread as well after stopping it. Every {@link Listener} callback is
+ * made on that same thread, from inside {@link #poll}. A callback may block ({@link Listener#revoked()} blocks
+ * until in-flight work drained); the transport must tolerate that for at least the dispatcher's drain timeout.
+ */
+public interface LeaderTransport extends AutoCloseable {
+
+    /** Joins the group. Membership events are delivered later, from {@link #poll}. */
+    void start(Listener listener);
+
+    /**
+     * Waits at most {@code timeout} for membership changes and heartbeats and delivers them to the listener.
+     * Must also keep the membership alive (Kafka: this is the consumer poll).
+     */
+    void poll(Duration timeout);
+
+    /**
+     * Publishes a heartbeat to the members' channel. Only called while this instance is assigned. May be
+     * asynchronous; a heartbeat that is lost simply never arrives.
+     */
+    void publish(Heartbeat heartbeat);
+
+    /** Leaves the group and releases resources. */
+    @Override
+    void close();
+
+    /** Receives membership events and heartbeats; called on the polling thread. */
+    interface Listener {
+        /** This instance now owns the leader partition. */
+        void assigned();
+
+        /**
+         * This instance is about to lose the leader partition in an orderly rebalance. Returns once the
+         * instance stopped publishing and drained its in-flight records, so that the next owner starts clean.
+         */
+        void revoked();
+
+        /**
+         * This instance lost the leader partition without an orderly hand-over (session expired): another
+         * instance may already lead. Must stop publishing at once.
+         */
+        void lost();
+
+        /** A heartbeat arrived on the channel. */
+        void heartbeat(Heartbeat heartbeat);
+    }
+}

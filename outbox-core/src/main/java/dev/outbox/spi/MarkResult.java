@@ -1,0 +1,52 @@
+package dev.outbox.spi;
+
+import dev.outbox.OutboxRecord;
+
+import java.util.List;
+
+/**
+ * What one {@link Store#mark} returned.
+ *
+ * @param records  the marked rows that could be read as messages, sorted by ascending id
+ * @param rejected marked rows that could not be read as a message (written by hand with inconsistent
+ *                 columns, an invalid topic, …); the dispatcher parks them at once, with their reason
+ */
+public record MarkResult(List<OutboxRecord> records, List<Rejected> rejected) {
+
+    public MarkResult {
+        records = List.copyOf(records);
+        rejected = List.copyOf(rejected);
+        for (int i = 1; i < records.size(); i++) {
+            if (records.get(i - 1).id() >= records.get(i).id()) {
+                throw new IllegalArgumentException("marked records must be sorted by ascending id, found "
+                        + records.get(i - 1).id() + " before " + records.get(i).id());
+            }
+        }
+    }
+
+    /** A result with only readable records. */
+    public static MarkResult of(List<OutboxRecord> records) {
+        return new MarkResult(records, List.of());
+    }
+
+    /** Whether nothing was marked. */
+    public boolean isEmpty() {
+        return records.isEmpty() && rejected.isEmpty();
+    }
+
+    /** Number of rows marked, readable or not. */
+    public int size() {
+        return records.size() + rejected.size();
+    }
+
+    /**
+     * A marked row that is not a valid message.
+     *
+     * @param id     its id
+     * @param topic  its topic as stored, may be null
+     * @param key    its key as stored, may be null
+     * @param reason why it cannot be read, naming the bad value
+     */
+    public record Rejected(long id, String topic, String key, int attempts, String reason) {
+    }
+}

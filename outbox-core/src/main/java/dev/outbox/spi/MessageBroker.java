@@ -1,0 +1,58 @@
+package dev.outbox.spi;
+
+import dev.outbox.OutboxRecord;
+
+import java.time.Duration;
+import java.util.concurrent.CompletionStage;
+
+/**
+ * Where records are published. An implementation adapts one broker and is proven by running
+ * {@code dev.outbox.testkit.MessageBrokerContract} against it.
+ *
+ * <h2>Contract</h2>
+ * <ul>
+ *   <li>Thread-safe: {@link #send} is called from the dispatcher's mark thread while completions arrive on
+ *       the broker's own threads, and {@link #close} may be called from any thread.</li>
+ *   <li>{@link #send} is asynchronous: it may block briefly for back-pressure (a full buffer) but never waits
+ *       for the acknowledgement. The returned stage completes normally once the broker has durably accepted
+ *       the record (for Kafka: acknowledged by all in-sync replicas), and exceptionally otherwise — with a
+ *       {@link DeliveryException} saying whether the failure is permanent.</li>
+ *   <li>The record is published with its key, value (null stays null: a tombstone) and headers in order.</li>
+ *   <li>Every send completes, successfully or not, within a bound the implementation documents (for Kafka:
+ *       {@code delivery.timeout.ms}). A record whose stage failed is never delivered later: once the stage
+ *       has failed, the broker has given up on it.</li>
+ *   <li>The dispatcher never has two records of one key in flight at once, so the broker need not order
+ *       concurrent sends.</li>
+ * </ul>
+ */
+public interface MessageBroker extends AutoCloseable {
+
+    /**
+     * Starts publishing {@code record}.
+     *
+     * @return a stage completing when the broker acknowledged the record, or exceptionally with the reason
+     *         it was not; never null. A send that fails immediately (for example, a rejected topic name) may
+     *         throw or return an already failed stage; both are treated alike.
+     */
+    CompletionStage<Void> send(OutboxRecord record);
+
+    /**
+     * Waits, at most {@code timeout}, until every record sent so far has completed.
+     *
+     * @return whether all of them completed within the timeout
+     */
+    boolean flush(Duration timeout);
+
+    /**
+     * Flushes for at most {@code timeout}, then releases the broker's resources and threads. Records still
+     * pending when the timeout expires are failed (their stages complete exceptionally) and are never
+     * delivered afterwards. Idempotent.
+     */
+    void close(Duration timeout);
+
+    /** Closes with a default bound chosen by the implementation. */
+    @Override
+    default void close() {
+        close(Duration.ofSeconds(30));
+    }
+}

@@ -1,0 +1,97 @@
+package dev.outbox.spi;
+
+import dev.outbox.ParkedRecord;
+import dev.outbox.Publisher;
+
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+/**
+ * The outbox table, as the dispatcher and the publisher see it. An implementation adapts one database; it is
+ * proven by running {@code dev.outbox.testkit.StoreContract} against a real server.
+ *
+ * <h2>Contract shared by every method</h2>
+ * <ul>
+ *   <li>Implementations are thread-safe: the dispatcher marks on one thread while it purges, resets and parks
+ *       on another, and applications publish concurrently from any number of threads.</li>
+ *   <li>Every call is bounded in time (a statement or query timeout): a call that cannot complete fails with a
+ *       {@link StoreException} rather than hanging.</li>
+ *   <li>Every call that changes rows is atomic and committed when it returns normally; when it throws, it
+ *       changed either all or none of the rows it was given.</li>
+ *   <li>Batch methods take many ids and do their work in one statement or round trip, never one per id.</li>
+ *   <li>Failures are reported as {@link StoreException} with the driver's exception as cause;
+ *       {@link StoreException#isRetriable()} says whether a retry may help.</li>
+ * </ul>
+ */
+public interface Store {
+
+    /**
+     * The publisher that writes messages to this store inside an application's transaction.
+     */
+    Publisher publisher();
+
+    /**
+     * Marks the oldest rows for {@code leaderId} and returns them. Atomically: takes up to {@code limit} rows
+     * with the lowest ids among the committed, unparked rows whose leader id is null or differs from
+     * {@code leaderId}, sets their leader id to {@code leaderId}, and returns them (with the new leader id) in
+     * ascending id order.
+     *
+     * <ul>
+     *   <li>Never returns a row that is not committed, and never blocks application transactions that insert
+     *       rows; it may skip rows locked by a concurrent writer only if they are not yet committed.</li>
+     *   <li>Two marks with different leader ids never both return the same row unless the second ran after the
+     *       first committed (the second then "steals" it: that is how a new leader salvages rows).</li>
+     *   <li>A row that cannot be read as a valid message is marked like any other but returned in
+     *       {@link MarkResult#rejected()} so that the dispatcher parks it.</li>
+     * </ul>
+     *
+     * @param leaderId the marking leader's current id, not null
+     * @param limit    the most rows to mark, at least 1
+     */
+    MarkResult mark(UUID leaderId, int limit);
+
+    /**
+     * Deletes the rows with the given ids, whoever marked them: they have been delivered. Ids that no longer
+     * exist are ignored. An empty collection does nothing.
+     */
+    void purge(Collection<Long> ids);
+
+    /**
+     * Records a failed delivery of the given rows: increments their attempt count and, for each row still
+     * marked with {@code leaderId}, clears the leader id so that the next mark takes it again. A row marked by
+     * another leader meanwhile keeps that leader's mark. Ids that no longer exist are ignored.
+     */
+    void reset(UUID leaderId, Collection<Long> ids);
+
+    /**
+     * Moves the given rows out of the outbox into the parked area, with the reason given for each, their
+     * attempt count and the time. Parked rows are never marked again; an operator can list them with
+     * {@link #parked(int)} and put them back with {@link #replay(Collection)}. Ids that no longer exist are
+     * ignored.
+     *
+     * @param reasons id → reason, for a human to read
+     */
+    void park(Map<Long, String> reasons);
+
+    /**
+     * The oldest parked rows, by ascending id, at most {@code limit}.
+     */
+    List<ParkedRecord> parked(int limit);
+
+    /**
+     * Puts parked rows back into the outbox as new rows (new ids, at the tail, attempts zero) and removes them
+     * from the parked area, atomically. Rows that cannot be read as messages are replayed as they are and will
+     * be parked again on their next mark.
+     *
+     * @return how many rows were replayed
+     */
+    int replay(Collection<Long> ids);
+
+    /**
+     * The number of rows waiting in the outbox (marked or not, excluding parked rows). May be an estimate on
+     * large tables; meant for monitoring and progress reports, not for correctness.
+     */
+    long backlog();
+}
