@@ -66,10 +66,13 @@ class InMemoryBrokerTest {
         AtomicReference<String> thread = new AtomicReference<>();
         AtomicReference<List<OutboxRecord>> logSeenByCallback = new AtomicReference<>();
 
+        broker.pauseAcks();
         CompletionStage<Void> stage = broker.send(a).whenComplete((v, e) -> {
             thread.set(Thread.currentThread().getName());
             logSeenByCallback.set(broker.delivered());
         });
+        Await.untilOrFail(() -> broker.heldCount() == 1, WAIT, () -> "the ack was not held: " + broker);
+        broker.resumeAcks();
         assertThat(failure(stage)).isNull();
         assertThat(failure(broker.send(b))).isNull();
 
@@ -150,11 +153,13 @@ class InMemoryBrokerTest {
         List<OutboxRecord> sent = new ArrayList<>();
         List<OutboxRecord> acknowledged = new CopyOnWriteArrayList<>();
         List<CompletionStage<Void>> stages = new ArrayList<>();
+        broker.pauseAcks();
         for (int i = 0; i < 200; i++) {
             OutboxRecord r = record("t", "k" + i);
             sent.add(r);
             stages.add(broker.send(r).whenComplete((v, e) -> acknowledged.add(r)));
         }
+        broker.resumeAcks();
 
         assertThat(broker.flush(WAIT)).isTrue();
         stages.forEach(s -> assertThat(failure(s)).isNull());
@@ -162,6 +167,25 @@ class InMemoryBrokerTest {
         assertThat(acknowledged).as("seed %d", seed).containsExactlyInAnyOrderElementsOf(sent)
                 .isNotEqualTo(sent);
         assertThat(broker.delivered()).as("the log is in acknowledgement order").isEqualTo(acknowledged);
+    }
+
+    @Test
+    void pausedAcksAreHeldUntilResumedAndThenAppliedInOrder() {
+        InMemoryBroker broker = broker(InMemoryBroker.builder());
+        broker.pauseAcks();
+        List<CompletableFuture<Void>> stages = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            stages.add(broker.send(record("t", "k" + i)).toCompletableFuture());
+        }
+
+        Await.untilOrFail(() -> broker.heldCount() == 5, WAIT, () -> "acks not held: " + broker);
+        assertThat(broker.flush(Duration.ofMillis(50))).as("flush while paused").isFalse();
+        assertThat(broker.pendingCount()).isEqualTo(5);
+        assertThat(broker.delivered()).isEmpty();
+
+        assertThat(broker.resumeAcks()).isEqualTo(5);
+        stages.forEach(s -> assertThat(failure(s)).isNull());
+        assertThat(broker.delivered()).extracting(OutboxRecord::key).containsExactly("k0", "k1", "k2", "k3", "k4");
     }
 
     @Test
@@ -218,8 +242,12 @@ class InMemoryBrokerTest {
     void closeFlushesThenFailsWhatIsLeftAndStopsItsThread() throws Exception {
         InMemoryBroker broker = broker(InMemoryBroker.builder());
         AtomicReference<Thread> brokerThread = new AtomicReference<>();
-        assertThat(failure(broker.send(record("t", "first"))
-                .whenComplete((v, e) -> brokerThread.set(Thread.currentThread())))).isNull();
+        broker.pauseAcks();
+        CompletionStage<Void> first = broker.send(record("t", "first"))
+                .whenComplete((v, e) -> brokerThread.set(Thread.currentThread()));
+        broker.resumeAcks();
+        assertThat(failure(first)).isNull();
+        assertThat(brokerThread.get().getName()).startsWith("outbox-inmemory-broker-");
         broker.setFaults(r -> switch (r.key()) {
             case "hung" -> Fault.of(Outcome.HANG);
             case "slow" -> Fault.of(Outcome.ACK, Duration.ofSeconds(30));
@@ -250,12 +278,17 @@ class InMemoryBrokerTest {
     void closeIsIdempotentAcrossThreadsAndSafeFromACompletionCallback() throws Exception {
         InMemoryBroker broker = broker(InMemoryBroker.builder());
         CountDownLatch closedInCallback = new CountDownLatch(1);
+        AtomicReference<String> callbackThread = new AtomicReference<>();
+        broker.pauseAcks();
         broker.send(record("t", "k")).whenComplete((v, e) -> {
+            callbackThread.set(Thread.currentThread().getName());
             broker.close(Duration.ofSeconds(1));
             closedInCallback.countDown();
         });
+        broker.resumeAcks();
 
         assertThat(closedInCallback.await(WAIT.toSeconds(), TimeUnit.SECONDS)).isTrue();
+        assertThat(callbackThread.get()).startsWith("outbox-inmemory-broker-");
         Thread other = new Thread(() -> broker.close(Duration.ofSeconds(1)));
         other.start();
         broker.close(Duration.ofSeconds(1));
