@@ -80,6 +80,10 @@ final class DockerServers {
         return statusLine.startsWith("HTTP/") && statusLine.contains(" 200 ");
     }
 
+    static KafkaBackend kafka() {
+        throw new UnsupportedOperationException("Docker Kafka is not implemented yet");
+    }
+
     static JdbcBackend jdbc(JdbcServer.Kind kind) {
         throw new UnsupportedOperationException("Docker " + kind + " is not implemented yet");
     }

@@ -3,6 +3,9 @@ package dev.outbox.testservers;
 /**
  * A running Kafka cluster for tests (one broker): its bootstrap address, topics on demand and fault hooks.
  *
+ * <p>The embedded broker does not create topics automatically (so tests can see what an unknown topic does):
+ * create them with {@link #createTopic(String, int)}. Its internal topics have replication factor 1.
+ *
  * <p>Implementations are thread-safe. {@link #stop()} and {@link #restart()} affect every test of the JVM that
  * shares the broker; tests that call them must not run in parallel with other tests using it.
  */

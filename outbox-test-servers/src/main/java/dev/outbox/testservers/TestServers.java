@@ -28,6 +28,8 @@ import org.slf4j.LoggerFactory;
 public final class TestServers {
     /** System property choosing how servers are provided: {@code auto} (default), {@code embedded}, {@code docker}. */
     public static final String MODE_PROPERTY = "outbox.test.servers";
+    /** System property naming an existing Kafka cluster to use, as a {@code bootstrap.servers} string. */
+    public static final String KAFKA_BOOTSTRAP_PROPERTY = "outbox.test.kafka.bootstrap";
 
     private static final Logger LOG = LoggerFactory.getLogger(TestServers.class);
     private static final Object LOCK = new Object();
@@ -103,7 +105,16 @@ public final class TestServers {
     }
 
     private static DefaultKafkaServer startKafka() {
-        throw new UnsupportedOperationException("no Kafka yet");
+        String bootstrap = System.getProperty(KAFKA_BOOTSTRAP_PROPERTY);
+        KafkaBackend backend;
+        if (bootstrap != null && !bootstrap.isBlank()) {
+            backend = new ExternalKafkaBackend(bootstrap.trim());
+        } else if (useDocker()) {
+            backend = DockerServers.kafka();
+        } else {
+            backend = new EmbeddedKafkaBackend();
+        }
+        return DefaultKafkaServer.start(backend);
     }
 
     /** Whether to use Docker, from {@link #MODE_PROPERTY}. */
