@@ -99,6 +99,8 @@ public final class TestServers {
         switch (kind) {
             case POSTGRES:
                 return new EmbeddedPostgresBackend();
+            case MYSQL:
+                return new EmbeddedMySqlBackend();
             default:
                 throw new UnsupportedOperationException("no embedded " + kind + " yet");
         }
