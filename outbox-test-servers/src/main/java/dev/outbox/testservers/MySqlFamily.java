@@ -13,17 +13,26 @@ import java.nio.file.SimpleFileVisitor;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermission;
+import java.net.JarURLConnection;
+import java.net.URL;
+import java.net.URLConnection;
 import java.sql.Connection;
+import java.sql.ResultSet;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.EnumSet;
+import java.util.List;
 import java.util.Locale;
 import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
+import java.util.jar.JarEntry;
+import java.util.jar.JarFile;
 import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
 import org.apache.commons.compress.archivers.tar.TarArchiveInputStream;
 import org.apache.commons.compress.compressors.gzip.GzipCompressorInputStream;
@@ -186,11 +195,71 @@ final class MySqlFamily {
         return DriverManager.getConnection(url(port, database), p);
     }
 
-    static void createDefaultDatabase(int port) {
+    /**
+     * Creates the default database and drops anonymous users (MariaDB's installer creates some; they would
+     * shadow users created for tests).
+     */
+    static void prepare(int port) {
         try (Connection c = connect(port, ""); Statement s = c.createStatement()) {
             s.execute("CREATE DATABASE IF NOT EXISTS " + DEFAULT_DATABASE);
+            List<String> hosts = new ArrayList<>();
+            try (ResultSet rs = s.executeQuery("SELECT host FROM mysql.user WHERE user = ''")) {
+                while (rs.next()) {
+                    hosts.add(rs.getString(1));
+                }
+            }
+            for (String host : hosts) {
+                s.execute("DROP USER ''@'" + host.replace("'", "''") + "'");
+            }
         } catch (SQLException e) {
-            throw new IllegalStateException("cannot create database " + DEFAULT_DATABASE + " on port " + port, e);
+            throw new IllegalStateException("cannot prepare the server on port " + port + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Extracts every file under {@code prefix} (a folder in a jar on the class path) into {@code directory}. */
+    static void extractFromJar(String prefix, Path directory, Set<String> executableFolders) {
+        URL marker = MySqlFamily.class.getClassLoader().getResource(prefix);
+        if (marker == null) {
+            throw new IllegalStateException("folder " + prefix + " is not on the class path");
+        }
+        try {
+            URLConnection connection = marker.openConnection();
+            if (!(connection instanceof JarURLConnection)) {
+                throw new IllegalStateException(prefix + " is not in a jar: " + marker);
+            }
+            try (JarFile jar = ((JarURLConnection) connection).getJarFile()) {
+                for (JarEntry entry : Collections.list(jar.entries())) {
+                    if (entry.isDirectory() || !entry.getName().startsWith(prefix)) {
+                        continue;
+                    }
+                    String relative = entry.getName().substring(prefix.length());
+                    Path path = directory.resolve(relative).normalize();
+                    Files.createDirectories(path.getParent());
+                    try (InputStream in = jar.getInputStream(entry)) {
+                        Files.copy(in, path, StandardCopyOption.REPLACE_EXISTING);
+                    }
+                    int slash = relative.indexOf('/');
+                    boolean executable = slash > 0 && executableFolders.contains(relative.substring(0, slash));
+                    Files.setPosixFilePermissions(path, permissions(executable ? 0755 : 0644));
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot extract " + prefix + " to " + directory, e);
+        }
+    }
+
+    /** The version in a Maven artifact's {@code pom.properties}, read from the class path. */
+    static String artifactVersion(String groupId, String artifactId) {
+        String resource = "/META-INF/maven/" + groupId + "/" + artifactId + "/pom.properties";
+        try (InputStream in = MySqlFamily.class.getResourceAsStream(resource)) {
+            if (in == null) {
+                throw new IllegalStateException(groupId + ":" + artifactId + " is not on the class path");
+            }
+            Properties p = new Properties();
+            p.load(in);
+            return p.getProperty("version");
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + resource, e);
         }
     }
 }

@@ -101,8 +101,10 @@ public final class TestServers {
                 return new EmbeddedPostgresBackend();
             case MYSQL:
                 return new EmbeddedMySqlBackend();
+            case MARIADB:
+                return new EmbeddedMariaDbBackend();
             default:
-                throw new UnsupportedOperationException("no embedded " + kind + " yet");
+                throw new IllegalArgumentException("unknown kind " + kind);
         }
     }
 
