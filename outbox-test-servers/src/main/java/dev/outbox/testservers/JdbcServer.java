@@ -82,7 +82,9 @@ public interface JdbcServer {
 
     /**
      * Stops the server at once: open connections are cut, uncommitted transactions are lost, committed data is
-     * kept. Does nothing if it is already stopped.
+     * kept. Embedded and Docker MySQL/MariaDB are killed (SIGKILL, crash recovery at the next start); embedded
+     * Postgres gets a "fast" shutdown (sessions terminated without waiting, what {@code docker stop} does), Docker
+     * Postgres is killed. Does nothing if it is already stopped.
      *
      * @throws UnsupportedOperationException if the server is {@link ServerMode#EXTERNAL}
      */
