@@ -36,7 +36,10 @@ public interface JdbcServer {
     /** The server's version as it reports it, e.g. {@code 17.6} or {@code 8.0.31}. */
     String version();
 
-    /** JDBC URL of the default database (Postgres: {@code postgres}; embedded MySQL and MariaDB: {@code test}). */
+    /**
+     * JDBC URL of the default database: {@code postgres} on embedded Postgres, {@code test} on the others, the
+     * given one on an existing server. Tests should use {@link #createDatabase(String)} instead.
+     */
     String jdbcUrl();
 
     /** The administrative user, with every privilege. */
