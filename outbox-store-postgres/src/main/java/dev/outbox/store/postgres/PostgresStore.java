@@ -261,6 +261,11 @@ public final class PostgresStore implements Store {
                 });
     }
 
+    /** The mark statement, for tests that compare plans. */
+    String markSql() {
+        return markSql;
+    }
+
     /**
      * The plan Postgres chooses for {@link #mark} right now, under the same settings; for tests and diagnosis.
      */
