@@ -42,9 +42,12 @@ final class PostgresErrors {
         SQLException sql = findSqlException(failure);
         String state = sql == null ? null : sql.getSQLState();
         boolean retriable = isRetriable(failure);
+        String detail = sql != null ? sql.getMessage() : failure.getMessage();
+        if (sql != null && sql.getNextException() != null) {
+            detail += " (" + sql.getNextException().getMessage() + ")";
+        }
         String message = operation + " failed" + (state == null ? "" : " (SQLSTATE " + state + ")") + ": "
-                + (sql != null ? sql.getMessage() : failure.getMessage())
-                + (retriable ? "; retriable" : "; not retriable");
+                + detail + (retriable ? "; retriable" : "; not retriable");
         return new StoreException(message, failure, retriable);
     }
 
