@@ -3,26 +3,926 @@ package dev.outbox.internal;
 import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.DispatcherListener;
+import dev.outbox.MeterReading;
+import dev.outbox.OutboxException;
+import dev.outbox.OutboxRecord;
+import dev.outbox.ParkedRecord;
+import dev.outbox.spi.DeliveryException;
+import dev.outbox.spi.Heartbeat;
 import dev.outbox.spi.LeaderTransport;
+import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.MessageBroker;
 import dev.outbox.spi.Store;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
 
-/** The MP/R engine. Work in progress. */
+/**
+ * The mark–purge/reset engine behind {@link Dispatcher}. Three threads:
+ * <ul>
+ *   <li>{@code <name>-leader} drives the leader transport and the {@link NeliStateMachine}, and emits meter
+ *       reads;</li>
+ *   <li>{@code <name>-mark} marks rows while leading and sends them, subject to the global in-flight throttle
+ *       and the per-key barrier;</li>
+ *   <li>{@code <name>-purge} takes broker completions, purges acknowledged rows in batches, resets or parks
+ *       failed ones, and only then lowers their keys' barriers.</li>
+ * </ul>
+ *
+ * <h2>Scheduling state</h2>
+ * Guarded by {@link #lock}: the records marked but not yet sent, queued per key in id order ({@link #pending});
+ * the keys whose head record may be sent now ({@link #ready}); the record in flight per key
+ * ({@link #inFlight}). A record of key k is sent only when no record of k is in flight, and a key's barrier is
+ * lowered only once its record's purge committed (or its reset/park did). A failed delivery clears every
+ * pending record in the same critical section that lowers the failed key's barrier and raises
+ * {@code forceRemark}: nothing marked before the failure is sent afterwards; the mark thread takes a fresh
+ * leader id and marks again from the head of the table, in id order. That is what keeps per-key order through
+ * failures.
+ *
+ * <p>Sends happen outside {@link #lock} but under {@link #sendLock}, which fencing also takes: once a fence
+ * returns, no send starts until leadership is acquired again.
+ */
 public final class DefaultDispatcher implements Dispatcher {
+    private static final Logger log = LoggerFactory.getLogger(DefaultDispatcher.class);
+
+    private final String name;
+    private final Store store;
+    private final MessageBroker broker;
+    private final LeaderTransport transport;
+    private final DispatcherConfig config;
+    private final DispatcherListener listener;
+    private final Clock clock;
+    private final Supplier<UUID> ids;
+
+    private final ReentrantLock sendLock = new ReentrantLock();
+    private final ReentrantLock lock = new ReentrantLock();
+    /** Signalled whenever the mark thread may have something to do. */
+    private final Condition markWork = lock.newCondition();
+    /** Signalled whenever a record leaves flight. */
+    private final Condition drained = lock.newCondition();
+
+    // --- guarded by lock
+    private UUID leaderId;
+    private long epoch;
+    private boolean forceRemark;
+    private final Map<String, ArrayDeque<OutboxRecord>> pending = new HashMap<>();
+    private int pendingCount;
+    private final LinkedHashSet<String> ready = new LinkedHashSet<>();
+    private final Map<String, InFlight> inFlight = new HashMap<>();
+    private int consecutiveSendFailures;
+    // ---
+
+    private final LinkedBlockingQueue<Completion> completions = new LinkedBlockingQueue<>();
+    private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
+    private final AtomicReference<Throwable> fatal = new AtomicReference<>();
+    private final CountDownLatch closed = new CountDownLatch(1);
+    private volatile boolean stopMarking;
+    private volatile boolean stopPurging;
+    /** Counted down with stopMarking / stopPurging, to cut backoff waits short. */
+    private final CountDownLatch markStopped = new CountDownLatch(1);
+    private final CountDownLatch purgeStopped = new CountDownLatch(1);
+    private volatile boolean stopLeading;
+    private volatile boolean leading;
+
+    private final AtomicLong sent = new AtomicLong();
+    private final AtomicLong acknowledged = new AtomicLong();
+    private final AtomicLong failed = new AtomicLong();
+    private final AtomicLong parked = new AtomicLong();
+
+    private Thread leaderThread;
+    private Thread markThread;
+    private Thread purgeThread;
+
     public DefaultDispatcher(String name, Store store, MessageBroker broker, LeaderTransport transport,
                              DispatcherConfig config, DispatcherListener listener, Clock clock) {
+        this(name, store, broker, transport, config, listener, clock, UUID::randomUUID);
     }
 
-    @Override public void start() { throw new UnsupportedOperationException("not yet"); }
-    @Override public void close() { }
-    @Override public void await() { }
-    @Override public State state() { return State.NEW; }
-    @Override public boolean isLeader() { return false; }
-    @Override public Optional<UUID> leaderId() { return Optional.empty(); }
-    @Override public int inFlightRecords() { return 0; }
-    @Override public int inFlightKeys() { return 0; }
+    DefaultDispatcher(String name, Store store, MessageBroker broker, LeaderTransport transport,
+                      DispatcherConfig config, DispatcherListener listener, Clock clock, Supplier<UUID> ids) {
+        this.name = name;
+        this.store = store;
+        this.broker = broker;
+        this.transport = transport;
+        this.config = config;
+        this.listener = listener;
+        this.clock = clock;
+        this.ids = ids;
+    }
+
+    // ------------------------------------------------------------------------------------------ lifecycle
+
+    @Override
+    public void start() {
+        if (!state.compareAndSet(State.NEW, State.RUNNING)) {
+            throw new IllegalStateException("dispatcher '" + name + "' was already started (state " + state.get()
+                    + ")");
+        }
+        log.info("{}: starting with {}", name, config);
+        purgeThread = newThread("purge", this::purgeLoop);
+        markThread = newThread("mark", this::markLoop);
+        leaderThread = newThread("leader", this::leaderLoop);
+        purgeThread.start();
+        markThread.start();
+        leaderThread.start();
+    }
+
+    private Thread newThread(String role, Runnable body) {
+        Thread t = new Thread(() -> {
+            try {
+                body.run();
+            } catch (Throwable e) {
+                die(role, e);
+            }
+        }, name + "-" + role);
+        t.setDaemon(true);
+        return t;
+    }
+
+    private void die(String role, Throwable e) {
+        if (state.get() != State.RUNNING) {
+            log.warn("{}: {} thread ended with an error while closing", name, role, e);
+            return;
+        }
+        log.error("{}: {} thread died unexpectedly; closing the dispatcher", name, role, e);
+        fatal.compareAndSet(null, e);
+        Thread closer = new Thread(this::close, name + "-closer");
+        closer.setDaemon(true);
+        closer.start();
+    }
+
+    @Override
+    public void close() {
+        if (state.compareAndSet(State.NEW, State.CLOSED)) {
+            broker.close(config.drainTimeout());
+            transport.close();
+            closed.countDown();
+            return;
+        }
+        if (!state.compareAndSet(State.RUNNING, State.CLOSING)) {
+            if (Thread.currentThread().getName().startsWith(name + "-")) {
+                return; // a dispatcher thread must not wait for itself
+            }
+            awaitClosedQuietly();
+            return;
+        }
+        long deadline = System.nanoTime() + config.drainTimeout().toNanos();
+        log.info("{}: closing; draining for at most {}", name, config.drainTimeout());
+        stopMarking = true;
+        markStopped.countDown();
+        signalMarkThread();
+        join(markThread, deadline);
+        stopPublishing(false);
+        broker.flush(remaining(deadline));
+        boolean drainedAll = awaitDrained(deadline);
+        broker.close(remaining(deadline).isZero() ? Duration.ofSeconds(1) : remaining(deadline));
+        if (!drainedAll) {
+            // The broker failed what was pending: let the purge thread reset those rows for a while.
+            awaitDrained(System.nanoTime() + config.ioErrorBackoff().toNanos() + TimeUnit.SECONDS.toNanos(1));
+        }
+        stopPurging = true;
+        purgeStopped.countDown();
+        purgeThread.interrupt();
+        join(purgeThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
+        stopLeading = true;
+        join(leaderThread, System.nanoTime() + config.drainTimeout().toNanos());
+        int left = inFlightRecords();
+        if (left > 0) {
+            log.warn("{}: closed with {} records unacknowledged; they stay in the outbox for the next leader",
+                    name, left);
+        }
+        state.set(State.CLOSED);
+        closed.countDown();
+        log.info("{}: closed", name);
+    }
+
+    private void awaitClosedQuietly() {
+        try {
+            closed.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static void join(Thread t, long deadlineNanos) {
+        if (t == null) {
+            return;
+        }
+        try {
+            long wait = Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime()));
+            t.join(wait);
+            if (t.isAlive()) {
+                t.interrupt();
+                t.join(TimeUnit.SECONDS.toMillis(5));
+                if (t.isAlive()) {
+                    log.error("thread {} did not stop", t.getName());
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static Duration remaining(long deadlineNanos) {
+        return Duration.ofNanos(Math.max(0, deadlineNanos - System.nanoTime()));
+    }
+
+    private boolean awaitDrained(long deadlineNanos) {
+        lock.lock();
+        try {
+            while (!inFlight.isEmpty()) {
+                long left = deadlineNanos - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                drained.awaitNanos(left);
+            }
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return inFlight.isEmpty();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public void await() throws InterruptedException {
+        closed.await();
+        Throwable e = fatal.get();
+        if (e != null) {
+            throw new OutboxException("dispatcher '" + name + "' stopped after an unexpected error", e);
+        }
+    }
+
+    @Override
+    public State state() {
+        return state.get();
+    }
+
+    @Override
+    public boolean isLeader() {
+        return leading;
+    }
+
+    @Override
+    public Optional<UUID> leaderId() {
+        lock.lock();
+        try {
+            return Optional.ofNullable(leaderId);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public int inFlightRecords() {
+        lock.lock();
+        try {
+            return inFlight.size();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public int inFlightKeys() {
+        return inFlightRecords(); // one record per key, by construction
+    }
+
+    // ------------------------------------------------------------------------------------------ leadership
+
+    private void leaderLoop() {
+        NeliStateMachine machine = new NeliStateMachine(UUID.randomUUID(), config.heartbeatTimeout(),
+                config.pollInterval(), clock, new NeliStateMachine.Actions() {
+                    @Override
+                    public void acquired(UUID id) {
+                        onAcquired(id);
+                    }
+
+                    @Override
+                    public void fenced() {
+                        onFenced();
+                    }
+
+                    @Override
+                    public void revoked() {
+                        onRevoked();
+                    }
+                });
+        Instant lastMeter = clock.instant();
+        long[] lastCounts = new long[4];
+        try {
+            transport.start(machine);
+            while (!stopLeading) {
+                transport.poll(config.pollInterval());
+                Heartbeat hb = machine.tick();
+                if (hb != null) {
+                    transport.publish(hb);
+                }
+                Instant now = clock.instant();
+                if (Duration.between(lastMeter, now).compareTo(config.metricsInterval()) >= 0) {
+                    emitMeter(lastMeter, now, lastCounts);
+                    lastMeter = now;
+                }
+            }
+        } finally {
+            try {
+                transport.close();
+            } catch (RuntimeException e) {
+                log.warn("{}: closing the leader transport failed", name, e);
+            }
+            stopPublishing(false);
+        }
+    }
+
+    private void emitMeter(Instant from, Instant to, long[] last) {
+        long[] now = {sent.get(), acknowledged.get(), failed.get(), parked.get()};
+        MeterReading reading = new MeterReading(to, Duration.between(from, to), now[0] - last[0],
+                now[1] - last[1], now[2] - last[2], now[3] - last[3], inFlightRecords(), now[1]);
+        System.arraycopy(now, 0, last, 0, 4);
+        notifyListener(l -> l.meterRead(reading));
+    }
+
+    private void onAcquired(UUID id) {
+        if (stopMarking) {
+            return;
+        }
+        lock.lock();
+        try {
+            leaderId = id;
+            epoch++;
+            forceRemark = false;
+            abandonPending();
+            leading = true;
+            markWork.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        log.info("{}: leader acquired, leader id {}", name, id);
+        notifyListener(l -> l.leaderAcquired(id));
+    }
+
+    private void onFenced() {
+        if (stopPublishing(true)) {
+            log.warn("{}: leader fenced: stopped publishing", name);
+            notifyListener(DispatcherListener::leaderFenced);
+        }
+    }
+
+    private void onRevoked() {
+        boolean was = stopPublishing(false);
+        boolean all = awaitDrained(System.nanoTime() + config.drainTimeout().toNanos());
+        if (!all) {
+            log.warn("{}: leadership revoked with {} records still in flight after {}", name, inFlightRecords(),
+                    config.drainTimeout());
+        }
+        if (was) {
+            log.info("{}: leader revoked", name);
+            notifyListener(DispatcherListener::leaderRevoked);
+        }
+    }
+
+    /**
+     * Stops sending: clears the leader id and every pending record. Taking {@link #sendLock} first means that
+     * no send is under way when this returns.
+     *
+     * @return whether this instance was leading
+     */
+    private boolean stopPublishing(boolean fenced) {
+        sendLock.lock();
+        try {
+            lock.lock();
+            try {
+                boolean was = leaderId != null;
+                leaderId = null;
+                leading = false;
+                epoch++;
+                abandonPending();
+                markWork.signalAll();
+                return was;
+            } finally {
+                lock.unlock();
+            }
+        } finally {
+            sendLock.unlock();
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------ marking
+
+    private void markLoop() {
+        Backoff markFailures = new Backoff(config.ioErrorBackoff(), config.maxIoErrorBackoff());
+        Duration idle = config.markBackoff();
+        while (!stopMarking) {
+            UUID markAs;
+            long markEpoch;
+            int room;
+            List<InFlight> toSend;
+            Duration sendBackoff = null;
+            lock.lock();
+            try {
+                if (leaderId != null && forceRemark) {
+                    refreshLeaderId();
+                    if (consecutiveSendFailures > 0) {
+                        sendBackoff = backoffFor(consecutiveSendFailures);
+                    }
+                }
+                if (leaderId == null) {
+                    awaitMarkWork(config.pollInterval());
+                    continue;
+                }
+                if (sendBackoff != null) {
+                    toSend = List.of();
+                    room = 0;
+                } else {
+                    toSend = takeReady();
+                    room = config.maxInFlightRecords() - inFlight.size() - pendingCount;
+                }
+                markAs = leaderId;
+                markEpoch = epoch;
+            } finally {
+                lock.unlock();
+            }
+            if (sendBackoff != null) {
+                // Deliveries keep failing: do not hammer the broker.
+                pause(sendBackoff);
+                continue;
+            }
+            if (!toSend.isEmpty()) {
+                send(toSend, markEpoch);
+                continue;
+            }
+            if (room < config.markBatchSize()) {
+                // Throttled: wait until acknowledgements make room for a whole batch.
+                lock.lock();
+                try {
+                    if (ready.isEmpty() && epoch == markEpoch && !forceRemark && !stopMarking) {
+                        awaitMarkWork(config.pollInterval());
+                    }
+                } finally {
+                    lock.unlock();
+                }
+                continue;
+            }
+            MarkResult result;
+            try {
+                result = store.mark(markAs, config.markBatchSize());
+                markFailures.reset();
+            } catch (RuntimeException e) {
+                Duration wait = markFailures.next();
+                log.warn("{}: mark failed; taking a fresh leader id and retrying in {}", name, wait, e);
+                notifyListener(l -> l.failure("mark", e));
+                // The mark may have committed: rows marked with this id would be skipped by later marks.
+                raiseForceRemark();
+                pause(wait);
+                continue;
+            }
+            if (!result.rejected().isEmpty()) {
+                parkRejected(result.rejected());
+            }
+            lock.lock();
+            try {
+                if (epoch == markEpoch && !forceRemark) {
+                    for (OutboxRecord r : result.records()) {
+                        enqueue(r);
+                    }
+                }
+                // else: leadership changed or a delivery failed meanwhile; the next mark takes these again.
+            } finally {
+                lock.unlock();
+            }
+            if (result.isEmpty()) {
+                pause(idle);
+                idle = min(idle.multipliedBy(2), config.pollInterval());
+            } else {
+                idle = config.markBackoff();
+            }
+        }
+    }
+
+    private Duration backoffFor(int failures) {
+        Duration d = config.ioErrorBackoff();
+        for (int i = 1; i < failures && d.compareTo(config.maxIoErrorBackoff()) < 0; i++) {
+            d = d.multipliedBy(2);
+        }
+        return min(d, config.maxIoErrorBackoff());
+    }
+
+    private static Duration min(Duration a, Duration b) {
+        return a.compareTo(b) <= 0 ? a : b;
+    }
+
+    /** Caller holds lock. Takes a fresh leader id: every unacknowledged row will be marked again. */
+    private void refreshLeaderId() {
+        UUID fresh = ids.get();
+        leaderId = fresh;
+        epoch++;
+        forceRemark = false;
+        abandonPending();
+        log.info("{}: leader refreshed, leader id {}", name, fresh);
+        notifyListener(l -> l.leaderRefreshed(fresh));
+    }
+
+    /** Caller holds lock. */
+    private void abandonPending() {
+        pending.clear();
+        ready.clear();
+        pendingCount = 0;
+    }
+
+    /**
+     * Caller holds lock. Queues a marked record behind its key. A record whose row is in flight already (it was
+     * marked again under a fresh leader id) is not queued: its delivery is under way.
+     */
+    private void enqueue(OutboxRecord r) {
+        InFlight f = inFlight.get(r.key());
+        if (f != null && f.record.id() == r.id()) {
+            return;
+        }
+        pending.computeIfAbsent(r.key(), k -> new ArrayDeque<>()).addLast(r);
+        pendingCount++;
+        if (f == null) {
+            ready.add(r.key());
+        }
+    }
+
+    /** Caller holds lock. Takes the sendable head records, registering them in flight. */
+    private List<InFlight> takeReady() {
+        if (ready.isEmpty()) {
+            return List.of();
+        }
+        int room = config.maxInFlightRecords() - inFlight.size();
+        List<InFlight> out = new ArrayList<>(Math.min(room, ready.size()));
+        Iterator<String> it = ready.iterator();
+        long now = System.nanoTime();
+        while (it.hasNext() && out.size() < room) {
+            String key = it.next();
+            it.remove();
+            ArrayDeque<OutboxRecord> q = pending.get(key);
+            OutboxRecord r = q.pollFirst();
+            pendingCount--;
+            if (q.isEmpty()) {
+                pending.remove(key);
+            }
+            InFlight f = new InFlight(r, now);
+            inFlight.put(key, f);
+            out.add(f);
+        }
+        return out;
+    }
+
+    private void send(List<InFlight> batch, long markEpoch) {
+        sendLock.lock();
+        try {
+            boolean current;
+            lock.lock();
+            try {
+                current = epoch == markEpoch && leaderId != null;
+                if (!current) {
+                    // Fenced or refreshed between taking and sending: these records never leave.
+                    for (InFlight f : batch) {
+                        inFlight.remove(f.record.key(), f);
+                    }
+                    drained.signalAll();
+                }
+            } finally {
+                lock.unlock();
+            }
+            if (!current) {
+                return;
+            }
+            for (InFlight f : batch) {
+                CompletionStage<Void> stage;
+                try {
+                    stage = broker.send(f.record);
+                } catch (RuntimeException e) {
+                    completions.add(new Completion(f, e));
+                    continue;
+                }
+                sent.incrementAndGet();
+                stage.whenComplete((ok, error) -> completions.add(new Completion(f, error)));
+            }
+        } finally {
+            sendLock.unlock();
+        }
+    }
+
+    private void parkRejected(List<MarkResult.Rejected> rejected) {
+        Map<Long, String> reasons = new LinkedHashMap<>();
+        for (MarkResult.Rejected r : rejected) {
+            reasons.put(r.id(), r.reason());
+        }
+        if (!retryUntilDone("park", () -> store.park(reasons), markStopped)) {
+            return;
+        }
+        Instant now = clock.instant();
+        for (MarkResult.Rejected r : rejected) {
+            reportParked(new ParkedRecord(r.id(), r.topic(), r.key(), r.attempts(), r.reason(), now));
+        }
+    }
+
+    private void raiseForceRemark() {
+        lock.lock();
+        try {
+            forceRemark = true;
+            abandonPending();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Caller holds lock. */
+    private void awaitMarkWork(Duration max) {
+        try {
+            markWork.awaitNanos(max.toNanos());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            stopMarking = true;
+        }
+    }
+
+    private void signalMarkThread() {
+        lock.lock();
+        try {
+            markWork.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Waits {@code d} unless woken by a change of leadership or by closing.
+     *
+     * @return whether it was cut short by such a change
+     */
+    private boolean pause(Duration d) {
+        long deadline = System.nanoTime() + d.toNanos();
+        lock.lock();
+        try {
+            long e0 = epoch;
+            while (!stopMarking && epoch == e0) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                markWork.awaitNanos(left);
+            }
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            stopMarking = true;
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------ purge/reset
+
+    private void purgeLoop() {
+        List<Completion> batch = new ArrayList<>();
+        long lastStuckScan = System.nanoTime();
+        while (!stopPurging) {
+            Completion first;
+            try {
+                first = completions.poll(config.pollInterval().toNanos(), TimeUnit.NANOSECONDS);
+            } catch (InterruptedException e) {
+                if (stopPurging) {
+                    return;
+                }
+                continue;
+            }
+            if (System.nanoTime() - lastStuckScan > config.pollInterval().toNanos()) {
+                reportStuckSends();
+                lastStuckScan = System.nanoTime();
+            }
+            if (first == null) {
+                continue;
+            }
+            batch.clear();
+            batch.add(first);
+            completions.drainTo(batch, config.purgeBatchSize() - 1);
+            process(batch);
+        }
+    }
+
+    private void process(List<Completion> batch) {
+        List<Long> purgeIds = new ArrayList<>();
+        Map<UUID, List<Long>> resetIds = new LinkedHashMap<>();
+        Map<Long, String> parkReasons = new LinkedHashMap<>();
+        List<ParkedRecord> parkedNow = new ArrayList<>();
+        Instant now = clock.instant();
+        for (Completion c : batch) {
+            OutboxRecord r = c.flight.record;
+            if (c.error == null) {
+                purgeIds.add(r.id());
+                continue;
+            }
+            Throwable cause = unwrap(c.error);
+            int attempts = r.attempts() + 1;
+            boolean permanent = cause instanceof DeliveryException d && d.isPermanent();
+            if (permanent || attempts >= config.maxAttempts()) {
+                String reason = (permanent ? "permanent failure: " : "failed " + attempts + " times, last: ")
+                        + describe(cause);
+                parkReasons.put(r.id(), reason);
+                parkedNow.add(new ParkedRecord(r.id(), r.topic(), r.key(), attempts, reason, now));
+            } else {
+                resetIds.computeIfAbsent(r.leaderId(), k -> new ArrayList<>()).add(r.id());
+                log.debug("{}: delivery of record {} failed (attempt {}), resetting it", name, r.id(), attempts,
+                        cause);
+            }
+        }
+        if (!purgeIds.isEmpty()) {
+            retryUntilDone("purge", () -> store.purge(purgeIds), purgeStopped);
+        }
+        for (Map.Entry<UUID, List<Long>> e : resetIds.entrySet()) {
+            retryUntilDone("reset", () -> store.reset(e.getKey(), e.getValue()), purgeStopped);
+        }
+        if (!parkReasons.isEmpty() && !retryUntilDone("park", () -> store.park(parkReasons), purgeStopped)) {
+            parkedNow.clear();
+        }
+        int failures = batch.size() - purgeIds.size();
+        lock.lock();
+        try {
+            for (Completion c : batch) {
+                OutboxRecord r = c.flight.record;
+                inFlight.remove(r.key(), c.flight);
+                if (c.error == null) {
+                    ArrayDeque<OutboxRecord> q = pending.get(r.key());
+                    if (q != null && !q.isEmpty() && q.peekFirst().id() == r.id()) {
+                        q.pollFirst(); // its copy, re-marked under a fresh leader id: already delivered
+                        pendingCount--;
+                        if (q.isEmpty()) {
+                            pending.remove(r.key());
+                        }
+                    }
+                    if (pending.containsKey(r.key())) {
+                        ready.add(r.key());
+                    }
+                }
+            }
+            if (failures > 0) {
+                forceRemark = true;
+                abandonPending();
+                consecutiveSendFailures++;
+            } else {
+                consecutiveSendFailures = 0;
+            }
+            markWork.signalAll();
+            drained.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        acknowledged.addAndGet(purgeIds.size());
+        failed.addAndGet(failures);
+        for (ParkedRecord p : parkedNow) {
+            reportParked(p);
+        }
+    }
+
+    private void reportParked(ParkedRecord p) {
+        parked.incrementAndGet();
+        log.error("{}: parked record {} (topic {}, key {}): {}", name, p.id(), p.topic(), p.key(), p.reason());
+        notifyListener(l -> l.recordParked(p));
+    }
+
+    private void reportStuckSends() {
+        List<InFlight> stuck = new ArrayList<>();
+        long limit = System.nanoTime() - config.queueTimeout().toNanos();
+        lock.lock();
+        try {
+            for (InFlight f : inFlight.values()) {
+                if (!f.reportedStuck && f.sentAt - limit < 0) {
+                    f.reportedStuck = true;
+                    stuck.add(f);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        for (InFlight f : stuck) {
+            TimeoutException e = new TimeoutException("record " + f.record.id() + " (key " + f.record.key()
+                    + ") unacknowledged after " + config.queueTimeout() + "; its key waits for the broker");
+            log.warn("{}: {}", name, e.getMessage());
+            notifyListener(l -> l.failure("send", e));
+        }
+    }
+
+    /**
+     * Runs a store call until it succeeds, backing off exponentially. Gives up only when {@code stop} is
+     * released (closing), leaving the rows for the next leader, which is safe: nothing is lost, at worst
+     * re-sent.
+     *
+     * @return whether the call succeeded
+     */
+    private boolean retryUntilDone(String operation, Runnable call, CountDownLatch stop) {
+        Backoff backoff = new Backoff(config.ioErrorBackoff(), config.maxIoErrorBackoff());
+        while (true) {
+            try {
+                call.run();
+                return true;
+            } catch (RuntimeException e) {
+                if (stop.getCount() == 0) {
+                    log.warn("{}: {} failed while closing; rows stay for the next leader", name, operation, e);
+                    return false;
+                }
+                Duration wait = backoff.next();
+                log.warn("{}: {} failed; retrying in {}", name, operation, wait, e);
+                notifyListener(l -> l.failure(operation, e));
+                try {
+                    if (stop.await(wait.toNanos(), TimeUnit.NANOSECONDS)) {
+                        return false;
+                    }
+                } catch (InterruptedException ie) {
+                    if (stop.getCount() == 0) {
+                        return false;
+                    }
+                }
+            }
+        }
+    }
+
+    private static Throwable unwrap(Throwable e) {
+        while (e instanceof CompletionException && e.getCause() != null) {
+            e = e.getCause();
+        }
+        return e;
+    }
+
+    private static String describe(Throwable e) {
+        String m = e.getMessage();
+        return e.getClass().getSimpleName() + (m == null ? "" : ": " + m);
+    }
+
+    private void notifyListener(Consumer<DispatcherListener> event) {
+        try {
+            event.accept(listener);
+        } catch (RuntimeException e) {
+            log.warn("{}: listener threw; ignored", name, e);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------ types
+
+    private static final class InFlight {
+        final OutboxRecord record;
+        final long sentAt;
+        boolean reportedStuck;
+
+        InFlight(OutboxRecord record, long sentAt) {
+            this.record = record;
+            this.sentAt = sentAt;
+        }
+    }
+
+    private record Completion(InFlight flight, Throwable error) {
+    }
+
+    /** Exponential backoff, capped. Not thread-safe. */
+    static final class Backoff {
+        private final Duration first;
+        private final Duration max;
+        private Duration next;
+
+        Backoff(Duration first, Duration max) {
+            this.first = first;
+            this.max = max;
+            this.next = first;
+        }
+
+        Duration next() {
+            Duration d = next;
+            next = min(next.multipliedBy(2), max);
+            return d;
+        }
+
+        void reset() {
+            next = first;
+        }
+    }
 }

@@ -1,0 +1,52 @@
+package dev.outbox;
+
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class DispatcherConfigTest {
+
+    @Test
+    void defaultsFollowTheDocumentation() {
+        DispatcherConfig c = DispatcherConfig.defaults();
+        assertThat(c.markBatchSize()).isEqualTo(100);
+        assertThat(c.maxInFlightRecords()).isEqualTo(1000);
+        assertThat(c.pollInterval()).isEqualTo(Duration.ofMillis(100));
+        assertThat(c.heartbeatTimeout()).isEqualTo(Duration.ofSeconds(5));
+        assertThat(c.queueTimeout()).isEqualTo(Duration.ofSeconds(30));
+        assertThat(c.markBackoff()).isEqualTo(Duration.ofMillis(10));
+        assertThat(c.ioErrorBackoff()).isEqualTo(Duration.ofMillis(500));
+        assertThat(c.metricsInterval()).isEqualTo(Duration.ofSeconds(5));
+        assertThat(c.maxAttempts()).isEqualTo(10);
+    }
+
+    @Test
+    void settersRejectBadValuesByName() {
+        assertThatThrownBy(() -> DispatcherConfig.builder().markBatchSize(0))
+                .hasMessage("markBatchSize must be at least 1, was 0");
+        assertThatThrownBy(() -> DispatcherConfig.builder().pollInterval(Duration.ofMillis(-1)))
+                .hasMessage("pollInterval must be positive, was PT-0.001S");
+        assertThatThrownBy(() -> DispatcherConfig.builder().drainTimeout(null)).hasMessage("drainTimeout");
+    }
+
+    @Test
+    void buildRejectsImpossibleCombinations() {
+        assertThatThrownBy(() -> DispatcherConfig.builder().markBatchSize(500).maxInFlightRecords(100).build())
+                .hasMessageContaining("markBatchSize (500) must not exceed maxInFlightRecords (100)");
+        assertThatThrownBy(() -> DispatcherConfig.builder().heartbeatTimeout(Duration.ofMillis(200)).build())
+                .hasMessageContaining("heartbeatTimeout (PT0.2S) must be at least 3 x pollInterval");
+        assertThatThrownBy(() -> DispatcherConfig.builder().markBackoff(Duration.ofSeconds(1)).build())
+                .hasMessageContaining("markBackoff (PT1S) must not exceed pollInterval");
+        assertThatThrownBy(() -> DispatcherConfig.builder().ioErrorBackoff(Duration.ofMinutes(1)).build())
+                .hasMessageContaining("ioErrorBackoff (PT1M) must not exceed maxIoErrorBackoff (PT10S)");
+    }
+
+    @Test
+    void toBuilderRoundTrips() {
+        DispatcherConfig c = DispatcherConfig.builder().maxAttempts(3).markBatchSize(7).build();
+        assertThat(c.toBuilder().build().toString()).isEqualTo(c.toString());
+    }
+}

@@ -1,0 +1,179 @@
+package dev.outbox.internal;
+
+import dev.outbox.spi.Heartbeat;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+class NeliStateMachineTest {
+    private static final Duration TIMEOUT = Duration.ofSeconds(5);
+    private static final Duration INTERVAL = Duration.ofMillis(100);
+
+    private final MutableClock clock = new MutableClock();
+    private final List<String> events = new ArrayList<>();
+    private final UUID me = UUID.randomUUID();
+    private NeliStateMachine machine;
+
+    @BeforeEach
+    void setUp() {
+        machine = new NeliStateMachine(me, TIMEOUT, INTERVAL, clock, new NeliStateMachine.Actions() {
+            @Override
+            public void acquired(UUID leaderId) {
+                events.add("acquired " + leaderId);
+            }
+
+            @Override
+            public void fenced() {
+                events.add("fenced");
+            }
+
+            @Override
+            public void revoked() {
+                events.add("revoked");
+            }
+        });
+    }
+
+    @Test
+    void standbyUntilAssignedAndSendsNoHeartbeats() {
+        assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.STANDBY);
+        assertThat(machine.tick()).isNull();
+        machine.heartbeat(new Heartbeat(me, 1));
+        assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.STANDBY);
+        assertThat(events).isEmpty();
+    }
+
+    @Test
+    void assignmentMakesALeaderWithAFreshIdAndHeartbeatsEveryInterval() {
+        machine.assigned();
+        assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.LEADER);
+        assertThat(events).containsExactly("acquired " + machine.leaderId());
+        Heartbeat first = machine.tick();
+        assertThat(first.instanceId()).isEqualTo(me);
+        assertThat(machine.tick()).as("not due yet").isNull();
+        clock.advance(INTERVAL);
+        assertThat(machine.tick().sequence()).isGreaterThan(first.sequence());
+    }
+
+    @Test
+    void missingOwnHeartbeatsFenceAfterTheTimeoutAndNotBefore() {
+        machine.assigned();
+        clock.advance(TIMEOUT);
+        machine.tick();
+        assertThat(machine.role()).as("exactly at the timeout").isEqualTo(NeliStateMachine.Role.LEADER);
+        clock.advance(Duration.ofMillis(1));
+        machine.tick();
+        assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.FENCED);
+        assertThat(machine.leaderId()).isNull();
+        assertThat(events).last().isEqualTo("fenced");
+    }
+
+    @Test
+    void ownHeartbeatsKeepLeadershipOthersDoNot() {
+        machine.assigned();
+        UUID id = machine.leaderId();
+        for (int i = 0; i < 100; i++) {
+            clock.advance(INTERVAL);
+            Heartbeat hb = machine.tick();
+            if (hb != null) {
+                machine.heartbeat(hb);
+            }
+            machine.heartbeat(new Heartbeat(UUID.randomUUID(), 1_000 + i)); // someone else's: ignored
+        }
+        assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.LEADER);
+        assertThat(machine.leaderId()).isEqualTo(id);
+        clock.advance(TIMEOUT.plusMillis(1));
+        machine.heartbeat(new Heartbeat(UUID.randomUUID(), 5_000));
+        machine.tick();
+        assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.FENCED);
+    }
+
+    @Test
+    void heartbeatSentAfterTheFenceRestoresLeadershipWithANewId() {
+        machine.assigned();
+        UUID first = machine.leaderId();
+        Heartbeat beforeFence = machine.tick();
+        clock.advance(TIMEOUT.plusSeconds(1));
+        Heartbeat atFence = machine.tick(); // fences, then sends the next heartbeat
+        assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.FENCED);
+        machine.heartbeat(beforeFence);
+        assertThat(machine.role()).as("a heartbeat sent before the fence proves nothing")
+                .isEqualTo(NeliStateMachine.Role.FENCED);
+        machine.heartbeat(atFence);
+        assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.LEADER);
+        assertThat(machine.leaderId()).isNotNull().isNotEqualTo(first);
+        assertThat(events).containsExactly("acquired " + first, "fenced", "acquired " + machine.leaderId());
+    }
+
+    @Test
+    void revocationOfALeaderDrainsThenStandsBy() {
+        machine.assigned();
+        machine.revoked();
+        assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.STANDBY);
+        assertThat(events).last().isEqualTo("revoked");
+        assertThat(machine.tick()).isNull();
+    }
+
+    @Test
+    void revocationOfAFencedInstanceNeedsNoDrain() {
+        machine.assigned();
+        clock.advance(TIMEOUT.plusSeconds(1));
+        machine.tick();
+        machine.revoked();
+        assertThat(events).containsExactly("acquired " + events.get(0).substring(9), "fenced");
+        assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.STANDBY);
+    }
+
+    @Test
+    void lossFencesAtOnce() {
+        machine.assigned();
+        machine.lost();
+        assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.STANDBY);
+        assertThat(events).last().isEqualTo("fenced");
+    }
+
+    @Test
+    void reassignmentNeverReusesALeaderId() {
+        List<UUID> ids = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            machine.assigned();
+            ids.add(machine.leaderId());
+            machine.revoked();
+        }
+        assertThat(ids).doesNotHaveDuplicates().doesNotContainNull();
+    }
+
+    /** A clock tests move by hand. */
+    static final class MutableClock extends Clock {
+        private Instant now = Instant.parse("2026-01-01T00:00:00Z");
+
+        void advance(Duration d) {
+            now = now.plus(d);
+        }
+
+        @Override
+        public ZoneId getZone() {
+            return ZoneOffset.UTC;
+        }
+
+        @Override
+        public Clock withZone(ZoneId zone) {
+            return this;
+        }
+
+        @Override
+        public Instant instant() {
+            return now;
+        }
+    }
+}
