@@ -116,7 +116,7 @@ public final class KafkaLeaderTransport implements LeaderTransport {
     private Consumer<byte[], byte[]> consumer;
     private Producer<byte[], byte[]> producer;
     private Listener listener;
-    private boolean owner;
+    private volatile boolean owner;
     private boolean inPoll;
     private boolean closed;
     private RuntimeException callbackFailure;
@@ -165,7 +165,7 @@ public final class KafkaLeaderTransport implements LeaderTransport {
         return heartbeatInterval;
     }
 
-    /** Whether this instance currently owns the leader partition. */
+    /** Whether this instance currently owns the leader partition; safe to read from any thread. */
     public boolean isAssigned() {
         return owner;
     }
@@ -304,10 +304,27 @@ public final class KafkaLeaderTransport implements LeaderTransport {
         }
         closed = true;
         closeClients();
-        if (owner) {
-            owner = false;
-        }
+        owner = false;
         log.info("left leader group '{}'", groupId);
+    }
+
+    /**
+     * Drops out the way a crashed process does: the consumer closes without leaving the group, so the group
+     * notices only when the session expires. For tests that measure take-over after a crash.
+     */
+    void abandon() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        owner = false;
+        if (consumer != null) {
+            consumer.close(CloseOptions.groupMembershipOperation(CloseOptions.GroupMembershipOperation.REMAIN_IN_GROUP)
+                    .withTimeout(Duration.ZERO));
+        }
+        if (producer != null) {
+            producer.close(Duration.ZERO);
+        }
     }
 
     private void closeClients() {
