@@ -1,0 +1,45 @@
+package dev.outbox.testkit;
+
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+
+/**
+ * Waits for a condition in a test without sleeping for a fixed time: polls every millisecond or so until the
+ * condition holds or a deadline passes. Stateless and thread-safe.
+ */
+public final class Await {
+    private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+
+    private Await() {
+    }
+
+    /** Polls {@code condition} until it holds or {@code timeout} passes; returns whether it held. */
+    public static boolean until(BooleanSupplier condition, Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            if (condition.getAsBoolean()) {
+                return true;
+            }
+            if (System.nanoTime() - deadline >= 0) {
+                return false;
+            }
+            if (Thread.currentThread().isInterrupted()) {
+                throw new IllegalStateException("interrupted while waiting");
+            }
+            LockSupport.parkNanos(POLL_NANOS);
+        }
+    }
+
+    /**
+     * Polls {@code condition} until it holds; fails with an {@link AssertionError} carrying {@code description}
+     * if it still does not hold after {@code timeout}.
+     */
+    public static void untilOrFail(BooleanSupplier condition, Duration timeout, Supplier<String> description) {
+        if (!until(condition, timeout)) {
+            throw new AssertionError("not within " + timeout + ": " + description.get());
+        }
+    }
+}

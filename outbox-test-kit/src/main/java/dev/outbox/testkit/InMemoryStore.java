@@ -1,0 +1,519 @@
+package dev.outbox.testkit;
+
+import dev.outbox.OutboxMessage;
+import dev.outbox.OutboxRecord;
+import dev.outbox.ParkedRecord;
+import dev.outbox.Publisher;
+import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.Store;
+import dev.outbox.spi.StoreException;
+import dev.outbox.testkit.StoreFaults.Fault;
+import dev.outbox.testkit.StoreFaults.Failure;
+import dev.outbox.testkit.StoreFaults.Operation;
+
+import java.sql.Connection;
+import java.time.Clock;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.EnumMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.NavigableMap;
+import java.util.Objects;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * A {@link Store} held in memory, with the exact mark–purge/reset semantics of the port, for tests of the
+ * dispatcher and as the reference that {@link StoreContract} is checked against.
+ *
+ * <ul>
+ *   <li>Ids come from a sequence and are taken when a message is written, not when it commits: a
+ *       {@link Transaction} from {@link #begin()} that commits late leaves its lower ids behind higher committed
+ *       ones, as a database sequence does. Rolled-back ids are gaps.</li>
+ *   <li>{@link #publisher()} commits each call at once and ignores its connection.</li>
+ *   <li>{@link #insertMalformed} writes a row that cannot be read as a message; {@code mark} returns it in
+ *       {@link MarkResult#rejected()}.</li>
+ *   <li>{@link #setFaults} plugs in a {@link StoreFaults} plan that fails calls before or after their change,
+ *       or delays them.</li>
+ *   <li>{@link #rows()}, {@link #size()}, {@link #parkedRows()} and {@link #calls} let a test look inside.</li>
+ * </ul>
+ *
+ * <p>Thread-safe: every call is atomic under one lock (injected delays are spent outside it).
+ */
+public final class InMemoryStore implements Store {
+
+    /**
+     * A row of the outbox as a test sees it, a snapshot.
+     *
+     * @param id        the row's id
+     * @param topic     its topic
+     * @param key       its key
+     * @param leaderId  the leader id that marked it, null if unmarked
+     * @param attempts  failed deliveries recorded so far
+     * @param malformed whether the row cannot be read as a message (see {@link #insertMalformed})
+     */
+    public record Row(long id, String topic, String key, UUID leaderId, int attempts, boolean malformed) {
+    }
+
+    private final Object lock = new Object();
+    private final Clock clock;
+    private final AtomicLong sequence = new AtomicLong();
+    /** Committed, unparked rows by id. Guarded by {@link #lock}. */
+    private final NavigableMap<Long, StoredRow> rows = new TreeMap<>();
+    /** Parked rows by their id in the outbox. Guarded by {@link #lock}. */
+    private final NavigableMap<Long, StoredRow> parked = new TreeMap<>();
+    private final Map<Operation, AtomicLong> calls = new EnumMap<>(Operation.class);
+    private final Map<Operation, AtomicLong> injected = new EnumMap<>(Operation.class);
+    private final AtomicLong purged = new AtomicLong();
+    private volatile StoreFaults faults = StoreFaults.none();
+    private final Publisher publisher = new InMemoryPublisher();
+
+    /** An empty store whose timestamps come from the system clock. */
+    public InMemoryStore() {
+        this(Clock.systemUTC());
+    }
+
+    /** An empty store whose creation and parking times come from {@code clock}. */
+    public InMemoryStore(Clock clock) {
+        this.clock = Objects.requireNonNull(clock, "clock");
+        for (Operation op : Operation.values()) {
+            calls.put(op, new AtomicLong());
+            injected.put(op, new AtomicLong());
+        }
+    }
+
+    /** Replaces the fault plan; {@link StoreFaults#none()} heals the store. Takes effect for the next call. */
+    public void setFaults(StoreFaults faults) {
+        this.faults = Objects.requireNonNull(faults, "faults");
+    }
+
+    // ---- writing ------------------------------------------------------------------------------------------
+
+    /**
+     * A publisher that commits every call at once, atomically (all messages of a call or none). It ignores the
+     * connection, which may be null: an in-memory store has no database transaction to join. Use
+     * {@link #begin()} to model an application transaction.
+     */
+    @Override
+    public Publisher publisher() {
+        return publisher;
+    }
+
+    /** Begins an application transaction: its messages take ids at once and become visible on commit. */
+    public Transaction begin() {
+        return new Transaction();
+    }
+
+    /**
+     * Writes and commits a row that cannot be read as a message, as another program writing the table with
+     * plain SQL might (for SQL stores, e.g. header arrays of different lengths). {@code mark} marks it like any
+     * row and returns it in {@link MarkResult#rejected()} with {@code reason}.
+     *
+     * @param topic  the topic as stored, may be null or invalid
+     * @param key    the key as stored, may be null
+     * @param reason what is wrong with it, reported as the rejection reason
+     * @return the row's id
+     */
+    public long insertMalformed(String topic, String key, String reason) {
+        Objects.requireNonNull(reason, "reason");
+        long id = sequence.incrementAndGet();
+        StoredRow row = new StoredRow(id, clock.instant(), topic, key, null, reason);
+        synchronized (lock) {
+            rows.put(id, row);
+        }
+        return id;
+    }
+
+    // ---- the port -------------------------------------------------------------------------------------------
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>An injected failure after the change leaves the rows marked with {@code leaderId}: the caller did not
+     * get them and a later mark with the same id will not return them again.
+     */
+    @Override
+    public MarkResult mark(UUID leaderId, int limit) {
+        if (leaderId == null) {
+            throw new IllegalArgumentException("leaderId must not be null");
+        }
+        if (limit < 1) {
+            throw new IllegalArgumentException("limit must be at least 1: " + limit);
+        }
+        Fault fault = enter(Operation.MARK);
+        List<OutboxRecord> records = new ArrayList<>();
+        List<MarkResult.Rejected> rejected = new ArrayList<>();
+        synchronized (lock) {
+            int taken = 0;
+            for (Iterator<StoredRow> it = rows.values().iterator(); it.hasNext() && taken < limit; ) {
+                StoredRow row = it.next();
+                if (leaderId.equals(row.leaderId)) {
+                    continue;
+                }
+                row.leaderId = leaderId;
+                taken++;
+                if (row.malformedReason != null) {
+                    rejected.add(new MarkResult.Rejected(row.id, row.topic, row.key, row.attempts,
+                            row.malformedReason));
+                } else {
+                    records.add(new OutboxRecord(row.id, row.createdAt, row.message, row.attempts, leaderId));
+                }
+            }
+        }
+        leave(Operation.MARK, fault, "mark(" + leaderId + ", " + limit + ")");
+        return new MarkResult(records, rejected);
+    }
+
+    @Override
+    public void purge(Collection<Long> ids) {
+        Objects.requireNonNull(ids, "ids");
+        Fault fault = enter(Operation.PURGE);
+        synchronized (lock) {
+            for (Long id : ids) {
+                if (id != null && rows.remove(id) != null) {
+                    purged.incrementAndGet();
+                }
+            }
+        }
+        leave(Operation.PURGE, fault, "purge of " + ids.size() + " ids");
+    }
+
+    @Override
+    public void reset(UUID leaderId, Collection<Long> ids) {
+        if (leaderId == null) {
+            throw new IllegalArgumentException("leaderId must not be null");
+        }
+        Objects.requireNonNull(ids, "ids");
+        Fault fault = enter(Operation.RESET);
+        synchronized (lock) {
+            for (Long id : new TreeSet<>(nonNull(ids))) {
+                StoredRow row = rows.get(id);
+                if (row != null) {
+                    row.attempts++;
+                    if (leaderId.equals(row.leaderId)) {
+                        row.leaderId = null;
+                    }
+                }
+            }
+        }
+        leave(Operation.RESET, fault, "reset(" + leaderId + ") of " + ids.size() + " ids");
+    }
+
+    @Override
+    public void park(Map<Long, String> reasons) {
+        Objects.requireNonNull(reasons, "reasons");
+        Fault fault = enter(Operation.PARK);
+        Instant now = clock.instant();
+        synchronized (lock) {
+            for (Map.Entry<Long, String> e : reasons.entrySet()) {
+                if (e.getKey() == null) {
+                    continue;
+                }
+                StoredRow row = rows.remove(e.getKey());
+                if (row != null) {
+                    row.leaderId = null;
+                    row.parkReason = e.getValue();
+                    row.parkedAt = now;
+                    parked.put(row.id, row);
+                }
+            }
+        }
+        leave(Operation.PARK, fault, "park of " + reasons.size() + " ids");
+    }
+
+    @Override
+    public List<ParkedRecord> parked(int limit) {
+        if (limit < 1) {
+            throw new IllegalArgumentException("limit must be at least 1: " + limit);
+        }
+        Fault fault = enter(Operation.PARKED);
+        List<ParkedRecord> result = new ArrayList<>();
+        synchronized (lock) {
+            for (StoredRow row : parked.values()) {
+                if (result.size() == limit) {
+                    break;
+                }
+                result.add(row.toParked());
+            }
+        }
+        leave(Operation.PARKED, fault, "parked(" + limit + ")");
+        return result;
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Rows are replayed in ascending order of their parked id; each new row gets the current time as its
+     * creation time.
+     */
+    @Override
+    public int replay(Collection<Long> ids) {
+        Objects.requireNonNull(ids, "ids");
+        Fault fault = enter(Operation.REPLAY);
+        int replayed = 0;
+        Instant now = clock.instant();
+        synchronized (lock) {
+            for (Long id : new TreeSet<>(nonNull(ids))) {
+                StoredRow old = parked.remove(id);
+                if (old != null) {
+                    long newId = sequence.incrementAndGet();
+                    rows.put(newId, new StoredRow(newId, now, old.topic, old.key, old.message,
+                            old.malformedReason));
+                    replayed++;
+                }
+            }
+        }
+        leave(Operation.REPLAY, fault, "replay of " + ids.size() + " ids");
+        return replayed;
+    }
+
+    @Override
+    public long backlog() {
+        Fault fault = enter(Operation.BACKLOG);
+        long n;
+        synchronized (lock) {
+            n = rows.size();
+        }
+        leave(Operation.BACKLOG, fault, "backlog()");
+        return n;
+    }
+
+    // ---- inspection -----------------------------------------------------------------------------------------
+
+    /** A snapshot of the committed, unparked rows in id order. */
+    public List<Row> rows() {
+        synchronized (lock) {
+            List<Row> result = new ArrayList<>(rows.size());
+            for (StoredRow r : rows.values()) {
+                result.add(new Row(r.id, r.topic, r.key, r.leaderId, r.attempts, r.malformedReason != null));
+            }
+            return result;
+        }
+    }
+
+    /** The number of committed, unparked rows; unlike {@link #backlog()}, never subject to faults. */
+    public int size() {
+        synchronized (lock) {
+            return rows.size();
+        }
+    }
+
+    /** Every parked row in id order; unlike {@link #parked(int)}, never subject to faults. */
+    public List<ParkedRecord> parkedRows() {
+        synchronized (lock) {
+            List<ParkedRecord> result = new ArrayList<>(parked.size());
+            for (StoredRow row : parked.values()) {
+                result.add(row.toParked());
+            }
+            return result;
+        }
+    }
+
+    /** How many times {@code operation} was called, whether it failed or not. */
+    public long calls(Operation operation) {
+        return calls.get(operation).get();
+    }
+
+    /** How many calls of {@code operation} the fault plan failed. */
+    public long injectedFailures(Operation operation) {
+        return injected.get(operation).get();
+    }
+
+    /** How many rows purge calls have deleted in total. */
+    public long purgedRows() {
+        return purged.get();
+    }
+
+    @Override
+    public String toString() {
+        synchronized (lock) {
+            return "InMemoryStore{rows=" + rows.size() + ", parked=" + parked.size() + ", lastId=" + sequence.get()
+                    + ", faults=" + faults + '}';
+        }
+    }
+
+    // ---- internals ------------------------------------------------------------------------------------------
+
+    private Fault enter(Operation operation) {
+        calls.get(operation).incrementAndGet();
+        Fault fault = faults.decide(operation);
+        if (fault == null) {
+            throw new IllegalStateException("fault plan " + faults + " returned null for " + operation);
+        }
+        if (!fault.delay().isZero()) {
+            long deadline = System.nanoTime() + fault.delay().toNanos();
+            for (long left; (left = deadline - System.nanoTime()) > 0; ) {
+                LockSupport.parkNanos(left);
+                if (Thread.currentThread().isInterrupted()) {
+                    injected.get(operation).incrementAndGet();
+                    throw new StoreException("injected delay of " + operation + " interrupted", null, true);
+                }
+            }
+        }
+        if (fault.failure() == Failure.BEFORE) {
+            injected.get(operation).incrementAndGet();
+            throw new StoreException("injected fault: " + operation + " failed before any change", null, true);
+        }
+        return fault;
+    }
+
+    private void leave(Operation operation, Fault fault, String what) {
+        if (fault.failure() == Failure.AFTER) {
+            injected.get(operation).incrementAndGet();
+            throw new StoreException("injected fault: " + what + " was applied but reported as failed"
+                    + " (a lost commit acknowledgement)", null, true);
+        }
+    }
+
+    private static List<Long> nonNull(Collection<Long> ids) {
+        List<Long> result = new ArrayList<>(ids.size());
+        for (Long id : ids) {
+            if (id != null) {
+                result.add(id);
+            }
+        }
+        return result;
+    }
+
+    private static List<OutboxMessage> validate(List<OutboxMessage> messages) {
+        if (messages == null) {
+            throw new IllegalArgumentException("messages must not be null");
+        }
+        List<OutboxMessage> copy = new ArrayList<>(messages.size());
+        for (int i = 0; i < messages.size(); i++) {
+            OutboxMessage m = messages.get(i);
+            if (m == null) {
+                throw new IllegalArgumentException("message at index " + i + " of " + messages.size()
+                        + " is null");
+            }
+            copy.add(m);
+        }
+        return copy;
+    }
+
+    /** A row as held; fields other than the final ones are guarded by {@link #lock}. */
+    private static final class StoredRow {
+        final long id;
+        final Instant createdAt;
+        final String topic;
+        final String key;
+        final OutboxMessage message;
+        final String malformedReason;
+        UUID leaderId;
+        int attempts;
+        String parkReason;
+        Instant parkedAt;
+
+        StoredRow(long id, Instant createdAt, String topic, String key, OutboxMessage message,
+                  String malformedReason) {
+            this.id = id;
+            this.createdAt = createdAt;
+            this.topic = topic;
+            this.key = key;
+            this.message = message;
+            this.malformedReason = malformedReason;
+        }
+
+        static StoredRow of(long id, Instant createdAt, OutboxMessage message) {
+            return new StoredRow(id, createdAt, message.topic(), message.key(), message, null);
+        }
+
+        ParkedRecord toParked() {
+            return new ParkedRecord(id, topic, key, attempts, parkReason, parkedAt);
+        }
+    }
+
+    private final class InMemoryPublisher implements Publisher {
+        @Override
+        public void publish(Connection connection, List<OutboxMessage> messages) {
+            List<OutboxMessage> valid = validate(messages);
+            Instant now = clock.instant();
+            synchronized (lock) {
+                for (OutboxMessage m : valid) {
+                    long id = sequence.incrementAndGet();
+                    rows.put(id, StoredRow.of(id, now, m));
+                }
+            }
+        }
+
+        @Override
+        public String toString() {
+            return "InMemoryStore.publisher";
+        }
+    }
+
+    /**
+     * An application transaction against this store: each message takes its id when it is published, and
+     * becomes visible to {@code mark} only on {@link #commit()}. Not thread-safe, like a connection.
+     */
+    public final class Transaction implements TestTransaction {
+        private final List<StoredRow> pending = new ArrayList<>();
+        private boolean ended;
+
+        private Transaction() {
+        }
+
+        /** Writes {@code message}, taking its id at once; returns the id. */
+        public long write(OutboxMessage message) {
+            checkOpen("publish");
+            validate(java.util.Collections.singletonList(message));
+            long id = sequence.incrementAndGet();
+            pending.add(StoredRow.of(id, clock.instant(), message));
+            return id;
+        }
+
+        @Override
+        public void publish(List<OutboxMessage> messages) {
+            checkOpen("publish");
+            for (OutboxMessage m : validate(messages)) {
+                write(m);
+            }
+        }
+
+        /** The ids this transaction has taken so far, in order. */
+        public List<Long> ids() {
+            List<Long> ids = new ArrayList<>(pending.size());
+            for (StoredRow row : pending) {
+                ids.add(row.id);
+            }
+            return ids;
+        }
+
+        @Override
+        public void commit() {
+            checkOpen("commit");
+            ended = true;
+            synchronized (lock) {
+                for (StoredRow row : pending) {
+                    rows.put(row.id, row);
+                }
+            }
+        }
+
+        @Override
+        public void rollback() {
+            checkOpen("rollback");
+            ended = true;
+            pending.clear();
+        }
+
+        @Override
+        public void close() {
+            if (!ended) {
+                rollback();
+            }
+        }
+
+        private void checkOpen(String operation) {
+            if (ended) {
+                throw new IllegalStateException("cannot " + operation + ": the transaction has ended");
+            }
+        }
+    }
+}

@@ -1,0 +1,782 @@
+package dev.outbox.testkit;
+
+import dev.outbox.Header;
+import dev.outbox.OutboxMessage;
+import dev.outbox.OutboxRecord;
+import dev.outbox.ParkedRecord;
+import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.Store;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The contract of the {@link Store} port, as a JUnit 5 suite that every store runs against a real database:
+ * marking in id order and by leader id, stealing rows of another leader, uncommitted and rolled-back rows,
+ * purge/reset/park/replay of id batches, tombstones, headers, unreadable rows, large batches and concurrent
+ * writers.
+ *
+ * <p>Extend it and implement the hooks:
+ * <pre>{@code
+ * class PostgresStoreContractTest extends StoreContract {
+ *     protected Store createStore() { ... a store over a fresh, empty table ... }
+ *     protected TestTransaction begin(Store store) { return JdbcTestTransaction.begin(dataSource, store.publisher()); }
+ *     protected void insertMalformedRow(Store store, String topic, String key) { ... raw SQL ... }
+ * }
+ * }</pre>
+ *
+ * <p>Each test gets a fresh store from {@link #createStore()} and hands it to {@link #disposeStore(Store)}
+ * afterwards. Each test is bounded by a timeout, so a call that blocks fails the test instead of hanging the
+ * build. Tests are not run concurrently with each other.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+public abstract class StoreContract {
+    /** The topic most contract messages go to. */
+    protected static final String TOPIC = "outbox-contract";
+    /** How far a store's timestamps may be from this JVM's clock (the database may run elsewhere). */
+    protected static final Duration CLOCK_SLACK = Duration.ofMinutes(2);
+    private static final long UNKNOWN_ID = 999_999_999L;
+
+    /** The store under test in the current test. */
+    protected Store store;
+
+    /** A fresh store over an empty outbox, for one test. */
+    protected abstract Store createStore();
+
+    /** Begins an application transaction whose messages {@code store}'s publisher writes. */
+    protected abstract TestTransaction begin(Store store);
+
+    /**
+     * Writes and commits, bypassing the publisher, a row that {@code store} cannot read as a message (for an
+     * SQL store, for example, header name and value arrays of different lengths written by raw SQL), with the
+     * given topic and key. The row must take its id from the same sequence as published rows.
+     */
+    protected abstract void insertMalformedRow(Store store, String topic, String key);
+
+    /** Releases what {@link #createStore()} created (drops a table, closes a pool). Default: nothing. */
+    protected void disposeStore(Store store) {
+    }
+
+    @BeforeEach
+    final void createFreshStore() {
+        store = createStore();
+        assertThat(store).as("createStore()").isNotNull();
+    }
+
+    @AfterEach
+    final void disposeFreshStore() {
+        if (store != null) {
+            disposeStore(store);
+        }
+    }
+
+    // ---- round trip ---------------------------------------------------------------------------------------
+
+    @Test
+    void writtenMessageIsMarkedWithAllItsFields() {
+        OutboxMessage message = OutboxMessage.builder(TOPIC, "key-1")
+                .value("value-1")
+                .header("trace", "abc")
+                .header("empty", (byte[]) null)
+                .header("trace", "def")
+                .header("binary", new byte[]{0, -1, 127, -128})
+                .build();
+        Instant before = Instant.now();
+        commit(message);
+        Instant after = Instant.now();
+        UUID leader = UUID.randomUUID();
+
+        MarkResult result = store.mark(leader, 10);
+
+        assertThat(result.rejected()).isEmpty();
+        assertThat(result.records()).hasSize(1);
+        OutboxRecord record = result.records().get(0);
+        assertThat(record.message()).isEqualTo(message);
+        assertThat(record.topic()).isEqualTo(TOPIC);
+        assertThat(record.key()).isEqualTo("key-1");
+        assertThat(new String(record.message().value(), StandardCharsets.UTF_8)).isEqualTo("value-1");
+        assertThat(record.message().headers()).extracting(Header::name)
+                .containsExactly("trace", "empty", "trace", "binary");
+        assertThat(record.message().headers()).extracting(Header::valueAsString)
+                .containsExactly("abc", null, "def", new String(new byte[]{0, -1, 127, -128},
+                        StandardCharsets.UTF_8));
+        assertThat(record.message().headers().get(3).value()).containsExactly(0, -1, 127, -128);
+        assertThat(record.attempts()).isZero();
+        assertThat(record.leaderId()).isEqualTo(leader);
+        assertThat(record.createdAt()).isBetween(before.minus(CLOCK_SLACK), after.plus(CLOCK_SLACK));
+    }
+
+    @Test
+    void tombstoneStaysNullAndEmptyValueStaysEmpty() {
+        commit(OutboxMessage.tombstone(TOPIC, "gone"));
+        commit(OutboxMessage.of(TOPIC, "empty", new byte[0]));
+
+        List<OutboxRecord> records = markAll(UUID.randomUUID());
+
+        assertThat(records).hasSize(2);
+        assertThat(records.get(0).key()).isEqualTo("gone");
+        assertThat(records.get(0).message().isTombstone()).as("tombstone").isTrue();
+        assertThat(records.get(0).message().value()).isNull();
+        assertThat(records.get(1).key()).isEqualTo("empty");
+        assertThat(records.get(1).message().isTombstone()).as("empty value is not a tombstone").isFalse();
+        assertThat(records.get(1).message().value()).isEmpty();
+    }
+
+    @Test
+    void binaryValuesUnicodeKeysAndManyTopicsRoundTrip() {
+        byte[] everyByte = new byte[256];
+        for (int i = 0; i < everyByte.length; i++) {
+            everyByte[i] = (byte) i;
+        }
+        OutboxMessage binary = OutboxMessage.of(TOPIC, "bytes", everyByte);
+        OutboxMessage unicode = OutboxMessage.of("other.topic-1_x", "ключ-κλειδί-鍵-🔑", "ünïcödé 🎉");
+        OutboxMessage noHeaders = OutboxMessage.of(TOPIC, "", "empty key");
+        commit(binary, unicode, noHeaders);
+
+        List<OutboxRecord> records = markAll(UUID.randomUUID());
+
+        assertThat(records).extracting(OutboxRecord::message).containsExactly(binary, unicode, noHeaders);
+        assertThat(records.get(2).message().headers()).isEmpty();
+    }
+
+    @Test
+    void messagesOfOneBatchTakeAscendingIdsInListOrder() {
+        List<OutboxMessage> batch = new ArrayList<>();
+        for (int i = 0; i < 10; i++) {
+            batch.add(OutboxMessage.of(TOPIC, i % 2 == 0 ? "even" : "odd", "v" + i));
+        }
+        try (TestTransaction tx = begin(store)) {
+            tx.publish(batch);
+            tx.commit();
+        }
+
+        List<OutboxRecord> records = markAll(UUID.randomUUID());
+
+        assertThat(records).extracting(OutboxRecord::message).containsExactlyElementsOf(batch);
+        assertAscendingIds(records);
+    }
+
+    // ---- marking ------------------------------------------------------------------------------------------
+
+    @Test
+    void markTakesTheOldestRowsInIdOrderUpToTheLimit() {
+        for (int i = 0; i < 10; i++) {
+            commit(OutboxMessage.of(TOPIC, "k" + (i % 3), "v" + i));
+        }
+        UUID leader = UUID.randomUUID();
+
+        List<OutboxRecord> first = store.mark(leader, 3).records();
+        List<OutboxRecord> second = store.mark(leader, 3).records();
+        List<OutboxRecord> rest = store.mark(leader, 10).records();
+
+        assertThat(first).extracting(this::valueOf).containsExactly("v0", "v1", "v2");
+        assertThat(second).extracting(this::valueOf).containsExactly("v3", "v4", "v5");
+        assertThat(rest).extracting(this::valueOf).containsExactly("v6", "v7", "v8", "v9");
+        List<OutboxRecord> all = new ArrayList<>(first);
+        all.addAll(second);
+        all.addAll(rest);
+        assertAscendingIds(all);
+        assertThat(all).allSatisfy(r -> assertThat(r.leaderId()).isEqualTo(leader));
+        assertThat(store.mark(leader, 10).isEmpty()).as("nothing left to mark").isTrue();
+    }
+
+    @Test
+    void markOfAnEmptyOutboxReturnsNothing() {
+        MarkResult result = store.mark(UUID.randomUUID(), 100);
+
+        assertThat(result.isEmpty()).isTrue();
+        assertThat(result.records()).isEmpty();
+        assertThat(result.rejected()).isEmpty();
+    }
+
+    @Test
+    void markWithTheSameLeaderIdReturnsNothingNew() {
+        commit(msg("a", "1"), msg("b", "2"));
+        commit(msg("c", "3"));
+        UUID leader = UUID.randomUUID();
+
+        assertThat(store.mark(leader, 10).records()).hasSize(3);
+        assertThat(store.mark(leader, 10).isEmpty()).as("second mark with the same leader id").isTrue();
+
+        commit(msg("d", "4"));
+        assertThat(store.mark(leader, 10).records()).extracting(this::valueOf).containsExactly("4");
+    }
+
+    @Test
+    void markWithAnotherLeaderIdStealsRowsInIdOrder() {
+        for (int i = 0; i < 5; i++) {
+            commit(msg("k" + i, "v" + i));
+        }
+        UUID oldLeader = UUID.randomUUID();
+        UUID newLeader = UUID.randomUUID();
+        List<OutboxRecord> byOld = store.mark(oldLeader, 10).records();
+        assertThat(byOld).hasSize(5);
+
+        List<OutboxRecord> stolen = store.mark(newLeader, 2).records();
+
+        assertThat(stolen).extracting(OutboxRecord::id).containsExactly(byOld.get(0).id(), byOld.get(1).id());
+        assertThat(stolen).allSatisfy(r -> assertThat(r.leaderId()).isEqualTo(newLeader));
+        assertThat(stolen).extracting(OutboxRecord::message)
+                .containsExactly(byOld.get(0).message(), byOld.get(1).message());
+        // the old leader's id now differs on the stolen rows, so it would take them back
+        assertThat(store.mark(oldLeader, 10).records()).extracting(OutboxRecord::id)
+                .containsExactly(byOld.get(0).id(), byOld.get(1).id());
+        // the new leader goes on with the rest
+        assertThat(store.mark(newLeader, 10).records()).extracting(OutboxRecord::id)
+                .containsExactly(byOld.get(0).id(), byOld.get(1).id(), byOld.get(2).id(), byOld.get(3).id(),
+                        byOld.get(4).id());
+    }
+
+    @Test
+    void markRejectsANullLeaderIdAndALimitBelowOne() {
+        assertThatThrownBy(() -> store.mark(null, 10))
+                .isInstanceOfAny(IllegalArgumentException.class, NullPointerException.class);
+        assertThatThrownBy(() -> store.mark(UUID.randomUUID(), 0))
+                .isInstanceOfAny(IllegalArgumentException.class)
+                .hasMessageContaining("0");
+    }
+
+    // ---- transactions -------------------------------------------------------------------------------------
+
+    @Test
+    void uncommittedRowsAreNeverMarkedAndALateCommitIsMarkedOnTheNextPass() {
+        UUID leader = UUID.randomUUID();
+        List<OutboxRecord> firstPass;
+        try (TestTransaction early = begin(store)) {
+            early.publish(msg("late", "taken first, committed last"));
+            commit(msg("other", "committed first"));
+
+            firstPass = store.mark(leader, 10).records();
+            assertThat(firstPass).extracting(this::valueOf).containsExactly("committed first");
+            assertThat(store.backlog()).as("backlog before the late commit").isEqualTo(1);
+
+            early.commit();
+        }
+
+        List<OutboxRecord> secondPass = store.mark(leader, 10).records();
+        assertThat(secondPass).extracting(this::valueOf).containsExactly("taken first, committed last");
+        assertThat(secondPass.get(0).id()).as("the late row took its id before the other row was written")
+                .isLessThan(firstPass.get(0).id());
+        assertThat(store.mark(leader, 10).isEmpty()).isTrue();
+    }
+
+    @Test
+    void rolledBackRowsNeverAppear() {
+        try (TestTransaction tx = begin(store)) {
+            tx.publish(List.of(msg("k", "rolled back 1"), msg("k", "rolled back 2")));
+            tx.rollback();
+        }
+        TestTransaction abandoned = begin(store);
+        abandoned.publish(msg("k", "abandoned"));
+        abandoned.close();
+        commit(msg("k", "kept"));
+
+        assertThat(markAll(UUID.randomUUID())).extracting(this::valueOf).containsExactly("kept");
+        assertThat(store.backlog()).isEqualTo(1);
+    }
+
+    // ---- purge --------------------------------------------------------------------------------------------
+
+    @Test
+    void purgeDeletesTheGivenRowsWhoeverMarkedThemAndIgnoresUnknownIds() {
+        for (int i = 0; i < 5; i++) {
+            commit(msg("k" + i, "v" + i));
+        }
+        UUID leader = UUID.randomUUID();
+        List<OutboxRecord> marked = store.mark(leader, 10).records();
+
+        store.purge(List.of(marked.get(0).id(), marked.get(2).id(), UNKNOWN_ID));
+
+        assertThat(store.backlog()).isEqualTo(3);
+        assertThat(markAll(UUID.randomUUID())).extracting(this::valueOf).containsExactly("v1", "v3", "v4");
+        // purging rows marked by another leader, or not marked at all, deletes them too
+        commit(msg("k5", "v5"));
+        List<Long> rest = ids(markAll(UUID.randomUUID()));
+        store.purge(rest);
+        assertThat(store.backlog()).isZero();
+        assertThat(store.mark(UUID.randomUUID(), 10).isEmpty()).isTrue();
+    }
+
+    @Test
+    void purgeOfAnEmptyBatchOrOnlyUnknownIdsDoesNothing() {
+        commit(msg("k", "v"));
+
+        store.purge(List.of());
+        store.purge(List.of(UNKNOWN_ID, UNKNOWN_ID + 1));
+
+        assertThat(markAll(UUID.randomUUID())).extracting(this::valueOf).containsExactly("v");
+    }
+
+    // ---- reset --------------------------------------------------------------------------------------------
+
+    @Test
+    void resetCountsAnAttemptAndUnmarksTheRowsOfThatLeader() {
+        commit(msg("a", "1"), msg("b", "2"), msg("c", "3"));
+        UUID leader = UUID.randomUUID();
+        List<OutboxRecord> marked = store.mark(leader, 10).records();
+
+        store.reset(leader, List.of(marked.get(0).id(), marked.get(1).id(), UNKNOWN_ID));
+
+        List<OutboxRecord> again = store.mark(leader, 10).records();
+        assertThat(again).extracting(OutboxRecord::id).containsExactly(marked.get(0).id(), marked.get(1).id());
+        assertThat(again).extracting(OutboxRecord::attempts).containsExactly(1, 1);
+        assertThat(again).extracting(OutboxRecord::message)
+                .containsExactly(marked.get(0).message(), marked.get(1).message());
+
+        store.reset(leader, List.of(marked.get(0).id()));
+        assertThat(store.mark(leader, 10).records()).extracting(OutboxRecord::attempts).containsExactly(2);
+        assertThat(markAll(UUID.randomUUID())).extracting(OutboxRecord::attempts).containsExactly(2, 1, 0);
+    }
+
+    @Test
+    void resetKeepsTheMarkOfAnotherLeaderButCountsTheAttempt() {
+        commit(msg("a", "1"), msg("b", "2"), msg("c", "3"));
+        UUID oldLeader = UUID.randomUUID();
+        UUID newLeader = UUID.randomUUID();
+        List<OutboxRecord> marked = store.mark(oldLeader, 10).records();
+        long stolenId = marked.get(0).id();
+        assertThat(store.mark(newLeader, 1).records()).extracting(OutboxRecord::id).containsExactly(stolenId);
+
+        // the old leader learns that its sends of the first two rows failed
+        store.reset(oldLeader, List.of(stolenId, marked.get(1).id()));
+
+        // the new leader's mark on the stolen row holds: it marks only the other two
+        List<OutboxRecord> byNew = store.mark(newLeader, 10).records();
+        assertThat(byNew).extracting(OutboxRecord::id).containsExactly(marked.get(1).id(), marked.get(2).id());
+        assertThat(byNew).extracting(OutboxRecord::attempts).containsExactly(1, 0);
+        // the stolen row counted the attempt too
+        OutboxRecord stolenRow = markAll(UUID.randomUUID()).get(0);
+        assertThat(stolenRow.id()).isEqualTo(stolenId);
+        assertThat(stolenRow.attempts()).isEqualTo(1);
+    }
+
+    @Test
+    void resetOfAnUnmarkedRowCountsTheAttempt() {
+        commit(msg("a", "1"));
+        UUID leader = UUID.randomUUID();
+        long id = store.mark(leader, 10).records().get(0).id();
+        store.reset(leader, List.of(id));
+
+        store.reset(leader, List.of(id));
+
+        assertThat(store.mark(leader, 10).records()).extracting(OutboxRecord::attempts).containsExactly(2);
+    }
+
+    @Test
+    void resetOfAnEmptyBatchDoesNothing() {
+        commit(msg("a", "1"));
+        UUID leader = UUID.randomUUID();
+        assertThat(store.mark(leader, 10).records()).hasSize(1);
+
+        store.reset(leader, List.of());
+
+        assertThat(store.mark(leader, 10).isEmpty()).as("the row is still marked").isTrue();
+        assertThat(markAll(UUID.randomUUID())).extracting(OutboxRecord::attempts).containsExactly(0);
+    }
+
+    // ---- park and replay ------------------------------------------------------------------------------------
+
+    @Test
+    void parkedRowsAreNeverMarkedAndAreListedWithTheirReasonAndAttempts() {
+        for (int i = 0; i < 4; i++) {
+            commit(msg("k" + i, "v" + i));
+        }
+        UUID leader = UUID.randomUUID();
+        List<OutboxRecord> marked = store.mark(leader, 10).records();
+        long parkedId = marked.get(1).id();
+        store.reset(leader, List.of(parkedId));
+        store.reset(leader, List.of(parkedId));
+        Instant before = Instant.now();
+
+        store.park(Map.of(parkedId, "too large: 2000000 bytes", UNKNOWN_ID, "unknown"));
+        Instant after = Instant.now();
+
+        assertThat(store.backlog()).isEqualTo(3);
+        assertThat(markAll(UUID.randomUUID())).extracting(this::valueOf).containsExactly("v0", "v2", "v3");
+        assertThat(markAll(leader)).extracting(this::valueOf).as("not even for the leader that reset it")
+                .containsExactly("v0", "v2", "v3");
+        List<ParkedRecord> parked = store.parked(10);
+        assertThat(parked).hasSize(1);
+        ParkedRecord p = parked.get(0);
+        assertThat(p.id()).isEqualTo(parkedId);
+        assertThat(p.topic()).isEqualTo(TOPIC);
+        assertThat(p.key()).isEqualTo("k1");
+        assertThat(p.attempts()).isEqualTo(2);
+        assertThat(p.reason()).isEqualTo("too large: 2000000 bytes");
+        if (p.parkedAt() != null) {
+            assertThat(p.parkedAt()).isBetween(before.minus(CLOCK_SLACK), after.plus(CLOCK_SLACK));
+        }
+        // reset of a parked row does not bring it back
+        store.reset(leader, List.of(parkedId));
+        assertThat(markAll(UUID.randomUUID())).extracting(this::valueOf).containsExactly("v0", "v2", "v3");
+    }
+
+    @Test
+    void parkOfAnEmptyBatchOrOnlyUnknownIdsDoesNothing() {
+        commit(msg("k", "v"));
+
+        store.park(Map.of());
+        store.park(Map.of(UNKNOWN_ID, "unknown"));
+
+        assertThat(store.parked(10)).isEmpty();
+        assertThat(markAll(UUID.randomUUID())).extracting(this::valueOf).containsExactly("v");
+    }
+
+    @Test
+    void parkedListsTheOldestParkedRowsUpToTheLimit() {
+        for (int i = 0; i < 6; i++) {
+            commit(msg("k" + i, "v" + i));
+        }
+        List<OutboxRecord> marked = markAll(UUID.randomUUID());
+        Map<Long, String> reasons = new HashMap<>();
+        for (int i = 0; i < 5; i++) {
+            reasons.put(marked.get(i).id(), "reason " + i);
+        }
+
+        store.park(reasons);
+
+        assertThat(store.parked(3)).extracting(ParkedRecord::id)
+                .containsExactly(marked.get(0).id(), marked.get(1).id(), marked.get(2).id());
+        assertThat(store.parked(3)).extracting(ParkedRecord::reason)
+                .containsExactly("reason 0", "reason 1", "reason 2");
+        assertThat(store.parked(100)).hasSize(5);
+        assertThat(store.backlog()).isEqualTo(1);
+    }
+
+    @Test
+    void replayPutsParkedRowsBackAtTheTailWithAttemptsZero() {
+        OutboxMessage first = OutboxMessage.builder(TOPIC, "k1").value("v1").header("h", "x").header("h", "y")
+                .build();
+        commit(first);
+        commit(msg("k2", "v2"));
+        commit(msg("k3", "v3"));
+        UUID leader = UUID.randomUUID();
+        List<OutboxRecord> marked = store.mark(leader, 10).records();
+        store.reset(leader, List.of(marked.get(0).id()));
+        store.park(Map.of(marked.get(0).id(), "reason-1", marked.get(1).id(), "reason-2"));
+        assertThat(store.parked(10)).extracting(ParkedRecord::attempts).containsExactly(1, 0);
+
+        int replayed = store.replay(List.of(marked.get(0).id(), UNKNOWN_ID));
+
+        assertThat(replayed).isEqualTo(1);
+        assertThat(store.parked(10)).extracting(ParkedRecord::id).containsExactly(marked.get(1).id());
+        List<OutboxRecord> after = markAll(UUID.randomUUID());
+        assertThat(after).hasSize(2);
+        assertThat(after.get(0).id()).isEqualTo(marked.get(2).id());
+        OutboxRecord back = after.get(1);
+        assertThat(back.id()).as("a replayed row is a new row at the tail").isGreaterThan(marked.get(2).id());
+        assertThat(back.message()).isEqualTo(first);
+        assertThat(back.attempts()).isZero();
+        assertThat(store.replay(List.of())).isZero();
+        assertThat(store.replay(List.of(marked.get(0).id()))).as("replaying twice").isZero();
+        assertThat(store.backlog()).isEqualTo(2);
+    }
+
+    // ---- unreadable rows ------------------------------------------------------------------------------------
+
+    @Test
+    void aRowThatCannotBeReadIsMarkedAndRejectedWithoutStoppingTheOthers() {
+        commit(msg("good-1", "v1"));
+        insertMalformedRow(store, TOPIC, "bad-key");
+        commit(msg("good-2", "v2"));
+        UUID leader = UUID.randomUUID();
+
+        MarkResult first = store.mark(leader, 2);
+        MarkResult second = store.mark(leader, 2);
+
+        assertThat(first.size()).as("an unreadable row counts against the limit").isEqualTo(2);
+        assertThat(first.records()).extracting(this::valueOf).containsExactly("v1");
+        assertThat(first.rejected()).hasSize(1);
+        MarkResult.Rejected bad = first.rejected().get(0);
+        assertThat(bad.id()).isGreaterThan(first.records().get(0).id());
+        assertThat(bad.topic()).isEqualTo(TOPIC);
+        assertThat(bad.key()).isEqualTo("bad-key");
+        assertThat(bad.attempts()).isZero();
+        assertThat(bad.reason()).isNotBlank();
+        assertThat(second.rejected()).isEmpty();
+        assertThat(second.records()).extracting(this::valueOf).containsExactly("v2");
+        assertThat(second.records().get(0).id()).isGreaterThan(bad.id());
+        assertThat(store.mark(leader, 10).isEmpty()).as("the unreadable row is marked like any other").isTrue();
+        assertThat(store.backlog()).isEqualTo(3);
+
+        store.park(Map.of(bad.id(), "unreadable: " + bad.reason()));
+        assertThat(store.parked(10)).singleElement().satisfies(p -> {
+            assertThat(p.id()).isEqualTo(bad.id());
+            assertThat(p.topic()).isEqualTo(TOPIC);
+            assertThat(p.key()).isEqualTo("bad-key");
+            assertThat(p.reason()).isEqualTo("unreadable: " + bad.reason());
+        });
+        assertThat(store.replay(List.of(bad.id()))).isEqualTo(1);
+        MarkResult replayed = store.mark(UUID.randomUUID(), 10);
+        assertThat(replayed.records()).hasSize(2);
+        assertThat(replayed.rejected()).singleElement().satisfies(r -> {
+            assertThat(r.id()).isGreaterThan(second.records().get(0).id());
+            assertThat(r.key()).isEqualTo("bad-key");
+        });
+    }
+
+    // ---- backlog ------------------------------------------------------------------------------------------
+
+    @Test
+    void backlogCountsCommittedUnparkedRowsMarkedOrNot() {
+        assertThat(store.backlog()).isZero();
+        commit(msg("a", "1"), msg("b", "2"), msg("c", "3"), msg("d", "4"));
+        assertThat(store.backlog()).isEqualTo(4);
+        UUID leader = UUID.randomUUID();
+        List<OutboxRecord> marked = store.mark(leader, 2).records();
+        assertThat(store.backlog()).as("marked rows still count").isEqualTo(4);
+
+        store.purge(List.of(marked.get(0).id()));
+        assertThat(store.backlog()).isEqualTo(3);
+        store.park(Map.of(marked.get(1).id(), "parked"));
+        assertThat(store.backlog()).isEqualTo(2);
+        try (TestTransaction open = begin(store)) {
+            open.publish(msg("e", "5"));
+            assertThat(store.backlog()).as("uncommitted rows do not count").isEqualTo(2);
+        }
+        store.replay(List.of(marked.get(1).id()));
+        assertThat(store.backlog()).isEqualTo(3);
+    }
+
+    // ---- volume and concurrency -------------------------------------------------------------------------------
+
+    @Test
+    void largeBatchesAreMarkedAndPurgedInFullInIdOrder() {
+        int total = 5_000;
+        for (int tx = 0; tx < 5; tx++) {
+            List<OutboxMessage> batch = new ArrayList<>();
+            for (int i = 0; i < 1_000; i++) {
+                int n = tx * 1_000 + i;
+                batch.add(OutboxMessage.of(TOPIC, "key-" + (n % 97), "v" + n));
+            }
+            try (TestTransaction t = begin(store)) {
+                t.publish(batch);
+                t.commit();
+            }
+        }
+        assertThat(store.backlog()).isEqualTo(total);
+        UUID leader = UUID.randomUUID();
+
+        List<OutboxRecord> all = new ArrayList<>();
+        for (int pass = 0; pass < 5; pass++) {
+            List<OutboxRecord> batch = store.mark(leader, 1_000).records();
+            assertThat(batch).as("pass %d", pass).hasSize(1_000);
+            all.addAll(batch);
+        }
+        assertThat(store.mark(leader, 1_000).isEmpty()).isTrue();
+
+        assertAscendingIds(all);
+        for (int n = 0; n < total; n++) {
+            if (!valueOf(all.get(n)).equals("v" + n)) {
+                throw new AssertionError("record " + n + " of the marked batches is " + all.get(n) + " with value "
+                        + valueOf(all.get(n)) + ", expected v" + n);
+            }
+        }
+        store.purge(ids(all));
+        assertThat(store.backlog()).isZero();
+        assertThat(store.mark(UUID.randomUUID(), 1_000).isEmpty()).isTrue();
+    }
+
+    @Test
+    void concurrentWritersAndMarksMarkEveryCommittedRowOncePerLeaderAndEachKeyInWriteOrder() throws Exception {
+        long seed = System.nanoTime();
+        int writers = 4;
+        int keysPerWriter = 10;
+        int transactionsPerWriter = 50;
+        Map<String, List<String>> committedByKey = new ConcurrentHashMap<>();
+        Set<String> rolledBack = ConcurrentHashMap.newKeySet();
+        AtomicBoolean writing = new AtomicBoolean(true);
+        List<OutboxRecord> markedByFirst = new CopyOnWriteArrayList<>();
+        UUID first = UUID.randomUUID();
+        ExecutorService pool = Executors.newFixedThreadPool(writers + 1);
+        try {
+            List<Future<?>> writerFutures = new ArrayList<>();
+            for (int w = 0; w < writers; w++) {
+                int writer = w;
+                Random random = new Random(seed + w);
+                writerFutures.add(pool.submit(() -> {
+                    for (int t = 0; t < transactionsPerWriter; t++) {
+                        List<OutboxMessage> batch = new ArrayList<>();
+                        int size = 1 + random.nextInt(4);
+                        for (int m = 0; m < size; m++) {
+                            String key = "w" + writer + "-k" + random.nextInt(keysPerWriter);
+                            batch.add(OutboxMessage.of(TOPIC, key, "w" + writer + "-t" + t + "-m" + m));
+                        }
+                        boolean commit = random.nextInt(10) != 0;
+                        try (TestTransaction tx = begin(store)) {
+                            tx.publish(batch);
+                            if (commit) {
+                                tx.commit();
+                            } else {
+                                tx.rollback();
+                            }
+                        }
+                        for (OutboxMessage m : batch) {
+                            String value = new String(m.value(), StandardCharsets.UTF_8);
+                            if (commit) {
+                                committedByKey.computeIfAbsent(m.key(), k -> new CopyOnWriteArrayList<>()).add(value);
+                            } else {
+                                rolledBack.add(value);
+                            }
+                        }
+                    }
+                    return null;
+                }));
+            }
+            Random markerRandom = new Random(seed - 1);
+            Future<?> marker = pool.submit(() -> {
+                while (writing.get()) {
+                    markedByFirst.addAll(store.mark(first, 1 + markerRandom.nextInt(50)).records());
+                }
+                return null;
+            });
+            try {
+                for (Future<?> f : writerFutures) {
+                    f.get(50, TimeUnit.SECONDS);
+                }
+            } finally {
+                writing.set(false);
+            }
+            marker.get(50, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            throw new AssertionError("seed " + seed + ": a writer or the marker failed: " + e.getCause(), e.getCause());
+        } finally {
+            pool.shutdownNow();
+            pool.awaitTermination(10, TimeUnit.SECONDS);
+        }
+        markedByFirst.addAll(markAll(first));
+        List<OutboxRecord> markedBySecond = markAll(UUID.randomUUID());
+
+        try {
+            int committed = committedByKey.values().stream().mapToInt(List::size).sum();
+            assertThat(committed).isPositive();
+            for (List<OutboxRecord> marked : List.of(markedByFirst, markedBySecond)) {
+                assertThat(ids(marked)).as("every row marked once").doesNotHaveDuplicates().hasSize(committed);
+                Map<String, List<String>> markedByKey = new LinkedHashMap<>();
+                Map<String, Long> lastIdOfKey = new HashMap<>();
+                for (OutboxRecord r : marked) {
+                    markedByKey.computeIfAbsent(r.key(), k -> new ArrayList<>()).add(valueOf(r));
+                    Long last = lastIdOfKey.put(r.key(), r.id());
+                    if (last != null && last >= r.id()) {
+                        throw new AssertionError("key " + r.key() + ": id " + r.id() + " marked after id " + last);
+                    }
+                    assertThat(rolledBack).as("rolled back").doesNotContain(valueOf(r));
+                }
+                assertThat(markedByKey).as("per key, marked in the order written")
+                        .containsExactlyInAnyOrderEntriesOf(committedByKey);
+            }
+            assertAscendingIds(markedBySecond);
+        } catch (AssertionError e) {
+            throw new AssertionError("seed " + seed + ": " + e.getMessage(), e);
+        }
+    }
+
+    // ---- bad input ----------------------------------------------------------------------------------------
+
+    @Test
+    void publisherRejectsANullMessageNamingItsIndex() {
+        try (TestTransaction tx = begin(store)) {
+            assertThatThrownBy(() -> tx.publish(Arrays.asList(msg("k", "0"), msg("k", "1"), null, msg("k", "3"))))
+                    .isInstanceOfAny(IllegalArgumentException.class, NullPointerException.class)
+                    .hasMessageContaining("2");
+            tx.rollback();
+        }
+        try (TestTransaction tx = begin(store)) {
+            assertThatThrownBy(() -> tx.publish((List<OutboxMessage>) null))
+                    .isInstanceOfAny(IllegalArgumentException.class, NullPointerException.class);
+            tx.rollback();
+        }
+        commit(msg("k", "after"));
+
+        assertThat(markAll(UUID.randomUUID())).extracting(this::valueOf).containsExactly("after");
+    }
+
+    @Test
+    void publishingAnEmptyListWritesNothing() {
+        try (TestTransaction tx = begin(store)) {
+            tx.publish(Collections.emptyList());
+            tx.commit();
+        }
+
+        assertThat(store.mark(UUID.randomUUID(), 10).isEmpty()).isTrue();
+        assertThat(store.backlog()).isZero();
+    }
+
+    // ---- helpers ------------------------------------------------------------------------------------------
+
+    /** A message to {@link #TOPIC} with {@code value} in UTF-8. */
+    protected static OutboxMessage msg(String key, String value) {
+        return OutboxMessage.of(TOPIC, key, value);
+    }
+
+    /** Writes {@code messages} in one transaction and commits it. */
+    protected final void commit(OutboxMessage... messages) {
+        try (TestTransaction tx = begin(store)) {
+            tx.publish(List.of(messages));
+            tx.commit();
+        }
+    }
+
+    /** Marks for {@code leader} until nothing is left; returns everything marked, in order. */
+    protected final List<OutboxRecord> markAll(UUID leader) {
+        List<OutboxRecord> all = new ArrayList<>();
+        while (true) {
+            MarkResult result = store.mark(leader, 500);
+            if (result.isEmpty()) {
+                return all;
+            }
+            all.addAll(result.records());
+        }
+    }
+
+    /** The value of {@code record} decoded as UTF-8, or null for a tombstone. */
+    protected final String valueOf(OutboxRecord record) {
+        byte[] value = record.message().value();
+        return value == null ? null : new String(value, StandardCharsets.UTF_8);
+    }
+
+    private static List<Long> ids(List<OutboxRecord> records) {
+        List<Long> ids = new ArrayList<>(records.size());
+        for (OutboxRecord r : records) {
+            ids.add(r.id());
+        }
+        return ids;
+    }
+
+    private static void assertAscendingIds(List<OutboxRecord> records) {
+        Set<Long> seen = new HashSet<>();
+        for (int i = 0; i < records.size(); i++) {
+            assertThat(seen.add(records.get(i).id())).as("id %d appears twice", records.get(i).id()).isTrue();
+            if (i > 0 && records.get(i - 1).id() >= records.get(i).id()) {
+                throw new AssertionError("ids not ascending: " + records.get(i - 1) + " before " + records.get(i));
+            }
+        }
+    }
+}

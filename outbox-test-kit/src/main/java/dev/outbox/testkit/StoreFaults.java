@@ -1,0 +1,183 @@
+package dev.outbox.testkit;
+
+import java.time.Duration;
+import java.util.EnumSet;
+import java.util.Objects;
+import java.util.Random;
+import java.util.Set;
+
+/**
+ * Decides, call by call, whether an {@link InMemoryStore} call fails: before it changes anything (a failed
+ * statement), or after it has changed the rows (a lost commit acknowledgement: the change is committed but the
+ * caller is told it failed, as when the connection drops between COMMIT and its reply). Either way the call
+ * throws a retriable {@link dev.outbox.spi.StoreException}. A decision may also delay the call, modelling a slow
+ * statement.
+ *
+ * <p>Plug a plan in with {@link InMemoryStore#setFaults(StoreFaults)}; {@link #random(long)} builds a seeded
+ * random one, and a lambda makes a scripted one:
+ * <pre>{@code
+ * AtomicInteger marks = new AtomicInteger();
+ * store.setFaults(op -> op == Operation.MARK && marks.incrementAndGet() == 2 ? Fault.failAfter() : Fault.NONE);
+ * }</pre>
+ *
+ * <p>Implementations must be thread-safe: the store asks from every calling thread. {@link #decide} is called
+ * outside the store's lock, once per call, before the call does anything.
+ */
+@FunctionalInterface
+public interface StoreFaults {
+
+    /** The store calls a plan can fail. */
+    enum Operation { MARK, PURGE, RESET, PARK, PARKED, REPLAY, BACKLOG }
+
+    /** When an injected failure strikes. */
+    enum Failure {
+        /** No failure. */
+        NONE,
+        /** Throws before changing anything. */
+        BEFORE,
+        /** Applies the change, then throws: the caller sees a failure although the change is committed. */
+        AFTER
+    }
+
+    /**
+     * One decision: wait {@code delay}, then fail as {@code failure} says.
+     *
+     * @param delay   how long the call stalls before it runs (or fails), zero for none
+     * @param failure whether and when it fails
+     */
+    record Fault(Duration delay, Failure failure) {
+        /** No fault: the call runs normally. */
+        public static final Fault NONE = new Fault(Duration.ZERO, Failure.NONE);
+
+        public Fault {
+            Objects.requireNonNull(delay, "delay");
+            Objects.requireNonNull(failure, "failure");
+            if (delay.isNegative()) {
+                throw new IllegalArgumentException("delay must not be negative: " + delay);
+            }
+        }
+
+        /** Fails before changing anything. */
+        public static Fault failBefore() {
+            return new Fault(Duration.ZERO, Failure.BEFORE);
+        }
+
+        /** Changes the rows, then fails (a lost commit acknowledgement). */
+        public static Fault failAfter() {
+            return new Fault(Duration.ZERO, Failure.AFTER);
+        }
+
+        /** Stalls for {@code delay}, then runs normally. */
+        public static Fault delay(Duration delay) {
+            return new Fault(delay, Failure.NONE);
+        }
+
+        /** This decision, stalling for {@code newDelay} first. */
+        public Fault withDelay(Duration newDelay) {
+            return new Fault(newDelay, failure);
+        }
+    }
+
+    /** Decides the fate of one call of {@code operation}. Never returns null. */
+    Fault decide(Operation operation);
+
+    /** A plan that never injects anything. */
+    static StoreFaults none() {
+        return operation -> Fault.NONE;
+    }
+
+    /** Starts a random plan driven by {@code new Random(seed)}: the same seed gives the same decisions. */
+    static RandomBuilder random(long seed) {
+        return new RandomBuilder(seed);
+    }
+
+    /**
+     * Builds a seeded random plan: each call of a chosen operation fails before with probability
+     * {@code failBefore}, else after with probability {@code failAfter}, and is delayed by a uniformly random
+     * time up to {@code maxDelay} with probability {@code delayProbability}. Not thread-safe; the plan it builds
+     * is.
+     */
+    final class RandomBuilder {
+        private final long seed;
+        private double failBefore;
+        private double failAfter;
+        private double delayProbability;
+        private Duration maxDelay = Duration.ZERO;
+        private Set<Operation> operations = EnumSet.of(Operation.MARK, Operation.PURGE, Operation.RESET,
+                Operation.PARK);
+
+        private RandomBuilder(long seed) {
+            this.seed = seed;
+        }
+
+        /** Probability, per call, of failing before any change. Default 0. */
+        public RandomBuilder failBefore(double probability) {
+            this.failBefore = probability(probability, "failBefore");
+            return this;
+        }
+
+        /** Probability, per call, of failing after the change was applied. Default 0. */
+        public RandomBuilder failAfter(double probability) {
+            this.failAfter = probability(probability, "failAfter");
+            return this;
+        }
+
+        /** Probability, per call, of a delay uniformly drawn from zero to {@code max}. Default none. */
+        public RandomBuilder delay(double probability, Duration max) {
+            this.delayProbability = probability(probability, "delay probability");
+            Objects.requireNonNull(max, "max delay");
+            if (max.isNegative()) {
+                throw new IllegalArgumentException("max delay must not be negative: " + max);
+            }
+            this.maxDelay = max;
+            return this;
+        }
+
+        /** The operations faults apply to. Default MARK, PURGE, RESET and PARK; others always run normally. */
+        public RandomBuilder operations(Operation first, Operation... more) {
+            this.operations = EnumSet.of(first, more);
+            return this;
+        }
+
+        public StoreFaults build() {
+            if (failBefore + failAfter > 1.0) {
+                throw new IllegalArgumentException("failBefore + failAfter must not exceed 1: " + failBefore
+                        + " + " + failAfter);
+            }
+            Random random = new Random(seed);
+            double before = failBefore;
+            double after = failAfter;
+            double delayP = delayProbability;
+            long maxDelayNanos = maxDelay.toNanos();
+            Set<Operation> ops = EnumSet.copyOf(operations);
+            return new StoreFaults() {
+                @Override
+                public synchronized Fault decide(Operation operation) {
+                    if (!ops.contains(operation)) {
+                        return Fault.NONE;
+                    }
+                    double u = random.nextDouble();
+                    Failure failure = u < before ? Failure.BEFORE : u < before + after ? Failure.AFTER : Failure.NONE;
+                    Duration delay = Duration.ZERO;
+                    if (maxDelayNanos > 0 && random.nextDouble() < delayP) {
+                        delay = Duration.ofNanos((long) (random.nextDouble() * maxDelayNanos));
+                    }
+                    return failure == Failure.NONE && delay.isZero() ? Fault.NONE : new Fault(delay, failure);
+                }
+
+                @Override
+                public String toString() {
+                    return "StoreFaults.random(seed=" + seed + ", failBefore=" + before + ", failAfter=" + after
+                            + ", delay=" + delayP + " up to " + maxDelay + ", operations=" + ops + ")";
+                }
+            };
+        }
+
+        private static double probability(double p, String name) {
+            if (!(p >= 0.0 && p <= 1.0)) {
+                throw new IllegalArgumentException(name + " must be a probability between 0 and 1: " + p);
+            }
+            return p;
+        }
+    }
+}
