@@ -140,6 +140,23 @@ class KafkaMessageBrokerTest {
     }
 
     @Test
+    void aTopicThatDoesNotExistFailsPermanentlyAndFurtherSendsFailWithoutBlocking() throws Exception {
+        // The test broker does not auto-create topics.
+        String missing = "missing-" + UUID.randomUUID();
+        try (KafkaMessageBroker broker = KafkaMessageBroker.builder().bootstrapServers(kafka.bootstrapServers())
+                .property("max.block.ms", 500).build()) {
+            DeliveryException e = failure(broker.send(record(missing, "k", "v")), Duration.ofSeconds(15));
+            assertThat(e.isPermanent()).as("%s", e).isTrue();
+            assertThat(e).hasMessageContaining("'" + missing + "' does not exist");
+            long started = System.nanoTime();
+            DeliveryException again = failure(broker.send(record(missing, "k", "v2")), Duration.ofSeconds(1));
+            assertThat(again.isPermanent()).isTrue();
+            assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started)).isLessThan(400);
+            assertThat(broker.pendingRecords()).isZero();
+        }
+    }
+
+    @Test
     void sendNeverBlocksLongerThanMaxBlockWhenKafkaIsUnreachable() throws Exception {
         int deadPort;
         try (ServerSocket s = new ServerSocket(0)) {

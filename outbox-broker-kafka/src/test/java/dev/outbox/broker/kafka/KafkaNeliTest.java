@@ -19,12 +19,13 @@ import static org.assertj.core.api.Assertions.assertThat;
  * NELI over a real Kafka broker: contenders drive the core's state machine over {@link KafkaLeaderTransport}
  * and every leadership change goes into a timeline; the assertions are on that timeline, not just on who leads
  * at the end. Timings are small so that the suite stays quick: heartbeat timeout 1 s, poll interval 100 ms,
- * producer delivery timeout 2 s.
+ * producer delivery timeout 2 s, group session timeout 6 s (the broker's minimum).
  */
 class KafkaNeliTest {
     static final Duration POLL = Duration.ofMillis(100);
     static final Duration HEARTBEAT_TIMEOUT = Duration.ofSeconds(1);
     static final Duration DELIVERY_TIMEOUT = Duration.ofSeconds(2);
+    static final int SESSION_TIMEOUT_MS = 6_000;
     static final DispatcherConfig CONFIG = DispatcherConfig.builder().pollInterval(POLL)
             .heartbeatTimeout(HEARTBEAT_TIMEOUT).drainTimeout(Duration.ofSeconds(2)).build();
 
@@ -57,6 +58,9 @@ class KafkaNeliTest {
                 .dispatcherConfig(CONFIG)
                 .deliveryTimeout(DELIVERY_TIMEOUT)
                 .consumerProperty("client.id", topic + "-" + name)
+                // The relation needs only 3.3 s (1 s + 2 s + 333 ms), but brokers refuse sessions shorter than
+                // group.min.session.timeout.ms, 6 s by default.
+                .consumerProperty("session.timeout.ms", SESSION_TIMEOUT_MS)
                 .build();
         NeliContender c = new NeliContender(name, transport, timeline, HEARTBEAT_TIMEOUT, POLL);
         contenders.add(c);
