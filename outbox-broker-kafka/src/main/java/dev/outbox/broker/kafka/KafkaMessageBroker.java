@@ -147,6 +147,12 @@ public final class KafkaMessageBroker implements MessageBroker {
         return pending.size();
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>The stage is completed before the record stops counting as pending, so that {@link #flush} never
+     * returns while a stage it covers is still incomplete.
+     */
     @Override
     public CompletionStage<Void> send(OutboxRecord record) {
         Objects.requireNonNull(record, "record");
@@ -154,13 +160,13 @@ public final class KafkaMessageBroker implements MessageBroker {
         if (closed) {
             done.completeExceptionally(DeliveryException.retriable("Kafka broker is closed; record "
                     + record.id() + " not sent", null));
-            return done.minimalCompletionStage();
+            return done;
         }
         String topicProblem = KafkaSettings.topicProblem(record.topic());
         if (topicProblem != null) {
             done.completeExceptionally(DeliveryException.permanent("record " + record.id() + " not sent: "
                     + topicProblem, new InvalidTopicException(topicProblem)));
-            return done.minimalCompletionStage();
+            return done;
         }
         Long missingUntil = missingTopics.get(record.topic());
         if (missingUntil != null) {
@@ -168,31 +174,32 @@ public final class KafkaMessageBroker implements MessageBroker {
                 done.completeExceptionally(DeliveryException.permanent("record " + record.id() + " not sent: topic '"
                         + record.topic() + "' does not exist", new UnknownTopicOrPartitionException(
                         "topic " + record.topic() + " confirmed missing moments ago")));
-                return done.minimalCompletionStage();
+                return done;
             }
             missingTopics.remove(record.topic(), missingUntil);
         }
         pending.add(done);
+        long started = System.nanoTime();
         try {
             ProducerRecord<String, byte[]> pr = toProducerRecord(record);
             producer.send(pr, (metadata, error) -> {
                 if (error == null) {
-                    pending.remove(done);
                     done.complete(null);
+                    pending.remove(done); // after completing: flush must never miss a record in between
                     if (log.isDebugEnabled()) {
                         log.debug("record {} acknowledged at {}-{}@{}", record.id(), metadata.topic(),
                                 metadata.partition(), metadata.offset());
                     }
                 } else {
-                    fail(record, done, error);
+                    fail(record, done, error, started);
                 }
             });
         } catch (RuntimeException e) {
             // KafkaProducer.send reports most problems through the callback; what it throws (a closed
             // producer, an interrupt, a rejected timestamp) becomes a failed stage all the same.
-            fail(record, done, e);
+            fail(record, done, e, started);
         }
-        return done.minimalCompletionStage();
+        return done;
     }
 
     private ProducerRecord<String, byte[]> toProducerRecord(OutboxRecord record) {
@@ -204,14 +211,14 @@ public final class KafkaMessageBroker implements MessageBroker {
         return new ProducerRecord<>(record.topic(), null, ts, record.key(), record.message().value(), headers);
     }
 
-    private void fail(OutboxRecord record, CompletableFuture<Void> done, Throwable error) {
+    private void fail(OutboxRecord record, CompletableFuture<Void> done, Throwable error, long startedNanos) {
         Throwable cause = unwrap(error);
         if (suspectsMissingTopic(cause) && !closed) {
-            confirmMissingTopic(record, done, cause);
+            confirmMissingTopic(record, done, cause, startedNanos);
             return;
         }
-        pending.remove(done);
         done.completeExceptionally(classify(record, cause));
+        pending.remove(done);
     }
 
     /** Maps a Kafka failure to a retriable or permanent {@link DeliveryException}. */
@@ -245,21 +252,23 @@ public final class KafkaMessageBroker implements MessageBroker {
                 && cause.getMessage().contains("not present in metadata"));
     }
 
-    private void confirmMissingTopic(OutboxRecord record, CompletableFuture<Void> done, Throwable cause) {
+    private void confirmMissingTopic(OutboxRecord record, CompletableFuture<Void> done, Throwable cause,
+                                     long startedNanos) {
         Admin a;
         try {
             a = admin();
         } catch (RuntimeException e) {
             cause.addSuppressed(e);
-            pending.remove(done);
             done.completeExceptionally(DeliveryException.retriable("Kafka did not acknowledge record " + record.id()
                     + " and its topic '" + record.topic() + "' could not be checked: " + describe(e), cause));
+            pending.remove(done);
             return;
         }
-        a.describeTopics(List.of(record.topic()), new DescribeTopicsOptions().timeoutMs(5_000))
+        // The check must not stretch the send beyond its documented bound, delivery.timeout.ms.
+        long left = deliveryTimeout.toMillis() - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startedNanos);
+        a.describeTopics(List.of(record.topic()), new DescribeTopicsOptions().timeoutMs((int) Math.max(100, left)))
                 .allTopicNames()
                 .whenComplete((topics, error) -> {
-                    pending.remove(done);
                     Throwable checked = error == null ? null : unwrap(error);
                     if (checked instanceof UnknownTopicOrPartitionException) {
                         missingTopics.put(record.topic(), System.nanoTime() + MISSING_TOPIC_MEMORY_NANOS);
@@ -277,6 +286,7 @@ public final class KafkaMessageBroker implements MessageBroker {
                                 + record.id() + " (topic '" + record.topic() + "' exists or could not be checked): "
                                 + describe(cause), cause));
                     }
+                    pending.remove(done);
                 });
     }
 

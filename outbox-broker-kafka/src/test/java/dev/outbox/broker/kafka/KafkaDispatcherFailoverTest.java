@@ -109,11 +109,13 @@ class KafkaDispatcherFailoverTest {
                 Await.until(Duration.ofSeconds(30), "writer progress", () -> written.get() >= target);
                 alive.remove(leader);
                 long closing = System.nanoTime();
+                // close() stops marking and sending first, then drains, and leaves the group last.
+                timeline.add(nameOf(leader, dispatchers), NeliTimeline.Kind.STOPPED, null);
                 leader.close();
                 Dispatcher nextLeader = awaitLeader(alive, timeline);
                 NeliTimeline.Event acquired = timeline.first(closing, e -> e.kind() == NeliTimeline.Kind.ACQUIRED);
                 System.out.println("take-over after closing a leading dispatcher: "
-                        + TimeUnit.NANOSECONDS.toMillis(acquired.nanos() - closing) + " ms (to " + nextLeader + ")");
+                        + TimeUnit.NANOSECONDS.toMillis(acquired.nanos() - closing) + " ms (to " + nameOf(nextLeader, dispatchers) + ")");
             }
             writing.set(false);
             writer.join(10_000);
@@ -144,6 +146,10 @@ class KafkaDispatcherFailoverTest {
                     .isEqualTo(next[k]);
         }
         timeline.assertExclusive();
+    }
+
+    private static String nameOf(Dispatcher d, List<Dispatcher> all) {
+        return "d" + all.indexOf(d);
     }
 
     private static Dispatcher awaitLeader(List<Dispatcher> among, NeliTimeline timeline) {
