@@ -113,9 +113,14 @@ class KafkaDispatcherFailoverTest {
                 timeline.add(nameOf(leader, dispatchers), NeliTimeline.Kind.STOPPED, null);
                 leader.close();
                 Dispatcher nextLeader = awaitLeader(alive, timeline);
-                NeliTimeline.Event acquired = timeline.first(closing, e -> e.kind() == NeliTimeline.Kind.ACQUIRED);
+                String nextName = nameOf(nextLeader, dispatchers);
+                Await.until(Duration.ofSeconds(5), "the listener heard of " + nextName + "'s leadership",
+                        () -> timeline.first(closing, e -> e.kind() == NeliTimeline.Kind.ACQUIRED
+                                && e.who().equals(nextName)) != null);
+                NeliTimeline.Event acquired = timeline.first(closing,
+                        e -> e.kind() == NeliTimeline.Kind.ACQUIRED && e.who().equals(nextName));
                 System.out.println("take-over after closing a leading dispatcher: "
-                        + TimeUnit.NANOSECONDS.toMillis(acquired.nanos() - closing) + " ms (to " + nameOf(nextLeader, dispatchers) + ")");
+                        + TimeUnit.NANOSECONDS.toMillis(acquired.nanos() - closing) + " ms (to " + nextName + ")");
             }
             writing.set(false);
             writer.join(10_000);

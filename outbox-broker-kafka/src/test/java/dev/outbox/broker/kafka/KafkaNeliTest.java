@@ -126,7 +126,8 @@ class KafkaNeliTest {
         long crashed = System.nanoTime();
         leader.crash();
         awaitSingleLeader(List.of(other), Duration.ofSeconds(30));
-        NeliTimeline.Event acquired = timeline.first(crashed, e -> e.kind() == NeliTimeline.Kind.ACQUIRED);
+        NeliTimeline.Event acquired = timeline.first(crashed,
+                e -> e.kind() == NeliTimeline.Kind.ACQUIRED && e.who().equals(other.name));
         long takeover = millis(acquired.nanos() - crashed);
         long session = leader.transport.sessionTimeout().toMillis();
         System.out.println("take-over after a crash: " + takeover + " ms (session timeout " + session + " ms)");

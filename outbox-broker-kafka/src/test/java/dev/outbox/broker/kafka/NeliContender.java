@@ -43,8 +43,9 @@ final class NeliContender implements AutoCloseable {
                 new NeliStateMachine.Actions() {
                     @Override
                     public void acquired(UUID id) {
-                        leaderId = id;
+                        // recorded before it shows: whoever sees isLeader() finds the event in the timeline
                         timeline.add(name, NeliTimeline.Kind.ACQUIRED, id);
+                        leaderId = id;
                     }
 
                     @Override
