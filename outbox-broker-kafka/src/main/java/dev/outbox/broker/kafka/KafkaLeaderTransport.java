@@ -25,6 +25,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.InterruptException;
+import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -99,7 +100,8 @@ public final class KafkaLeaderTransport implements LeaderTransport {
     public static final Duration DEFAULT_HEARTBEAT_TIMEOUT = DispatcherConfig.defaults().heartbeatTimeout();
 
     private static final Logger log = LoggerFactory.getLogger(KafkaLeaderTransport.class);
-    private static final Duration ADMIN_TIMEOUT = Duration.ofSeconds(10);
+    private static final Duration ADMIN_TIMEOUT = Duration.ofSeconds(5);
+    private static final Duration TOPIC_RECHECK = Duration.ofSeconds(5);
 
     private final String topic;
     private final String groupId;
@@ -119,6 +121,8 @@ public final class KafkaLeaderTransport implements LeaderTransport {
     private volatile boolean owner;
     private boolean inPoll;
     private boolean closed;
+    private boolean topicConfirmed;
+    private long nextTopicCheck = System.nanoTime();
     private RuntimeException callbackFailure;
 
     private KafkaLeaderTransport(Builder b, Map<String, Object> consumerConfig,
@@ -171,9 +175,12 @@ public final class KafkaLeaderTransport implements LeaderTransport {
     }
 
     /**
-     * Ensures the leader topic exists, then creates the consumer and producer and subscribes.
+     * Ensures the leader topic exists, then creates the consumer and producer and subscribes. If Kafka cannot
+     * be reached, the topic check is repeated from {@link #poll} every 5 s, while the consumer keeps trying to
+     * join: a dispatcher may start before Kafka does.
      *
-     * @throws OutboxException if the leader topic is missing and cannot (or must not) be created
+     * @throws OutboxException if the leader topic is missing and must not be created, or cannot be created
+     *                         for a reason that will not pass (not authorized, for example)
      * @throws IllegalStateException if already started
      */
     @Override
@@ -186,7 +193,7 @@ public final class KafkaLeaderTransport implements LeaderTransport {
             throw new IllegalStateException("Kafka leader transport for topic '" + topic + "' is closed");
         }
         this.listener = listener;
-        ensureTopic();
+        checkTopicIfDue();
         try {
             producer = new KafkaProducer<>(producerConfig, new ByteArraySerializer(), new ByteArraySerializer());
             consumer = new KafkaConsumer<>(consumerConfig, new ByteArrayDeserializer(), new ByteArrayDeserializer());
@@ -197,6 +204,27 @@ public final class KafkaLeaderTransport implements LeaderTransport {
         consumer.subscribe(List.of(topic), new RebalanceListener());
         log.info("joined leader group '{}' on topic '{}' (session timeout {} ms, max poll interval {} ms)", groupId,
                 topic, sessionTimeout.toMillis(), maxPollInterval.toMillis());
+    }
+
+    /**
+     * Checks the leader topic now if it was not confirmed yet and a check is due. A Kafka that cannot be
+     * reached is not an error here: the consumer keeps trying to join, and the check is repeated every
+     * {@link #TOPIC_RECHECK} until it succeeds.
+     *
+     * @throws OutboxException if the topic is missing and must not be created, or cannot be created
+     */
+    private void checkTopicIfDue() {
+        if (topicConfirmed || System.nanoTime() - nextTopicCheck < 0) {
+            return;
+        }
+        try {
+            ensureTopic();
+            topicConfirmed = true;
+        } catch (TopicCheckUnavailable e) {
+            nextTopicCheck = System.nanoTime() + TOPIC_RECHECK.toNanos();
+            log.warn("could not check the leader topic '{}' ({}); will try again in {} s", topic, e.getMessage(),
+                    TOPIC_RECHECK.toSeconds());
+        }
     }
 
     private void ensureTopic() {
@@ -212,8 +240,7 @@ public final class KafkaLeaderTransport implements LeaderTransport {
                 return;
             } catch (ExecutionException e) {
                 if (!(e.getCause() instanceof UnknownTopicOrPartitionException)) {
-                    throw new OutboxException("could not check the leader topic '" + topic + "': " + e.getCause(),
-                            e.getCause());
+                    throw failedCheck("could not check the leader topic '" + topic + "'", e.getCause());
                 }
             }
             if (!createTopic) {
@@ -228,18 +255,34 @@ public final class KafkaLeaderTransport implements LeaderTransport {
                 log.info("created leader topic '{}'", topic);
             } catch (ExecutionException e) {
                 if (!(e.getCause() instanceof TopicExistsException)) {
-                    throw new OutboxException("leader topic '" + topic + "' does not exist and could not be created: "
-                            + e.getCause(), e.getCause());
+                    throw failedCheck("leader topic '" + topic + "' does not exist and could not be created",
+                            e.getCause());
                 }
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new OutboxException("interrupted while checking the leader topic '" + topic + "'", e);
+            throw new TopicCheckUnavailable("interrupted", e);
         } catch (java.util.concurrent.TimeoutException e) {
-            throw new OutboxException("Kafka did not answer within " + ADMIN_TIMEOUT + " while checking the leader"
-                    + " topic '" + topic + "'", e);
+            throw new TopicCheckUnavailable("Kafka did not answer within " + ADMIN_TIMEOUT, e);
         } catch (KafkaException e) {
             throw new OutboxException("could not check the leader topic '" + topic + "': " + e.getMessage(), e);
+        }
+    }
+
+    /** Retriable causes (Kafka unreachable, timeouts) may pass; anything else (not authorized, ...) will not. */
+    private static RuntimeException failedCheck(String what, Throwable cause) {
+        if (cause instanceof RetriableException) {
+            return new TopicCheckUnavailable(what + ": " + cause, cause);
+        }
+        return new OutboxException(what + ": " + cause, cause);
+    }
+
+    /** The leader topic could not be checked for a reason that may pass. */
+    private static final class TopicCheckUnavailable extends OutboxException {
+        private static final long serialVersionUID = 1L;
+
+        TopicCheckUnavailable(String message, Throwable cause) {
+            super(message, cause);
         }
     }
 
@@ -249,6 +292,7 @@ public final class KafkaLeaderTransport implements LeaderTransport {
         if (consumer == null) {
             throw new IllegalStateException("Kafka leader transport for topic '" + topic + "' not started");
         }
+        checkTopicIfDue();
         ConsumerRecords<byte[], byte[]> records;
         inPoll = true;
         try {

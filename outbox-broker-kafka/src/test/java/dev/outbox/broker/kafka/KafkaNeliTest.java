@@ -182,6 +182,25 @@ class KafkaNeliTest {
     }
 
     @Test
+    void contendersStartedWhileKafkaIsDownElectALeaderOnceItIsBack() {
+        topic = "neli-" + UUID.randomUUID();
+        List<NeliContender> all = new ArrayList<>();
+        TestServers.kafka().stop();
+        try {
+            // start() must not fail: the leader topic cannot even be checked yet
+            all.add(contender("c0"));
+            all.add(contender("c1"));
+            Await.until(Duration.ofSeconds(15), "both contenders joined (their loops are polling)",
+                    () -> all.stream().allMatch(c -> c.polls() > 3));
+            assertThat(all).allMatch(c -> c.failure() == null && c.isRunning());
+        } finally {
+            TestServers.kafka().restart();
+        }
+        awaitSingleLeader(all, Duration.ofSeconds(40));
+        timeline.assertExclusive();
+    }
+
+    @Test
     void leaderThatStopsSeeingItsHeartbeatsFencesAndResumesWithANewLeaderId() {
         List<NeliContender> all = contenders(2);
         NeliContender leader = awaitSingleLeader(all, Duration.ofSeconds(30));

@@ -25,6 +25,7 @@ final class NeliContender implements AutoCloseable {
     private final NeliStateMachine machine;
     private final Thread thread;
     private final AtomicLong ownHeartbeatsSeen = new AtomicLong();
+    private final AtomicLong polls = new AtomicLong();
     private volatile boolean stop;
     private volatile boolean crash;
     private volatile boolean stalled;
@@ -104,6 +105,7 @@ final class NeliContender implements AutoCloseable {
                     LockSupport.parkNanos(pollInterval.toNanos()); // the consumer is not polled at all
                 } else {
                     transport.poll(pollInterval);
+                    polls.incrementAndGet();
                 }
                 Heartbeat hb = machine.tick();
                 if (hb != null) {
@@ -131,6 +133,10 @@ final class NeliContender implements AutoCloseable {
 
     UUID leaderId() {
         return leaderId;
+    }
+
+    long polls() {
+        return polls.get();
     }
 
     long ownHeartbeatsSeen() {
