@@ -86,9 +86,10 @@ import java.util.concurrent.TimeUnit;
  * leadership.
  *
  * <h2>Leader topic</h2>
- * If missing, {@link #start} creates it with one partition, the cluster's default replication factor and a
- * one-hour retention (heartbeats are worthless after a few seconds); {@link Builder#createTopic(boolean)
- * createTopic(false)} makes a missing topic an error instead.
+ * If missing, {@link #start} creates it with one partition, the cluster's default replication factor (or
+ * {@link Builder#topicReplicationFactor(int)}) and one-hour segments and retention (heartbeats are worthless
+ * after a few seconds); {@link Builder#createTopic(boolean) createTopic(false)} makes a missing topic an error
+ * instead.
  *
  * <p>Not thread-safe, as the {@link LeaderTransport} port allows: {@link #start}, {@link #poll},
  * {@link #publish} and {@link #close} are called from the dispatcher's leader thread, and every listener
@@ -107,6 +108,7 @@ public final class KafkaLeaderTransport implements LeaderTransport {
     private final String groupId;
     private final TopicPartition leaderPartition;
     private final boolean createTopic;
+    private final Optional<Short> replicationFactor;
     private final Duration closeTimeout;
     private final Duration sessionTimeout;
     private final Duration maxPollInterval;
@@ -132,6 +134,7 @@ public final class KafkaLeaderTransport implements LeaderTransport {
         this.groupId = b.groupId;
         this.leaderPartition = new TopicPartition(b.topic, 0);
         this.createTopic = b.createTopic;
+        this.replicationFactor = b.replicationFactor;
         this.closeTimeout = b.closeTimeout;
         this.consumerConfig = consumerConfig;
         this.producerConfig = producerConfig;
@@ -247,8 +250,8 @@ public final class KafkaLeaderTransport implements LeaderTransport {
                 throw new OutboxException("leader topic '" + topic + "' does not exist; create it (one partition is"
                         + " enough) or allow the transport to create it");
             }
-            NewTopic t = new NewTopic(topic, Optional.of(1), Optional.empty())
-                    .configs(Map.of("cleanup.policy", "delete", "retention.ms", "3600000"));
+            NewTopic t = new NewTopic(topic, Optional.of(1), replicationFactor)
+                    .configs(Map.of("cleanup.policy", "delete", "retention.ms", "3600000", "segment.ms", "3600000"));
             try {
                 admin.createTopics(List.of(t), new CreateTopicsOptions().timeoutMs((int) ADMIN_TIMEOUT.toMillis()))
                         .all().get(ADMIN_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
@@ -294,6 +297,7 @@ public final class KafkaLeaderTransport implements LeaderTransport {
         }
         checkTopicIfDue();
         ConsumerRecords<byte[], byte[]> records;
+        callbackFailure = null;
         inPoll = true;
         try {
             records = consumer.poll(timeout);
@@ -453,6 +457,7 @@ public final class KafkaLeaderTransport implements LeaderTransport {
         private Duration drainTimeout = DispatcherConfig.defaults().drainTimeout();
         private Duration deliveryTimeout = KafkaMessageBroker.DEFAULT_DELIVERY_TIMEOUT;
         private boolean createTopic = true;
+        private Optional<Short> replicationFactor = Optional.empty();
         private Duration closeTimeout = Duration.ofSeconds(5);
 
         private Builder() {
@@ -552,6 +557,20 @@ public final class KafkaLeaderTransport implements LeaderTransport {
         /** Whether {@link #start} creates a missing leader topic; true by default. */
         public Builder createTopic(boolean create) {
             this.createTopic = create;
+            return this;
+        }
+
+        /**
+         * The replication factor of a leader topic the transport creates; the cluster's
+         * {@code default.replication.factor} if not set. With one replica, losing its broker leaves the group
+         * without a leader until the broker returns.
+         */
+        public Builder topicReplicationFactor(int replicas) {
+            if (replicas < 1 || replicas > Short.MAX_VALUE) {
+                throw new IllegalArgumentException("topicReplicationFactor must be between 1 and " + Short.MAX_VALUE
+                        + ", was " + replicas);
+            }
+            this.replicationFactor = Optional.of((short) replicas);
             return this;
         }
 

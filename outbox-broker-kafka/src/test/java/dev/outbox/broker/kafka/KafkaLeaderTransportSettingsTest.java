@@ -90,6 +90,8 @@ class KafkaLeaderTransportSettingsTest {
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("' '");
         assertThatThrownBy(() -> KafkaLeaderTransport.builder().groupId("a\tb"))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("index 1");
+        assertThatThrownBy(() -> KafkaLeaderTransport.builder().topicReplicationFactor(0))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("was 0");
     }
 
     @Test
