@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Outbox benchmark: drain rate against the database and broker ceilings, latency under load, take-over.
+# Builds the benchmark module and what it depends on (never installs anything), then runs it:
+#   ./bench.sh                 # everything on embedded Postgres 17 and Kafka, 1,000,000 rows
+#   ./bench.sh --rows 100000 --repeat 1
+#   ./bench.sh --help
+# Results: a table on standard output, and outbox-benchmarks/target/benchmark/results.{txt,csv,json}.
+# JAVA_OPTS adds JVM options (e.g. JAVA_OPTS="-XX:StartFlightRecording=filename=bench.jfr").
+set -euo pipefail
+cd "$(dirname "$0")"
+
+if [[ "${BENCH_SKIP_BUILD:-}" != "1" ]]; then
+  ./mvnw -q -B -pl outbox-benchmarks -am -DskipTests package
+fi
+
+module=outbox-benchmarks/target
+cp="$module/classes:$(cat "$module/classpath.txt")"
+exec java -Xms1g -Xmx2g ${JAVA_OPTS:-} \
+  -Dbench.command="./bench.sh $*" \
+  -Dbench.out="$module/benchmark" \
+  -Doutbox.test.servers.dir="$module/outbox-test-servers" \
+  -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
+  -Dorg.slf4j.simpleLogger.showDateTime=true \
+  -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS \
+  -cp "$cp" dev.outbox.benchmarks.Benchmark "$@"

@@ -1,0 +1,190 @@
+package dev.outbox.benchmarks;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outbox.DispatcherConfig;
+import dev.outbox.broker.kafka.KafkaMessageBroker;
+import dev.outbox.store.postgres.PostgresStore;
+import dev.outbox.testservers.JdbcServer;
+import dev.outbox.testservers.KafkaServer;
+import dev.outbox.testservers.TestServers;
+import org.apache.kafka.clients.producer.ProducerConfig;
+
+import javax.sql.DataSource;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The servers and settings every scenario of one run shares: the Postgres database {@code outbox_bench} with
+ * a connection pool, the Kafka cluster, the Dispatcher configuration and the producer properties. Not
+ * thread-safe to set up; its getters are safe from any thread once built.
+ */
+final class BenchEnvironment implements AutoCloseable {
+    static final String DATABASE = "outbox_bench";
+    static final String TABLE = "outbox";
+
+    private final BenchmarkOptions options;
+    private final JdbcServer postgres;
+    private final KafkaServer kafka;
+    private final String jdbcUrl;
+    private final HikariDataSource pool;
+    private final PostgresStore store;
+    private final AtomicInteger topics = new AtomicInteger();
+
+    BenchEnvironment(BenchmarkOptions options) {
+        this.options = options;
+        if (options.postgresUrl != null) {
+            System.setProperty("outbox.test.postgres.url", options.postgresUrl);
+            System.setProperty("outbox.test.postgres.user", options.postgresUser);
+            System.setProperty("outbox.test.postgres.password", options.postgresPassword);
+        }
+        if (options.kafkaBootstrap != null) {
+            System.setProperty(TestServers.KAFKA_BOOTSTRAP_PROPERTY, options.kafkaBootstrap);
+        }
+        if (System.getProperty(TestServers.MODE_PROPERTY) == null) {
+            System.setProperty(TestServers.MODE_PROPERTY, options.servers);
+        }
+        Progress.say("starting Postgres and Kafka (%s)...", options.servers);
+        // Kafka's test kit prints its formatting steps on standard output, which carries only the report.
+        java.io.PrintStream stdout = System.out;
+        System.setOut(System.err);
+        try {
+            this.postgres = TestServers.postgres();
+            this.kafka = TestServers.kafka();
+        } finally {
+            System.setOut(stdout);
+        }
+        this.jdbcUrl = postgres.createDatabase(DATABASE);
+        if (!options.synchronousCommit.equals("server")) {
+            execute(postgres.dataSource(jdbcUrl), "ALTER DATABASE " + DATABASE + " SET synchronous_commit = "
+                    + options.synchronousCommit);
+        }
+        HikariConfig config = new HikariConfig();
+        config.setJdbcUrl(jdbcUrl);
+        config.setUsername(postgres.username());
+        config.setPassword(postgres.password());
+        config.setMaximumPoolSize(Math.max(8, options.writers + 4));
+        config.setMinimumIdle(0);
+        config.setConnectionTimeout(30_000);
+        config.setPoolName("bench");
+        this.pool = new HikariDataSource(config);
+        this.store = PostgresStore.builder(pool).table(TABLE).build();
+    }
+
+    JdbcServer postgres() {
+        return postgres;
+    }
+
+    KafkaServer kafka() {
+        return kafka;
+    }
+
+    String jdbcUrl() {
+        return jdbcUrl;
+    }
+
+    DataSource pool() {
+        return pool;
+    }
+
+    PostgresStore store() {
+        return store;
+    }
+
+    /** The Dispatcher configuration of the throughput and latency scenarios. */
+    DispatcherConfig dispatcherConfig() {
+        return DispatcherConfig.builder()
+                .markBatchSize(options.markBatchSize)
+                .maxInFlightRecords(options.maxInFlightRecords)
+                .purgeBatchSize(options.purgeBatchSize)
+                .build();
+    }
+
+    /**
+     * The producer properties of the Dispatcher's broker and of the bare producer of the broker ceiling:
+     * everything {@link KafkaMessageBroker} enforces or defaults, written out so that both get exactly the
+     * same, plus batching for throughput and the user's --producer properties.
+     */
+    Map<String, Object> producerProperties() {
+        Map<String, Object> p = new LinkedHashMap<>();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, 5);
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, (int) KafkaMessageBroker.DEFAULT_DELIVERY_TIMEOUT.toMillis());
+        p.put(ProducerConfig.LINGER_MS_CONFIG, 5);
+        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 3_997);
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 5_000L);
+        p.put(ProducerConfig.BATCH_SIZE_CONFIG, 65_536);
+        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "none");
+        p.putAll(options.producer);
+        return p;
+    }
+
+    /** A Kafka broker for the Dispatcher with {@link #producerProperties()}. */
+    KafkaMessageBroker newBroker(String clientId) {
+        Map<String, Object> p = producerProperties();
+        p.put(ProducerConfig.CLIENT_ID_CONFIG, clientId);
+        return KafkaMessageBroker.builder().properties(p).build();
+    }
+
+    /** Creates a fresh topic for one scenario run with --partitions partitions. */
+    String newTopic(String prefix) {
+        String name = "bench-" + prefix + "-" + ProcessHandle.current().pid() + "-" + topics.incrementAndGet();
+        kafka.createTopic(name, options.partitions);
+        return name;
+    }
+
+    /** The database server's settings that matter for the drain rate, for the report. */
+    Map<String, String> databaseSettings() {
+        Map<String, String> settings = new LinkedHashMap<>();
+        try (Connection c = pool.getConnection(); Statement s = c.createStatement()) {
+            for (String name : new String[] {"server_version", "synchronous_commit", "fsync", "wal_level",
+                    "shared_buffers", "max_wal_size", "autovacuum"}) {
+                try (ResultSet rs = s.executeQuery("SHOW " + name)) {
+                    rs.next();
+                    settings.put(name, rs.getString(1));
+                }
+            }
+        } catch (SQLException e) {
+            settings.put("error", e.getMessage());
+        }
+        return settings;
+    }
+
+    static void execute(DataSource ds, String sql) {
+        try (Connection c = ds.getConnection(); Statement s = c.createStatement()) {
+            s.execute(sql);
+        } catch (SQLException e) {
+            throw new IllegalStateException("failed: " + sql + ": " + e.getMessage(), e);
+        }
+    }
+
+    static long queryLong(DataSource ds, String sql) {
+        try (Connection c = ds.getConnection(); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
+            rs.next();
+            return rs.getLong(1);
+        } catch (SQLException e) {
+            throw new IllegalStateException("failed: " + sql + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Waits {@code d} (a pause between measurements, not a wait for a condition). */
+    static void pause(Duration d) {
+        long end = System.nanoTime() + d.toNanos();
+        while (System.nanoTime() - end < 0) {
+            java.util.concurrent.locks.LockSupport.parkNanos(end - System.nanoTime());
+        }
+    }
+
+    @Override
+    public void close() {
+        pool.close();
+    }
+}

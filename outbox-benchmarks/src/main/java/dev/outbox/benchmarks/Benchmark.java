@@ -1,0 +1,125 @@
+package dev.outbox.benchmarks;
+
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The benchmark: on one set of servers and settings, in one run, measures the Dispatcher's drain rate next to
+ * the database ceiling, the broker ceiling and the naive baseline; latency under a fixed offered load; and
+ * take-over after the leader is stopped. Prints a table and writes it as text, CSV and JSON.
+ *
+ * <pre>
+ * ./bench.sh                      # everything, embedded servers, 1,000,000 rows
+ * ./bench.sh --rows 100000 --repeat 1 --scenarios drain,database
+ * ./bench.sh --help
+ * </pre>
+ */
+public final class Benchmark {
+    private Benchmark() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        BenchmarkOptions options;
+        try {
+            options = BenchmarkOptions.parse(args);
+        } catch (IllegalArgumentException e) {
+            System.err.println(e.getMessage());
+            System.exit(2);
+            return;
+        }
+        if (options.help) {
+            System.out.print(BenchmarkOptions.usage());
+            return;
+        }
+        Report report = run(options);
+        System.out.print(report.text());
+        System.out.flush();
+        System.exit(0); // embedded servers and Kafka's threads would keep the JVM alive
+    }
+
+    /** Runs the selected scenarios and writes results.{txt,csv,json} to --out; returns the report. */
+    static Report run(BenchmarkOptions options) throws Exception {
+        Report report = new Report(options);
+        report.startedAt = Instant.now();
+        report.loadAtStart = Machine.loadAverage();
+        try (BenchEnvironment env = new BenchEnvironment(options)) {
+            report.describeEnvironment(env);
+            ThroughputScenarios throughput = new ThroughputScenarios(env, options);
+            if (options.warmupRows > 0) {
+                warmUp(options, throughput);
+            }
+            Map<String, List<ThroughputScenarios.Run>> runs = new LinkedHashMap<>();
+            for (int r = 1; r <= options.repeat; r++) {
+                long seed = options.seed + r;
+                for (String scenario : List.of("drain", "database", "broker", "naive")) {
+                    if (!options.runs(scenario)) {
+                        continue;
+                    }
+                    Progress.say("%s, run %d of %d ...", scenario, r, options.repeat);
+                    ThroughputScenarios.Run run = switch (scenario) {
+                        case "drain" -> throughput.drain(options.rows, seed);
+                        case "database" -> throughput.databaseCeiling(options.rows, seed);
+                        case "broker" -> throughput.brokerCeiling(options.rows, seed);
+                        default -> throughput.naive(Math.min(options.naiveRows, options.rows), seed);
+                    };
+                    Progress.say("%s: %,.0f records/s (%,d records in %.2f s, %d rows left, fill %.1f s)", scenario,
+                            run.rate(), run.records(), run.seconds(), run.left(), run.fillSeconds());
+                    runs.computeIfAbsent(scenario, k -> new ArrayList<>()).add(run);
+                    ThroughputScenarios.settle();
+                }
+            }
+            report.throughput = runs;
+            if (options.runs("latency")) {
+                LatencyScenario latency = new LatencyScenario(env, options);
+                for (int rate : options.rates) {
+                    Progress.say("latency at %,d records/s offered for %s (+ %s warm-up) ...", rate,
+                            options.duration, options.latencyWarmup);
+                    LatencyScenario.Result result = latency.run(rate);
+                    Progress.say("latency at %,d/s: commit->ack p50 %.1f ms, p99 %.1f ms, max %.1f ms; backlog max %d,"
+                                    + " %s", rate, result.commitToAck().p50(), result.commitToAck().p99(),
+                            result.commitToAck().max(), result.backlogMax(),
+                            result.sustainable() ? "sustainable" : "NOT sustainable");
+                    report.latency.add(result);
+                    ThroughputScenarios.settle();
+                }
+            }
+            if (options.runs("takeover")) {
+                TakeoverScenario takeover = new TakeoverScenario(env, options);
+                for (String mode : options.takeoverModes) {
+                    for (int i = 1; i <= options.takeoverRepeat; i++) {
+                        Progress.say("take-over (%s), run %d of %d ...", mode, i, options.takeoverRepeat);
+                        TakeoverScenario.Result result = takeover.run(mode, i);
+                        Progress.say("take-over (%s): leader acquired after %.2f s, first record acked after %.2f s",
+                                mode, result.leaderAcquired(), result.firstAck());
+                        report.takeover.add(result);
+                    }
+                }
+            }
+        }
+        report.loadAtEnd = Machine.loadAverage();
+        report.finishedAt = Instant.now();
+        Path dir = options.out;
+        report.write(dir);
+        Progress.say("results written to %s", dir.toAbsolutePath().resolve("results.{txt,csv,json}"));
+        return report;
+    }
+
+    private static void warmUp(BenchmarkOptions options, ThroughputScenarios throughput) throws Exception {
+        int rows = options.warmupRows;
+        Progress.say("warm-up: %,d rows through each throughput scenario (not recorded) ...", rows);
+        if (options.runs("drain")) {
+            throughput.drain(rows, options.seed);
+        }
+        if (options.runs("database")) {
+            throughput.databaseCeiling(rows, options.seed);
+        }
+        if (options.runs("broker")) {
+            throughput.brokerCeiling(rows, options.seed);
+        }
+        ThroughputScenarios.settle();
+    }
+}

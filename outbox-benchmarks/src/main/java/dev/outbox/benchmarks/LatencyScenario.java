@@ -1,0 +1,362 @@
+package dev.outbox.benchmarks;
+
+import dev.outbox.Dispatcher;
+import dev.outbox.OutboxMessage;
+import dev.outbox.Publisher;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+import java.nio.ByteBuffer;
+import java.sql.Connection;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Latency under load: writer threads commit outbox rows at a fixed offered rate (open loop: each transaction
+ * has its scheduled time, and a writer that falls behind commits at once rather than skipping), while the
+ * Dispatcher harvests them and a consumer reads them back. Each record carries a sequence number in its first
+ * eight value bytes; commit, acknowledgement and consumption times are noted per sequence number. Records
+ * committed during the warm-up are left out of the statistics. Not thread-safe: one run at a time.
+ */
+final class LatencyScenario {
+    /** The outcome of one offered rate. */
+    record Result(int offeredRate, int recordsPerTx, int writers, double achievedRate, double ackRate,
+                  long measured, long unacknowledged, Stats commitToAck, Stats commitToConsume,
+                  long backlogMax, long backlogEnd, double backlogSlope, boolean sustainable, double drainAfterSeconds) {
+    }
+
+    /** Percentiles of a set of latencies, in milliseconds. */
+    record Stats(long count, double p50, double p99, double p999, double max) {
+        static Stats of(long[] nanos, int n) {
+            if (n == 0) {
+                return new Stats(0, Double.NaN, Double.NaN, Double.NaN, Double.NaN);
+            }
+            long[] s = Arrays.copyOf(nanos, n);
+            Arrays.sort(s);
+            return new Stats(n, ms(s, 0.50), ms(s, 0.99), ms(s, 0.999), s[n - 1] / 1e6);
+        }
+
+        private static double ms(long[] sorted, double q) {
+            int i = (int) Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+            return sorted[i] / 1e6;
+        }
+    }
+
+    private final BenchEnvironment env;
+    private final BenchmarkOptions options;
+
+    LatencyScenario(BenchEnvironment env, BenchmarkOptions options) {
+        this.env = env;
+        this.options = options;
+    }
+
+    Result run(int rate) throws Exception {
+        new Backlog(env, options).reset();
+        String topic = env.newTopic("latency-" + rate);
+        int perTx = options.recordsPerTx(rate);
+        int writers = options.writers;
+        long warmNanos = options.latencyWarmup.toNanos();
+        long runNanos = warmNanos + options.duration.toNanos();
+        int capacity = (int) Math.min(Integer.MAX_VALUE - 8,
+                (long) Math.ceil(rate * (runNanos / 1e9) * 1.2) + 10L * perTx * writers + 10_000);
+        long base = System.nanoTime();
+        // Times are stored as (nanoTime - base + 1), so that 0 means "not yet".
+        AtomicLongArray committed = new AtomicLongArray(capacity);
+        AtomicLongArray acked = new AtomicLongArray(capacity);
+        AtomicLongArray consumed = new AtomicLongArray(capacity);
+        AtomicLong ackCount = new AtomicLong();
+
+        TimingBroker broker = new TimingBroker(env.newBroker("bench-latency"), 0, (record, nanos) -> {
+            long seq = sequence(record.message().value());
+            if (seq >= 0 && seq < capacity && acked.compareAndSet((int) seq, 0, nanos - base + 1)) {
+                ackCount.incrementAndGet();
+            }
+        });
+        Dispatcher dispatcher = Dispatcher.builder(env.store(), broker)
+                .config(env.dispatcherConfig())
+                .name("bench-latency")
+                .build();
+        ConsumerLoop consumer = new ConsumerLoop(topic, base, consumed, capacity);
+        consumer.start();
+        dispatcher.start();
+
+        AtomicLong sequences = new AtomicLong();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        long start = System.nanoTime() + 200_000_000L; // let every writer get its connection first
+        long end = start + runNanos;
+        long interval = (long) (1e9 * perTx * writers / rate);
+        List<Thread> threads = new ArrayList<>();
+        for (int w = 0; w < writers; w++) {
+            long offset = interval * w / writers;
+            long writerSeed = options.seed + w;
+            Thread t = new Thread(() -> write(start + offset, end, interval, perTx, topic, writerSeed, sequences,
+                    committed, base, capacity, failure), "bench-writer-" + w);
+            t.setDaemon(true);
+            threads.add(t);
+        }
+        BacklogSampler sampler = new BacklogSampler(start, warmNanos);
+        threads.forEach(Thread::start);
+        sampler.start();
+        for (Thread t : threads) {
+            t.join();
+        }
+        long writersDone = System.nanoTime();
+        sampler.stop();
+        if (failure.get() != null) {
+            dispatcher.close();
+            consumer.stop();
+            throw new IllegalStateException("writer failed: " + failure.get(), failure.get());
+        }
+        long total = Math.min(sequences.get(), capacity);
+        // Wait for the tail: every committed record acknowledged and consumed (bounded).
+        long waitEnd = System.nanoTime() + Math.max(Duration.ofSeconds(30).toNanos(), runNanos);
+        while (System.nanoTime() - waitEnd < 0 && (ackCount.get() < total || consumer.count() < total)) {
+            LockSupport.parkNanos(2_000_000);
+        }
+        double drainAfter = (System.nanoTime() - writersDone) / 1e9;
+        dispatcher.close();
+        consumer.stop();
+
+        long measuredFrom = start - base + 1 + warmNanos;
+        long[] toAck = new long[(int) total];
+        long[] toConsume = new long[(int) total];
+        int nAck = 0;
+        int nConsume = 0;
+        long measured = 0;
+        long missing = 0;
+        long ackedInWindow = 0;
+        long windowEnd = end - base + 1;
+        for (int i = 0; i < total; i++) {
+            long c = committed.get(i);
+            if (c == 0 || c < measuredFrom) {
+                continue;
+            }
+            measured++;
+            long a = acked.get(i);
+            if (a == 0) {
+                missing++;
+            } else {
+                toAck[nAck++] = Math.max(0, a - c);
+                if (a <= windowEnd) {
+                    ackedInWindow++;
+                }
+            }
+            long r = consumed.get(i);
+            if (r != 0) {
+                toConsume[nConsume++] = Math.max(0, r - c);
+            }
+        }
+        double windowSeconds = options.duration.toNanos() / 1e9;
+        double achieved = measured / windowSeconds;
+        long backlogEnd = sampler.last();
+        double slope = sampler.slope();
+        boolean sustainable = slope < 0.02 * rate && backlogEnd <= Math.max(1_000, rate)
+                && missing == 0;
+        return new Result(rate, perTx, writers, achieved, ackedInWindow / windowSeconds, measured, missing,
+                Stats.of(toAck, nAck), Stats.of(toConsume, nConsume), sampler.max(), backlogEnd, slope, sustainable,
+                drainAfter);
+    }
+
+    private void write(long first, long end, long interval, int perTx, String topic, long seed, AtomicLong sequences,
+                       AtomicLongArray committed, long base, int capacity, AtomicReference<Throwable> failure) {
+        Publisher publisher = env.store().publisher();
+        String[] keys = Backlog.keys(options.keys);
+        SplittableRandom random = new SplittableRandom(seed);
+        try (Connection c = env.pool().getConnection()) {
+            c.setAutoCommit(false);
+            List<OutboxMessage> batch = new ArrayList<>(perTx);
+            long[] seqs = new long[perTx];
+            for (long due = first; due - end < 0 && failure.get() == null; due += interval) {
+                long wait = due - System.nanoTime();
+                if (wait > 0) {
+                    LockSupport.parkNanos(wait);
+                }
+                batch.clear();
+                for (int i = 0; i < perTx; i++) {
+                    long seq = sequences.getAndIncrement();
+                    seqs[i] = seq;
+                    byte[] value = new byte[options.valueBytes];
+                    random.nextBytes(value);
+                    ByteBuffer.wrap(value).putLong(seq);
+                    batch.add(OutboxMessage.of(topic, keys[random.nextInt(keys.length)], value));
+                }
+                publisher.publish(c, batch);
+                c.commit();
+                long now = System.nanoTime() - base + 1;
+                for (long seq : seqs) {
+                    if (seq < capacity) {
+                        committed.set((int) seq, now);
+                    }
+                }
+            }
+        } catch (Throwable e) {
+            failure.compareAndSet(null, e);
+        }
+    }
+
+    static long sequence(byte[] value) {
+        return value == null || value.length < 8 ? -1 : ByteBuffer.wrap(value).getLong();
+    }
+
+    /** Reads the topic from its end and notes when each sequence number arrives. */
+    private final class ConsumerLoop implements Runnable {
+        private final String topic;
+        private final long base;
+        private final AtomicLongArray consumed;
+        private final int capacity;
+        private final AtomicLong count = new AtomicLong();
+        private final java.util.concurrent.CountDownLatch ready = new java.util.concurrent.CountDownLatch(1);
+        private volatile boolean stop;
+        private Thread thread;
+
+        ConsumerLoop(String topic, long base, AtomicLongArray consumed, int capacity) {
+            this.topic = topic;
+            this.base = base;
+            this.consumed = consumed;
+            this.capacity = capacity;
+        }
+
+        void start() throws InterruptedException {
+            thread = new Thread(this, "bench-consumer");
+            thread.setDaemon(true);
+            thread.start();
+            ready.await();
+        }
+
+        long count() {
+            return count.get();
+        }
+
+        void stop() throws InterruptedException {
+            stop = true;
+            thread.join(10_000);
+        }
+
+        @Override
+        public void run() {
+            Map<String, Object> props = Map.of(
+                    ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, env.kafka().bootstrapServers(),
+                    ConsumerConfig.CLIENT_ID_CONFIG, "bench-latency-consumer",
+                    ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 100,
+                    ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+            try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props, new ByteArrayDeserializer(),
+                    new ByteArrayDeserializer())) {
+                List<TopicPartition> partitions = new ArrayList<>();
+                for (PartitionInfo p : consumer.partitionsFor(topic)) {
+                    partitions.add(new TopicPartition(topic, p.partition()));
+                }
+                consumer.assign(partitions);
+                consumer.seekToEnd(partitions);
+                for (TopicPartition p : partitions) {
+                    consumer.position(p);
+                }
+                ready.countDown();
+                while (!stop) {
+                    for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(100))) {
+                        long now = System.nanoTime() - base + 1;
+                        long seq = sequence(r.value());
+                        if (seq >= 0 && seq < capacity && consumed.compareAndSet((int) seq, 0, now)) {
+                            count.incrementAndGet();
+                        }
+                    }
+                }
+            } finally {
+                ready.countDown();
+            }
+        }
+    }
+
+    /** Samples the backlog (rows in the outbox) every 250 ms while the writers run. */
+    private final class BacklogSampler implements Runnable {
+        private final long start;
+        private final long warmNanos;
+        private final List<long[]> samples = new ArrayList<>(); // {nanos since start, rows}
+        private volatile boolean stop;
+        private Thread thread;
+
+        BacklogSampler(long start, long warmNanos) {
+            this.start = start;
+            this.warmNanos = warmNanos;
+        }
+
+        void start() {
+            thread = new Thread(this, "bench-backlog");
+            thread.setDaemon(true);
+            thread.start();
+        }
+
+        void stop() throws InterruptedException {
+            stop = true;
+            thread.join(10_000);
+        }
+
+        @Override
+        public void run() {
+            while (!stop) {
+                long rows = env.store().backlog();
+                synchronized (samples) {
+                    samples.add(new long[] {System.nanoTime() - start, rows});
+                }
+                LockSupport.parkNanos(250_000_000L);
+            }
+        }
+
+        private List<long[]> measured() {
+            List<long[]> out = new ArrayList<>();
+            synchronized (samples) {
+                for (long[] s : samples) {
+                    if (s[0] >= warmNanos) {
+                        out.add(s);
+                    }
+                }
+            }
+            return out;
+        }
+
+        long max() {
+            return measured().stream().mapToLong(s -> s[1]).max().orElse(0);
+        }
+
+        long last() {
+            List<long[]> m = measured();
+            return m.isEmpty() ? 0 : m.get(m.size() - 1)[1];
+        }
+
+        /** Least-squares growth of the backlog over the measured window, in rows per second. */
+        double slope() {
+            List<long[]> m = measured();
+            int n = m.size();
+            if (n < 2) {
+                return 0;
+            }
+            double sx = 0;
+            double sy = 0;
+            for (long[] s : m) {
+                sx += s[0] / 1e9;
+                sy += s[1];
+            }
+            double mx = sx / n;
+            double my = sy / n;
+            double num = 0;
+            double den = 0;
+            for (long[] s : m) {
+                double dx = s[0] / 1e9 - mx;
+                num += dx * (s[1] - my);
+                den += dx * dx;
+            }
+            return den == 0 ? 0 : num / den;
+        }
+    }
+}

@@ -1,0 +1,57 @@
+package dev.outbox.benchmarks;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outbox.Dispatcher;
+import dev.outbox.DispatcherConfig;
+import dev.outbox.DispatcherListener;
+import dev.outbox.broker.kafka.KafkaMessageBroker;
+import dev.outbox.store.postgres.PostgresStore;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.UUID;
+
+/**
+ * The leader of the take-over benchmark's {@code crash} mode, run as a child JVM so that it can be killed with
+ * SIGKILL. Configured by {@code bench.*} system properties (see {@link TakeoverScenario}); prints
+ * {@code LEADER <id>} on standard output when it leads, then harvests until it is killed.
+ */
+public final class LeaderProcess {
+    private LeaderProcess() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        HikariConfig pool = new HikariConfig();
+        pool.setJdbcUrl(System.getProperty("bench.jdbc.url"));
+        pool.setUsername(System.getProperty("bench.jdbc.user"));
+        pool.setPassword(System.getProperty("bench.jdbc.password", ""));
+        pool.setMaximumPoolSize(4);
+        pool.setPoolName("bench-child");
+        HikariDataSource ds = new HikariDataSource(pool);
+        PostgresStore store = PostgresStore.builder(ds).table(System.getProperty("bench.table")).build();
+        Map<String, Object> producer = new LinkedHashMap<>();
+        for (String name : System.getProperties().stringPropertyNames()) {
+            if (name.startsWith("bench.producer.")) {
+                producer.put(name.substring("bench.producer.".length()), System.getProperty(name));
+            }
+        }
+        DispatcherConfig config = TakeoverScenario.config(DispatcherConfig.builder()
+                .markBatchSize(Integer.getInteger("bench.markBatchSize"))
+                .maxInFlightRecords(Integer.getInteger("bench.maxInFlightRecords"))
+                .purgeBatchSize(Integer.getInteger("bench.purgeBatchSize"))
+                .build());
+        KafkaMessageBroker broker = KafkaMessageBroker.builder().properties(producer).build();
+        Dispatcher dispatcher = TakeoverScenario.dispatcher(store, broker, new TimingBroker(broker, 0, null),
+                System.getProperty("bench.bootstrap"), System.getProperty("bench.leaderTopic"), config,
+                "bench-child", new DispatcherListener() {
+                    @Override
+                    public void leaderAcquired(UUID leaderId) {
+                        System.out.println(TakeoverScenario.LEADER_LINE + leaderId);
+                        System.out.flush();
+                    }
+                });
+        dispatcher.start();
+        dispatcher.await();
+    }
+}

@@ -1,0 +1,432 @@
+package dev.outbox.benchmarks;
+
+import dev.outbox.DispatcherConfig;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * The results of one run and where they came from, rendered as a text table, CSV (one measurement per line:
+ * section, scenario, run, metric, value) and JSON. Not thread-safe.
+ */
+final class Report {
+    private static final Map<String, String> TITLES = Map.of(
+            "drain", "Dispatcher -> Kafka (drain)",
+            "database", "database ceiling (mark+purge)",
+            "broker", "broker ceiling (bare producer)",
+            "naive", "naive baseline (1 row/stmt)");
+
+    private final BenchmarkOptions options;
+    Instant startedAt;
+    Instant finishedAt;
+    double loadAtStart;
+    double loadAtEnd;
+    String postgres = "?";
+    String kafka = "?";
+    Map<String, String> databaseSettings = new LinkedHashMap<>();
+    Map<String, Object> producer = new LinkedHashMap<>();
+    DispatcherConfig dispatcher;
+    Map<String, List<ThroughputScenarios.Run>> throughput = new LinkedHashMap<>();
+    List<LatencyScenario.Result> latency = new ArrayList<>();
+    List<TakeoverScenario.Result> takeover = new ArrayList<>();
+
+    Report(BenchmarkOptions options) {
+        this.options = options;
+    }
+
+    void describeEnvironment(BenchEnvironment env) {
+        postgres = "PostgreSQL " + env.postgres().version() + " (" + env.postgres().mode().name().toLowerCase(Locale.ROOT)
+                + ")";
+        kafka = "Kafka " + env.kafka().version() + " (" + env.kafka().mode().name().toLowerCase(Locale.ROOT)
+                + (env.kafka().mode().name().equals("EMBEDDED") ? ", single KRaft node in the benchmark's JVM" : "")
+                + ")";
+        databaseSettings = env.databaseSettings();
+        producer = env.producerProperties();
+        producer.remove("bootstrap.servers");
+        dispatcher = env.dispatcherConfig();
+    }
+
+    // ------------------------------------------------------------------------------------------ numbers
+
+    static double median(Collection<Double> values) {
+        List<Double> s = new ArrayList<>(values);
+        if (s.isEmpty()) {
+            return Double.NaN;
+        }
+        s.sort(Double::compare);
+        int n = s.size();
+        return n % 2 == 1 ? s.get(n / 2) : (s.get(n / 2 - 1) + s.get(n / 2)) / 2;
+    }
+
+    private List<Double> rates(String scenario) {
+        List<Double> out = new ArrayList<>();
+        for (ThroughputScenarios.Run r : throughput.getOrDefault(scenario, List.of())) {
+            out.add(r.rate());
+        }
+        return out;
+    }
+
+    double medianRate(String scenario) {
+        return median(rates(scenario));
+    }
+
+    /** The Dispatcher's median drain rate divided by {@code scenario}'s. */
+    double ratio(String scenario) {
+        return medianRate("drain") / medianRate(scenario);
+    }
+
+    private long maxLeft(String scenario) {
+        long max = -1;
+        for (ThroughputScenarios.Run r : throughput.getOrDefault(scenario, List.of())) {
+            max = Math.max(max, r.left());
+        }
+        return max;
+    }
+
+    private List<Double> takeoverTimes(String mode, boolean ack) {
+        List<Double> out = new ArrayList<>();
+        for (TakeoverScenario.Result r : takeover) {
+            if (r.mode().equals(mode)) {
+                out.add(ack ? r.firstAck() : r.leaderAcquired());
+            }
+        }
+        return out;
+    }
+
+    /** Each goal of the issue: what it asks, what was measured, and whether it was met (null: not measured). */
+    List<String[]> goals() {
+        List<String[]> g = new ArrayList<>();
+        if (throughput.containsKey("drain") && throughput.containsKey("database")) {
+            double r = ratio("database");
+            g.add(new String[] {"drain rate >= 70 % of the database ceiling", pct(r), verdict(r >= 0.70)});
+        }
+        if (throughput.containsKey("drain") && throughput.containsKey("naive")) {
+            double r = ratio("naive");
+            g.add(new String[] {"drain rate >= 10 x the naive baseline", fmt("%.1f x", r), verdict(r >= 10)});
+        }
+        for (LatencyScenario.Result l : latency) {
+            if (l.offeredRate() == 5_000) {
+                boolean met = l.commitToAck().p99() < 100 && l.sustainable();
+                g.add(new String[] {"at 5,000 records/s: p99 commit->ack < 100 ms, backlog bounded",
+                        fmt("p99 %.1f ms, %s", l.commitToAck().p99(), l.sustainable() ? "bounded" : "grew"),
+                        verdict(met)});
+            }
+        }
+        if (!takeover.isEmpty()) {
+            double worst = 0;
+            StringBuilder m = new StringBuilder();
+            for (String mode : options.takeoverModes) {
+                List<Double> t = takeoverTimes(mode, true);
+                if (t.isEmpty()) {
+                    continue;
+                }
+                double max = t.stream().mapToDouble(Double::doubleValue).max().orElse(0);
+                worst = Math.max(worst, max);
+                m.append(m.length() == 0 ? "" : ", ").append(fmt("%s: max %.2f s", mode, max));
+            }
+            g.add(new String[] {"take-over < 10 s", m.toString(), verdict(worst < 10)});
+        }
+        return g;
+    }
+
+    private static String verdict(boolean met) {
+        return met ? "met" : "NOT met";
+    }
+
+    // ------------------------------------------------------------------------------------------ text
+
+    String text() {
+        StringBuilder out = new StringBuilder();
+        out.append("Outbox benchmark, ").append(startedAt).append(" - ").append(finishedAt).append('\n');
+        out.append("Command:   ").append(options.command).append('\n');
+        out.append("Machine:   ").append(Machine.describe()).append(fmt("; load average %.2f at start, %.2f at end",
+                loadAtStart, loadAtEnd)).append('\n');
+        out.append("Java:      ").append(Machine.java()).append(", max heap ").append(Machine.maxHeapMiB())
+                .append(" MiB\n");
+        out.append("Database:  ").append(postgres).append("; ").append(join(databaseSettings)).append('\n');
+        out.append("Broker:    ").append(kafka).append(", topics of ").append(options.partitions)
+                .append(" partitions, replication factor 1\n");
+        out.append("Dispatcher: markBatchSize=").append(dispatcher.markBatchSize()).append(", maxInFlightRecords=")
+                .append(dispatcher.maxInFlightRecords()).append(", purgeBatchSize=")
+                .append(dispatcher.purgeBatchSize()).append(" (other settings default)\n");
+        out.append("Producer:  ").append(join(producer)).append('\n');
+        out.append(fmt("Workload:  backlog of %,d rows (naive baseline: %,d), %d-byte values, %,d keys drawn at random;"
+                        + " median of %d run(s)%s\n", options.rows, Math.min(options.naiveRows, options.rows),
+                options.valueBytes, options.keys, options.repeat,
+                options.warmupRows > 0 ? fmt(" after a warm-up of %,d rows", options.warmupRows) : ", no warm-up"));
+        if (!throughput.isEmpty()) {
+            out.append('\n');
+            out.append(fmt("%-32s %12s  %-23s %9s  %s%n", "Throughput", "records/s", "(min - max)", "rows left",
+                    "Dispatcher / this"));
+            for (String scenario : List.of("drain", "database", "broker", "naive")) {
+                List<Double> r = rates(scenario);
+                if (r.isEmpty()) {
+                    continue;
+                }
+                double min = r.stream().mapToDouble(Double::doubleValue).min().orElse(0);
+                double max = r.stream().mapToDouble(Double::doubleValue).max().orElse(0);
+                long left = maxLeft(scenario);
+                String ratio = throughput.containsKey("drain") ? fmt("%.2f", ratio(scenario)) : "-";
+                out.append(fmt("%-32s %,12.0f  %-23s %9s  %s%n", TITLES.get(scenario), medianRate(scenario),
+                        fmt("(%,.0f - %,.0f)", min, max), left < 0 ? "-" : fmt("%,d", left), ratio));
+            }
+        }
+        if (!latency.isEmpty()) {
+            out.append('\n');
+            out.append(fmt("Latency under load: %s of writing per rate after %s of warm-up, %d writer threads,"
+                            + " single-instance Dispatcher%n", seconds(options.duration.toMillis()),
+                    seconds(options.latencyWarmup.toMillis()), options.writers));
+            out.append(fmt("%9s %9s %6s %9s  %-24s %-24s %-15s %9s  %s%n", "offered/s", "written/s", "rec/tx",
+                    "acked/s", "commit->ack ms p50/p99/max", "commit->consume p50/p99/max", "backlog max/end",
+                    "growth/s", "sustainable"));
+            for (LatencyScenario.Result l : latency) {
+                out.append(fmt("%,9d %,9.0f %6d %,9.0f  %-24s %-24s %-15s %9.0f  %s%n", l.offeredRate(),
+                        l.achievedRate(), l.recordsPerTx(), l.ackRate(), stats(l.commitToAck()),
+                        stats(l.commitToConsume()), fmt("%,d / %,d", l.backlogMax(), l.backlogEnd()),
+                        l.backlogSlope(), l.sustainable() ? "yes" : "NO" + (l.unacknowledged() > 0
+                                ? fmt(" (%,d not acked)", l.unacknowledged()) : "")));
+            }
+        }
+        if (!takeover.isEmpty()) {
+            out.append('\n');
+            out.append(fmt("Take-over: two Dispatchers over KafkaLeaderTransport, writer at %,d records/s;"
+                            + " heartbeatTimeout %s, session.timeout.ms %d, delivery.timeout.ms %d%n",
+                    options.takeoverRate, seconds(TakeoverScenario.HEARTBEAT_TIMEOUT.toMillis()),
+                    TakeoverScenario.SESSION_TIMEOUT_MS, TakeoverScenario.DELIVERY_TIMEOUT_MS));
+            out.append(fmt("%-44s %5s  %-26s %s%n", "leader stopped by", "runs", "new leader elected s",
+                    "first record acked s"));
+            for (String mode : options.takeoverModes) {
+                List<Double> ack = takeoverTimes(mode, true);
+                if (ack.isEmpty()) {
+                    continue;
+                }
+                List<Double> acq = takeoverTimes(mode, false);
+                String how = mode.equals("close") ? "close: Dispatcher.close() (drain, leave group)"
+                        : "crash: SIGKILL of the leader's JVM";
+                out.append(fmt("%-44s %5d  %-26s %s%n", how, ack.size(), spread(acq), spread(ack)));
+            }
+        }
+        List<String[]> goals = goals();
+        if (!goals.isEmpty()) {
+            out.append('\n').append("Goals (reported, not asserted)\n");
+            for (String[] g : goals) {
+                out.append(fmt("  %-58s %-34s %s%n", g[0], g[1], g[2]));
+            }
+        }
+        return out.toString();
+    }
+
+    private static String spread(List<Double> values) {
+        double min = values.stream().mapToDouble(Double::doubleValue).min().orElse(Double.NaN);
+        double max = values.stream().mapToDouble(Double::doubleValue).max().orElse(Double.NaN);
+        return fmt("%.2f (%.2f - %.2f)", median(values), min, max);
+    }
+
+    private static String stats(LatencyScenario.Stats s) {
+        return fmt("%.1f / %.1f / %.1f", s.p50(), s.p99(), s.max());
+    }
+
+    private static String seconds(long millis) {
+        return millis % 1000 == 0 ? (millis / 1000) + " s" : fmt("%.1f s", millis / 1000.0);
+    }
+
+    private static String pct(double ratio) {
+        return fmt("%.0f %%", ratio * 100);
+    }
+
+    private static String join(Map<String, ?> map) {
+        StringBuilder b = new StringBuilder();
+        map.forEach((k, v) -> b.append(b.length() == 0 ? "" : ", ").append(k).append('=').append(v));
+        return b.toString();
+    }
+
+    static String fmt(String format, Object... args) {
+        return String.format(Locale.ROOT, format, args);
+    }
+
+    // ------------------------------------------------------------------------------------------ files
+
+    void write(Path dir) {
+        try {
+            Files.createDirectories(dir);
+            Files.writeString(dir.resolve("results.txt"), text(), StandardCharsets.UTF_8);
+            Files.writeString(dir.resolve("results.csv"), csv(), StandardCharsets.UTF_8);
+            Files.writeString(dir.resolve("results.json"), Json.write(json()) + "\n", StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write results to " + dir, e);
+        }
+    }
+
+    String csv() {
+        StringBuilder out = new StringBuilder("section,scenario,run,metric,value\n");
+        throughput.forEach((scenario, runs) -> {
+            int i = 1;
+            for (ThroughputScenarios.Run r : runs) {
+                csvLine(out, "throughput", scenario, i, "records_per_s", fmt("%.1f", r.rate()));
+                csvLine(out, "throughput", scenario, i, "records", r.records());
+                csvLine(out, "throughput", scenario, i, "seconds", fmt("%.3f", r.seconds()));
+                csvLine(out, "throughput", scenario, i, "rows_left", r.left());
+                i++;
+            }
+            csvLine(out, "throughput", scenario, "median", "records_per_s", fmt("%.1f", medianRate(scenario)));
+            if (throughput.containsKey("drain")) {
+                csvLine(out, "throughput", scenario, "median", "dispatcher_ratio", fmt("%.4f", ratio(scenario)));
+            }
+        });
+        for (LatencyScenario.Result l : latency) {
+            String s = "rate_" + l.offeredRate();
+            csvLine(out, "latency", s, 1, "offered_per_s", l.offeredRate());
+            csvLine(out, "latency", s, 1, "written_per_s", fmt("%.1f", l.achievedRate()));
+            csvLine(out, "latency", s, 1, "acked_per_s", fmt("%.1f", l.ackRate()));
+            csvLine(out, "latency", s, 1, "records_per_tx", l.recordsPerTx());
+            csvLine(out, "latency", s, 1, "measured_records", l.measured());
+            csvLine(out, "latency", s, 1, "unacknowledged", l.unacknowledged());
+            for (String[] m : new String[][] {{"commit_to_ack", ""}, {"commit_to_consume", ""}}) {
+                LatencyScenario.Stats st = m[0].equals("commit_to_ack") ? l.commitToAck() : l.commitToConsume();
+                csvLine(out, "latency", s, 1, m[0] + "_p50_ms", fmt("%.3f", st.p50()));
+                csvLine(out, "latency", s, 1, m[0] + "_p99_ms", fmt("%.3f", st.p99()));
+                csvLine(out, "latency", s, 1, m[0] + "_p999_ms", fmt("%.3f", st.p999()));
+                csvLine(out, "latency", s, 1, m[0] + "_max_ms", fmt("%.3f", st.max()));
+            }
+            csvLine(out, "latency", s, 1, "backlog_max", l.backlogMax());
+            csvLine(out, "latency", s, 1, "backlog_end", l.backlogEnd());
+            csvLine(out, "latency", s, 1, "backlog_growth_per_s", fmt("%.1f", l.backlogSlope()));
+            csvLine(out, "latency", s, 1, "sustainable", l.sustainable());
+        }
+        int i = 0;
+        String last = "";
+        for (TakeoverScenario.Result t : takeover) {
+            i = t.mode().equals(last) ? i + 1 : 1;
+            last = t.mode();
+            csvLine(out, "takeover", t.mode(), i, "leader_acquired_s", fmt("%.3f", t.leaderAcquired()));
+            csvLine(out, "takeover", t.mode(), i, "first_ack_s", fmt("%.3f", t.firstAck()));
+            csvLine(out, "takeover", t.mode(), i, "rows_left", t.rowsLeft());
+        }
+        return out.toString();
+    }
+
+    private static void csvLine(StringBuilder out, String section, String scenario, Object run, String metric,
+                                Object value) {
+        out.append(section).append(',').append(scenario).append(',').append(run).append(',').append(metric)
+                .append(',').append(value).append('\n');
+    }
+
+    Map<String, Object> json() {
+        Map<String, Object> root = new LinkedHashMap<>();
+        Map<String, Object> meta = new LinkedHashMap<>();
+        meta.put("started", String.valueOf(startedAt));
+        meta.put("finished", String.valueOf(finishedAt));
+        meta.put("command", options.command);
+        Map<String, Object> machine = new LinkedHashMap<>();
+        machine.put("cores", Machine.cores());
+        machine.put("cpu", Machine.cpu());
+        machine.put("memoryMiB", Machine.memoryMiB());
+        machine.put("os", Machine.os());
+        machine.put("java", Machine.java());
+        machine.put("maxHeapMiB", Machine.maxHeapMiB());
+        machine.put("loadAverageAtStart", loadAtStart);
+        machine.put("loadAverageAtEnd", loadAtEnd);
+        meta.put("machine", machine);
+        meta.put("database", postgres);
+        meta.put("databaseSettings", databaseSettings);
+        meta.put("broker", kafka);
+        meta.put("partitions", options.partitions);
+        Map<String, Object> d = new LinkedHashMap<>();
+        d.put("markBatchSize", dispatcher.markBatchSize());
+        d.put("maxInFlightRecords", dispatcher.maxInFlightRecords());
+        d.put("purgeBatchSize", dispatcher.purgeBatchSize());
+        d.put("all", dispatcher.toString());
+        meta.put("dispatcher", d);
+        meta.put("producer", producer);
+        Map<String, Object> workload = new LinkedHashMap<>();
+        workload.put("rows", options.rows);
+        workload.put("naiveRows", Math.min(options.naiveRows, options.rows));
+        workload.put("valueBytes", options.valueBytes);
+        workload.put("keys", options.keys);
+        workload.put("repeat", options.repeat);
+        workload.put("warmupRows", options.warmupRows);
+        meta.put("workload", workload);
+        root.put("meta", meta);
+
+        Map<String, Object> tp = new LinkedHashMap<>();
+        throughput.forEach((scenario, runs) -> {
+            Map<String, Object> s = new LinkedHashMap<>();
+            s.put("medianRecordsPerSecond", medianRate(scenario));
+            if (throughput.containsKey("drain")) {
+                s.put("dispatcherRatio", ratio(scenario));
+            }
+            List<Object> list = new ArrayList<>();
+            for (ThroughputScenarios.Run r : runs) {
+                Map<String, Object> m = new LinkedHashMap<>();
+                m.put("recordsPerSecond", r.rate());
+                m.put("records", r.records());
+                m.put("seconds", r.seconds());
+                m.put("rowsLeft", r.left());
+                m.put("fillSeconds", r.fillSeconds());
+                list.add(m);
+            }
+            s.put("runs", list);
+            tp.put(scenario, s);
+        });
+        root.put("throughput", tp);
+
+        List<Object> lat = new ArrayList<>();
+        for (LatencyScenario.Result l : latency) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("offeredPerSecond", l.offeredRate());
+            m.put("writtenPerSecond", l.achievedRate());
+            m.put("ackedPerSecond", l.ackRate());
+            m.put("recordsPerTransaction", l.recordsPerTx());
+            m.put("writers", l.writers());
+            m.put("measuredRecords", l.measured());
+            m.put("unacknowledged", l.unacknowledged());
+            m.put("commitToAckMs", statsJson(l.commitToAck()));
+            m.put("commitToConsumeMs", statsJson(l.commitToConsume()));
+            m.put("backlogMax", l.backlogMax());
+            m.put("backlogEnd", l.backlogEnd());
+            m.put("backlogGrowthPerSecond", l.backlogSlope());
+            m.put("sustainable", l.sustainable());
+            m.put("tailDrainSeconds", l.drainAfterSeconds());
+            lat.add(m);
+        }
+        root.put("latency", lat);
+
+        List<Object> to = new ArrayList<>();
+        for (TakeoverScenario.Result t : takeover) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("mode", t.mode());
+            m.put("leaderAcquiredSeconds", t.leaderAcquired());
+            m.put("firstAckSeconds", t.firstAck());
+            m.put("rowsLeft", t.rowsLeft());
+            to.add(m);
+        }
+        root.put("takeover", to);
+
+        List<Object> goals = new ArrayList<>();
+        for (String[] g : goals()) {
+            goals.add(Map.of("goal", g[0], "measured", g[1], "verdict", g[2]));
+        }
+        root.put("goals", goals);
+        return root;
+    }
+
+    private static Map<String, Object> statsJson(LatencyScenario.Stats s) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("count", s.count());
+        m.put("p50", s.p50());
+        m.put("p99", s.p99());
+        m.put("p999", s.p999());
+        m.put("max", s.max());
+        return m;
+    }
+}

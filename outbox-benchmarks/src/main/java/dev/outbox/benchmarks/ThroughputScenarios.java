@@ -1,0 +1,247 @@
+package dev.outbox.benchmarks;
+
+import dev.outbox.Dispatcher;
+import dev.outbox.DispatcherConfig;
+import dev.outbox.OutboxRecord;
+import dev.outbox.broker.kafka.KafkaMessageBroker;
+import dev.outbox.spi.MarkResult;
+import dev.outbox.store.postgres.PostgresStore;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.UUID;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * The drain of a pre-filled backlog by the Dispatcher, and the three references it is judged against: the
+ * database ceiling, the broker ceiling and the naive baseline. Not thread-safe: one scenario at a time.
+ */
+final class ThroughputScenarios {
+    /** One measured run: {@code records} moved in {@code seconds}, {@code left} rows remaining after it. */
+    record Run(String scenario, long records, double seconds, long left, double fillSeconds) {
+        double rate() {
+            return seconds <= 0 ? 0 : records / seconds;
+        }
+    }
+
+    private final BenchEnvironment env;
+    private final BenchmarkOptions options;
+    private final Backlog backlog;
+
+    ThroughputScenarios(BenchEnvironment env, BenchmarkOptions options) {
+        this.env = env;
+        this.options = options;
+        this.backlog = new Backlog(env, options);
+    }
+
+    /**
+     * The Dispatcher (single instance, throughput configuration) harvests a backlog of {@code rows} into Kafka;
+     * timed from its first send to its last acknowledgement. Rows left are counted after it closed.
+     */
+    Run drain(int rows, long seed) throws InterruptedException {
+        String topic = env.newTopic("drain");
+        double fill = backlog.fill(topic, rows, seed);
+        TimingBroker broker = new TimingBroker(env.newBroker("bench-drain"), rows, null);
+        Dispatcher dispatcher = Dispatcher.builder(env.store(), broker)
+                .config(env.dispatcherConfig())
+                .name("bench-drain")
+                .build();
+        dispatcher.start();
+        boolean done;
+        try {
+            done = broker.awaitAcks(options.timeout);
+        } finally {
+            dispatcher.close();
+        }
+        long end = done ? broker.lastAckNanos() : System.nanoTime();
+        double seconds = (end - broker.firstSendNanos()) / 1e9;
+        return new Run("drain", Math.min(rows, broker.acks()), seconds, backlog.count(), fill);
+    }
+
+    /**
+     * The database alone: the store's own {@code mark} and batched {@code purge} drain the backlog with no
+     * broker, pipelined as the Dispatcher does it (marking on one connection, purging on another, at most
+     * --max-in-flight rows marked and not yet purged).
+     */
+    Run databaseCeiling(int rows, long seed) throws InterruptedException {
+        String topic = env.newTopic("database");
+        double fill = backlog.fill(topic, rows, seed);
+        PostgresStore store = env.store();
+        DispatcherConfig config = env.dispatcherConfig();
+        Semaphore room = new Semaphore(config.maxInFlightRecords());
+        BlockingQueue<List<Long>> marked = new ArrayBlockingQueue<>(config.maxInFlightRecords());
+        AtomicLong purged = new AtomicLong();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        CountDownLatch finished = new CountDownLatch(1);
+        UUID leader = UUID.randomUUID();
+        long started = System.nanoTime();
+        Thread markThread = new Thread(() -> {
+            try {
+                while (true) {
+                    room.acquire(config.markBatchSize());
+                    MarkResult result = store.mark(leader, config.markBatchSize());
+                    room.release(config.markBatchSize() - result.size());
+                    if (result.isEmpty()) {
+                        marked.put(List.of());
+                        return;
+                    }
+                    List<Long> ids = new ArrayList<>(result.size());
+                    for (OutboxRecord r : result.records()) {
+                        ids.add(r.id());
+                    }
+                    marked.put(ids);
+                }
+            } catch (Throwable e) {
+                failure.compareAndSet(null, e);
+                finished.countDown();
+            }
+        }, "bench-db-mark");
+        Thread purgeThread = new Thread(() -> {
+            try {
+                List<Long> batch = new ArrayList<>();
+                List<List<Long>> taken = new ArrayList<>();
+                boolean end = false;
+                while (!end) {
+                    taken.clear();
+                    taken.add(marked.take());
+                    marked.drainTo(taken);
+                    batch.clear();
+                    for (List<Long> ids : taken) {
+                        if (ids.isEmpty()) {
+                            end = true;
+                        }
+                        batch.addAll(ids);
+                    }
+                    for (int from = 0; from < batch.size(); from += config.purgeBatchSize()) {
+                        List<Long> part = batch.subList(from, Math.min(batch.size(), from + config.purgeBatchSize()));
+                        store.purge(part);
+                        room.release(part.size());
+                        purged.addAndGet(part.size());
+                    }
+                }
+            } catch (Throwable e) {
+                failure.compareAndSet(null, e);
+            } finally {
+                finished.countDown();
+            }
+        }, "bench-db-purge");
+        markThread.setDaemon(true);
+        purgeThread.setDaemon(true);
+        markThread.start();
+        purgeThread.start();
+        boolean done = finished.await(options.timeout.toSeconds(), TimeUnit.SECONDS);
+        long end = System.nanoTime();
+        markThread.interrupt();
+        purgeThread.interrupt();
+        markThread.join(10_000);
+        purgeThread.join(10_000);
+        if (failure.get() != null) {
+            throw new IllegalStateException("database ceiling failed: " + failure.get(), failure.get());
+        }
+        if (!done) {
+            Progress.say("database ceiling timed out after %s", options.timeout);
+        }
+        return new Run("database", purged.get(), (end - started) / 1e9, backlog.count(), fill);
+    }
+
+    /**
+     * Kafka alone: a bare {@link KafkaProducer} with the Dispatcher's producer properties sends {@code rows}
+     * records of the same shape (keys out of --keys, values of --value-bytes) as fast as it accepts them;
+     * timed from the first send to the last acknowledgement.
+     */
+    Run brokerCeiling(int rows, long seed) throws InterruptedException {
+        String topic = env.newTopic("broker");
+        Map<String, Object> props = env.producerProperties();
+        props.put(ProducerConfig.CLIENT_ID_CONFIG, "bench-broker-ceiling");
+        String[] keys = Backlog.keys(options.keys);
+        SplittableRandom random = new SplittableRandom(seed);
+        byte[][] values = new byte[1024][options.valueBytes];
+        for (byte[] v : values) {
+            random.nextBytes(v);
+        }
+        AtomicLong acked = new AtomicLong();
+        AtomicLong failed = new AtomicLong();
+        AtomicLong lastAck = new AtomicLong();
+        CountDownLatch all = new CountDownLatch(1);
+        long started;
+        try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(props, new StringSerializer(),
+                new ByteArraySerializer())) {
+            producer.partitionsFor(topic); // metadata first, as the Dispatcher's producer has it after one send
+            started = System.nanoTime();
+            for (int i = 0; i < rows; i++) {
+                producer.send(new ProducerRecord<>(topic, keys[random.nextInt(keys.length)], values[i & 1023]),
+                        (md, e) -> {
+                            if (e != null) {
+                                failed.incrementAndGet();
+                            } else {
+                                lastAck.accumulateAndGet(System.nanoTime(), Math::max);
+                            }
+                            if (acked.incrementAndGet() == rows) {
+                                all.countDown();
+                            }
+                        });
+            }
+            if (!all.await(options.timeout.toSeconds(), TimeUnit.SECONDS)) {
+                Progress.say("broker ceiling timed out after %s", options.timeout);
+            }
+        }
+        if (failed.get() > 0) {
+            Progress.say("broker ceiling: %d sends failed", failed.get());
+        }
+        return new Run("broker", acked.get() - failed.get(), (lastAck.get() - started) / 1e9, -1, 0);
+    }
+
+    /**
+     * The reference implementation's pattern, one row at a time: mark one row, send it and wait for the
+     * acknowledgement, delete it; each a statement and a commit of its own. The producer lingers 0 ms (the
+     * benchmark's producer waits linger.ms for a batch that never comes when sends are synchronous).
+     */
+    Run naive(int rows, long seed) throws Exception {
+        String topic = env.newTopic("naive");
+        double fill = backlog.fill(topic, rows, seed);
+        PostgresStore store = env.store();
+        Map<String, Object> props = env.producerProperties();
+        props.put(ProducerConfig.LINGER_MS_CONFIG, 0);
+        props.put(ProducerConfig.CLIENT_ID_CONFIG, "bench-naive");
+        UUID leader = UUID.randomUUID();
+        long moved = 0;
+        long started;
+        long ended;
+        long deadline = System.nanoTime() + options.timeout.toNanos();
+        try (KafkaMessageBroker broker = KafkaMessageBroker.builder().properties(props).build()) {
+            started = System.nanoTime();
+            while (System.nanoTime() - deadline < 0) {
+                MarkResult result = store.mark(leader, 1);
+                if (result.isEmpty()) {
+                    break;
+                }
+                OutboxRecord r = result.records().get(0);
+                broker.send(r).toCompletableFuture().get(options.timeout.toSeconds(), TimeUnit.SECONDS);
+                store.purge(List.of(r.id()));
+                moved++;
+            }
+            ended = System.nanoTime();
+        }
+        double seconds = (ended - started) / 1e9;
+        return new Run("naive", moved, seconds, backlog.count(), fill);
+    }
+
+    /** Leaves time between runs so that the database's background writers settle a little. */
+    static void settle() {
+        BenchEnvironment.pause(Duration.ofSeconds(1));
+    }
+}

@@ -1,0 +1,97 @@
+package dev.outbox.benchmarks;
+
+import dev.outbox.OutboxRecord;
+import dev.outbox.spi.MessageBroker;
+
+import java.time.Duration;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A {@link MessageBroker} that passes everything to the real one and notes the time of the first send and of
+ * every acknowledgement, so that a rate can be taken from the first send to the last ack. Thread-safe.
+ */
+final class TimingBroker implements MessageBroker {
+    /** Called on the producer's thread for every acknowledged record, with {@link System#nanoTime()}. */
+    interface AckListener {
+        void acknowledged(OutboxRecord record, long nanos);
+    }
+
+    private final MessageBroker delegate;
+    private final AckListener ackListener;
+    private final AtomicLong firstSend = new AtomicLong();
+    private final AtomicLong firstAck = new AtomicLong();
+    private final AtomicLong lastAck = new AtomicLong();
+    private final AtomicLong acks = new AtomicLong();
+    private final AtomicLong failures = new AtomicLong();
+    private final long target;
+    private final CountDownLatch reached = new CountDownLatch(1);
+
+    /**
+     * @param target acknowledgements after which {@link #awaitAcks} returns; 0 for none
+     */
+    TimingBroker(MessageBroker delegate, long target, AckListener ackListener) {
+        this.delegate = delegate;
+        this.target = target;
+        this.ackListener = ackListener;
+    }
+
+    @Override
+    public CompletionStage<Void> send(OutboxRecord record) {
+        firstSend.compareAndSet(0, System.nanoTime());
+        CompletionStage<Void> stage = delegate.send(record);
+        stage.whenComplete((ok, error) -> {
+            if (error != null) {
+                failures.incrementAndGet();
+                return;
+            }
+            long now = System.nanoTime();
+            firstAck.compareAndSet(0, now);
+            lastAck.accumulateAndGet(now, Math::max);
+            if (ackListener != null) {
+                ackListener.acknowledged(record, now);
+            }
+            if (acks.incrementAndGet() == target) {
+                reached.countDown();
+            }
+        });
+        return stage;
+    }
+
+    @Override
+    public boolean flush(Duration timeout) {
+        return delegate.flush(timeout);
+    }
+
+    @Override
+    public void close(Duration timeout) {
+        delegate.close(timeout);
+    }
+
+    /** Waits until {@code target} records were acknowledged; false on timeout. */
+    boolean awaitAcks(Duration timeout) throws InterruptedException {
+        return reached.await(timeout.toNanos(), TimeUnit.NANOSECONDS);
+    }
+
+    long firstSendNanos() {
+        return firstSend.get();
+    }
+
+    long firstAckNanos() {
+        return firstAck.get();
+    }
+
+    long lastAckNanos() {
+        return lastAck.get();
+    }
+
+    long acks() {
+        return acks.get();
+    }
+
+    long failures() {
+        return failures.get();
+    }
+}
