@@ -68,6 +68,9 @@ public final class Benchmark {
                     };
                     Progress.say("%s: %,.0f records/s (%,d records in %.2f s, %d rows left, fill %.1f s)", scenario,
                             run.rate(), run.records(), run.seconds(), run.left(), run.fillSeconds());
+                    if (!run.breakdown().isEmpty()) {
+                        Progress.say("%s: %s", scenario, run.breakdown());
+                    }
                     runs.computeIfAbsent(scenario, k -> new ArrayList<>()).add(run);
                     ThroughputScenarios.settle();
                 }

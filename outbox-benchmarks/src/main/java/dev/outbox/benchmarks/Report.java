@@ -373,6 +373,9 @@ final class Report {
                 m.put("seconds", r.seconds());
                 m.put("rowsLeft", r.left());
                 m.put("fillSeconds", r.fillSeconds());
+                if (!r.breakdown().isEmpty()) {
+                    m.put("breakdown", r.breakdown());
+                }
                 list.add(m);
             }
             s.put("runs", list);

@@ -32,7 +32,7 @@ import java.util.concurrent.atomic.AtomicReference;
  */
 final class ThroughputScenarios {
     /** One measured run: {@code records} moved in {@code seconds}, {@code left} rows remaining after it. */
-    record Run(String scenario, long records, double seconds, long left, double fillSeconds) {
+    record Run(String scenario, long records, double seconds, long left, double fillSeconds, String breakdown) {
         double rate() {
             return seconds <= 0 ? 0 : records / seconds;
         }
@@ -56,7 +56,8 @@ final class ThroughputScenarios {
         String topic = env.newTopic("drain");
         double fill = backlog.fill(topic, rows, seed);
         TimingBroker broker = new TimingBroker(env.newBroker("bench-drain"), rows, null);
-        Dispatcher dispatcher = Dispatcher.builder(env.store(), broker)
+        TimingStore store = new TimingStore(env.store());
+        Dispatcher dispatcher = Dispatcher.builder(store, broker)
                 .config(env.dispatcherConfig())
                 .name("bench-drain")
                 .build();
@@ -69,7 +70,9 @@ final class ThroughputScenarios {
         }
         long end = done ? broker.lastAckNanos() : System.nanoTime();
         double seconds = (end - broker.firstSendNanos()) / 1e9;
-        return new Run("drain", Math.min(rows, broker.acks()), seconds, backlog.count(), fill);
+        String breakdown = store.summary(seconds) + Report.fmt("; send calls %.0f %% of the time",
+                100 * broker.sendNanos() / 1e9 / seconds);
+        return new Run("drain", Math.min(rows, broker.acks()), seconds, backlog.count(), fill, breakdown);
     }
 
     /**
@@ -80,7 +83,7 @@ final class ThroughputScenarios {
     Run databaseCeiling(int rows, long seed) throws InterruptedException {
         String topic = env.newTopic("database");
         double fill = backlog.fill(topic, rows, seed);
-        PostgresStore store = env.store();
+        TimingStore store = new TimingStore(env.store());
         DispatcherConfig config = env.dispatcherConfig();
         Semaphore room = new Semaphore(config.maxInFlightRecords());
         BlockingQueue<List<Long>> marked = new ArrayBlockingQueue<>(config.maxInFlightRecords());
@@ -155,7 +158,8 @@ final class ThroughputScenarios {
         if (!done) {
             Progress.say("database ceiling timed out after %s", options.timeout);
         }
-        return new Run("database", purged.get(), (end - started) / 1e9, backlog.count(), fill);
+        double seconds = (end - started) / 1e9;
+        return new Run("database", purged.get(), seconds, backlog.count(), fill, store.summary(seconds));
     }
 
     /**
@@ -202,7 +206,8 @@ final class ThroughputScenarios {
         if (failed.get() > 0) {
             Progress.say("broker ceiling: %d sends failed", failed.get());
         }
-        return new Run("broker", acked.get() - failed.get(), (lastAck.get() - started) / 1e9, -1, 0);
+        return new Run("broker", acked.get() - failed.get(), (lastAck.get() - started) / 1e9, -1, 0,
+                failed.get() == 0 ? "" : failed.get() + " sends failed");
     }
 
     /**
@@ -237,7 +242,7 @@ final class ThroughputScenarios {
             ended = System.nanoTime();
         }
         double seconds = (ended - started) / 1e9;
-        return new Run("naive", moved, seconds, backlog.count(), fill);
+        return new Run("naive", moved, seconds, backlog.count(), fill, "");
     }
 
     /** Leaves time between runs so that the database's background writers settle a little. */

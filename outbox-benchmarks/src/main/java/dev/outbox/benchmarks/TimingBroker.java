@@ -26,6 +26,7 @@ final class TimingBroker implements MessageBroker {
     private final AtomicLong lastAck = new AtomicLong();
     private final AtomicLong acks = new AtomicLong();
     private final AtomicLong failures = new AtomicLong();
+    private final java.util.concurrent.atomic.LongAdder sendNanos = new java.util.concurrent.atomic.LongAdder();
     private final long target;
     private final CountDownLatch reached = new CountDownLatch(1);
 
@@ -40,8 +41,10 @@ final class TimingBroker implements MessageBroker {
 
     @Override
     public CompletionStage<Void> send(OutboxRecord record) {
-        firstSend.compareAndSet(0, System.nanoTime());
+        long started = System.nanoTime();
+        firstSend.compareAndSet(0, started);
         CompletionStage<Void> stage = delegate.send(record);
+        sendNanos.add(System.nanoTime() - started);
         stage.whenComplete((ok, error) -> {
             if (error != null) {
                 failures.incrementAndGet();
@@ -89,6 +92,11 @@ final class TimingBroker implements MessageBroker {
 
     long acks() {
         return acks.get();
+    }
+
+    /** Time spent inside the real broker's {@code send} calls (on the caller's thread). */
+    long sendNanos() {
+        return sendNanos.sum();
     }
 
     long failures() {

@@ -1,0 +1,48 @@
+package dev.outbox.benchmarks;
+
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Proves that the benchmark harness runs end to end on a tiny workload; it measures nothing worth reading (the
+ * real run is {@code ./bench.sh}, see docs/readme/performance.md).
+ */
+class BenchmarkSmokeTest {
+
+    @Test
+    void runsEveryScenarioOnATinyWorkload() throws Exception {
+        Path out = Path.of("target", "benchmark-smoke");
+        BenchmarkOptions options = BenchmarkOptions.parse(new String[] {
+                "--rows", "3000", "--naive-rows", "200", "--repeat", "1", "--warmup-rows", "0",
+                "--rates", "500", "--duration", "2", "--latency-warmup", "1", "--writers", "2",
+                "--takeover-modes", "close", "--takeover-repeat", "1", "--takeover-rate", "200",
+                "--out", out.toString()});
+
+        Report report = Benchmark.run(options);
+
+        assertThat(report.throughput).containsOnlyKeys("drain", "database", "broker", "naive");
+        for (List<ThroughputScenarios.Run> runs : report.throughput.values()) {
+            assertThat(runs).hasSize(1);
+            assertThat(runs.get(0).rate()).isPositive();
+        }
+        assertThat(report.throughput.get("drain").get(0).records()).isEqualTo(3000);
+        assertThat(report.throughput.get("drain").get(0).left()).isZero();
+        assertThat(report.throughput.get("database").get(0).left()).isZero();
+        assertThat(report.throughput.get("naive").get(0).left()).isZero();
+        assertThat(report.latency).singleElement().satisfies(l -> {
+            assertThat(l.unacknowledged()).isZero();
+            assertThat(l.commitToAck().count()).isPositive();
+        });
+        assertThat(report.takeover).singleElement().satisfies(t -> assertThat(t.firstAck()).isPositive());
+        assertThat(report.text()).contains("Dispatcher -> Kafka (drain)", "database ceiling", "Goals");
+        assertThat(out.resolve("results.txt")).exists();
+        assertThat(Files.readString(out.resolve("results.csv"))).startsWith("section,scenario,run,metric,value\n")
+                .contains("throughput,drain,1,records_per_s,");
+        assertThat(Files.readString(out.resolve("results.json"))).contains("\"throughput\"", "\"dispatcherRatio\"");
+    }
+}
