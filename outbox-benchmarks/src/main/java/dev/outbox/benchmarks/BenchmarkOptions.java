@@ -19,6 +19,7 @@ final class BenchmarkOptions {
 
     int rows = 1_000_000;
     int naiveRows = 20_000;
+    Duration naiveTime = Duration.ofSeconds(30);
     int valueBytes = 100;
     int keys = 10_000;
     int partitions = 6;
@@ -92,6 +93,7 @@ final class BenchmarkOptions {
         switch (name) {
             case "--rows" -> rows = positive(name, value);
             case "--naive-rows" -> naiveRows = positive(name, value);
+            case "--naive-seconds" -> naiveTime = seconds(name, value, false);
             case "--value-bytes" -> valueBytes = atLeast(name, value, 8);
             case "--keys" -> keys = positive(name, value);
             case "--partitions" -> partitions = positive(name, value);
@@ -233,6 +235,7 @@ final class BenchmarkOptions {
                 Workload
                   --rows N              backlog drained by the Dispatcher and the ceilings (1000000)
                   --naive-rows N        backlog drained by the naive one-row-at-a-time baseline (20000)
+                  --naive-seconds S     stop the naive baseline after this long; its rate stays comparable (30)
                   --value-bytes N       value size (100); --keys N distinct keys, drawn at random (10000)
                   --partitions N        partitions of each benchmark topic (6)
                   --repeat N            runs of each throughput scenario; the table shows the median (3)

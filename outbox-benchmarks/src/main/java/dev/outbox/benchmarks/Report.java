@@ -180,6 +180,10 @@ final class Report {
                 out.append(fmt("%-32s %,12.0f  %-23s %9s  %s%n", TITLES.get(scenario), medianRate(scenario),
                         fmt("(%,.0f - %,.0f)", min, max), left < 0 ? "-" : fmt("%,d", left), ratio));
             }
+            if (maxLeft("naive") > 0) {
+                out.append(fmt("(the naive baseline stops after %s; rows it left are not a failure)%n",
+                        seconds(options.naiveTime.toMillis())));
+            }
         }
         if (!latency.isEmpty()) {
             out.append('\n');

@@ -213,7 +213,8 @@ final class ThroughputScenarios {
     /**
      * The reference implementation's pattern, one row at a time: mark one row, send it and wait for the
      * acknowledgement, delete it; each a statement and a commit of its own. The producer lingers 0 ms (the
-     * benchmark's producer waits linger.ms for a batch that never comes when sends are synchronous).
+     * benchmark's producer waits linger.ms for a batch that never comes when sends are synchronous). Stops
+     * after --naive-seconds even if rows are left: its rate is what matters.
      */
     Run naive(int rows, long seed) throws Exception {
         String topic = env.newTopic("naive");
@@ -226,7 +227,7 @@ final class ThroughputScenarios {
         long moved = 0;
         long started;
         long ended;
-        long deadline = System.nanoTime() + options.timeout.toNanos();
+        long deadline = System.nanoTime() + Math.min(options.timeout.toNanos(), options.naiveTime.toNanos());
         try (KafkaMessageBroker broker = KafkaMessageBroker.builder().properties(props).build()) {
             started = System.nanoTime();
             while (System.nanoTime() - deadline < 0) {

@@ -18,8 +18,8 @@ class BenchmarkSmokeTest {
     void runsEveryScenarioOnATinyWorkload() throws Exception {
         Path out = Path.of("target", "benchmark-smoke");
         BenchmarkOptions options = BenchmarkOptions.parse(new String[] {
-                "--rows", "3000", "--naive-rows", "200", "--repeat", "1", "--warmup-rows", "0",
-                "--rates", "500", "--duration", "2", "--latency-warmup", "1", "--writers", "2",
+                "--rows", "3000", "--naive-rows", "100", "--repeat", "1", "--warmup-rows", "0",
+                "--rates", "500", "--duration", "1.5", "--latency-warmup", "0.5", "--writers", "2",
                 "--takeover-modes", "close", "--takeover-repeat", "1", "--takeover-rate", "200",
                 "--out", out.toString()});
 
