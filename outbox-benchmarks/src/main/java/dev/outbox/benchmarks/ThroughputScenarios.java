@@ -225,25 +225,38 @@ final class ThroughputScenarios {
         props.put(ProducerConfig.CLIENT_ID_CONFIG, "bench-naive");
         UUID leader = UUID.randomUUID();
         long moved = 0;
+        long markNanos = 0;
+        long sendNanos = 0;
+        long purgeNanos = 0;
         long started;
         long ended;
         long deadline = System.nanoTime() + Math.min(options.timeout.toNanos(), options.naiveTime.toNanos());
         try (KafkaMessageBroker broker = KafkaMessageBroker.builder().properties(props).build()) {
             started = System.nanoTime();
             while (System.nanoTime() - deadline < 0) {
+                long t0 = System.nanoTime();
                 MarkResult result = store.mark(leader, 1);
                 if (result.isEmpty()) {
                     break;
                 }
                 OutboxRecord r = result.records().get(0);
+                long t1 = System.nanoTime();
                 broker.send(r).toCompletableFuture().get(options.timeout.toSeconds(), TimeUnit.SECONDS);
+                long t2 = System.nanoTime();
                 store.purge(List.of(r.id()));
+                long t3 = System.nanoTime();
+                markNanos += t1 - t0;
+                sendNanos += t2 - t1;
+                purgeNanos += t3 - t2;
                 moved++;
             }
             ended = System.nanoTime();
         }
         double seconds = (ended - started) / 1e9;
-        return new Run("naive", moved, seconds, backlog.count(), fill, "");
+        long n = Math.max(1, moved);
+        String breakdown = Report.fmt("per row: mark %.2f ms, send and wait for the ack %.2f ms, purge %.2f ms",
+                markNanos / 1e6 / n, sendNanos / 1e6 / n, purgeNanos / 1e6 / n);
+        return new Run("naive", moved, seconds, backlog.count(), fill, breakdown);
     }
 
     /** Leaves time between runs so that the database's background writers settle a little. */
