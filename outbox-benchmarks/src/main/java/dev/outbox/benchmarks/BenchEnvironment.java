@@ -8,7 +8,12 @@ import dev.outbox.store.postgres.PostgresStore;
 import dev.outbox.testservers.JdbcServer;
 import dev.outbox.testservers.KafkaServer;
 import dev.outbox.testservers.TestServers;
+import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringSerializer;
 
 import javax.sql.DataSource;
 import java.sql.Connection;
@@ -16,8 +21,14 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -134,10 +145,31 @@ final class BenchEnvironment implements AutoCloseable {
         return KafkaMessageBroker.builder().properties(p).build();
     }
 
-    /** Creates a fresh topic for one scenario run with --partitions partitions. */
+    /**
+     * Creates a fresh topic for one scenario run with --partitions partitions, and writes one probe record to
+     * each partition: right after creation a partition may still answer NOT_LEADER_OR_FOLLOWER, and the
+     * idempotent producer's retry of a first batch can then fail with an out-of-order sequence number.
+     */
     String newTopic(String prefix) {
         String name = "bench-" + prefix + "-" + ProcessHandle.current().pid() + "-" + topics.incrementAndGet();
         kafka.createTopic(name, options.partitions);
+        Map<String, Object> p = producerProperties();
+        p.put(ProducerConfig.CLIENT_ID_CONFIG, "bench-topic-probe");
+        try (KafkaProducer<String, byte[]> probe = new KafkaProducer<>(p, new StringSerializer(),
+                new ByteArraySerializer())) {
+            List<Future<RecordMetadata>> acks = new ArrayList<>();
+            for (int partition = 0; partition < options.partitions; partition++) {
+                acks.add(probe.send(new ProducerRecord<>(name, partition, "probe", new byte[0])));
+            }
+            for (Future<RecordMetadata> ack : acks) {
+                ack.get(30, TimeUnit.SECONDS);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while probing topic " + name, e);
+        } catch (ExecutionException | TimeoutException e) {
+            throw new IllegalStateException("topic " + name + " did not accept its probe records: " + e, e);
+        }
         return name;
     }
 
