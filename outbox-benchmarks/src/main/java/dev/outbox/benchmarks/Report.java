@@ -194,10 +194,10 @@ final class Report {
                     "acked/s", "commit->ack ms p50/p99/max", "commit->consume p50/p99/max", "backlog max/end",
                     "growth/s", "sustainable"));
             for (LatencyScenario.Result l : latency) {
-                out.append(fmt("%,9d %,9.0f %6d %,9.0f  %-24s %-24s %-15s %9.0f  %s%n", l.offeredRate(),
+                out.append(fmt("%,9d %,9.0f %6d %,9.0f  %-24s %-24s %-15s %,9d  %s%n", l.offeredRate(),
                         l.achievedRate(), l.recordsPerTx(), l.ackRate(), stats(l.commitToAck()),
                         stats(l.commitToConsume()), fmt("%,d / %,d", l.backlogMax(), l.backlogEnd()),
-                        l.backlogSlope(), l.sustainable() ? "yes" : "NO" + (l.unacknowledged() > 0
+                        Math.round(l.backlogSlope()), l.sustainable() ? "yes" : "NO" + (l.unacknowledged() > 0
                                 ? fmt(" (%,d not acked)", l.unacknowledged()) : "")));
             }
         }
@@ -207,7 +207,7 @@ final class Report {
                             + " heartbeatTimeout %s, session.timeout.ms %d, delivery.timeout.ms %d%n",
                     options.takeoverRate, seconds(TakeoverScenario.HEARTBEAT_TIMEOUT.toMillis()),
                     TakeoverScenario.SESSION_TIMEOUT_MS, TakeoverScenario.DELIVERY_TIMEOUT_MS));
-            out.append(fmt("%-44s %5s  %-26s %s%n", "leader stopped by", "runs", "new leader elected s",
+            out.append(fmt("%-48s %5s  %-26s %s%n", "leader stopped by", "runs", "new leader elected s",
                     "first record acked s"));
             for (String mode : options.takeoverModes) {
                 List<Double> ack = takeoverTimes(mode, true);
@@ -217,7 +217,7 @@ final class Report {
                 List<Double> acq = takeoverTimes(mode, false);
                 String how = mode.equals("close") ? "close: Dispatcher.close() (drain, leave group)"
                         : "crash: SIGKILL of the leader's JVM";
-                out.append(fmt("%-44s %5d  %-26s %s%n", how, ack.size(), spread(acq), spread(ack)));
+                out.append(fmt("%-48s %5d  %-26s %s%n", how, ack.size(), spread(acq), spread(ack)));
             }
         }
         List<String[]> goals = goals();
