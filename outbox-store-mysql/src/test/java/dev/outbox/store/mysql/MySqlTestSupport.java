@@ -11,6 +11,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 
 /**
  * Shared helpers for the MySQL store's tests, for either server kind: databases, users, pools and raw SQL.
@@ -37,6 +38,13 @@ final class MySqlTestSupport {
      * can kill its connections with {@link JdbcServer#killConnections(String)}.
      */
     static HikariDataSource pool(JdbcServer.Kind kind, String url, String user, int size) {
+        return pool(kind, url, user, size, config -> {
+        });
+    }
+
+    /** {@link #pool(JdbcServer.Kind, String, String, int)}, with more settings by {@code customizer}. */
+    static HikariDataSource pool(JdbcServer.Kind kind, String url, String user, int size,
+                                 Consumer<HikariConfig> customizer) {
         server(kind).createUser(user, USER_PASSWORD);
         HikariConfig config = new HikariConfig();
         config.setJdbcUrl(url);
@@ -46,6 +54,7 @@ final class MySqlTestSupport {
         config.setMinimumIdle(0);
         config.setConnectionTimeout(10_000);
         config.setPoolName("pool-" + user + "-" + POOLS.incrementAndGet());
+        customizer.accept(config);
         return new HikariDataSource(config);
     }
 
