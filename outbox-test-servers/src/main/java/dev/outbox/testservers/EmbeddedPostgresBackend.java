@@ -3,6 +3,8 @@ package dev.outbox.testservers;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
@@ -50,9 +52,19 @@ final class EmbeddedPostgresBackend implements JdbcBackend {
             }
             postgres = builder.start();
             port = postgres.getPort();
+            rememberPid();
         } catch (IOException | RuntimeException e) {
             throw new IllegalStateException("embedded Postgres did not start" + (port == 0 ? "" : " on port " + port)
                     + "; see " + log + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Copies the postmaster's pid where a later run looks for orphans ({@link ServerProcess#PID_FILE}). */
+    private void rememberPid() throws IOException {
+        Path postmasterPid = directory.resolve("data").resolve("postmaster.pid");
+        if (Files.exists(postmasterPid)) {
+            String pid = Files.readAllLines(postmasterPid, StandardCharsets.US_ASCII).get(0).trim();
+            Files.writeString(directory.resolve(ServerProcess.PID_FILE), pid, StandardCharsets.US_ASCII);
         }
     }
 

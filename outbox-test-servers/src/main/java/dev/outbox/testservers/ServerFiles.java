@@ -2,6 +2,7 @@ package dev.outbox.testservers;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -50,13 +51,37 @@ final class ServerFiles {
                         String pid = p.getFileName().toString().substring(prefix.length());
                         return pid.matches("[0-9]+") && ProcessHandle.of(Long.parseLong(pid)).isEmpty();
                     })
-                    .forEach(ServerFiles::deleteQuietly);
+                    .forEach(stale -> {
+                        killOrphan(stale);
+                        deleteQuietly(stale);
+                    });
         } catch (IOException e) {
             throw new UncheckedIOException("cannot list " + root, e);
         }
         Path dir = root.resolve(prefix + ProcessHandle.current().pid());
         deleteQuietly(dir);
         return createDirectories(dir);
+    }
+
+    /** Kills a database server left running by a JVM that died without its shutdown hook. */
+    private static void killOrphan(Path staleDirectory) {
+        Path pidFile = staleDirectory.resolve(ServerProcess.PID_FILE);
+        try {
+            if (!Files.exists(pidFile)) {
+                return;
+            }
+            long pid = Long.parseLong(Files.readString(pidFile, StandardCharsets.US_ASCII).trim());
+            ProcessHandle.of(pid)
+                    .filter(p -> p.info().command().map(c -> c.startsWith(root().toString())).orElse(false))
+                    .ifPresent(p -> {
+                        LOG.warn("Killing {} (pid {}) left running by an earlier test run", p.info().command()
+                                .orElse("?"), pid);
+                        p.destroyForcibly();
+                        p.onExit().join();
+                    });
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("Could not check for an orphan server in {}: {}", staleDirectory, e.toString());
+        }
     }
 
     static Path createDirectories(Path dir) {

@@ -99,8 +99,12 @@ public final class TestServers {
         switch (kind) {
             case POSTGRES:
                 return new EmbeddedPostgresBackend();
+            case MYSQL:
+                return new EmbeddedMySqlBackend();
+            case MARIADB:
+                return new EmbeddedMariaDbBackend();
             default:
-                throw new UnsupportedOperationException("no embedded " + kind + " yet");
+                throw new IllegalArgumentException("unknown kind " + kind);
         }
     }
 

@@ -1,0 +1,113 @@
+package dev.outbox.testservers;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A database server run as a child process: started with its output appended to a log file, killed on stop.
+ * Not thread-safe (used under a backend's caller's lock).
+ */
+final class ServerProcess {
+    /** File in an instance directory holding the server's pid, so a later run can kill an orphan. */
+    static final String PID_FILE = "server.pid";
+
+    private final String name;
+    private final Path directory;
+    private final Path log;
+    private Process process;
+
+    ServerProcess(String name, Path directory, Path log) {
+        this.name = name;
+        this.directory = directory;
+        this.log = log;
+    }
+
+    void start(List<String> command) {
+        try {
+            ProcessBuilder builder = new ProcessBuilder(command)
+                    .directory(directory.toFile())
+                    .redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
+            process = builder.start();
+            Files.writeString(directory.resolve(PID_FILE), Long.toString(process.pid()), StandardCharsets.US_ASCII);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot run " + command.get(0), e);
+        }
+    }
+
+    boolean isAlive() {
+        return process != null && process.isAlive();
+    }
+
+    /** Fails with the end of the log if the process has exited. */
+    void checkAlive() {
+        if (process != null && !process.isAlive()) {
+            throw new IllegalStateException(name + " exited with code " + process.exitValue() + "; end of " + log
+                    + ":\n" + tail(log, 15));
+        }
+    }
+
+    /** Kills the process (SIGKILL) and waits until it has gone. */
+    void kill() {
+        if (process == null) {
+            return;
+        }
+        process.descendants().forEach(ProcessHandle::destroyForcibly);
+        process.destroyForcibly();
+        try {
+            if (!process.waitFor(30, TimeUnit.SECONDS)) {
+                throw new IllegalStateException(name + " (pid " + process.pid() + ") did not exit 30 s after SIGKILL");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while stopping " + name, e);
+        }
+        process = null;
+    }
+
+    /** Runs {@code command} to completion (e.g. initialising a data directory), failing with its output. */
+    static void run(String what, List<String> command, Path directory, Path log, long timeoutSeconds) {
+        try {
+            Process p = new ProcessBuilder(command).directory(directory.toFile()).redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+            if (!p.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new IllegalStateException(what + " took more than " + timeoutSeconds + " s; see " + log);
+            }
+            if (p.exitValue() != 0) {
+                throw new IllegalStateException(what + " failed with code " + p.exitValue() + "; end of " + log
+                        + ":\n" + tail(log, 15));
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot run " + command.get(0) + " for " + what, e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted during " + what, e);
+        }
+    }
+
+    /** A TCP port that was free on 127.0.0.1 a moment ago. */
+    static int freePort() {
+        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot find a free port", e);
+        }
+    }
+
+    static String tail(Path file, int lines) {
+        try {
+            List<String> all = Files.readAllLines(file, StandardCharsets.UTF_8);
+            return String.join("\n", all.subList(Math.max(0, all.size() - lines), all.size()));
+        } catch (IOException | UncheckedIOException e) {
+            return "(cannot read " + file + ": " + e + ")";
+        }
+    }
+}
