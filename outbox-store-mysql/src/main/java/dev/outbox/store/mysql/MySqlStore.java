@@ -179,7 +179,8 @@ public final class MySqlStore implements Store {
         List<String> statements = statements(schemaSql());
         withHandle("creating the outbox schema for " + names.outbox(), false, handle -> {
             // Serializes concurrent creators (CREATE TABLE IF NOT EXISTS is safe anyway; this keeps the log quiet).
-            String lock = "dev.outbox.schema." + names.outbox();
+            // Lock names are limited to 64 characters: a hash of the table names stands for them.
+            String lock = "dev.outbox.schema." + Integer.toHexString(names.outbox().hashCode());
             handle.createQuery("SELECT GET_LOCK(?, ?)").bind(0, lock).bind(1, queryTimeoutSeconds)
                     .mapTo(Integer.class).one();
             try (Statement statement = handle.getConnection().createStatement()) {

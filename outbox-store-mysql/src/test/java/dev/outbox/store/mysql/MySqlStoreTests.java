@@ -122,7 +122,10 @@ abstract class MySqlStoreTests {
         String tooLong = "t".repeat(58);
         assertThatThrownBy(() -> builder.table(tooLong)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining(tooLong).hasMessageContaining("57").hasMessageContaining("_parked");
-        assertThat(builder.table("t".repeat(57)).build().parkedTable()).isEqualTo("`" + "t".repeat(57) + "_parked`");
+        MySqlStore longest = builder.table("t".repeat(57)).build();
+        assertThat(longest.parkedTable()).isEqualTo("`" + "t".repeat(57) + "_parked`");
+        longest.createSchema();
+        sql("DROP TABLE " + longest.table() + ", " + longest.parkedTable());
         assertThatThrownBy(() -> builder.schema("s".repeat(65))).hasMessageContaining("64");
         assertThatThrownBy(() -> builder.table("")).hasMessageContaining("empty");
         assertThatThrownBy(() -> builder.table(null)).hasMessageContaining("null");
