@@ -58,7 +58,7 @@ import java.util.function.Consumer;
  * <h2>Mark without RETURNING</h2>
  * MySQL has no {@code UPDATE ... RETURNING}, so a mark is one transaction of three statements:
  * <ol>
- *   <li>{@code SELECT id FROM t WHERE leader_id IS NULL OR leader_id <> ? ORDER BY id LIMIT ?} — a consistent,
+ *   <li>{@code SELECT id FROM t WHERE leader_id <> ? ORDER BY id LIMIT ?} — a consistent,
  *       non-locking read of the head of the primary key: it sees only committed rows, never waits for an
  *       application transaction that is still inserting, and locks nothing;</li>
  *   <li>{@code SELECT <columns> FROM t WHERE id IN (...) ORDER BY id FOR UPDATE} — locks exactly those rows
@@ -113,6 +113,9 @@ public final class MySqlStore implements Store {
     private static final Logger log = LoggerFactory.getLogger(MySqlStore.class);
     private static final Executor DIRECT = Runnable::run;
     private static final String READ_COMMITTED = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED";
+    /** The {@code leader_id} of a row nobody has marked: 16 zero bytes, the nil UUID. */
+    static final String UNMARKED = "X'00000000000000000000000000000000'";
+    private static final UUID NIL = new UUID(0, 0);
 
     private final Jdbi jdbi;
     private final TableNames names;
@@ -138,8 +141,7 @@ public final class MySqlStore implements Store {
         this.publisher = new MySqlPublisher(names, maxKeyLength);
 
         String t = names.outbox();
-        this.candidatesSql = "SELECT id FROM " + t + " FORCE INDEX (PRIMARY)"
-                + " WHERE leader_id IS NULL OR leader_id <> ? ORDER BY id LIMIT ?";
+        this.candidatesSql = "SELECT id FROM " + t + " FORCE INDEX (PRIMARY) WHERE leader_id <> ? ORDER BY id LIMIT ?";
         this.backlogSql = "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM " + t + " LIMIT " + (EXACT_BACKLOG_LIMIT + 1)
                 + ") head), (SELECT MAX(id) - MIN(id) + 1 FROM " + t + ")";
         this.parkedSql = "SELECT id, topic, `key`, attempts, reason, UNIX_TIMESTAMP(parked_at) FROM " + names.parked()
@@ -228,6 +230,10 @@ public final class MySqlStore implements Store {
     /** {@link #mark}, running {@code whileLocked} after the update and before the commit; for tests. */
     MarkResult mark(UUID leaderId, int limit, Consumer<Handle> whileLocked) {
         Objects.requireNonNull(leaderId, "leaderId must not be null");
+        if (leaderId.equals(NIL)) {
+            throw new IllegalArgumentException("leaderId must not be the nil UUID " + NIL
+                    + ": in leader_id it stands for an unmarked row");
+        }
         if (limit < 1) {
             throw new IllegalArgumentException("limit must be at least 1: " + limit);
         }
@@ -307,7 +313,7 @@ public final class MySqlStore implements Store {
                 // attempts is assigned first: MySQL evaluates assignments left to right, and leader_id's
                 // expression must see the row's leader id as it was.
                 bindIds(timed(handle.createUpdate("UPDATE " + names.outbox() + " SET attempts = attempts + 1,"
-                        + " leader_id = CASE WHEN leader_id = ? THEN NULL ELSE leader_id END"
+                        + " leader_id = CASE WHEN leader_id = ? THEN " + UNMARKED + " ELSE leader_id END"
                         + " WHERE id IN (" + placeholders(chunk.size()) + ")")).bind(0, leader), 1, chunk).execute();
             }
             return null;

@@ -6,7 +6,9 @@
 
 -- One row per message. Applications insert (topic, `key`, value, headers) in their own transaction; the
 -- dispatcher marks rows (leader_id), deletes delivered ones and resets failed ones. `key` is a reserved word in
--- MySQL: quote it with backticks in your own SQL.
+-- MySQL: quote it with backticks in your own SQL. leader_id is NOT NULL, with 16 zero bytes for "unmarked", so
+-- that marking a row rewrites it in place (a NULL column takes no space in the row, and growing the row on every
+-- mark made marks two to three times slower).
 CREATE TABLE IF NOT EXISTS ${outbox} (
     id          BIGINT        NOT NULL AUTO_INCREMENT,  -- delivery order; the mark walks the primary key from its head
     create_time TIMESTAMP(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
@@ -14,7 +16,7 @@ CREATE TABLE IF NOT EXISTS ${outbox} (
     `key`       VARCHAR(1024) NOT NULL,                 -- records of one key are delivered in id order
     value       MEDIUMBLOB    NULL,                     -- NULL is a tombstone; at most 16 MiB - 1 bytes
     headers     JSON          NULL,                     -- NULL or [] for none, else [{"name": "...", "value": "<base64>" or null}, ...]
-    leader_id   BINARY(16)    NULL,                     -- the leader that marked the row; NULL when unmarked
+    leader_id   BINARY(16)    NOT NULL DEFAULT X'00000000000000000000000000000000', -- who marked it; zeros: nobody
     attempts    INT           NOT NULL DEFAULT 0,       -- failed deliveries so far
     PRIMARY KEY (id)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
@@ -29,7 +31,7 @@ CREATE TABLE IF NOT EXISTS ${parked} (
     `key`       VARCHAR(1024) NOT NULL,
     value       MEDIUMBLOB    NULL,
     headers     JSON          NULL,
-    leader_id   BINARY(16)    NULL,
+    leader_id   BINARY(16)    NOT NULL DEFAULT X'00000000000000000000000000000000',
     attempts    INT           NOT NULL,
     reason      TEXT          NOT NULL,                 -- why it was parked, for a human
     parked_at   TIMESTAMP(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),

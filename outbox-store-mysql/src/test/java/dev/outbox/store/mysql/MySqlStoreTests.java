@@ -427,6 +427,8 @@ abstract class MySqlStoreTests {
         assertThatThrownBy(() -> store.purge(null)).hasMessageContaining("ids");
         assertThatThrownBy(() -> store.purge(Arrays.asList(1L, null))).hasMessageContaining("position 1");
         assertThatThrownBy(() -> store.reset(null, List.of(1L))).hasMessageContaining("leaderId");
+        assertThatThrownBy(() -> store.mark(new UUID(0, 0), 1)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("nil UUID").hasMessageContaining("00000000-0000-0000-0000-000000000000");
         assertThatThrownBy(() -> store.park(null)).hasMessageContaining("reasons");
         Map<Long, String> nullId = new HashMap<>();
         nullId.put(null, "x");
@@ -552,7 +554,7 @@ abstract class MySqlStoreTests {
             assertThat(MySqlTestSupport.queryLong(admin, "SELECT COUNT(*) FROM " + store.table()))
                     .as("the purge committed").isEqualTo(1);
             assertThat(MySqlTestSupport.queryLong(admin, "SELECT COUNT(*) FROM " + store.table()
-                    + " WHERE leader_id IS NOT NULL")).as("the mark committed").isEqualTo(1);
+                    + " WHERE leader_id <> " + MySqlStore.UNMARKED)).as("the mark committed").isEqualTo(1);
         }
     }
 
