@@ -11,7 +11,7 @@
 -- mark made marks two to three times slower).
 CREATE TABLE IF NOT EXISTS ${outbox} (
     id          BIGINT        NOT NULL AUTO_INCREMENT,  -- delivery order; the mark walks the primary key from its head
-    create_time TIMESTAMP(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+    create_time TIMESTAMP(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6), -- stored in UTC; range ends 2038-01-19 on MySQL
     topic       VARCHAR(249)  NOT NULL,                 -- Kafka's longest topic name
     `key`       VARCHAR(1024) NOT NULL,                 -- records of one key are delivered in id order
     value       MEDIUMBLOB    NULL,                     -- NULL is a tombstone; at most 16 MiB - 1 bytes
