@@ -159,7 +159,8 @@ public final class MySqlPublisher implements Publisher {
     private static void checkWellFormed(int index, String what, String value) {
         for (int i = 0; i < value.length(); i++) {
             char c = value.charAt(i);
-            if (Character.isHighSurrogate(c) && i + 1 < value.length() && Character.isLowSurrogate(value.charAt(i + 1))) {
+            if (Character.isHighSurrogate(c) && i + 1 < value.length()
+                    && Character.isLowSurrogate(value.charAt(i + 1))) {
                 i++;
             } else if (Character.isSurrogate(c)) {
                 throw new IllegalArgumentException("message " + index + ": " + what + " has an unpaired surrogate"

@@ -250,7 +250,8 @@ public final class MySqlStore implements Store {
                     List<Long> marked = new ArrayList<>(candidates.size());
                     for (List<Long> chunk : chunks(candidates, MAX_IDS_PER_STATEMENT)) {
                         bindIds(timed(handle.createQuery("SELECT " + RowReader.COLUMNS + " FROM " + names.outbox()
-                                + " WHERE id IN (" + placeholders(chunk.size()) + ") ORDER BY id FOR UPDATE")), 0, chunk)
+                                + " WHERE id IN (" + placeholders(chunk.size()) + ") ORDER BY id FOR UPDATE")), 0,
+                                chunk)
                                 .scanResultSet((supplier, context) -> {
                                     var rs = supplier.get();
                                     while (rs.next()) {
@@ -271,8 +272,9 @@ public final class MySqlStore implements Store {
                                 });
                     }
                     for (List<Long> chunk : chunks(marked, MAX_IDS_PER_STATEMENT)) {
-                        bindIds(timed(handle.createUpdate("UPDATE " + names.outbox() + " SET leader_id = ? WHERE id IN ("
-                                + placeholders(chunk.size()) + ")")).bind(0, leader), 1, chunk).execute();
+                        bindIds(timed(handle.createUpdate("UPDATE " + names.outbox() + " SET leader_id = ?"
+                                + " WHERE id IN (" + placeholders(chunk.size()) + ")")).bind(0, leader), 1, chunk)
+                                .execute();
                     }
                     whileLocked.accept(handle);
                     records.sort(Comparator.comparingLong(OutboxRecord::id));
@@ -567,7 +569,11 @@ public final class MySqlStore implements Store {
         return new ArrayList<>(sorted);
     }
 
+    /** {@code ids} in consecutive pieces of at most {@code size}; none for no ids. */
     private static List<List<Long>> chunks(List<Long> ids, int size) {
+        if (ids.isEmpty()) {
+            return List.of();
+        }
         if (ids.size() <= size) {
             return List.of(ids);
         }

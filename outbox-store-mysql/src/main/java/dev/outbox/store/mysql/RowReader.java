@@ -79,17 +79,6 @@ final class RowReader {
                 .putLong(uuid.getLeastSignificantBits()).array();
     }
 
-    static UUID uuid(byte[] bytes) {
-        if (bytes == null) {
-            return null;
-        }
-        if (bytes.length != 16) {
-            throw new IllegalArgumentException("leader_id has " + bytes.length + " bytes, not 16");
-        }
-        ByteBuffer buffer = ByteBuffer.wrap(bytes);
-        return new UUID(buffer.getLong(), buffer.getLong());
-    }
-
     /** A string for an error message: quoted, and cut after 40 characters. */
     static String abbreviate(String value) {
         return value.length() <= 40 ? "'" + value + "'" : "'" + value.substring(0, 40) + "…'";

@@ -173,7 +173,8 @@ abstract class MySqlHarvestTests {
                 assertThat(Set.copyOf(seen)).as("key %s: every record delivered, %s", e.getKey(), summary)
                         .isEqualTo(Set.copyOf(e.getValue()));
             }
-            assertThat(acquired.get(0).get() + acquired.get(1).get()).as("leadership changed").isGreaterThanOrEqualTo(3);
+            assertThat(acquired.get(0).get() + acquired.get(1).get()).as("leadership changed")
+                    .isGreaterThanOrEqualTo(3);
             assertThat(acquired.get(0).get()).as("both dispatchers led").isPositive();
             assertThat(acquired.get(1).get()).as("both dispatchers led").isPositive();
         } catch (AssertionError e) {
