@@ -59,6 +59,8 @@ public final class InMemoryBroker implements MessageBroker {
     private final List<OutboxRecord> log = new ArrayList<>();
     private final Set<Pending> pending = new LinkedHashSet<>();
     private final Set<Pending> hung = new LinkedHashSet<>();
+    private final List<Runnable> held = new ArrayList<>();
+    private boolean paused;
     private boolean closing;
     private boolean terminated;
 
@@ -142,7 +144,7 @@ public final class InMemoryBroker implements MessageBroker {
                             + " expired"), deliveryTimeout.toNanos());
                 }
             } else {
-                schedule(() -> complete(p, fault.outcome(), "injected fault"), fault.delay().toNanos());
+                schedule(() -> completeOrHold(p, fault.outcome()), fault.delay().toNanos());
             }
         }
         return p.future;
@@ -195,12 +197,17 @@ public final class InMemoryBroker implements MessageBroker {
             List<Pending> left;
             synchronized (lock) {
                 terminated = true;
-                left = new ArrayList<>(pending);
-                for (Pending p : left) {
-                    p.done = true;
+                left = new ArrayList<>();
+                for (Pending p : pending) {
+                    // an entry already done is being completed by the thread that decided it
+                    if (!p.done) {
+                        p.done = true;
+                        left.add(p);
+                    }
                 }
                 pending.clear();
                 hung.clear();
+                held.clear();
             }
             for (Pending p : left) {
                 failures.incrementAndGet();
@@ -210,7 +217,18 @@ public final class InMemoryBroker implements MessageBroker {
             scheduler.shutdownNow();
             if (!onSchedulerThread()) {
                 try {
-                    if (!scheduler.awaitTermination(10, TimeUnit.SECONDS)) {
+                    // the executor reports termination just before its worker thread ends: join it too, so
+                    // that no thread of this broker is alive when close returns
+                    Thread worker;
+                    synchronized (schedulerThread) {
+                        worker = schedulerThread[0];
+                    }
+                    boolean stopped = scheduler.awaitTermination(10, TimeUnit.SECONDS);
+                    if (worker != null) {
+                        worker.join(TimeUnit.SECONDS.toMillis(10));
+                        stopped &= !worker.isAlive();
+                    }
+                    if (!stopped) {
                         throw new IllegalStateException("the broker's thread did not stop within 10 s");
                     }
                 } catch (InterruptedException e) {
@@ -240,6 +258,35 @@ public final class InMemoryBroker implements MessageBroker {
      */
     public int failHung() {
         return completeHung(Outcome.FAIL_RETRIABLE, "hung send failed by the test");
+    }
+
+    /**
+     * Holds back every outcome that comes due from now on (acknowledgements and failures alike), as if the
+     * network to the broker stalled: sends stay pending until {@link #resumeAcks()}. Lets a test attach
+     * callbacks or act while records are known to be in flight.
+     */
+    public void pauseAcks() {
+        synchronized (lock) {
+            paused = true;
+        }
+    }
+
+    /**
+     * Applies the held outcomes, on the broker's thread in the order they came due, and stops holding them.
+     *
+     * @return how many outcomes were held
+     */
+    public int resumeAcks() {
+        List<Runnable> release;
+        synchronized (lock) {
+            paused = false;
+            release = new ArrayList<>(held);
+            held.clear();
+            if (!release.isEmpty() && !terminated) {
+                scheduler.execute(() -> release.forEach(Runnable::run));
+            }
+        }
+        return release.size();
     }
 
     /** Every accepted record, in the order the broker accepted it. A snapshot. */
@@ -291,6 +338,13 @@ public final class InMemoryBroker implements MessageBroker {
         }
     }
 
+    /** The number of outcomes held back by {@link #pauseAcks()} so far. */
+    public int heldCount() {
+        synchronized (lock) {
+            return held.size();
+        }
+    }
+
     /** The number of hung sends. */
     public int hungCount() {
         synchronized (lock) {
@@ -337,6 +391,16 @@ public final class InMemoryBroker implements MessageBroker {
         return n;
     }
 
+    private void completeOrHold(Pending p, Outcome outcome) {
+        synchronized (lock) {
+            if (paused) {
+                held.add(() -> complete(p, outcome, "injected fault"));
+                return;
+            }
+        }
+        complete(p, outcome, "injected fault");
+    }
+
     /** Applies {@code outcome} to {@code p} unless it is already done; returns whether it did. */
     private boolean complete(Pending p, Outcome outcome, String why) {
         synchronized (lock) {
@@ -344,7 +408,6 @@ public final class InMemoryBroker implements MessageBroker {
                 return false;
             }
             p.done = true;
-            pending.remove(p);
             hung.remove(p);
             if (outcome == Outcome.ACK || outcome == Outcome.LOST_ACK) {
                 log.add(p.record);
@@ -358,6 +421,10 @@ public final class InMemoryBroker implements MessageBroker {
             case FAIL_PERMANENT -> fail(p, DeliveryException.permanent("injected fault: record " + id
                     + " can never be accepted", null));
             default -> fail(p, DeliveryException.retriable(why + ": record " + id + " not accepted", null));
+        }
+        synchronized (lock) {
+            // only now, so that flush() waits for a stage whose outcome is being applied
+            pending.remove(p);
         }
         return true;
     }

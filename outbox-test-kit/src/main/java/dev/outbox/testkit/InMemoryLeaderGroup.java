@@ -23,19 +23,24 @@ public final class InMemoryLeaderGroup {
     private Member owner;
     private int nextIndex;
 
-    /** A new member's transport; it joins when its dispatcher starts it. */
+    /**
+     * A new member's transport; it joins the group when its dispatcher starts it. Members are numbered in the
+     * order this method created them.
+     */
     public synchronized LeaderTransport newMember() {
-        return new Member();
+        Member m = new Member();
+        members.add(m);
+        return m;
     }
 
-    /** Index (in order of joining) of the member that owns the group, or -1. */
+    /** Number (in order of {@link #newMember()} calls) of the member that owns the group, or -1. */
     public synchronized int ownerIndex() {
         return owner == null ? -1 : members.indexOf(owner);
     }
 
     /** Number of members that joined and have not left. */
     public synchronized int size() {
-        return members.size();
+        return (int) members.stream().filter(m -> m.joined).count();
     }
 
     /**
@@ -95,7 +100,7 @@ public final class InMemoryLeaderGroup {
         int start = after == null ? nextIndex : members.indexOf(after) + 1;
         for (int i = 0; i < members.size(); i++) {
             Member candidate = members.get(Math.floorMod(start + i, members.size()));
-            if (candidate != after || members.size() == 1) {
+            if (candidate.joined && (candidate != after || size() == 1)) {
                 owner = candidate;
                 nextIndex = members.indexOf(candidate) + 1;
                 candidate.events.add(() -> candidate.listener.assigned());
@@ -108,12 +113,13 @@ public final class InMemoryLeaderGroup {
         private final BlockingQueue<Runnable> events = new LinkedBlockingQueue<>();
         private volatile Listener listener;
         private volatile boolean stalled;
+        private boolean joined; // guarded by the group
 
         @Override
         public void start(Listener listener) {
             this.listener = listener;
             synchronized (InMemoryLeaderGroup.this) {
-                members.add(this);
+                joined = true;
                 if (owner == null) {
                     assignNext(null);
                 }
@@ -147,7 +153,7 @@ public final class InMemoryLeaderGroup {
             boolean wasOwner;
             synchronized (InMemoryLeaderGroup.this) {
                 wasOwner = owner == this;
-                members.remove(this);
+                joined = false;
                 if (wasOwner) {
                     owner = null;
                 }

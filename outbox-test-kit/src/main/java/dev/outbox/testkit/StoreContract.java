@@ -747,10 +747,22 @@ public abstract class StoreContract {
     /** Marks for {@code leader} until nothing is left; returns everything marked, in order. */
     protected final List<OutboxRecord> markAll(UUID leader) {
         List<OutboxRecord> all = new ArrayList<>();
+        Set<Long> seen = new HashSet<>();
         while (true) {
             MarkResult result = store.mark(leader, 500);
             if (result.isEmpty()) {
                 return all;
+            }
+            for (OutboxRecord r : result.records()) {
+                if (!seen.add(r.id())) {
+                    throw new AssertionError("mark(" + leader + ") returned row " + r.id()
+                            + " again although that leader had marked it already: " + r);
+                }
+            }
+            for (MarkResult.Rejected r : result.rejected()) {
+                if (!seen.add(r.id())) {
+                    throw new AssertionError("mark(" + leader + ") returned rejected row " + r.id() + " again");
+                }
             }
             all.addAll(result.records());
         }

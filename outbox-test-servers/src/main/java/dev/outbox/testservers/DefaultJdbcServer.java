@@ -294,10 +294,8 @@ final class DefaultJdbcServer implements JdbcServer {
             return;
         }
         synchronized (lock) {
-            if (running) {
-                running = false;
-                backend.stop();
-            }
+            running = false;
+            backend.close();
         }
     }
 

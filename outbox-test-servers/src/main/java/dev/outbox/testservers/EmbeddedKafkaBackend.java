@@ -25,6 +25,7 @@ final class EmbeddedKafkaBackend implements KafkaBackend {
     private final Path directory = ServerFiles.instance("kafka");
     private KafkaClusterTestKit cluster;
     private boolean brokerRunning;
+    private String bootstrapServers;
 
     @Override
     public ServerMode mode() {
@@ -53,6 +54,9 @@ final class EmbeddedKafkaBackend implements KafkaBackend {
             }
             cluster.waitForReadyBrokers();
             brokerRunning = true;
+            if (bootstrapServers == null) {
+                bootstrapServers = cluster.bootstrapServers();
+            }
         } catch (ExecutionException e) {
             throw new IllegalStateException("embedded Kafka did not start in " + directory + ": " + e.getCause(),
                     e.getCause());
@@ -130,7 +134,7 @@ final class EmbeddedKafkaBackend implements KafkaBackend {
 
     @Override
     public String bootstrapServers() {
-        return cluster.bootstrapServers();
+        return bootstrapServers;
     }
 
     @Override

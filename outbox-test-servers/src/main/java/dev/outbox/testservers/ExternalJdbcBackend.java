@@ -35,6 +35,11 @@ final class ExternalJdbcBackend implements JdbcBackend {
     }
 
     @Override
+    public void close() {
+        // Not ours.
+    }
+
+    @Override
     public String jdbcUrl() {
         return url;
     }

@@ -18,6 +18,11 @@ interface JdbcBackend {
     /** Stops the server at once; does nothing if it is not running. */
     void stop();
 
+    /** Stops for good at JVM exit (for Docker: removes the container). */
+    default void close() {
+        stop();
+    }
+
     /** JDBC URL of the default database, valid once started; constant across restarts. */
     String jdbcUrl();
 

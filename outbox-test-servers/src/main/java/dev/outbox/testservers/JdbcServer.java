@@ -36,7 +36,10 @@ public interface JdbcServer {
     /** The server's version as it reports it, e.g. {@code 17.6} or {@code 8.0.31}. */
     String version();
 
-    /** JDBC URL of the default database (Postgres: {@code postgres}; embedded MySQL and MariaDB: {@code test}). */
+    /**
+     * JDBC URL of the default database: {@code postgres} on embedded Postgres, {@code test} on the others, the
+     * given one on an existing server. Tests should use {@link #createDatabase(String)} instead.
+     */
     String jdbcUrl();
 
     /** The administrative user, with every privilege. */
@@ -82,7 +85,9 @@ public interface JdbcServer {
 
     /**
      * Stops the server at once: open connections are cut, uncommitted transactions are lost, committed data is
-     * kept. Does nothing if it is already stopped.
+     * kept. Embedded and Docker MySQL/MariaDB are killed (SIGKILL, crash recovery at the next start); embedded
+     * Postgres gets a "fast" shutdown (sessions terminated without waiting, what {@code docker stop} does), Docker
+     * Postgres is killed. Does nothing if it is already stopped.
      *
      * @throws UnsupportedOperationException if the server is {@link ServerMode#EXTERNAL}
      */

@@ -29,8 +29,8 @@ public interface KafkaServer {
     void createTopic(String name, int partitions);
 
     /**
-     * Stops the broker at once; clients see a broker that is gone. Committed records are kept. Does nothing if
-     * it is already stopped.
+     * Stops the broker; clients see a broker that is gone. Committed records are kept. The embedded broker shuts
+     * down (its controller keeps running); a Docker broker is killed. Does nothing if it is already stopped.
      *
      * @throws UnsupportedOperationException if the broker is {@link ServerMode#EXTERNAL}
      */

@@ -88,7 +88,11 @@ public final class TestServers {
             }
             backend = new ExternalJdbcBackend(kind, url, user, System.getProperty(prefix + "password", ""));
         } else if (useDocker()) {
-            backend = DockerServers.jdbc(kind);
+            try {
+                return DefaultJdbcServer.start(DockerServers.jdbc(kind));
+            } catch (RuntimeException e) {
+                throw dockerFailure(DefaultJdbcServer.displayName(kind), e);
+            }
         } else {
             backend = embedded(kind);
         }
@@ -114,11 +118,21 @@ public final class TestServers {
         if (bootstrap != null && !bootstrap.isBlank()) {
             backend = new ExternalKafkaBackend(bootstrap.trim());
         } else if (useDocker()) {
-            backend = DockerServers.kafka();
+            try {
+                return DefaultKafkaServer.start(DockerServers.kafka());
+            } catch (RuntimeException e) {
+                throw dockerFailure("Kafka", e);
+            }
         } else {
             backend = new EmbeddedKafkaBackend();
         }
         return DefaultKafkaServer.start(backend);
+    }
+
+    private static IllegalStateException dockerFailure(String server, RuntimeException e) {
+        return new IllegalStateException(server + " could not start in Docker (" + MODE_PROPERTY + "="
+                + System.getProperty(MODE_PROPERTY, "auto") + "): " + e.getMessage()
+                + "; use -D" + MODE_PROPERTY + "=embedded to run it without Docker", e);
     }
 
     /** Whether to use Docker, from {@link #MODE_PROPERTY}. */
