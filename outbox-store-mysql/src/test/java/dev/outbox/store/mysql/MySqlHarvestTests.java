@@ -6,12 +6,22 @@ import dev.outbox.DispatcherConfig;
 import dev.outbox.DispatcherListener;
 import dev.outbox.OutboxMessage;
 import dev.outbox.OutboxRecord;
+import dev.outbox.broker.kafka.KafkaMessageBroker;
 import dev.outbox.spi.MessageBroker;
 import dev.outbox.testkit.Await;
 import dev.outbox.testkit.BrokerFaults;
 import dev.outbox.testkit.InMemoryBroker;
 import dev.outbox.testkit.InMemoryLeaderGroup;
 import dev.outbox.testservers.JdbcServer;
+import dev.outbox.testservers.KafkaServer;
+import dev.outbox.testservers.TestServers;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.StringDeserializer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.slf4j.Logger;
@@ -21,6 +31,7 @@ import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.AbstractMap;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -37,35 +48,75 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.IntFunction;
+import java.util.function.Supplier;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * End to end on a real database: application threads commit messages concurrently while two dispatchers, each
- * with its own {@link MySqlStore} and connection pool, harvest the outbox under an in-memory leader group; the
- * leadership moves twice (an orderly hand-over, then a lost session) and the broker fails some sends. Every
- * committed message must arrive, and per key in the order written (a retry may repeat the latest, never go back).
+ * with its own {@link MySqlStore}, connection pool and broker client, harvest the outbox under an in-memory leader
+ * group; the leadership moves twice (an orderly hand-over, then a lost session). Every committed message must
+ * arrive, and per key in the order written (a retry may repeat the latest record, never go back).
  *
- * <p>The broker is the test kit's {@link InMemoryBroker} with random ack delays and failures. Run for MySQL 8 and
- * MariaDB by the subclasses.
+ * <p>Two brokers: a real Kafka ({@link KafkaMessageBroker}, read back with a plain consumer), and the test kit's
+ * {@link InMemoryBroker} with random ack delays and retriable failures, which exercises resets on the database.
+ * Run for MySQL 8 and MariaDB by the subclasses.
  */
-@Timeout(value = 120, unit = TimeUnit.SECONDS)
+@Timeout(value = 150, unit = TimeUnit.SECONDS)
 abstract class MySqlHarvestTests {
     private static final Logger log = LoggerFactory.getLogger(MySqlHarvestTests.class);
     private static final Duration WAIT = Duration.ofSeconds(60);
     private static final int WRITERS = 4;
     private static final int KEYS_PER_WRITER = 8;
     private static final int TRANSACTIONS_PER_WRITER = 250;
+    private static final String TOPIC = "orders";
 
     abstract JdbcServer.Kind kind();
 
+    private String suffix() {
+        return kind().name().toLowerCase(Locale.ROOT);
+    }
+
     @Test
-    void concurrentWritersAndALeaderChangeDeliverEveryRecordInPerKeyOrder() throws Exception {
+    void intoKafkaConcurrentWritersAndTwoLeaderChangesDeliverEveryRecordInPerKeyOrder() throws Exception {
+        KafkaServer kafka = TestServers.kafka();
+        String topic = TOPIC + "-" + suffix() + "-" + UUID.randomUUID();
+        kafka.createTopic(topic, 4);
+        harvest("kafka", topic, index -> KafkaMessageBroker.builder().bootstrapServers(kafka.bootstrapServers())
+                        .deliveryTimeout(Duration.ofSeconds(5)).build(),
+                () -> readToEnd(kafka.bootstrapServers(), topic), () -> 0L);
+    }
+
+    @Test
+    void withBrokerFailuresConcurrentWritersAndTwoLeaderChangesDeliverEveryRecordInPerKeyOrder() throws Exception {
         long seed = System.nanoTime();
-        String suffix = kind().name().toLowerCase(Locale.ROOT);
-        String url = MySqlTestSupport.database(kind(), "outbox_harvest_" + suffix);
-        InMemoryBroker broker = InMemoryBroker.builder().faults(BrokerFaults.random(seed)
+        InMemoryBroker shared = InMemoryBroker.builder().faults(BrokerFaults.random(seed)
                 .delayAcks(Duration.ofMillis(3)).failRetriably(0.005).build()).build();
+        try {
+            harvest("in-memory", TOPIC, index -> new SharedBroker(shared), () -> {
+                List<Map.Entry<String, String>> delivered = new ArrayList<>();
+                for (OutboxRecord r : shared.delivered()) {
+                    delivered.add(new AbstractMap.SimpleEntry<>(r.key(),
+                            new String(r.message().value(), StandardCharsets.UTF_8)));
+                }
+                return delivered;
+            }, shared::failureCount);
+        } finally {
+            shared.close(Duration.ofSeconds(5));
+        }
+    }
+
+    /**
+     * The scenario, for brokers made by {@code brokers} (one per dispatcher); {@code delivered} reads back what
+     * the broker got, per partition in order, as (key, value) pairs.
+     */
+    private void harvest(String brokerName, String topic, IntFunction<MessageBroker> brokers,
+                         Supplier<List<Map.Entry<String, String>>> delivered, Supplier<Long> brokerFailures)
+            throws Exception {
+        long seed = System.nanoTime();
+        String url = MySqlTestSupport.database(kind(), "outbox_harvest_" + suffix());
         InMemoryLeaderGroup group = new InMemoryLeaderGroup();
         DispatcherConfig config = DispatcherConfig.builder()
                 .markBatchSize(100)
@@ -82,6 +133,7 @@ abstract class MySqlHarvestTests {
         List<HikariDataSource> pools = new ArrayList<>();
         List<Dispatcher> dispatchers = new ArrayList<>();
         Map<Integer, AtomicInteger> acquired = new ConcurrentHashMap<>();
+        AtomicLong acknowledged = new AtomicLong();
         ExecutorService writers = Executors.newFixedThreadPool(WRITERS);
         try (HikariDataSource appPool = MySqlTestSupport.pool(kind(), url, "harvest_app", WRITERS + 1)) {
             MySqlStore schemaOwner = MySqlStore.builder(appPool).build();
@@ -91,7 +143,8 @@ abstract class MySqlHarvestTests {
                 pools.add(pool);
                 int index = i;
                 acquired.put(i, new AtomicInteger());
-                Dispatcher d = Dispatcher.builder(MySqlStore.builder(pool).build(), new SharedBroker(broker))
+                Dispatcher d = Dispatcher.builder(MySqlStore.builder(pool).build(),
+                                new CountingBroker(brokers.apply(i), acknowledged))
                         .config(config)
                         .leaderTransport(group.newMember())
                         .listener(new DispatcherListener() {
@@ -100,7 +153,7 @@ abstract class MySqlHarvestTests {
                                 acquired.get(index).incrementAndGet();
                             }
                         })
-                        .name("harvest-" + suffix + "-" + i)
+                        .name("harvest-" + suffix() + "-" + i)
                         .build();
                 dispatchers.add(d);
                 d.start();
@@ -119,7 +172,7 @@ abstract class MySqlHarvestTests {
                         List<int[]> written = new ArrayList<>();
                         for (int m = 1 + random.nextInt(3); m > 0; m--) {
                             int k = random.nextInt(KEYS_PER_WRITER);
-                            batch.add(OutboxMessage.of("orders", "w" + writer + "-k" + k, String.valueOf(next[k])));
+                            batch.add(OutboxMessage.of(topic, "w" + writer + "-k" + k, String.valueOf(next[k])));
                             written.add(new int[]{k, next[k]++});
                         }
                         publish(appPool, schemaOwner, batch);
@@ -134,12 +187,12 @@ abstract class MySqlHarvestTests {
 
             // An orderly hand-over once a third is delivered, a lost session once two thirds are.
             int expectedAtLeast = WRITERS * TRANSACTIONS_PER_WRITER;
-            Await.untilOrFail(() -> broker.deliveredCount() >= expectedAtLeast / 3, WAIT, broker::toString);
+            Await.untilOrFail(() -> acknowledged.get() >= expectedAtLeast / 3, WAIT, acknowledged::toString);
             int first = group.ownerIndex();
             assertThat(group.reassign()).isTrue();
             Await.untilOrFail(() -> group.ownerIndex() >= 0 && group.ownerIndex() != first, WAIT,
                     () -> "no hand-over, owner " + group.ownerIndex());
-            Await.untilOrFail(() -> broker.deliveredCount() >= 2 * expectedAtLeast / 3, WAIT, broker::toString);
+            Await.untilOrFail(() -> acknowledged.get() >= 2L * expectedAtLeast / 3, WAIT, acknowledged::toString);
             int second = group.ownerIndex();
             Dispatcher lost = dispatchers.get(second);
             assertThat(group.loseOwner()).isTrue();
@@ -152,18 +205,17 @@ abstract class MySqlHarvestTests {
             }
             int committed = writtenByKey.values().stream().mapToInt(List::size).sum();
             Await.untilOrFail(() -> schemaOwner.backlog() == 0, WAIT,
-                    () -> "outbox not drained: " + schemaOwner.backlog() + " rows left, " + broker);
+                    () -> "outbox not drained: " + schemaOwner.backlog() + " rows left");
             assertThat(schemaOwner.parked(10)).as("nothing parked").isEmpty();
 
-            List<OutboxRecord> delivered = broker.delivered();
+            List<Map.Entry<String, String>> received = delivered.get();
             Map<String, List<Integer>> deliveredByKey = new HashMap<>();
-            for (OutboxRecord r : delivered) {
-                deliveredByKey.computeIfAbsent(r.key(), k -> new ArrayList<>())
-                        .add(Integer.parseInt(new String(r.message().value(), StandardCharsets.UTF_8)));
+            for (Map.Entry<String, String> r : received) {
+                deliveredByKey.computeIfAbsent(r.getKey(), k -> new ArrayList<>()).add(Integer.parseInt(r.getValue()));
             }
-            String summary = String.format(Locale.ROOT, "%s: %d committed, %d delivered (%d duplicates),"
-                            + " %d broker failures, leadership acquired %s (seed %d)", kind(), committed,
-                    delivered.size(), delivered.size() - committed, broker.failureCount(), acquired, seed);
+            String summary = String.format(Locale.ROOT, "%s into %s: %d committed, %d delivered (%d duplicates),"
+                            + " %d broker failures, leadership acquired %s (seed %d)", kind(), brokerName, committed,
+                    received.size(), received.size() - committed, brokerFailures.get(), acquired, seed);
             log.info(summary);
             System.out.println(summary);
             assertThat(deliveredByKey.keySet()).as(summary).isEqualTo(writtenByKey.keySet());
@@ -182,7 +234,6 @@ abstract class MySqlHarvestTests {
         } finally {
             writers.shutdownNow();
             dispatchers.forEach(Dispatcher::close);
-            broker.close(Duration.ofSeconds(5));
             pools.forEach(HikariDataSource::close);
         }
     }
@@ -197,9 +248,71 @@ abstract class MySqlHarvestTests {
         }
     }
 
+    /** Every record of {@code topic} up to its current end, partition by partition in offset order. */
+    private static List<Map.Entry<String, String>> readToEnd(String bootstrap, String topic) {
+        try (KafkaConsumer<String, byte[]> consumer = new KafkaConsumer<>(Map.of(
+                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
+                ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false),
+                new StringDeserializer(), new ByteArrayDeserializer())) {
+            List<TopicPartition> partitions = new ArrayList<>();
+            for (PartitionInfo p : consumer.partitionsFor(topic, WAIT)) {
+                partitions.add(new TopicPartition(topic, p.partition()));
+            }
+            consumer.assign(partitions);
+            consumer.seekToBeginning(partitions);
+            Map<TopicPartition, Long> end = consumer.endOffsets(partitions, WAIT);
+            Map<TopicPartition, List<Map.Entry<String, String>>> byPartition = new HashMap<>();
+            Await.untilOrFail(() -> {
+                for (ConsumerRecord<String, byte[]> r : consumer.poll(Duration.ofMillis(100))) {
+                    byPartition.computeIfAbsent(new TopicPartition(r.topic(), r.partition()), p -> new ArrayList<>())
+                            .add(new AbstractMap.SimpleEntry<>(r.key(), new String(r.value(), StandardCharsets.UTF_8)));
+                }
+                for (TopicPartition p : partitions) {
+                    if (consumer.position(p) < end.get(p)) {
+                        return false;
+                    }
+                }
+                return true;
+            }, WAIT, () -> "could not read " + topic + " to its end " + end);
+            List<Map.Entry<String, String>> all = new ArrayList<>();
+            byPartition.values().forEach(all::addAll);
+            return all;
+        }
+    }
+
+    /** Counts acknowledged sends, to move the leadership at known points of progress. */
+    private static final class CountingBroker implements MessageBroker {
+        private final MessageBroker delegate;
+        private final AtomicLong acknowledged;
+
+        CountingBroker(MessageBroker delegate, AtomicLong acknowledged) {
+            this.delegate = delegate;
+            this.acknowledged = acknowledged;
+        }
+
+        @Override
+        public CompletionStage<Void> send(OutboxRecord record) {
+            return delegate.send(record).whenComplete((ok, error) -> {
+                if (error == null) {
+                    acknowledged.incrementAndGet();
+                }
+            });
+        }
+
+        @Override
+        public boolean flush(Duration timeout) {
+            return delegate.flush(timeout);
+        }
+
+        @Override
+        public void close(Duration timeout) {
+            delegate.close(timeout);
+        }
+    }
+
     /**
-     * One broker shared by both dispatchers (as one Kafka cluster would be): a dispatcher flushes it on close but
-     * does not close it for the other.
+     * One in-memory broker shared by both dispatchers (as one cluster would be): a dispatcher flushes it on close
+     * but does not close it for the other.
      */
     private static final class SharedBroker implements MessageBroker {
         private final MessageBroker delegate;
