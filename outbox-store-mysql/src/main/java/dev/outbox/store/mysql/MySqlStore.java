@@ -56,7 +56,8 @@ import java.util.function.Consumer;
  * commits. At READ COMMITTED, InnoDB locks only the index records it returns or changes, never gaps.
  *
  * <h2>Mark without RETURNING</h2>
- * MySQL has no {@code UPDATE ... RETURNING}, so a mark is one transaction of three statements:
+ * MySQL has no {@code UPDATE ... RETURNING}, so a mark is one transaction of three statements ({@code leader_id}
+ * holds 16 zero bytes, the nil UUID, in a row nobody has marked, so that a mark rewrites rows in place):
  * <ol>
  *   <li>{@code SELECT id FROM t WHERE leader_id <> ? ORDER BY id LIMIT ?} — a consistent,
  *       non-locking read of the head of the primary key: it sees only committed rows, never waits for an
