@@ -18,14 +18,17 @@ import java.util.function.Supplier;
  *   <li>Assigned the leader partition → leader with a fresh leader id.</li>
  *   <li>Leader and no own heartbeat seen for longer than the heartbeat timeout → fenced: stop publishing at
  *       once (the partition may be reassigned soon).</li>
- *   <li>Fenced, still assigned, and an own heartbeat sent <em>after</em> the fence arrives → leader again
- *       with a new id (an old id is never reused).</li>
+ *   <li>Fenced, still assigned, and an own heartbeat arrives that was published after the fence <em>and</em>
+ *       after a transport poll completed since the fence → leader again with a new id (an old id is never
+ *       reused). Heartbeats published while the transport was not polled prove nothing: the group may have
+ *       moved on without this instance hearing of it yet.</li>
+ *   <li>A heartbeat arriving after the lease lapsed does not extend it: the lapse fences first.</li>
  *   <li>Revoked → the revocation waits while the actions drain in-flight work, then standby.</li>
  *   <li>Lost → fenced, then standby.</li>
  * </ul>
  *
- * <p>Not thread-safe: driven from one thread (the dispatcher's leader thread), which also calls
- * {@link #tick()} at least once per heartbeat interval.
+ * <p>Not thread-safe: driven from one thread (the dispatcher's leader thread), which calls {@link #polled()}
+ * after every transport poll and {@link #tick()} at least once per heartbeat interval.
  */
 public final class NeliStateMachine implements LeaderTransport.Listener {
 
@@ -58,13 +61,16 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
     private final Actions actions;
     private final Supplier<UUID> ids;
 
+    /** When leadership lapses unless a heartbeat arrives; read by other threads. */
+    private volatile Instant leaseExpiry = Instant.MIN;
     private Role role = Role.STANDBY;
     private boolean assigned;
     private UUID leaderId;
     private Instant lastHeartbeatSeen;
     private Instant lastHeartbeatSent;
     private long sequence;
-    private long fencedAtSequence;
+    /** While fenced: the lowest heartbeat sequence that may restore leadership (see {@link #polled()}). */
+    private long restoreFromSequence = Long.MAX_VALUE;
 
     public NeliStateMachine(UUID instanceId, Duration heartbeatTimeout, Duration heartbeatInterval, Clock clock,
                             Actions actions) {
@@ -94,15 +100,29 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
         return instanceId;
     }
 
+    /**
+     * The instant after which this instance must not publish unless a newer heartbeat arrives: the last own
+     * heartbeat seen plus the heartbeat timeout while leading, {@link Instant#MIN} otherwise. Safe to read from
+     * any thread: a publisher checks it before every send, so that a stalled driving thread (which would fence
+     * late) cannot let it publish past the lease.
+     */
+    public Instant leaseExpiry() {
+        return leaseExpiry;
+    }
+
+    private void seen(Instant at) {
+        lastHeartbeatSeen = at;
+        leaseExpiry = role == Role.LEADER ? at.plus(heartbeatTimeout) : Instant.MIN;
+    }
+
     @Override
     public void assigned() {
         if (assigned) {
             return;
         }
         assigned = true;
-        lastHeartbeatSeen = clock.instant();
         lastHeartbeatSent = null;
-        becomeLeader();
+        becomeLeader(clock.instant());
     }
 
     @Override
@@ -114,6 +134,7 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
         Role was = role;
         role = Role.STANDBY;
         leaderId = null;
+        leaseExpiry = Instant.MIN;
         if (was == Role.LEADER) {
             actions.revoked();
         }
@@ -128,6 +149,7 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
         Role was = role;
         role = Role.STANDBY;
         leaderId = null;
+        leaseExpiry = Instant.MIN;
         if (was == Role.LEADER) {
             actions.fenced();
         }
@@ -139,14 +161,14 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
             return;
         }
         Instant now = clock.instant();
+        fenceIfLapsed(now);
         if (role == Role.FENCED) {
-            if (heartbeat.sequence() <= fencedAtSequence) {
-                return; // sent before the fence: proves nothing about now
+            if (heartbeat.sequence() < restoreFromSequence) {
+                return; // published before the fence, or while the transport was not polled: proves nothing
             }
-            lastHeartbeatSeen = now;
-            becomeLeader();
+            becomeLeader(now);
         } else {
-            lastHeartbeatSeen = now;
+            seen(now);
         }
     }
 
@@ -159,12 +181,7 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
             return null;
         }
         Instant now = clock.instant();
-        if (role == Role.LEADER && Duration.between(lastHeartbeatSeen, now).compareTo(heartbeatTimeout) > 0) {
-            role = Role.FENCED;
-            leaderId = null;
-            fencedAtSequence = sequence;
-            actions.fenced();
-        }
+        fenceIfLapsed(now);
         if (lastHeartbeatSent == null || Duration.between(lastHeartbeatSent, now).compareTo(heartbeatInterval) >= 0) {
             lastHeartbeatSent = now;
             return new Heartbeat(instanceId, ++sequence);
@@ -172,9 +189,30 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
         return null;
     }
 
-    private void becomeLeader() {
+    /**
+     * Tells the machine that a transport poll completed: membership events it carried have been delivered.
+     * Heartbeats published from now on may restore a fenced leader.
+     */
+    public void polled() {
+        if (role == Role.FENCED && restoreFromSequence == Long.MAX_VALUE) {
+            restoreFromSequence = sequence + 1;
+        }
+    }
+
+    private void fenceIfLapsed(Instant now) {
+        if (role == Role.LEADER && Duration.between(lastHeartbeatSeen, now).compareTo(heartbeatTimeout) > 0) {
+            role = Role.FENCED;
+            leaderId = null;
+            leaseExpiry = Instant.MIN;
+            restoreFromSequence = Long.MAX_VALUE;
+            actions.fenced();
+        }
+    }
+
+    private void becomeLeader(Instant now) {
         role = Role.LEADER;
         leaderId = ids.get();
+        seen(now);
         actions.acquired(leaderId);
     }
 }
