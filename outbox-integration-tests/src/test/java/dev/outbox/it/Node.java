@@ -3,7 +3,6 @@ package dev.outbox.it;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outbox.Dispatcher;
-import dev.outbox.DispatcherConfig;
 import dev.outbox.DispatcherListener;
 import dev.outbox.ParkedRecord;
 import dev.outbox.broker.kafka.KafkaLeaderTransport;
@@ -31,7 +30,6 @@ final class Node implements AutoCloseable {
     final String client;
     final NodeStore store;
     final NodeBroker broker;
-    final KafkaLeaderTransport kafkaTransport;
     final Dispatcher dispatcher;
     final List<ParkedRecord> parked = new CopyOnWriteArrayList<>();
     final AtomicInteger failures = new AtomicInteger();
@@ -59,7 +57,7 @@ final class Node implements AutoCloseable {
                 .property("client.id", client)
                 .build();
         this.broker = new NodeBroker(name, kafka, log);
-        this.kafkaTransport = KafkaLeaderTransport.builder().bootstrapServers(settings.bootstrap())
+        KafkaLeaderTransport election = KafkaLeaderTransport.builder().bootstrapServers(settings.bootstrap())
                 .topic(settings.leaderTopic())
                 .dispatcherConfig(settings.config())
                 .deliveryTimeoutOf(kafka)
@@ -67,7 +65,7 @@ final class Node implements AutoCloseable {
                 .consumerProperty("max.poll.interval.ms", (int) settings.sessionTimeout().toMillis())
                 .consumerProperty("client.id", client + "-leader")
                 .build();
-        this.transport = new NodeTransport(kafkaTransport);
+        this.transport = new NodeTransport(election);
         DispatcherListener leadership = timeline.listener(name);
         this.dispatcher = Dispatcher.builder(store, broker)
                 .leaderTransport(transport)

@@ -82,8 +82,10 @@ class PostgresKafkaEndToEndTest {
             long stopping = System.nanoTime();
             s.fault("Kafka restart", () -> s.kafka().stop());
             long stopMillis = Scenario.millisSince(stopping);
-            // Cut off from Kafka, the leader stops seeing its own heartbeats and fences itself.
-            boolean fenced = Await.until(() -> s.live().stream().noneMatch(Node::isLeader),
+            // Cut off from Kafka, the leader stops seeing its own heartbeats and fences itself. (The listener hears of
+            // the fence just after the dispatcher stopped publishing: wait for both.)
+            boolean fenced = Await.until(() -> s.live().stream().noneMatch(Node::isLeader)
+                    && s.timeline().first(stopping, e -> e.kind() == LeadershipTimeline.Kind.FENCED) != null,
                     FENCE_BOUND.plusSeconds(30));
             LeadershipTimeline.Event fence = s.timeline().first(stopping,
                     e -> e.kind() == LeadershipTimeline.Kind.FENCED);

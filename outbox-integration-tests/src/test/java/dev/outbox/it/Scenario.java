@@ -2,6 +2,7 @@ package dev.outbox.it;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.OutboxMessage;
 import dev.outbox.ParkedRecord;
@@ -31,6 +32,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -40,6 +42,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -207,7 +210,7 @@ final class Scenario implements AutoCloseable {
     }
 
     List<Node> live() {
-        return nodes.stream().filter(n -> !n.crashed() && n.dispatcher.state() != dev.outbox.Dispatcher.State.CLOSED)
+        return nodes.stream().filter(n -> !n.crashed() && n.dispatcher.state() != Dispatcher.State.CLOSED)
                 .toList();
     }
 
@@ -352,7 +355,7 @@ final class Scenario implements AutoCloseable {
                         + timeline);
         long drainMillis = millisSince(writingEnded);
         for (Node n : nodes) {
-            if (n.dispatcher.state() != dev.outbox.Dispatcher.State.CLOSED) {
+            if (n.dispatcher.state() != Dispatcher.State.CLOSED) {
                 if (!n.crashed()) {
                     timeline.add(n.name, LeadershipTimeline.Kind.STOPPED, null);
                 }
@@ -485,7 +488,7 @@ final class Scenario implements AutoCloseable {
      * failed nor purged before it began ({@code startNanos}).
      */
     private static int inFlightDuring(Fault f, List<SendLog.Send> sends, Map<Long, Long> purged) {
-        Set<Long> ids = new java.util.HashSet<>();
+        Set<Long> ids = new HashSet<>();
         for (SendLog.Send x : sends) {
             if (x.sentNanos - f.endNanos() >= 0) {
                 continue;
@@ -534,7 +537,7 @@ final class Scenario implements AutoCloseable {
             }
         }
         out.forEach((k, seqs) -> assertThat(seqs.keySet()).as("committed sequence of %s", k)
-                .containsExactlyElementsOf(java.util.stream.IntStream.range(0, seqs.size()).boxed().toList()));
+                .containsExactlyElementsOf(IntStream.range(0, seqs.size()).boxed().toList()));
         return out;
     }
 

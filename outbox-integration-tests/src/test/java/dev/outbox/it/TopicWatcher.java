@@ -42,7 +42,6 @@ final class TopicWatcher implements AutoCloseable {
     private long duplicates;
     private long lastArrival;
     private long longestGapNanos;
-    private long longestGapEnd;
     private volatile boolean running = true;
     private volatile Throwable failure;
 
@@ -106,7 +105,6 @@ final class TopicWatcher implements AutoCloseable {
         }
         if (lastArrival != 0 && now - lastArrival > longestGapNanos) {
             longestGapNanos = now - lastArrival;
-            longestGapEnd = now;
         }
         lastArrival = now;
     }
@@ -148,10 +146,6 @@ final class TopicWatcher implements AutoCloseable {
 
     synchronized long longestGapMillis() {
         return TimeUnit.NANOSECONDS.toMillis(longestGapNanos);
-    }
-
-    synchronized long longestGapEndNanos() {
-        return longestGapEnd;
     }
 
     /** Whether every key has reached at least the given sequence number. */
