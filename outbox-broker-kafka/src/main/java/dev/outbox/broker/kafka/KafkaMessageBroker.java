@@ -1,0 +1,518 @@
+package dev.outbox.broker.kafka;
+
+import dev.outbox.OutboxRecord;
+import dev.outbox.spi.DeliveryException;
+import dev.outbox.spi.MessageBroker;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.DescribeTopicsOptions;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.InvalidRecordException;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.errors.InvalidTimestampException;
+import org.apache.kafka.common.errors.InvalidTopicException;
+import org.apache.kafka.common.errors.RecordBatchTooLargeException;
+import org.apache.kafka.common.errors.RecordTooLargeException;
+import org.apache.kafka.common.errors.SerializationException;
+import org.apache.kafka.common.errors.TimeoutException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Publishes outbox records to Kafka with a single idempotent {@link KafkaProducer}.
+ *
+ * <pre>{@code
+ * KafkaMessageBroker broker = KafkaMessageBroker.builder()
+ *         .properties(myKafkaProperties)        // bootstrap.servers, TLS, SASL, compression, ...
+ *         .build();
+ * }</pre>
+ *
+ * <h2>What is sent</h2>
+ * Each record goes to its topic with the row's key (UTF-8, {@link StringSerializer}), so that Kafka's
+ * partitioner places all records of a key on one partition; the value's bytes (a null value stays null: a
+ * tombstone); the headers in their order, repeats kept; and, by default, the row's creation time as the record
+ * timestamp ({@link RecordTimestamp}).
+ *
+ * <h2>Enforced producer settings</h2>
+ * Settings that per-key order (G2) and bounded sends depend on are set by the broker; a user value that
+ * contradicts them is rejected by {@link Builder#build()} with an {@link IllegalArgumentException} naming the
+ * setting and its value:
+ * <ul>
+ *   <li>{@code enable.idempotence=true}, {@code acks=all}, {@code retries} ≥ 1 and
+ *       {@code max.in.flight.requests.per.connection} ≤ 5: retries never reorder or duplicate within a
+ *       partition;</li>
+ *   <li>{@code delivery.timeout.ms} bounded (default {@link #DEFAULT_DELIVERY_TIMEOUT}, at most
+ *       {@link #MAX_DELIVERY_TIMEOUT}) and at least {@code linger.ms + request.timeout.ms}: every send
+ *       completes within it. With NELI it must stay below the gap between a fenced leader stopping and the
+ *       next leader starting ({@code session.timeout.ms − heartbeat timeout − heartbeat.interval.ms}), which
+ *       {@link KafkaLeaderTransport.Builder#build()} checks;</li>
+ *   <li>{@code max.block.ms} bounded (default 5 s, at most {@code delivery.timeout.ms}): {@link #send} never
+ *       blocks longer on missing metadata or a full buffer;</li>
+ *   <li>{@code partitioner.ignore.keys} must not be true (it would scatter a key over partitions);
+ *       {@code transactional.id}, {@code key.serializer} and {@code value.serializer} must not be set.</li>
+ * </ul>
+ * Everything else (TLS, SASL, compression, batching, client id, interceptors) passes through unchanged.
+ *
+ * <h2>Failures</h2>
+ * A failed send completes with a {@link DeliveryException}. Permanent: record or batch too large, an illegal
+ * topic name, a topic that does not exist (confirmed with the admin API after the producer's metadata wait
+ * ran out, so it only happens when the broker does not auto-create topics), not authorized for the topic or
+ * cluster, a serialization error, an invalid record or timestamp. Everything else is retriable, including
+ * authentication failures: they concern the connection, not the record, and parking every record of the
+ * outbox during a credential rotation would do more harm than retrying.
+ *
+ * <p>Thread-safe: {@link #send} may be called from any thread; completions run on the producer's I/O thread
+ * (or, for a failure detected before sending, on the caller's). Do not call {@link #close} from a completion.
+ */
+public final class KafkaMessageBroker implements MessageBroker {
+    /** Default {@code delivery.timeout.ms}: 8 s. */
+    public static final Duration DEFAULT_DELIVERY_TIMEOUT = Duration.ofSeconds(8);
+    /** Largest {@code delivery.timeout.ms} accepted: 2 minutes (Kafka's own default). */
+    public static final Duration MAX_DELIVERY_TIMEOUT = Duration.ofMinutes(2);
+    /** Default {@code max.block.ms}: 5 s (never more than {@code delivery.timeout.ms}). */
+    public static final Duration DEFAULT_MAX_BLOCK = Duration.ofSeconds(5);
+
+    /** How long a topic confirmed missing fails new sends at once, without waiting for metadata again. */
+    static final long MISSING_TOPIC_MEMORY_NANOS = TimeUnit.SECONDS.toNanos(5);
+
+    private static final Logger log = LoggerFactory.getLogger(KafkaMessageBroker.class);
+
+    /** Which time a record carries as its Kafka timestamp. */
+    public enum RecordTimestamp {
+        /**
+         * The outbox row's {@code createdAt} (the default): consumers see when the event happened. A row that
+         * waited in the outbox longer than the topic's {@code retention.ms} is then eligible for deletion soon
+         * after it is published, and a broker with {@code log.message.timestamp.before.max.ms} set rejects it
+         * (a permanent failure: the record is parked). Use {@link #SEND_TIME} if either matters.
+         */
+        CREATED_AT,
+        /** The time the producer sends the record (Kafka's default). */
+        SEND_TIME
+    }
+
+    private final Producer<String, byte[]> producer;
+    private final Map<String, Object> adminConfig;
+    private final RecordTimestamp timestamp;
+    private final Duration deliveryTimeout;
+    private final Set<CompletableFuture<Void>> pending = ConcurrentHashMap.newKeySet();
+    private final Map<String, Long> missingTopics = new ConcurrentHashMap<>();
+    private final Object adminLock = new Object();
+    private Admin admin;
+    private volatile boolean closed;
+
+    private KafkaMessageBroker(Builder b, Map<String, Object> producerConfig, Map<String, Object> adminConfig) {
+        this.timestamp = b.timestamp;
+        this.deliveryTimeout = Duration.ofMillis(((Number) producerConfig.get(
+                ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG)).longValue());
+        this.adminConfig = adminConfig;
+        try {
+            this.producer = new KafkaProducer<>(producerConfig, new StringSerializer(), new ByteArraySerializer());
+        } catch (KafkaException e) {
+            throw new IllegalArgumentException("Kafka rejected the producer configuration: " + e.getMessage(), e);
+        }
+    }
+
+    /** Starts a builder; not thread-safe. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** The effective {@code delivery.timeout.ms}: every send completes within it. */
+    public Duration deliveryTimeout() {
+        return deliveryTimeout;
+    }
+
+    /** Records sent and not yet completed. */
+    public int pendingRecords() {
+        return pending.size();
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>The stage is completed before the record stops counting as pending, so that {@link #flush} never
+     * returns while a stage it covers is still incomplete.
+     */
+    @Override
+    public CompletionStage<Void> send(OutboxRecord record) {
+        Objects.requireNonNull(record, "record");
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        if (closed) {
+            done.completeExceptionally(DeliveryException.retriable("Kafka broker is closed; record "
+                    + record.id() + " not sent", null));
+            return done;
+        }
+        String topicProblem = KafkaSettings.topicProblem(record.topic());
+        if (topicProblem != null) {
+            done.completeExceptionally(DeliveryException.permanent("record " + record.id() + " not sent: "
+                    + topicProblem, new InvalidTopicException(topicProblem)));
+            return done;
+        }
+        Long missingUntil = missingTopics.get(record.topic());
+        if (missingUntil != null) {
+            if (System.nanoTime() - missingUntil < 0) {
+                done.completeExceptionally(DeliveryException.permanent("record " + record.id() + " not sent: topic '"
+                        + record.topic() + "' does not exist", new UnknownTopicOrPartitionException(
+                        "topic " + record.topic() + " confirmed missing moments ago")));
+                return done;
+            }
+            missingTopics.remove(record.topic(), missingUntil);
+        }
+        pending.add(done);
+        long started = System.nanoTime();
+        try {
+            ProducerRecord<String, byte[]> pr = toProducerRecord(record);
+            producer.send(pr, (metadata, error) -> {
+                if (error == null) {
+                    done.complete(null);
+                    pending.remove(done); // after completing: flush must never miss a record in between
+                    if (log.isDebugEnabled()) {
+                        log.debug("record {} acknowledged at {}-{}@{}", record.id(), metadata.topic(),
+                                metadata.partition(), metadata.offset());
+                    }
+                } else {
+                    fail(record, done, error, started);
+                }
+            });
+        } catch (RuntimeException e) {
+            // KafkaProducer.send reports most problems through the callback; what it throws (a closed
+            // producer, an interrupt, a rejected timestamp) becomes a failed stage all the same.
+            fail(record, done, e, started);
+        }
+        return done;
+    }
+
+    private ProducerRecord<String, byte[]> toProducerRecord(OutboxRecord record) {
+        List<org.apache.kafka.common.header.Header> headers = new ArrayList<>(record.message().headers().size());
+        for (dev.outbox.Header h : record.message().headers()) {
+            headers.add(new KafkaHeader(h.name(), h.value()));
+        }
+        Long ts = timestamp == RecordTimestamp.CREATED_AT ? record.createdAt().toEpochMilli() : null;
+        return new ProducerRecord<>(record.topic(), null, ts, record.key(), record.message().value(), headers);
+    }
+
+    private void fail(OutboxRecord record, CompletableFuture<Void> done, Throwable error, long startedNanos) {
+        Throwable cause = unwrap(error);
+        if (suspectsMissingTopic(cause) && !closed) {
+            confirmMissingTopic(record, done, cause, startedNanos);
+            return;
+        }
+        done.completeExceptionally(classify(record, cause));
+        pending.remove(done);
+    }
+
+    /** Maps a Kafka failure to a retriable or permanent {@link DeliveryException}. */
+    static DeliveryException classify(OutboxRecord record, Throwable error) {
+        Throwable cause = unwrap(error);
+        String what = "record " + record.id() + " (topic '" + record.topic() + "', key '" + record.key() + "')";
+        if (isPermanent(cause)) {
+            return DeliveryException.permanent("Kafka can never accept " + what + ": " + describe(cause), cause);
+        }
+        return DeliveryException.retriable("Kafka did not acknowledge " + what + ": " + describe(cause), cause);
+    }
+
+    static boolean isPermanent(Throwable cause) {
+        return cause instanceof RecordTooLargeException
+                || cause instanceof RecordBatchTooLargeException
+                || cause instanceof InvalidTopicException
+                || cause instanceof AuthorizationException
+                || cause instanceof SerializationException
+                || cause instanceof InvalidRecordException
+                || cause instanceof InvalidTimestampException
+                || cause instanceof IllegalArgumentException;
+    }
+
+    /**
+     * A topic that does not exist shows up as a metadata wait that ran out ("not present in metadata") or, if
+     * the topic vanished later, as unknown-topic errors until the delivery timeout; neither proves it is gone.
+     */
+    private static boolean suspectsMissingTopic(Throwable cause) {
+        return cause instanceof UnknownTopicOrPartitionException
+                || (cause instanceof TimeoutException && cause.getMessage() != null
+                && cause.getMessage().contains("not present in metadata"));
+    }
+
+    private void confirmMissingTopic(OutboxRecord record, CompletableFuture<Void> done, Throwable cause,
+                                     long startedNanos) {
+        Admin a;
+        try {
+            a = admin();
+        } catch (RuntimeException e) {
+            cause.addSuppressed(e);
+            done.completeExceptionally(DeliveryException.retriable("Kafka did not acknowledge record " + record.id()
+                    + " and its topic '" + record.topic() + "' could not be checked: " + describe(e), cause));
+            pending.remove(done);
+            return;
+        }
+        // The check must not stretch the send beyond its documented bound, delivery.timeout.ms.
+        long left = deliveryTimeout.toMillis() - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startedNanos);
+        a.describeTopics(List.of(record.topic()), new DescribeTopicsOptions().timeoutMs((int) Math.max(100, left)))
+                .allTopicNames()
+                .whenComplete((topics, error) -> {
+                    Throwable checked = error == null ? null : unwrap(error);
+                    if (checked instanceof UnknownTopicOrPartitionException) {
+                        missingTopics.put(record.topic(), System.nanoTime() + MISSING_TOPIC_MEMORY_NANOS);
+                        log.warn("topic '{}' does not exist and the broker did not create it; record {} fails"
+                                + " permanently", record.topic(), record.id());
+                        done.completeExceptionally(DeliveryException.permanent("Kafka can never accept record "
+                                + record.id() + ": topic '" + record.topic() + "' does not exist", checked));
+                    } else if (checked instanceof AuthorizationException) {
+                        done.completeExceptionally(classify(record, checked));
+                    } else {
+                        if (checked != null) {
+                            cause.addSuppressed(checked);
+                        }
+                        done.completeExceptionally(DeliveryException.retriable("Kafka did not acknowledge record "
+                                + record.id() + " (topic '" + record.topic() + "' exists or could not be checked): "
+                                + describe(cause), cause));
+                    }
+                    pending.remove(done);
+                });
+    }
+
+    private Admin admin() {
+        synchronized (adminLock) {
+            if (closed) {
+                throw new IllegalStateException("broker closed");
+            }
+            if (admin == null) {
+                admin = Admin.create(adminConfig);
+            }
+            return admin;
+        }
+    }
+
+    private static Throwable unwrap(Throwable t) {
+        Throwable c = t;
+        while ((c instanceof CompletionException || c instanceof ExecutionException) && c.getCause() != null) {
+            c = c.getCause();
+        }
+        return c;
+    }
+
+    private static String describe(Throwable t) {
+        return t.getClass().getSimpleName() + (t.getMessage() == null ? "" : ": " + t.getMessage());
+    }
+
+    @Override
+    public boolean flush(Duration timeout) {
+        Objects.requireNonNull(timeout, "timeout");
+        CompletableFuture<?>[] snapshot = pending.toArray(new CompletableFuture<?>[0]);
+        if (snapshot.length == 0) {
+            return true;
+        }
+        try {
+            CompletableFuture.allOf(snapshot).handle((v, e) -> null)
+                    .get(Math.max(0, timeout.toNanos()), TimeUnit.NANOSECONDS);
+            return true;
+        } catch (java.util.concurrent.TimeoutException e) {
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        } catch (ExecutionException e) {
+            throw new IllegalStateException("unreachable: failures are handled", e);
+        }
+    }
+
+    /**
+     * Stops accepting records, lets the producer deliver what it holds for at most {@code timeout}, then closes
+     * it forcibly: records still pending fail, and when this method returns the producer's I/O thread has
+     * ended and its connections are closed, so none of its retries can reach Kafka afterwards. Idempotent.
+     */
+    @Override
+    public synchronized void close(Duration timeout) {
+        Objects.requireNonNull(timeout, "timeout");
+        if (closed && pending.isEmpty() && admin == null) {
+            return;
+        }
+        closed = true;
+        long started = System.nanoTime();
+        try {
+            producer.close(timeout.isNegative() ? Duration.ZERO : timeout);
+        } catch (RuntimeException e) {
+            log.warn("closing the Kafka producer failed", e);
+        }
+        int abandoned = 0;
+        for (CompletableFuture<Void> f : List.copyOf(pending)) {
+            pending.remove(f);
+            if (f.completeExceptionally(DeliveryException.retriable("Kafka broker closed before the record was"
+                    + " acknowledged", null))) {
+                abandoned++;
+            }
+        }
+        synchronized (adminLock) {
+            if (admin != null) {
+                admin.close(Duration.ZERO);
+                admin = null;
+            }
+        }
+        log.info("Kafka broker closed in {} ms{}", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started),
+                abandoned == 0 ? "" : "; " + abandoned + " unacknowledged record(s) failed");
+    }
+
+    @Override
+    public String toString() {
+        return "KafkaMessageBroker{deliveryTimeout=" + deliveryTimeout + ", timestamp=" + timestamp
+                + ", closed=" + closed + '}';
+    }
+
+    /** A Kafka header over an outbox header's name and bytes. */
+    private record KafkaHeader(String key, byte[] value) implements org.apache.kafka.common.header.Header {
+    }
+
+    /**
+     * Builds a {@link KafkaMessageBroker}: user properties pass through, the settings listed on the class are
+     * enforced by {@link #build()}. Not thread-safe.
+     */
+    public static final class Builder {
+        private final KafkaSettings settings = new KafkaSettings();
+        private RecordTimestamp timestamp = RecordTimestamp.CREATED_AT;
+
+        private Builder() {
+        }
+
+        /** Adds Kafka producer properties (a {@link java.util.Properties} works); later values win. */
+        public Builder properties(Map<?, ?> properties) {
+            settings.putAll(properties);
+            return this;
+        }
+
+        /** Sets one Kafka producer property. */
+        public Builder property(String name, Object value) {
+            settings.put(name, value);
+            return this;
+        }
+
+        /** Shorthand for {@code bootstrap.servers}. */
+        public Builder bootstrapServers(String servers) {
+            if (servers == null || servers.isBlank()) {
+                throw new IllegalArgumentException("bootstrapServers must not be blank: '" + servers + "'");
+            }
+            settings.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, servers);
+            return this;
+        }
+
+        /** Shorthand for {@code delivery.timeout.ms}; default {@link #DEFAULT_DELIVERY_TIMEOUT}. */
+        public Builder deliveryTimeout(Duration timeout) {
+            settings.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, KafkaSettings.millis("deliveryTimeout", timeout));
+            return this;
+        }
+
+        /** Which time records carry as their timestamp; {@link RecordTimestamp#CREATED_AT} by default. */
+        public Builder recordTimestamp(RecordTimestamp timestamp) {
+            this.timestamp = Objects.requireNonNull(timestamp, "timestamp");
+            return this;
+        }
+
+        /**
+         * Validates the properties and creates the producer (it connects lazily, on the first send).
+         *
+         * @throws IllegalArgumentException naming the setting and value that breaks a guarantee
+         */
+        public KafkaMessageBroker build() {
+            KafkaSettings s = new KafkaSettings(settings);
+            Map<String, Object> producerConfig = producerConfig(s);
+            Map<String, Object> adminConfig = s.only(AdminClientConfig.configNames());
+            adminConfig.remove(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG);
+            adminConfig.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 5_000);
+            adminConfig.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 5_000);
+            if (s.has(ProducerConfig.CLIENT_ID_CONFIG)) {
+                adminConfig.put(AdminClientConfig.CLIENT_ID_CONFIG, s.string(ProducerConfig.CLIENT_ID_CONFIG)
+                        + "-topic-check");
+            }
+            return new KafkaMessageBroker(this, producerConfig, adminConfig);
+        }
+
+        static Map<String, Object> producerConfig(KafkaSettings s) {
+            String servers = s.string(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG);
+            if (servers == null || servers.isEmpty()) {
+                throw new IllegalArgumentException("Kafka property '" + ProducerConfig.BOOTSTRAP_SERVERS_CONFIG
+                        + "' must be set");
+            }
+            s.require(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true",
+                    "without idempotence a retried batch can be written twice or after a later batch of the same"
+                            + " partition, breaking per-key order");
+            String acks = s.string(ProducerConfig.ACKS_CONFIG);
+            if (acks != null && !acks.equalsIgnoreCase("all") && !acks.equals("-1")) {
+                throw new IllegalArgumentException("Kafka property '" + ProducerConfig.ACKS_CONFIG
+                        + "' must be 'all', was '" + acks + "': a record is purged from the outbox once"
+                        + " acknowledged, so it must be on every in-sync replica by then");
+            }
+            s.put(ProducerConfig.ACKS_CONFIG, "all");
+            long inFlight = s.longValue(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, 5);
+            if (inFlight < 1 || inFlight > 5) {
+                throw new IllegalArgumentException("Kafka property '"
+                        + ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION + "' must be between 1 and 5, was "
+                        + inFlight + ": the idempotent producer keeps order only up to 5 requests in flight");
+            }
+            s.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, (int) inFlight);
+            long retries = s.longValue(ProducerConfig.RETRIES_CONFIG, Integer.MAX_VALUE);
+            if (retries < 1) {
+                throw new IllegalArgumentException("Kafka property '" + ProducerConfig.RETRIES_CONFIG
+                        + "' must be at least 1, was " + retries + ": delivery.timeout.ms bounds retries instead");
+            }
+            s.put(ProducerConfig.RETRIES_CONFIG, (int) Math.min(retries, Integer.MAX_VALUE));
+            if (s.booleanValue(ProducerConfig.PARTITIONER_IGNORE_KEYS_CONFIG, false)) {
+                throw new IllegalArgumentException("Kafka property '" + ProducerConfig.PARTITIONER_IGNORE_KEYS_CONFIG
+                        + "' must not be true, was '" + s.string(ProducerConfig.PARTITIONER_IGNORE_KEYS_CONFIG)
+                        + "': records of one key must land on one partition to stay in order");
+            }
+            s.forbid(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "the outbox publishes with an idempotent,"
+                    + " non-transactional producer");
+            s.forbid(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, "keys are the rows' keys, serialized as UTF-8");
+            s.forbid(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, "values are the rows' bytes, sent as they are");
+
+            long delivery = s.longValue(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, DEFAULT_DELIVERY_TIMEOUT.toMillis());
+            if (delivery < 1 || delivery > MAX_DELIVERY_TIMEOUT.toMillis()) {
+                throw new IllegalArgumentException("Kafka property '" + ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG
+                        + "' must be between 1 and " + MAX_DELIVERY_TIMEOUT.toMillis() + " ms, was " + delivery
+                        + ": every send must complete within a bound shorter than a leader hand-over");
+            }
+            long linger = s.longValue(ProducerConfig.LINGER_MS_CONFIG, 5);
+            if (linger < 0) {
+                throw new IllegalArgumentException("Kafka property '" + ProducerConfig.LINGER_MS_CONFIG
+                        + "' must not be negative, was " + linger);
+            }
+            long request = s.longValue(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG,
+                    Math.max(1, Math.min(30_000, (delivery - linger) / 2)));
+            if (request < 1 || linger + request > delivery) {
+                throw new IllegalArgumentException("Kafka property '" + ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG
+                        + "' (" + delivery + " ms) must be at least linger.ms (" + linger
+                        + " ms) + request.timeout.ms (" + request + " ms)");
+            }
+            long maxBlock = s.longValue(ProducerConfig.MAX_BLOCK_MS_CONFIG,
+                    Math.min(DEFAULT_MAX_BLOCK.toMillis(), delivery));
+            if (maxBlock < 0 || maxBlock > delivery) {
+                throw new IllegalArgumentException("Kafka property '" + ProducerConfig.MAX_BLOCK_MS_CONFIG
+                        + "' must be between 0 and delivery.timeout.ms (" + delivery + " ms), was " + maxBlock
+                        + ": send must never block the dispatcher longer than a delivery may take");
+            }
+            s.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, (int) delivery);
+            s.put(ProducerConfig.LINGER_MS_CONFIG, (int) linger);
+            s.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, (int) request);
+            s.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, maxBlock);
+            return s.toMap();
+        }
+    }
+}
