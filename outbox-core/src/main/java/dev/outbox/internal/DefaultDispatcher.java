@@ -35,6 +35,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.Condition;
@@ -113,6 +114,10 @@ public final class DefaultDispatcher implements Dispatcher {
     private final AtomicLong failed = new AtomicLong();
     private final AtomicLong parked = new AtomicLong();
 
+    private final NeliStateMachine machine;
+    /** Incremented by every request to stop publishing, so that a send batch under way stops early. */
+    private final AtomicInteger stopRequests = new AtomicInteger();
+
     private Thread leaderThread;
     private Thread markThread;
     private Thread purgeThread;
@@ -132,6 +137,23 @@ public final class DefaultDispatcher implements Dispatcher {
         this.listener = listener;
         this.clock = clock;
         this.ids = ids;
+        this.machine = new NeliStateMachine(UUID.randomUUID(), config.heartbeatTimeout(), config.pollInterval(),
+                clock, new NeliStateMachine.Actions() {
+                    @Override
+                    public void acquired(UUID id) {
+                        onAcquired(id);
+                    }
+
+                    @Override
+                    public void fenced() {
+                        onFenced();
+                    }
+
+                    @Override
+                    public void revoked() {
+                        onRevoked();
+                    }
+                });
     }
 
     // ------------------------------------------------------------------------------------------ lifecycle
@@ -317,23 +339,6 @@ public final class DefaultDispatcher implements Dispatcher {
     // ------------------------------------------------------------------------------------------ leadership
 
     private void leaderLoop() {
-        NeliStateMachine machine = new NeliStateMachine(UUID.randomUUID(), config.heartbeatTimeout(),
-                config.pollInterval(), clock, new NeliStateMachine.Actions() {
-                    @Override
-                    public void acquired(UUID id) {
-                        onAcquired(id);
-                    }
-
-                    @Override
-                    public void fenced() {
-                        onFenced();
-                    }
-
-                    @Override
-                    public void revoked() {
-                        onRevoked();
-                    }
-                });
         Instant lastMeter = clock.instant();
         long[] lastCounts = new long[4];
         try {
@@ -414,6 +419,7 @@ public final class DefaultDispatcher implements Dispatcher {
      * @return whether this instance was leading
      */
     private boolean stopPublishing(boolean fenced) {
+        stopRequests.incrementAndGet();
         sendLock.lock();
         try {
             lock.lock();
@@ -452,7 +458,8 @@ public final class DefaultDispatcher implements Dispatcher {
                         sendBackoff = backoffFor(consecutiveSendFailures);
                     }
                 }
-                if (leaderId == null) {
+                if (leaderId == null || !leaseValid()) {
+                    // Not leading, or the lease lapsed and the leader thread has not fenced yet (stalled?).
                     awaitMarkWork(config.pollInterval());
                     continue;
                 }
@@ -596,27 +603,33 @@ public final class DefaultDispatcher implements Dispatcher {
         return out;
     }
 
+    /** Whether the leadership lease (last own heartbeat + heartbeat timeout) still holds. */
+    private boolean leaseValid() {
+        return !clock.instant().isAfter(machine.leaseExpiry());
+    }
+
     private void send(List<InFlight> batch, long markEpoch) {
+        int stops = stopRequests.get();
         sendLock.lock();
         try {
             boolean current;
             lock.lock();
             try {
                 current = epoch == markEpoch && leaderId != null;
-                if (!current) {
-                    // Fenced or refreshed between taking and sending: these records never leave.
-                    for (InFlight f : batch) {
-                        inFlight.remove(f.record.key(), f);
-                    }
-                    drained.signalAll();
-                }
             } finally {
                 lock.unlock();
             }
-            if (!current) {
-                return;
-            }
-            for (InFlight f : batch) {
+            int i = 0;
+            for (; current && i < batch.size(); i++) {
+                if (stopRequests.get() != stops) {
+                    break; // leadership is being given up: send nothing more
+                }
+                if (!leaseValid()) {
+                    log.warn("{}: leadership lease lapsed before a send; holding back", name);
+                    raiseForceRemark(); // the held-back rows stay marked with this id: re-mark them later
+                    break;
+                }
+                InFlight f = batch.get(i);
                 CompletionStage<Void> stage;
                 try {
                     stage = broker.send(f.record);
@@ -626,6 +639,19 @@ public final class DefaultDispatcher implements Dispatcher {
                 }
                 sent.incrementAndGet();
                 stage.whenComplete((ok, error) -> completions.add(new Completion(f, error)));
+            }
+            if (i < batch.size()) {
+                // Fenced, refreshed or lease lapsed before these were sent: they never leave.
+                lock.lock();
+                try {
+                    for (InFlight f : batch.subList(i, batch.size())) {
+                        inFlight.remove(f.record.key(), f);
+                    }
+                    drained.signalAll();
+                    markWork.signalAll();
+                } finally {
+                    lock.unlock();
+                }
             }
         } finally {
             sendLock.unlock();

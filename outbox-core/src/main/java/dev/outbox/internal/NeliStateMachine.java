@@ -58,6 +58,8 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
     private final Actions actions;
     private final Supplier<UUID> ids;
 
+    /** When leadership lapses unless a heartbeat arrives; read by other threads. */
+    private volatile Instant leaseExpiry = Instant.MIN;
     private Role role = Role.STANDBY;
     private boolean assigned;
     private UUID leaderId;
@@ -94,15 +96,29 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
         return instanceId;
     }
 
+    /**
+     * The instant after which this instance must not publish unless a newer heartbeat arrives: the last own
+     * heartbeat seen plus the heartbeat timeout while leading, {@link Instant#MIN} otherwise. Safe to read from
+     * any thread: a publisher checks it before every send, so that a stalled driving thread (which would fence
+     * late) cannot let it publish past the lease.
+     */
+    public Instant leaseExpiry() {
+        return leaseExpiry;
+    }
+
+    private void seen(Instant at) {
+        lastHeartbeatSeen = at;
+        leaseExpiry = role == Role.LEADER ? at.plus(heartbeatTimeout) : Instant.MIN;
+    }
+
     @Override
     public void assigned() {
         if (assigned) {
             return;
         }
         assigned = true;
-        lastHeartbeatSeen = clock.instant();
         lastHeartbeatSent = null;
-        becomeLeader();
+        becomeLeader(clock.instant());
     }
 
     @Override
@@ -114,6 +130,7 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
         Role was = role;
         role = Role.STANDBY;
         leaderId = null;
+        leaseExpiry = Instant.MIN;
         if (was == Role.LEADER) {
             actions.revoked();
         }
@@ -128,6 +145,7 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
         Role was = role;
         role = Role.STANDBY;
         leaderId = null;
+        leaseExpiry = Instant.MIN;
         if (was == Role.LEADER) {
             actions.fenced();
         }
@@ -143,10 +161,9 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
             if (heartbeat.sequence() <= fencedAtSequence) {
                 return; // sent before the fence: proves nothing about now
             }
-            lastHeartbeatSeen = now;
-            becomeLeader();
+            becomeLeader(now);
         } else {
-            lastHeartbeatSeen = now;
+            seen(now);
         }
     }
 
@@ -162,6 +179,7 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
         if (role == Role.LEADER && Duration.between(lastHeartbeatSeen, now).compareTo(heartbeatTimeout) > 0) {
             role = Role.FENCED;
             leaderId = null;
+            leaseExpiry = Instant.MIN;
             fencedAtSequence = sequence;
             actions.fenced();
         }
@@ -172,9 +190,10 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
         return null;
     }
 
-    private void becomeLeader() {
+    private void becomeLeader(Instant now) {
         role = Role.LEADER;
         leaderId = ids.get();
+        seen(now);
         actions.acquired(leaderId);
     }
 }

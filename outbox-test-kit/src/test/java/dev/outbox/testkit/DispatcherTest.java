@@ -311,6 +311,48 @@ class DispatcherTest {
     }
 
     @Test
+    void aStalledLeaderThreadCannotPublishPastItsLease() throws Exception {
+        InMemoryStore store = new InMemoryStore();
+        InMemoryBroker broker = new InMemoryBroker();
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch stalled = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicBoolean stall = new java.util.concurrent.atomic.AtomicBoolean();
+        DispatcherListener stallingMeter = new DispatcherListener() {
+            @Override
+            public void meterRead(dev.outbox.MeterReading reading) {
+                if (stall.get()) {
+                    stalled.countDown();
+                    try {
+                        release.await(); // a user callback that blocks the leader thread
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+            }
+        };
+        Dispatcher d = Dispatcher.builder(store, broker).config(fastConfig().build()).listener(stallingMeter)
+                .name(newName()).build();
+        dispatchers.add(d);
+        d.start();
+        write(store, 10, 10);
+        Await.untilOrFail(() -> store.size() == 0, WAIT, store::toString);
+
+        stall.set(true);
+        assertThat(stalled.await(WAIT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+        long t0 = System.nanoTime();
+        // Within the lease (heartbeat timeout 300 ms) sending goes on; after it, nothing is sent.
+        Await.untilOrFail(() -> System.nanoTime() - t0 > Duration.ofMillis(400).toNanos(), WAIT, () -> "clock");
+        long sendsAtLapse = broker.sendCount();
+        write(store, 50, 10);
+        assertThat(Await.until(() -> broker.sendCount() > sendsAtLapse, Duration.ofMillis(300))).isFalse();
+
+        stall.set(false);
+        release.countDown();
+        Await.untilOrFail(() -> store.size() == 0, WAIT, store::toString);
+        assertThat(broker.deliveredCount()).isEqualTo(60);
+    }
+
+    @Test
     void lifecycleErrorsAreClear() {
         InMemoryStore store = new InMemoryStore();
         Dispatcher d = start(store, new InMemoryBroker(), fastConfig().build(), newName());
