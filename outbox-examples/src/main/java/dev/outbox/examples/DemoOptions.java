@@ -41,7 +41,7 @@ public record DemoOptions(String postgresUrl, String postgresUser, String postgr
             "  --duration D             how long orders are placed, e.g. 20s, 2m (default 20s)",
             "  --rate N                 orders per second, all writers together; 0 = flat out (default 1000)",
             "  --writers N              writer threads (default 4)",
-            "  --customers N            distinct customers = message keys (default 500)",
+            "  --customers N            distinct customers = message keys (default 1000)",
             "  --dispatchers N          dispatchers in this process, 1-9 (default 3)",
             "  --partitions N           partitions of the topic, if the demo creates it (default 6)",
             "  --topic NAME             topic of the order events (default outbox-demo-orders)",
@@ -78,7 +78,7 @@ public record DemoOptions(String postgresUrl, String postgresUser, String postgr
         }
     }
 
-    /** The defaults: embedded servers, 20 s at 1,000 orders/s by 4 writers over 500 customers, 3 dispatchers. */
+    /** The defaults: embedded servers, 20 s at 1,000 orders/s by 4 writers over 1,000 customers, 3 dispatchers. */
     public static DemoOptions defaults() {
         return parse(new String[0], Map.of());
     }
@@ -97,7 +97,7 @@ public record DemoOptions(String postgresUrl, String postgresUser, String postgr
         Duration duration = Duration.ofSeconds(20);
         int rate = 1000;
         int writers = 4;
-        int customers = 500;
+        int customers = 1000;
         int dispatchers = 3;
         int partitions = 6;
         String topic = "outbox-demo-orders";

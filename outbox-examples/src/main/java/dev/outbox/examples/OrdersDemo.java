@@ -140,8 +140,9 @@ public final class OrdersDemo {
         List<Dispatcher> dispatchers = new ArrayList<>();
         List<String> names = new ArrayList<>();
         ScheduledExecutorService ticker = Executors.newSingleThreadScheduledExecutor(r -> daemon(r, "demo-progress"));
+        AtomicInteger writerNumber = new AtomicInteger();
         ExecutorService writers = Executors.newFixedThreadPool(options.writers(),
-                r -> daemon(r, "demo-writer"));
+                r -> daemon(r, "demo-writer-" + writerNumber.incrementAndGet()));
         long takeoverMillis = -1;
         String takeoverText;
         double writeSeconds;
@@ -188,8 +189,8 @@ public final class OrdersDemo {
                             + " group)", oldName, millis(closed - closing)));
                     if (await(Duration.ofSeconds(60), () -> leaderSinceNanos > closing && !leader.equals(oldName))) {
                         takeoverMillis = millis(leaderSinceNanos - closing);
-                        takeoverText = String.format("%d ms from closing %s to %s leading", takeoverMillis, oldName,
-                                leader);
+                        takeoverText = String.format("%d ms from closing %s to %s leading (close() took %d ms)",
+                                takeoverMillis, oldName, leader, millis(closed - closing));
                     } else {
                         takeoverText = "no other dispatcher took over within 60 s";
                     }

@@ -43,7 +43,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 class ReadmeSnippetsTest {
     private static final Path MODULE = Path.of(System.getProperty("basedir", "."));
     private static final Path ROOT = MODULE.resolve("..").normalize();
-    private static final Pattern MARKER = Pattern.compile("<!-- snippet: (\\S+) -->");
+    private static final Pattern MARKER = Pattern.compile("^<!-- snippet: (\\S+) -->$"); // a line of its own
 
     @Test
     void theQuickStartPublishesAnOrderCommittedWithPlainJdbc() throws Exception {
@@ -89,8 +89,8 @@ class ReadmeSnippetsTest {
         for (Path doc : docs()) {
             List<String> lines = Files.readAllLines(doc);
             for (int i = 0; i < lines.size(); i++) {
-                Matcher m = MARKER.matcher(lines.get(i));
-                if (!m.find()) {
+                Matcher m = MARKER.matcher(lines.get(i).strip());
+                if (!m.matches()) {
                     continue;
                 }
                 String name = m.group(1);
