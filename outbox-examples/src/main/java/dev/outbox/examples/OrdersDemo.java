@@ -38,6 +38,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
@@ -62,7 +63,7 @@ public final class OrdersDemo {
     private final String runId = UUID.randomUUID().toString();
     private final LongAdder published = new LongAdder();
     private final AtomicInteger failuresShown = new AtomicInteger();
-    private volatile String leader = "-";
+    private final AtomicReference<String> leader = new AtomicReference<>("-");
     private volatile long leaderSinceNanos;
 
     OrdersDemo(DemoOptions options, PrintStream out) {
@@ -185,12 +186,14 @@ public final class OrdersDemo {
                     long closing = System.nanoTime();
                     old.close();
                     long closed = System.nanoTime();
+                    leader.compareAndSet(oldName, "-"); // a closing dispatcher reports no revocation
                     say(String.format("%s closed in %d ms (stopped marking, drained in-flight records, left the"
                             + " group)", oldName, millis(closed - closing)));
-                    if (await(Duration.ofSeconds(60), () -> leaderSinceNanos > closing && !leader.equals(oldName))) {
+                    if (await(Duration.ofSeconds(60),
+                            () -> leaderSinceNanos > closing && !leader.get().equals(oldName))) {
                         takeoverMillis = millis(leaderSinceNanos - closing);
                         takeoverText = String.format("%d ms from closing %s to %s leading (close() took %d ms)",
-                                takeoverMillis, oldName, leader, millis(closed - closing));
+                                takeoverMillis, oldName, leader.get(), millis(closed - closing));
                     } else {
                         takeoverText = "no other dispatcher took over within 60 s";
                     }
@@ -350,8 +353,8 @@ public final class OrdersDemo {
 
         @Override
         public void leaderAcquired(UUID leaderId) {
-            leader = name;
             leaderSinceNanos = System.nanoTime();
+            leader.set(name);
             say(name + " is now the LEADER (leader id " + leaderId.toString().substring(0, 8) + "…)");
         }
 
@@ -362,17 +365,13 @@ public final class OrdersDemo {
 
         @Override
         public void leaderRevoked() {
-            if (leader.equals(name)) {
-                leader = "-";
-            }
+            leader.compareAndSet(name, "-");
             say(name + " handed leadership over (its in-flight records were drained first)");
         }
 
         @Override
         public void leaderFenced() {
-            if (leader.equals(name)) {
-                leader = "-";
-            }
+            leader.compareAndSet(name, "-");
             say(name + " FENCED itself: it stopped publishing at once");
         }
 
@@ -417,7 +416,7 @@ public final class OrdersDemo {
                 say(String.format("written %,8d (%,6.0f/s) | published %,8d (%,6.0f/s) | consumed %,8d"
                                 + " | backlog %,6d | in flight %,5d | leader %s", written,
                         (written - lastWritten) / seconds, published, (published - lastPublished) / seconds,
-                        verifier.distinct(), store.backlog(), inFlight, leader));
+                        verifier.distinct(), store.backlog(), inFlight, leader.get()));
                 lastWritten = written;
                 lastPublished = published;
                 lastNanos = now;
