@@ -345,6 +345,7 @@ public final class DefaultDispatcher implements Dispatcher {
             transport.start(machine);
             while (!stopLeading) {
                 transport.poll(config.pollInterval());
+                machine.polled();
                 Heartbeat hb = machine.tick();
                 if (hb != null) {
                     transport.publish(hb);

@@ -105,6 +105,7 @@ final class NeliContender implements AutoCloseable {
                     LockSupport.parkNanos(pollInterval.toNanos()); // the consumer is not polled at all
                 } else {
                     transport.poll(pollInterval);
+                    machine.polled();
                     polls.incrementAndGet();
                 }
                 Heartbeat hb = machine.tick();
