@@ -8,6 +8,6 @@ root=$(pwd)
 # Build only what the demo needs (tests are skipped here; ./mvnw -B verify runs them). Never installs anything.
 ./mvnw -q -B -pl outbox-examples -am -DskipTests package
 
-exec java -Doutbox.test.servers.dir="$root/outbox-examples/target/outbox-test-servers" \
+exec "${JAVA_HOME:+$JAVA_HOME/bin/}java" -Doutbox.test.servers.dir="$root/outbox-examples/target/outbox-test-servers" \
   -cp "$root/outbox-examples/target/classes:$(cat "$root/outbox-examples/target/demo.classpath")" \
   dev.outbox.examples.OrdersDemo "$@"

@@ -91,7 +91,7 @@ public final class WebhookMessageBroker implements MessageBroker {
             }
             pending.add(result);
         }
-        CompletableFuture<HttpResponse<Void>> http = client.sendAsync(request, HttpResponse.BodyHandlers.discarding());
+        CompletableFuture<HttpResponse<Void>> http = post(request);
         http.whenComplete((response, error) -> {
             if (error != null) {
                 result.completeExceptionally(DeliveryException.retriable("POST " + request.uri() + " failed: "
@@ -106,6 +106,14 @@ public final class WebhookMessageBroker implements MessageBroker {
             http.cancel(true); // no effect once the response is in; aborts the exchange if close() failed it
         });
         return result;
+    }
+
+    private CompletableFuture<HttpResponse<Void>> post(HttpRequest request) {
+        try {
+            return client.sendAsync(request, HttpResponse.BodyHandlers.discarding());
+        } catch (RuntimeException e) { // a client that cannot even start the exchange
+            return CompletableFuture.failedFuture(e);
+        }
     }
 
     // tag::classify[]
