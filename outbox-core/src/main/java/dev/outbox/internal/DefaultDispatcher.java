@@ -218,7 +218,7 @@ public final class DefaultDispatcher implements Dispatcher {
         markStopped.countDown();
         signalMarkThread();
         join(markThread, deadline);
-        stopPublishing(false);
+        boolean wasLeading = stopPublishing(false);
         broker.flush(remaining(deadline));
         boolean drainedAll = awaitDrained(deadline);
         broker.close(remaining(deadline).isZero() ? Duration.ofSeconds(1) : remaining(deadline));
@@ -230,6 +230,10 @@ public final class DefaultDispatcher implements Dispatcher {
         purgeStopped.countDown();
         purgeThread.interrupt();
         join(purgeThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
+        if (wasLeading) {
+            log.info("{}: leadership given up on close", name);
+            notifyListener(DispatcherListener::leaderRevoked);
+        }
         stopLeading = true;
         join(leaderThread, System.nanoTime() + config.drainTimeout().toNanos());
         int left = inFlightRecords();
@@ -356,6 +360,7 @@ public final class DefaultDispatcher implements Dispatcher {
                     lastMeter = now;
                 }
             }
+            emitMeter(lastMeter, clock.instant(), lastCounts); // a last read, covering the drain on close
         } finally {
             try {
                 transport.close();

@@ -227,6 +227,8 @@ class DispatcherTest {
 
         d.close();
         assertThat(d.inFlightRecords()).isZero();
+        assertThat(events.revoked).as("leadership given up on close").hasValue(1);
+        assertThat(events.meterAcknowledged).as("the last meter read covers the drain").hasValue(50);
         assertThat(broker.deliveredCount()).isEqualTo(50);
         assertThat(store.size()).as("acknowledged rows were purged before close returned").isZero();
         assertThat(Threads.alive(name + "-")).isEmpty();
