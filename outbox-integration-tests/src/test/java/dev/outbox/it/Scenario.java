@@ -179,10 +179,6 @@ final class Scenario implements AutoCloseable {
         return s;
     }
 
-    List<Node> nodes() {
-        return List.copyOf(nodes);
-    }
-
     JdbcServer database() {
         return pg;
     }

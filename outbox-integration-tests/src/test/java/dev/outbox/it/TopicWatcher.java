@@ -132,11 +132,6 @@ final class TopicWatcher implements AutoCloseable {
         return List.copyOf(foreign);
     }
 
-    /** The latest sequence number seen per key. */
-    synchronized Map<String, Integer> lastSeq() {
-        return Map.copyOf(lastSeq);
-    }
-
     /** Every consumed copy per key, in arrival order. */
     synchronized Map<String, List<Copy>> copies() {
         Map<String, List<Copy>> out = new HashMap<>();
