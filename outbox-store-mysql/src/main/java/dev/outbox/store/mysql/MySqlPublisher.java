@@ -3,6 +3,7 @@ package dev.outbox.store.mysql;
 import dev.outbox.Header;
 import dev.outbox.OutboxMessage;
 import dev.outbox.Publisher;
+import dev.outbox.spi.SqlTableNames;
 import org.jdbi.v3.core.Handle;
 
 import java.sql.Connection;
@@ -38,11 +39,11 @@ public final class MySqlPublisher implements Publisher {
     static final int MAX_BYTES_PER_STATEMENT = 4 * 1024 * 1024;
     private static final String ROW = "(?, ?, ?, ?)";
 
-    private final TableNames names;
+    private final SqlTableNames names;
     private final int maxKeyLength;
     private final String insertPrefix;
 
-    MySqlPublisher(TableNames names, int maxKeyLength) {
+    MySqlPublisher(SqlTableNames names, int maxKeyLength) {
         this.names = names;
         this.maxKeyLength = maxKeyLength;
         this.insertPrefix = "INSERT INTO " + names.outbox() + " (topic, `key`, value, headers) VALUES ";

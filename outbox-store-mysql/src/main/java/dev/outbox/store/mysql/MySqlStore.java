@@ -3,6 +3,7 @@ package dev.outbox.store.mysql;
 import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
 import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.SqlTableNames;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
 import org.jdbi.v3.core.Handle;
@@ -113,13 +114,15 @@ public final class MySqlStore implements Store {
     static final String SCHEMA_RESOURCE = "dev/outbox/store/mysql/schema.sql";
     private static final Logger log = LoggerFactory.getLogger(MySqlStore.class);
     private static final Executor DIRECT = Runnable::run;
+    /** MySQL and MariaDB limit table and database names to 64 characters and quote them with backticks. */
+    private static final SqlTableNames.Dialect TABLE_NAMES = new SqlTableNames.Dialect("MySQL", 64, '`');
     private static final String READ_COMMITTED = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED";
     /** The {@code leader_id} of a row nobody has marked: 16 zero bytes, the nil UUID. */
     static final String UNMARKED = "X'00000000000000000000000000000000'";
     private static final UUID NIL = new UUID(0, 0);
 
     private final Jdbi jdbi;
-    private final TableNames names;
+    private final SqlTableNames names;
     private final Duration statementTimeout;
     private final int queryTimeoutSeconds;
     private final int networkTimeoutMillis;
@@ -133,7 +136,7 @@ public final class MySqlStore implements Store {
 
     private MySqlStore(Builder builder) {
         this.jdbi = builder.jdbi;
-        this.names = new TableNames(builder.schema, builder.table);
+        this.names = TABLE_NAMES.names(builder.schema, builder.table);
         this.statementTimeout = builder.statementTimeout;
         this.queryTimeoutSeconds = (int) Math.min(Integer.MAX_VALUE, (statementTimeout.toMillis() + 999) / 1000);
         this.networkTimeoutMillis = (int) Math.min(Integer.MAX_VALUE, statementTimeout.toMillis() * 2);
@@ -646,7 +649,7 @@ public final class MySqlStore implements Store {
          * the connection's current database. Lower-case letters, digits and underscores, at most 64 characters.
          */
         public Builder schema(String schema) {
-            this.schema = TableNames.validate("schema", schema, TableNames.MAX_IDENTIFIER_LENGTH);
+            this.schema = TABLE_NAMES.validateSchema(schema);
             return this;
         }
 
@@ -656,7 +659,7 @@ public final class MySqlStore implements Store {
          * characters (so that the parked table's name fits MySQL's limit of 64).
          */
         public Builder table(String table) {
-            this.table = TableNames.validate("table", table, TableNames.MAX_TABLE_LENGTH);
+            this.table = TABLE_NAMES.validateTable(table);
             return this;
         }
 
