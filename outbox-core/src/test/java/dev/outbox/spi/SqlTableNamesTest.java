@@ -33,7 +33,8 @@ class SqlTableNamesTest {
                 "\"outbox\"", "`outbox`", "outbox\u0000", "é")) {
             for (SqlTableNames.Dialect dialect : List.of(POSTGRES, MYSQL)) {
                 assertThatThrownBy(() -> dialect.validateTable(bad)).isInstanceOf(IllegalArgumentException.class)
-                        .hasMessageContaining("table name '" + bad + "'").hasMessageContaining("not a valid identifier");
+                        .hasMessageContaining("table name '" + bad + "'")
+                        .hasMessageContaining("not a valid identifier");
                 assertThatThrownBy(() -> dialect.validateSchema(bad)).isInstanceOf(IllegalArgumentException.class)
                         .hasMessageContaining("schema name '" + bad + "'");
                 assertThatThrownBy(() -> dialect.names(bad, "outbox")).hasMessageContaining("schema name '" + bad);
