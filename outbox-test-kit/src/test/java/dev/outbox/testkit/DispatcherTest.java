@@ -128,7 +128,7 @@ class DispatcherTest {
         broker.releaseHung();
         Await.untilOrFail(() -> store.size() == 0, WAIT, store::toString);
         assertThat(store.purgedRows()).isEqualTo(200);
-        assertThat(store.calls(Operation.PURGE)).as("one purge call per batch of acknowledgements").isBetween(2L, 3L);
+        assertThat(store.calls(Operation.PURGE)).as("one purge call per batch of acknowledgements").isLessThanOrEqualTo(3L);
     }
 
     @Test
