@@ -17,7 +17,10 @@ public interface DispatcherListener {
     default void leaderRefreshed(UUID leaderId) {
     }
 
-    /** Leadership was handed over in an orderly way; in-flight records were drained first. */
+    /**
+     * Leadership ended in an orderly way — handed over to another instance, or given up by
+     * {@link Dispatcher#close()} — after in-flight records were drained (within the drain timeout).
+     */
     default void leaderRevoked() {
     }
 
@@ -28,7 +31,7 @@ public interface DispatcherListener {
     default void leaderFenced() {
     }
 
-    /** A periodic throughput reading, every {@code metricsInterval}. */
+    /** A periodic throughput reading, every {@code metricsInterval}, and a last one when the dispatcher closes. */
     default void meterRead(MeterReading reading) {
     }
 

@@ -22,12 +22,14 @@ import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
@@ -62,7 +64,9 @@ import java.util.function.Supplier;
  * pending record in the same critical section that lowers the failed key's barrier and raises
  * {@code forceRemark}: nothing marked before the failure is sent afterwards; the mark thread takes a fresh
  * leader id and marks again from the head of the table, in id order. That is what keeps per-key order through
- * failures.
+ * failures. Records still in flight are marked again too, and must not be sent twice: a re-marked record whose
+ * delivery is under way is not queued, a queued copy of a record just purged is dropped, and a record purged
+ * while the mark that returned it was under way ({@link #purgedDuringMark}) is not queued.
  *
  * <p>Sends happen outside {@link #lock} but under {@link #sendLock}, which fencing also takes: once a fence
  * returns, no send starts until leadership is acquired again.
@@ -95,6 +99,10 @@ public final class DefaultDispatcher implements Dispatcher {
     private final LinkedHashSet<String> ready = new LinkedHashSet<>();
     private final Map<String, InFlight> inFlight = new HashMap<>();
     private int consecutiveSendFailures;
+    /** Whether a mark is under way: from just before the store call until its rows are queued. */
+    private boolean marking;
+    /** Rows purged while a mark was under way: that mark may have returned them, delivered already. */
+    private final Set<Long> purgedDuringMark = new HashSet<>();
     // ---
 
     private final LinkedBlockingQueue<Completion> completions = new LinkedBlockingQueue<>();
@@ -218,7 +226,7 @@ public final class DefaultDispatcher implements Dispatcher {
         markStopped.countDown();
         signalMarkThread();
         join(markThread, deadline);
-        stopPublishing(false);
+        boolean wasLeading = stopPublishing(false);
         broker.flush(remaining(deadline));
         boolean drainedAll = awaitDrained(deadline);
         broker.close(remaining(deadline).isZero() ? Duration.ofSeconds(1) : remaining(deadline));
@@ -230,6 +238,10 @@ public final class DefaultDispatcher implements Dispatcher {
         purgeStopped.countDown();
         purgeThread.interrupt();
         join(purgeThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
+        if (wasLeading) {
+            log.info("{}: leadership given up on close", name);
+            notifyListener(DispatcherListener::leaderRevoked);
+        }
         stopLeading = true;
         join(leaderThread, System.nanoTime() + config.drainTimeout().toNanos());
         int left = inFlightRecords();
@@ -345,6 +357,7 @@ public final class DefaultDispatcher implements Dispatcher {
             transport.start(machine);
             while (!stopLeading) {
                 transport.poll(config.pollInterval());
+                machine.polled();
                 Heartbeat hb = machine.tick();
                 if (hb != null) {
                     transport.publish(hb);
@@ -355,6 +368,7 @@ public final class DefaultDispatcher implements Dispatcher {
                     lastMeter = now;
                 }
             }
+            emitMeter(lastMeter, clock.instant(), lastCounts); // a last read, covering the drain on close
         } finally {
             try {
                 transport.close();
@@ -496,11 +510,19 @@ public final class DefaultDispatcher implements Dispatcher {
                 }
                 continue;
             }
+            lock.lock();
+            try {
+                marking = true;
+                purgedDuringMark.clear();
+            } finally {
+                lock.unlock();
+            }
             MarkResult result;
             try {
                 result = store.mark(markAs, config.markBatchSize());
                 markFailures.reset();
             } catch (RuntimeException e) {
+                endMark();
                 Duration wait = markFailures.next();
                 log.warn("{}: mark failed; taking a fresh leader id and retrying in {}", name, wait, e);
                 notifyListener(l -> l.failure("mark", e));
@@ -516,11 +538,17 @@ public final class DefaultDispatcher implements Dispatcher {
             try {
                 if (epoch == markEpoch && !forceRemark) {
                     for (OutboxRecord r : result.records()) {
-                        enqueue(r);
+                        // A row in flight when it was marked again may have been acknowledged and purged since
+                        // the store returned it: delivered, it must not be sent again.
+                        if (!purgedDuringMark.contains(r.id())) {
+                            enqueue(r);
+                        }
                     }
                 }
                 // else: leadership changed or a delivery failed meanwhile; the next mark takes these again.
             } finally {
+                marking = false;
+                purgedDuringMark.clear();
                 lock.unlock();
             }
             if (result.isEmpty()) {
@@ -529,6 +557,16 @@ public final class DefaultDispatcher implements Dispatcher {
             } else {
                 idle = config.markBackoff();
             }
+        }
+    }
+
+    private void endMark() {
+        lock.lock();
+        try {
+            marking = false;
+            purgedDuringMark.clear();
+        } finally {
+            lock.unlock();
         }
     }
 
@@ -799,6 +837,9 @@ public final class DefaultDispatcher implements Dispatcher {
                 OutboxRecord r = c.flight.record;
                 inFlight.remove(r.key(), c.flight);
                 if (c.error == null) {
+                    if (marking) {
+                        purgedDuringMark.add(r.id());
+                    }
                     ArrayDeque<OutboxRecord> q = pending.get(r.key());
                     if (q != null && !q.isEmpty() && q.peekFirst().id() == r.id()) {
                         q.pollFirst(); // its copy, re-marked under a fresh leader id: already delivered

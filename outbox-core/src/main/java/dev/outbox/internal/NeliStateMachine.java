@@ -18,14 +18,17 @@ import java.util.function.Supplier;
  *   <li>Assigned the leader partition → leader with a fresh leader id.</li>
  *   <li>Leader and no own heartbeat seen for longer than the heartbeat timeout → fenced: stop publishing at
  *       once (the partition may be reassigned soon).</li>
- *   <li>Fenced, still assigned, and an own heartbeat sent <em>after</em> the fence arrives → leader again
- *       with a new id (an old id is never reused).</li>
+ *   <li>Fenced, still assigned, and an own heartbeat arrives that was published after the fence <em>and</em>
+ *       after a transport poll completed since the fence → leader again with a new id (an old id is never
+ *       reused). Heartbeats published while the transport was not polled prove nothing: the group may have
+ *       moved on without this instance hearing of it yet.</li>
+ *   <li>A heartbeat arriving after the lease lapsed does not extend it: the lapse fences first.</li>
  *   <li>Revoked → the revocation waits while the actions drain in-flight work, then standby.</li>
  *   <li>Lost → fenced, then standby.</li>
  * </ul>
  *
- * <p>Not thread-safe: driven from one thread (the dispatcher's leader thread), which also calls
- * {@link #tick()} at least once per heartbeat interval.
+ * <p>Not thread-safe: driven from one thread (the dispatcher's leader thread), which calls {@link #polled()}
+ * after every transport poll and {@link #tick()} at least once per heartbeat interval.
  */
 public final class NeliStateMachine implements LeaderTransport.Listener {
 
@@ -66,7 +69,8 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
     private Instant lastHeartbeatSeen;
     private Instant lastHeartbeatSent;
     private long sequence;
-    private long fencedAtSequence;
+    /** While fenced: the lowest heartbeat sequence that may restore leadership (see {@link #polled()}). */
+    private long restoreFromSequence = Long.MAX_VALUE;
 
     public NeliStateMachine(UUID instanceId, Duration heartbeatTimeout, Duration heartbeatInterval, Clock clock,
                             Actions actions) {
@@ -157,9 +161,10 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
             return;
         }
         Instant now = clock.instant();
+        fenceIfLapsed(now);
         if (role == Role.FENCED) {
-            if (heartbeat.sequence() <= fencedAtSequence) {
-                return; // sent before the fence: proves nothing about now
+            if (heartbeat.sequence() < restoreFromSequence) {
+                return; // published before the fence, or while the transport was not polled: proves nothing
             }
             becomeLeader(now);
         } else {
@@ -176,18 +181,32 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
             return null;
         }
         Instant now = clock.instant();
-        if (role == Role.LEADER && Duration.between(lastHeartbeatSeen, now).compareTo(heartbeatTimeout) > 0) {
-            role = Role.FENCED;
-            leaderId = null;
-            leaseExpiry = Instant.MIN;
-            fencedAtSequence = sequence;
-            actions.fenced();
-        }
+        fenceIfLapsed(now);
         if (lastHeartbeatSent == null || Duration.between(lastHeartbeatSent, now).compareTo(heartbeatInterval) >= 0) {
             lastHeartbeatSent = now;
             return new Heartbeat(instanceId, ++sequence);
         }
         return null;
+    }
+
+    /**
+     * Tells the machine that a transport poll completed: membership events it carried have been delivered.
+     * Heartbeats published from now on may restore a fenced leader.
+     */
+    public void polled() {
+        if (role == Role.FENCED && restoreFromSequence == Long.MAX_VALUE) {
+            restoreFromSequence = sequence + 1;
+        }
+    }
+
+    private void fenceIfLapsed(Instant now) {
+        if (role == Role.LEADER && Duration.between(lastHeartbeatSeen, now).compareTo(heartbeatTimeout) > 0) {
+            role = Role.FENCED;
+            leaderId = null;
+            leaseExpiry = Instant.MIN;
+            restoreFromSequence = Long.MAX_VALUE;
+            actions.fenced();
+        }
     }
 
     private void becomeLeader(Instant now) {

@@ -99,7 +99,7 @@ class NeliStateMachineTest {
     }
 
     @Test
-    void heartbeatSentAfterTheFenceRestoresLeadershipWithANewId() {
+    void heartbeatSentAfterTheFenceAndAPollRestoresLeadershipWithANewId() {
         machine.assigned();
         UUID first = machine.leaderId();
         Heartbeat beforeFence = machine.tick();
@@ -110,9 +110,39 @@ class NeliStateMachineTest {
         assertThat(machine.role()).as("a heartbeat sent before the fence proves nothing")
                 .isEqualTo(NeliStateMachine.Role.FENCED);
         machine.heartbeat(atFence);
+        assertThat(machine.role()).as("nor one sent before any poll completed since the fence")
+                .isEqualTo(NeliStateMachine.Role.FENCED);
+        machine.polled();
+        clock.advance(INTERVAL);
+        Heartbeat afterPoll = machine.tick();
+        machine.heartbeat(afterPoll);
         assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.LEADER);
         assertThat(machine.leaderId()).isNotNull().isNotEqualTo(first);
         assertThat(events).containsExactly("acquired " + first, "fenced", "acquired " + machine.leaderId());
+    }
+
+    @Test
+    void aHeartbeatArrivingAfterTheLeaseLapsedFencesInsteadOfExtendingIt() {
+        machine.assigned();
+        Heartbeat old = machine.tick();
+        clock.advance(TIMEOUT.plusSeconds(3)); // the driving thread stalled: no tick ran
+        assertThat(machine.leaseExpiry()).isBefore(clock.instant());
+        machine.heartbeat(old);                // the first poll after the stall returns an old heartbeat
+        assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.FENCED);
+        assertThat(machine.leaseExpiry()).isEqualTo(Instant.MIN);
+        assertThat(events).last().isEqualTo("fenced");
+    }
+
+    @Test
+    void leaseFollowsOwnHeartbeats() {
+        assertThat(machine.leaseExpiry()).isEqualTo(Instant.MIN);
+        machine.assigned();
+        assertThat(machine.leaseExpiry()).isEqualTo(clock.instant().plus(TIMEOUT));
+        clock.advance(Duration.ofSeconds(1));
+        machine.heartbeat(machine.tick());
+        assertThat(machine.leaseExpiry()).isEqualTo(clock.instant().plus(TIMEOUT));
+        machine.revoked();
+        assertThat(machine.leaseExpiry()).isEqualTo(Instant.MIN);
     }
 
     @Test

@@ -1,5 +1,6 @@
 package dev.outbox.testservers;
 
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
@@ -10,7 +11,11 @@ import java.util.concurrent.locks.LockSupport;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.LeaderNotAvailableException;
+import org.apache.kafka.common.errors.NotLeaderOrFollowerException;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.slf4j.Logger;
@@ -104,10 +109,20 @@ final class DefaultKafkaServer implements KafkaServer {
                             + " partitions, not " + partitions);
                 }
                 if (topic.partitions().stream().allMatch(p -> p.leader() != null && !p.leader().isEmpty())) {
+                    // The controller knows the leaders; make sure the broker acts as leader of each partition
+                    // too (ListOffsets is answered by the leader only), or a first produce may be refused with
+                    // NOT_LEADER and confuse the idempotent producer's sequence numbers.
+                    Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+                    for (int i = 0; i < partitions; i++) {
+                        latest.put(new TopicPartition(name, i), OffsetSpec.latest());
+                    }
+                    admin.listOffsets(latest).all().get(TIMEOUT_SECONDS, TimeUnit.SECONDS);
                     return;
                 }
             } catch (ExecutionException e) {
-                if (!(e.getCause() instanceof UnknownTopicOrPartitionException)) {
+                if (!(e.getCause() instanceof UnknownTopicOrPartitionException
+                        || e.getCause() instanceof NotLeaderOrFollowerException
+                        || e.getCause() instanceof LeaderNotAvailableException)) {
                     throw e;
                 }
             }

@@ -66,8 +66,10 @@ import java.util.concurrent.TimeUnit;
  *       completes within it. With NELI it must stay below the gap between a fenced leader stopping and the
  *       next leader starting ({@code session.timeout.ms − heartbeat timeout − heartbeat.interval.ms}), which
  *       {@link KafkaLeaderTransport.Builder#build()} checks;</li>
- *   <li>{@code max.block.ms} bounded (default 5 s, at most {@code delivery.timeout.ms}): {@link #send} never
- *       blocks longer on missing metadata or a full buffer;</li>
+ *   <li>{@code max.block.ms} bounded (default the smaller of 5 s and half of {@code delivery.timeout.ms}, at
+ *       most {@code delivery.timeout.ms}): {@link #send} never blocks longer on missing metadata or a full
+ *       buffer, and a metadata wait that ran out leaves the rest of the delivery timeout to confirm that the
+ *       topic does not exist;</li>
  *   <li>{@code partitioner.ignore.keys} must not be true (it would scatter a key over partitions);
  *       {@code transactional.id}, {@code key.serializer} and {@code value.serializer} must not be set.</li>
  * </ul>
@@ -89,7 +91,10 @@ public final class KafkaMessageBroker implements MessageBroker {
     public static final Duration DEFAULT_DELIVERY_TIMEOUT = Duration.ofSeconds(8);
     /** Largest {@code delivery.timeout.ms} accepted: 2 minutes (Kafka's own default). */
     public static final Duration MAX_DELIVERY_TIMEOUT = Duration.ofMinutes(2);
-    /** Default {@code max.block.ms}: 5 s (never more than {@code delivery.timeout.ms}). */
+    /**
+     * Default {@code max.block.ms}: 5 s, or half of {@code delivery.timeout.ms} if that is less (the other half is
+     * left to confirm that a topic whose metadata never came does not exist).
+     */
     public static final Duration DEFAULT_MAX_BLOCK = Duration.ofSeconds(5);
 
     /** How long a topic confirmed missing fails new sends at once, without waiting for metadata again. */
@@ -501,8 +506,10 @@ public final class KafkaMessageBroker implements MessageBroker {
                         + "' (" + delivery + " ms) must be at least linger.ms (" + linger
                         + " ms) + request.timeout.ms (" + request + " ms)");
             }
+            // A metadata wait that runs out is followed by an admin check (does the topic exist?) that must also
+            // finish within delivery.timeout.ms: by default, leave it at least half.
             long maxBlock = s.longValue(ProducerConfig.MAX_BLOCK_MS_CONFIG,
-                    Math.min(DEFAULT_MAX_BLOCK.toMillis(), delivery));
+                    Math.min(DEFAULT_MAX_BLOCK.toMillis(), delivery / 2));
             if (maxBlock < 0 || maxBlock > delivery) {
                 throw new IllegalArgumentException("Kafka property '" + ProducerConfig.MAX_BLOCK_MS_CONFIG
                         + "' must be between 0 and delivery.timeout.ms (" + delivery + " ms), was " + maxBlock

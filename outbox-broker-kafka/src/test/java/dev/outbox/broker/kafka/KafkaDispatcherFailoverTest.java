@@ -2,9 +2,9 @@ package dev.outbox.broker.kafka;
 
 import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherConfig;
-import dev.outbox.DispatcherListener;
 import dev.outbox.OutboxMessage;
 import dev.outbox.testkit.InMemoryStore;
+import dev.outbox.testkit.LeadershipTimeline;
 import dev.outbox.testservers.KafkaServer;
 import dev.outbox.testservers.TestServers;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -46,7 +46,7 @@ class KafkaDispatcherFailoverTest {
         String leaderTopic = topic + "-leader";
         kafka.createTopic(topic, 4);
         InMemoryStore store = new InMemoryStore();
-        NeliTimeline timeline = new NeliTimeline();
+        LeadershipTimeline timeline = new LeadershipTimeline();
 
         List<Dispatcher> dispatchers = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
@@ -58,27 +58,7 @@ class KafkaDispatcherFailoverTest {
                     .dispatcherConfig(CONFIG).deliveryTimeoutOf(broker)
                     .consumerProperty("session.timeout.ms", 6_000).build();
             dispatchers.add(Dispatcher.builder(store, broker).leaderTransport(transport).config(CONFIG).name(name)
-                    .listener(new DispatcherListener() {
-                        @Override
-                        public void leaderAcquired(UUID leaderId) {
-                            timeline.add(name, NeliTimeline.Kind.ACQUIRED, leaderId);
-                        }
-
-                        @Override
-                        public void leaderRefreshed(UUID leaderId) {
-                            // same leadership, a new id for re-marking: not a change of leader
-                        }
-
-                        @Override
-                        public void leaderRevoked() {
-                            timeline.add(name, NeliTimeline.Kind.REVOKED, null);
-                        }
-
-                        @Override
-                        public void leaderFenced() {
-                            timeline.add(name, NeliTimeline.Kind.FENCED, null);
-                        }
-                    }).build());
+                    .listener(timeline.listener(name)).build());
         }
 
         int keys = 50;
@@ -110,15 +90,15 @@ class KafkaDispatcherFailoverTest {
                 alive.remove(leader);
                 long closing = System.nanoTime();
                 // close() stops marking and sending first, then drains, and leaves the group last.
-                timeline.add(nameOf(leader, dispatchers), NeliTimeline.Kind.STOPPED, null);
+                timeline.add(nameOf(leader, dispatchers), LeadershipTimeline.Kind.STOPPED, null);
                 leader.close();
                 Dispatcher nextLeader = awaitLeader(alive, timeline);
                 String nextName = nameOf(nextLeader, dispatchers);
                 Await.until(Duration.ofSeconds(5), "the listener heard of " + nextName + "'s leadership",
-                        () -> timeline.first(closing, e -> e.kind() == NeliTimeline.Kind.ACQUIRED
+                        () -> timeline.first(closing, e -> e.kind() == LeadershipTimeline.Kind.ACQUIRED
                                 && e.who().equals(nextName)) != null);
-                NeliTimeline.Event acquired = timeline.first(closing,
-                        e -> e.kind() == NeliTimeline.Kind.ACQUIRED && e.who().equals(nextName));
+                LeadershipTimeline.Event acquired = timeline.first(closing,
+                        e -> e.kind() == LeadershipTimeline.Kind.ACQUIRED && e.who().equals(nextName));
                 System.out.println("take-over after closing a leading dispatcher: "
                         + TimeUnit.NANOSECONDS.toMillis(acquired.nanos() - closing) + " ms (to " + nextName + ")");
             }
@@ -157,7 +137,7 @@ class KafkaDispatcherFailoverTest {
         return "d" + all.indexOf(d);
     }
 
-    private static Dispatcher awaitLeader(List<Dispatcher> among, NeliTimeline timeline) {
+    private static Dispatcher awaitLeader(List<Dispatcher> among, LeadershipTimeline timeline) {
         Await.until(Duration.ofSeconds(30), () -> "a leader among the dispatchers\n" + timeline,
                 () -> among.stream().filter(Dispatcher::isLeader).count() == 1);
         return among.stream().filter(Dispatcher::isLeader).findFirst().orElseThrow();

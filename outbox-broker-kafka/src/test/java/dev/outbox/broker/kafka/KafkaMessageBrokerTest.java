@@ -160,6 +160,25 @@ class KafkaMessageBrokerTest {
     }
 
     @Test
+    void aTopicThatDoesNotExistFailsPermanentlyAtOnceWithAShortDeliveryTimeout() throws Exception {
+        // The producer's metadata wait (max.block.ms) must leave the admin check time to confirm that the topic is
+        // missing, within delivery.timeout.ms. Otherwise the record fails retriably, is reset and sent again, and
+        // every attempt blocks the dispatcher's sends for max.block.ms. Each broker is new, so each check also
+        // has to create its admin client first.
+        for (int attempt = 0; attempt < 3; attempt++) {
+            String missing = "missing-" + UUID.randomUUID();
+            try (KafkaMessageBroker broker = KafkaMessageBroker.builder().bootstrapServers(kafka.bootstrapServers())
+                    .deliveryTimeout(Duration.ofSeconds(2)).build()) {
+                long started = System.nanoTime();
+                DeliveryException e = failure(broker.send(record(missing, "k", "v")), Duration.ofSeconds(10));
+                assertThat(e.isPermanent()).as("attempt %d: %s", attempt, e).isTrue();
+                assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started))
+                        .as("completed within about delivery.timeout.ms").isLessThan(3_000);
+            }
+        }
+    }
+
+    @Test
     void sendNeverBlocksLongerThanMaxBlockWhenKafkaIsUnreachable() throws Exception {
         int deadPort;
         try (ServerSocket s = new ServerSocket(0)) {

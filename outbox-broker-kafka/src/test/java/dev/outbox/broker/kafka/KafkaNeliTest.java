@@ -1,6 +1,7 @@
 package dev.outbox.broker.kafka;
 
 import dev.outbox.DispatcherConfig;
+import dev.outbox.testkit.LeadershipTimeline;
 import dev.outbox.testservers.TestServers;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -31,7 +32,7 @@ class KafkaNeliTest {
 
     private static String bootstrap;
 
-    private final NeliTimeline timeline = new NeliTimeline();
+    private final LeadershipTimeline timeline = new LeadershipTimeline();
     private final List<NeliContender> contenders = new ArrayList<>();
     private String topic;
 
@@ -93,7 +94,7 @@ class KafkaNeliTest {
         long seen = first.ownHeartbeatsSeen();
         // Heartbeats keep flowing for several heartbeat timeouts without a fence.
         Await.until(Duration.ofSeconds(10), "leader sees its heartbeats", () -> first.ownHeartbeatsSeen() >= seen + 30);
-        assertThat(timeline.first(0, e -> e.kind() == NeliTimeline.Kind.FENCED)).as("fence in\n%s", timeline).isNull();
+        assertThat(timeline.first(0, e -> e.kind() == LeadershipTimeline.Kind.FENCED)).as("fence in\n%s", timeline).isNull();
         assertThat(all.stream().filter(NeliContender::isLeader)).containsExactly(first);
 
         List<NeliContender> rest = new ArrayList<>(all);
@@ -104,8 +105,8 @@ class KafkaNeliTest {
             long closing = System.nanoTime();
             leader.close();
             NeliContender next = awaitSingleLeader(rest, Duration.ofSeconds(15));
-            NeliTimeline.Event acquired = timeline.first(closing,
-                    e -> e.kind() == NeliTimeline.Kind.ACQUIRED && e.who().equals(next.name));
+            LeadershipTimeline.Event acquired = timeline.first(closing,
+                    e -> e.kind() == LeadershipTimeline.Kind.ACQUIRED && e.who().equals(next.name));
             takeovers.add(millis(acquired.nanos() - closing));
         }
         System.out.println("orderly take-over after the leader closed: " + takeovers + " ms (group heartbeat"
@@ -126,8 +127,8 @@ class KafkaNeliTest {
         long crashed = System.nanoTime();
         leader.crash();
         awaitSingleLeader(List.of(other), Duration.ofSeconds(30));
-        NeliTimeline.Event acquired = timeline.first(crashed,
-                e -> e.kind() == NeliTimeline.Kind.ACQUIRED && e.who().equals(other.name));
+        LeadershipTimeline.Event acquired = timeline.first(crashed,
+                e -> e.kind() == LeadershipTimeline.Kind.ACQUIRED && e.who().equals(other.name));
         long takeover = millis(acquired.nanos() - crashed);
         long session = leader.transport.sessionTimeout().toMillis();
         System.out.println("take-over after a crash: " + takeover + " ms (session timeout " + session + " ms)");
@@ -150,10 +151,10 @@ class KafkaNeliTest {
         leader.stall(true); // its consumer is no longer polled: no heartbeats seen, no rebalance callbacks
         NeliContender next = awaitSingleLeader(others, Duration.ofSeconds(30));
 
-        NeliTimeline.Event fenced = timeline.first(stalled,
-                e -> e.who().equals(leader.name) && e.kind() == NeliTimeline.Kind.FENCED);
-        NeliTimeline.Event acquired = timeline.first(stalled,
-                e -> e.who().equals(next.name) && e.kind() == NeliTimeline.Kind.ACQUIRED);
+        LeadershipTimeline.Event fenced = timeline.first(stalled,
+                e -> e.who().equals(leader.name) && e.kind() == LeadershipTimeline.Kind.FENCED);
+        LeadershipTimeline.Event acquired = timeline.first(stalled,
+                e -> e.who().equals(next.name) && e.kind() == LeadershipTimeline.Kind.ACQUIRED);
         assertThat(fenced).as("stalled leader fenced itself\n%s", timeline).isNotNull();
         long fencedAfter = millis(fenced.nanos() - stalled);
         long acquiredAfter = millis(acquired.nanos() - stalled);
@@ -175,7 +176,7 @@ class KafkaNeliTest {
         Await.until(Duration.ofSeconds(10), "the new leader keeps seeing its heartbeats",
                 () -> next.ownHeartbeatsSeen() >= seenByNext + 15);
         assertThat(next.isLeader()).isTrue();
-        assertThat(timeline.first(rejoined, e -> e.kind() == NeliTimeline.Kind.ACQUIRED)).isNull();
+        assertThat(timeline.first(rejoined, e -> e.kind() == LeadershipTimeline.Kind.ACQUIRED)).isNull();
         assertThat(leader.isLeader()).isFalse();
         assertThat(timeline.events()).filteredOn(e -> firstId.equals(e.leaderId())).hasSize(1);
         timeline.assertExclusive();

@@ -3,6 +3,7 @@ package dev.outbox.broker.kafka;
 import dev.outbox.internal.NeliStateMachine;
 import dev.outbox.spi.Heartbeat;
 import dev.outbox.spi.LeaderTransport;
+import dev.outbox.testkit.LeadershipTimeline;
 
 import java.time.Clock;
 import java.time.Duration;
@@ -13,14 +14,14 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * One NELI contender: a thread that drives the core's {@link NeliStateMachine} over a real
  * {@link KafkaLeaderTransport} exactly as the dispatcher's leader thread does (poll, tick, publish), recording
- * every leadership change in a shared {@link NeliTimeline}. Faults are injected around the transport, never
+ * every leadership change in a shared {@link LeadershipTimeline}. Faults are injected around the transport, never
  * inside Kafka: {@link #stall} stops polling the consumer while the state machine keeps ticking, {@link #deafen}
  * drops received heartbeats, {@link #crash} drops out without leaving the group.
  */
 final class NeliContender implements AutoCloseable {
     final String name;
     final KafkaLeaderTransport transport;
-    private final NeliTimeline timeline;
+    private final LeadershipTimeline timeline;
     private final Duration pollInterval;
     private final NeliStateMachine machine;
     private final Thread thread;
@@ -33,7 +34,7 @@ final class NeliContender implements AutoCloseable {
     private volatile UUID leaderId;
     private volatile Throwable failure;
 
-    NeliContender(String name, KafkaLeaderTransport transport, NeliTimeline timeline, Duration heartbeatTimeout,
+    NeliContender(String name, KafkaLeaderTransport transport, LeadershipTimeline timeline, Duration heartbeatTimeout,
                   Duration pollInterval) {
         this.name = name;
         this.transport = transport;
@@ -45,20 +46,20 @@ final class NeliContender implements AutoCloseable {
                     @Override
                     public void acquired(UUID id) {
                         // recorded before it shows: whoever sees isLeader() finds the event in the timeline
-                        timeline.add(name, NeliTimeline.Kind.ACQUIRED, id);
+                        timeline.add(name, LeadershipTimeline.Kind.ACQUIRED, id);
                         leaderId = id;
                     }
 
                     @Override
                     public void fenced() {
                         leaderId = null;
-                        timeline.add(name, NeliTimeline.Kind.FENCED, null);
+                        timeline.add(name, LeadershipTimeline.Kind.FENCED, null);
                     }
 
                     @Override
                     public void revoked() {
                         leaderId = null;
-                        timeline.add(name, NeliTimeline.Kind.REVOKED, null);
+                        timeline.add(name, LeadershipTimeline.Kind.REVOKED, null);
                     }
                 });
         this.thread = new Thread(this::run, "neli-" + name);
@@ -105,6 +106,7 @@ final class NeliContender implements AutoCloseable {
                     LockSupport.parkNanos(pollInterval.toNanos()); // the consumer is not polled at all
                 } else {
                     transport.poll(pollInterval);
+                    machine.polled();
                     polls.incrementAndGet();
                 }
                 Heartbeat hb = machine.tick();
@@ -117,7 +119,7 @@ final class NeliContender implements AutoCloseable {
         } finally {
             if (leaderId != null) {
                 leaderId = null;
-                timeline.add(name, NeliTimeline.Kind.STOPPED, null);
+                timeline.add(name, LeadershipTimeline.Kind.STOPPED, null);
             }
             if (crash) {
                 transport.abandon();

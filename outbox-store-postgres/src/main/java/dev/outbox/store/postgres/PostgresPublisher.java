@@ -3,6 +3,7 @@ package dev.outbox.store.postgres;
 import dev.outbox.Header;
 import dev.outbox.OutboxMessage;
 import dev.outbox.Publisher;
+import dev.outbox.spi.SqlTableNames;
 import org.jdbi.v3.core.Handle;
 
 import java.sql.Connection;
@@ -29,12 +30,12 @@ import java.util.Objects;
  * <p>Immutable and thread-safe; a single connection must of course not be used by two threads at once.
  */
 public final class PostgresPublisher implements Publisher {
-    private final TableNames names;
+    private final SqlTableNames names;
     private final int maxKeyLength;
     private final int queryTimeoutSeconds;
     private final String insertSql;
 
-    PostgresPublisher(TableNames names, int maxKeyLength, int queryTimeoutSeconds) {
+    PostgresPublisher(SqlTableNames names, int maxKeyLength, int queryTimeoutSeconds) {
         this.names = names;
         this.maxKeyLength = maxKeyLength;
         this.queryTimeoutSeconds = queryTimeoutSeconds;

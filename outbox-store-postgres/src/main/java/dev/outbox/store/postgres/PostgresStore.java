@@ -3,6 +3,7 @@ package dev.outbox.store.postgres;
 import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
 import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.SqlTableNames;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
 import org.jdbi.v3.core.Handle;
@@ -102,9 +103,11 @@ public final class PostgresStore implements Store {
     private static final long SCHEMA_LOCK_KEY = 0x6F7574626F78L; // "outbox"
     private static final Logger log = LoggerFactory.getLogger(PostgresStore.class);
     private static final Executor DIRECT = Runnable::run;
+    /** Postgres truncates identifiers to 63 bytes (NAMEDATALEN - 1) and quotes them with double quotes. */
+    private static final SqlTableNames.Dialect TABLE_NAMES = new SqlTableNames.Dialect("Postgres", 63, '"');
 
     private final Jdbi jdbi;
-    private final TableNames names;
+    private final SqlTableNames names;
     private final Duration statementTimeout;
     private final int networkTimeoutMillis;
     private final int maxKeyLength;
@@ -123,7 +126,7 @@ public final class PostgresStore implements Store {
 
     private PostgresStore(Builder builder) {
         this.jdbi = builder.jdbi;
-        this.names = new TableNames(builder.schema, builder.table);
+        this.names = TABLE_NAMES.names(builder.schema, builder.table);
         this.statementTimeout = builder.statementTimeout;
         this.networkTimeoutMillis = (int) Math.min(Integer.MAX_VALUE, statementTimeout.toMillis() * 2);
         this.maxKeyLength = builder.maxKeyLength;
@@ -485,7 +488,7 @@ public final class PostgresStore implements Store {
          * {@code search_path}. Lower-case letters, digits and underscores, at most 63 characters.
          */
         public Builder schema(String schema) {
-            this.schema = TableNames.validate("schema", schema, TableNames.MAX_IDENTIFIER_LENGTH);
+            this.schema = TABLE_NAMES.validateSchema(schema);
             return this;
         }
 
@@ -495,7 +498,7 @@ public final class PostgresStore implements Store {
          * most 56 characters (so that the parked table's name fits Postgres' limit of 63).
          */
         public Builder table(String table) {
-            this.table = TableNames.validate("table", table, TableNames.MAX_TABLE_LENGTH);
+            this.table = TABLE_NAMES.validateTable(table);
             return this;
         }
 

@@ -1,0 +1,13 @@
+#!/bin/sh
+# Runs the orders demo (outbox-examples) on an embedded PostgreSQL and an in-process Kafka: nothing to install
+# but a JDK 17+. Options go to the demo: ./demo.sh --help
+set -eu
+cd "$(dirname "$0")"
+root=$(pwd)
+
+# Build only what the demo needs (tests are skipped here; ./mvnw -B verify runs them). Never installs anything.
+./mvnw -q -B -pl outbox-examples -am -DskipTests package
+
+exec "${JAVA_HOME:+$JAVA_HOME/bin/}java" -Doutbox.test.servers.dir="$root/outbox-examples/target/outbox-test-servers" \
+  -cp "$root/outbox-examples/target/classes:$(cat "$root/outbox-examples/target/demo.classpath")" \
+  dev.outbox.examples.OrdersDemo "$@"

@@ -1,0 +1,63 @@
+package dev.outbox.examples;
+
+import dev.outbox.testservers.JdbcServer;
+import dev.outbox.testservers.TestServers;
+import org.junit.jupiter.api.Test;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.UUID;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** Short runs of the demo: on the embedded servers with a take-over, then again on the same, now "existing" ones. */
+class OrdersDemoTest {
+
+    @Test
+    void aShortRunDeliversEveryOrderInOrderAcrossATakeOverAndASecondRunCountsOnlyItsOwnRecords() throws Exception {
+        String topic = "demo-test-" + UUID.randomUUID();
+        DemoOptions embedded = new DemoOptions(null, null, null, null, Duration.ofSeconds(4), 400, 2, 50, 2, 3,
+                topic, true, Duration.ofSeconds(60));
+
+        Run first = run(embedded);
+
+        assertThat(first.summary.written()).as("orders written").isPositive();
+        assertThat(first.summary.missing()).as("missing").isZero();
+        assertThat(first.summary.violations()).as("out of order").isZero();
+        assertThat(first.summary.distinct()).as("distinct records read").isEqualTo(first.summary.written());
+        assertThat(first.summary.takeoverMillis()).as("take-over measured").isNotNegative();
+        assertThat(first.summary.backlog()).as("rows left").isZero();
+        assertThat(first.summary.passed()).isTrue();
+        assertThat(first.output).contains("(embedded) ready", "is now the LEADER", "per-key order verified", "PASS");
+
+        // The same servers given by address, as a user points the demo at real ones: the schema, tables and topic
+        // exist already, the customers have placed orders before, and only this run's records count.
+        JdbcServer postgres = TestServers.postgres();
+        DemoOptions existing = new DemoOptions(postgres.jdbcUrl(), postgres.username(), postgres.password(),
+                TestServers.kafka().bootstrapServers(), Duration.ofSeconds(2), 300, 2, 50, 1, 3, topic, false,
+                Duration.ofSeconds(60));
+
+        Run second = run(existing);
+
+        assertThat(second.summary.passed()).as("second run passed").isTrue();
+        assertThat(second.summary.distinct()).isEqualTo(second.summary.written());
+        assertThat(second.output).contains("Using PostgreSQL at " + postgres.jdbcUrl(), "topic " + topic + " exists",
+                "not measured (one dispatcher)");
+    }
+
+    private record Run(DemoSummary summary, String output) {
+    }
+
+    private static Run run(DemoOptions options) throws Exception {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        DemoSummary summary;
+        try (PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8)) {
+            summary = new OrdersDemo(options, out).run();
+        } finally {
+            System.out.println(bytes.toString(StandardCharsets.UTF_8));
+        }
+        return new Run(summary, bytes.toString(StandardCharsets.UTF_8));
+    }
+}

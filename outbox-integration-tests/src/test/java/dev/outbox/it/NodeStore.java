@@ -1,0 +1,90 @@
+package dev.outbox.it;
+
+import dev.outbox.ParkedRecord;
+import dev.outbox.Publisher;
+import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.Store;
+import dev.outbox.spi.StoreException;
+
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+/**
+ * One dispatcher's store as the scenario sees it: a real {@code PostgresStore} on the node's own connection
+ * pool, whose purges are logged in the {@link SendLog}, and which can be {@linkplain #cut() cut off}: every
+ * later call fails as if the process had died (its sessions are killed at the same time by the scenario), so a
+ * crashed dispatcher changes nothing in the database any more.
+ */
+final class NodeStore implements Store {
+    private final String node;
+    private final Store delegate;
+    private final SendLog log;
+    private volatile boolean cut;
+
+    NodeStore(String node, Store delegate, SendLog log) {
+        this.node = node;
+        this.delegate = delegate;
+        this.log = log;
+    }
+
+    void cut() {
+        cut = true;
+    }
+
+    private void check(String operation) {
+        if (cut) {
+            throw new StoreException(node + " has crashed: no database session for " + operation, null, true);
+        }
+    }
+
+    @Override
+    public Publisher publisher() {
+        return delegate.publisher();
+    }
+
+    @Override
+    public MarkResult mark(UUID leaderId, int limit) {
+        check("mark");
+        return delegate.mark(leaderId, limit);
+    }
+
+    @Override
+    public void purge(Collection<Long> ids) {
+        check("purge");
+        long started = System.nanoTime();
+        delegate.purge(ids);
+        log.purged(ids, started);
+    }
+
+    @Override
+    public void reset(UUID leaderId, Collection<Long> ids) {
+        check("reset");
+        delegate.reset(leaderId, ids);
+    }
+
+    @Override
+    public void park(Map<Long, String> reasons) {
+        check("park");
+        delegate.park(reasons);
+    }
+
+    @Override
+    public List<ParkedRecord> parked(int limit) {
+        check("parked");
+        return delegate.parked(limit);
+    }
+
+    @Override
+    public int replay(Collection<Long> ids) {
+        check("replay");
+        return delegate.replay(ids);
+    }
+
+    @Override
+    public long backlog() {
+        check("backlog");
+        return delegate.backlog();
+    }
+}

@@ -1,0 +1,641 @@
+package dev.outbox.it;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outbox.Dispatcher;
+import dev.outbox.DispatcherConfig;
+import dev.outbox.OutboxMessage;
+import dev.outbox.ParkedRecord;
+import dev.outbox.store.postgres.PostgresStore;
+import dev.outbox.testkit.Await;
+import dev.outbox.testkit.LeadershipTimeline;
+import dev.outbox.testservers.JdbcServer;
+import dev.outbox.testservers.KafkaServer;
+import dev.outbox.testservers.TestServers;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * One end-to-end run of the reference path: a fresh database and data topic, concurrent {@link Writers}
+ * committing business rows and outbox messages, three {@link Node}s (dispatchers) electing their leader over
+ * one Kafka leader group, and a {@link TopicWatcher} consuming the data topic. A test drives it — traffic,
+ * poison records, faults — and {@link #finish()} stops the writers, waits until everything committed has been
+ * consumed, closes the nodes and checks the guarantees:
+ * <ul>
+ *   <li>G1: every committed message (the business table says which) was consumed, with the token of the
+ *       transaction that committed it; nothing a rolled-back transaction wrote was;</li>
+ *   <li>G2: per key, the consumed sequence never went backwards;</li>
+ *   <li>G3: leadership intervals never overlapped, and no two sends of one key were ever outstanding at once
+ *       across all dispatchers;</li>
+ *   <li>G4: every duplicate is a record that was in flight (sent, not yet purged) when a fault was injected,
+ *       and sent again after it; duplicates are counted per fault and bounded by what was in flight then;</li>
+ *   <li>G6: the poison records were parked, reported to the listener, never published, and every other key
+ *       still arrived.</li>
+ * </ul>
+ * It prints one summary line (records, duplicates, take-over times) for the CI log. Not thread-safe: one test
+ * thread drives it.
+ */
+final class Scenario implements AutoCloseable {
+    static final String DISPATCHER_USER = "outbox_dispatcher";
+    private static final String DISPATCHER_PASSWORD = "dispatcher";
+    private static final Logger log = LoggerFactory.getLogger(Scenario.class);
+
+    /** The dispatchers' tuning: heartbeat timeout 1 s, so that fences and take-overs are quick to observe. */
+    static final DispatcherConfig CONFIG = DispatcherConfig.builder()
+            .pollInterval(Duration.ofMillis(100))
+            .heartbeatTimeout(Duration.ofSeconds(1))
+            .drainTimeout(Duration.ofSeconds(3))
+            .ioErrorBackoff(Duration.ofMillis(50))
+            .maxIoErrorBackoff(Duration.ofMillis(500))
+            .build();
+    /** The producers' {@code delivery.timeout.ms}. */
+    static final Duration DELIVERY_TIMEOUT = Duration.ofSeconds(2);
+    /**
+     * The leader group's {@code session.timeout.ms} and {@code max.poll.interval.ms}: the least a broker accepts by
+     * default ({@code group.min.session.timeout.ms}), above heartbeat timeout + delivery timeout + group heartbeat.
+     */
+    static final Duration SESSION_TIMEOUT = Duration.ofSeconds(6);
+    /** The data topic's {@code max.message.bytes}: the oversized poison record is larger. */
+    static final int MAX_MESSAGE_BYTES = 32 * 1024;
+    static final int PARTITIONS = 4;
+    static final int WRITERS = 4;
+    static final int KEYS_PER_WRITER = 50;
+    static final Duration WAIT = Duration.ofSeconds(90);
+
+    /** A fault injected from {@code startNanos} until it had taken effect, at {@code endNanos}. */
+    record Fault(String what, long startNanos, long endNanos) {
+    }
+
+    /** How long leadership took to move after {@code what}: acquired by the next leader, first record it published. */
+    record Takeover(String what, String newLeader, long acquiredMillis, long firstPublishMillis) {
+        @Override
+        public String toString() {
+            return what + " -> " + newLeader + " leads after " + acquiredMillis + " ms, publishes after "
+                    + firstPublishMillis + " ms";
+        }
+    }
+
+    /** What {@link #finish()} measured. */
+    record Result(String name, int committed, long consumed, long duplicates, Map<String, Integer> duplicatesByFault,
+                  Map<String, Integer> inFlightByFault, List<Takeover> takeovers, long longestGapMillis,
+                  int parked, int failuresReported) {
+    }
+
+    private final String name;
+    private final long seed;
+    private final long started = System.nanoTime();
+    private final JdbcServer pg = TestServers.postgres();
+    private final KafkaServer kafka = TestServers.kafka();
+    private final String topic;
+    private final String missingTopic;
+    private final HikariDataSource appPool;
+    private final PostgresStore adminStore;
+    private final SendLog sendLog = new SendLog();
+    private final LeadershipTimeline timeline = new LeadershipTimeline();
+    private final List<Node> nodes = new ArrayList<>();
+    private final Writers writers;
+    private final TopicWatcher watcher;
+    private final List<Fault> faults = new ArrayList<>();
+    private final List<Takeover> takeovers = new ArrayList<>();
+    private final List<String> notes = new ArrayList<>();
+    private boolean finished;
+
+    private Scenario(String name, long seed) {
+        this.name = name;
+        this.seed = seed;
+        String suffix = Long.toHexString(seed & 0xffffffL);
+        String url = pg.createDatabase("e2e_" + name);
+        pg.createUser(DISPATCHER_USER, DISPATCHER_PASSWORD);
+        HikariConfig hc = new HikariConfig();
+        hc.setJdbcUrl(url + (url.contains("?") ? "&" : "?") + "ApplicationName=e2e_" + name + "_app");
+        hc.setUsername(pg.username());
+        hc.setPassword(pg.password());
+        hc.setMaximumPoolSize(WRITERS + 2);
+        hc.setPoolName("pool-e2e-" + name + "-app");
+        this.appPool = new HikariDataSource(hc);
+        this.adminStore = PostgresStore.builder(appPool).build();
+        adminStore.createSchema();
+        execute(Writers.EVENTS_DDL);
+
+        this.topic = "e2e-" + name + "-" + suffix;
+        this.missingTopic = "e2e-" + name + "-missing-" + suffix;
+        kafka.createTopic(topic, PARTITIONS);
+        limitMessageSize(topic, MAX_MESSAGE_BYTES);
+
+        Settings settings = new Settings(url, DISPATCHER_USER, DISPATCHER_PASSWORD, kafka.bootstrapServers(),
+                topic + "-leader", CONFIG, DELIVERY_TIMEOUT, SESSION_TIMEOUT);
+        for (int i = 1; i <= 3; i++) {
+            nodes.add(new Node("d" + i, "e2e_" + name + "_d" + i, settings, sendLog, timeline));
+        }
+        this.watcher = new TopicWatcher(kafka.bootstrapServers(), topic);
+        long pauseMicros = Long.getLong("outbox.e2e.writerPauseMicros", 2_000);
+        this.writers = new Writers(appPool, adminStore.publisher(), topic, WRITERS, KEYS_PER_WRITER, pauseMicros,
+                seed);
+    }
+
+    /** Sets up a scenario named {@code name} (lower case, digits, underscores) and starts everything. */
+    static Scenario start(String name, long seed) {
+        Scenario s = new Scenario(name, seed);
+        try {
+            s.watcher.start();
+            s.nodes.forEach(Node::start);
+            s.writers.start();
+        } catch (RuntimeException e) {
+            s.close();
+            throw e;
+        }
+        log.info("scenario {} started (seed {})", name, seed);
+        return s;
+    }
+
+    JdbcServer database() {
+        return pg;
+    }
+
+    KafkaServer kafka() {
+        return kafka;
+    }
+
+    LeadershipTimeline timeline() {
+        return timeline;
+    }
+
+    /** Adds a line to the scenario's summary. */
+    void note(String line) {
+        notes.add(line);
+    }
+
+    // ------------------------------------------------------------------------------------------ driving
+
+    /** Waits until exactly one live node leads, and returns it. */
+    Node awaitLeader() {
+        await(() -> live().stream().filter(Node::isLeader).count() == 1, WAIT, () -> "one leader among " + live()
+                + "\n" + timeline);
+        return live().stream().filter(Node::isLeader).findFirst().orElseThrow();
+    }
+
+    List<Node> live() {
+        return nodes.stream().filter(n -> !n.crashed() && n.dispatcher.state() != Dispatcher.State.CLOSED)
+                .toList();
+    }
+
+    /** Waits until the consumer has seen {@code records} more committed messages. */
+    void awaitTraffic(int records) {
+        long target = watcher.distinct() + records;
+        await(() -> watcher.distinct() >= target, WAIT, () -> "consumer progress to " + target + ", at "
+                + watcher.distinct() + "; leaders " + live() + "\n" + timeline);
+    }
+
+    /**
+     * Commits two poison messages in one transaction — one larger than the data topic's {@code max.message.bytes},
+     * one for a topic that does not exist (the broker does not create topics) — and waits until both are parked.
+     */
+    void injectPoison() {
+        try (Connection c = appPool.getConnection()) {
+            c.setAutoCommit(false);
+            adminStore.publisher().publish(c, List.of(
+                    OutboxMessage.of(topic, "poison-big", new byte[2 * MAX_MESSAGE_BYTES]),
+                    OutboxMessage.of(missingTopic, "poison-missing", "never deliverable")));
+            c.commit();
+        } catch (SQLException e) {
+            throw new IllegalStateException("could not write the poison records", e);
+        }
+        long t0 = System.nanoTime();
+        log.info("{}: poison records committed", name);
+        await(() -> adminStore.parked(10).size() >= 2, WAIT, () -> "both poison records parked; parked: "
+                + adminStore.parked(10));
+        StringBuilder how = new StringBuilder("poison records parked within " + millisSince(t0) + " ms (");
+        for (SendLog.Send p : sendLog.sends()) {
+            if (p.key.startsWith("poison")) {
+                how.append(p.key).append(" sent by ").append(p.node).append(" at +")
+                        .append(TimeUnit.NANOSECONDS.toMillis(p.sentNanos - t0)).append(" ms, failed ")
+                        .append(TimeUnit.NANOSECONDS.toMillis(p.doneNanos() - p.sentNanos)).append(" ms later, ");
+            }
+        }
+        how.setLength(how.length() - 2);
+        note(how.append(')').toString());
+    }
+
+    /**
+     * Ends {@code victim}'s leadership with {@code kill} (the victim must lead) and measures the take-over: from
+     * the moment {@code kill} starts until another node acquires leadership and until it publishes its first
+     * record (G5).
+     */
+    Takeover handOver(String what, Node victim, Runnable kill) {
+        assertThat(victim.isLeader()).as("%s leads", victim.name).isTrue();
+        List<Node> survivors = live().stream().filter(n -> n != victim).toList();
+        long t0 = System.nanoTime();
+        survivors.forEach(n -> n.broker.armFirstAck(t0));
+        timeline.add(victim.name, LeadershipTimeline.Kind.STOPPED, null);
+        kill.run();
+        faults.add(new Fault(what, t0, System.nanoTime()));
+        await(() -> survivors.stream().anyMatch(n -> n.broker.firstAckAfterArm() != 0), WAIT,
+                () -> "a record published by one of " + survivors + " after " + what + "\n" + timeline);
+        Node next = survivors.stream().filter(n -> n.broker.firstAckAfterArm() != 0)
+                .min(Comparator.comparingLong(n -> n.broker.firstAckAfterArm())).orElseThrow();
+        LeadershipTimeline.Event acquired = timeline.first(t0, e -> e.kind() == LeadershipTimeline.Kind.ACQUIRED
+                && e.who().equals(next.name));
+        assertThat(acquired).as("%s's acquisition in the timeline\n%s", next.name, timeline).isNotNull();
+        Takeover t = new Takeover(what, next.name, TimeUnit.NANOSECONDS.toMillis(acquired.nanos() - t0),
+                TimeUnit.NANOSECONDS.toMillis(next.broker.firstAckAfterArm() - t0));
+        takeovers.add(t);
+        log.info("{}: {}", name, t);
+        return t;
+    }
+
+    /** Closes {@code node}'s dispatcher: stops marking, drains, flushes, leaves the group. */
+    void closeOrderly(Node node) {
+        node.close();
+    }
+
+    /** Crashes {@code node} (see {@link Node#crash}). */
+    void crash(Node node) {
+        node.crash(pg);
+    }
+
+    /**
+     * Injects a fault by running {@code action}, and records when it started and when {@code action} returned
+     * (the fault has taken effect), to attribute duplicates.
+     */
+    void fault(String what, Runnable action) {
+        long t0 = System.nanoTime();
+        action.run();
+        faults.add(new Fault(what, t0, System.nanoTime()));
+    }
+
+    /** Arms every live node to note its first acknowledgement from now on. */
+    long armAll() {
+        long t = System.nanoTime();
+        live().forEach(n -> n.broker.armFirstAck(t));
+        return t;
+    }
+
+    /** Milliseconds from {@code armedAt} to the first acknowledgement any live node received after it. */
+    long awaitFirstPublishAfter(long armedAt, String what) {
+        await(() -> live().stream().anyMatch(n -> n.broker.firstAckAfterArm() != 0), WAIT,
+                () -> "a record published after " + what + "; leaders " + live() + "\n" + timeline);
+        long first = live().stream().mapToLong(n -> n.broker.firstAckAfterArm()).filter(v -> v != 0).min()
+                .orElseThrow();
+        return TimeUnit.NANOSECONDS.toMillis(first - armedAt);
+    }
+
+    /** Waits until the writers have committed {@code messages} more messages. */
+    void awaitCommitted(int messages) {
+        int target = writers.committed() + messages;
+        await(() -> writers.committed() >= target, WAIT, () -> "writers committed " + target + ", at "
+                + writers.committed());
+    }
+
+    /** Starts watching for the first purge that starts from now on; returns now. */
+    long armPurges() {
+        long t = System.nanoTime();
+        sendLog.armPurges(t);
+        return t;
+    }
+
+    /** Milliseconds from {@code armedAt} until a purge started after it committed. */
+    long awaitPurgeAfter(long armedAt, String what) {
+        await(() -> sendLog.firstPurgeAfterArm() != 0, WAIT, () -> "a purge after " + what + "\n" + timeline);
+        return TimeUnit.NANOSECONDS.toMillis(sendLog.firstPurgeAfterArm() - armedAt);
+    }
+
+    // ------------------------------------------------------------------------------------------ checking
+
+    /**
+     * Stops the writers, waits until every committed message was consumed and the outbox is empty, closes the
+     * nodes, prints the numbers, and asserts G1–G4 and G6.
+     */
+    Result finish() throws Exception {
+        finished = true;
+        writers.close();
+        long writingEnded = System.nanoTime();
+        Map<String, Map<Integer, String>> truth = committedMessages();
+        int committed = truth.values().stream().mapToInt(Map::size).sum();
+        Map<String, Integer> lastCommitted = new HashMap<>();
+        truth.forEach((k, seqs) -> lastCommitted.put(k, seqs.size() - 1));
+
+        await(() -> watcher.reached(lastCommitted) && adminStore.backlog() == 0, WAIT,
+                () -> "every committed message consumed (" + watcher.distinct() + " of " + committed
+                        + ") and the outbox empty (backlog " + adminStore.backlog() + "); leaders " + live() + "\n"
+                        + timeline);
+        long drainMillis = millisSince(writingEnded);
+        for (Node n : nodes) {
+            if (n.dispatcher.state() != Dispatcher.State.CLOSED) {
+                if (!n.crashed()) {
+                    timeline.add(n.name, LeadershipTimeline.Kind.STOPPED, null);
+                }
+                n.close();
+            }
+        }
+        long end = endOffsets();
+        await(() -> watcher.records() >= end, WAIT, () -> "the consumer at the end of the topic: "
+                + watcher.records() + " of " + end);
+        watcher.close();
+
+        // G1: everything committed arrived, as committed; nothing else did.
+        Map<String, List<TopicWatcher.Copy>> copies = watcher.copies();
+        List<String> missing = new ArrayList<>();
+        List<String> wrong = new ArrayList<>();
+        for (Map.Entry<String, Map<Integer, String>> e : truth.entrySet()) {
+            Map<Integer, String> got = new HashMap<>();
+            for (TopicWatcher.Copy c : copies.getOrDefault(e.getKey(), List.of())) {
+                String before = got.putIfAbsent(c.seq(), c.token());
+                if (before != null && !before.equals(c.token())) {
+                    wrong.add(e.getKey() + "#" + c.seq() + " arrived as " + before + " and " + c.token());
+                }
+            }
+            for (Map.Entry<Integer, String> m : e.getValue().entrySet()) {
+                String token = got.remove(m.getKey());
+                if (token == null) {
+                    missing.add(e.getKey() + "#" + m.getKey());
+                } else if (!token.equals(m.getValue())) {
+                    wrong.add(e.getKey() + "#" + m.getKey() + " arrived from " + token + ", committed by "
+                            + m.getValue());
+                }
+            }
+            got.forEach((seq, token) -> wrong.add(e.getKey() + "#" + seq + " (" + token + ") was never committed"));
+        }
+        Set<String> unknownKeys = copies.keySet().stream().filter(k -> !truth.containsKey(k))
+                .collect(Collectors.toSet());
+
+        // G4: duplicates only for records in flight at a fault: sent before the fault had taken effect, neither
+        // failed nor purged before it began, and sent again after it began.
+        List<SendLog.Send> sends = sendLog.sends();
+        Map<String, Integer> dupsByFault = new LinkedHashMap<>();
+        Map<String, Integer> inFlightByFault = new LinkedHashMap<>();
+        Map<Long, Long> purged = sendLog.purgeTimes();
+        for (Fault f : faults) {
+            dupsByFault.put(f.what(), 0);
+            inFlightByFault.put(f.what(), inFlightDuring(f, sends, purged));
+        }
+        Map<String, List<SendLog.Send>> sendsByRecord = sends.stream().filter(x -> x.seq >= 0)
+                .collect(Collectors.groupingBy(x -> x.key + "#" + x.seq));
+        List<String> unexplained = new ArrayList<>();
+        long duplicates = 0;
+        for (Map.Entry<String, List<TopicWatcher.Copy>> e : copies.entrySet()) {
+            Map<Integer, Integer> count = new TreeMap<>();
+            e.getValue().forEach(c -> count.merge(c.seq(), 1, Integer::sum));
+            for (Map.Entry<Integer, Integer> c : count.entrySet()) {
+                int extra = c.getValue() - 1;
+                if (extra == 0) {
+                    continue;
+                }
+                duplicates += extra;
+                List<SendLog.Send> ofRecord = sendsByRecord.getOrDefault(e.getKey() + "#" + c.getKey(), List.of());
+                long first = ofRecord.stream().mapToLong(x -> x.sentNanos).min().orElse(Long.MAX_VALUE);
+                long last = ofRecord.stream().mapToLong(x -> x.sentNanos).max().orElse(Long.MIN_VALUE);
+                Fault cause = faults.stream().filter(f -> f.endNanos() - first > 0 && last - f.startNanos() > 0)
+                        .reduce((a, b) -> b).orElse(null);
+                if (ofRecord.size() < c.getValue() || cause == null) {
+                    unexplained.add(e.getKey() + "#" + c.getKey() + " consumed " + c.getValue() + " times, sends "
+                            + ofRecord);
+                } else {
+                    dupsByFault.merge(cause.what(), extra, Integer::sum);
+                }
+            }
+        }
+
+        List<ParkedRecord> parked = adminStore.parked(100);
+        int failures = nodes.stream().mapToInt(n -> n.failures.get()).sum();
+        Result r = new Result(name, committed, watcher.records(), duplicates, dupsByFault, inFlightByFault,
+                List.copyOf(takeovers), watcher.longestGapMillis(), parked.size(), failures);
+        print(r, drainMillis);
+
+        assertThat(watcher.failure()).as("consumer failure").isNull();
+        assertThat(committed).as("messages committed").isEqualTo(writers.committed());
+        // G2: per key, never an older record after a newer one.
+        assertThat(watcher.violations()).as("G2: records older than their key's latest (seed %d)", seed).isEmpty();
+        // G1
+        assertThat(missing).as("G1: committed messages never consumed (seed %d)", seed).isEmpty();
+        assertThat(wrong).as("G1: consumed messages that differ from what committed (seed %d)", seed).isEmpty();
+        assertThat(unknownKeys).as("keys nobody committed").isEmpty();
+        // G6: the poison records were parked, reported and never published; nothing else was parked.
+        assertThat(parked).extracting(ParkedRecord::key).containsExactlyInAnyOrder("poison-big", "poison-missing");
+        assertThat(parked).allSatisfy(p -> assertThat(p.reason()).contains("permanent"));
+        assertThat(nodes.stream().flatMap(n -> n.parked.stream()).map(ParkedRecord::id).distinct().sorted().toList())
+                .as("parked records reported to the listener")
+                .isEqualTo(parked.stream().map(ParkedRecord::id).sorted().toList());
+        assertThat(watcher.foreign()).as("G6: poison records on the data topic").isEmpty();
+        // G3: one leader at a time; per key, one send outstanding at a time across every dispatcher.
+        timeline.assertExclusive();
+        assertThat(overlappingSends(sends)).as("G3: sends of one key outstanding at once (seed %d)", seed).isEmpty();
+        // G4
+        assertThat(unexplained).as("G4: duplicates of records not in flight at a fault (faults %s, seed %d)",
+                faults, seed).isEmpty();
+        for (Fault f : faults) {
+            assertThat(dupsByFault.get(f.what())).as("G4: duplicates after '%s'", f.what())
+                    .isLessThanOrEqualTo(inFlightByFault.get(f.what()));
+        }
+        assertThat(watcher.duplicates()).as("repeats seen live").isEqualTo(duplicates);
+        return r;
+    }
+
+    /** Per key, a send that started before the previous send of the key completed (or that never completed). */
+    private static List<String> overlappingSends(List<SendLog.Send> sends) {
+        List<String> out = new ArrayList<>();
+        Map<String, List<SendLog.Send>> byKey = sends.stream().collect(Collectors.groupingBy(s -> s.key));
+        for (List<SendLog.Send> ofKey : byKey.values()) {
+            List<SendLog.Send> sorted = new ArrayList<>(ofKey);
+            sorted.sort(Comparator.comparingLong(s -> s.sentNanos));
+            for (int i = 1; i < sorted.size(); i++) {
+                SendLog.Send prev = sorted.get(i - 1);
+                SendLog.Send next = sorted.get(i);
+                if (prev.doneNanos() == 0 || prev.doneNanos() - next.sentNanos > 0) {
+                    out.add(prev + " still outstanding when " + next + " started");
+                }
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Records in flight during fault {@code f}: sent before it had taken effect ({@code endNanos}), and neither
+     * failed nor purged before it began ({@code startNanos}).
+     */
+    private static int inFlightDuring(Fault f, List<SendLog.Send> sends, Map<Long, Long> purged) {
+        Set<Long> ids = new HashSet<>();
+        for (SendLog.Send x : sends) {
+            if (x.sentNanos - f.endNanos() >= 0) {
+                continue;
+            }
+            long done = x.doneNanos();
+            boolean failedBefore = done != 0 && !x.acknowledged() && done - f.startNanos() < 0;
+            Long purgedAt = purged.get(x.id);
+            boolean purgedBefore = purgedAt != null && purgedAt - f.startNanos() < 0;
+            if (!failedBefore && !purgedBefore) {
+                ids.add(x.id);
+            }
+        }
+        return ids.size();
+    }
+
+    private void print(Result r, long drainMillis) {
+        StringBuilder faultsText = new StringBuilder();
+        for (Map.Entry<String, Integer> e : r.duplicatesByFault().entrySet()) {
+            if (faultsText.length() > 0) {
+                faultsText.append(", ");
+            }
+            faultsText.append(e.getKey()).append(": ").append(e.getValue()).append(" of ")
+                    .append(r.inFlightByFault().get(e.getKey())).append(" in flight");
+        }
+        String summary = String.format("E2E %s: %d messages committed by %d writers in %d s (%d rolled back), "
+                        + "%d records consumed, %d duplicates [%s], %d parked, take-over [%s], longest delivery gap "
+                        + "%d ms, drained %d ms after the writers stopped, %d failures reported%s",
+                r.name(), r.committed(), WRITERS, millisSince(started) / 1000, writers.rolledBack(), r.consumed(),
+                r.duplicates(), faultsText, r.parked(),
+                r.takeovers().stream().map(Takeover::toString).collect(Collectors.joining("; ")),
+                r.longestGapMillis(), drainMillis, r.failuresReported(),
+                notes.isEmpty() ? "" : "; " + String.join("; ", notes));
+        System.out.println(summary);
+        log.info(summary);
+        log.info("{}: leadership timeline\n{}", name, timeline);
+    }
+
+    // ------------------------------------------------------------------------------------------ plumbing
+
+    private Map<String, Map<Integer, String>> committedMessages() throws SQLException {
+        Map<String, Map<Integer, String>> out = new HashMap<>();
+        try (Connection c = appPool.getConnection(); Statement s = c.createStatement();
+             ResultSet rs = s.executeQuery("SELECT key, seq, token FROM e2e_events ORDER BY key, seq")) {
+            while (rs.next()) {
+                out.computeIfAbsent(rs.getString(1), k -> new TreeMap<>()).put(rs.getInt(2), rs.getString(3));
+            }
+        }
+        out.forEach((k, seqs) -> assertThat(seqs.keySet()).as("committed sequence of %s", k)
+                .containsExactlyElementsOf(IntStream.range(0, seqs.size()).boxed().toList()));
+        return out;
+    }
+
+    private void execute(String sql) {
+        try (Connection c = appPool.getConnection(); Statement s = c.createStatement()) {
+            s.execute(sql);
+        } catch (SQLException e) {
+            throw new IllegalStateException("failed: " + sql, e);
+        }
+    }
+
+    private Admin admin() {
+        return Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers()));
+    }
+
+    private void limitMessageSize(String topicName, int bytes) {
+        ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topicName);
+        try (Admin admin = admin()) {
+            admin.incrementalAlterConfigs(Map.of(resource, List.of(new AlterConfigOp(
+                    new ConfigEntry("max.message.bytes", Integer.toString(bytes)), AlterConfigOp.OpType.SET))))
+                    .all().get(30, TimeUnit.SECONDS);
+            await(() -> {
+                try {
+                    ConfigEntry e = admin.describeConfigs(List.of(resource)).all().get(30, TimeUnit.SECONDS)
+                            .get(resource).get("max.message.bytes");
+                    return e != null && Integer.toString(bytes).equals(e.value());
+                } catch (Exception ex) {
+                    return false;
+                }
+            }, WAIT, () -> "max.message.bytes of " + topicName + " set to " + bytes);
+        } catch (Exception e) {
+            throw new IllegalStateException("could not limit the message size of " + topicName, e);
+        }
+    }
+
+    private long endOffsets() throws Exception {
+        try (Admin admin = admin()) {
+            Map<TopicPartition, OffsetSpec> request = new HashMap<>();
+            for (int p = 0; p < PARTITIONS; p++) {
+                request.put(new TopicPartition(topic, p), OffsetSpec.latest());
+            }
+            Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> offsets = admin.listOffsets(request).all()
+                    .get(30, TimeUnit.SECONDS);
+            return offsets.values().stream().mapToLong(ListOffsetsResult.ListOffsetsResultInfo::offset).sum();
+        }
+    }
+
+    static void await(BooleanSupplier condition, Duration timeout, Supplier<String> what) {
+        Await.untilOrFail(() -> {
+            try {
+                return condition.getAsBoolean();
+            } catch (RuntimeException e) {
+                return false; // e.g. a store call while the database is being cut off: ask again
+            }
+        }, timeout, what);
+    }
+
+    static long millisSince(long nanos) {
+        return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - nanos);
+    }
+
+    /** Stops whatever still runs; after {@link #finish()} only releases the pools. */
+    @Override
+    public void close() {
+        List<Throwable> errors = new ArrayList<>();
+        if (!finished) {
+            runQuietly(errors, () -> {
+                try {
+                    writers.close();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            for (Node n : nodes) {
+                runQuietly(errors, n::close);
+            }
+            runQuietly(errors, () -> {
+                try {
+                    watcher.close();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            log.info("{}: leadership timeline (seed {})\n{}", name, seed, timeline);
+        }
+        runQuietly(errors, appPool::close);
+        if (!errors.isEmpty() && finished) {
+            log.warn("{}: cleaning up failed", name, errors.get(0));
+        }
+    }
+
+    private static void runQuietly(Collection<Throwable> errors, Runnable r) {
+        try {
+            r.run();
+        } catch (RuntimeException | AssertionError e) {
+            errors.add(e);
+            log.warn("cleanup step failed", e);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "scenario " + name + " (seed " + seed + ", topic " + topic + ")";
+    }
+}

@@ -1,0 +1,10 @@
+package dev.outbox.it;
+
+import dev.outbox.DispatcherConfig;
+
+import java.time.Duration;
+
+/** Where a scenario's nodes connect and how they are tuned. */
+record Settings(String jdbcUrl, String dbUser, String dbPassword, String bootstrap, String leaderTopic,
+                DispatcherConfig config, Duration deliveryTimeout, Duration sessionTimeout) {
+}

@@ -1,0 +1,128 @@
+package dev.outbox.it;
+
+import dev.outbox.OutboxMessage;
+import dev.outbox.Publisher;
+
+import javax.sql.DataSource;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Application threads committing business rows and outbox messages in the same transactions, on real JDBC
+ * transactions through the store's publisher. Writer {@code w} owns the keys {@code w<w>-k<j>}, so its commits
+ * order each key's messages; the message values carry the key's sequence number and the transaction's token,
+ * and the business table {@code e2e_events(key, seq, token)} records what committed — the ground truth the
+ * consumed records are checked against. One transaction in twenty is rolled back.
+ */
+final class Writers implements AutoCloseable {
+    static final String EVENTS_DDL = "CREATE TABLE e2e_events (key text NOT NULL, seq int NOT NULL, token text NOT NULL,"
+            + " PRIMARY KEY (key, seq))";
+
+    private final DataSource dataSource;
+    private final Publisher publisher;
+    private final String topic;
+    private final int keysPerWriter;
+    private final long pauseNanos;
+    private final List<Thread> threads = new ArrayList<>();
+    private final List<Throwable> failures = new CopyOnWriteArrayList<>();
+    private final AtomicInteger committed = new AtomicInteger();
+    private final AtomicInteger rolledBack = new AtomicInteger();
+    private volatile boolean running = true;
+
+    Writers(DataSource dataSource, Publisher publisher, String topic, int writers, int keysPerWriter,
+            long pauseMicros, long seed) {
+        this.dataSource = dataSource;
+        this.publisher = publisher;
+        this.topic = topic;
+        this.keysPerWriter = keysPerWriter;
+        this.pauseNanos = TimeUnit.MICROSECONDS.toNanos(pauseMicros);
+        Random seeds = new Random(seed);
+        for (int w = 0; w < writers; w++) {
+            int writer = w;
+            long writerSeed = seeds.nextLong();
+            threads.add(new Thread(() -> run(writer, new Random(writerSeed)), "e2e-writer-" + w));
+        }
+    }
+
+    void start() {
+        threads.forEach(Thread::start);
+    }
+
+    /** Messages committed so far. */
+    int committed() {
+        return committed.get();
+    }
+
+    int rolledBack() {
+        return rolledBack.get();
+    }
+
+    private void run(int writer, Random random) {
+        int[] next = new int[keysPerWriter];
+        int tx = 0;
+        try {
+            while (running) {
+                int messages = 1 + random.nextInt(4);
+                boolean rollback = random.nextInt(20) == 0;
+                String token = "w" + writer + "t" + tx++ + (rollback ? "R" : "");
+                int[] seqs = next.clone();
+                List<OutboxMessage> batch = new ArrayList<>(messages);
+                try (Connection c = dataSource.getConnection()) {
+                    c.setAutoCommit(false);
+                    try (PreparedStatement events = c.prepareStatement(
+                            "INSERT INTO e2e_events (key, seq, token) VALUES (?, ?, ?)")) {
+                        for (int m = 0; m < messages; m++) {
+                            int k = random.nextInt(keysPerWriter);
+                            String key = "w" + writer + "-k" + k;
+                            int seq = seqs[k]++;
+                            events.setString(1, key);
+                            events.setInt(2, seq);
+                            events.setString(3, token);
+                            events.addBatch();
+                            batch.add(OutboxMessage.builder(topic, key).value(Values.encode(seq, token))
+                                    .header("token", token).build());
+                        }
+                        events.executeBatch();
+                    }
+                    publisher.publish(c, batch);
+                    if (rollback) {
+                        c.rollback();
+                        rolledBack.addAndGet(messages);
+                    } else {
+                        c.commit();
+                        next = seqs;
+                        committed.addAndGet(messages);
+                    }
+                }
+                LockSupport.parkNanos(pauseNanos);
+            }
+        } catch (SQLException | RuntimeException e) {
+            failures.add(e);
+        }
+    }
+
+    /** Stops the writers and waits for them; fails if one of them failed. */
+    @Override
+    public void close() throws InterruptedException {
+        running = false;
+        for (Thread t : threads) {
+            t.join(TimeUnit.SECONDS.toMillis(30));
+            if (t.isAlive()) {
+                throw new AssertionError(t.getName() + " did not stop");
+            }
+        }
+        if (!failures.isEmpty()) {
+            AssertionError e = new AssertionError("a writer failed: " + failures.get(0), failures.get(0));
+            failures.stream().skip(1).forEach(e::addSuppressed);
+            throw e;
+        }
+    }
+}

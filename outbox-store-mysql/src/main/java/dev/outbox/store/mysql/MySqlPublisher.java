@@ -1,0 +1,173 @@
+package dev.outbox.store.mysql;
+
+import dev.outbox.Header;
+import dev.outbox.OutboxMessage;
+import dev.outbox.Publisher;
+import dev.outbox.spi.SqlTableNames;
+import org.jdbi.v3.core.Handle;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * Writes messages into a MySQL or MariaDB outbox table inside the caller's transaction, on the caller's
+ * {@link Connection} or Jdbi {@link Handle}. Obtained from {@link MySqlStore#publisher()}.
+ *
+ * <p>It neither commits, rolls back nor closes the connection, and changes neither its auto-commit mode nor any
+ * session setting: the messages become visible to the dispatcher when the caller commits (on a connection in
+ * auto-commit mode, each call commits by itself). It runs under the caller's own timeouts (its
+ * {@code innodb_lock_wait_timeout}, its driver's {@code socketTimeout}); an {@code INSERT} into the outbox waits
+ * for no lock the dispatcher holds.
+ *
+ * <p>A batch is written as multi-row {@code INSERT ... VALUES (...), (...), ...} statements, in list order, so
+ * that the ids — and therefore the delivery order of messages that share a key — follow the list: one round
+ * trip for up to {@value #MAX_ROWS_PER_STATEMENT} messages or about {@value #MAX_BYTES_PER_STATEMENT} bytes of
+ * payload, without the driver's {@code rewriteBatchedStatements} option. Every message is validated before
+ * anything is written; a message the table cannot hold (a key longer than the store's {@code maxKeyLength}, a
+ * value longer than {@code MEDIUMBLOB} allows, a string with an unpaired surrogate, which {@code utf8mb4} cannot
+ * store) is rejected with an {@link IllegalArgumentException} naming it and its index.
+ *
+ * <p>Immutable and thread-safe; a single connection must of course not be used by two threads at once.
+ */
+public final class MySqlPublisher implements Publisher {
+    /** The longest value a {@code MEDIUMBLOB} holds: 16 MiB - 1 bytes. */
+    public static final int MAX_VALUE_BYTES = (1 << 24) - 1;
+    static final int MAX_ROWS_PER_STATEMENT = 500;
+    static final int MAX_BYTES_PER_STATEMENT = 4 * 1024 * 1024;
+    private static final String ROW = "(?, ?, ?, ?)";
+
+    private final SqlTableNames names;
+    private final int maxKeyLength;
+    private final String insertPrefix;
+
+    MySqlPublisher(SqlTableNames names, int maxKeyLength) {
+        this.names = names;
+        this.maxKeyLength = maxKeyLength;
+        this.insertPrefix = "INSERT INTO " + names.outbox() + " (topic, `key`, value, headers) VALUES ";
+    }
+
+    /**
+     * Writes {@code messages} on {@code connection}, in list order, with as few multi-row statements as their
+     * size allows (one for a typical batch).
+     *
+     * @throws IllegalArgumentException if a message does not fit the table, naming it and its index; nothing
+     *                                  was written then
+     * @throws dev.outbox.spi.StoreException if the database rejects the write; the caller's transaction should
+     *                                  be rolled back
+     */
+    @Override
+    public void publish(Connection connection, List<OutboxMessage> messages) {
+        Objects.requireNonNull(connection, "connection must not be null");
+        Objects.requireNonNull(messages, "messages must not be null");
+        String[] headers = new String[messages.size()];
+        for (int i = 0; i < messages.size(); i++) {
+            headers[i] = validate(i, messages.get(i));
+        }
+        int from = 0;
+        try {
+            while (from < messages.size()) {
+                int to = from;
+                long bytes = 0;
+                while (to < messages.size() && to - from < MAX_ROWS_PER_STATEMENT
+                        && (to == from || bytes + size(messages.get(to), headers[to]) <= MAX_BYTES_PER_STATEMENT)) {
+                    bytes += size(messages.get(to), headers[to]);
+                    to++;
+                }
+                insert(connection, messages, headers, from, to);
+                from = to;
+            }
+        } catch (SQLException e) {
+            throw MySqlErrors.translate("writing " + messages.size() + " message(s) to " + names.outbox()
+                    + (from > 0 ? " (from message " + from + ")" : ""), e);
+        }
+    }
+
+    /** Writes one message on the handle's connection, in the handle's current transaction. */
+    public void publish(Handle handle, OutboxMessage message) {
+        publish(handle, List.of(Objects.requireNonNull(message, "message must not be null")));
+    }
+
+    /** Writes {@code messages}, in list order, on the handle's connection, in the handle's current transaction. */
+    public void publish(Handle handle, List<OutboxMessage> messages) {
+        Objects.requireNonNull(handle, "handle must not be null");
+        publish(handle.getConnection(), messages);
+    }
+
+    /**
+     * The single-row {@code INSERT} statement; any language may write rows the same way, with {@code headers}
+     * NULL or a JSON array as described in the README.
+     */
+    public String insertSql() {
+        return insertPrefix + ROW;
+    }
+
+    private void insert(Connection connection, List<OutboxMessage> messages, String[] headers, int from, int to)
+            throws SQLException {
+        StringBuilder sql = new StringBuilder(insertPrefix.length() + (to - from) * (ROW.length() + 2));
+        sql.append(insertPrefix);
+        for (int i = from; i < to; i++) {
+            if (i > from) {
+                sql.append(", ");
+            }
+            sql.append(ROW);
+        }
+        try (PreparedStatement statement = connection.prepareStatement(sql.toString())) {
+            int p = 1;
+            for (int i = from; i < to; i++) {
+                OutboxMessage message = messages.get(i);
+                statement.setString(p++, message.topic());
+                statement.setString(p++, message.key());
+                statement.setBytes(p++, message.value());
+                statement.setString(p++, headers[i]);
+            }
+            statement.executeUpdate();
+        }
+    }
+
+    private static long size(OutboxMessage message, String headers) {
+        return 64L + message.valueSize() + 4L * message.key().length() + (headers == null ? 0 : headers.length());
+    }
+
+    /** Checks that {@code message} fits the table; returns its headers column. */
+    private String validate(int index, OutboxMessage message) {
+        if (message == null) {
+            throw new IllegalArgumentException("message " + index + " is null");
+        }
+        String key = message.key();
+        int keyLength = key.codePointCount(0, key.length());
+        if (keyLength > maxKeyLength) {
+            throw new IllegalArgumentException("message " + index + " (topic '" + message.topic() + "'): key is "
+                    + keyLength + " characters, longer than the store's maxKeyLength " + maxKeyLength + ": "
+                    + RowReader.abbreviate(key));
+        }
+        if (message.valueSize() > MAX_VALUE_BYTES) {
+            throw new IllegalArgumentException("message " + index + " (topic '" + message.topic() + "', key "
+                    + RowReader.abbreviate(key) + "): value is " + message.valueSize() + " bytes, longer than "
+                    + MAX_VALUE_BYTES + " (MEDIUMBLOB)");
+        }
+        checkWellFormed(index, "topic", message.topic());
+        checkWellFormed(index, "key", key);
+        List<Header> headers = message.headers();
+        for (int h = 0; h < headers.size(); h++) {
+            checkWellFormed(index, "header " + h + " name", headers.get(h).name());
+        }
+        return HeadersJson.write(headers);
+    }
+
+    private static void checkWellFormed(int index, String what, String value) {
+        for (int i = 0; i < value.length(); i++) {
+            char c = value.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < value.length()
+                    && Character.isLowSurrogate(value.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                throw new IllegalArgumentException("message " + index + ": " + what + " has an unpaired surrogate"
+                        + " character U+" + Integer.toHexString(c).toUpperCase(java.util.Locale.ROOT) + " at index "
+                        + i + ", which utf8mb4 cannot store");
+            }
+        }
+    }
+}

@@ -1,0 +1,701 @@
+package dev.outbox.store.mysql;
+
+import dev.outbox.OutboxRecord;
+import dev.outbox.ParkedRecord;
+import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.SqlTableNames;
+import dev.outbox.spi.Store;
+import dev.outbox.spi.StoreException;
+import org.jdbi.v3.core.Handle;
+import org.jdbi.v3.core.Handles;
+import org.jdbi.v3.core.Jdbi;
+import org.jdbi.v3.core.JdbiException;
+import org.jdbi.v3.core.statement.SqlStatement;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import javax.sql.DataSource;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.SQLFeatureNotSupportedException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.UUID;
+import java.util.concurrent.Executor;
+import java.util.function.Consumer;
+
+/**
+ * The outbox on MySQL 8.0 or MariaDB 10.6 and newer (InnoDB): a {@link Store} on Jdbi 3 and MySQL Connector/J.
+ *
+ * <pre>{@code
+ * MySqlStore store = MySqlStore.builder(dataSource)   // or builder(jdbi)
+ *         .schema("app")                             // optional: default is the connection's database
+ *         .table("outbox")                           // default "outbox"; parked rows go to "outbox_parked"
+ *         .build();
+ * store.createSchema();                              // idempotent; or run schemaSql() with your migrations
+ * }</pre>
+ *
+ * <h2>Isolation: READ COMMITTED, one transaction at a time</h2>
+ * Every call runs in a short transaction of its own, which the store begins with
+ * {@code SET TRANSACTION ISOLATION LEVEL READ COMMITTED}: the level applies to that one transaction, whatever the
+ * connection's (or the server's) default, and the connection is handed back unchanged. At InnoDB's default,
+ * REPEATABLE READ, locking reads and updates take next-key (gap) locks on the index ranges they scan; a lock on
+ * the gap after the newest row would block every application {@code INSERT} into the outbox until the mark
+ * commits. At READ COMMITTED, InnoDB locks only the index records it returns or changes, never gaps.
+ *
+ * <h2>Mark without RETURNING</h2>
+ * MySQL has no {@code UPDATE ... RETURNING}, so a mark is one transaction of three statements ({@code leader_id}
+ * holds 16 zero bytes, the nil UUID, in a row nobody has marked, so that a mark rewrites rows in place):
+ * <ol>
+ *   <li>{@code SELECT id FROM t WHERE leader_id <> ? ORDER BY id LIMIT ?} — a consistent,
+ *       non-locking read of the head of the primary key: it sees only committed rows, never waits for an
+ *       application transaction that is still inserting, and locks nothing;</li>
+ *   <li>{@code SELECT <columns> FROM t WHERE id IN (...) ORDER BY id FOR UPDATE} — locks exactly those rows
+ *       (record locks on primary-key values, taken in ascending id order), reading their latest committed
+ *       version; a row deleted meanwhile is gone, a row another mark took meanwhile is taken over unless that
+ *       mark used the same leader id;</li>
+ *   <li>{@code UPDATE t SET leader_id = ? WHERE id IN (...)}, then {@code COMMIT}.</li>
+ * </ol>
+ * No lock is held once the call returns, so none is held across a broker call. {@code FOR UPDATE SKIP LOCKED} is
+ * not used: it would skip the rows a purge, reset or old leader's mark holds at that moment, and a new leader must
+ * take over an old leader's rows, in order. The first step already leaves out rows whose insert has not
+ * committed, without waiting for them. Marks of different leaders that pick the same rows serialize on their
+ * row locks, and the rows end up with the leader id of the mark that committed last. If the database reports a
+ * deadlock anyway, the call fails with a retriable {@link StoreException} and changed nothing.
+ *
+ * <h2>Other calls</h2>
+ * Purge ({@code DELETE ... WHERE id IN (...)}), reset, park ({@code INSERT ... SELECT} into the parked table,
+ * then {@code DELETE}, in one transaction) and replay (the reverse) take their ids as bound parameters of
+ * {@code IN (...)} lists, at most {@value #MAX_IDS_PER_STATEMENT} per statement, all statements of a call in one
+ * transaction.
+ *
+ * <h2>Timeouts</h2>
+ * Every statement carries the configured {@link Builder#statementTimeout statement timeout} as a JDBC query
+ * timeout (whole seconds, rounded up; Connector/J then cancels the statement with {@code KILL QUERY}, which also
+ * ends a lock wait), and while the store uses a connection it sets the connection's network timeout to twice the
+ * statement timeout, so that even a silent network failure ends the call. The network timeout is restored before
+ * the connection is returned.
+ *
+ * <h2>Rows written by hand</h2>
+ * Any language may write messages with a plain {@code INSERT} (see {@link MySqlPublisher#insertSql()}). A row that
+ * is not a valid message (malformed {@code headers} JSON, an invalid topic, a key longer than
+ * {@link Builder#maxKeyLength}) is marked like any other and returned in {@link MarkResult#rejected()} with a reason
+ * naming the bad value, so the dispatcher parks it; other rows and keys carry on.
+ *
+ * <p>Immutable and thread-safe.
+ */
+public final class MySqlStore implements Store {
+    /** The default table name. */
+    public static final String DEFAULT_TABLE = "outbox";
+    /** The default statement timeout. */
+    public static final Duration DEFAULT_STATEMENT_TIMEOUT = Duration.ofSeconds(30);
+    /** The default and the schema's longest key, in characters: {@code VARCHAR(1024)}. */
+    public static final int DEFAULT_MAX_KEY_LENGTH = 1024;
+    /** Up to this many rows {@link #backlog()} counts exactly; above, it estimates. */
+    public static final long EXACT_BACKLOG_LIMIT = 100_000;
+    /** The most ids bound into one {@code IN (...)} list; larger batches take several statements. */
+    public static final int MAX_IDS_PER_STATEMENT = 1_000;
+    /** Reasons longer than this many characters are cut when a row is parked ({@code TEXT} holds 64 KiB). */
+    static final int MAX_REASON_LENGTH = 8_000;
+
+    static final String SCHEMA_RESOURCE = "dev/outbox/store/mysql/schema.sql";
+    private static final Logger log = LoggerFactory.getLogger(MySqlStore.class);
+    private static final Executor DIRECT = Runnable::run;
+    /** MySQL and MariaDB limit table and database names to 64 characters and quote them with backticks. */
+    private static final SqlTableNames.Dialect TABLE_NAMES = new SqlTableNames.Dialect("MySQL", 64, '`');
+    private static final String READ_COMMITTED = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED";
+    /** The {@code leader_id} of a row nobody has marked: 16 zero bytes, the nil UUID. */
+    static final String UNMARKED = "X'00000000000000000000000000000000'";
+    private static final UUID NIL = new UUID(0, 0);
+
+    private final Jdbi jdbi;
+    private final SqlTableNames names;
+    private final Duration statementTimeout;
+    private final int queryTimeoutSeconds;
+    private final int networkTimeoutMillis;
+    private final int maxKeyLength;
+    private final RowReader reader;
+    private final MySqlPublisher publisher;
+
+    private final String candidatesSql;
+    private final String backlogSql;
+    private final String parkedSql;
+
+    private MySqlStore(Builder builder) {
+        this.jdbi = builder.jdbi;
+        this.names = TABLE_NAMES.names(builder.schema, builder.table);
+        this.statementTimeout = builder.statementTimeout;
+        this.queryTimeoutSeconds = (int) Math.min(Integer.MAX_VALUE, (statementTimeout.toMillis() + 999) / 1000);
+        this.networkTimeoutMillis = (int) Math.min(Integer.MAX_VALUE, statementTimeout.toMillis() * 2);
+        this.maxKeyLength = builder.maxKeyLength;
+        this.reader = new RowReader(maxKeyLength);
+        this.publisher = new MySqlPublisher(names, maxKeyLength);
+
+        String t = names.outbox();
+        this.candidatesSql = "SELECT id FROM " + t + " FORCE INDEX (PRIMARY) WHERE leader_id <> ? ORDER BY id LIMIT ?";
+        this.backlogSql = "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM " + t + " LIMIT " + (EXACT_BACKLOG_LIMIT + 1)
+                + ") head), (SELECT MAX(id) - MIN(id) + 1 FROM " + t + ")";
+        this.parkedSql = "SELECT id, topic, `key`, attempts, reason, UNIX_TIMESTAMP(parked_at) FROM " + names.parked()
+                + " ORDER BY id LIMIT ?";
+    }
+
+    /** Starts a builder for a store that takes its connections from {@code jdbi}. */
+    public static Builder builder(Jdbi jdbi) {
+        return new Builder(Objects.requireNonNull(jdbi, "jdbi must not be null"));
+    }
+
+    /**
+     * Starts a builder for a store that takes its connections from {@code dataSource}; use a pooling data
+     * source, since every call takes a connection and gives it back.
+     */
+    public static Builder builder(DataSource dataSource) {
+        return new Builder(Jdbi.create(Objects.requireNonNull(dataSource, "dataSource must not be null")));
+    }
+
+    /**
+     * The DDL for this store's tables (the {@code schema.sql} resource of this package), with the configured
+     * names filled in: statements separated by {@code ;} at the end of a line. Idempotent: it only creates what
+     * does not exist yet.
+     */
+    public String schemaSql() {
+        return schemaTemplate().replace("${outbox}", names.outbox()).replace("${parked}", names.parked());
+    }
+
+    /**
+     * Creates the outbox table and its parked table if they do not exist yet ({@link #schemaSql()}). Safe to call
+     * from several processes at once and on every start-up; it never changes a table that exists already. (DDL
+     * commits implicitly in MySQL, so the two tables are created one after the other, each atomically.)
+     *
+     * @throws StoreException if the DDL fails, for example for lack of privileges
+     */
+    public void createSchema() {
+        List<String> statements = statements(schemaSql());
+        withHandle("creating the outbox schema for " + names.outbox(), false, handle -> {
+            // Serializes concurrent creators (CREATE TABLE IF NOT EXISTS is safe anyway; this keeps the log quiet).
+            // Lock names are limited to 64 characters: a hash of the table names stands for them.
+            String lock = "dev.outbox.schema." + Integer.toHexString(names.outbox().hashCode());
+            handle.createQuery("SELECT GET_LOCK(?, ?)").bind(0, lock).bind(1, queryTimeoutSeconds)
+                    .mapTo(Integer.class).one();
+            try (Statement statement = handle.getConnection().createStatement()) {
+                statement.setQueryTimeout(queryTimeoutSeconds);
+                for (String sql : statements) {
+                    statement.execute(sql);
+                }
+            } finally {
+                handle.createQuery("SELECT RELEASE_LOCK(?)").bind(0, lock).mapTo(Integer.class).one();
+            }
+            return null;
+        });
+        log.info("Outbox schema ready: {} and {}", names.outbox(), names.parked());
+    }
+
+    /** The outbox table as it appears in SQL: quoted, and qualified if a schema was configured. */
+    public String table() {
+        return names.outbox();
+    }
+
+    /** The parked table as it appears in SQL. */
+    public String parkedTable() {
+        return names.parked();
+    }
+
+    public Duration statementTimeout() {
+        return statementTimeout;
+    }
+
+    public int maxKeyLength() {
+        return maxKeyLength;
+    }
+
+    @Override
+    public MySqlPublisher publisher() {
+        return publisher;
+    }
+
+    @Override
+    public MarkResult mark(UUID leaderId, int limit) {
+        return mark(leaderId, limit, handle -> {
+        });
+    }
+
+    /** {@link #mark}, running {@code whileLocked} after the update and before the commit; for tests. */
+    MarkResult mark(UUID leaderId, int limit, Consumer<Handle> whileLocked) {
+        Objects.requireNonNull(leaderId, "leaderId must not be null");
+        if (leaderId.equals(NIL)) {
+            throw new IllegalArgumentException("leaderId must not be the nil UUID " + NIL
+                    + ": in leader_id it stands for an unmarked row");
+        }
+        if (limit < 1) {
+            throw new IllegalArgumentException("limit must be at least 1: " + limit);
+        }
+        byte[] leader = RowReader.bytes(leaderId);
+        return inTransaction("marking up to " + limit + " rows of " + names.outbox() + " for leader " + leaderId,
+                handle -> {
+                    List<Long> candidates = timed(handle.createQuery(candidatesSql))
+                            .bind(0, leader).bind(1, limit).mapTo(Long.class).list();
+                    if (candidates.isEmpty()) {
+                        return MarkResult.of(List.of());
+                    }
+                    List<OutboxRecord> records = new ArrayList<>(candidates.size());
+                    List<MarkResult.Rejected> rejected = new ArrayList<>();
+                    List<Long> marked = new ArrayList<>(candidates.size());
+                    for (List<Long> chunk : chunks(candidates, MAX_IDS_PER_STATEMENT)) {
+                        bindIds(timed(handle.createQuery("SELECT " + RowReader.COLUMNS + " FROM " + names.outbox()
+                                + " WHERE id IN (" + placeholders(chunk.size()) + ") ORDER BY id FOR UPDATE")), 0,
+                                chunk)
+                                .scanResultSet((supplier, context) -> {
+                                    var rs = supplier.get();
+                                    while (rs.next()) {
+                                        if (Arrays.equals(leader, rs.getBytes(7))) {
+                                            continue; // a concurrent mark with the same leader id took it
+                                        }
+                                        Object row = reader.read(rs, leaderId);
+                                        if (row instanceof OutboxRecord record) {
+                                            records.add(record);
+                                            marked.add(record.id());
+                                        } else {
+                                            MarkResult.Rejected bad = (MarkResult.Rejected) row;
+                                            rejected.add(bad);
+                                            marked.add(bad.id());
+                                        }
+                                    }
+                                    return null;
+                                });
+                    }
+                    for (List<Long> chunk : chunks(marked, MAX_IDS_PER_STATEMENT)) {
+                        bindIds(timed(handle.createUpdate("UPDATE " + names.outbox() + " SET leader_id = ?"
+                                + " WHERE id IN (" + placeholders(chunk.size()) + ")")).bind(0, leader), 1, chunk)
+                                .execute();
+                    }
+                    whileLocked.accept(handle);
+                    records.sort(Comparator.comparingLong(OutboxRecord::id));
+                    rejected.sort(Comparator.comparingLong(MarkResult.Rejected::id));
+                    if (!rejected.isEmpty()) {
+                        log.warn("Marked {} row(s) of {} that are not valid messages, first: id {}: {}",
+                                rejected.size(), names.outbox(), rejected.get(0).id(), rejected.get(0).reason());
+                    }
+                    return new MarkResult(records, rejected);
+                });
+    }
+
+    @Override
+    public void purge(Collection<Long> ids) {
+        List<Long> sorted = ids("ids", ids);
+        if (sorted.isEmpty()) {
+            return;
+        }
+        inTransaction("purging " + sorted.size() + " rows of " + names.outbox(), handle -> {
+            for (List<Long> chunk : chunks(sorted, MAX_IDS_PER_STATEMENT)) {
+                bindIds(timed(handle.createUpdate("DELETE FROM " + names.outbox() + " WHERE id IN ("
+                        + placeholders(chunk.size()) + ")")), 0, chunk).execute();
+            }
+            return null;
+        });
+    }
+
+    @Override
+    public void reset(UUID leaderId, Collection<Long> ids) {
+        Objects.requireNonNull(leaderId, "leaderId must not be null");
+        List<Long> sorted = ids("ids", ids);
+        if (sorted.isEmpty()) {
+            return;
+        }
+        byte[] leader = RowReader.bytes(leaderId);
+        inTransaction("resetting " + sorted.size() + " rows of " + names.outbox(), handle -> {
+            for (List<Long> chunk : chunks(sorted, MAX_IDS_PER_STATEMENT)) {
+                // attempts is assigned first: MySQL evaluates assignments left to right, and leader_id's
+                // expression must see the row's leader id as it was.
+                bindIds(timed(handle.createUpdate("UPDATE " + names.outbox() + " SET attempts = attempts + 1,"
+                        + " leader_id = CASE WHEN leader_id = ? THEN " + UNMARKED + " ELSE leader_id END"
+                        + " WHERE id IN (" + placeholders(chunk.size()) + ")")).bind(0, leader), 1, chunk).execute();
+            }
+            return null;
+        });
+    }
+
+    @Override
+    public void park(Map<Long, String> reasons) {
+        Objects.requireNonNull(reasons, "reasons must not be null");
+        if (reasons.isEmpty()) {
+            return;
+        }
+        TreeMap<Long, String> sorted = new TreeMap<>();
+        for (Map.Entry<Long, String> entry : reasons.entrySet()) {
+            if (entry.getKey() == null) {
+                throw new IllegalArgumentException("reasons contains a null id");
+            }
+            sorted.put(entry.getKey(), reason(entry.getValue()));
+        }
+        List<Long> all = new ArrayList<>(sorted.keySet());
+        int chunkSize = MAX_IDS_PER_STATEMENT / 2;
+        inTransaction("parking " + all.size() + " rows of " + names.outbox(), handle -> {
+            for (List<Long> chunk : chunks(all, chunkSize)) {
+                List<Long> present = lockIds(handle, names.outbox(), chunk);
+                if (present.isEmpty()) {
+                    continue;
+                }
+                StringBuilder reasonCase = new StringBuilder("CASE id");
+                for (int i = 0; i < present.size(); i++) {
+                    reasonCase.append(" WHEN ? THEN ?");
+                }
+                reasonCase.append(" END");
+                var insert = timed(handle.createUpdate("INSERT INTO " + names.parked()
+                        + " (id, create_time, topic, `key`, value, headers, leader_id, attempts, reason)"
+                        + " SELECT id, create_time, topic, `key`, value, headers, leader_id, attempts, " + reasonCase
+                        + " FROM " + names.outbox() + " WHERE id IN (" + placeholders(present.size()) + ")"
+                        + " ORDER BY id"));
+                int p = 0;
+                for (Long id : present) {
+                    insert.bind(p++, id).bind(p++, sorted.get(id));
+                }
+                bindIds(insert, p, present).execute();
+                bindIds(timed(handle.createUpdate("DELETE FROM " + names.outbox() + " WHERE id IN ("
+                        + placeholders(present.size()) + ")")), 0, present).execute();
+            }
+            return null;
+        });
+    }
+
+    @Override
+    public List<ParkedRecord> parked(int limit) {
+        if (limit < 1) {
+            throw new IllegalArgumentException("limit must be at least 1: " + limit);
+        }
+        return inTransaction("listing parked rows of " + names.parked(), handle ->
+                timed(handle.createQuery(parkedSql)).bind(0, limit).map((rs, ctx) ->
+                        new ParkedRecord(rs.getLong(1), rs.getString(2), rs.getString(3), rs.getInt(4),
+                                rs.getString(5), RowReader.instant(rs.getBigDecimal(6)))).list());
+    }
+
+    @Override
+    public int replay(Collection<Long> ids) {
+        List<Long> sorted = ids("ids", ids);
+        if (sorted.isEmpty()) {
+            return 0;
+        }
+        int replayed = inTransaction("replaying " + sorted.size() + " parked rows into " + names.outbox(), handle -> {
+            int count = 0;
+            for (List<Long> chunk : chunks(sorted, MAX_IDS_PER_STATEMENT)) {
+                List<Long> present = lockIds(handle, names.parked(), chunk);
+                if (present.isEmpty()) {
+                    continue;
+                }
+                String in = " WHERE id IN (" + placeholders(present.size()) + ")";
+                bindIds(timed(handle.createUpdate("INSERT INTO " + names.outbox() + " (topic, `key`, value, headers)"
+                        + " SELECT topic, `key`, value, headers FROM " + names.parked() + in + " ORDER BY id")), 0,
+                        present).execute();
+                bindIds(timed(handle.createUpdate("DELETE FROM " + names.parked() + in)), 0, present).execute();
+                count += present.size();
+            }
+            return count;
+        });
+        if (replayed > 0) {
+            log.info("Replayed {} parked row(s) into {}", replayed, names.outbox());
+        }
+        return replayed;
+    }
+
+    /**
+     * The rows in the outbox table, marked or not. Exact up to {@value #EXACT_BACKLOG_LIMIT} rows (it counts the
+     * head of the table); above that, the span of ids ({@code MAX(id) - MIN(id) + 1}, read from the ends of the
+     * primary key), an upper bound that overcounts by the ids of rows already delivered, parked or rolled back in
+     * between.
+     */
+    @Override
+    public long backlog() {
+        return inTransaction("counting the backlog of " + names.outbox(), handle ->
+                timed(handle.createQuery(backlogSql)).map((rs, ctx) -> {
+                    long counted = rs.getLong(1);
+                    if (counted <= EXACT_BACKLOG_LIMIT) {
+                        return counted;
+                    }
+                    return Math.max(counted, rs.getLong(2));
+                }).one());
+    }
+
+    @Override
+    public String toString() {
+        return "MySqlStore{table=" + names.outbox() + ", statementTimeout=" + statementTimeout + '}';
+    }
+
+    // ------------------------------------------------------------------------------------------ internals
+
+    /** Locks the rows of {@code table} with the given ids (ascending); returns the ids that exist. */
+    private List<Long> lockIds(Handle handle, String table, List<Long> ids) {
+        return bindIds(timed(handle.createQuery("SELECT id FROM " + table + " WHERE id IN (" + placeholders(ids.size())
+                + ") ORDER BY id FOR UPDATE")), 0, ids).mapTo(Long.class).list();
+    }
+
+    /** Binds {@code ids} to the positional parameters from {@code from} on. */
+    private static <S extends SqlStatement<S>> S bindIds(S statement, int from, List<Long> ids) {
+        int position = from;
+        for (Long id : ids) {
+            statement.bind(position++, id.longValue());
+        }
+        return statement;
+    }
+
+    private <S extends SqlStatement<S>> S timed(S statement) {
+        return statement.setQueryTimeout(queryTimeoutSeconds);
+    }
+
+    /** Work on a handle that may throw SQL exceptions. */
+    @FunctionalInterface
+    private interface Work<T> {
+        T run(Handle handle) throws SQLException;
+    }
+
+    /** Runs {@code work} in a READ COMMITTED transaction of its own and commits it. */
+    private <T> T inTransaction(String operation, Work<T> work) {
+        return withHandle(operation, true, work);
+    }
+
+    /**
+     * Runs {@code work} on a connection of its own, in a READ COMMITTED transaction if {@code transaction}, with
+     * the connection's network timeout bounded; translates every failure and leaves the connection as it found it.
+     */
+    private <T> T withHandle(String operation, boolean transaction, Work<T> work) {
+        Handle handle;
+        try {
+            handle = jdbi.open();
+        } catch (JdbiException | IllegalStateException e) {
+            throw MySqlErrors.translate(operation, e);
+        }
+        // This class ends its transactions itself, on the connection; Jdbi must not second-guess that on close.
+        handle.getConfig(Handles.class).setForceEndTransactions(false);
+        Connection connection = handle.getConnection();
+        Integer previousNetworkTimeout = null;
+        boolean restoreAutoCommit = false;
+        boolean committed = !transaction;
+        try {
+            previousNetworkTimeout = setNetworkTimeout(connection);
+            if (transaction) {
+                if (connection.getAutoCommit()) {
+                    connection.setAutoCommit(false);
+                    restoreAutoCommit = true;
+                } else {
+                    connection.rollback(); // ends whatever the pool left open, so the next line may set the level
+                }
+                try (Statement statement = connection.createStatement()) {
+                    statement.setQueryTimeout(queryTimeoutSeconds);
+                    statement.execute(READ_COMMITTED);
+                }
+            }
+            T result = work.run(handle);
+            if (transaction) {
+                connection.commit();
+                committed = true;
+            }
+            return result;
+        } catch (SQLException | JdbiException | IllegalStateException e) {
+            throw MySqlErrors.translate(operation, e);
+        } finally {
+            release(handle, connection, committed, restoreAutoCommit, previousNetworkTimeout);
+        }
+    }
+
+    private Integer setNetworkTimeout(Connection connection) throws SQLException {
+        try {
+            int previous = connection.getNetworkTimeout();
+            connection.setNetworkTimeout(DIRECT, networkTimeoutMillis);
+            return previous;
+        } catch (SQLFeatureNotSupportedException | UnsupportedOperationException e) {
+            log.debug("The connection does not support a network timeout; relying on the statement timeout", e);
+            return null;
+        }
+    }
+
+    private static void release(Handle handle, Connection connection, boolean committed, boolean restoreAutoCommit,
+                                Integer previousNetworkTimeout) {
+        try {
+            if (!committed) {
+                connection.rollback();
+            }
+            if (restoreAutoCommit) {
+                connection.setAutoCommit(true);
+            }
+            if (previousNetworkTimeout != null) {
+                connection.setNetworkTimeout(DIRECT, previousNetworkTimeout);
+            }
+        } catch (SQLException | RuntimeException e) {
+            // A broken connection: the server rolls back whatever was open; the pool discards the connection.
+            log.debug("Could not restore a connection after use", e);
+        }
+        try {
+            handle.close();
+        } catch (RuntimeException e) {
+            log.debug("Could not close a connection cleanly", e);
+        }
+    }
+
+    private static String reason(String reason) {
+        if (reason == null) {
+            return "(no reason given)";
+        }
+        String text = reason.length() > MAX_REASON_LENGTH ? reason.substring(0, MAX_REASON_LENGTH) + "…" : reason;
+        StringBuilder out = new StringBuilder(text.length());
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < text.length() && Character.isLowSurrogate(text.charAt(i + 1))) {
+                out.append(c).append(text.charAt(++i));
+            } else {
+                out.append(Character.isSurrogate(c) ? '\uFFFD' : c); // utf8mb4 cannot store a lone surrogate
+            }
+        }
+        return out.toString();
+    }
+
+    /** The ids, checked, without duplicates, ascending (so that rows are always locked in the same order). */
+    private static List<Long> ids(String what, Collection<Long> ids) {
+        Objects.requireNonNull(ids, what + " must not be null");
+        TreeSet<Long> sorted = new TreeSet<>();
+        int i = 0;
+        for (Long id : ids) {
+            if (id == null) {
+                throw new IllegalArgumentException(what + " contains null at position " + i);
+            }
+            sorted.add(id);
+            i++;
+        }
+        return new ArrayList<>(sorted);
+    }
+
+    /** {@code ids} in consecutive pieces of at most {@code size}; none for no ids. */
+    private static List<List<Long>> chunks(List<Long> ids, int size) {
+        if (ids.isEmpty()) {
+            return List.of();
+        }
+        if (ids.size() <= size) {
+            return List.of(ids);
+        }
+        List<List<Long>> chunks = new ArrayList<>();
+        for (int from = 0; from < ids.size(); from += size) {
+            chunks.add(ids.subList(from, Math.min(ids.size(), from + size)));
+        }
+        return chunks;
+    }
+
+    private static String placeholders(int count) {
+        StringBuilder out = new StringBuilder(count * 3);
+        for (int i = 0; i < count; i++) {
+            out.append(i == 0 ? "?" : ", ?");
+        }
+        return out.toString();
+    }
+
+    /** The statements of {@code script}: comment lines dropped, split at {@code ;} ending a line. */
+    static List<String> statements(String script) {
+        StringBuilder current = new StringBuilder();
+        List<String> statements = new ArrayList<>();
+        for (String line : script.split("\n")) {
+            String trimmed = line.strip();
+            if (trimmed.startsWith("--") || trimmed.isEmpty()) {
+                continue;
+            }
+            current.append(line).append('\n');
+            if (trimmed.endsWith(";")) {
+                String sql = current.toString().strip();
+                statements.add(sql.substring(0, sql.length() - 1));
+                current.setLength(0);
+            }
+        }
+        if (!current.toString().isBlank()) {
+            statements.add(current.toString().strip());
+        }
+        return statements;
+    }
+
+    private static String schemaTemplate() {
+        try (InputStream in = MySqlStore.class.getClassLoader().getResourceAsStream(SCHEMA_RESOURCE)) {
+            if (in == null) {
+                throw new IllegalStateException("resource " + SCHEMA_RESOURCE + " is missing from the classpath");
+            }
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + SCHEMA_RESOURCE, e);
+        }
+    }
+
+    /**
+     * Configures a {@link MySqlStore}. Not thread-safe; {@link #build()} returns an immutable store. Every setter
+     * rejects a bad value at once, naming it.
+     */
+    public static final class Builder {
+        private final Jdbi jdbi;
+        private String schema;
+        private String table = DEFAULT_TABLE;
+        private Duration statementTimeout = DEFAULT_STATEMENT_TIMEOUT;
+        private int maxKeyLength = DEFAULT_MAX_KEY_LENGTH;
+
+        private Builder(Jdbi jdbi) {
+            this.jdbi = jdbi;
+        }
+
+        /**
+         * The database ("schema" in MySQL's words) of the outbox tables. Default: none, so the tables are found in
+         * the connection's current database. Lower-case letters, digits and underscores, at most 64 characters.
+         */
+        public Builder schema(String schema) {
+            this.schema = TABLE_NAMES.validateSchema(schema);
+            return this;
+        }
+
+        /**
+         * The outbox table's name; the parked rows go to a table of the same name with {@code _parked} appended.
+         * Default {@value MySqlStore#DEFAULT_TABLE}. Lower-case letters, digits and underscores, at most 57
+         * characters (so that the parked table's name fits MySQL's limit of 64).
+         */
+        public Builder table(String table) {
+            this.table = TABLE_NAMES.validateTable(table);
+            return this;
+        }
+
+        /**
+         * The longest any statement (or lock wait) of a store call may take; default 30 s, at least 1 ms. Applied
+         * as a JDBC query timeout, which MySQL counts in whole seconds: it is rounded up.
+         */
+        public Builder statementTimeout(Duration statementTimeout) {
+            Objects.requireNonNull(statementTimeout, "statementTimeout must not be null");
+            if (statementTimeout.toMillis() < 1) {
+                throw new IllegalArgumentException("statementTimeout must be at least 1 ms: " + statementTimeout);
+            }
+            if (statementTimeout.toMillis() > Integer.MAX_VALUE / 2) {
+                throw new IllegalArgumentException("statementTimeout must be at most "
+                        + Duration.ofMillis(Integer.MAX_VALUE / 2) + ": " + statementTimeout);
+            }
+            this.statementTimeout = statementTimeout;
+            return this;
+        }
+
+        /**
+         * The longest key, in characters, that the publisher writes and that a marked row may have (a longer
+         * one, written by plain SQL, is rejected so that the dispatcher parks it). Default and the schema's
+         * column width: {@value MySqlStore#DEFAULT_MAX_KEY_LENGTH}. Set it lower to what your consumers accept, or
+         * higher only after widening the {@code key} column.
+         */
+        public Builder maxKeyLength(int maxKeyLength) {
+            if (maxKeyLength < 1) {
+                throw new IllegalArgumentException("maxKeyLength must be at least 1: " + maxKeyLength);
+            }
+            this.maxKeyLength = maxKeyLength;
+            return this;
+        }
+
+        public MySqlStore build() {
+            return new MySqlStore(this);
+        }
+    }
+}

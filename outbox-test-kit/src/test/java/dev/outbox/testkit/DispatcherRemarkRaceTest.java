@@ -1,0 +1,157 @@
+package dev.outbox.testkit;
+
+import dev.outbox.Dispatcher;
+import dev.outbox.DispatcherConfig;
+import dev.outbox.OutboxMessage;
+import dev.outbox.OutboxRecord;
+import dev.outbox.ParkedRecord;
+import dev.outbox.Publisher;
+import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.Store;
+import dev.outbox.testkit.BrokerFaults.Fault;
+import dev.outbox.testkit.BrokerFaults.Outcome;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A record in flight when the leader takes a fresh leader id (after another record failed) is marked again by
+ * the next mark. If its acknowledgement arrives and its purge commits while that mark is returning — after the
+ * store returned the row, before the dispatcher queued it — the dispatcher must not send it a second time: it
+ * was delivered, and nothing failed for it. (Found by the end-to-end suite: a record too large for its topic
+ * made the leader refresh its id, and records in flight at that moment were published twice.)
+ */
+class DispatcherRemarkRaceTest {
+    private static final Duration WAIT = Duration.ofSeconds(20);
+
+    @Test
+    void aRecordPurgedWhileItsRemarkReturnsIsNotSentAgain() throws Exception {
+        AtomicBoolean firstSendOfA = new AtomicBoolean(true);
+        InMemoryBroker broker = InMemoryBroker.builder().faults(r -> {
+            if (r.key().equals("poison")) {
+                return Fault.of(Outcome.FAIL_PERMANENT);
+            }
+            if (r.key().equals("a") && firstSendOfA.getAndSet(false)) {
+                return Fault.of(Outcome.HANG); // in flight until the test releases it
+            }
+            return Fault.ACK;
+        }).build();
+        InMemoryStore memory = new InMemoryStore();
+        GatedStore store = new GatedStore(memory);
+        long a;
+        try (InMemoryStore.Transaction tx = memory.begin()) {
+            a = tx.write(OutboxMessage.of("t", "a", "1"));
+            tx.write(OutboxMessage.of("t", "poison", "x"));
+            tx.commit();
+        }
+        store.gate(a);
+        DispatcherConfig config = DispatcherConfig.builder()
+                .pollInterval(Duration.ofMillis(10))
+                .markBackoff(Duration.ofMillis(1))
+                .heartbeatTimeout(Duration.ofMillis(300))
+                .ioErrorBackoff(Duration.ofMillis(5))
+                .maxIoErrorBackoff(Duration.ofMillis(50))
+                .build();
+        try (Dispatcher d = Dispatcher.builder(store, broker).config(config).name("remark-race").build()) {
+            d.start();
+            // The poison record fails and is parked; the leader takes a fresh id and marks `a` again while `a` is
+            // still in flight. That mark is held just after the store returned `a`.
+            assertThat(store.gateReached.await(WAIT.toSeconds(), TimeUnit.SECONDS)).as("re-mark of a").isTrue();
+            assertThat(memory.parkedRows()).extracting(ParkedRecord::key).containsExactly("poison");
+            // Now `a` is acknowledged and purged...
+            assertThat(broker.releaseHung()).isEqualTo(1);
+            Await.untilOrFail(() -> memory.size() == 0 && d.inFlightRecords() == 0, WAIT,
+                    () -> "a purged: rows " + memory.rows() + ", in flight " + d.inFlightRecords());
+            // ... and only then does the held mark return to the dispatcher.
+            int marks = store.marks.get();
+            store.proceed.countDown();
+            Await.untilOrFail(() -> store.marks.get() >= marks + 2, WAIT, () -> "the dispatcher marking on");
+        }
+        List<OutboxRecord> deliveredA = broker.delivered().stream().filter(r -> r.key().equals("a")).toList();
+        assertThat(deliveredA).as("deliveries of a").hasSize(1);
+    }
+
+    /** A store whose mark, once it returns the gated id again, waits for the test before returning. */
+    private static final class GatedStore implements Store {
+        private final InMemoryStore delegate;
+        final CountDownLatch gateReached = new CountDownLatch(1);
+        final CountDownLatch proceed = new CountDownLatch(1);
+        final AtomicInteger marks = new AtomicInteger();
+        private volatile long gated = -1;
+        private volatile UUID firstLeaderId;
+
+        GatedStore(InMemoryStore delegate) {
+            this.delegate = delegate;
+        }
+
+        void gate(long id) {
+            gated = id;
+        }
+
+        @Override
+        public MarkResult mark(UUID leaderId, int limit) {
+            MarkResult result = delegate.mark(leaderId, limit);
+            marks.incrementAndGet();
+            boolean hasGated = result.records().stream().anyMatch(r -> r.id() == gated);
+            if (hasGated && firstLeaderId == null) {
+                firstLeaderId = leaderId;
+            } else if (hasGated && !leaderId.equals(firstLeaderId) && gateReached.getCount() > 0) {
+                gateReached.countDown();
+                try {
+                    if (!proceed.await(WAIT.toSeconds(), TimeUnit.SECONDS)) {
+                        throw new IllegalStateException("the test never let the mark return");
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("interrupted", e);
+                }
+            }
+            return result;
+        }
+
+        @Override
+        public Publisher publisher() {
+            return delegate.publisher();
+        }
+
+        @Override
+        public void purge(Collection<Long> ids) {
+            delegate.purge(ids);
+        }
+
+        @Override
+        public void reset(UUID leaderId, Collection<Long> ids) {
+            delegate.reset(leaderId, ids);
+        }
+
+        @Override
+        public void park(Map<Long, String> reasons) {
+            delegate.park(reasons);
+        }
+
+        @Override
+        public List<ParkedRecord> parked(int limit) {
+            return delegate.parked(limit);
+        }
+
+        @Override
+        public int replay(Collection<Long> ids) {
+            return delegate.replay(ids);
+        }
+
+        @Override
+        public long backlog() {
+            return delegate.backlog();
+        }
+    }
+}
