@@ -4,7 +4,7 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.broker.kafka.KafkaMessageBroker;
-import dev.outbox.store.postgres.PostgresStore;
+import dev.outbox.spi.Store;
 import dev.outbox.testservers.JdbcServer;
 import dev.outbox.testservers.KafkaServer;
 import dev.outbox.testservers.TestServers;
@@ -32,8 +32,8 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * The servers and settings every scenario of one run shares: the Postgres database {@code outbox_bench} with
- * a connection pool, the Kafka cluster, the Dispatcher configuration and the producer properties. Not
+ * The servers and settings every scenario of one run shares: the database {@code outbox_bench} (Postgres,
+ * MySQL or MariaDB) with a connection pool, the Kafka cluster, the Dispatcher configuration and the producer properties. Not
  * thread-safe to set up; its getters are safe from any thread once built.
  */
 final class BenchEnvironment implements AutoCloseable {
@@ -41,19 +41,17 @@ final class BenchEnvironment implements AutoCloseable {
     static final String TABLE = "outbox";
 
     private final BenchmarkOptions options;
-    private final JdbcServer postgres;
+    private final BenchDatabase database;
     private final KafkaServer kafka;
-    private final String jdbcUrl;
-    private final HikariDataSource pool;
-    private final PostgresStore store;
     private final AtomicInteger topics = new AtomicInteger();
 
     BenchEnvironment(BenchmarkOptions options) {
         this.options = options;
-        if (options.postgresUrl != null) {
-            System.setProperty("outbox.test.postgres.url", options.postgresUrl);
-            System.setProperty("outbox.test.postgres.user", options.postgresUser);
-            System.setProperty("outbox.test.postgres.password", options.postgresPassword);
+        String kind = options.database;
+        if (options.dbUrl != null) {
+            System.setProperty("outbox.test." + kind + ".url", options.dbUrl);
+            System.setProperty("outbox.test." + kind + ".user", options.dbUser);
+            System.setProperty("outbox.test." + kind + ".password", options.dbPassword);
         }
         if (options.kafkaBootstrap != null) {
             System.setProperty(TestServers.KAFKA_BOOTSTRAP_PROPERTY, options.kafkaBootstrap);
@@ -61,51 +59,49 @@ final class BenchEnvironment implements AutoCloseable {
         if (System.getProperty(TestServers.MODE_PROPERTY) == null) {
             System.setProperty(TestServers.MODE_PROPERTY, options.servers);
         }
-        Progress.say("starting Postgres and Kafka (%s)...", options.servers);
+        Progress.say("starting %s and Kafka (%s)...", kind, options.servers);
         // Kafka's test kit prints its formatting steps on standard output, which carries only the report.
         java.io.PrintStream stdout = System.out;
         System.setOut(System.err);
+        JdbcServer server;
         try {
-            this.postgres = TestServers.postgres();
+            server = TestServers.jdbc(JdbcServer.Kind.valueOf(kind.toUpperCase(java.util.Locale.ROOT)));
             this.kafka = TestServers.kafka();
         } finally {
             System.setOut(stdout);
         }
-        this.jdbcUrl = postgres.createDatabase(DATABASE);
-        if (!options.synchronousCommit.equals("server")) {
-            execute(postgres.dataSource(jdbcUrl), "ALTER DATABASE " + DATABASE + " SET synchronous_commit = "
-                    + options.synchronousCommit);
-        }
-        HikariConfig config = new HikariConfig();
-        config.setJdbcUrl(jdbcUrl);
-        config.setUsername(postgres.username());
-        config.setPassword(postgres.password());
-        config.setMaximumPoolSize(Math.max(8, options.writers + 4));
-        config.setMinimumIdle(0);
-        config.setConnectionTimeout(30_000);
-        config.setPoolName("bench");
-        this.pool = new HikariDataSource(config);
-        this.store = PostgresStore.builder(pool).table(TABLE).build();
+        int poolSize = Math.max(8, options.writers + 4);
+        this.database = kind.equals("postgres")
+                ? new PostgresDatabase(server, options.synchronousCommit, poolSize)
+                : new MySqlDatabase(kind, server, options.synchronousCommit, poolSize);
     }
 
-    JdbcServer postgres() {
-        return postgres;
+    BenchDatabase database() {
+        return database;
     }
 
     KafkaServer kafka() {
         return kafka;
     }
 
-    String jdbcUrl() {
-        return jdbcUrl;
-    }
-
     DataSource pool() {
-        return pool;
+        return database.pool();
     }
 
-    PostgresStore store() {
-        return store;
+    Store store() {
+        return database.store();
+    }
+
+    static HikariDataSource pool(String url, String user, String password, int size) {
+        HikariConfig config = new HikariConfig();
+        config.setJdbcUrl(url);
+        config.setUsername(user);
+        config.setPassword(password);
+        config.setMaximumPoolSize(size);
+        config.setMinimumIdle(0);
+        config.setConnectionTimeout(30_000);
+        config.setPoolName("bench");
+        return new HikariDataSource(config);
     }
 
     /** The Dispatcher configuration of the throughput and latency scenarios. */
@@ -173,23 +169,6 @@ final class BenchEnvironment implements AutoCloseable {
         return name;
     }
 
-    /** The database server's settings that matter for the drain rate, for the report. */
-    Map<String, String> databaseSettings() {
-        Map<String, String> settings = new LinkedHashMap<>();
-        try (Connection c = pool.getConnection(); Statement s = c.createStatement()) {
-            for (String name : new String[] {"server_version", "synchronous_commit", "fsync", "wal_level",
-                    "shared_buffers", "max_wal_size", "autovacuum"}) {
-                try (ResultSet rs = s.executeQuery("SHOW " + name)) {
-                    rs.next();
-                    settings.put(name, rs.getString(1));
-                }
-            }
-        } catch (SQLException e) {
-            settings.put("error", e.getMessage());
-        }
-        return settings;
-    }
-
     static void execute(DataSource ds, String sql) {
         try (Connection c = ds.getConnection(); Statement s = c.createStatement()) {
             s.execute(sql);
@@ -217,6 +196,6 @@ final class BenchEnvironment implements AutoCloseable {
 
     @Override
     public void close() {
-        pool.close();
+        database.close();
     }
 }

@@ -42,11 +42,13 @@ final class BenchmarkOptions {
     Map<String, String> producer = new LinkedHashMap<>();
     String synchronousCommit = "on";
     String servers = "embedded";
-    String postgresUrl;
-    String postgresUser = "postgres";
-    String postgresPassword = "";
+    String database = "postgres";
+    String dbUrl;
+    String dbUser;
+    String dbPassword = "";
     String kafkaBootstrap;
     Path out = Path.of(System.getProperty("bench.out", "target/benchmark"));
+    private boolean outDefault = true;
     Duration timeout = Duration.ofMinutes(10);
     long seed = 42;
     String command = System.getProperty("bench.command", "java dev.outbox.benchmarks.Benchmark");
@@ -164,11 +166,21 @@ final class BenchmarkOptions {
                 }
                 servers = v;
             }
-            case "--postgres-url" -> postgresUrl = value;
-            case "--postgres-user" -> postgresUser = value;
-            case "--postgres-password" -> postgresPassword = value;
+            case "--database" -> {
+                String v = value.toLowerCase(Locale.ROOT);
+                if (!Set.of("postgres", "mysql", "mariadb").contains(v)) {
+                    throw new IllegalArgumentException(name + " takes postgres, mysql or mariadb, not '" + value + "'");
+                }
+                database = v;
+            }
+            case "--db-url" -> dbUrl = value;
+            case "--db-user" -> dbUser = value;
+            case "--db-password" -> dbPassword = value;
             case "--kafka-bootstrap" -> kafkaBootstrap = value;
-            case "--out" -> out = Path.of(value);
+            case "--out" -> {
+                out = Path.of(value);
+                outDefault = false;
+            }
             case "--timeout" -> timeout = seconds(name, value, false);
             case "--seed" -> seed = Long.parseLong(value);
             default -> throw new IllegalArgumentException("unknown flag " + name + "; try --help");
@@ -179,6 +191,12 @@ final class BenchmarkOptions {
         if (markBatchSize > maxInFlightRecords) {
             throw new IllegalArgumentException("--mark-batch (" + markBatchSize + ") must not exceed --max-in-flight ("
                     + maxInFlightRecords + ")");
+        }
+        if (dbUrl != null && dbUser == null) {
+            throw new IllegalArgumentException("--db-url needs --db-user");
+        }
+        if (outDefault && !database.equals("postgres")) {
+            out = Path.of(out + "-" + database);
         }
         if (scenarios.isEmpty()) {
             throw new IllegalArgumentException("--scenarios selects nothing");
@@ -256,14 +274,18 @@ final class BenchmarkOptions {
                   --mark-batch N (1000) --max-in-flight N (10000) --purge-batch N (5000)
                   --producer name=value extra Kafka producer property for the Dispatcher and the ceilings
                                         (repeatable; e.g. --producer compression.type=lz4)
-                Servers (embedded by default: Postgres 17 in a child process, Kafka in this JVM)
+                Servers (embedded by default: the database in a child process, Kafka in this JVM)
+                  --database postgres|mysql|mariadb    the store measured (postgres)
                   --servers embedded|docker|auto
-                  --postgres-url URL --postgres-user U --postgres-password P   an existing Postgres; the
+                  --db-url URL --db-user U --db-password P   an existing server of that database; the
                                         benchmark drops and creates the database outbox_bench on it
-                  --kafka-bootstrap HOST:PORT                                  an existing Kafka cluster
-                  --synchronous-commit on|off|server   for the benchmark database (on, like production)
+                  --kafka-bootstrap HOST:PORT                an existing Kafka cluster
+                  --synchronous-commit on|off|server   Postgres: synchronous_commit of the benchmark database;
+                                        MySQL/MariaDB: innodb_flush_log_at_trx_commit 1 (on) or 2 (off),
+                                        server-wide (on, like production)
                 Output
-                  --out DIR             where results.{txt,csv,json} go (outbox-benchmarks/target/benchmark)
+                  --out DIR             where results.{txt,csv,json} go (outbox-benchmarks/target/benchmark,
+                                        or .../benchmark-mysql, .../benchmark-mariadb)
                   --timeout S           give up on one scenario after this long (600)
                   --seed N              random seed for keys and values (42)
                 """;

@@ -6,6 +6,8 @@ import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.DispatcherListener;
 import dev.outbox.broker.kafka.KafkaMessageBroker;
+import dev.outbox.spi.Store;
+import dev.outbox.store.mysql.MySqlStore;
 import dev.outbox.store.postgres.PostgresStore;
 
 import java.util.LinkedHashMap;
@@ -29,7 +31,10 @@ public final class LeaderProcess {
         pool.setMaximumPoolSize(4);
         pool.setPoolName("bench-child");
         HikariDataSource ds = new HikariDataSource(pool);
-        PostgresStore store = PostgresStore.builder(ds).table(System.getProperty("bench.table")).build();
+        String table = System.getProperty("bench.table");
+        Store store = System.getProperty("bench.database", "postgres").equals("postgres")
+                ? PostgresStore.builder(ds).table(table).build()
+                : MySqlStore.builder(ds).table(table).build();
         Map<String, Object> producer = new LinkedHashMap<>();
         for (String name : System.getProperties().stringPropertyNames()) {
             if (name.startsWith("bench.producer.")) {

@@ -1,6 +1,7 @@
 package dev.outbox.benchmarks;
 
 import dev.outbox.DispatcherConfig;
+import dev.outbox.testservers.JdbcServer;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -31,7 +32,7 @@ final class Report {
     Instant finishedAt;
     double loadAtStart;
     double loadAtEnd;
-    String postgres = "?";
+    String database = "?";
     String kafka = "?";
     Map<String, String> databaseSettings = new LinkedHashMap<>();
     Map<String, Object> producer = new LinkedHashMap<>();
@@ -45,12 +46,17 @@ final class Report {
     }
 
     void describeEnvironment(BenchEnvironment env) {
-        postgres = "PostgreSQL " + env.postgres().version() + " (" + env.postgres().mode().name().toLowerCase(Locale.ROOT)
-                + ")";
+        JdbcServer server = env.database().server();
+        String product = switch (server.kind()) {
+            case POSTGRES -> "PostgreSQL";
+            case MYSQL -> "MySQL";
+            case MARIADB -> "MariaDB";
+        };
+        database = product + " " + server.version() + " (" + server.mode().name().toLowerCase(Locale.ROOT) + ")";
         kafka = "Kafka " + env.kafka().version() + " (" + env.kafka().mode().name().toLowerCase(Locale.ROOT)
                 + (env.kafka().mode().name().equals("EMBEDDED") ? ", single KRaft node in the benchmark's JVM" : "")
                 + ")";
-        databaseSettings = env.databaseSettings();
+        databaseSettings = env.database().settings();
         producer = env.producerProperties();
         producer.remove("bootstrap.servers");
         dispatcher = env.dispatcherConfig();
@@ -153,7 +159,7 @@ final class Report {
                 loadAtStart, loadAtEnd)).append('\n');
         out.append("Java:      ").append(Machine.java()).append(", max heap ").append(Machine.maxHeapMiB())
                 .append(" MiB\n");
-        out.append("Database:  ").append(postgres).append("; ").append(join(databaseSettings)).append('\n');
+        out.append("Database:  ").append(database).append("; ").append(join(databaseSettings)).append('\n');
         out.append("Broker:    ").append(kafka).append(", topics of ").append(options.partitions)
                 .append(" partitions, replication factor 1\n");
         out.append("Dispatcher: markBatchSize=").append(dispatcher.markBatchSize()).append(", maxInFlightRecords=")
@@ -341,7 +347,7 @@ final class Report {
         machine.put("loadAverageAtStart", loadAtStart);
         machine.put("loadAverageAtEnd", loadAtEnd);
         meta.put("machine", machine);
-        meta.put("database", postgres);
+        meta.put("database", database);
         meta.put("databaseSettings", databaseSettings);
         meta.put("broker", kafka);
         meta.put("partitions", options.partitions);

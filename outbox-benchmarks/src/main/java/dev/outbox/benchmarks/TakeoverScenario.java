@@ -175,10 +175,7 @@ final class TakeoverScenario {
         cmd.add(java);
         cmd.add("-Xmx512m");
         cmd.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
-        cmd.add("-Dbench.jdbc.url=" + env.jdbcUrl());
-        cmd.add("-Dbench.jdbc.user=" + env.postgres().username());
-        cmd.add("-Dbench.jdbc.password=" + env.postgres().password());
-        cmd.add("-Dbench.table=" + BenchEnvironment.TABLE);
+        env.database().childProperties().forEach((k, v) -> cmd.add("-D" + k + "=" + v));
         cmd.add("-Dbench.bootstrap=" + env.kafka().bootstrapServers());
         cmd.add("-Dbench.leaderTopic=" + leaderTopic);
         cmd.add("-Dbench.markBatchSize=" + config.markBatchSize());

@@ -5,7 +5,7 @@ import dev.outbox.DispatcherConfig;
 import dev.outbox.OutboxRecord;
 import dev.outbox.broker.kafka.KafkaMessageBroker;
 import dev.outbox.spi.MarkResult;
-import dev.outbox.store.postgres.PostgresStore;
+import dev.outbox.spi.Store;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -224,7 +224,7 @@ final class ThroughputScenarios {
     Run naive(int rows, long seed) throws Exception {
         String topic = env.newTopic("naive");
         double fill = backlog.fill(topic, rows, seed);
-        PostgresStore store = env.store();
+        Store store = env.store();
         Map<String, Object> props = env.producerProperties();
         props.put(ProducerConfig.LINGER_MS_CONFIG, 0);
         props.put(ProducerConfig.CLIENT_ID_CONFIG, "bench-naive");

@@ -1,0 +1,53 @@
+package dev.outbox.benchmarks;
+
+import dev.outbox.spi.Store;
+import dev.outbox.testservers.JdbcServer;
+
+import javax.sql.DataSource;
+import java.util.Map;
+
+/**
+ * The database a run measures, with what the scenarios need beyond the {@link Store} port: a pool, a way to
+ * empty the outbox and to pre-fill it fast, and the settings worth reporting. Implementations are thread-safe
+ * once built.
+ */
+interface BenchDatabase extends AutoCloseable {
+    /** {@code postgres}, {@code mysql} or {@code mariadb}. */
+    String name();
+
+    JdbcServer server();
+
+    String jdbcUrl();
+
+    DataSource pool();
+
+    Store store();
+
+    /** Drops the outbox tables and creates them with the store's own DDL. */
+    void reset();
+
+    /**
+     * Fills the (just reset) outbox with {@code rows} rows of {@code topic}, keys drawn by {@code keyOf}, values
+     * by {@code valueOf}, as fast as the database takes them, then refreshes its statistics.
+     */
+    void fill(String topic, int rows, RowSource source);
+
+    long count();
+
+    /** The server settings that matter for these measurements. */
+    Map<String, String> settings();
+
+    /** The arguments a {@link LeaderProcess} needs to build the same store. */
+    Map<String, String> childProperties();
+
+    @Override
+    void close();
+
+    /** Produces the backlog's rows in order. Not thread-safe. */
+    interface RowSource {
+        String nextKey();
+
+        /** The next value; the array may be reused by the next call. */
+        byte[] nextValue();
+    }
+}

@@ -1,0 +1,134 @@
+package dev.outbox.benchmarks;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outbox.store.mysql.MySqlStore;
+import dev.outbox.testservers.JdbcServer;
+
+import javax.sql.DataSource;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * The benchmark database on MySQL 8 or MariaDB: {@link MySqlStore}, filled with multi-row {@code INSERT}s
+ * (Connector/J's {@code rewriteBatchedStatements}). Thread-safe.
+ */
+final class MySqlDatabase implements BenchDatabase {
+    private static final int ROWS_PER_STATEMENT = 1_000;
+    private static final int ROWS_PER_TRANSACTION = 20_000;
+
+    private final String name;
+    private final JdbcServer server;
+    private final String jdbcUrl;
+    private final HikariDataSource pool;
+    private final MySqlStore store;
+
+    /**
+     * @param synchronousCommit on: {@code innodb_flush_log_at_trx_commit=1} (flush at every commit, the
+     *                          default of a MySQL server); off: 2 (write at commit, flush once a second);
+     *                          server: keep the server's
+     */
+    MySqlDatabase(String name, JdbcServer server, String synchronousCommit, int poolSize) {
+        this.name = name;
+        this.server = server;
+        this.jdbcUrl = server.createDatabase(BenchEnvironment.DATABASE);
+        if (!synchronousCommit.equals("server")) {
+            BenchEnvironment.execute(server.dataSource(jdbcUrl), "SET GLOBAL innodb_flush_log_at_trx_commit = "
+                    + (synchronousCommit.equals("off") ? 2 : 1));
+        }
+        String url = jdbcUrl + (jdbcUrl.contains("?") ? "&" : "?") + "rewriteBatchedStatements=true";
+        this.pool = BenchEnvironment.pool(url, server.username(), server.password(), poolSize);
+        this.store = MySqlStore.builder(pool).table(BenchEnvironment.TABLE).build();
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public JdbcServer server() {
+        return server;
+    }
+
+    @Override
+    public String jdbcUrl() {
+        return jdbcUrl;
+    }
+
+    @Override
+    public DataSource pool() {
+        return pool;
+    }
+
+    @Override
+    public MySqlStore store() {
+        return store;
+    }
+
+    @Override
+    public void reset() {
+        BenchEnvironment.execute(pool, "DROP TABLE IF EXISTS " + store.table() + ", " + store.parkedTable());
+        store.createSchema();
+    }
+
+    @Override
+    public void fill(String topic, int rows, RowSource source) {
+        String sql = "INSERT INTO " + store.table() + " (topic, `key`, value) VALUES (?, ?, ?)";
+        try (Connection c = pool.getConnection(); PreparedStatement s = c.prepareStatement(sql)) {
+            c.setAutoCommit(false);
+            for (int i = 1; i <= rows; i++) {
+                s.setString(1, topic);
+                s.setString(2, source.nextKey());
+                s.setBytes(3, source.nextValue().clone());
+                s.addBatch();
+                if (i % ROWS_PER_STATEMENT == 0 || i == rows) {
+                    s.executeBatch();
+                }
+                if (i % ROWS_PER_TRANSACTION == 0 || i == rows) {
+                    c.commit();
+                }
+            }
+            c.setAutoCommit(true);
+        } catch (SQLException e) {
+            throw new IllegalStateException("inserting " + rows + " rows failed: " + e.getMessage(), e);
+        }
+        BenchEnvironment.execute(pool, "ANALYZE TABLE " + store.table());
+    }
+
+    @Override
+    public long count() {
+        return BenchEnvironment.queryLong(pool, "SELECT count(*) FROM " + store.table());
+    }
+
+    @Override
+    public Map<String, String> settings() {
+        Map<String, String> settings = new LinkedHashMap<>();
+        try (Connection c = pool.getConnection(); Statement s = c.createStatement();
+             ResultSet rs = s.executeQuery("SHOW GLOBAL VARIABLES WHERE Variable_name IN"
+                     + " ('innodb_flush_log_at_trx_commit', 'sync_binlog', 'log_bin', 'innodb_buffer_pool_size',"
+                     + " 'innodb_redo_log_capacity', 'innodb_log_file_size', 'transaction_isolation')")) {
+            while (rs.next()) {
+                settings.put(rs.getString(1), rs.getString(2));
+            }
+        } catch (SQLException e) {
+            settings.put("error", e.getMessage());
+        }
+        return settings;
+    }
+
+    @Override
+    public Map<String, String> childProperties() {
+        return Map.of("bench.database", name, "bench.jdbc.url", jdbcUrl, "bench.jdbc.user", server.username(),
+                "bench.jdbc.password", server.password(), "bench.table", BenchEnvironment.TABLE);
+    }
+
+    @Override
+    public void close() {
+        pool.close();
+    }
+}
