@@ -32,7 +32,8 @@ import java.util.concurrent.locks.LockSupport;
  */
 final class LatencyScenario {
     /** The outcome of one offered rate. */
-    record Result(int offeredRate, int recordsPerTx, int writers, double achievedRate, double ackRate,
+    record Result(int offeredRate, int recordsPerTx, int writers, double achievedRate, boolean writersKeptUp,
+                  double ackRate,
                   long measured, long unacknowledged, Stats commitToAck, Stats commitToConsume,
                   long backlogMax, long backlogEnd, double backlogSlope, boolean sustainable, double drainAfterSeconds) {
     }
@@ -137,21 +138,25 @@ final class LatencyScenario {
         long measured = 0;
         long missing = 0;
         long ackedInWindow = 0;
+        long committedInWindow = 0;
         long windowEnd = end - base + 1;
         for (int i = 0; i < total; i++) {
             long c = committed.get(i);
+            long a = acked.get(i);
+            if (a >= measuredFrom && a <= windowEnd) {
+                ackedInWindow++;
+            }
             if (c == 0 || c < measuredFrom) {
                 continue;
             }
+            if (c <= windowEnd) {
+                committedInWindow++;
+            }
             measured++;
-            long a = acked.get(i);
             if (a == 0) {
                 missing++;
             } else {
                 toAck[nAck++] = Math.max(0, a - c);
-                if (a <= windowEnd) {
-                    ackedInWindow++;
-                }
             }
             long r = consumed.get(i);
             if (r != 0) {
@@ -159,14 +164,15 @@ final class LatencyScenario {
             }
         }
         double windowSeconds = options.duration.toNanos() / 1e9;
-        double achieved = measured / windowSeconds;
+        double achieved = committedInWindow / windowSeconds;
+        boolean writersKeptUp = achieved >= 0.95 * rate;
         long backlogEnd = sampler.last();
         double slope = sampler.slope();
         boolean sustainable = slope < 0.02 * rate && backlogEnd <= Math.max(1_000, rate)
                 && missing == 0;
-        return new Result(rate, perTx, writers, achieved, ackedInWindow / windowSeconds, measured, missing,
-                Stats.of(toAck, nAck), Stats.of(toConsume, nConsume), sampler.max(), backlogEnd, slope, sustainable,
-                drainAfter);
+        return new Result(rate, perTx, writers, achieved, writersKeptUp, ackedInWindow / windowSeconds, measured,
+                missing, Stats.of(toAck, nAck), Stats.of(toConsume, nConsume), sampler.max(), backlogEnd, slope,
+                sustainable, drainAfter);
     }
 
     private void write(long first, long end, long interval, int perTx, String topic, long seed, AtomicLong sequences,

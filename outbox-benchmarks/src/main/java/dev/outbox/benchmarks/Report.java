@@ -122,9 +122,10 @@ final class Report {
         }
         for (LatencyScenario.Result l : latency) {
             if (l.offeredRate() == 5_000) {
-                boolean met = l.commitToAck().p99() < 100 && l.sustainable();
+                boolean met = l.commitToAck().p99() < 100 && l.sustainable() && l.writersKeptUp();
                 g.add(new String[] {"at 5,000 records/s: p99 commit->ack < 100 ms, backlog bounded",
-                        fmt("p99 %.1f ms, %s", l.commitToAck().p99(), l.sustainable() ? "bounded" : "grew"),
+                        fmt("p99 %.1f ms, %s%s", l.commitToAck().p99(), l.sustainable() ? "bounded" : "grew",
+                                l.writersKeptUp() ? "" : ", writers behind"),
                         verdict(met)});
             }
         }
@@ -203,8 +204,9 @@ final class Report {
                 out.append(fmt("%,9d %,9.0f %6d %,9.0f  %-24s %-24s %-15s %,9d  %s%n", l.offeredRate(),
                         l.achievedRate(), l.recordsPerTx(), l.ackRate(), stats(l.commitToAck()),
                         stats(l.commitToConsume()), fmt("%,d / %,d", l.backlogMax(), l.backlogEnd()),
-                        Math.round(l.backlogSlope()), l.sustainable() ? "yes" : "NO" + (l.unacknowledged() > 0
-                                ? fmt(" (%,d not acked)", l.unacknowledged()) : "")));
+                        Math.round(l.backlogSlope()), (l.sustainable() ? "yes" : "NO")
+                                + (l.unacknowledged() > 0 ? fmt(" (%,d not acked)", l.unacknowledged()) : "")
+                                + (l.writersKeptUp() ? "" : " (writers fell behind the offered rate)")));
             }
         }
         if (!takeover.isEmpty()) {
@@ -297,6 +299,7 @@ final class Report {
             String s = "rate_" + l.offeredRate();
             csvLine(out, "latency", s, 1, "offered_per_s", l.offeredRate());
             csvLine(out, "latency", s, 1, "written_per_s", fmt("%.1f", l.achievedRate()));
+            csvLine(out, "latency", s, 1, "writers_kept_up", l.writersKeptUp());
             csvLine(out, "latency", s, 1, "acked_per_s", fmt("%.1f", l.ackRate()));
             csvLine(out, "latency", s, 1, "records_per_tx", l.recordsPerTx());
             csvLine(out, "latency", s, 1, "measured_records", l.measured());
@@ -398,6 +401,7 @@ final class Report {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("offeredPerSecond", l.offeredRate());
             m.put("writtenPerSecond", l.achievedRate());
+            m.put("writersKeptUp", l.writersKeptUp());
             m.put("ackedPerSecond", l.ackRate());
             m.put("recordsPerTransaction", l.recordsPerTx());
             m.put("writers", l.writers());
