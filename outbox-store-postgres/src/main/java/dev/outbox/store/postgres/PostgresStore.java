@@ -3,6 +3,7 @@ package dev.outbox.store.postgres;
 import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
 import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.SqlStoreSettings;
 import dev.outbox.spi.SqlTableNames;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
@@ -507,15 +508,7 @@ public final class PostgresStore implements Store {
          * applies it as a JDBC query timeout, rounded up to whole seconds.
          */
         public Builder statementTimeout(Duration statementTimeout) {
-            Objects.requireNonNull(statementTimeout, "statementTimeout must not be null");
-            if (statementTimeout.toMillis() < 1) {
-                throw new IllegalArgumentException("statementTimeout must be at least 1 ms: " + statementTimeout);
-            }
-            if (statementTimeout.toMillis() > Integer.MAX_VALUE / 2) {
-                throw new IllegalArgumentException("statementTimeout must be at most "
-                        + Duration.ofMillis(Integer.MAX_VALUE / 2) + ": " + statementTimeout);
-            }
-            this.statementTimeout = statementTimeout;
+            this.statementTimeout = SqlStoreSettings.statementTimeout(statementTimeout);
             return this;
         }
 
@@ -525,10 +518,7 @@ public final class PostgresStore implements Store {
          * Postgres' own; set it to what your consumers accept.
          */
         public Builder maxKeyLength(int maxKeyLength) {
-            if (maxKeyLength < 1) {
-                throw new IllegalArgumentException("maxKeyLength must be at least 1: " + maxKeyLength);
-            }
-            this.maxKeyLength = maxKeyLength;
+            this.maxKeyLength = SqlStoreSettings.maxKeyLength(maxKeyLength);
             return this;
         }
 
