@@ -45,7 +45,13 @@ abstract class MySqlStoreContract extends StoreContract {
 
     @Override
     protected Store createStore() {
-        MySqlStore created = MySqlStore.builder(storePool).table("contract_" + tables.incrementAndGet()).build();
+        return createStore(MySqlStore.DEFAULT_MAX_KEY_LENGTH);
+    }
+
+    @Override
+    protected Store createStore(int maxKeyLength) {
+        MySqlStore created = MySqlStore.builder(storePool).table("contract_" + tables.incrementAndGet())
+                .maxKeyLength(maxKeyLength).build();
         created.createSchema();
         return created;
     }
@@ -61,6 +67,12 @@ abstract class MySqlStoreContract extends StoreContract {
         String table = ((MySqlStore) store).table();
         MySqlTestSupport.execute(admin, "INSERT INTO " + table + " (topic, `key`, value, headers)"
                 + " VALUES ('" + topic + "', '" + key + "', 'x', JSON_ARRAY(JSON_OBJECT('value', TO_BASE64('a'))))");
+    }
+
+    @Override
+    protected void insertRow(Store store, String topic, String key, int attempts) {
+        MySqlTestSupport.execute(admin, "INSERT INTO " + ((MySqlStore) store).table()
+                + " (topic, `key`, value, attempts) VALUES ('" + topic + "', '" + key + "', 'x', " + attempts + ")");
     }
 
     @Override

@@ -35,7 +35,13 @@ class PostgresStoreContractTest extends StoreContract {
 
     @Override
     protected Store createStore() {
-        PostgresStore created = PostgresStore.builder(storePool).table("contract_" + TABLES.incrementAndGet()).build();
+        return createStore(Integer.MAX_VALUE);
+    }
+
+    @Override
+    protected Store createStore(int maxKeyLength) {
+        PostgresStore created = PostgresStore.builder(storePool).table("contract_" + TABLES.incrementAndGet())
+                .maxKeyLength(maxKeyLength).build();
         created.createSchema();
         return created;
     }
@@ -51,6 +57,13 @@ class PostgresStoreContractTest extends StoreContract {
         String table = ((PostgresStore) store).table();
         PostgresTestSupport.execute(admin, "INSERT INTO " + table + " (topic, key, value, header_names, header_values)"
                 + " VALUES ('" + topic + "', '" + key + "', 'x', ARRAY['a', 'b'], ARRAY['\\x01'::bytea])");
+    }
+
+    @Override
+    protected void insertRow(Store store, String topic, String key, int attempts) {
+        PostgresTestSupport.execute(admin, "INSERT INTO " + ((PostgresStore) store).table()
+                + " (topic, key, value, header_names, header_values, attempts)"
+                + " VALUES ('" + topic + "', '" + key + "', 'x', '{}', '{}', " + attempts + ")");
     }
 
     @Override
