@@ -1,5 +1,7 @@
 package dev.outbox.benchmarks;
 
+import picocli.CommandLine;
+
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -22,23 +24,29 @@ public final class Benchmark {
     private Benchmark() {
     }
 
-    public static void main(String[] args) throws Exception {
-        BenchmarkOptions options;
-        try {
-            options = BenchmarkOptions.parse(args);
-        } catch (IllegalArgumentException e) {
-            System.err.println(e.getMessage());
-            System.exit(2);
-            return;
-        }
-        if (options.help) {
-            System.out.print(BenchmarkOptions.usage());
-            return;
-        }
-        Report report = run(options);
-        System.out.print(report.text());
-        System.out.flush();
-        System.exit(0); // embedded servers and Kafka's threads would keep the JVM alive
+    /**
+     * Parses the command line (picocli answers {@code --help}, {@code --version} and usage errors, with exit code
+     * 2 for the latter), runs the benchmark and prints the report.
+     */
+    public static void main(String[] args) {
+        BenchmarkOptions options = new BenchmarkOptions();
+        int exit = BenchmarkOptions.commandLine(options).setExecutionStrategy(parsed -> {
+            Integer help = CommandLine.executeHelpRequest(parsed);
+            if (help != null) {
+                return help;
+            }
+            options.check(args);
+            Report report;
+            try {
+                report = run(options);
+            } catch (Exception e) {
+                throw new CommandLine.ExecutionException(parsed.commandSpec().commandLine(), "benchmark failed", e);
+            }
+            System.out.print(report.text());
+            System.out.flush();
+            return 0;
+        }).execute(args);
+        System.exit(exit); // embedded servers and Kafka's threads would keep the JVM alive
     }
 
     /** Runs the selected scenarios and writes results.{txt,csv,json} to --out; returns the report. */
