@@ -63,6 +63,9 @@ public final class InMemoryStore implements Store {
     public record Row(long id, String topic, String key, UUID leaderId, int attempts, boolean malformed) {
     }
 
+    /** The value of rows written by {@link #insertRow}. */
+    private static final byte[] RAW_VALUE = {'x'};
+
     private final Object lock = new Object();
     private final Clock clock;
     private final int maxKeyLength;
@@ -149,14 +152,14 @@ public final class InMemoryStore implements Store {
     /**
      * Writes and commits a row with the given topic, key and attempts, the value {@code "x"} and no headers,
      * bypassing the publisher's checks, as another program writing the table with plain SQL might. {@code mark}
-     * checks it like every row ({@link RowChecks#check}): a key longer than {@code maxKeyLength} or negative
-     * attempts make it a rejected row.
+     * checks it like every row ({@link RowChecks#check}): an invalid topic, a key longer than {@code maxKeyLength}
+     * or negative attempts make it a rejected row.
      *
      * @return the row's id
      */
     public long insertRow(String topic, String key, int attempts) {
         long id = sequence.incrementAndGet();
-        StoredRow row = StoredRow.of(id, clock.instant(), OutboxMessage.of(topic, key, "x"));
+        StoredRow row = new StoredRow(id, clock.instant(), topic, key, null, null);
         row.attempts = attempts;
         synchronized (lock) {
             rows.put(id, row);
@@ -198,8 +201,11 @@ public final class InMemoryStore implements Store {
                     continue;
                 }
                 OutboxMessage m = row.message;
-                MarkedRow checked = RowChecks.check(row.id, row.createdAt, m.topic(), m.key(), m.value(),
-                        m::headers, row.attempts, leaderId, maxKeyLength);
+                MarkedRow checked = m == null
+                        ? RowChecks.check(row.id, row.createdAt, row.topic, row.key, RAW_VALUE, List::of,
+                                row.attempts, leaderId, maxKeyLength)
+                        : RowChecks.check(row.id, row.createdAt, m.topic(), m.key(), m.value(), m::headers,
+                                row.attempts, leaderId, maxKeyLength);
                 if (checked instanceof MarkedRow.Readable readable) {
                     records.add(readable.record());
                 } else {

@@ -237,17 +237,21 @@ public abstract class StoreContract {
     }
 
     @Test
-    void aNegativeAttemptsColumnWrittenByHandIsRejectedAndDoesNotStallOtherRows() {
+    void rowsWrittenByHandWithNegativeAttemptsOrABadTopicAreRejectedAndDoNotStallOtherRows() {
         insertRow(store, TOPIC, "negative", -1);
         insertRow(store, TOPIC, "fine", 2);
+        insertRow(store, "has space", "bad-topic", 0);
+        insertRow(store, "", "empty-topic", 0);
 
         MarkResult result = store.mark(UUID.randomUUID(), 10);
 
-        assertThat(result.rejected()).hasSize(1);
-        MarkResult.Rejected rejected = result.rejected().get(0);
-        assertThat(rejected.key()).isEqualTo("negative");
-        assertThat(rejected.reason()).contains("attempts", "-1");
-        assertThat(rejected.attempts()).isZero();
+        assertThat(result.rejected()).extracting(MarkResult.Rejected::key)
+                .containsExactly("negative", "bad-topic", "empty-topic");
+        MarkResult.Rejected negative = result.rejected().get(0);
+        assertThat(negative.reason()).contains("attempts", "-1");
+        assertThat(negative.attempts()).isZero();
+        assertThat(result.rejected().get(1).reason()).contains("'has space'");
+        assertThat(result.rejected().get(2).reason()).contains("topic must not be blank");
         assertThat(result.records()).extracting(OutboxRecord::key).containsExactly("fine");
         assertThat(result.records().get(0).attempts()).isEqualTo(2);
     }

@@ -129,13 +129,18 @@ public final class MySqlStore extends SqlStore {
         return new Builder(jdbi(dataSource));
     }
 
+    @Override
+    public MySqlPublisher publisher() {
+        return publisher;
+    }
+
     /**
-     * {@inheritDoc} DDL commits implicitly in MySQL, so the two tables are created one after the other, each
-     * atomically; the DDL is split into statements at {@code ;} ending a line.
+     * DDL commits implicitly in MySQL, so the two tables are created one after the other, each atomically; the DDL
+     * is split into statements at {@code ;} ending a line. A named lock serializes concurrent creators.
      */
     @Override
-    public void createSchema() {
-        List<String> statements = statements(schemaSql());
+    protected void createTables(String ddl) {
+        List<String> statements = statements(ddl);
         withHandle("creating the outbox schema for " + names.outbox(), handle -> {
             // Serializes concurrent creators (CREATE TABLE IF NOT EXISTS is safe anyway; this keeps the log quiet).
             // Lock names are limited to 64 characters: a hash of the table names stands for them.
@@ -152,12 +157,6 @@ public final class MySqlStore extends SqlStore {
             }
             return null;
         });
-        log.info("Outbox schema ready: {} and {}", names.outbox(), names.parked());
-    }
-
-    @Override
-    public MySqlPublisher publisher() {
-        return publisher;
     }
 
     @Override
@@ -470,19 +469,9 @@ public final class MySqlStore extends SqlStore {
      * (set it lower to what your consumers accept, or higher only after widening the {@code key} column). Not
      * thread-safe; {@link #build()} returns an immutable store. Every setter rejects a bad value at once, naming it.
      */
-    public static final class Builder extends SqlStore.Builder<Builder> {
+    public static final class Builder extends SqlStore.Builder<Builder, MySqlStore> {
         private Builder(Jdbi jdbi) {
-            super(jdbi, MySqlDialect.DIALECT);
-        }
-
-        @Override
-        protected Builder self() {
-            return this;
-        }
-
-        @Override
-        public MySqlStore build() {
-            return new MySqlStore(this);
+            super(jdbi, MySqlDialect.DIALECT, MySqlStore::new);
         }
     }
 }

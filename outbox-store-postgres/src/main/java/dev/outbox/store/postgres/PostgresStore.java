@@ -134,16 +134,12 @@ public final class PostgresStore extends SqlStore {
 
     /** Starts a builder for a Postgres store on the connections of {@code dataSource}; use a pooling one. */
     public static Builder builder(DataSource dataSource) {
-        return new Builder(jdbi(dataSource));
+        return builder(jdbi(dataSource));
     }
 
-    /**
-     * {@inheritDoc} Both tables are created in one transaction, under an advisory lock that serializes concurrent
-     * creators.
-     */
+    /** Both tables are created in one transaction, under an advisory lock that serializes concurrent creators. */
     @Override
-    public void createSchema() {
-        String ddl = schemaSql();
+    protected void createTables(String ddl) {
         inTransaction("creating the outbox schema for " + names.outbox(), settingsSql, handle -> {
             handle.createQuery("SELECT pg_advisory_xact_lock(?)").bind(0, SCHEMA_LOCK_KEY).mapTo(String.class).one();
             try (Statement statement = handle.getConnection().createStatement()) {
@@ -151,7 +147,6 @@ public final class PostgresStore extends SqlStore {
             }
             return null;
         });
-        log.info("Outbox schema ready: {} and {}", names.outbox(), names.parked());
     }
 
     @Override
@@ -311,19 +306,9 @@ public final class PostgresStore extends SqlStore {
      * {@link #maxKeyLength}, whose default here is no limit beyond Postgres' own. Not thread-safe; {@link #build()}
      * returns an immutable store. Every setter rejects a bad value at once, naming it.
      */
-    public static final class Builder extends SqlStore.Builder<Builder> {
+    public static final class Builder extends SqlStore.Builder<Builder, PostgresStore> {
         private Builder(Jdbi jdbi) {
-            super(jdbi, PostgresDialect.DIALECT);
-        }
-
-        @Override
-        protected Builder self() {
-            return this;
-        }
-
-        @Override
-        public PostgresStore build() {
-            return new PostgresStore(this);
+            super(jdbi, PostgresDialect.DIALECT, PostgresStore::new);
         }
     }
 }

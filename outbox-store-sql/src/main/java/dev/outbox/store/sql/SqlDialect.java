@@ -7,7 +7,7 @@ import java.util.Objects;
 /**
  * What one database differs in where the stores' algorithms are the same, held as data: its rules for table
  * names, the resource with its DDL template, how its errors are classified and the default longest key. The
- * statements that really differ (marking, parking) stay in each store.
+ * statements that really differ (marking, parking) stay in each store. Immutable and thread-safe.
  *
  * @param tableNames          identifier length limit, quote character and product name
  * @param schemaResource      class-path resource of the DDL template, with {@code ${outbox}} and {@code ${parked}}

@@ -29,6 +29,7 @@ import java.util.Objects;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.Executor;
+import java.util.function.Function;
 import java.util.function.UnaryOperator;
 
 /**
@@ -61,7 +62,7 @@ public abstract class SqlStore implements Store {
     private final int maxKeyLength;
 
     /** Takes the builder's settings; the builder validated each of them. */
-    protected SqlStore(Builder<?> builder) {
+    protected SqlStore(Builder<?, ?> builder) {
         this.dialect = builder.dialect;
         this.jdbi = builder.jdbi;
         this.names = dialect.tableNames().names(builder.schema, builder.table);
@@ -95,7 +96,17 @@ public abstract class SqlStore implements Store {
      *
      * @throws StoreException if the DDL fails, for example for lack of privileges
      */
-    public abstract void createSchema();
+    public final void createSchema() {
+        createTables(schemaSql());
+        log.info("Outbox schema ready: {} and {}", names.outbox(), names.parked());
+    }
+
+    /**
+     * Runs {@code ddl}, this store's {@link #schemaSql()}, so that concurrent callers do not trip over each other.
+     *
+     * @throws StoreException if the DDL fails
+     */
+    protected abstract void createTables(String ddl);
 
     /** The outbox table as it appears in SQL: quoted, and qualified if a schema was configured. */
     public final String table() {
@@ -267,18 +278,27 @@ public abstract class SqlStore implements Store {
      * rejects a bad value at once, naming it.
      *
      * @param <B> the store's own builder
+     * @param <S> the store
      */
-    public abstract static class Builder<B extends Builder<B>> {
+    @SuppressWarnings("unchecked") // B is the concrete builder itself
+    public abstract static class Builder<B extends Builder<B, S>, S extends SqlStore> {
         private final Jdbi jdbi;
         private final SqlDialect dialect;
+        private final Function<B, S> store;
         private String schema;
         private String table = DEFAULT_TABLE;
         private Duration statementTimeout = DEFAULT_STATEMENT_TIMEOUT;
         private int maxKeyLength;
 
-        protected Builder(Jdbi jdbi, SqlDialect dialect) {
+        /**
+         * @param jdbi    where the store takes its connections
+         * @param dialect what the store's database differs in
+         * @param store   builds the store from this builder
+         */
+        protected Builder(Jdbi jdbi, SqlDialect dialect, Function<B, S> store) {
             this.jdbi = Objects.requireNonNull(jdbi, "jdbi must not be null");
             this.dialect = Objects.requireNonNull(dialect, "dialect must not be null");
+            this.store = Objects.requireNonNull(store, "store must not be null");
             this.maxKeyLength = dialect.defaultMaxKeyLength();
         }
 
@@ -290,7 +310,7 @@ public abstract class SqlStore implements Store {
          */
         public final B schema(String schema) {
             this.schema = dialect.tableNames().validateSchema(schema);
-            return self();
+            return (B) this;
         }
 
         /**
@@ -301,7 +321,7 @@ public abstract class SqlStore implements Store {
          */
         public final B table(String table) {
             this.table = dialect.tableNames().validateTable(table);
-            return self();
+            return (B) this;
         }
 
         /**
@@ -310,7 +330,7 @@ public abstract class SqlStore implements Store {
          */
         public final B statementTimeout(Duration statementTimeout) {
             this.statementTimeout = SqlStoreSettings.statementTimeout(statementTimeout);
-            return self();
+            return (B) this;
         }
 
         /**
@@ -321,13 +341,12 @@ public abstract class SqlStore implements Store {
          */
         public final B maxKeyLength(int maxKeyLength) {
             this.maxKeyLength = SqlStoreSettings.maxKeyLength(maxKeyLength);
-            return self();
+            return (B) this;
         }
 
-        /** This builder, typed as the store's own. */
-        protected abstract B self();
-
-        /** The store. */
-        public abstract SqlStore build();
+        /** The store, immutable and thread-safe. */
+        public final S build() {
+            return store.apply((B) this);
+        }
     }
 }
