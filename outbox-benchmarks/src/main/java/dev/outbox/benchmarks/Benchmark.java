@@ -1,7 +1,5 @@
 package dev.outbox.benchmarks;
 
-import picocli.CommandLine;
-
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -26,26 +24,10 @@ public final class Benchmark {
 
     /**
      * Parses the command line (picocli answers {@code --help}, {@code --version} and usage errors, with exit code
-     * 2 for the latter), runs the benchmark and prints the report.
+     * 2 for the latter), runs the benchmark and prints the report ({@link BenchmarkOptions#call()}).
      */
     public static void main(String[] args) {
-        BenchmarkOptions options = new BenchmarkOptions();
-        int exit = BenchmarkOptions.commandLine(options).setExecutionStrategy(parsed -> {
-            Integer help = CommandLine.executeHelpRequest(parsed);
-            if (help != null) {
-                return help;
-            }
-            options.check(args);
-            Report report;
-            try {
-                report = run(options);
-            } catch (Exception e) {
-                throw new CommandLine.ExecutionException(parsed.commandSpec().commandLine(), "benchmark failed", e);
-            }
-            System.out.print(report.text());
-            System.out.flush();
-            return 0;
-        }).execute(args);
+        int exit = BenchmarkOptions.commandLine(new BenchmarkOptions()).execute(args);
         System.exit(exit); // embedded servers and Kafka's threads would keep the JVM alive
     }
 

@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.Callable;
 
 /**
  * The benchmark's command line, parsed by picocli: every option has a default, which {@code --help} shows; an
@@ -27,7 +28,7 @@ import java.util.Set;
                 + " baseline, latency under a fixed offered load, and take-over. Writes"
                 + " results.{txt,csv,json}. Values: --rows 100000 or --rows=100000; seconds as 20, 1.5 or 20s."
                 + " The MySQL headers column codec is measured apart: ./bench.sh headers-codec.")
-final class BenchmarkOptions {
+final class BenchmarkOptions implements Callable<Integer> {
     static final List<String> ALL_SCENARIOS = List.of("drain", "database", "broker", "naive", "latency", "takeover");
 
     @Spec
@@ -145,12 +146,21 @@ final class BenchmarkOptions {
         return CommandLine.ExitCode.USAGE;
     }
 
-    /** Parses {@code args} and checks the options against each other; for tests and {@link Benchmark}. */
+    /** Parses {@code args} and checks the options against each other; for tests. */
     static BenchmarkOptions parse(String[] args) {
         BenchmarkOptions options = new BenchmarkOptions();
         commandLine(options).parseArgs(args);
-        options.check(args);
+        options.check();
         return options;
+    }
+
+    /** Checks the options, runs the benchmark and prints its report; picocli calls it once the line is parsed. */
+    @Override
+    public Integer call() throws Exception {
+        check();
+        System.out.print(Benchmark.run(this).text());
+        System.out.flush();
+        return 0;
     }
 
     /**
@@ -158,7 +168,7 @@ final class BenchmarkOptions {
      *
      * @throws ParameterException naming the bad value
      */
-    void check(String[] args) {
+    void check() {
         atLeast("--rows", rows, 1);
         atLeast("--naive-rows", naiveRows, 1);
         atLeast("--value-bytes", valueBytes, 8);
@@ -195,8 +205,9 @@ final class BenchmarkOptions {
         if (!spec.commandLine().getParseResult().hasMatchedOption("--out") && !database.equals("postgres")) {
             out = Path.of(out + "-" + database);
         }
+        List<String> args = spec.commandLine().getParseResult().originalArgs();
         if (System.getProperty("bench.command") == null) {
-            command = "java dev.outbox.benchmarks.Benchmark" + (args.length == 0 ? "" : " " + String.join(" ", args));
+            command = "java dev.outbox.benchmarks.Benchmark" + (args.isEmpty() ? "" : " " + String.join(" ", args));
         }
     }
 

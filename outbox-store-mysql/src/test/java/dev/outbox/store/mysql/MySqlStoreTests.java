@@ -51,8 +51,8 @@ abstract class MySqlStoreTests extends SqlStoreTests<MySqlStore, MySqlStore.Buil
 
     MySqlStoreTests() {
         // The driver cancels a statement after its query timeout, in whole seconds; the message names the call.
-        super(MySqlDialect.DIALECT, '`', MySqlStore::builder, "error 1146", Duration.ofMillis(500),
-                "marking up to 10 rows");
+        super(new Database<>(MySqlDialect.DIALECT, '`', MySqlStore::builder, "error 1146",
+                Duration.ofMillis(500), "marking up to 10 rows"));
     }
 
     abstract JdbcServer.Kind kind();

@@ -32,8 +32,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 class PostgresStoreTest extends SqlStoreTests<PostgresStore, PostgresStore.Builder> {
 
     PostgresStoreTest() {
-        super(PostgresDialect.DIALECT, '"', PostgresStore::builder, "SQLSTATE 42P01", Duration.ofMillis(300),
-                "SQLSTATE 57014");
+        super(new Database<>(PostgresDialect.DIALECT, '"', PostgresStore::builder, "SQLSTATE 42P01",
+                Duration.ofMillis(300), "SQLSTATE 57014"));
     }
 
     @BeforeAll

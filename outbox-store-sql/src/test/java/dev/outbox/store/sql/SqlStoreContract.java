@@ -28,6 +28,12 @@ public abstract class SqlStoreContract extends StoreContract {
     /** The pool the application's transactions run on. */
     protected HikariDataSource appPool;
 
+    @AfterAll
+    final void closePools() {
+        storePool.close();
+        appPool.close();
+    }
+
     private final Function<DataSource, SqlStore.Builder<?, ?>> builders;
     private final String malformedRowSql;
     private final String rowSql;
@@ -44,12 +50,6 @@ public abstract class SqlStoreContract extends StoreContract {
         this.builders = builders;
         this.malformedRowSql = malformedRowSql;
         this.rowSql = rowSql;
-    }
-
-    @AfterAll
-    final void closePools() {
-        storePool.close();
-        appPool.close();
     }
 
     @Override

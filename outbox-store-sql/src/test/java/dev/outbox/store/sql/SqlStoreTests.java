@@ -52,29 +52,27 @@ public abstract class SqlStoreTests<S extends SqlStore, B extends SqlStore.Build
     /** The pool the stores under test take their connections from. */
     protected HikariDataSource pool;
 
-    private final SqlDialect dialect;
-    private final String quote;
-    private final Function<DataSource, B> builders;
-    private final String missingTableCode;
-    private final Duration shortStatementTimeout;
-    private final String timeoutMessage;
+    private final Database<S, B> database;
 
     /**
+     * What a store's tests differ in.
+     *
      * @param dialect               the store's dialect
      * @param quote                 the database's identifier quote
      * @param builders              a builder of the store under test on a data source
      * @param missingTableCode      the code the database reports for a missing table, as the error message names it
      * @param shortStatementTimeout a statement timeout short enough for a test, long enough for the database
      * @param timeoutMessage        what the message of a statement that ran into its timeout contains
+     * @param <S>                   the store
+     * @param <B>                   its builder
      */
-    protected SqlStoreTests(SqlDialect dialect, char quote, Function<DataSource, B> builders, String missingTableCode,
-                            Duration shortStatementTimeout, String timeoutMessage) {
-        this.dialect = dialect;
-        this.quote = String.valueOf(quote);
-        this.builders = builders;
-        this.missingTableCode = missingTableCode;
-        this.shortStatementTimeout = shortStatementTimeout;
-        this.timeoutMessage = timeoutMessage;
+    public record Database<S extends SqlStore, B extends SqlStore.Builder<B, S>>(
+            SqlDialect dialect, char quote, Function<DataSource, B> builders, String missingTableCode,
+            Duration shortStatementTimeout, String timeoutMessage) {
+    }
+
+    protected SqlStoreTests(Database<S, B> database) {
+        this.database = database;
     }
 
     @AfterAll
@@ -89,7 +87,7 @@ public abstract class SqlStoreTests<S extends SqlStore, B extends SqlStore.Build
 
     /** A builder on {@link #pool} for a table of the test's own (not created yet). */
     protected final B builder() {
-        return builders.apply(pool).table(newTableName());
+        return database.builders().apply(pool).table(newTableName());
     }
 
     /** A store on a table of the test's own, created. */
@@ -142,7 +140,8 @@ public abstract class SqlStoreTests<S extends SqlStore, B extends SqlStore.Build
 
     @Test
     void tableAndSchemaNamesAreValidatedAndTheErrorNamesTheBadValue() {
-        B builder = builders.apply(pool);
+        String quote = String.valueOf(database.quote());
+        B builder = database.builders().apply(pool);
         for (String bad : List.of("Outbox", "out-box", "outbox; DROP TABLE users", "1outbox", "out box",
                 quote + "outbox" + quote, "outbox\u0000", "outbox" + quote + "; DROP TABLE x; --")) {
             assertThatThrownBy(() -> builder.table(bad)).isInstanceOf(IllegalArgumentException.class)
@@ -150,7 +149,7 @@ public abstract class SqlStoreTests<S extends SqlStore, B extends SqlStore.Build
             assertThatThrownBy(() -> builder.schema(bad)).isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("schema name '" + bad + "'");
         }
-        int longest = dialect.tableNames().maxTableLength();
+        int longest = database.dialect().tableNames().maxTableLength();
         String tooLong = "t".repeat(longest + 1);
         assertThatThrownBy(() -> builder.table(tooLong)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining(tooLong).hasMessageContaining(Integer.toString(longest))
@@ -159,7 +158,7 @@ public abstract class SqlStoreTests<S extends SqlStore, B extends SqlStore.Build
         assertThat(longestStore.parkedTable()).isEqualTo(quote + "t".repeat(longest) + "_parked" + quote);
         longestStore.createSchema();
         sql("DROP TABLE " + longestStore.table() + ", " + longestStore.parkedTable());
-        int identifier = dialect.tableNames().maxIdentifierLength();
+        int identifier = database.dialect().tableNames().maxIdentifierLength();
         assertThatThrownBy(() -> builder.schema("s".repeat(identifier + 1)))
                 .hasMessageContaining(Integer.toString(identifier));
         assertThatThrownBy(() -> builder.table("")).hasMessageContaining("empty");
@@ -168,17 +167,18 @@ public abstract class SqlStoreTests<S extends SqlStore, B extends SqlStore.Build
         assertThatThrownBy(() -> builder.statementTimeout(Duration.ofMillis(-5))).hasMessageContaining("-0.005");
         assertThatThrownBy(() -> builder.statementTimeout(null)).hasMessageContaining("statementTimeout");
         assertThatThrownBy(() -> builder.maxKeyLength(0)).hasMessageContaining("0");
-        assertThatThrownBy(() -> builders.apply(null)).hasMessageContaining("dataSource");
+        assertThatThrownBy(() -> database.builders().apply(null)).hasMessageContaining("dataSource");
     }
 
     @Test
     void defaultsAndQuotedNames() {
-        SqlStore store = builders.apply(pool).build();
+        String quote = String.valueOf(database.quote());
+        SqlStore store = database.builders().apply(pool).build();
         assertThat(store.table()).isEqualTo(quote + "outbox" + quote);
         assertThat(store.parkedTable()).isEqualTo(quote + "outbox_parked" + quote);
         assertThat(store.statementTimeout()).isEqualTo(Duration.ofSeconds(30));
-        assertThat(store.maxKeyLength()).isEqualTo(dialect.defaultMaxKeyLength());
-        SqlStore qualified = builders.apply(pool).schema("app").table("events").build();
+        assertThat(store.maxKeyLength()).isEqualTo(database.dialect().defaultMaxKeyLength());
+        SqlStore qualified = database.builders().apply(pool).schema("app").table("events").build();
         String events = quote + "app" + quote + "." + quote + "events";
         assertThat(qualified.table()).isEqualTo(events + quote);
         assertThat(qualified.schemaSql()).contains("CREATE TABLE IF NOT EXISTS " + events + quote + " (")
@@ -263,7 +263,7 @@ public abstract class SqlStoreTests<S extends SqlStore, B extends SqlStore.Build
         try (Connection c = pool.getConnection()) {
             assertThatThrownBy(() -> store.publisher().publish(c, OutboxMessage.of("t", "k", "v")))
                     .isInstanceOfSatisfying(StoreException.class, e -> assertThat(e.isRetriable()).isFalse())
-                    .hasMessageContaining(missingTableCode).hasMessageContaining(store.table());
+                    .hasMessageContaining(database.missingTableCode()).hasMessageContaining(store.table());
         }
     }
 
@@ -276,7 +276,7 @@ public abstract class SqlStoreTests<S extends SqlStore, B extends SqlStore.Build
                     assertThat(e.isRetriable()).isFalse();
                     assertThat(e.getCause()).isInstanceOf(Exception.class);
                 })
-                .hasMessageContaining(missingTableCode)
+                .hasMessageContaining(database.missingTableCode())
                 .hasMessageContaining("marking up to 10 rows of " + store.table());
         assertThatThrownBy(() -> store.purge(List.of(1L))).isInstanceOf(StoreException.class);
         assertThatThrownBy(store::backlog).isInstanceOf(StoreException.class);
@@ -285,7 +285,7 @@ public abstract class SqlStoreTests<S extends SqlStore, B extends SqlStore.Build
 
     @Test
     void aStatementThatExceedsTheTimeoutFailsRetriablyInsteadOfHanging() throws Exception {
-        S store = builder().statementTimeout(shortStatementTimeout).build();
+        S store = builder().statementTimeout(database.shortStatementTimeout()).build();
         store.createSchema();
         commit(store, OutboxMessage.of("t", "k", "v"));
         try (Connection locker = admin.getConnection()) {
@@ -295,7 +295,7 @@ public abstract class SqlStoreTests<S extends SqlStore, B extends SqlStore.Build
 
             assertThatThrownBy(() -> store.mark(UUID.randomUUID(), 10))
                     .isInstanceOfSatisfying(StoreException.class, e -> assertThat(e.isRetriable()).isTrue())
-                    .hasMessageContaining(timeoutMessage);
+                    .hasMessageContaining(database.timeoutMessage());
             assertThatThrownBy(() -> store.purge(List.of(1L)))
                     .isInstanceOfSatisfying(StoreException.class, e -> assertThat(e.isRetriable()).isTrue());
             assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(10));
