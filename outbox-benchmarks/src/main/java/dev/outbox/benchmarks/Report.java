@@ -216,11 +216,11 @@ final class Report {
             out.append(fmt("Latency under load: %s of writing per rate after %s of warm-up, %d writer threads,"
                             + " single-instance Dispatcher%n", seconds(options.duration.toMillis()),
                     seconds(options.latencyWarmup.toMillis()), options.writers));
-            out.append(fmt("%9s %9s %6s %9s  %-24s %-24s %-24s %-15s %9s  %s%n", "offered/s", "written/s",
-                    "rec/tx", "acked/s", "commit->ack ms p50/p99/max", "scheduled->ack (CO-corr.)",
+            out.append(fmt("%9s %9s %6s %9s  %-24s %-27s %-24s %-15s %9s  %s%n", "offered/s", "written/s",
+                    "rec/tx", "acked/s", "commit->ack ms p50/p99/max", "scheduled->ack CO-corrected",
                     "commit->consume p50/p99/max", "backlog max/end", "growth/s", "sustainable"));
             for (LatencyScenario.Result l : latency) {
-                out.append(fmt("%,9d %,9.0f %6d %,9.0f  %-24s %-24s %-24s %-15s %,9d  %s%n", l.offeredRate(),
+                out.append(fmt("%,9d %,9.0f %6d %,9.0f  %-24s %-27s %-24s %-15s %,9d  %s%n", l.offeredRate(),
                         l.achievedRate(), l.recordsPerTx(), l.ackRate(), stats(l.commitToAck()),
                         stats(l.scheduledToAck()), stats(l.commitToConsume()),
                         fmt("%,d / %,d", l.backlogMax(), l.backlogEnd()),

@@ -11,7 +11,6 @@ import org.jdbi.v3.core.Jdbi;
 import org.jdbi.v3.core.argument.Argument;
 
 import javax.sql.DataSource;
-import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;

@@ -2,28 +2,18 @@ package dev.outbox.store.postgres;
 
 import dev.outbox.OutboxMessage;
 import dev.outbox.OutboxRecord;
-import dev.outbox.ParkedRecord;
-import dev.outbox.spi.MarkResult;
-import dev.outbox.spi.StoreException;
 import dev.outbox.store.sql.SqlStoreTests;
 import org.jdbi.v3.core.Jdbi;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-import javax.sql.DataSource;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
