@@ -9,8 +9,8 @@ import java.util.UUID;
 /**
  * A snapshot of a dispatcher's health, returned by {@link Dispatcher#health()}: its status in leader election,
  * its leader id, when it last marked and purged successfully, its last failure, and the lag of the outbox as
- * last sampled. Built from values the engine keeps up to date as it works, so taking one costs no I/O and no
- * lock a harvest waits on.
+ * last sampled. Built from values the engine keeps up to date as it works, so taking one costs no I/O; it holds
+ * the engine's lock only for an instant, to count the records in flight.
  *
  * <p>Immutable and thread-safe.
  */

@@ -18,7 +18,8 @@ class ObservabilityBenchmarkSmokeTest {
         String text = ObservabilityBenchmark.run(options);
 
         assertThat(text).contains("drain, no observability", "drain, OutboxMetrics + traceparent on every row",
-                "cost (1 - on / off, medians)", "TracingMessageDecorator.decorate");
+                "drain, OutboxMetrics ", "rate cost (1 - on / off, medians)", "CPU of this JVM per record",
+                "TracingMessageDecorator.decorate");
         assertThat(out.resolve("observability.txt")).exists();
     }
 }

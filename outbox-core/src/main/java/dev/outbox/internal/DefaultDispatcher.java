@@ -252,6 +252,7 @@ public final class DefaultDispatcher implements Dispatcher {
         log.info("{}: closing; draining for at most {}", name, config.drainTimeout());
         stopMarking = true;
         markStopped.countDown();
+        sampler.stop();
         signalMarkThread();
         join(markThread, deadline);
         boolean wasLeading = stopPublishing(false);
@@ -272,7 +273,6 @@ public final class DefaultDispatcher implements Dispatcher {
         }
         stopLeading = true;
         join(leaderThread, System.nanoTime() + config.drainTimeout().toNanos());
-        sampler.stop();
         join(sampleThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
         int left = inFlightRecords();
         if (left > 0) {
@@ -884,6 +884,7 @@ public final class DefaultDispatcher implements Dispatcher {
         Map<Long, String> parkReasons = new LinkedHashMap<>();
         List<ParkedRecord> parkedNow = new ArrayList<>();
         Instant now = clock.instant();
+        long nowNanos = System.nanoTime();
         for (Completion c : batch) {
             OutboxRecord r = c.flight.record;
             if (c.error == null) {
@@ -959,7 +960,7 @@ public final class DefaultDispatcher implements Dispatcher {
             lastFailure = new DispatcherHealth.Failure("send", describe(lastDeliveryError), now);
         }
         if (callbacks.observed()) {
-            observeCompletions(batch, now);
+            observeCompletions(batch, now, nowNanos);
         }
         for (ParkedRecord p : parkedNow) {
             reportParked(p);
@@ -967,14 +968,15 @@ public final class DefaultDispatcher implements Dispatcher {
     }
 
     /** Hooks: acknowledged and failed deliveries, once their rows were purged, reset or parked. */
-    private void observeCompletions(List<Completion> batch, Instant now) {
+    private void observeCompletions(List<Completion> batch, Instant now, long nowNanos) {
         for (Completion c : batch) {
             OutboxRecord r = c.flight.record;
             if (c.error == null) {
                 Duration sendToAck = Duration.ofNanos(Math.max(0, c.at - c.flight.sentAt));
+                Instant acked = now.minusNanos(Math.max(0, nowNanos - c.at));
                 Instant created = r.createdAt();
-                Duration commitToAck = created == null || !now.isAfter(created) ? Duration.ZERO
-                        : Duration.between(created, now);
+                Duration commitToAck = created == null || !acked.isAfter(created) ? Duration.ZERO
+                        : Duration.between(created, acked);
                 callbacks.acknowledged(r, sendToAck, commitToAck);
             } else {
                 callbacks.failed(r, unwrap(c.error));
