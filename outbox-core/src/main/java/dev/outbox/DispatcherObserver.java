@@ -5,8 +5,8 @@ import java.time.Duration;
 /**
  * Measurements of a {@link Dispatcher}'s engine, for metrics and tracing adapters (such as
  * {@code dev.outbox.micrometer.OutboxMetrics}): durations and sizes of marks and purges, per-record send,
- * acknowledgement and failure, and a periodic {@linkplain #sampled sample} of the outbox (backlog, parked rows,
- * lag) taken by the leader. Where {@link DispatcherListener} reports what happened, an observer measures it.
+ * acknowledgement and failure, a periodic {@linkplain #sampled sample} of the outbox (backlog, parked rows, lag)
+ * taken by the leader, and changes of its {@linkplain #statusChanged status} (leader, standby, fenced, closed). Where {@link DispatcherListener} reports what happened, an observer measures it.
  *
  * <p>Register with {@link Dispatcher.Builder#observer} or, at any time, {@link Dispatcher#addObserver}. Every
  * method has a no-op default. Callbacks run on the dispatcher's own threads, some once per record: they must
@@ -67,5 +67,14 @@ public interface DispatcherObserver {
      * heartbeat or a mark. A scrape never causes a query.
      */
     default void sampled(OutboxSample sample) {
+    }
+
+    /**
+     * The dispatcher's {@linkplain DispatcherHealth#status() health status} changed: it became the leader, a
+     * standby, was fenced, or closed. Reported by the leader thread within one {@code pollInterval} of the change
+     * (the last one, {@link DispatcherHealth.Status#CLOSED}, by the thread that closed the dispatcher); a change
+     * that is undone within one poll interval may go unreported.
+     */
+    default void statusChanged(DispatcherHealth.Status status) {
     }
 }

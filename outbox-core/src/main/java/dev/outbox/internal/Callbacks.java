@@ -1,5 +1,6 @@
 package dev.outbox.internal;
 
+import dev.outbox.DispatcherHealth;
 import dev.outbox.DispatcherListener;
 import dev.outbox.DispatcherObserver;
 import dev.outbox.OutboxRecord;
@@ -143,6 +144,17 @@ final class Callbacks implements DispatcherObserver {
                 o.sampled(sample);
             } catch (RuntimeException | LinkageError | AssertionError e) {
                 failed("observer.sampled", o, e);
+            }
+        }
+    }
+
+    @Override
+    public void statusChanged(DispatcherHealth.Status status) {
+        for (DispatcherObserver o : observers) {
+            try {
+                o.statusChanged(status);
+            } catch (RuntimeException | LinkageError | AssertionError e) {
+                failed("observer.statusChanged", o, e);
             }
         }
     }

@@ -151,6 +151,8 @@ public final class DefaultDispatcher implements Dispatcher {
     private volatile Instant lastPurge;
     private volatile DispatcherHealth.Failure lastFailure;
     private volatile OutboxSample lastSample;
+    /** The status last reported to the observers; see {@link #reportStatus()}. */
+    private volatile DispatcherHealth.Status reportedStatus = DispatcherHealth.Status.STARTING;
 
     public DefaultDispatcher(String name, Store store, MessageBroker broker, LeaderTransport transport,
                              DispatcherConfig config, DispatcherListener listener, Clock clock) {
@@ -280,6 +282,7 @@ public final class DefaultDispatcher implements Dispatcher {
                     name, left);
         }
         state.set(State.CLOSED);
+        reportStatus();
         closed.countDown();
         log.info("{}: closed", name);
     }
@@ -381,14 +384,7 @@ public final class DefaultDispatcher implements Dispatcher {
     @Override
     public DispatcherHealth health() {
         UUID leader = currentLeaderId;
-        DispatcherHealth.Status status = switch (state.get()) {
-            case NEW -> DispatcherHealth.Status.STARTING;
-            case CLOSING, CLOSED -> DispatcherHealth.Status.CLOSED;
-            case RUNNING -> leader != null ? DispatcherHealth.Status.LEADER
-                    : fenced ? DispatcherHealth.Status.FENCED
-                    : electionJoined ? DispatcherHealth.Status.STANDBY
-                    : DispatcherHealth.Status.STARTING;
-        };
+        DispatcherHealth.Status status = status(leader);
         return DispatcherHealth.builder(status)
                 .leaderId(status == DispatcherHealth.Status.LEADER ? leader : null)
                 .lastMark(lastMark)
@@ -408,6 +404,29 @@ public final class DefaultDispatcher implements Dispatcher {
     @Override
     public void removeObserver(DispatcherObserver observer) {
         callbacks.remove(observer);
+    }
+
+    private DispatcherHealth.Status status(UUID leader) {
+        return switch (state.get()) {
+            case NEW -> DispatcherHealth.Status.STARTING;
+            case CLOSING, CLOSED -> DispatcherHealth.Status.CLOSED;
+            case RUNNING -> leader != null ? DispatcherHealth.Status.LEADER
+                    : fenced ? DispatcherHealth.Status.FENCED
+                    : electionJoined ? DispatcherHealth.Status.STANDBY
+                    : DispatcherHealth.Status.STARTING;
+        };
+    }
+
+    /**
+     * Hook: tells the observers when the health status changed. Called by the leader thread after each poll (every
+     * leadership change happens on it) and, once that thread has ended, by close: never by two threads at once.
+     */
+    private void reportStatus() {
+        DispatcherHealth.Status now = status(currentLeaderId);
+        if (now != reportedStatus) {
+            reportedStatus = now;
+            callbacks.statusChanged(now);
+        }
     }
 
     private void onSample(OutboxSample sample) {
@@ -433,6 +452,7 @@ public final class DefaultDispatcher implements Dispatcher {
                 if (hb != null) {
                     transport.publish(hb);
                 }
+                reportStatus();
                 Instant now = clock.instant();
                 if (Duration.between(lastMeter, now).compareTo(config.metricsInterval()) >= 0) {
                     emitMeter(lastMeter, now, lastCounts);

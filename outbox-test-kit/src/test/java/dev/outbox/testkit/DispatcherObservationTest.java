@@ -221,6 +221,12 @@ class DispatcherObservationTest {
         assertThat(first.health().lastSample()).isEmpty();
         group.stallHeartbeats(false);
         Await.untilOrFail(() -> first.health().status() == Status.LEADER, WAIT, () -> first.health().toString());
+        Await.untilOrFail(() -> firstRec.statuses.size() >= 3, WAIT, () -> "statuses " + firstRec.statuses);
+        assertThat(firstRec.statuses).as("reported status changes").containsSubsequence(Status.LEADER,
+                Status.FENCED, Status.LEADER).doesNotContain(Status.CLOSED);
+        second.close();
+        assertThat(secondRec.statuses).first().isEqualTo(Status.STANDBY);
+        assertThat(secondRec.statuses).last().isEqualTo(Status.CLOSED);
     }
 
     @Test
@@ -277,6 +283,7 @@ class DispatcherObservationTest {
         final List<OutboxRecord> failed = new CopyOnWriteArrayList<>();
         final List<ParkedRecord> parked = new CopyOnWriteArrayList<>();
         final List<OutboxSample> samples = new CopyOnWriteArrayList<>();
+        final List<Status> statuses = new CopyOnWriteArrayList<>();
 
         @Override
         public void marked(int rows, Duration duration) {
@@ -316,6 +323,11 @@ class DispatcherObservationTest {
         @Override
         public void sampled(OutboxSample sample) {
             samples.add(sample);
+        }
+
+        @Override
+        public void statusChanged(Status status) {
+            statuses.add(status);
         }
     }
 
