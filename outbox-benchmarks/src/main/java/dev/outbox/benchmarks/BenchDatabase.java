@@ -1,5 +1,6 @@
 package dev.outbox.benchmarks;
 
+import dev.outbox.Header;
 import dev.outbox.spi.Store;
 import dev.outbox.testservers.JdbcServer;
 
@@ -34,13 +35,6 @@ interface BenchDatabase extends AutoCloseable {
 
     long count();
 
-    /**
-     * Gives every row of the backlog one header {@code name} = {@code value} (as a decorator would have written
-     * it), then refreshes the table's statistics (and, where updates leave dead rows, reclaims them), so that a
-     * drain starts from the same state as after {@link #fill}.
-     */
-    void addHeader(String name, byte[] value);
-
     /** The server settings that matter for these measurements. */
     Map<String, String> settings();
 
@@ -56,5 +50,13 @@ interface BenchDatabase extends AutoCloseable {
 
         /** The next value; the array may be reused by the next call. */
         byte[] nextValue();
+
+        /**
+         * The one header every row carries (as a decorator would have written it), or null for none. Its value
+         * must be printable ASCII without backslash, quote, comma, brace or space (a {@code traceparent} is).
+         */
+        default Header header() {
+            return null;
+        }
     }
 }

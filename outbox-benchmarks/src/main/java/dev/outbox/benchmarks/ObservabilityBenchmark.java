@@ -84,25 +84,26 @@ public final class ObservabilityBenchmark {
                 Progress.say("warm-up: %,d rows, without and with observability (not recorded) ...",
                         options.warmupRows);
                 throughput.drain(options.warmupRows, options.seed);
-                observed(env, throughput, options.warmupRows, options.seed, traceparent, new CpuClock());
+                observed(throughput, options.warmupRows, options.seed, traceparent, new CpuClock());
                 ThroughputScenarios.settle();
             }
             for (int r = 1; r <= options.repeat; r++) {
                 long seed = options.seed + r;
                 CpuClock cpu = new CpuClock();
-                ThroughputScenarios.Run plain = throughput.drain("drain", options.rows, seed, d -> cpu.start());
+                ThroughputScenarios.Run plain = throughput.drain("drain", options.rows, seed, null,
+                        d -> cpu.start());
                 offCpu.add(cpu.microsPer(plain.records()));
                 Progress.say("drain, run %d: %,.0f records/s, %.1f us CPU per record", r, plain.rate(),
                         offCpu.get(offCpu.size() - 1));
                 off.add(plain.rate());
                 ThroughputScenarios.settle();
-                ThroughputScenarios.Run metered = observed(env, throughput, options.rows, seed, null, cpu);
+                ThroughputScenarios.Run metered = observed(throughput, options.rows, seed, null, cpu);
                 metricsOnlyCpu.add(cpu.microsPer(metered.records()));
                 Progress.say("drain with metrics, run %d: %,.0f records/s, %.1f us CPU per record", r,
                         metered.rate(), metricsOnlyCpu.get(metricsOnlyCpu.size() - 1));
                 metricsOnly.add(metered.rate());
                 ThroughputScenarios.settle();
-                ThroughputScenarios.Run observed = observed(env, throughput, options.rows, seed, traceparent, cpu);
+                ThroughputScenarios.Run observed = observed(throughput, options.rows, seed, traceparent, cpu);
                 onCpu.add(cpu.microsPer(observed.records()));
                 Progress.say("drain with metrics and tracing, run %d: %,.0f records/s, %.1f us CPU per record", r,
                         observed.rate(), onCpu.get(onCpu.size() - 1));
@@ -141,18 +142,27 @@ public final class ObservabilityBenchmark {
     }
 
     /** The drain with the binder bound and, unless {@code traceparent} is null, that header on every row. */
-    private static ThroughputScenarios.Run observed(BenchEnvironment env, ThroughputScenarios throughput, int rows,
-                                                    long seed, Header traceparent, CpuClock cpu)
-            throws InterruptedException {
+    private static ThroughputScenarios.Run observed(ThroughputScenarios throughput, int rows, long seed,
+                                                    Header traceparent, CpuClock cpu) throws InterruptedException {
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        java.util.concurrent.atomic.AtomicInteger withHeader = new java.util.concurrent.atomic.AtomicInteger();
         try {
-            ThroughputScenarios.Run run = throughput.drain("drain+observability", rows, seed, (Dispatcher d) -> {
-                if (traceparent != null) {
-                    env.database().addHeader(traceparent.name(), traceparent.value());
-                }
+            ThroughputScenarios.Run run = throughput.drain("drain+observability", rows, seed, traceparent,
+                    (Dispatcher d) -> {
                 new OutboxMetrics(d, BenchEnvironment.TABLE).bindTo(registry);
+                d.addObserver(new DispatcherObserver() {
+                    @Override
+                    public void sent(OutboxRecord record) {
+                        if (withHeader.get() == 0 && record.message().headers().contains(traceparent)) {
+                            withHeader.incrementAndGet();
+                        }
+                    }
+                });
                 cpu.start();
             });
+            if (traceparent != null && withHeader.get() == 0) {
+                throw new IllegalStateException("the backlog's records did not carry " + traceparent);
+            }
             double acknowledged = registry.get(OutboxMetrics.RECORDS_ACKNOWLEDGED).counters().stream()
                     .mapToDouble(c -> c.count()).sum();
             if (acknowledged < run.records()) {

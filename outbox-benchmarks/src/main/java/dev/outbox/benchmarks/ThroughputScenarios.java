@@ -54,16 +54,18 @@ final class ThroughputScenarios {
      * timed from its first send to its last acknowledgement. Rows left are counted after it closed.
      */
     Run drain(int rows, long seed) throws InterruptedException {
-        return drain("drain", rows, seed, d -> { });
+        return drain("drain", rows, seed, null, d -> { });
     }
 
     /**
-     * The same drain, labelled {@code scenario}, with {@code instrument} applied once the backlog is filled and
-     * the dispatcher built, before it starts (to bind meters, add observers, rewrite the backlog's rows).
+     * The same drain, labelled {@code scenario}, every row carrying {@code header} (none if null), with
+     * {@code instrument} applied once the backlog is filled and the dispatcher built, before it starts (to bind
+     * meters or add observers).
      */
-    Run drain(String scenario, int rows, long seed, Consumer<Dispatcher> instrument) throws InterruptedException {
+    Run drain(String scenario, int rows, long seed, dev.outbox.Header header, Consumer<Dispatcher> instrument)
+            throws InterruptedException {
         String topic = env.newTopic("drain");
-        double fill = backlog.fill(topic, rows, seed);
+        double fill = backlog.fill(topic, rows, seed, header);
         TimingBroker broker = new TimingBroker(env.newBroker("bench-drain"), rows, null);
         TimingStore store = new TimingStore(env.store());
         Dispatcher dispatcher = Dispatcher.builder(store, broker)
