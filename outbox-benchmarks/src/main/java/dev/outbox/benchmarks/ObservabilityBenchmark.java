@@ -150,14 +150,16 @@ public final class ObservabilityBenchmark {
             ThroughputScenarios.Run run = throughput.drain("drain+observability", rows, seed, traceparent,
                     (Dispatcher d) -> {
                 new OutboxMetrics(d, BenchEnvironment.TABLE).bindTo(registry);
-                d.addObserver(new DispatcherObserver() {
-                    @Override
-                    public void sent(OutboxRecord record) {
-                        if (withHeader.get() == 0 && record.message().headers().contains(traceparent)) {
-                            withHeader.incrementAndGet();
+                if (traceparent != null) {
+                    d.addObserver(new DispatcherObserver() {
+                        @Override
+                        public void sent(OutboxRecord record) {
+                            if (withHeader.get() == 0 && record.message().headers().contains(traceparent)) {
+                                withHeader.incrementAndGet();
+                            }
                         }
-                    }
-                });
+                    });
+                }
                 cpu.start();
             });
             if (traceparent != null && withHeader.get() == 0) {
