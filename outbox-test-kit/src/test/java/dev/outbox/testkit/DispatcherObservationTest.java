@@ -194,39 +194,43 @@ class DispatcherObservationTest {
     @Test
     void healthFollowsLeadershipStandbyAndFencing() {
         InMemoryStore store = new InMemoryStore();
-        InMemoryLeaderGroup group = new InMemoryLeaderGroup();
-        Recording firstRec = new Recording();
-        Recording secondRec = new Recording();
-        Dispatcher.Builder firstBuilder = builder(store, new InMemoryBroker()).leaderTransport(group.newMember())
-                .observer(firstRec);
-        Dispatcher notStarted = firstBuilder.build();
+        Dispatcher notStarted = builder(store, new InMemoryBroker()).build();
         assertThat(notStarted.health().status()).isEqualTo(Status.STARTING);
         notStarted.close();
 
-        Dispatcher first = started(builder(store, new InMemoryBroker()).leaderTransport(group.newMember())
-                .observer(firstRec));
-        Dispatcher second = started(builder(store, new InMemoryBroker()).leaderTransport(group.newMember()));
-        second.addObserver(secondRec);
+        InMemoryLeaderGroup group = new InMemoryLeaderGroup();
+        Recording aRec = new Recording();
+        Recording bRec = new Recording();
+        Dispatcher a = started(builder(store, new InMemoryBroker()).leaderTransport(group.newMember())
+                .observer(aRec));
+        Dispatcher b = started(builder(store, new InMemoryBroker()).leaderTransport(group.newMember())
+                .observer(bRec));
         group.assignNext();
-        Await.untilOrFail(() -> first.health().status() == Status.LEADER
-                && second.health().status() == Status.STANDBY, WAIT, () -> first.health() + " / " + second.health());
-        Await.untilOrFail(() -> firstRec.samples.size() >= 3, WAIT, () -> "samples " + firstRec.samples);
-        assertThat(secondRec.samples).as("a standby never samples").isEmpty();
-        assertThat(second.health().leaderId()).isEmpty();
-        assertThat(second.health().lag()).isEmpty();
+        Await.untilOrFail(() -> a.health().status() == Status.LEADER && b.health().status() == Status.STANDBY
+                || b.health().status() == Status.LEADER && a.health().status() == Status.STANDBY, WAIT,
+                () -> a.health() + " / " + b.health());
+        boolean aLeads = a.health().status() == Status.LEADER;
+        Dispatcher leader = aLeads ? a : b;
+        Dispatcher standby = aLeads ? b : a;
+        Recording leaderRec = aLeads ? aRec : bRec;
+        Recording standbyRec = aLeads ? bRec : aRec;
+        Await.untilOrFail(() -> leaderRec.samples.size() >= 3, WAIT, () -> "samples " + leaderRec.samples);
+        assertThat(standbyRec.samples).as("a standby never samples").isEmpty();
+        assertThat(standby.health().leaderId()).isEmpty();
+        assertThat(standby.health().lag()).isEmpty();
 
         group.stallHeartbeats(true);
-        Await.untilOrFail(() -> first.health().status() == Status.FENCED, WAIT, () -> first.health().toString());
-        assertThat(first.health().leaderId()).isEmpty();
-        assertThat(first.health().lastSample()).isEmpty();
+        Await.untilOrFail(() -> leader.health().status() == Status.FENCED, WAIT, () -> leader.health().toString());
+        assertThat(leader.health().leaderId()).isEmpty();
+        assertThat(leader.health().lastSample()).isEmpty();
         group.stallHeartbeats(false);
-        Await.untilOrFail(() -> first.health().status() == Status.LEADER, WAIT, () -> first.health().toString());
-        Await.untilOrFail(() -> firstRec.statuses.size() >= 3, WAIT, () -> "statuses " + firstRec.statuses);
-        assertThat(firstRec.statuses).as("reported status changes").containsSubsequence(Status.LEADER,
+        Await.untilOrFail(() -> leader.health().status() == Status.LEADER, WAIT, () -> leader.health().toString());
+        Await.untilOrFail(() -> leaderRec.statuses.size() >= 3, WAIT, () -> "statuses " + leaderRec.statuses);
+        assertThat(leaderRec.statuses).as("reported status changes").containsSubsequence(Status.LEADER,
                 Status.FENCED, Status.LEADER).doesNotContain(Status.CLOSED);
-        second.close();
-        assertThat(secondRec.statuses).first().isEqualTo(Status.STANDBY);
-        assertThat(secondRec.statuses).last().isEqualTo(Status.CLOSED);
+        standby.close();
+        assertThat(standbyRec.statuses).first().isEqualTo(Status.STANDBY);
+        assertThat(standbyRec.statuses).last().isEqualTo(Status.CLOSED);
     }
 
     @Test
