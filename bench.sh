@@ -4,7 +4,8 @@
 #   ./bench.sh                 # everything on embedded Postgres 17 and Kafka, 1,000,000 rows
 #   ./bench.sh --rows 100000 --repeat 1
 #   ./bench.sh --help
-#   BENCH_MAIN=ObservabilityBenchmark ./bench.sh --rows 200000   # drain without vs with metrics + tracing
+#   ./bench.sh headers-codec [records] [rounds] [mysql|mariadb]   # the MySQL headers column: Jackson vs SQL JSON
+#   ./bench.sh observability --rows 300000 --repeat 5   # the drain without vs with metrics and tracing
 # Results: a table on standard output, and outbox-benchmarks/target/benchmark/results.{txt,csv,json}.
 # JAVA_OPTS adds JVM options (e.g. JAVA_OPTS="-XX:StartFlightRecording=filename=bench.jfr").
 set -euo pipefail
@@ -14,6 +15,14 @@ if [[ "${BENCH_SKIP_BUILD:-}" != "1" ]]; then
   ./mvnw -q -B -pl outbox-benchmarks -am -DskipTests package
 fi
 
+main=dev.outbox.benchmarks.Benchmark
+if [[ "${1:-}" == "headers-codec" ]]; then
+  main=dev.outbox.benchmarks.HeadersCodecBenchmark
+  shift
+elif [[ "${1:-}" == "observability" ]]; then
+  main=dev.outbox.benchmarks.ObservabilityBenchmark
+  shift
+fi
 module=outbox-benchmarks/target
 cp="$module/classes:$(cat "$module/classpath.txt")"
 exec java -Xms1g -Xmx2g ${JAVA_OPTS:-} \
@@ -23,4 +32,4 @@ exec java -Xms1g -Xmx2g ${JAVA_OPTS:-} \
   -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
   -Dorg.slf4j.simpleLogger.showDateTime=true \
   -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS \
-  -cp "$cp" "dev.outbox.benchmarks.${BENCH_MAIN:-Benchmark}" "$@"
+  -cp "$cp" "$main" "$@"

@@ -38,7 +38,7 @@ import java.util.UUID;
  * writer's side. Takes the main benchmark's flags ({@code --rows}, {@code --repeat}, {@code --database}, …).
  *
  * <pre>
- * BENCH_MAIN=ObservabilityBenchmark ./bench.sh --rows 200000 --repeat 3 --warmup-rows 50000
+ * ./bench.sh observability --rows 300000 --repeat 5 --warmup-rows 100000
  * </pre>
  */
 public final class ObservabilityBenchmark {
@@ -49,8 +49,8 @@ public final class ObservabilityBenchmark {
         BenchmarkOptions options;
         try {
             options = BenchmarkOptions.parse(args);
-        } catch (IllegalArgumentException e) {
-            System.err.println(e.getMessage());
+        } catch (picocli.CommandLine.ParameterException e) {
+            System.err.println(e.getMessage() + "; ./bench.sh --help lists every option");
             System.exit(2);
             return;
         }

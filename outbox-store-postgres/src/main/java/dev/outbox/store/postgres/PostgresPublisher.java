@@ -1,11 +1,11 @@
 package dev.outbox.store.postgres;
 
 import dev.outbox.Header;
-import dev.outbox.MessageRejectedException;
 import dev.outbox.OutboxMessage;
-import dev.outbox.Publisher;
+import dev.outbox.spi.RowChecks;
 import dev.outbox.spi.MessageDecorators;
 import dev.outbox.spi.SqlTableNames;
+import dev.outbox.store.sql.SqlPublisher;
 import org.jdbi.v3.core.Handle;
 
 import java.sql.Connection;
@@ -27,22 +27,18 @@ import java.util.Objects;
  * trip), in list order, so that the ids — and therefore the delivery order of messages that share a key — follow
  * the list. Every message is validated before anything is written; a message the table cannot hold (a key longer
  * than the store's {@code maxKeyLength}, a U+0000 character, which Postgres text cannot store) is rejected with an
- * {@link IllegalArgumentException} naming it and its index. Before that, the store's
- * {@linkplain dev.outbox.MessageDecorator decorators} transform each message, in the order they were added.
+ * {@link IllegalArgumentException} naming it and its index.
  *
  * <p>Immutable and thread-safe; a single connection must of course not be used by two threads at once.
  */
-public final class PostgresPublisher implements Publisher {
+public final class PostgresPublisher extends SqlPublisher {
     private final SqlTableNames names;
-    private final int maxKeyLength;
     private final int queryTimeoutSeconds;
     private final String insertSql;
-    private final MessageDecorators decorators;
 
     PostgresPublisher(SqlTableNames names, int maxKeyLength, int queryTimeoutSeconds, MessageDecorators decorators) {
+        super(maxKeyLength, decorators);
         this.names = names;
-        this.decorators = decorators;
-        this.maxKeyLength = maxKeyLength;
         this.queryTimeoutSeconds = queryTimeoutSeconds;
         this.insertSql = "INSERT INTO " + names.outbox()
                 + " (topic, key, value, header_names, header_values) VALUES (?, ?, ?, ?, ?)";
@@ -53,8 +49,9 @@ public final class PostgresPublisher implements Publisher {
      *
      * @throws IllegalArgumentException if a message does not fit the table, naming it and its index; nothing
      *                                  was written then
-     * @throws MessageRejectedException if one of the store's {@linkplain PostgresStore.Builder#decorator
-     *                                  decorators} rejected a message, naming it; nothing was written then
+     * @throws dev.outbox.MessageRejectedException if one of the store's {@linkplain
+     *                                  dev.outbox.store.sql.SqlStore.Builder#decorator decorators} rejected a
+     *                                  message, naming it; nothing was written then
      * @throws dev.outbox.spi.StoreException if the database rejects the write; the caller's transaction should
      *                                  be rolled back
      */
@@ -62,7 +59,7 @@ public final class PostgresPublisher implements Publisher {
     public void publish(Connection connection, List<OutboxMessage> input) {
         Objects.requireNonNull(connection, "connection must not be null");
         Objects.requireNonNull(input, "messages must not be null");
-        List<OutboxMessage> messages = decorators.apply(input);
+        List<OutboxMessage> messages = decorate(input);
         for (int i = 0; i < messages.size(); i++) {
             validate(i, messages.get(i));
         }
@@ -82,37 +79,18 @@ public final class PostgresPublisher implements Publisher {
                 statement.executeBatch();
             }
         } catch (SQLException e) {
-            throw PostgresErrors.translate("writing " + messages.size() + " message(s) to " + names.outbox(), e);
+            throw PostgresDialect.ERRORS.translate("writing " + messages.size() + " message(s) to " + names.outbox(), e);
         }
     }
 
-    /** Writes one message on the handle's connection, in the handle's current transaction. */
-    public void publish(Handle handle, OutboxMessage message) {
-        publish(handle, List.of(Objects.requireNonNull(message, "message must not be null")));
-    }
-
-    /** Writes {@code messages}, in list order, on the handle's connection, in the handle's current transaction. */
-    public void publish(Handle handle, List<OutboxMessage> messages) {
-        Objects.requireNonNull(handle, "handle must not be null");
-        publish(handle.getConnection(), messages);
-    }
-
     /** The {@code INSERT} statement this publisher runs; any language may write rows the same way. */
+    @Override
     public String insertSql() {
         return insertSql;
     }
 
     private void validate(int index, OutboxMessage message) {
-        if (message == null) {
-            throw new IllegalArgumentException("message " + index + " is null");
-        }
-        String key = message.key();
-        if (key.length() > maxKeyLength) {
-            throw new IllegalArgumentException("message " + index + " (topic '" + message.topic() + "'): key is "
-                    + key.length() + " characters, longer than the store's maxKeyLength " + maxKeyLength + ": "
-                    + RowReader.abbreviate(key));
-        }
-        checkNoNul(index, "key", key);
+        checkNoNul(index, "key", check(index, message).key());
         List<Header> headers = message.headers();
         for (int h = 0; h < headers.size(); h++) {
             checkNoNul(index, "header " + h + " name", headers.get(h).name());
@@ -123,7 +101,7 @@ public final class PostgresPublisher implements Publisher {
         int at = value.indexOf('\u0000');
         if (at >= 0) {
             throw new IllegalArgumentException("message " + index + ": " + what + " "
-                    + RowReader.abbreviate(value.replace("\u0000", "\\u0000")) + " contains the character U+0000 at"
+                    + RowChecks.abbreviate(value.replace("\u0000", "\\u0000")) + " contains the character U+0000 at"
                     + " index " + at + ", which Postgres text cannot store");
         }
     }
