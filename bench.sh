@@ -5,6 +5,7 @@
 #   ./bench.sh --rows 100000 --repeat 1
 #   ./bench.sh --help
 #   ./bench.sh headers-codec [records] [rounds] [mysql|mariadb]   # the MySQL headers column: Jackson vs SQL JSON
+#   ./bench.sh observability --rows 300000 --repeat 5   # the drain without vs with metrics and tracing
 # Results: a table on standard output, and outbox-benchmarks/target/benchmark/results.{txt,csv,json}.
 # JAVA_OPTS adds JVM options (e.g. JAVA_OPTS="-XX:StartFlightRecording=filename=bench.jfr").
 set -euo pipefail
@@ -17,6 +18,9 @@ fi
 main=dev.outbox.benchmarks.Benchmark
 if [[ "${1:-}" == "headers-codec" ]]; then
   main=dev.outbox.benchmarks.HeadersCodecBenchmark
+  shift
+elif [[ "${1:-}" == "observability" ]]; then
+  main=dev.outbox.benchmarks.ObservabilityBenchmark
   shift
 fi
 module=outbox-benchmarks/target

@@ -27,7 +27,9 @@ import java.util.Objects;
  *   <tr><td>maxAttempts</td><td>10</td><td>failed deliveries after which a record is parked</td></tr>
  *   <tr><td>drainTimeout</td><td>10 s</td><td>how long close() and a revocation wait for in-flight records
  *       to be acknowledged</td></tr>
- *   <tr><td>metricsInterval</td><td>5 s</td><td>period of {@link DispatcherListener#meterRead} events</td></tr>
+ *   <tr><td>metricsInterval</td><td>5 s</td><td>period of {@link DispatcherListener#meterRead} events, and of
+ *       the leader's samples of the outbox (backlog, parked rows, lag: {@link DispatcherObserver#sampled},
+ *       {@link Dispatcher#health()})</td></tr>
  * </table>
  */
 public final class DispatcherConfig {

@@ -5,7 +5,8 @@ import java.util.UUID;
 /**
  * Receives the dispatcher's events. Every method has a no-op default, so a listener overrides only what it
  * needs. Callbacks run on the dispatcher's own threads: they must return quickly and must not call
- * {@link Dispatcher#close()}. An exception thrown by a callback is logged and otherwise ignored.
+ * {@link Dispatcher#close()}. An exception thrown by a callback never disturbs the harvest: it is caught, counted
+ * in {@link DispatcherHealth#callbackErrors()}, and logged the first time a callback of its kind throws.
  */
 public interface DispatcherListener {
 

@@ -38,6 +38,11 @@ final class Backlog {
      * @return the seconds the fill took
      */
     double fill(String topic, int rows, long seed) {
+        return fill(topic, rows, seed, null);
+    }
+
+    /** As {@link #fill(String, int, long)}, every row carrying {@code header} (none if null). */
+    double fill(String topic, int rows, long seed, dev.outbox.Header header) {
         reset();
         long started = System.nanoTime();
         SplittableRandom random = new SplittableRandom(seed);
@@ -52,6 +57,11 @@ final class Backlog {
             public byte[] nextValue() {
                 random.nextBytes(value);
                 return value;
+            }
+
+            @Override
+            public dev.outbox.Header header() {
+                return header;
             }
         });
         return (System.nanoTime() - started) / 1e9;

@@ -1,5 +1,6 @@
 package dev.outbox.benchmarks;
 
+import dev.outbox.Header;
 import dev.outbox.spi.Store;
 import dev.outbox.testservers.JdbcServer;
 
@@ -49,5 +50,13 @@ interface BenchDatabase extends AutoCloseable {
 
         /** The next value; the array may be reused by the next call. */
         byte[] nextValue();
+
+        /**
+         * The one header every row carries (as a decorator would have written it), or null for none. Its value
+         * must be printable ASCII without backslash, quote, comma, brace or space (a {@code traceparent} is).
+         */
+        default Header header() {
+            return null;
+        }
     }
 }

@@ -78,13 +78,17 @@ final class MySqlDatabase implements BenchDatabase {
 
     @Override
     public void fill(String topic, int rows, RowSource source) {
-        String sql = "INSERT INTO " + store.table() + " (topic, `key`, value) VALUES (?, ?, ?)";
+        dev.outbox.Header header = source.header();
+        String headers = header == null ? null : "[{\"name\": \"" + header.name() + "\", \"value\": \""
+                + java.util.Base64.getEncoder().encodeToString(header.value()) + "\"}]";
+        String sql = "INSERT INTO " + store.table() + " (topic, `key`, value, headers) VALUES (?, ?, ?, ?)";
         try (Connection c = pool.getConnection(); PreparedStatement s = c.prepareStatement(sql)) {
             c.setAutoCommit(false);
             for (int i = 1; i <= rows; i++) {
                 s.setString(1, topic);
                 s.setString(2, source.nextKey());
                 s.setBytes(3, source.nextValue().clone());
+                s.setString(4, headers);
                 s.addBatch();
                 if (i % ROWS_PER_STATEMENT == 0 || i == rows) {
                     s.executeBatch();

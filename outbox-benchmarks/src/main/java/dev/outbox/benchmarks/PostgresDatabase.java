@@ -72,7 +72,17 @@ final class PostgresDatabase implements BenchDatabase {
 
     @Override
     public void fill(String topic, int rows, RowSource source) {
-        String sql = "COPY " + store.table() + " (topic, key, value) FROM STDIN";
+        dev.outbox.Header header = source.header();
+        String headerColumns = "";
+        if (header != null) {
+            String v = header.valueAsString();
+            if (!header.name().matches("[A-Za-z0-9_.-]+") || v == null || !v.matches("[A-Za-z0-9_.:/=+-]+")) {
+                throw new IllegalArgumentException("header " + header + " cannot be written by COPY as it is");
+            }
+            headerColumns = "\t{" + header.name() + "}\t{" + v + "}"; // bytea escape input: ASCII as is
+        }
+        String sql = "COPY " + store.table() + " (topic, key, value" + (header == null ? ""
+                : ", header_names, header_values") + ") FROM STDIN";
         try (Connection c = pool.getConnection()) {
             c.setAutoCommit(true);
             CopyIn in = c.unwrap(PGConnection.class).getCopyAPI().copyIn(sql);
@@ -83,7 +93,7 @@ final class PostgresDatabase implements BenchDatabase {
                     for (byte b : source.nextValue()) {
                         line.append(HEX[(b >> 4) & 0xF]).append(HEX[b & 0xF]);
                     }
-                    line.append('\n');
+                    line.append(headerColumns).append('\n');
                     if (line.length() > 60_000 || i == rows - 1) {
                         byte[] bytes = line.toString().getBytes(StandardCharsets.UTF_8);
                         in.writeToCopy(bytes, 0, bytes.length);

@@ -3,6 +3,7 @@ package dev.outbox.store.mysql;
 import dev.outbox.Header;
 import dev.outbox.OutboxMessage;
 import dev.outbox.spi.RowChecks;
+import dev.outbox.spi.MessageDecorators;
 import dev.outbox.spi.SqlTableNames;
 import dev.outbox.store.sql.SqlPublisher;
 import org.jdbi.v3.core.Handle;
@@ -43,8 +44,8 @@ public final class MySqlPublisher extends SqlPublisher {
     private final SqlTableNames names;
     private final String insertPrefix;
 
-    MySqlPublisher(SqlTableNames names, int maxKeyLength) {
-        super(maxKeyLength);
+    MySqlPublisher(SqlTableNames names, int maxKeyLength, MessageDecorators decorators) {
+        super(maxKeyLength, decorators);
         this.names = names;
         this.insertPrefix = "INSERT INTO " + names.outbox() + " (topic, `key`, value, headers) VALUES ";
     }
@@ -55,13 +56,17 @@ public final class MySqlPublisher extends SqlPublisher {
      *
      * @throws IllegalArgumentException if a message does not fit the table, naming it and its index; nothing
      *                                  was written then
+     * @throws dev.outbox.MessageRejectedException if one of the store's {@linkplain
+     *                                  dev.outbox.store.sql.SqlStore.Builder#decorator decorators} rejected a
+     *                                  message, naming it; nothing was written then
      * @throws dev.outbox.spi.StoreException if the database rejects the write; the caller's transaction should
      *                                  be rolled back
      */
     @Override
-    public void publish(Connection connection, List<OutboxMessage> messages) {
+    public void publish(Connection connection, List<OutboxMessage> input) {
         Objects.requireNonNull(connection, "connection must not be null");
-        Objects.requireNonNull(messages, "messages must not be null");
+        Objects.requireNonNull(input, "messages must not be null");
+        List<OutboxMessage> messages = decorate(input);
         String[] headers = new String[messages.size()];
         for (int i = 0; i < messages.size(); i++) {
             headers[i] = validate(i, messages.get(i));

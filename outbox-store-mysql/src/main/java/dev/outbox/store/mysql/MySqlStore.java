@@ -15,12 +15,14 @@ import javax.sql.DataSource;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.function.Consumer;
@@ -102,11 +104,13 @@ public final class MySqlStore extends SqlStore {
 
     private final String candidatesSql;
     private final String backlogSql;
+    private final String parkedCountSql;
+    private final String oldestSql;
     private final String parkedSql;
 
     private MySqlStore(Builder builder) {
         super(builder);
-        this.publisher = new MySqlPublisher(names, maxKeyLength());
+        this.publisher = new MySqlPublisher(names, maxKeyLength(), decorators());
 
         String t = names.outbox();
         this.candidatesSql = "SELECT id FROM " + t + " FORCE INDEX (PRIMARY) WHERE leader_id <> ? ORDER BY id LIMIT ?";
@@ -114,6 +118,8 @@ public final class MySqlStore extends SqlStore {
                 + ") head), (SELECT MAX(id) - MIN(id) + 1 FROM " + t + ")";
         this.parkedSql = "SELECT id, topic, `key`, attempts, reason, UNIX_TIMESTAMP(parked_at) FROM " + names.parked()
                 + " ORDER BY id LIMIT ?";
+        this.parkedCountSql = "SELECT COUNT(*) FROM " + names.parked();
+        this.oldestSql = "SELECT UNIX_TIMESTAMP(create_time) FROM " + names.outbox() + " ORDER BY id LIMIT 1";
     }
 
     /**
@@ -334,6 +340,21 @@ public final class MySqlStore extends SqlStore {
                     }
                     return Math.max(counted, rs.getLong(2));
                 }).one());
+    }
+
+    /** The rows in the parked table, counted exactly (the parked table is meant to stay small). */
+    @Override
+    public long parkedCount() {
+        return inTransaction("counting the rows of " + names.parked(), handle ->
+                timed(handle.createQuery(parkedCountSql)).mapTo(Long.class).one());
+    }
+
+    /** The {@code create_time} of the row with the lowest id, read from the head of the primary key. */
+    @Override
+    public Optional<Instant> oldestCreateTime() {
+        return inTransaction("reading the head of " + names.outbox(), handle ->
+                timed(handle.createQuery(oldestSql)).map((rs, ctx) -> RowReader.instant(rs.getBigDecimal(1)))
+                        .findOne());
     }
 
     // ------------------------------------------------------------------------------------------ internals

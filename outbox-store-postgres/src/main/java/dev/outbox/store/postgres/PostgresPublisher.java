@@ -3,6 +3,7 @@ package dev.outbox.store.postgres;
 import dev.outbox.Header;
 import dev.outbox.OutboxMessage;
 import dev.outbox.spi.RowChecks;
+import dev.outbox.spi.MessageDecorators;
 import dev.outbox.spi.SqlTableNames;
 import dev.outbox.store.sql.SqlPublisher;
 import org.jdbi.v3.core.Handle;
@@ -35,8 +36,8 @@ public final class PostgresPublisher extends SqlPublisher {
     private final int queryTimeoutSeconds;
     private final String insertSql;
 
-    PostgresPublisher(SqlTableNames names, int maxKeyLength, int queryTimeoutSeconds) {
-        super(maxKeyLength);
+    PostgresPublisher(SqlTableNames names, int maxKeyLength, int queryTimeoutSeconds, MessageDecorators decorators) {
+        super(maxKeyLength, decorators);
         this.names = names;
         this.queryTimeoutSeconds = queryTimeoutSeconds;
         this.insertSql = "INSERT INTO " + names.outbox()
@@ -48,13 +49,17 @@ public final class PostgresPublisher extends SqlPublisher {
      *
      * @throws IllegalArgumentException if a message does not fit the table, naming it and its index; nothing
      *                                  was written then
+     * @throws dev.outbox.MessageRejectedException if one of the store's {@linkplain
+     *                                  dev.outbox.store.sql.SqlStore.Builder#decorator decorators} rejected a
+     *                                  message, naming it; nothing was written then
      * @throws dev.outbox.spi.StoreException if the database rejects the write; the caller's transaction should
      *                                  be rolled back
      */
     @Override
-    public void publish(Connection connection, List<OutboxMessage> messages) {
+    public void publish(Connection connection, List<OutboxMessage> input) {
         Objects.requireNonNull(connection, "connection must not be null");
-        Objects.requireNonNull(messages, "messages must not be null");
+        Objects.requireNonNull(input, "messages must not be null");
+        List<OutboxMessage> messages = decorate(input);
         for (int i = 0; i < messages.size(); i++) {
             validate(i, messages.get(i));
         }

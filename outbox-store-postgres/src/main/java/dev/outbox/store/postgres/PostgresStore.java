@@ -19,6 +19,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
+import java.time.Instant;
+import java.util.Optional;
 
 /**
  * The outbox on PostgreSQL (13 or newer): a {@link Store} on Jdbi 3 and the official JDBC driver.
@@ -91,10 +93,12 @@ public final class PostgresStore extends SqlStore {
     private final String parkedSql;
     private final String replaySql;
     private final String backlogSql;
+    private final String parkedCountSql;
+    private final String oldestSql;
 
     private PostgresStore(Builder builder) {
         super(builder);
-        this.publisher = new PostgresPublisher(names, maxKeyLength(), queryTimeoutSeconds());
+        this.publisher = new PostgresPublisher(names, maxKeyLength(), queryTimeoutSeconds(), decorators());
 
         String t = names.outbox();
         String p = names.parked();
@@ -124,6 +128,8 @@ public final class PostgresStore extends SqlStore {
                 + " (SELECT CASE WHEN c.relpages > 0 AND c.reltuples > 0"
                 + " THEN c.reltuples / c.relpages * (pg_relation_size(c.oid) / CAST(current_setting('block_size') AS int))"
                 + " ELSE 0 END FROM pg_class c WHERE c.oid = to_regclass(?))";
+        this.parkedCountSql = "SELECT count(*) FROM " + names.parked();
+        this.oldestSql = "SELECT create_time FROM " + names.outbox() + " ORDER BY id LIMIT 1";
     }
 
     /** Starts a builder for a Postgres store on the connections of {@code jdbi}. */
@@ -262,6 +268,21 @@ public final class PostgresStore extends SqlStore {
                     }
                     return Math.max(counted, (long) rs.getDouble(2));
                 }).one());
+    }
+
+    /** The rows in the parked table, counted exactly (the parked table is meant to stay small). */
+    @Override
+    public long parkedCount() {
+        return inTransaction("counting the rows of " + names.parked(), settingsSql, handle ->
+                handle.createQuery(parkedCountSql).mapTo(Long.class).one());
+    }
+
+    /** The {@code create_time} of the row with the lowest id, found through the primary key's index. */
+    @Override
+    public Optional<Instant> oldestCreateTime() {
+        return inTransaction("reading the head of " + names.outbox(), settingsSql, handle ->
+                handle.createQuery(oldestSql).map((rs, ctx) -> rs.getObject(1, OffsetDateTime.class).toInstant())
+                        .findOne());
     }
 
     /**

@@ -2,6 +2,7 @@ package dev.outbox.store.sql;
 
 import dev.outbox.OutboxMessage;
 import dev.outbox.Publisher;
+import dev.outbox.spi.MessageDecorators;
 import dev.outbox.spi.RowChecks;
 import org.jdbi.v3.core.Handle;
 
@@ -17,9 +18,26 @@ import java.util.Objects;
  */
 public abstract class SqlPublisher implements Publisher {
     private final int maxKeyLength;
+    private final MessageDecorators decorators;
 
     protected SqlPublisher(int maxKeyLength) {
+        this(maxKeyLength, MessageDecorators.none());
+    }
+
+    /** @param decorators applied to every message by {@link #decorate} ({@code SqlStore.Builder.decorator}) */
+    protected SqlPublisher(int maxKeyLength, MessageDecorators decorators) {
         this.maxKeyLength = maxKeyLength;
+        this.decorators = Objects.requireNonNull(decorators, "decorators must not be null");
+    }
+
+    /**
+     * The messages as the store's {@linkplain dev.outbox.MessageDecorator decorators} transform them, in order:
+     * the first thing {@code publish} does, before any check or write.
+     *
+     * @throws dev.outbox.MessageRejectedException if a decorator rejected a message, naming it
+     */
+    protected final List<OutboxMessage> decorate(List<OutboxMessage> messages) {
+        return decorators.apply(messages);
     }
 
     /** Writes one message on the handle's connection, in the handle's current transaction. */

@@ -31,6 +31,8 @@ import java.util.TreeSet;
 import java.util.concurrent.Executor;
 import java.util.function.Function;
 import java.util.function.UnaryOperator;
+import dev.outbox.MessageDecorator;
+import dev.outbox.spi.MessageDecorators;
 
 /**
  * What the SQL stores share: the builder's settings, the table names, the DDL template, the timeouts, and how a
@@ -60,6 +62,7 @@ public abstract class SqlStore implements Store {
     private final int queryTimeoutSeconds;
     private final int networkTimeoutMillis;
     private final int maxKeyLength;
+    private final MessageDecorators decorators;
 
     /** Takes the builder's settings; the builder validated each of them. */
     protected SqlStore(Builder<?, ?> builder) {
@@ -70,6 +73,12 @@ public abstract class SqlStore implements Store {
         this.queryTimeoutSeconds = (int) Math.min(Integer.MAX_VALUE, (statementTimeout.toMillis() + 999) / 1000);
         this.networkTimeoutMillis = (int) Math.min(Integer.MAX_VALUE, statementTimeout.toMillis() * 2);
         this.maxKeyLength = builder.maxKeyLength;
+        this.decorators = MessageDecorators.of(builder.decorators);
+    }
+
+    /** The decorators the publisher applies to every message, in order ({@link Builder#decorator}). */
+    protected final MessageDecorators decorators() {
+        return decorators;
     }
 
     /**
@@ -289,6 +298,7 @@ public abstract class SqlStore implements Store {
         private String table = DEFAULT_TABLE;
         private Duration statementTimeout = DEFAULT_STATEMENT_TIMEOUT;
         private int maxKeyLength;
+        private final List<MessageDecorator> decorators = new ArrayList<>();
 
         /**
          * @param jdbi    where the store takes its connections
@@ -341,6 +351,16 @@ public abstract class SqlStore implements Store {
          */
         public final B maxKeyLength(int maxKeyLength) {
             this.maxKeyLength = SqlStoreSettings.maxKeyLength(maxKeyLength);
+            return (B) this;
+        }
+
+        /**
+         * Adds a decorator that the publisher applies to every message before writing it (after the decorators
+         * added before it): to add or change headers, or to reject a message; see {@link MessageDecorator}. None by
+         * default.
+         */
+        public final B decorator(MessageDecorator decorator) {
+            decorators.add(Objects.requireNonNull(decorator, "decorator must not be null"));
             return (B) this;
         }
 

@@ -1,0 +1,320 @@
+package dev.outbox.benchmarks;
+
+import dev.outbox.Dispatcher;
+import dev.outbox.DispatcherHealth;
+import dev.outbox.DispatcherObserver;
+import dev.outbox.Header;
+import dev.outbox.OutboxMessage;
+import dev.outbox.OutboxRecord;
+import dev.outbox.micrometer.OutboxMetrics;
+import dev.outbox.opentelemetry.TracingMessageDecorator;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.propagation.W3CTraceContextPropagator;
+import io.opentelemetry.context.Scope;
+import io.opentelemetry.context.propagation.ContextPropagators;
+import io.opentelemetry.sdk.OpenTelemetrySdk;
+import io.opentelemetry.sdk.trace.SdkTracerProvider;
+import io.opentelemetry.sdk.trace.export.SimpleSpanProcessor;
+import io.opentelemetry.sdk.trace.export.SpanExporter;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.UUID;
+
+/**
+ * The cost of observability on the drain: in one run, on the same servers, the Dispatcher drains the same
+ * backlog in turn without observability, with {@code OutboxMetrics} bound to a Prometheus registry (percentile
+ * histograms included), and with the binder and every row carrying the {@code traceparent} header that
+ * {@code TracingMessageDecorator} writes; the medians of rate and of this JVM's CPU time per record (it hosts the
+ * dispatcher, its producer and the in-process Kafka broker) are compared. Also times the decorator itself on the
+ * writer's side. Takes the main benchmark's flags ({@code --rows}, {@code --repeat}, {@code --database}, …).
+ *
+ * <pre>
+ * ./bench.sh observability --rows 300000 --repeat 5 --warmup-rows 100000
+ * </pre>
+ */
+public final class ObservabilityBenchmark {
+    private ObservabilityBenchmark() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        BenchmarkOptions options;
+        try {
+            options = BenchmarkOptions.parse(args);
+        } catch (picocli.CommandLine.ParameterException e) {
+            System.err.println(e.getMessage() + "; ./bench.sh --help lists every option");
+            System.exit(2);
+            return;
+        }
+        String text = run(options);
+        System.out.print(text);
+        System.out.flush();
+        System.exit(0); // embedded servers and Kafka's threads would keep the JVM alive
+    }
+
+    /** Runs the comparison, writes observability.txt to --out and returns its text. */
+    static String run(BenchmarkOptions options) throws Exception {
+        List<Double> off = new ArrayList<>();
+        List<Double> metricsOnly = new ArrayList<>();
+        List<Double> on = new ArrayList<>();
+        List<Double> offCpu = new ArrayList<>();
+        List<Double> metricsOnlyCpu = new ArrayList<>();
+        List<Double> onCpu = new ArrayList<>();
+        double decorateMicros;
+        double binderNanos = binderNanosPerRecord();
+        try (OpenTelemetrySdk otel = OpenTelemetrySdk.builder()
+                // A processor that exports nowhere: the SDK records spans only when some processor wants them.
+                .setTracerProvider(SdkTracerProvider.builder()
+                        .addSpanProcessor(SimpleSpanProcessor.create(SpanExporter.composite())).build())
+                .setPropagators(ContextPropagators.create(W3CTraceContextPropagator.getInstance())).build();
+             BenchEnvironment env = new BenchEnvironment(options)) {
+            TracingMessageDecorator decorator = TracingMessageDecorator.of(otel);
+            decorateMicros = decorateMicros(otel, decorator);
+            Header traceparent = traceparent(otel, decorator);
+            ThroughputScenarios throughput = new ThroughputScenarios(env, options);
+            if (options.warmupRows > 0) {
+                Progress.say("warm-up: %,d rows, without and with observability (not recorded) ...",
+                        options.warmupRows);
+                throughput.drain(options.warmupRows, options.seed);
+                observed(throughput, options.warmupRows, options.seed, traceparent, new CpuClock());
+                ThroughputScenarios.settle();
+            }
+            for (int r = 1; r <= options.repeat; r++) {
+                long seed = options.seed + r;
+                CpuClock cpu = new CpuClock();
+                ThroughputScenarios.Run plain = throughput.drain("drain", options.rows, seed, null,
+                        d -> cpu.start());
+                offCpu.add(cpu.microsPer(plain.records()));
+                Progress.say("drain, run %d: %,.0f records/s, %.1f us CPU per record", r, plain.rate(),
+                        offCpu.get(offCpu.size() - 1));
+                off.add(plain.rate());
+                ThroughputScenarios.settle();
+                ThroughputScenarios.Run metered = observed(throughput, options.rows, seed, null, cpu);
+                metricsOnlyCpu.add(cpu.microsPer(metered.records()));
+                Progress.say("drain with metrics, run %d: %,.0f records/s, %.1f us CPU per record", r,
+                        metered.rate(), metricsOnlyCpu.get(metricsOnlyCpu.size() - 1));
+                metricsOnly.add(metered.rate());
+                ThroughputScenarios.settle();
+                ThroughputScenarios.Run observed = observed(throughput, options.rows, seed, traceparent, cpu);
+                onCpu.add(cpu.microsPer(observed.records()));
+                Progress.say("drain with metrics and tracing, run %d: %,.0f records/s, %.1f us CPU per record", r,
+                        observed.rate(), onCpu.get(onCpu.size() - 1));
+                on.add(observed.rate());
+                ThroughputScenarios.settle();
+            }
+        }
+        double offMedian = Report.median(off);
+        double metricsOnlyMedian = Report.median(metricsOnly);
+        double onMedian = Report.median(on);
+        StringBuilder out = new StringBuilder();
+        out.append(String.format(Locale.ROOT, "Observability cost on the drain (%s, %,d rows, runs alternate)%n",
+                options.database, options.rows));
+        out.append(String.format(Locale.ROOT, "  %-48s %s%n", "drain, no observability", rates(off, offMedian)));
+        out.append(String.format(Locale.ROOT, "  %-48s %s%n", "drain, OutboxMetrics", rates(metricsOnly,
+                metricsOnlyMedian)));
+        out.append(String.format(Locale.ROOT, "  %-48s %s%n", "drain, OutboxMetrics + traceparent on every row",
+                rates(on, onMedian)));
+        out.append(String.format(Locale.ROOT, "  %-48s metrics %+.1f %%, metrics + tracing %+.1f %% (goal: under 3 %%)%n",
+                "rate cost (1 - on / off, medians)", 100 * (1 - metricsOnlyMedian / offMedian),
+                100 * (1 - onMedian / offMedian)));
+        double offCpuMedian = Report.median(offCpu);
+        double metricsOnlyCpuMedian = Report.median(metricsOnlyCpu);
+        double onCpuMedian = Report.median(onCpu);
+        out.append(String.format(Locale.ROOT, "  %-48s off %.2f, metrics %.2f (%+.1f %%), metrics + tracing %.2f"
+                        + " (%+.1f %%) us%n", "CPU of this JVM per record, medians", offCpuMedian,
+                metricsOnlyCpuMedian, 100 * (metricsOnlyCpuMedian / offCpuMedian - 1), onCpuMedian,
+                100 * (onCpuMedian / offCpuMedian - 1)));
+        out.append(String.format(Locale.ROOT, "  %-48s %.0f ns per record (sent + acknowledged, one thread)%n",
+                "OutboxMetrics' observer alone", binderNanos));
+        out.append(String.format(Locale.ROOT, "  %-48s %.2f us per message (writer's thread, span current)%n",
+                "TracingMessageDecorator.decorate", decorateMicros));
+        Files.createDirectories(options.out);
+        Files.writeString(options.out.resolve("observability.txt"), out.toString(), StandardCharsets.UTF_8);
+        return out.toString();
+    }
+
+    /** The drain with the binder bound and, unless {@code traceparent} is null, that header on every row. */
+    private static ThroughputScenarios.Run observed(ThroughputScenarios throughput, int rows, long seed,
+                                                    Header traceparent, CpuClock cpu) throws InterruptedException {
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        java.util.concurrent.atomic.AtomicInteger withHeader = new java.util.concurrent.atomic.AtomicInteger();
+        try {
+            ThroughputScenarios.Run run = throughput.drain("drain+observability", rows, seed, traceparent,
+                    (Dispatcher d) -> {
+                new OutboxMetrics(d, BenchEnvironment.TABLE).bindTo(registry);
+                if (traceparent != null) {
+                    d.addObserver(new DispatcherObserver() {
+                        @Override
+                        public void sent(OutboxRecord record) {
+                            if (withHeader.get() == 0 && record.message().headers().contains(traceparent)) {
+                                withHeader.incrementAndGet();
+                            }
+                        }
+                    });
+                }
+                cpu.start();
+            });
+            if (traceparent != null && withHeader.get() == 0) {
+                throw new IllegalStateException("the backlog's records did not carry " + traceparent);
+            }
+            double acknowledged = registry.get(OutboxMetrics.RECORDS_ACKNOWLEDGED).counters().stream()
+                    .mapToDouble(c -> c.count()).sum();
+            if (acknowledged < run.records()) {
+                throw new IllegalStateException("the binder counted " + acknowledged + " acknowledgements of "
+                        + run.records());
+            }
+            registry.scrape(); // what a Prometheus server would do, once at least
+            return run;
+        } finally {
+            registry.close();
+        }
+    }
+
+    /**
+     * The binder's own cost per record, without I/O: the observer it registers is called as the engine calls it
+     * for one record (sent, then acknowledged with its two durations), a million times after a warm-up.
+     */
+    private static double binderNanosPerRecord() {
+        DispatcherObserver[] observer = new DispatcherObserver[1];
+        Dispatcher capturing = new Dispatcher() {
+            @Override
+            public void start() {
+            }
+
+            @Override
+            public void close() {
+            }
+
+            @Override
+            public void await() {
+            }
+
+            @Override
+            public State state() {
+                return State.RUNNING;
+            }
+
+            @Override
+            public boolean isLeader() {
+                return true;
+            }
+
+            @Override
+            public Optional<UUID> leaderId() {
+                return Optional.empty();
+            }
+
+            @Override
+            public int inFlightRecords() {
+                return 0;
+            }
+
+            @Override
+            public int inFlightKeys() {
+                return 0;
+            }
+
+            @Override
+            public DispatcherHealth health() {
+                return DispatcherHealth.builder(DispatcherHealth.Status.STANDBY).build();
+            }
+
+            @Override
+            public void addObserver(DispatcherObserver o) {
+                observer[0] = o;
+            }
+
+            @Override
+            public void removeObserver(DispatcherObserver o) {
+            }
+        };
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        try {
+            new OutboxMetrics(capturing, BenchEnvironment.TABLE).bindTo(registry);
+            OutboxRecord record = new OutboxRecord(1, Instant.now(), OutboxMessage.of("orders", "key-1", "v"), 0,
+                    UUID.randomUUID());
+            Duration sendToAck = Duration.ofMillis(3);
+            Duration commitToAck = Duration.ofMillis(25);
+            int n = 1_000_000;
+            long nanos = 0;
+            for (int round = 0; round < 3; round++) { // the first rounds warm up
+                long started = System.nanoTime();
+                for (int i = 0; i < n; i++) {
+                    observer[0].sent(record);
+                    observer[0].acknowledged(record, sendToAck, commitToAck);
+                }
+                nanos = System.nanoTime() - started;
+            }
+            return (double) nanos / n;
+        } finally {
+            registry.close();
+        }
+    }
+
+    /** The traceparent header the decorator writes for a message written inside a span. */
+    private static Header traceparent(OpenTelemetrySdk otel, TracingMessageDecorator decorator) {
+        Span span = otel.getTracer("bench").spanBuilder("write").startSpan();
+        try (Scope ignored = span.makeCurrent()) {
+            return decorator.decorate(OutboxMessage.of("t", "k", "v")).headers().stream()
+                    .filter(h -> h.name().equals("traceparent")).findFirst().orElseThrow();
+        } finally {
+            span.end();
+        }
+    }
+
+    /** Mean time of one decoration, with a span current, after a warm-up. */
+    private static double decorateMicros(OpenTelemetrySdk otel, TracingMessageDecorator decorator) {
+        OutboxMessage message = OutboxMessage.builder("orders", "key-1").value(new byte[100]).header("type", "x")
+                .build();
+        Span span = otel.getTracer("bench").spanBuilder("write").startSpan();
+        long sink = 0;
+        long nanos = 0;
+        int n = 200_000;
+        try (Scope ignored = span.makeCurrent()) {
+            for (int round = 0; round < 2; round++) { // the first round warms up
+                long started = System.nanoTime();
+                for (int i = 0; i < n; i++) {
+                    sink += decorator.decorate(message).headers().size();
+                }
+                nanos = System.nanoTime() - started;
+            }
+        } finally {
+            span.end();
+        }
+        if (sink == 0) {
+            throw new IllegalStateException("nothing decorated");
+        }
+        return nanos / 1e3 / n;
+    }
+
+    /** CPU time of this whole JVM (dispatcher, producer, in-process Kafka broker) from {@link #start()} on. */
+    private static final class CpuClock {
+        private final com.sun.management.OperatingSystemMXBean os = (com.sun.management.OperatingSystemMXBean)
+                java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        private long started;
+
+        void start() {
+            started = os.getProcessCpuTime();
+        }
+
+        double microsPer(long records) {
+            return records == 0 ? Double.NaN : (os.getProcessCpuTime() - started) / 1e3 / records;
+        }
+    }
+
+    private static String rates(List<Double> rates, double median) {
+        StringBuilder s = new StringBuilder();
+        for (double r : rates) {
+            s.append(String.format(Locale.ROOT, "%,9.0f", r));
+        }
+        return s.append(String.format(Locale.ROOT, "  median %,9.0f records/s", median)).toString();
+    }
+}
