@@ -4,6 +4,7 @@
 #   ./bench.sh                 # everything on embedded Postgres 17 and Kafka, 1,000,000 rows
 #   ./bench.sh --rows 100000 --repeat 1
 #   ./bench.sh --help
+#   BENCH_MAIN=ObservabilityBenchmark ./bench.sh --rows 200000   # drain without vs with metrics + tracing
 # Results: a table on standard output, and outbox-benchmarks/target/benchmark/results.{txt,csv,json}.
 # JAVA_OPTS adds JVM options (e.g. JAVA_OPTS="-XX:StartFlightRecording=filename=bench.jfr").
 set -euo pipefail
@@ -22,4 +23,4 @@ exec java -Xms1g -Xmx2g ${JAVA_OPTS:-} \
   -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
   -Dorg.slf4j.simpleLogger.showDateTime=true \
   -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS \
-  -cp "$cp" dev.outbox.benchmarks.Benchmark "$@"
+  -cp "$cp" "dev.outbox.benchmarks.${BENCH_MAIN:-Benchmark}" "$@"

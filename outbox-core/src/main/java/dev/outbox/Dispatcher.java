@@ -7,6 +7,8 @@ import dev.outbox.spi.MessageBroker;
 import dev.outbox.spi.Store;
 
 import java.time.Clock;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.UUID;
@@ -77,6 +79,23 @@ public interface Dispatcher extends AutoCloseable {
     /** Keys with a record in flight (at most one record per key is ever in flight). */
     int inFlightKeys();
 
+    /**
+     * A snapshot of this dispatcher's health: status (starting, leader, standby, fenced, closed), leader id,
+     * last successful mark and purge, last failure, and the lag as last sampled by the leader. Cheap (no I/O)
+     * and safe to call from any thread at any rate, for example by a health endpoint.
+     */
+    DispatcherHealth health();
+
+    /**
+     * Registers an observer of the engine's measurements (see {@link DispatcherObserver}); it receives events
+     * from the next one on. Safe to call from any thread, before or after {@link #start()}. Adding the same
+     * instance twice registers it once.
+     */
+    void addObserver(DispatcherObserver observer);
+
+    /** Unregisters an observer; it may still receive an event already under way. Unknown observers are ignored. */
+    void removeObserver(DispatcherObserver observer);
+
     /** Builds a {@link Dispatcher}; not thread-safe. */
     final class Builder {
         private final Store store;
@@ -84,6 +103,7 @@ public interface Dispatcher extends AutoCloseable {
         private DispatcherConfig config = DispatcherConfig.defaults();
         private LeaderTransport transport;
         private DispatcherListener listener = new DispatcherListener() { };
+        private final List<DispatcherObserver> observers = new ArrayList<>();
         private Clock clock = Clock.systemUTC();
         private String name = "outbox";
 
@@ -112,6 +132,12 @@ public interface Dispatcher extends AutoCloseable {
             return this;
         }
 
+        /** Adds an observer of the engine's measurements; see {@link Dispatcher#addObserver}. */
+        public Builder observer(DispatcherObserver observer) {
+            observers.add(Objects.requireNonNull(observer, "observer"));
+            return this;
+        }
+
         /** The clock heartbeat deadlines and meters are measured with; the system clock by default. */
         public Builder clock(Clock clock) {
             this.clock = Objects.requireNonNull(clock, "clock");
@@ -129,7 +155,9 @@ public interface Dispatcher extends AutoCloseable {
 
         public Dispatcher build() {
             LeaderTransport t = transport != null ? transport : new SingleInstanceTransport();
-            return new DefaultDispatcher(name, store, broker, t, config, listener, clock);
+            DefaultDispatcher d = new DefaultDispatcher(name, store, broker, t, config, listener, clock);
+            observers.forEach(d::addObserver);
+            return d;
         }
     }
 }

@@ -114,6 +114,38 @@ public final class OutboxMessage {
         return headers;
     }
 
+    /**
+     * A copy of this message with {@code headers} in place of its headers (same topic, key and value). For
+     * {@link MessageDecorator}s.
+     */
+    public OutboxMessage withHeaders(List<Header> headers) {
+        return new OutboxMessage(topic, key, value, headers);
+    }
+
+    /** A copy of this message with {@code header} appended to its headers. */
+    public OutboxMessage withHeader(Header header) {
+        List<Header> more = new ArrayList<>(headers.size() + 1);
+        more.addAll(headers);
+        more.add(header);
+        return new OutboxMessage(topic, key, value, more);
+    }
+
+    /**
+     * A copy of this message whose headers named {@code name} are replaced by one header {@code name} →
+     * {@code headerValue} (UTF-8), appended after the others; repeats of other names are kept in order.
+     */
+    public OutboxMessage withHeaderReplaced(String name, String headerValue) {
+        Header replacement = Header.of(name, headerValue);
+        List<Header> more = new ArrayList<>(headers.size() + 1);
+        for (Header h : headers) {
+            if (!h.name().equals(name)) {
+                more.add(h);
+            }
+        }
+        more.add(replacement);
+        return new OutboxMessage(topic, key, value, more);
+    }
+
     @Override
     public boolean equals(Object o) {
         return o instanceof OutboxMessage m && topic.equals(m.topic) && key.equals(m.key)

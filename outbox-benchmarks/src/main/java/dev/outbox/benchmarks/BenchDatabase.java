@@ -34,6 +34,13 @@ interface BenchDatabase extends AutoCloseable {
 
     long count();
 
+    /**
+     * Gives every row of the backlog one header {@code name} = {@code value} (as a decorator would have written
+     * it), then refreshes the table's statistics (and, where updates leave dead rows, reclaims them), so that a
+     * drain starts from the same state as after {@link #fill}.
+     */
+    void addHeader(String name, byte[] value);
+
     /** The server settings that matter for these measurements. */
     Map<String, String> settings();
 

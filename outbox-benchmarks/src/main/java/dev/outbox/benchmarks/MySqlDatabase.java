@@ -101,6 +101,21 @@ final class MySqlDatabase implements BenchDatabase {
     }
 
     @Override
+    public void addHeader(String name, byte[] value) {
+        try (Connection c = pool.getConnection();
+             PreparedStatement s = c.prepareStatement("UPDATE " + store.table()
+                     + " SET headers = JSON_ARRAY(JSON_OBJECT('name', ?, 'value', ?))")) {
+            c.setAutoCommit(true);
+            s.setString(1, name);
+            s.setString(2, java.util.Base64.getEncoder().encodeToString(value));
+            s.executeUpdate();
+        } catch (SQLException e) {
+            throw new IllegalStateException("adding header " + name + " failed: " + e.getMessage(), e);
+        }
+        BenchEnvironment.execute(pool, "ANALYZE TABLE " + store.table());
+    }
+
+    @Override
     public long count() {
         return BenchEnvironment.queryLong(pool, "SELECT count(*) FROM " + store.table());
     }

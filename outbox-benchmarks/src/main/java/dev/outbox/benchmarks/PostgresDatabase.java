@@ -103,6 +103,21 @@ final class PostgresDatabase implements BenchDatabase {
     }
 
     @Override
+    public void addHeader(String name, byte[] value) {
+        try (Connection c = pool.getConnection();
+             java.sql.PreparedStatement s = c.prepareStatement("UPDATE " + store.table()
+                     + " SET header_names = ARRAY[?], header_values = ARRAY[?]")) {
+            c.setAutoCommit(true);
+            s.setString(1, name);
+            s.setBytes(2, value);
+            s.executeUpdate();
+        } catch (SQLException e) {
+            throw new IllegalStateException("adding header " + name + " failed: " + e.getMessage(), e);
+        }
+        BenchEnvironment.execute(pool, "VACUUM ANALYZE " + store.table());
+    }
+
+    @Override
     public long count() {
         return BenchEnvironment.queryLong(pool, "SELECT count(*) FROM " + store.table());
     }

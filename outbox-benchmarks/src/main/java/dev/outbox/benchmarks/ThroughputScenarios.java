@@ -25,6 +25,7 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 
 /**
  * The drain of a pre-filled backlog by the Dispatcher, and the three references it is judged against: the
@@ -53,6 +54,14 @@ final class ThroughputScenarios {
      * timed from its first send to its last acknowledgement. Rows left are counted after it closed.
      */
     Run drain(int rows, long seed) throws InterruptedException {
+        return drain("drain", rows, seed, d -> { });
+    }
+
+    /**
+     * The same drain, labelled {@code scenario}, with {@code instrument} applied once the backlog is filled and
+     * the dispatcher built, before it starts (to bind meters, add observers, rewrite the backlog's rows).
+     */
+    Run drain(String scenario, int rows, long seed, Consumer<Dispatcher> instrument) throws InterruptedException {
         String topic = env.newTopic("drain");
         double fill = backlog.fill(topic, rows, seed);
         TimingBroker broker = new TimingBroker(env.newBroker("bench-drain"), rows, null);
@@ -61,6 +70,7 @@ final class ThroughputScenarios {
                 .config(env.dispatcherConfig())
                 .name("bench-drain")
                 .build();
+        instrument.accept(dispatcher);
         dispatcher.start();
         boolean done;
         try {
@@ -72,7 +82,7 @@ final class ThroughputScenarios {
         double seconds = (end - broker.firstSendNanos()) / 1e9;
         String breakdown = store.summary(seconds) + Report.fmt("; send calls %.0f %% of the time",
                 100 * broker.sendNanos() / 1e9 / seconds);
-        return new Run("drain", Math.min(rows, broker.acks()), seconds, backlog.count(), fill, breakdown);
+        return new Run(scenario, Math.min(rows, broker.acks()), seconds, backlog.count(), fill, breakdown);
     }
 
     /**

@@ -10,6 +10,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.atomic.LongAdder;
+import java.time.Instant;
+import java.util.Optional;
 
 /**
  * A {@link Store} that passes everything to the real one and adds up how often, how long and with how many rows
@@ -75,6 +77,16 @@ final class TimingStore implements Store {
     @Override
     public long backlog() {
         return delegate.backlog();
+    }
+
+    @Override
+    public long parkedCount() {
+        return delegate.parkedCount();
+    }
+
+    @Override
+    public Optional<Instant> oldestCreateTime() {
+        return delegate.oldestCreateTime();
     }
 
     /** A one-line summary over {@code seconds} of wall time. */

@@ -2,10 +2,13 @@ package dev.outbox.internal;
 
 import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherConfig;
+import dev.outbox.DispatcherHealth;
 import dev.outbox.DispatcherListener;
+import dev.outbox.DispatcherObserver;
 import dev.outbox.MeterReading;
 import dev.outbox.OutboxException;
 import dev.outbox.OutboxRecord;
+import dev.outbox.OutboxSample;
 import dev.outbox.ParkedRecord;
 import dev.outbox.spi.DeliveryException;
 import dev.outbox.spi.Heartbeat;
@@ -53,8 +56,15 @@ import java.util.function.Supplier;
  *   <li>{@code <name>-mark} marks rows while leading and sends them, subject to the global in-flight throttle
  *       and the per-key barrier;</li>
  *   <li>{@code <name>-purge} takes broker completions, purges acknowledged rows in batches, resets or parks
- *       failed ones, and only then lowers their keys' barriers.</li>
+ *       failed ones, and only then lowers their keys' barriers;</li>
+ *   <li>{@code <name>-sample} samples the outbox for the observers while leading ({@link OutboxSampler}).</li>
  * </ul>
+ *
+ * <h2>Observation</h2>
+ * Listener and observer callbacks all go through {@link #callbacks}, which catches, counts and logs what they
+ * throw. The hooks are one-liners at the points they measure: after a mark, after a purge committed, after a
+ * send, when a completion is processed, when a record is parked; the figures {@link #health()} reports are
+ * volatile fields written at the same points.
  *
  * <h2>Scheduling state</h2>
  * Guarded by {@link #lock}: the records marked but not yet sent, queued per key in id order ({@link #pending});
@@ -79,7 +89,7 @@ public final class DefaultDispatcher implements Dispatcher {
     private final MessageBroker broker;
     private final LeaderTransport transport;
     private final DispatcherConfig config;
-    private final DispatcherListener listener;
+    private final Callbacks callbacks;
     private final Clock clock;
     private final Supplier<UUID> ids;
 
@@ -129,6 +139,18 @@ public final class DefaultDispatcher implements Dispatcher {
     private Thread leaderThread;
     private Thread markThread;
     private Thread purgeThread;
+    private Thread sampleThread;
+    private final OutboxSampler sampler;
+
+    // --- health: written by the engine's threads where the events happen, read by health()
+    /** The leader id while leading: a copy of {@link #leaderId} readable without the lock. */
+    private volatile UUID currentLeaderId;
+    private volatile boolean electionJoined;
+    private volatile boolean fenced;
+    private volatile Instant lastMark;
+    private volatile Instant lastPurge;
+    private volatile DispatcherHealth.Failure lastFailure;
+    private volatile OutboxSample lastSample;
 
     public DefaultDispatcher(String name, Store store, MessageBroker broker, LeaderTransport transport,
                              DispatcherConfig config, DispatcherListener listener, Clock clock) {
@@ -142,9 +164,11 @@ public final class DefaultDispatcher implements Dispatcher {
         this.broker = broker;
         this.transport = transport;
         this.config = config;
-        this.listener = listener;
+        this.callbacks = new Callbacks(name, listener);
         this.clock = clock;
         this.ids = ids;
+        this.sampler = new OutboxSampler(store, clock, config.metricsInterval(), () -> leading, this::onSample,
+                e -> reportFailure("sample", e));
         this.machine = new NeliStateMachine(UUID.randomUUID(), config.heartbeatTimeout(), config.pollInterval(),
                 clock, new NeliStateMachine.Actions() {
                     @Override
@@ -176,9 +200,11 @@ public final class DefaultDispatcher implements Dispatcher {
         purgeThread = newThread("purge", this::purgeLoop);
         markThread = newThread("mark", this::markLoop);
         leaderThread = newThread("leader", this::leaderLoop);
+        sampleThread = newThread("sample", sampler);
         purgeThread.start();
         markThread.start();
         leaderThread.start();
+        sampleThread.start();
     }
 
     private Thread newThread(String role, Runnable body) {
@@ -200,6 +226,8 @@ public final class DefaultDispatcher implements Dispatcher {
         }
         log.error("{}: {} thread died unexpectedly; closing the dispatcher", name, role, e);
         fatal.compareAndSet(null, e);
+        lastFailure = new DispatcherHealth.Failure("dispatcher", role + " thread died: " + describe(e),
+                clock.instant());
         Thread closer = new Thread(this::close, name + "-closer");
         closer.setDaemon(true);
         closer.start();
@@ -240,10 +268,12 @@ public final class DefaultDispatcher implements Dispatcher {
         join(purgeThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
         if (wasLeading) {
             log.info("{}: leadership given up on close", name);
-            notifyListener(DispatcherListener::leaderRevoked);
+            notifyListener("leaderRevoked", DispatcherListener::leaderRevoked);
         }
         stopLeading = true;
         join(leaderThread, System.nanoTime() + config.drainTimeout().toNanos());
+        sampler.stop();
+        join(sampleThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
         int left = inFlightRecords();
         if (left > 0) {
             log.warn("{}: closed with {} records unacknowledged; they stay in the outbox for the next leader",
@@ -348,6 +378,46 @@ public final class DefaultDispatcher implements Dispatcher {
         return inFlightRecords(); // one record per key, by construction
     }
 
+    @Override
+    public DispatcherHealth health() {
+        UUID leader = currentLeaderId;
+        DispatcherHealth.Status status = switch (state.get()) {
+            case NEW -> DispatcherHealth.Status.STARTING;
+            case CLOSING, CLOSED -> DispatcherHealth.Status.CLOSED;
+            case RUNNING -> leader != null ? DispatcherHealth.Status.LEADER
+                    : fenced ? DispatcherHealth.Status.FENCED
+                    : electionJoined ? DispatcherHealth.Status.STANDBY
+                    : DispatcherHealth.Status.STARTING;
+        };
+        return DispatcherHealth.builder(status)
+                .leaderId(status == DispatcherHealth.Status.LEADER ? leader : null)
+                .lastMark(lastMark)
+                .lastPurge(lastPurge)
+                .lastFailure(lastFailure)
+                .lastSample(status == DispatcherHealth.Status.LEADER ? lastSample : null)
+                .inFlightRecords(inFlightRecords())
+                .callbackErrors(callbacks.errors())
+                .build();
+    }
+
+    @Override
+    public void addObserver(DispatcherObserver observer) {
+        callbacks.add(observer);
+    }
+
+    @Override
+    public void removeObserver(DispatcherObserver observer) {
+        callbacks.remove(observer);
+    }
+
+    private void onSample(OutboxSample sample) {
+        if (!leading) {
+            return; // leadership ended while the sample was taken: not this instance's figure any more
+        }
+        lastSample = sample;
+        callbacks.sampled(sample); // hook: sample
+    }
+
     // ------------------------------------------------------------------------------------------ leadership
 
     private void leaderLoop() {
@@ -358,6 +428,7 @@ public final class DefaultDispatcher implements Dispatcher {
             while (!stopLeading) {
                 transport.poll(config.pollInterval());
                 machine.polled();
+                electionJoined = true;
                 Heartbeat hb = machine.tick();
                 if (hb != null) {
                     transport.publish(hb);
@@ -384,7 +455,7 @@ public final class DefaultDispatcher implements Dispatcher {
         MeterReading reading = new MeterReading(to, Duration.between(from, to), now[0] - last[0],
                 now[1] - last[1], now[2] - last[2], now[3] - last[3], inFlightRecords(), now[1]);
         System.arraycopy(now, 0, last, 0, 4);
-        notifyListener(l -> l.meterRead(reading));
+        notifyListener("meterRead", l -> l.meterRead(reading));
     }
 
     private void onAcquired(UUID id) {
@@ -394,6 +465,8 @@ public final class DefaultDispatcher implements Dispatcher {
         lock.lock();
         try {
             leaderId = id;
+            currentLeaderId = id;
+            fenced = false;
             epoch++;
             forceRemark = false;
             abandonPending();
@@ -403,13 +476,14 @@ public final class DefaultDispatcher implements Dispatcher {
             lock.unlock();
         }
         log.info("{}: leader acquired, leader id {}", name, id);
-        notifyListener(l -> l.leaderAcquired(id));
+        notifyListener("leaderAcquired", l -> l.leaderAcquired(id));
     }
 
     private void onFenced() {
         if (stopPublishing(true)) {
+            fenced = true;
             log.warn("{}: leader fenced: stopped publishing", name);
-            notifyListener(DispatcherListener::leaderFenced);
+            notifyListener("leaderFenced", DispatcherListener::leaderFenced);
         }
     }
 
@@ -421,8 +495,9 @@ public final class DefaultDispatcher implements Dispatcher {
                     config.drainTimeout());
         }
         if (was) {
+            fenced = false;
             log.info("{}: leader revoked", name);
-            notifyListener(DispatcherListener::leaderRevoked);
+            notifyListener("leaderRevoked", DispatcherListener::leaderRevoked);
         }
     }
 
@@ -440,7 +515,9 @@ public final class DefaultDispatcher implements Dispatcher {
             try {
                 boolean was = leaderId != null;
                 leaderId = null;
+                currentLeaderId = null;
                 leading = false;
+                lastSample = null;
                 epoch++;
                 abandonPending();
                 markWork.signalAll();
@@ -519,13 +596,16 @@ public final class DefaultDispatcher implements Dispatcher {
             }
             MarkResult result;
             try {
+                long markStart = System.nanoTime();
                 result = store.mark(markAs, config.markBatchSize());
+                callbacks.marked(result.size(), Duration.ofNanos(System.nanoTime() - markStart)); // hook: mark
+                lastMark = clock.instant();
                 markFailures.reset();
             } catch (RuntimeException e) {
                 endMark();
                 Duration wait = markFailures.next();
                 log.warn("{}: mark failed; taking a fresh leader id and retrying in {}", name, wait, e);
-                notifyListener(l -> l.failure("mark", e));
+                reportFailure("mark", e);
                 // The mark may have committed: rows marked with this id would be skipped by later marks.
                 raiseForceRemark();
                 pause(wait);
@@ -590,7 +670,8 @@ public final class DefaultDispatcher implements Dispatcher {
         forceRemark = false;
         abandonPending();
         log.info("{}: leader refreshed, leader id {}", name, fresh);
-        notifyListener(l -> l.leaderRefreshed(fresh));
+        currentLeaderId = fresh;
+        notifyListener("leaderRefreshed", l -> l.leaderRefreshed(fresh));
     }
 
     /** Caller holds lock. */
@@ -672,11 +753,12 @@ public final class DefaultDispatcher implements Dispatcher {
                 try {
                     stage = broker.send(f.record);
                 } catch (RuntimeException e) {
-                    completions.add(new Completion(f, e));
+                    completions.add(new Completion(f, e, System.nanoTime()));
                     continue;
                 }
                 sent.incrementAndGet();
-                stage.whenComplete((ok, error) -> completions.add(new Completion(f, error)));
+                callbacks.sent(f.record); // hook: send
+                stage.whenComplete((ok, error) -> completions.add(new Completion(f, error, System.nanoTime())));
             }
             if (i < batch.size()) {
                 // Fenced, refreshed or lease lapsed before these were sent: they never leave.
@@ -796,6 +878,7 @@ public final class DefaultDispatcher implements Dispatcher {
     }
 
     private void process(List<Completion> batch) {
+        Throwable lastDeliveryError = null;
         List<Long> purgeIds = new ArrayList<>();
         Map<UUID, List<Long>> resetIds = new LinkedHashMap<>();
         Map<Long, String> parkReasons = new LinkedHashMap<>();
@@ -808,6 +891,7 @@ public final class DefaultDispatcher implements Dispatcher {
                 continue;
             }
             Throwable cause = unwrap(c.error);
+            lastDeliveryError = cause;
             int attempts = r.attempts() + 1;
             boolean permanent = cause instanceof DeliveryException d && d.isPermanent();
             if (permanent || attempts >= config.maxAttempts()) {
@@ -822,7 +906,11 @@ public final class DefaultDispatcher implements Dispatcher {
             }
         }
         if (!purgeIds.isEmpty()) {
-            retryUntilDone("purge", () -> store.purge(purgeIds), purgeStopped);
+            long purgeStart = System.nanoTime();
+            if (retryUntilDone("purge", () -> store.purge(purgeIds), purgeStopped)) {
+                callbacks.purged(purgeIds.size(), Duration.ofNanos(System.nanoTime() - purgeStart)); // hook: purge
+                lastPurge = clock.instant();
+            }
         }
         for (Map.Entry<UUID, List<Long>> e : resetIds.entrySet()) {
             retryUntilDone("reset", () -> store.reset(e.getKey(), e.getValue()), purgeStopped);
@@ -867,15 +955,44 @@ public final class DefaultDispatcher implements Dispatcher {
         }
         acknowledged.addAndGet(purgeIds.size());
         failed.addAndGet(failures);
+        if (lastDeliveryError != null) {
+            lastFailure = new DispatcherHealth.Failure("send", describe(lastDeliveryError), now);
+        }
+        if (callbacks.observed()) {
+            observeCompletions(batch, now);
+        }
         for (ParkedRecord p : parkedNow) {
             reportParked(p);
+        }
+    }
+
+    /** Hooks: acknowledged and failed deliveries, once their rows were purged, reset or parked. */
+    private void observeCompletions(List<Completion> batch, Instant now) {
+        for (Completion c : batch) {
+            OutboxRecord r = c.flight.record;
+            if (c.error == null) {
+                Duration sendToAck = Duration.ofNanos(Math.max(0, c.at - c.flight.sentAt));
+                Instant created = r.createdAt();
+                Duration commitToAck = created == null || !now.isAfter(created) ? Duration.ZERO
+                        : Duration.between(created, now);
+                callbacks.acknowledged(r, sendToAck, commitToAck);
+            } else {
+                callbacks.failed(r, unwrap(c.error));
+            }
         }
     }
 
     private void reportParked(ParkedRecord p) {
         parked.incrementAndGet();
         log.error("{}: parked record {} (topic {}, key {}): {}", name, p.id(), p.topic(), p.key(), p.reason());
-        notifyListener(l -> l.recordParked(p));
+        notifyListener("recordParked", l -> l.recordParked(p));
+        callbacks.parked(p); // hook: park
+    }
+
+    /** Remembers a failed operation for {@link #health()} and tells the listener. */
+    private void reportFailure(String operation, Throwable e) {
+        lastFailure = new DispatcherHealth.Failure(operation, describe(e), clock.instant());
+        notifyListener("failure", l -> l.failure(operation, e));
     }
 
     private void reportStuckSends() {
@@ -896,7 +1013,7 @@ public final class DefaultDispatcher implements Dispatcher {
             TimeoutException e = new TimeoutException("record " + f.record.id() + " (key " + f.record.key()
                     + ") unacknowledged after " + config.queueTimeout() + "; its key waits for the broker");
             log.warn("{}: {}", name, e.getMessage());
-            notifyListener(l -> l.failure("send", e));
+            reportFailure("send", e);
         }
     }
 
@@ -920,7 +1037,7 @@ public final class DefaultDispatcher implements Dispatcher {
                 }
                 Duration wait = backoff.next();
                 log.warn("{}: {} failed; retrying in {}", name, operation, wait, e);
-                notifyListener(l -> l.failure(operation, e));
+                reportFailure(operation, e);
                 try {
                     if (stop.await(wait.toNanos(), TimeUnit.NANOSECONDS)) {
                         return false;
@@ -946,12 +1063,8 @@ public final class DefaultDispatcher implements Dispatcher {
         return e.getClass().getSimpleName() + (m == null ? "" : ": " + m);
     }
 
-    private void notifyListener(Consumer<DispatcherListener> event) {
-        try {
-            event.accept(listener);
-        } catch (RuntimeException e) {
-            log.warn("{}: listener threw; ignored", name, e);
-        }
+    private void notifyListener(String kind, Consumer<DispatcherListener> event) {
+        callbacks.listener(kind, event);
     }
 
     // ------------------------------------------------------------------------------------------ types
@@ -967,7 +1080,8 @@ public final class DefaultDispatcher implements Dispatcher {
         }
     }
 
-    private record Completion(InFlight flight, Throwable error) {
+    /** A broker's answer for one record; {@code at} is its {@link System#nanoTime()}. */
+    private record Completion(InFlight flight, Throwable error, long at) {
     }
 
     /** Exponential backoff, capped. Not thread-safe. */

@@ -3,9 +3,11 @@ package dev.outbox.spi;
 import dev.outbox.ParkedRecord;
 import dev.outbox.Publisher;
 
+import java.time.Instant;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.UUID;
 
 /**
@@ -94,4 +96,17 @@ public interface Store {
      * large tables; meant for monitoring and progress reports, not for correctness.
      */
     long backlog();
+
+    /**
+     * The number of rows in the parked area. May be an estimate on large tables; meant for monitoring.
+     */
+    long parkedCount();
+
+    /**
+     * The creation time of the head of the outbox: the unparked row with the lowest id — marked or not — which
+     * is the next the dispatcher harvests; empty when the outbox has no row. The dispatcher's leader samples it
+     * every {@code metricsInterval} to report the lag (the age of the oldest unpublished row), so it must be
+     * cheap: one indexed lookup, never a scan of the table.
+     */
+    Optional<Instant> oldestCreateTime();
 }

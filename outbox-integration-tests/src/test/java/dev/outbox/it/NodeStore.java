@@ -10,6 +10,8 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.time.Instant;
+import java.util.Optional;
 
 /**
  * One dispatcher's store as the scenario sees it: a real {@code PostgresStore} on the node's own connection
@@ -86,5 +88,17 @@ final class NodeStore implements Store {
     public long backlog() {
         check("backlog");
         return delegate.backlog();
+    }
+
+    @Override
+    public long parkedCount() {
+        check("parkedCount");
+        return delegate.parkedCount();
+    }
+
+    @Override
+    public Optional<Instant> oldestCreateTime() {
+        check("oldestCreateTime");
+        return delegate.oldestCreateTime();
     }
 }

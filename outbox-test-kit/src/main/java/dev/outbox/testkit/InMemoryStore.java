@@ -22,6 +22,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.UUID;
@@ -282,6 +283,28 @@ public final class InMemoryStore implements Store {
         }
         leave(Operation.BACKLOG, fault, "backlog()");
         return n;
+    }
+
+    @Override
+    public long parkedCount() {
+        Fault fault = enter(Operation.PARKED_COUNT);
+        long n;
+        synchronized (lock) {
+            n = parked.size();
+        }
+        leave(Operation.PARKED_COUNT, fault, "parkedCount()");
+        return n;
+    }
+
+    @Override
+    public Optional<Instant> oldestCreateTime() {
+        Fault fault = enter(Operation.OLDEST);
+        Optional<Instant> oldest;
+        synchronized (lock) {
+            oldest = rows.isEmpty() ? Optional.empty() : Optional.of(rows.firstEntry().getValue().createdAt);
+        }
+        leave(Operation.OLDEST, fault, "oldestCreateTime()");
+        return oldest;
     }
 
     // ---- inspection -----------------------------------------------------------------------------------------

@@ -40,8 +40,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 /**
  * The contract of the {@link Store} port, as a JUnit 5 suite that every store runs against a real database:
  * marking in id order and by leader id, stealing rows of another leader, uncommitted and rolled-back rows,
- * purge/reset/park/replay of id batches, tombstones, headers, unreadable rows, large batches and concurrent
- * writers.
+ * purge/reset/park/replay of id batches, tombstones, headers, unreadable rows, the statistics a leader samples
+ * (backlog, parked count, creation time of the head), large batches and concurrent writers.
  *
  * <p>Extend it and implement the hooks:
  * <pre>{@code
@@ -563,6 +563,42 @@ public abstract class StoreContract {
         }
         store.replay(List.of(marked.get(1).id()));
         assertThat(store.backlog()).isEqualTo(3);
+    }
+
+    @Test
+    void parkedCountCountsParkedRowsUntilTheyAreReplayed() {
+        assertThat(store.parkedCount()).isZero();
+        commit(msg("a", "1"), msg("b", "2"), msg("c", "3"));
+        List<OutboxRecord> marked = store.mark(UUID.randomUUID(), 3).records();
+        assertThat(store.parkedCount()).as("marked rows are not parked").isZero();
+
+        store.park(Map.of(marked.get(0).id(), "first", marked.get(2).id(), "third"));
+        assertThat(store.parkedCount()).isEqualTo(2);
+        store.replay(List.of(marked.get(0).id()));
+        assertThat(store.parkedCount()).isEqualTo(1);
+    }
+
+    @Test
+    void oldestCreateTimeIsTheCreationTimeOfTheHeadOfTheOutbox() {
+        assertThat(store.oldestCreateTime()).as("empty outbox").isEmpty();
+        commit(msg("a", "1"));
+        commit(msg("b", "2"));
+        commit(msg("c", "3"));
+        UUID leader = UUID.randomUUID();
+        List<OutboxRecord> marked = store.mark(leader, 2).records();
+        assertThat(store.oldestCreateTime()).as("marked rows still count").contains(marked.get(0).createdAt());
+
+        store.purge(List.of(marked.get(0).id()));
+        assertThat(store.oldestCreateTime()).contains(marked.get(1).createdAt());
+        store.park(Map.of(marked.get(1).id(), "parked"));
+        List<OutboxRecord> rest = store.mark(leader, 10).records();
+        assertThat(rest).hasSize(1);
+        assertThat(store.oldestCreateTime()).as("parked rows do not count").contains(rest.get(0).createdAt());
+        try (TestTransaction open = begin(store)) {
+            open.publish(msg("d", "4"));
+            store.purge(List.of(rest.get(0).id()));
+            assertThat(store.oldestCreateTime()).as("uncommitted rows do not count").isEmpty();
+        }
     }
 
     // ---- volume and concurrency -------------------------------------------------------------------------------

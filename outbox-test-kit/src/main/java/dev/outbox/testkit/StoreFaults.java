@@ -27,7 +27,7 @@ import java.util.Set;
 public interface StoreFaults {
 
     /** The store calls a plan can fail. */
-    enum Operation { MARK, PURGE, RESET, PARK, PARKED, REPLAY, BACKLOG }
+    enum Operation { MARK, PURGE, RESET, PARK, PARKED, REPLAY, BACKLOG, PARKED_COUNT, OLDEST }
 
     /** When an injected failure strikes. */
     enum Failure {

@@ -23,6 +23,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import java.time.Instant;
+import java.util.Optional;
 
 /**
  * A record in flight when the leader takes a fresh leader id (after another record failed) is marked again by
@@ -152,6 +154,16 @@ class DispatcherRemarkRaceTest {
         @Override
         public long backlog() {
             return delegate.backlog();
+        }
+
+        @Override
+        public long parkedCount() {
+            return delegate.parkedCount();
+        }
+
+        @Override
+        public Optional<Instant> oldestCreateTime() {
+            return delegate.oldestCreateTime();
         }
     }
 }

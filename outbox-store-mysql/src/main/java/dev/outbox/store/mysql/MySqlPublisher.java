@@ -1,8 +1,10 @@
 package dev.outbox.store.mysql;
 
 import dev.outbox.Header;
+import dev.outbox.MessageRejectedException;
 import dev.outbox.OutboxMessage;
 import dev.outbox.Publisher;
+import dev.outbox.spi.MessageDecorators;
 import dev.outbox.spi.SqlTableNames;
 import org.jdbi.v3.core.Handle;
 
@@ -28,7 +30,8 @@ import java.util.Objects;
  * payload, without the driver's {@code rewriteBatchedStatements} option. Every message is validated before
  * anything is written; a message the table cannot hold (a key longer than the store's {@code maxKeyLength}, a
  * value longer than {@code MEDIUMBLOB} allows, a string with an unpaired surrogate, which {@code utf8mb4} cannot
- * store) is rejected with an {@link IllegalArgumentException} naming it and its index.
+ * store) is rejected with an {@link IllegalArgumentException} naming it and its index. Before that, the store's
+ * {@linkplain dev.outbox.MessageDecorator decorators} transform each message, in the order they were added.
  *
  * <p>Immutable and thread-safe; a single connection must of course not be used by two threads at once.
  */
@@ -42,9 +45,11 @@ public final class MySqlPublisher implements Publisher {
     private final SqlTableNames names;
     private final int maxKeyLength;
     private final String insertPrefix;
+    private final MessageDecorators decorators;
 
-    MySqlPublisher(SqlTableNames names, int maxKeyLength) {
+    MySqlPublisher(SqlTableNames names, int maxKeyLength, MessageDecorators decorators) {
         this.names = names;
+        this.decorators = decorators;
         this.maxKeyLength = maxKeyLength;
         this.insertPrefix = "INSERT INTO " + names.outbox() + " (topic, `key`, value, headers) VALUES ";
     }
@@ -55,13 +60,16 @@ public final class MySqlPublisher implements Publisher {
      *
      * @throws IllegalArgumentException if a message does not fit the table, naming it and its index; nothing
      *                                  was written then
+     * @throws MessageRejectedException if one of the store's {@linkplain MySqlStore.Builder#decorator
+     *                                  decorators} rejected a message, naming it; nothing was written then
      * @throws dev.outbox.spi.StoreException if the database rejects the write; the caller's transaction should
      *                                  be rolled back
      */
     @Override
-    public void publish(Connection connection, List<OutboxMessage> messages) {
+    public void publish(Connection connection, List<OutboxMessage> input) {
         Objects.requireNonNull(connection, "connection must not be null");
-        Objects.requireNonNull(messages, "messages must not be null");
+        Objects.requireNonNull(input, "messages must not be null");
+        List<OutboxMessage> messages = decorators.apply(input);
         String[] headers = new String[messages.size()];
         for (int i = 0; i < messages.size(); i++) {
             headers[i] = validate(i, messages.get(i));

@@ -1,8 +1,10 @@
 package dev.outbox.store.mysql;
 
+import dev.outbox.MessageDecorator;
 import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
 import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.MessageDecorators;
 import dev.outbox.spi.SqlStoreSettings;
 import dev.outbox.spi.SqlTableNames;
 import dev.outbox.spi.Store;
@@ -25,6 +27,7 @@ import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
@@ -32,6 +35,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.UUID;
@@ -134,6 +138,8 @@ public final class MySqlStore implements Store {
     private final String candidatesSql;
     private final String backlogSql;
     private final String parkedSql;
+    private final String parkedCountSql;
+    private final String oldestSql;
 
     private MySqlStore(Builder builder) {
         this.jdbi = builder.jdbi;
@@ -143,7 +149,7 @@ public final class MySqlStore implements Store {
         this.networkTimeoutMillis = (int) Math.min(Integer.MAX_VALUE, statementTimeout.toMillis() * 2);
         this.maxKeyLength = builder.maxKeyLength;
         this.reader = new RowReader(maxKeyLength);
-        this.publisher = new MySqlPublisher(names, maxKeyLength);
+        this.publisher = new MySqlPublisher(names, maxKeyLength, MessageDecorators.of(builder.decorators));
 
         String t = names.outbox();
         this.candidatesSql = "SELECT id FROM " + t + " FORCE INDEX (PRIMARY) WHERE leader_id <> ? ORDER BY id LIMIT ?";
@@ -151,6 +157,8 @@ public final class MySqlStore implements Store {
                 + ") head), (SELECT MAX(id) - MIN(id) + 1 FROM " + t + ")";
         this.parkedSql = "SELECT id, topic, `key`, attempts, reason, UNIX_TIMESTAMP(parked_at) FROM " + names.parked()
                 + " ORDER BY id LIMIT ?";
+        this.parkedCountSql = "SELECT COUNT(*) FROM " + names.parked();
+        this.oldestSql = "SELECT UNIX_TIMESTAMP(create_time) FROM " + t + " ORDER BY id LIMIT 1";
     }
 
     /** Starts a builder for a store that takes its connections from {@code jdbi}. */
@@ -427,6 +435,21 @@ public final class MySqlStore implements Store {
                 }).one());
     }
 
+    /** The rows in the parked table, counted exactly (the parked table is meant to stay small). */
+    @Override
+    public long parkedCount() {
+        return inTransaction("counting the rows of " + names.parked(), handle ->
+                timed(handle.createQuery(parkedCountSql)).mapTo(Long.class).one());
+    }
+
+    /** The {@code create_time} of the row with the lowest id, read from the head of the primary key. */
+    @Override
+    public Optional<Instant> oldestCreateTime() {
+        return inTransaction("reading the head of " + names.outbox(), handle ->
+                timed(handle.createQuery(oldestSql)).map((rs, ctx) -> RowReader.instant(rs.getBigDecimal(1)))
+                        .findOne());
+    }
+
     @Override
     public String toString() {
         return "MySqlStore{table=" + names.outbox() + ", statementTimeout=" + statementTimeout + '}';
@@ -640,6 +663,7 @@ public final class MySqlStore implements Store {
         private String table = DEFAULT_TABLE;
         private Duration statementTimeout = DEFAULT_STATEMENT_TIMEOUT;
         private int maxKeyLength = DEFAULT_MAX_KEY_LENGTH;
+        private final List<MessageDecorator> decorators = new ArrayList<>();
 
         private Builder(Jdbi jdbi) {
             this.jdbi = jdbi;
@@ -681,6 +705,15 @@ public final class MySqlStore implements Store {
          */
         public Builder maxKeyLength(int maxKeyLength) {
             this.maxKeyLength = SqlStoreSettings.maxKeyLength(maxKeyLength);
+            return this;
+        }
+
+        /**
+         * Adds a decorator that the publisher applies to every message before writing it (after the decorators
+         * added before it); see {@link MessageDecorator}. None by default.
+         */
+        public Builder decorator(MessageDecorator decorator) {
+            decorators.add(Objects.requireNonNull(decorator, "decorator must not be null"));
             return this;
         }
 

@@ -107,6 +107,35 @@ abstract class MySqlStoreTests {
         }
     }
 
+    // ---- decorators ---------------------------------------------------------------------------------------
+
+    @Test
+    void decoratorsTransformMessagesAndAThrowingOneRejectsTheCallNamingTheMessage() {
+        MySqlStore store = builder()
+                .decorator(m -> {
+                    if (m.key().equals("forbidden")) {
+                        throw new IllegalStateException("no tenant");
+                    }
+                    return m.withHeader(dev.outbox.Header.of("tenant", "t1"));
+                })
+                .decorator(m -> m.withHeaderReplaced("tenant", "t2"))
+                .build();
+        store.createSchema();
+
+        assertThatThrownBy(() -> commit(store, OutboxMessage.of("orders", "fine", "1"),
+                OutboxMessage.of("orders", "forbidden", "2")))
+                .isInstanceOf(dev.outbox.MessageRejectedException.class)
+                .hasMessageContaining("message 1 (topic 'orders', key 'forbidden')")
+                .hasMessageContaining("no tenant");
+        assertThat(store.backlog()).as("nothing of the rejected call was written").isZero();
+
+        commit(store, OutboxMessage.builder("orders", "fine").value("3").header("app", "a").build());
+        List<OutboxRecord> marked = markAll(store);
+        assertThat(marked).hasSize(1);
+        assertThat(marked.get(0).message().headers()).extracting(dev.outbox.Header::valueAsString)
+                .containsExactly("a", "t2");
+    }
+
     // ---- configuration ------------------------------------------------------------------------------------
 
     @Test

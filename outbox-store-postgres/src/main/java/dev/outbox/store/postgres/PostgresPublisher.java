@@ -1,8 +1,10 @@
 package dev.outbox.store.postgres;
 
 import dev.outbox.Header;
+import dev.outbox.MessageRejectedException;
 import dev.outbox.OutboxMessage;
 import dev.outbox.Publisher;
+import dev.outbox.spi.MessageDecorators;
 import dev.outbox.spi.SqlTableNames;
 import org.jdbi.v3.core.Handle;
 
@@ -25,7 +27,8 @@ import java.util.Objects;
  * trip), in list order, so that the ids — and therefore the delivery order of messages that share a key — follow
  * the list. Every message is validated before anything is written; a message the table cannot hold (a key longer
  * than the store's {@code maxKeyLength}, a U+0000 character, which Postgres text cannot store) is rejected with an
- * {@link IllegalArgumentException} naming it and its index.
+ * {@link IllegalArgumentException} naming it and its index. Before that, the store's
+ * {@linkplain dev.outbox.MessageDecorator decorators} transform each message, in the order they were added.
  *
  * <p>Immutable and thread-safe; a single connection must of course not be used by two threads at once.
  */
@@ -34,9 +37,11 @@ public final class PostgresPublisher implements Publisher {
     private final int maxKeyLength;
     private final int queryTimeoutSeconds;
     private final String insertSql;
+    private final MessageDecorators decorators;
 
-    PostgresPublisher(SqlTableNames names, int maxKeyLength, int queryTimeoutSeconds) {
+    PostgresPublisher(SqlTableNames names, int maxKeyLength, int queryTimeoutSeconds, MessageDecorators decorators) {
         this.names = names;
+        this.decorators = decorators;
         this.maxKeyLength = maxKeyLength;
         this.queryTimeoutSeconds = queryTimeoutSeconds;
         this.insertSql = "INSERT INTO " + names.outbox()
@@ -48,13 +53,16 @@ public final class PostgresPublisher implements Publisher {
      *
      * @throws IllegalArgumentException if a message does not fit the table, naming it and its index; nothing
      *                                  was written then
+     * @throws MessageRejectedException if one of the store's {@linkplain PostgresStore.Builder#decorator
+     *                                  decorators} rejected a message, naming it; nothing was written then
      * @throws dev.outbox.spi.StoreException if the database rejects the write; the caller's transaction should
      *                                  be rolled back
      */
     @Override
-    public void publish(Connection connection, List<OutboxMessage> messages) {
+    public void publish(Connection connection, List<OutboxMessage> input) {
         Objects.requireNonNull(connection, "connection must not be null");
-        Objects.requireNonNull(messages, "messages must not be null");
+        Objects.requireNonNull(input, "messages must not be null");
+        List<OutboxMessage> messages = decorators.apply(input);
         for (int i = 0; i < messages.size(); i++) {
             validate(i, messages.get(i));
         }

@@ -1,8 +1,10 @@
 package dev.outbox.store.postgres;
 
+import dev.outbox.MessageDecorator;
 import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
 import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.MessageDecorators;
 import dev.outbox.spi.SqlStoreSettings;
 import dev.outbox.spi.SqlTableNames;
 import dev.outbox.spi.Store;
@@ -25,6 +27,7 @@ import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -32,6 +35,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.Executor;
 
@@ -124,6 +128,8 @@ public final class PostgresStore implements Store {
     private final String parkedSql;
     private final String replaySql;
     private final String backlogSql;
+    private final String parkedCountSql;
+    private final String oldestSql;
 
     private PostgresStore(Builder builder) {
         this.jdbi = builder.jdbi;
@@ -134,7 +140,8 @@ public final class PostgresStore implements Store {
         this.reader = new RowReader(maxKeyLength);
         int queryTimeoutSeconds = (int) Math.min(Integer.MAX_VALUE,
                 (statementTimeout.toMillis() + 999) / 1000);
-        this.publisher = new PostgresPublisher(names, maxKeyLength, queryTimeoutSeconds);
+        this.publisher = new PostgresPublisher(names, maxKeyLength, queryTimeoutSeconds,
+                MessageDecorators.of(builder.decorators));
 
         String t = names.outbox();
         String p = names.parked();
@@ -164,6 +171,8 @@ public final class PostgresStore implements Store {
                 + " (SELECT CASE WHEN c.relpages > 0 AND c.reltuples > 0"
                 + " THEN c.reltuples / c.relpages * (pg_relation_size(c.oid) / CAST(current_setting('block_size') AS int))"
                 + " ELSE 0 END FROM pg_class c WHERE c.oid = to_regclass(?))";
+        this.parkedCountSql = "SELECT count(*) FROM " + p;
+        this.oldestSql = "SELECT create_time FROM " + t + " ORDER BY id LIMIT 1";
     }
 
     /** Starts a builder for a store that takes its connections from {@code jdbi}. */
@@ -364,6 +373,21 @@ public final class PostgresStore implements Store {
                 }).one());
     }
 
+    /** The rows in the parked table, counted exactly (the parked table is meant to stay small). */
+    @Override
+    public long parkedCount() {
+        return inTransaction("counting the rows of " + names.parked(), settingsSql, handle ->
+                handle.createQuery(parkedCountSql).mapTo(Long.class).one());
+    }
+
+    /** The {@code create_time} of the row with the lowest id, found through the primary key's index. */
+    @Override
+    public Optional<Instant> oldestCreateTime() {
+        return inTransaction("reading the head of " + names.outbox(), settingsSql, handle ->
+                handle.createQuery(oldestSql).map((rs, ctx) -> rs.getObject(1, OffsetDateTime.class).toInstant())
+                        .findOne());
+    }
+
     @Override
     public String toString() {
         return "PostgresStore{table=" + names.outbox() + ", statementTimeout=" + statementTimeout + '}';
@@ -479,6 +503,7 @@ public final class PostgresStore implements Store {
         private String table = DEFAULT_TABLE;
         private Duration statementTimeout = DEFAULT_STATEMENT_TIMEOUT;
         private int maxKeyLength = Integer.MAX_VALUE;
+        private final List<MessageDecorator> decorators = new ArrayList<>();
 
         private Builder(Jdbi jdbi) {
             this.jdbi = jdbi;
@@ -519,6 +544,15 @@ public final class PostgresStore implements Store {
          */
         public Builder maxKeyLength(int maxKeyLength) {
             this.maxKeyLength = SqlStoreSettings.maxKeyLength(maxKeyLength);
+            return this;
+        }
+
+        /**
+         * Adds a decorator that the publisher applies to every message before writing it (after the decorators
+         * added before it); see {@link MessageDecorator}. None by default.
+         */
+        public Builder decorator(MessageDecorator decorator) {
+            decorators.add(Objects.requireNonNull(decorator, "decorator must not be null"));
             return this;
         }
 

@@ -77,6 +77,55 @@ class PostgresStoreTest {
         return new String(record.message().value(), StandardCharsets.UTF_8);
     }
 
+    // ---- decorators ---------------------------------------------------------------------------------------
+
+    @Test
+    void decoratorsTransformEveryMessageInTheOrderTheyWereAdded() {
+        PostgresStore store = builder()
+                .decorator(m -> m.withHeader(dev.outbox.Header.of("first", "1")))
+                .decorator(m -> m.withHeaderReplaced("first", "replaced").withHeader(dev.outbox.Header.of("topic",
+                        m.topic())))
+                .build();
+        store.createSchema();
+        commit(store, OutboxMessage.builder("orders", "k").value("v").header("app", "a").build(),
+                OutboxMessage.of("payments", "k", "w"));
+
+        List<OutboxRecord> marked = store.mark(UUID.randomUUID(), 10).records();
+        assertThat(marked).hasSize(2);
+        assertThat(marked.get(0).message().headers()).extracting(dev.outbox.Header::name)
+                .containsExactly("app", "first", "topic");
+        assertThat(marked.get(0).message().headers()).extracting(dev.outbox.Header::valueAsString)
+                .containsExactly("a", "replaced", "orders");
+        assertThat(marked.get(1).message().headers()).extracting(dev.outbox.Header::valueAsString)
+                .containsExactly("replaced", "payments");
+        assertThat(valueOf(marked.get(1))).isEqualTo("w");
+    }
+
+    @Test
+    void aThrowingDecoratorRejectsTheMessageNamingItAndWritesNothingOfTheCall() {
+        PostgresStore store = builder().decorator(m -> {
+            if (m.key().startsWith("forbidden")) {
+                throw new IllegalArgumentException("tenant missing");
+            }
+            return m;
+        }).build();
+        store.createSchema();
+
+        assertThatThrownBy(() -> commit(store, OutboxMessage.of("orders", "fine", "1"),
+                OutboxMessage.of("orders", "forbidden-1", "2")))
+                .isInstanceOf(dev.outbox.MessageRejectedException.class)
+                .hasMessageContaining("message 1 (topic 'orders', key 'forbidden-1')")
+                .hasMessageContaining("tenant missing")
+                .hasCauseInstanceOf(IllegalArgumentException.class);
+        assertThat(store.backlog()).as("nothing of the rejected call was written").isZero();
+        PostgresStore returnsNull = builder().decorator(m -> null).build();
+        assertThatThrownBy(() -> commit(returnsNull, OutboxMessage.of("orders", "k", "v")))
+                .isInstanceOf(dev.outbox.MessageRejectedException.class)
+                .hasMessageContaining("returned null");
+        commit(store, OutboxMessage.of("orders", "fine", "3"));
+        assertThat(store.backlog()).isEqualTo(1);
+    }
+
     // ---- configuration ------------------------------------------------------------------------------------
 
     @Test

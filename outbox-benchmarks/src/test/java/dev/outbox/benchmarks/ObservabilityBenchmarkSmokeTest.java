@@ -1,0 +1,24 @@
+package dev.outbox.benchmarks;
+
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Path;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** Proves that the observability comparison runs end to end on a tiny workload; it measures nothing worth reading. */
+class ObservabilityBenchmarkSmokeTest {
+
+    @Test
+    void comparesTheDrainWithoutAndWithObservability() throws Exception {
+        Path out = Path.of("target", "benchmark-observability-smoke");
+        BenchmarkOptions options = BenchmarkOptions.parse(new String[] {
+                "--rows", "2000", "--repeat", "1", "--warmup-rows", "0", "--out", out.toString()});
+
+        String text = ObservabilityBenchmark.run(options);
+
+        assertThat(text).contains("drain, no observability", "drain, OutboxMetrics + traceparent on every row",
+                "cost (1 - on / off, medians)", "TracingMessageDecorator.decorate");
+        assertThat(out.resolve("observability.txt")).exists();
+    }
+}

@@ -1,0 +1,200 @@
+package dev.outbox;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.UUID;
+
+/**
+ * A snapshot of a dispatcher's health, returned by {@link Dispatcher#health()}: its status in leader election,
+ * its leader id, when it last marked and purged successfully, its last failure, and the lag of the outbox as
+ * last sampled. Built from values the engine keeps up to date as it works, so taking one costs no I/O and no
+ * lock a harvest waits on.
+ *
+ * <p>Immutable and thread-safe.
+ */
+public final class DispatcherHealth {
+
+    /** Where a dispatcher stands. */
+    public enum Status {
+        /** Not started yet, or started and not yet through its first round of leader election. */
+        STARTING,
+        /** Leading: marking and publishing. */
+        LEADER,
+        /** Running, another instance leads (or none does yet); ready to take over. */
+        STANDBY,
+        /**
+         * Stopped publishing at once because it could no longer be sure it leads (its heartbeats stopped
+         * arriving, or its group session was lost); it will lead again, with a fresh leader id, if it can.
+         */
+        FENCED,
+        /** Closing or closed: it will never publish again. */
+        CLOSED
+    }
+
+    /**
+     * A failed store or broker operation.
+     *
+     * @param operation what failed: "mark", "purge", "reset", "park", "send", "sample", or "dispatcher" when a
+     *                  thread of the dispatcher died and closed it
+     * @param error     the error's class and message
+     * @param at        when it failed (dispatcher's clock)
+     */
+    public record Failure(String operation, String error, Instant at) {
+        public Failure {
+            Objects.requireNonNull(operation, "operation");
+            Objects.requireNonNull(error, "error");
+            Objects.requireNonNull(at, "at");
+        }
+    }
+
+    private final Status status;
+    private final UUID leaderId;
+    private final Instant lastMark;
+    private final Instant lastPurge;
+    private final Failure lastFailure;
+    private final OutboxSample lastSample;
+    private final int inFlightRecords;
+    private final long callbackErrors;
+
+    private DispatcherHealth(Builder b) {
+        this.status = Objects.requireNonNull(b.status, "status");
+        this.leaderId = b.leaderId;
+        this.lastMark = b.lastMark;
+        this.lastPurge = b.lastPurge;
+        this.lastFailure = b.lastFailure;
+        this.lastSample = b.lastSample;
+        this.inFlightRecords = b.inFlightRecords;
+        this.callbackErrors = b.callbackErrors;
+        if (status == Status.LEADER && leaderId == null) {
+            throw new IllegalArgumentException("a LEADER health needs a leader id");
+        }
+    }
+
+    /** Starts a builder; used by dispatcher implementations and tests. */
+    public static Builder builder(Status status) {
+        return new Builder(status);
+    }
+
+    public Status status() {
+        return status;
+    }
+
+    /** Whether the dispatcher can still publish: true unless {@link Status#CLOSED}. */
+    public boolean isUp() {
+        return status != Status.CLOSED;
+    }
+
+    /** The current leader id while leading; empty otherwise. */
+    public Optional<UUID> leaderId() {
+        return Optional.ofNullable(leaderId);
+    }
+
+    /** When this dispatcher last marked rows successfully (a mark that found nothing counts), if ever. */
+    public Optional<Instant> lastMark() {
+        return Optional.ofNullable(lastMark);
+    }
+
+    /** When this dispatcher last purged acknowledged rows successfully, if ever. */
+    public Optional<Instant> lastPurge() {
+        return Optional.ofNullable(lastPurge);
+    }
+
+    /** The last failed operation and when, if any failed since the dispatcher started. */
+    public Optional<Failure> lastFailure() {
+        return Optional.ofNullable(lastFailure);
+    }
+
+    /**
+     * The last {@linkplain DispatcherObserver#sampled sample} of the outbox taken while this instance leads;
+     * empty on a standby (only the leader samples) and until the first sample, {@code metricsInterval} after
+     * leadership was acquired.
+     */
+    public Optional<OutboxSample> lastSample() {
+        return Optional.ofNullable(lastSample);
+    }
+
+    /** The lag — the age of the oldest unpublished row — as of the {@linkplain #lastSample() last sample}. */
+    public Optional<Duration> lag() {
+        return lastSample == null ? Optional.empty() : Optional.of(lastSample.lag());
+    }
+
+    /** Records sent to the broker and not yet completed. */
+    public int inFlightRecords() {
+        return inFlightRecords;
+    }
+
+    /** Exceptions thrown by listener and observer callbacks since the dispatcher was built (each was ignored). */
+    public long callbackErrors() {
+        return callbackErrors;
+    }
+
+    @Override
+    public String toString() {
+        return "DispatcherHealth{status=" + status + ", leaderId=" + leaderId + ", lastMark=" + lastMark
+                + ", lastPurge=" + lastPurge + ", lastFailure=" + lastFailure + ", lastSample=" + lastSample
+                + ", inFlightRecords=" + inFlightRecords + ", callbackErrors=" + callbackErrors + '}';
+    }
+
+    /** Builds a {@link DispatcherHealth}; not thread-safe. Every value but the status is optional. */
+    public static final class Builder {
+        private final Status status;
+        private UUID leaderId;
+        private Instant lastMark;
+        private Instant lastPurge;
+        private Failure lastFailure;
+        private OutboxSample lastSample;
+        private int inFlightRecords;
+        private long callbackErrors;
+
+        private Builder(Status status) {
+            this.status = Objects.requireNonNull(status, "status");
+        }
+
+        public Builder leaderId(UUID value) {
+            this.leaderId = value;
+            return this;
+        }
+
+        public Builder lastMark(Instant value) {
+            this.lastMark = value;
+            return this;
+        }
+
+        public Builder lastPurge(Instant value) {
+            this.lastPurge = value;
+            return this;
+        }
+
+        public Builder lastFailure(Failure value) {
+            this.lastFailure = value;
+            return this;
+        }
+
+        public Builder lastSample(OutboxSample value) {
+            this.lastSample = value;
+            return this;
+        }
+
+        public Builder inFlightRecords(int value) {
+            if (value < 0) {
+                throw new IllegalArgumentException("inFlightRecords must not be negative, was " + value);
+            }
+            this.inFlightRecords = value;
+            return this;
+        }
+
+        public Builder callbackErrors(long value) {
+            if (value < 0) {
+                throw new IllegalArgumentException("callbackErrors must not be negative, was " + value);
+            }
+            this.callbackErrors = value;
+            return this;
+        }
+
+        public DispatcherHealth build() {
+            return new DispatcherHealth(this);
+        }
+    }
+}

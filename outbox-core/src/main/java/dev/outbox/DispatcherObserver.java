@@ -1,0 +1,71 @@
+package dev.outbox;
+
+import java.time.Duration;
+
+/**
+ * Measurements of a {@link Dispatcher}'s engine, for metrics and tracing adapters (such as
+ * {@code dev.outbox.micrometer.OutboxMetrics}): durations and sizes of marks and purges, per-record send,
+ * acknowledgement and failure, and a periodic {@linkplain #sampled sample} of the outbox (backlog, parked rows,
+ * lag) taken by the leader. Where {@link DispatcherListener} reports what happened, an observer measures it.
+ *
+ * <p>Register with {@link Dispatcher.Builder#observer} or, at any time, {@link Dispatcher#addObserver}. Every
+ * method has a no-op default. Callbacks run on the dispatcher's own threads, some once per record: they must
+ * be cheap, must not block, and must be thread-safe (different callbacks arrive on different threads). An
+ * exception thrown by a callback never disturbs the harvest: it is caught, logged once per kind of callback,
+ * and counted in {@link DispatcherHealth#callbackErrors()}.
+ */
+public interface DispatcherObserver {
+
+    /**
+     * A mark completed (on the mark thread).
+     *
+     * @param rows     rows marked, readable or not; 0 when the outbox had nothing to mark
+     * @param duration how long the store call took
+     */
+    default void marked(int rows, Duration duration) {
+    }
+
+    /**
+     * A purge of acknowledged rows committed (on the purge thread).
+     *
+     * @param rows     rows deleted by the call
+     * @param duration how long the store call took, including retries after failures
+     */
+    default void purged(int rows, Duration duration) {
+    }
+
+    /** A record was handed to the broker (on the mark thread). */
+    default void sent(OutboxRecord record) {
+    }
+
+    /**
+     * The broker acknowledged a record and its row was purged (on the purge thread).
+     *
+     * @param record      the record
+     * @param sendToAck   from the hand-over to the broker to the broker's acknowledgement
+     * @param commitToAck from the row's {@linkplain OutboxRecord#createdAt() creation time} to the
+     *                    acknowledgement, measured with the dispatcher's clock (a clock skew between the database
+     *                    and this host shifts it; never negative)
+     */
+    default void acknowledged(OutboxRecord record, Duration sendToAck, Duration commitToAck) {
+    }
+
+    /**
+     * A delivery failed (on the purge thread); the record will be retried, or parked if this was its last
+     * attempt or the failure is permanent (then {@link #parked} follows).
+     */
+    default void failed(OutboxRecord record, Throwable error) {
+    }
+
+    /** A record was parked: after failed deliveries, or because its row could not be read as a message. */
+    default void parked(ParkedRecord record) {
+    }
+
+    /**
+     * A periodic sample of the outbox, taken by the leader only, every {@code metricsInterval}
+     * ({@link DispatcherConfig#metricsInterval()}), on a thread of its own: a slow query never delays a
+     * heartbeat or a mark. A scrape never causes a query.
+     */
+    default void sampled(OutboxSample sample) {
+    }
+}

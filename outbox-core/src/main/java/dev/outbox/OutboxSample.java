@@ -1,0 +1,44 @@
+package dev.outbox;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Optional;
+
+/**
+ * What the leading dispatcher read from its store at one instant: the backlog, the parked rows, and the age of
+ * the head of the outbox. Immutable and thread-safe.
+ *
+ * @param at               when the sample was taken (dispatcher's clock)
+ * @param backlog          rows waiting in the outbox ({@link dev.outbox.spi.Store#backlog()}, may be an estimate)
+ * @param parked           rows in the parked area ({@link dev.outbox.spi.Store#parkedCount()})
+ * @param oldestCreateTime the creation time of the head of the outbox — the unparked row with the lowest id,
+ *                         the next the dispatcher will harvest — or {@code null} if the outbox is empty
+ */
+public record OutboxSample(Instant at, long backlog, long parked, Instant oldestCreateTime) {
+
+    public OutboxSample {
+        if (at == null) {
+            throw new IllegalArgumentException("at must not be null");
+        }
+        if (backlog < 0 || parked < 0) {
+            throw new IllegalArgumentException("backlog (" + backlog + ") and parked (" + parked
+                    + ") must not be negative");
+        }
+    }
+
+    /** The creation time of the head of the outbox, empty if the outbox is empty. */
+    public Optional<Instant> oldest() {
+        return Optional.ofNullable(oldestCreateTime);
+    }
+
+    /**
+     * The lag: the age of the oldest unpublished row at {@link #at()}, zero when the outbox is empty. A clock
+     * skew between the database and this host could make it negative: it is then reported as zero.
+     */
+    public Duration lag() {
+        if (oldestCreateTime == null || !at.isAfter(oldestCreateTime)) {
+            return Duration.ZERO;
+        }
+        return Duration.between(oldestCreateTime, at);
+    }
+}

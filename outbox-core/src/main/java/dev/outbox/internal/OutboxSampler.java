@@ -1,0 +1,70 @@
+package dev.outbox.internal;
+
+import dev.outbox.OutboxSample;
+import dev.outbox.spi.Store;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
+
+/**
+ * Samples the outbox — backlog, parked rows, creation time of its head — every {@code interval} while the
+ * dispatcher leads, on a thread of its own ({@code <name>-sample}): the store queries never delay a heartbeat
+ * or a mark, and only the leader queries (a standby would only add load to read the same figures). Not
+ * thread-safe: {@link #run()} is the body of one thread, {@link #stop()} may be called from any.
+ */
+final class OutboxSampler implements Runnable {
+    private final Store store;
+    private final Clock clock;
+    private final Duration interval;
+    private final BooleanSupplier leading;
+    private final Consumer<OutboxSample> onSample;
+    private final Consumer<RuntimeException> onFailure;
+    private final CountDownLatch stopped = new CountDownLatch(1);
+
+    OutboxSampler(Store store, Clock clock, Duration interval, BooleanSupplier leading,
+                  Consumer<OutboxSample> onSample, Consumer<RuntimeException> onFailure) {
+        this.store = store;
+        this.clock = clock;
+        this.interval = interval;
+        this.leading = leading;
+        this.onSample = onSample;
+        this.onFailure = onFailure;
+    }
+
+    @Override
+    public void run() {
+        try {
+            while (!stopped.await(interval.toNanos(), TimeUnit.NANOSECONDS)) {
+                if (leading.getAsBoolean()) {
+                    sampleOnce();
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Takes one sample now and hands it on; a failed query is handed to the failure callback. */
+    void sampleOnce() {
+        OutboxSample sample;
+        try {
+            Instant oldest = store.oldestCreateTime().orElse(null);
+            long backlog = store.backlog();
+            long parked = store.parkedCount();
+            sample = new OutboxSample(clock.instant(), Math.max(0, backlog), Math.max(0, parked), oldest);
+        } catch (RuntimeException e) {
+            onFailure.accept(e);
+            return;
+        }
+        onSample.accept(sample);
+    }
+
+    void stop() {
+        stopped.countDown();
+    }
+}
