@@ -16,6 +16,7 @@ import org.springframework.context.ConfigurableApplicationContext;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -70,7 +71,9 @@ class LeaderTakeoverTest {
                     written.set(id);
                 }
             });
-            Await.untilOrFail(() -> written.get() >= ORDERS / 3, TIMEOUT, () -> "a third of the orders written");
+            Await.untilOrFail(() -> written.get() >= ORDERS / 3 || writer.isDone(), TIMEOUT,
+                    () -> "a third of the orders written");
+            assertThat(writer.isCompletedExceptionally()).as("the writer failed").isFalse();
             Dispatcher closing = dispatcher(leader);
             leader.close();
             assertThat(closing.state()).isEqualTo(Dispatcher.State.CLOSED);
@@ -97,8 +100,9 @@ class LeaderTakeoverTest {
     }
 
     private static ConfigurableApplicationContext start(String[] properties) {
+        // As command-line arguments: they win over application.properties (builder properties would not).
         return new SpringApplicationBuilder(TestApplication.class).web(WebApplicationType.NONE)
-                .properties(properties).run();
+                .run(Arrays.stream(properties).map(p -> "--" + p).toArray(String[]::new));
     }
 
     private static Dispatcher dispatcher(ConfigurableApplicationContext context) {

@@ -41,7 +41,7 @@ class StartupFailureTest {
                 "outbox.kafka.leader-topic=starter-failures-leader"));
         all.addAll(List.of(properties));
         assertThatThrownBy(() -> new SpringApplicationBuilder(TestApplication.class)
-                .web(WebApplicationType.NONE).properties(all.toArray(String[]::new)).run().close())
+                .web(WebApplicationType.NONE).run(all.stream().map(p -> "--" + p).toArray(String[]::new)).close())
                 .isInstanceOf(Exception.class);
     }
 
