@@ -19,8 +19,11 @@ class JacksonPayloadSerializerTest {
     record OrderPlaced(long orderId, String customer, BigDecimal total, Instant placedAt) {
     }
 
-    /** Jackson cannot write this: it has no properties and no serializer. */
+    /** Jackson cannot write this: its property's getter fails. */
     static final class Opaque {
+        public String getSecret() {
+            throw new IllegalStateException("not readable");
+        }
     }
 
     @Test
