@@ -78,7 +78,6 @@ final class OutboxKafkaClients {
                 p.put(k, v);
             }
         });
-        kafka.getProperties().forEach(p::putIfAbsent);
         return p;
     }
 
