@@ -5,6 +5,7 @@
 #   ./bench.sh --rows 100000 --repeat 1
 #   ./bench.sh --help
 #   BENCH_MAIN=ObservabilityBenchmark ./bench.sh --rows 200000   # drain without vs with metrics + tracing
+#   ./bench.sh headers-codec [records] [rounds] [mysql|mariadb]   # the MySQL headers column: Jackson vs SQL JSON
 # Results: a table on standard output, and outbox-benchmarks/target/benchmark/results.{txt,csv,json}.
 # JAVA_OPTS adds JVM options (e.g. JAVA_OPTS="-XX:StartFlightRecording=filename=bench.jfr").
 set -euo pipefail
@@ -14,6 +15,11 @@ if [[ "${BENCH_SKIP_BUILD:-}" != "1" ]]; then
   ./mvnw -q -B -pl outbox-benchmarks -am -DskipTests package
 fi
 
+main="dev.outbox.benchmarks.${BENCH_MAIN:-Benchmark}"
+if [[ "${1:-}" == "headers-codec" ]]; then
+  main=dev.outbox.benchmarks.HeadersCodecBenchmark
+  shift
+fi
 module=outbox-benchmarks/target
 cp="$module/classes:$(cat "$module/classpath.txt")"
 exec java -Xms1g -Xmx2g ${JAVA_OPTS:-} \
@@ -23,4 +29,4 @@ exec java -Xms1g -Xmx2g ${JAVA_OPTS:-} \
   -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
   -Dorg.slf4j.simpleLogger.showDateTime=true \
   -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS \
-  -cp "$cp" "dev.outbox.benchmarks.${BENCH_MAIN:-Benchmark}" "$@"
+  -cp "$cp" "$main" "$@"
