@@ -23,7 +23,7 @@ public class Orders {
     public long place(String customer, BigDecimal total) {
         long id = jdbc.sql("INSERT INTO orders (customer, total) VALUES (?, ?) RETURNING id")
                 .params(customer, total).query(Long.class).single();
-        outbox.publish("orders", customer, new OrderPlaced(id, customer, total));   // JSON, key = customer
+        outbox.publish("order-events", customer, new OrderPlaced(id, customer, total));   // JSON, key = customer
         return id;   // the order and its event commit together; an exception rolls back both
     }
     // end::place[]

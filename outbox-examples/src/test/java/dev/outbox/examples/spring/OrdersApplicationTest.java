@@ -47,7 +47,7 @@ class OrdersApplicationTest {
     static void servers(DynamicPropertyRegistry registry) {
         JdbcServer postgres = TestServers.postgres();
         String url = postgres.createDatabase("spring_orders");
-        KAFKA.createTopic("orders", 3);
+        KAFKA.createTopic("order-events", 3);
         registry.add("spring.datasource.url", () -> url);
         registry.add("spring.datasource.username", postgres::username);
         registry.add("ORDERS_DB_PASSWORD", postgres::password);
@@ -67,7 +67,7 @@ class OrdersApplicationTest {
         assertThat(rejected.statusCode()).isEqualTo(400);
         assertThat(jdbc.sql("SELECT count(*) FROM orders").query(Long.class).single()).isEqualTo(1);
 
-        List<ConsumerRecord<String, String>> got = read("orders", r -> r.key().equals("alice"));
+        List<ConsumerRecord<String, String>> got = read("order-events", r -> r.key().equals("alice"));
         assertThat(got).extracting(ConsumerRecord::value)
                 .containsExactly("{\"orderId\":1,\"customer\":\"alice\",\"total\":12.50}");
         assertThat(new String(got.get(0).headers().lastHeader("content-type").value(), StandardCharsets.UTF_8))
