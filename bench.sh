@@ -15,7 +15,7 @@ if [[ "${BENCH_SKIP_BUILD:-}" != "1" ]]; then
   ./mvnw -q -B -pl outbox-benchmarks -am -DskipTests package
 fi
 
-main=dev.outbox.benchmarks.Benchmark
+main="dev.outbox.benchmarks.${BENCH_MAIN:-Benchmark}"
 if [[ "${1:-}" == "headers-codec" ]]; then
   main=dev.outbox.benchmarks.HeadersCodecBenchmark
   shift

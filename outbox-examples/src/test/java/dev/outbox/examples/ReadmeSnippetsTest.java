@@ -103,8 +103,8 @@ class ReadmeSnippetsTest {
                     Map<String, String> tags = snippets(source(name.substring(0, name.indexOf('#'))));
                     assertThat(tags).as("tags of the class named at %s", where).containsKey(tag);
                     assertThat(block).as("the README's copy at %s of %s", where, name).isEqualTo(tags.get(tag));
-                } else { // a whole test resource
-                    String file = Files.readString(MODULE.resolve("src/test/resources").resolve(name)).stripTrailing();
+                } else { // a whole resource of this module (test resources first)
+                    String file = Files.readString(resource(name)).stripTrailing();
                     assertThat(block).as("the README's copy at %s of %s", where, name).isEqualTo(file);
                 }
                 referenced.add(name);
@@ -115,18 +115,32 @@ class ReadmeSnippetsTest {
                 .containsAll(quickStart.keySet().stream().map(t -> "ReadmeSnippets#" + t).toList())
                 .contains("dependencies", "goharvest-migration.sql", "WebhookMessageBrokerContractTest#contract",
                         "ObservabilitySnippets#metrics", "ObservabilitySnippets#tracing",
-                        "ObservabilitySnippets#health");
+                        "ObservabilitySnippets#health",
+                        "application.yml", "Orders#place");
     }
 
-    /** The source file of a class of this module, main or test. */
+    /** The source file of a class of this module, main or test, in dev.outbox.examples or its spring package. */
     private static Path source(String simpleName) {
         for (String tree : List.of("src/main/java", "src/test/java")) {
-            Path p = MODULE.resolve(tree).resolve("dev/outbox/examples").resolve(simpleName + ".java");
+            for (String pkg : List.of("dev/outbox/examples", "dev/outbox/examples/spring")) {
+                Path p = MODULE.resolve(tree).resolve(pkg).resolve(simpleName + ".java");
+                if (Files.exists(p)) {
+                    return p;
+                }
+            }
+        }
+        throw new AssertionError("no class " + simpleName + " in outbox-examples");
+    }
+
+    /** A resource file of this module: a test resource, else a main one (e.g. the Spring example's application.yml). */
+    private static Path resource(String name) {
+        for (String tree : List.of("src/test/resources", "src/main/resources")) {
+            Path p = MODULE.resolve(tree).resolve(name);
             if (Files.exists(p)) {
                 return p;
             }
         }
-        throw new AssertionError("no class " + simpleName + " in outbox-examples");
+        throw new AssertionError("no resource " + name + " in outbox-examples");
     }
 
     /** The README's Maven snippet names real modules of this build, at its version. */

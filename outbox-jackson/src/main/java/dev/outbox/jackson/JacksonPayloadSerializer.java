@@ -1,0 +1,85 @@
+package dev.outbox.jackson;
+
+import dev.outbox.spi.PayloadSerializer;
+import dev.outbox.spi.PayloadSerializationException;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.ObjectMapper;
+import tools.jackson.databind.json.JsonMapper;
+
+import java.util.Objects;
+
+/**
+ * Writes payload objects as JSON with Jackson 3, for messages whose {@code content-type} header is
+ * {@code application/json}. Works without Spring:
+ *
+ * <pre>{@code
+ * PayloadSerializer json = JacksonPayloadSerializer.create();            // or of(yourJsonMapper)
+ * store.publisher().publish(connection, json.message("orders", customer, new OrderPlaced(orderId, customer)));
+ * }</pre>
+ *
+ * Under Spring Boot the starter builds one from the application's own {@link JsonMapper}, so the application's
+ * Jackson settings (naming strategy, modules, date format) apply to outbox messages too.
+ *
+ * <p>Immutable and thread-safe (Jackson mappers are, once configured).
+ */
+public final class JacksonPayloadSerializer implements PayloadSerializer {
+    /** The content type of every value this serializer writes. */
+    public static final String APPLICATION_JSON = "application/json";
+
+    private final ObjectMapper mapper;
+
+    private JacksonPayloadSerializer(ObjectMapper mapper) {
+        this.mapper = mapper;
+    }
+
+    /** A serializer over a {@link JsonMapper} with Jackson's defaults. */
+    public static JacksonPayloadSerializer create() {
+        return new JacksonPayloadSerializer(JsonMapper.builder().build());
+    }
+
+    /**
+     * A serializer over {@code mapper}, for example the application's own. The mapper must write JSON (a
+     * {@link JsonMapper}, or an {@link ObjectMapper} over a JSON factory): the content type is always
+     * {@value #APPLICATION_JSON}.
+     */
+    public static JacksonPayloadSerializer of(ObjectMapper mapper) {
+        return new JacksonPayloadSerializer(Objects.requireNonNull(mapper, "mapper must not be null"));
+    }
+
+    @Override
+    public String contentType() {
+        return APPLICATION_JSON;
+    }
+
+    @Override
+    public byte[] serialize(Object payload) {
+        Objects.requireNonNull(payload, "payload must not be null (use a tombstone)");
+        try {
+            return mapper.writeValueAsBytes(payload);
+        } catch (JacksonException e) {
+            throw new PayloadSerializationException("cannot write a " + payload.getClass().getName()
+                    + " as JSON: " + e.getOriginalMessage(), e);
+        }
+    }
+
+    /**
+     * Reads a value written by {@link #serialize} back as a {@code type}, for consumers and tests.
+     *
+     * @throws PayloadSerializationException if {@code json} is not a {@code type} in JSON
+     */
+    public <T> T deserialize(byte[] json, Class<T> type) {
+        Objects.requireNonNull(json, "json must not be null");
+        Objects.requireNonNull(type, "type must not be null");
+        try {
+            return mapper.readValue(json, type);
+        } catch (JacksonException e) {
+            throw new PayloadSerializationException("cannot read " + json.length + " bytes of JSON as a "
+                    + type.getName() + ": " + e.getOriginalMessage(), e);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "JacksonPayloadSerializer{" + mapper.getClass().getSimpleName() + '}';
+    }
+}

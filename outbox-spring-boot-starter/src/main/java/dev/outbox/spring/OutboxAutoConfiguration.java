@@ -1,0 +1,180 @@
+package dev.outbox.spring;
+
+import dev.outbox.Dispatcher;
+import dev.outbox.DispatcherConfig;
+import dev.outbox.DispatcherListener;
+import dev.outbox.DispatcherObserver;
+import dev.outbox.broker.kafka.KafkaMessageBroker;
+import dev.outbox.jackson.JacksonPayloadSerializer;
+import dev.outbox.spi.PayloadSerializer;
+import dev.outbox.spi.Store;
+import org.flywaydb.core.api.configuration.FluentConfiguration;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.flyway.autoconfigure.FlywayConfigurationCustomizer;
+import org.springframework.boot.kafka.autoconfigure.KafkaProperties;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.core.env.Environment;
+import tools.jackson.databind.json.JsonMapper;
+
+import javax.sql.DataSource;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.function.Consumer;
+
+/**
+ * Auto-configures the outbox in a Spring Boot application that has a {@code DataSource}: the {@link Store} on it,
+ * the {@link OutboxPublisher} bound to Spring transactions, JSON payloads with the application's
+ * {@link JsonMapper}, and (unless {@code outbox.dispatcher.enabled=false}) a {@link Dispatcher} publishing to the
+ * Kafka cluster of {@code spring.kafka.*}, run by an {@link OutboxDispatcherLifecycle}. Every bean backs off
+ * when the application defines its own of the same type.
+ */
+@AutoConfiguration(afterName = {
+        "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
+        "org.springframework.boot.jackson.autoconfigure.JacksonAutoConfiguration",
+        "org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration",
+        "org.springframework.boot.hibernate.autoconfigure.HibernateJpaAutoConfiguration"})
+@ConditionalOnSingleCandidate(DataSource.class)
+@EnableConfigurationProperties({OutboxProperties.class, KafkaProperties.class})
+public class OutboxAutoConfiguration {
+
+    /** The store with its table names; creates the tables first if {@code outbox.store.create-schema=true}. */
+    @Bean
+    @ConditionalOnMissingBean(Store.class)
+    OutboxStoreFactory.Built outboxStoreDefinition(DataSource dataSource, OutboxProperties properties) {
+        OutboxStoreFactory.Built built = OutboxStoreFactory.build(dataSource, properties.getStore());
+        if (properties.getStore().isCreateSchema()) {
+            built.createSchema().run();
+        }
+        return built;
+    }
+
+    @Bean
+    @ConditionalOnMissingBean(Store.class)
+    Store outboxStore(OutboxStoreFactory.Built definition) {
+        return definition.store();
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    PayloadSerializer outboxPayloadSerializer(ObjectProvider<JsonMapper> jsonMapper) {
+        return JacksonPayloadSerializer.of(jsonMapper.getIfAvailable(() -> JsonMapper.builder().build()));
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    OutboxPublisher outboxPublisher(DataSource dataSource, Store store, PayloadSerializer serializer,
+                                    OutboxProperties properties) {
+        return new OutboxPublisher(dataSource, store.publisher(), serializer,
+                properties.getPublisher().isRequireTransaction());
+    }
+
+    /** The dispatcher, on every instance unless {@code outbox.dispatcher.enabled=false}. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnProperty(name = "outbox.dispatcher.enabled", matchIfMissing = true)
+    static class DispatcherConfiguration {
+
+        @Bean
+        @ConditionalOnMissingBean
+        OutboxDispatcherLifecycle outboxDispatcher(Store store, OutboxProperties properties,
+                                                   KafkaProperties kafkaProperties, Environment env,
+                                                   ObjectProvider<DispatcherListener> listener,
+                                                   ObjectProvider<DispatcherObserver> observers) {
+            OutboxKafkaClients.requireBootstrapServers(env);
+            OutboxProperties.Dispatcher d = properties.getDispatcher();
+            OutboxProperties.Kafka k = properties.getKafka();
+            DispatcherConfig config = dispatcherConfig(d);
+            KafkaMessageBroker broker = OutboxKafkaClients.broker(
+                    OutboxKafkaClients.producerProperties(kafkaProperties, k), k, env);
+            try {
+                Dispatcher.Builder b = Dispatcher.builder(store, broker).config(config);
+                set("outbox.dispatcher.name", d.getName(), b::name);
+                if (d.isLeaderElection()) {
+                    b.leaderTransport(OutboxKafkaClients.leaderTransport(
+                            OutboxKafkaClients.connectionProperties(kafkaProperties), leaderTopic(k, env), k, config,
+                            broker, env));
+                }
+                listener.ifUnique(b::listener);
+                observers.orderedStream().forEach(b::observer);
+                return new OutboxDispatcherLifecycle(b.build());
+            } catch (RuntimeException e) {
+                broker.close(Duration.ofSeconds(1));
+                throw e;
+            }
+        }
+
+        private static String leaderTopic(OutboxProperties.Kafka k, Environment env) {
+            if (k.getLeaderTopic() != null) {
+                return k.getLeaderTopic();
+            }
+            String app = env.getProperty("spring.application.name");
+            if (app == null || app.isBlank()) {
+                throw new OutboxConfigurationException("outbox.kafka.leader-topic", "not set, and there is no"
+                        + " spring.application.name to derive it from", "set outbox.kafka.leader-topic to a topic"
+                        + " shared by every instance harvesting this outbox (and by no other outbox), or set"
+                        + " spring.application.name", null);
+            }
+            return app.strip() + "-outbox-leader";
+        }
+
+        static DispatcherConfig dispatcherConfig(OutboxProperties.Dispatcher d) {
+            DispatcherConfig.Builder b = DispatcherConfig.builder();
+            set("outbox.dispatcher.mark-batch-size", d.getMarkBatchSize(), b::markBatchSize);
+            set("outbox.dispatcher.max-in-flight-records", d.getMaxInFlightRecords(), b::maxInFlightRecords);
+            set("outbox.dispatcher.purge-batch-size", d.getPurgeBatchSize(), b::purgeBatchSize);
+            set("outbox.dispatcher.poll-interval", d.getPollInterval(), b::pollInterval);
+            set("outbox.dispatcher.mark-backoff", d.getMarkBackoff(), b::markBackoff);
+            set("outbox.dispatcher.heartbeat-timeout", d.getHeartbeatTimeout(), b::heartbeatTimeout);
+            set("outbox.dispatcher.queue-timeout", d.getQueueTimeout(), b::queueTimeout);
+            set("outbox.dispatcher.io-error-backoff", d.getIoErrorBackoff(), b::ioErrorBackoff);
+            set("outbox.dispatcher.max-io-error-backoff", d.getMaxIoErrorBackoff(), b::maxIoErrorBackoff);
+            set("outbox.dispatcher.max-attempts", d.getMaxAttempts(), b::maxAttempts);
+            set("outbox.dispatcher.drain-timeout", d.getDrainTimeout(), b::drainTimeout);
+            set("outbox.dispatcher.metrics-interval", d.getMetricsInterval(), b::metricsInterval);
+            try {
+                return b.build();
+            } catch (IllegalArgumentException e) {
+                throw new OutboxConfigurationException("outbox.dispatcher", e.getMessage(),
+                        "change the outbox.dispatcher.* settings the message names (in kebab case)", e);
+            }
+        }
+
+        private static <T> void set(String property, T value, Consumer<T> setter) {
+            try {
+                setter.accept(value);
+            } catch (IllegalArgumentException | NullPointerException e) {
+                throw new OutboxConfigurationException(property, "'" + value + "' is not valid: " + e.getMessage(),
+                        "use a value the dispatcher accepts (see the message)", e);
+            }
+        }
+    }
+
+    /**
+     * Fills in the placeholders of the shipped Flyway migration ({@code classpath:dev/outbox/migrations/<db>}) from
+     * {@code outbox.store.*}, unless the application sets them itself.
+     */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = {"org.flywaydb.core.Flyway",
+            "org.springframework.boot.flyway.autoconfigure.FlywayConfigurationCustomizer"})
+    static class FlywayPlaceholdersConfiguration {
+
+        @Bean
+        FlywayConfigurationCustomizer outboxFlywayPlaceholders(ObjectProvider<OutboxStoreFactory.Built> definition) {
+            return configuration -> definition.ifAvailable(d -> addPlaceholders(configuration, d));
+        }
+
+        private static void addPlaceholders(FluentConfiguration configuration, OutboxStoreFactory.Built d) {
+            Map<String, String> placeholders = new LinkedHashMap<>(configuration.getPlaceholders());
+            placeholders.putIfAbsent("outbox_table", d.table());
+            placeholders.putIfAbsent("outbox_parked_table", d.parkedTable());
+            configuration.placeholders(placeholders);
+        }
+    }
+}

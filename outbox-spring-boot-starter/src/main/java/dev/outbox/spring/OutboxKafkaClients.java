@@ -1,0 +1,161 @@
+package dev.outbox.spring;
+
+import dev.outbox.DispatcherConfig;
+import dev.outbox.broker.kafka.KafkaLeaderTransport;
+import dev.outbox.broker.kafka.KafkaMessageBroker;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.springframework.boot.context.properties.bind.Bindable;
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.boot.kafka.autoconfigure.KafkaProperties;
+import org.springframework.core.env.Environment;
+
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Supplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Builds the outbox's Kafka clients from Spring Boot's {@code spring.kafka.*} and {@code outbox.kafka.*}, and turns
+ * a setting the clients reject into an {@link OutboxConfigurationException} naming the Spring property that set it.
+ * Stateless.
+ */
+final class OutboxKafkaClients {
+    /** The Kafka builders name a rejected setting as {@code Kafka property 'name'} (see KafkaSettings). */
+    private static final Pattern KAFKA_PROPERTY = Pattern.compile("Kafka property '([^']+)'");
+    /** Producer settings that Spring Boot binds from dedicated {@code spring.kafka.producer.*} properties. */
+    private static final Map<String, String> DEDICATED = Map.of(
+            ProducerConfig.ACKS_CONFIG, "acks",
+            ProducerConfig.RETRIES_CONFIG, "retries",
+            ProducerConfig.BATCH_SIZE_CONFIG, "batch-size",
+            ProducerConfig.BUFFER_MEMORY_CONFIG, "buffer-memory",
+            ProducerConfig.COMPRESSION_TYPE_CONFIG, "compression-type",
+            ProducerConfig.CLIENT_ID_CONFIG, "client-id",
+            ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, "bootstrap-servers");
+
+    private OutboxKafkaClients() {
+    }
+
+    /**
+     * Fails unless the application names its Kafka cluster: Spring Boot would otherwise fall back to
+     * localhost:9092, and an outbox silently publishing nowhere is worse than one that does not start.
+     */
+    static void requireBootstrapServers(Environment env) {
+        Binder binder = Binder.get(env);
+        for (String name : List.of("spring.kafka.bootstrap-servers", "spring.kafka.producer.bootstrap-servers")) {
+            List<String> servers = binder.bind(name, Bindable.listOf(String.class)).orElse(List.of());
+            if (servers.stream().anyMatch(s -> !s.isBlank())) {
+                return;
+            }
+        }
+        throw new OutboxConfigurationException("spring.kafka.bootstrap-servers", "not set: the outbox needs to"
+                + " know which Kafka cluster to publish to (Spring Boot's fallback, localhost:9092, is not used)",
+                "set spring.kafka.bootstrap-servers to your Kafka brokers, e.g. kafka-1:9092,kafka-2:9092", null);
+    }
+
+    /** The outbox producer's properties: Boot's producer properties, without its serializers, plus ours. */
+    static Map<String, Object> producerProperties(KafkaProperties kafka, OutboxProperties.Kafka outbox) {
+        Map<String, Object> p = new LinkedHashMap<>(kafka.buildProducerProperties());
+        // Boot defaults these for the application's KafkaTemplate; the outbox sends the rows' bytes as they are.
+        p.remove(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG);
+        p.remove(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG);
+        p.putAll(outbox.getProducerProperties());
+        return p;
+    }
+
+    /** Client properties for leader election: the connection settings (TLS, SASL, ...) consumers and producers share. */
+    static Map<String, Object> connectionProperties(KafkaProperties kafka) {
+        Set<String> shared = new HashSet<>(ConsumerConfig.configNames());
+        shared.retainAll(ProducerConfig.configNames());
+        shared.remove(ConsumerConfig.CLIENT_ID_CONFIG);
+        Map<String, Object> p = new LinkedHashMap<>();
+        kafka.buildAdminProperties().forEach((k, v) -> {
+            if (shared.contains(k)) {
+                p.put(k, v);
+            }
+        });
+        return p;
+    }
+
+    static KafkaMessageBroker broker(Map<String, Object> producerProperties, OutboxProperties.Kafka outbox,
+                                     Environment env) {
+        return translate(env, true, () -> KafkaMessageBroker.builder()
+                .properties(producerProperties)
+                .deliveryTimeout(outbox.getDeliveryTimeout())
+                .build());
+    }
+
+    static KafkaLeaderTransport leaderTransport(Map<String, Object> connection, String topic,
+                                                OutboxProperties.Kafka outbox, DispatcherConfig config,
+                                                KafkaMessageBroker broker, Environment env) {
+        KafkaLeaderTransport.Builder b = KafkaLeaderTransport.builder().properties(connection);
+        setting("outbox.kafka.leader-topic", topic, () -> b.topic(topic));
+        if (outbox.getLeaderGroup() != null) {
+            setting("outbox.kafka.leader-group", outbox.getLeaderGroup(), () -> b.groupId(outbox.getLeaderGroup()));
+        }
+        if (outbox.getLeaderTopicReplicationFactor() != null) {
+            setting("outbox.kafka.leader-topic-replication-factor", outbox.getLeaderTopicReplicationFactor(),
+                    () -> b.topicReplicationFactor(outbox.getLeaderTopicReplicationFactor()));
+        }
+        setting("outbox.kafka.close-timeout", outbox.getCloseTimeout(), () -> b.closeTimeout(outbox.getCloseTimeout()));
+        b.createTopic(outbox.isCreateLeaderTopic()).dispatcherConfig(config).deliveryTimeoutOf(broker);
+        return translate(env, false, b::build);
+    }
+
+    private static void setting(String property, Object value, Runnable setter) {
+        try {
+            setter.run();
+        } catch (IllegalArgumentException e) {
+            throw new OutboxConfigurationException(property, "'" + value + "' is not valid: " + e.getMessage(),
+                    "use a value Kafka accepts (see the message)", e);
+        }
+    }
+
+    /** Runs a Kafka builder, naming the Spring property behind a setting it rejects. */
+    private static <T> T translate(Environment env, boolean producer, Supplier<T> build) {
+        try {
+            return build.get();
+        } catch (IllegalArgumentException | org.apache.kafka.common.KafkaException e) {
+            Matcher m = KAFKA_PROPERTY.matcher(String.valueOf(e.getMessage()));
+            String kafkaName = m.find() ? m.group(1) : null;
+            String property = kafkaName == null ? (producer ? "spring.kafka.producer" : "spring.kafka")
+                    : springProperty(env, kafkaName, producer);
+            throw new OutboxConfigurationException(property, e.getMessage(), "the outbox enforces the Kafka settings"
+                    + " that keep its guarantees; remove the contradicting value (settings meant for your own"
+                    + " KafkaTemplate cannot be shared with the outbox producer)", e);
+        }
+    }
+
+    /** The Spring property that set the Kafka client setting {@code name}, as far as it can be told. */
+    static String springProperty(Environment env, String name, boolean producer) {
+        Binder binder = Binder.get(env);
+        String dedicated = DEDICATED.get(name);
+        if (producer) {
+            if (bound(binder, "outbox.kafka.producer-properties[" + name + "]")) {
+                return "outbox.kafka.producer-properties[" + name + "]";
+            }
+            if (dedicated != null && bound(binder, "spring.kafka.producer." + dedicated)) {
+                return "spring.kafka.producer." + dedicated;
+            }
+            if (bound(binder, "spring.kafka.producer.properties[" + name + "]")) {
+                return "spring.kafka.producer.properties[" + name + "]";
+            }
+        }
+        if (dedicated != null && !name.equals(ProducerConfig.ACKS_CONFIG) && !name.equals(ProducerConfig.RETRIES_CONFIG)
+                && bound(binder, "spring.kafka." + dedicated)) {
+            return "spring.kafka." + dedicated;
+        }
+        if (bound(binder, "spring.kafka.properties[" + name + "]")) {
+            return "spring.kafka.properties[" + name + "]";
+        }
+        return producer ? "spring.kafka.producer.properties[" + name + "]" : "spring.kafka.properties[" + name + "]";
+    }
+
+    private static boolean bound(Binder binder, String name) {
+        return binder.bind(name, Bindable.of(String.class)).isBound();
+    }
+}

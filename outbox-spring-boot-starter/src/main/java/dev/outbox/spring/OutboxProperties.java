@@ -1,0 +1,367 @@
+package dev.outbox.spring;
+
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * The {@code outbox.*} properties of the Spring Boot starter. Kafka connection settings (bootstrap servers, TLS,
+ * SASL, client id, producer properties) come from Spring Boot's own {@code spring.kafka.*}; only what is the
+ * outbox's own is here.
+ *
+ * <p>A mutable JavaBean for Spring's binder; not thread-safe. The starter reads it once, at start-up.
+ */
+@ConfigurationProperties("outbox")
+public final class OutboxProperties {
+    private final Store store = new Store();
+    private final Kafka kafka = new Kafka();
+    private final Dispatcher dispatcher = new Dispatcher();
+    private final Publisher publisher = new Publisher();
+
+    public Store getStore() {
+        return store;
+    }
+
+    public Kafka getKafka() {
+        return kafka;
+    }
+
+    public Dispatcher getDispatcher() {
+        return dispatcher;
+    }
+
+    public Publisher getPublisher() {
+        return publisher;
+    }
+
+    /** Which store implementation holds the outbox. */
+    public enum StoreType {
+        /** PostgreSQL 13 or newer ({@code outbox-store-postgres}). */
+        POSTGRES,
+        /** MySQL 8 or MariaDB 10.6 and newer ({@code outbox-store-mysql}). */
+        MYSQL
+    }
+
+    /** The outbox table, in the application's {@code DataSource}. */
+    public static final class Store {
+        /** Store implementation; detected from the DataSource's JDBC metadata when not set. */
+        private StoreType type;
+        /** Schema (Postgres) or database (MySQL) of the outbox tables; the connection's default when not set. */
+        private String schema;
+        /** The outbox table; parked rows go to "<table>_parked". */
+        private String table = "outbox";
+        /** Longest any statement of the store may run, lock waits included. */
+        private Duration statementTimeout = Duration.ofSeconds(30);
+        /** Longest key the publisher accepts; the store's default when not set (Postgres: none, MySQL: 1024). */
+        private Integer maxKeyLength;
+        /**
+         * Whether to create the outbox tables at start-up if they are missing (idempotent). Off by default: ship
+         * the DDL with your migrations instead (Flyway and Liquibase migrations are included).
+         */
+        private boolean createSchema = false;
+
+        public StoreType getType() {
+            return type;
+        }
+
+        public void setType(StoreType type) {
+            this.type = type;
+        }
+
+        public String getSchema() {
+            return schema;
+        }
+
+        public void setSchema(String schema) {
+            this.schema = schema;
+        }
+
+        public String getTable() {
+            return table;
+        }
+
+        public void setTable(String table) {
+            this.table = table;
+        }
+
+        public Duration getStatementTimeout() {
+            return statementTimeout;
+        }
+
+        public void setStatementTimeout(Duration statementTimeout) {
+            this.statementTimeout = statementTimeout;
+        }
+
+        public Integer getMaxKeyLength() {
+            return maxKeyLength;
+        }
+
+        public void setMaxKeyLength(Integer maxKeyLength) {
+            this.maxKeyLength = maxKeyLength;
+        }
+
+        public boolean isCreateSchema() {
+            return createSchema;
+        }
+
+        public void setCreateSchema(boolean createSchema) {
+            this.createSchema = createSchema;
+        }
+    }
+
+    /** What the outbox adds to {@code spring.kafka.*}: leader election and the outbox producer's bounds. */
+    public static final class Kafka {
+        /**
+         * Leader topic, one per outbox: every instance harvesting the same outbox table must use the same one.
+         * Defaults to "<spring.application.name>-outbox-leader".
+         */
+        private String leaderTopic;
+        /** Leader consumer group; defaults to the leader topic. */
+        private String leaderGroup;
+        /** Whether to create a missing leader topic at start-up. */
+        private boolean createLeaderTopic = true;
+        /** Replication factor of a leader topic the outbox creates; the cluster's default when not set. */
+        private Integer leaderTopicReplicationFactor;
+        /** The outbox producer's delivery.timeout.ms: every send completes within it (at most 2 minutes). */
+        private Duration deliveryTimeout = Duration.ofSeconds(8);
+        /** How long closing the leader-election clients may take. */
+        private Duration closeTimeout = Duration.ofSeconds(5);
+        /**
+         * Kafka producer properties for the outbox producer only, applied over spring.kafka.producer.*. The
+         * settings the outbox enforces (acks=all, idempotence, ...) cannot be contradicted here either.
+         */
+        private Map<String, String> producerProperties = new LinkedHashMap<>();
+
+        public String getLeaderTopic() {
+            return leaderTopic;
+        }
+
+        public void setLeaderTopic(String leaderTopic) {
+            this.leaderTopic = leaderTopic;
+        }
+
+        public String getLeaderGroup() {
+            return leaderGroup;
+        }
+
+        public void setLeaderGroup(String leaderGroup) {
+            this.leaderGroup = leaderGroup;
+        }
+
+        public boolean isCreateLeaderTopic() {
+            return createLeaderTopic;
+        }
+
+        public void setCreateLeaderTopic(boolean createLeaderTopic) {
+            this.createLeaderTopic = createLeaderTopic;
+        }
+
+        public Integer getLeaderTopicReplicationFactor() {
+            return leaderTopicReplicationFactor;
+        }
+
+        public void setLeaderTopicReplicationFactor(Integer leaderTopicReplicationFactor) {
+            this.leaderTopicReplicationFactor = leaderTopicReplicationFactor;
+        }
+
+        public Duration getDeliveryTimeout() {
+            return deliveryTimeout;
+        }
+
+        public void setDeliveryTimeout(Duration deliveryTimeout) {
+            this.deliveryTimeout = deliveryTimeout;
+        }
+
+        public Duration getCloseTimeout() {
+            return closeTimeout;
+        }
+
+        public void setCloseTimeout(Duration closeTimeout) {
+            this.closeTimeout = closeTimeout;
+        }
+
+        public Map<String, String> getProducerProperties() {
+            return producerProperties;
+        }
+
+        public void setProducerProperties(Map<String, String> producerProperties) {
+            this.producerProperties = producerProperties;
+        }
+    }
+
+    /** The dispatcher that harvests the outbox; see DispatcherConfig for what each setting does. */
+    public static final class Dispatcher {
+        /** Whether this instance runs a dispatcher; turn off on instances that only write messages. */
+        private boolean enabled = true;
+        /**
+         * Whether instances elect one leader over Kafka. Turn off only when exactly one instance runs a
+         * dispatcher for this outbox: it then always leads.
+         */
+        private boolean leaderElection = true;
+        /** Names the dispatcher's threads and log lines. */
+        private String name = "outbox";
+        /** Rows marked per mark statement. */
+        private int markBatchSize = 100;
+        /** Records sent but not yet acknowledged and purged. */
+        private int maxInFlightRecords = 1000;
+        /** Most ids purged (or reset) by one statement. */
+        private int purgeBatchSize = 1000;
+        /** Leader-election poll and heartbeat interval; the longest wait between marks of an idle outbox. */
+        private Duration pollInterval = Duration.ofMillis(100);
+        /** First wait after a mark found nothing; doubles up to poll-interval. */
+        private Duration markBackoff = Duration.ofMillis(10);
+        /** A leader that sees none of its own heartbeats for this long fences itself. */
+        private Duration heartbeatTimeout = Duration.ofSeconds(5);
+        /** A send still unacknowledged after this long is reported as stuck. */
+        private Duration queueTimeout = Duration.ofSeconds(30);
+        /** First wait after a failed store call or delivery; doubles on repeated failures. */
+        private Duration ioErrorBackoff = Duration.ofMillis(500);
+        /** Cap of the I/O error backoff. */
+        private Duration maxIoErrorBackoff = Duration.ofSeconds(10);
+        /** Failed deliveries after which a record is parked. */
+        private int maxAttempts = 10;
+        /** How long shutdown (and a leadership revocation) waits for in-flight records. */
+        private Duration drainTimeout = Duration.ofSeconds(10);
+        /** Period of throughput readings and outbox samples. */
+        private Duration metricsInterval = Duration.ofSeconds(5);
+
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        public boolean isLeaderElection() {
+            return leaderElection;
+        }
+
+        public void setLeaderElection(boolean leaderElection) {
+            this.leaderElection = leaderElection;
+        }
+
+        public String getName() {
+            return name;
+        }
+
+        public void setName(String name) {
+            this.name = name;
+        }
+
+        public int getMarkBatchSize() {
+            return markBatchSize;
+        }
+
+        public void setMarkBatchSize(int markBatchSize) {
+            this.markBatchSize = markBatchSize;
+        }
+
+        public int getMaxInFlightRecords() {
+            return maxInFlightRecords;
+        }
+
+        public void setMaxInFlightRecords(int maxInFlightRecords) {
+            this.maxInFlightRecords = maxInFlightRecords;
+        }
+
+        public int getPurgeBatchSize() {
+            return purgeBatchSize;
+        }
+
+        public void setPurgeBatchSize(int purgeBatchSize) {
+            this.purgeBatchSize = purgeBatchSize;
+        }
+
+        public Duration getPollInterval() {
+            return pollInterval;
+        }
+
+        public void setPollInterval(Duration pollInterval) {
+            this.pollInterval = pollInterval;
+        }
+
+        public Duration getMarkBackoff() {
+            return markBackoff;
+        }
+
+        public void setMarkBackoff(Duration markBackoff) {
+            this.markBackoff = markBackoff;
+        }
+
+        public Duration getHeartbeatTimeout() {
+            return heartbeatTimeout;
+        }
+
+        public void setHeartbeatTimeout(Duration heartbeatTimeout) {
+            this.heartbeatTimeout = heartbeatTimeout;
+        }
+
+        public Duration getQueueTimeout() {
+            return queueTimeout;
+        }
+
+        public void setQueueTimeout(Duration queueTimeout) {
+            this.queueTimeout = queueTimeout;
+        }
+
+        public Duration getIoErrorBackoff() {
+            return ioErrorBackoff;
+        }
+
+        public void setIoErrorBackoff(Duration ioErrorBackoff) {
+            this.ioErrorBackoff = ioErrorBackoff;
+        }
+
+        public Duration getMaxIoErrorBackoff() {
+            return maxIoErrorBackoff;
+        }
+
+        public void setMaxIoErrorBackoff(Duration maxIoErrorBackoff) {
+            this.maxIoErrorBackoff = maxIoErrorBackoff;
+        }
+
+        public int getMaxAttempts() {
+            return maxAttempts;
+        }
+
+        public void setMaxAttempts(int maxAttempts) {
+            this.maxAttempts = maxAttempts;
+        }
+
+        public Duration getDrainTimeout() {
+            return drainTimeout;
+        }
+
+        public void setDrainTimeout(Duration drainTimeout) {
+            this.drainTimeout = drainTimeout;
+        }
+
+        public Duration getMetricsInterval() {
+            return metricsInterval;
+        }
+
+        public void setMetricsInterval(Duration metricsInterval) {
+            this.metricsInterval = metricsInterval;
+        }
+    }
+
+    /** The {@link OutboxPublisher} bean. */
+    public static final class Publisher {
+        /**
+         * Whether publishing requires an active Spring transaction on the outbox's DataSource (the default). When
+         * false, a publish outside a transaction is written and committed on its own.
+         */
+        private boolean requireTransaction = true;
+
+        public boolean isRequireTransaction() {
+            return requireTransaction;
+        }
+
+        public void setRequireTransaction(boolean requireTransaction) {
+            this.requireTransaction = requireTransaction;
+        }
+    }
+}

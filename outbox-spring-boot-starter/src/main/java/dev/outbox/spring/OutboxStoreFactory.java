@@ -1,0 +1,106 @@
+package dev.outbox.spring;
+
+import dev.outbox.spi.Store;
+import dev.outbox.spring.OutboxProperties.StoreType;
+import dev.outbox.store.mysql.MySqlStore;
+import dev.outbox.store.postgres.PostgresStore;
+import org.springframework.util.ClassUtils;
+
+import javax.sql.DataSource;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.Locale;
+
+/**
+ * Builds the store of {@code outbox.store.*} over the application's DataSource. The store modules are optional
+ * dependencies of the starter: each is touched only through its own nested class, loaded only when it is on the
+ * class path. Stateless.
+ */
+final class OutboxStoreFactory {
+    private static final String POSTGRES_CLASS = "dev.outbox.store.postgres.PostgresStore";
+    private static final String MYSQL_CLASS = "dev.outbox.store.mysql.MySqlStore";
+
+    /** The store, its quoted table names (for migrations' placeholders) and its schema creation. */
+    record Built(Store store, StoreType type, String table, String parkedTable, Runnable createSchema) {
+    }
+
+    private OutboxStoreFactory() {
+    }
+
+    static Built build(DataSource dataSource, OutboxProperties.Store p) {
+        StoreType type = p.getType() != null ? p.getType() : detect(dataSource);
+        String className = type == StoreType.POSTGRES ? POSTGRES_CLASS : MYSQL_CLASS;
+        if (!ClassUtils.isPresent(className, OutboxStoreFactory.class.getClassLoader())) {
+            String artifact = type == StoreType.POSTGRES ? "outbox-store-postgres" : "outbox-store-mysql";
+            throw new OutboxConfigurationException("outbox.store.type", "the store " + type + " needs dev.outbox:"
+                    + artifact + ", which is not on the class path", "add the dependency dev.outbox:" + artifact
+                    + ", or set outbox.store.type to the store of your database", null);
+        }
+        return type == StoreType.POSTGRES ? Postgres.build(dataSource, p) : MySql.build(dataSource, p);
+    }
+
+    private static StoreType detect(DataSource dataSource) {
+        String product;
+        try (Connection c = dataSource.getConnection()) {
+            product = c.getMetaData().getDatabaseProductName();
+        } catch (SQLException e) {
+            throw new OutboxConfigurationException("outbox.store.type", "not set, and the database could not be"
+                    + " asked which it is: " + e.getMessage(), "set outbox.store.type to postgres or mysql, or"
+                    + " check spring.datasource.*", e);
+        }
+        String p = product == null ? "" : product.toLowerCase(Locale.ROOT);
+        if (p.contains("postgres")) {
+            return StoreType.POSTGRES;
+        }
+        if (p.contains("mysql") || p.contains("mariadb")) {
+            return StoreType.MYSQL;
+        }
+        throw new OutboxConfigurationException("outbox.store.type", "not set, and the DataSource's database ('"
+                + product + "') has no outbox store", "use PostgreSQL, MySQL or MariaDB for the outbox, or set"
+                + " outbox.store.type if the database is one of them behind another name", null);
+    }
+
+    /** Applies one {@code outbox.store.*} setting, naming the property when the builder rejects its value. */
+    private static void set(String property, Object value, Runnable setter) {
+        try {
+            setter.run();
+        } catch (IllegalArgumentException e) {
+            throw new OutboxConfigurationException(property, "'" + value + "' is not valid: " + e.getMessage(),
+                    "use a value the outbox store accepts (see the message)", e);
+        }
+    }
+
+    private static final class Postgres {
+        static Built build(DataSource dataSource, OutboxProperties.Store p) {
+            PostgresStore.Builder b = PostgresStore.builder(dataSource);
+            if (p.getSchema() != null) {
+                set("outbox.store.schema", p.getSchema(), () -> b.schema(p.getSchema()));
+            }
+            set("outbox.store.table", p.getTable(), () -> b.table(p.getTable()));
+            set("outbox.store.statement-timeout", p.getStatementTimeout(),
+                    () -> b.statementTimeout(p.getStatementTimeout()));
+            if (p.getMaxKeyLength() != null) {
+                set("outbox.store.max-key-length", p.getMaxKeyLength(), () -> b.maxKeyLength(p.getMaxKeyLength()));
+            }
+            PostgresStore store = b.build();
+            return new Built(store, StoreType.POSTGRES, store.table(), store.parkedTable(), store::createSchema);
+        }
+    }
+
+    private static final class MySql {
+        static Built build(DataSource dataSource, OutboxProperties.Store p) {
+            MySqlStore.Builder b = MySqlStore.builder(dataSource);
+            if (p.getSchema() != null) {
+                set("outbox.store.schema", p.getSchema(), () -> b.schema(p.getSchema()));
+            }
+            set("outbox.store.table", p.getTable(), () -> b.table(p.getTable()));
+            set("outbox.store.statement-timeout", p.getStatementTimeout(),
+                    () -> b.statementTimeout(p.getStatementTimeout()));
+            if (p.getMaxKeyLength() != null) {
+                set("outbox.store.max-key-length", p.getMaxKeyLength(), () -> b.maxKeyLength(p.getMaxKeyLength()));
+            }
+            MySqlStore store = b.build();
+            return new Built(store, StoreType.MYSQL, store.table(), store.parkedTable(), store::createSchema);
+        }
+    }
+}

@@ -1,0 +1,46 @@
+package dev.outbox.spring;
+
+import dev.outbox.spring.app.TestApplication;
+import dev.outbox.store.postgres.PostgresStore;
+import dev.outbox.testservers.JdbcServer;
+import dev.outbox.testservers.KafkaServer;
+import dev.outbox.testservers.TestServers;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The starter on an embedded PostgreSQL and an in-process Kafka: the store type is detected from the JDBC
+ * metadata, the outbox tables come from the shipped Flyway migration (with the application's own).
+ */
+@SpringBootTest(classes = TestApplication.class)
+class PostgresOutboxTest extends JdbcOutboxContract {
+    private static final KafkaServer KAFKA = TestServers.kafka();
+
+    @DynamicPropertySource
+    static void properties(DynamicPropertyRegistry registry) {
+        JdbcServer postgres = TestServers.postgres();
+        String url = postgres.createDatabase("starter_postgres");
+        KAFKA.createTopic("orders", 3);
+        registry.add("spring.datasource.url", () -> url);
+        registry.add("spring.datasource.username", postgres::username);
+        registry.add("spring.datasource.password", postgres::password);
+        registry.add("spring.kafka.bootstrap-servers", KAFKA::bootstrapServers);
+        registry.add("outbox.kafka.leader-topic", () -> "starter-postgres-leader");
+        registry.add("spring.flyway.enabled", () -> "true");
+        registry.add("spring.flyway.locations", () -> "classpath:db/migration,classpath:dev/outbox/migrations/postgresql");
+    }
+
+    @Override
+    String bootstrapServers() {
+        return KAFKA.bootstrapServers();
+    }
+
+    @Test
+    void theStoreWasDetectedAsPostgres() {
+        assertThat(store).isInstanceOf(PostgresStore.class);
+    }
+}

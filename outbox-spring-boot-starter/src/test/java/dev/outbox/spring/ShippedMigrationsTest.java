@@ -1,0 +1,41 @@
+package dev.outbox.spring;
+
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The Flyway/Liquibase migrations the starter ships hold the same DDL as the stores' own schema.sql (which
+ * {@code createSchema()} applies), with the placeholders renamed: they cannot drift apart. That they run is shown by
+ * the Spring Boot tests (Flyway on Postgres, Liquibase on MySQL).
+ */
+class ShippedMigrationsTest {
+
+    @ParameterizedTest
+    @CsvSource({
+            "dev/outbox/store/postgres/schema.sql, dev/outbox/migrations/postgresql/R__outbox_tables.sql",
+            "dev/outbox/store/mysql/schema.sql, dev/outbox/migrations/mysql/R__outbox_tables.sql"})
+    void theMigrationIsTheStoresSchemaWithRenamedPlaceholders(String schema, String migration) throws IOException {
+        String expected = body(resource(schema)).replace("${outbox}", "${outbox_table}")
+                .replace("${parked}", "${outbox_parked_table}");
+
+        assertThat(body(resource(migration))).isEqualTo(expected);
+    }
+
+    /** The DDL after the file's header comment (which differs: it says how each file is used). */
+    private static String body(String sql) {
+        return sql.substring(sql.indexOf("\n\n") + 2);
+    }
+
+    private static String resource(String name) throws IOException {
+        try (InputStream in = ShippedMigrationsTest.class.getClassLoader().getResourceAsStream(name)) {
+            assertThat(in).as(name).isNotNull();
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        }
+    }
+}

@@ -1,0 +1,89 @@
+package dev.outbox.spring;
+
+import dev.outbox.spring.app.TestApplication;
+import dev.outbox.testservers.JdbcServer;
+import dev.outbox.testservers.TestServers;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.boot.WebApplicationType;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * Bad configurations stop start-up, and Spring Boot's failure report ("APPLICATION FAILED TO START") names the
+ * property to fix. Each case starts the real application against a real PostgreSQL; none gets as far as Kafka.
+ */
+@ExtendWith(OutputCaptureExtension.class)
+class StartupFailureTest {
+    private static String url;
+    private static JdbcServer postgres;
+
+    @BeforeAll
+    static void database() {
+        postgres = TestServers.postgres();
+        url = postgres.createDatabase("starter_failures");
+    }
+
+    /** Starts the test application with the data source and {@code properties}; expects it to fail. */
+    private static void startFails(String... properties) {
+        List<String> all = new ArrayList<>(List.of(
+                "spring.datasource.url=" + url,
+                "spring.datasource.username=" + postgres.username(),
+                "spring.datasource.password=" + postgres.password(),
+                "outbox.kafka.leader-topic=starter-failures-leader"));
+        all.addAll(List.of(properties));
+        assertThatThrownBy(() -> new SpringApplicationBuilder(TestApplication.class)
+                .web(WebApplicationType.NONE).run(all.stream().map(p -> "--" + p).toArray(String[]::new)).close())
+                .isInstanceOf(Exception.class);
+    }
+
+    @Test
+    void aMissingBootstrapServerNamesSpringKafkaBootstrapServers(CapturedOutput output) {
+        startFails();
+
+        assertThat(output).contains("APPLICATION FAILED TO START")
+                .contains("Outbox configuration property 'spring.kafka.bootstrap-servers': not set");
+    }
+
+    @Test
+    void anUnknownStoreTypeNamesOutboxStoreType(CapturedOutput output) {
+        startFails("spring.kafka.bootstrap-servers=127.0.0.1:1", "outbox.store.type=oracle");
+
+        assertThat(output).contains("APPLICATION FAILED TO START").contains("outbox.store.type")
+                .contains("oracle");
+    }
+
+    @Test
+    void aTableNameThatFailsValidationNamesOutboxStoreTable(CapturedOutput output) {
+        startFails("spring.kafka.bootstrap-servers=127.0.0.1:1", "outbox.store.table=Orders-Outbox");
+
+        assertThat(output).contains("APPLICATION FAILED TO START")
+                .contains("Outbox configuration property 'outbox.store.table': 'Orders-Outbox' is not valid");
+    }
+
+    @Test
+    void acksZeroNamesSpringKafkaProducerAcks(CapturedOutput output) {
+        startFails("spring.kafka.bootstrap-servers=127.0.0.1:1", "spring.kafka.producer.acks=0");
+
+        assertThat(output).contains("APPLICATION FAILED TO START")
+                .contains("Outbox configuration property 'spring.kafka.producer.acks'")
+                .contains("must be 'all', was '0'");
+    }
+
+    @Test
+    void anIdempotenceOffInSpringKafkaPropertiesNamesThatProperty(CapturedOutput output) {
+        startFails("spring.kafka.bootstrap-servers=127.0.0.1:1",
+                "spring.kafka.producer.properties[enable.idempotence]=false");
+
+        assertThat(output).contains("APPLICATION FAILED TO START")
+                .contains("Outbox configuration property 'spring.kafka.producer.properties[enable.idempotence]'");
+    }
+}
