@@ -162,7 +162,8 @@ public final class InMemoryStore implements Store {
                     rejected.add(new MarkResult.Rejected(row.id, row.topic, row.key, row.attempts,
                             row.malformedReason));
                 } else {
-                    records.add(new OutboxRecord(row.id, row.createdAt, row.message, row.attempts, leaderId));
+                    records.add(new OutboxRecord(row.id, row.createdAt, row.message, row.attempts, leaderId,
+                            row.messageId));
                 }
             }
         }
@@ -263,8 +264,10 @@ public final class InMemoryStore implements Store {
                 StoredRow old = parked.remove(id);
                 if (old != null) {
                     long newId = sequence.incrementAndGet();
-                    rows.put(newId, new StoredRow(newId, now, old.topic, old.key, old.message,
-                            old.malformedReason));
+                    StoredRow replayedRow = new StoredRow(newId, now, old.topic, old.key, old.message,
+                            old.malformedReason);
+                    replayedRow.messageId = old.messageId;
+                    rows.put(newId, replayedRow);
                     replayed++;
                 }
             }
@@ -405,6 +408,8 @@ public final class InMemoryStore implements Store {
         final String key;
         final OutboxMessage message;
         final String malformedReason;
+        /** The message id: assigned when the row is written, kept through park and replay. */
+        UUID messageId = dev.outbox.MessageIds.next();
         UUID leaderId;
         int attempts;
         String parkReason;

@@ -1,6 +1,7 @@
 package dev.outbox.store.postgres;
 
 import dev.outbox.Header;
+import dev.outbox.MessageIds;
 import dev.outbox.OutboxMessage;
 import dev.outbox.Publisher;
 import dev.outbox.spi.SqlTableNames;
@@ -40,7 +41,7 @@ public final class PostgresPublisher implements Publisher {
         this.maxKeyLength = maxKeyLength;
         this.queryTimeoutSeconds = queryTimeoutSeconds;
         this.insertSql = "INSERT INTO " + names.outbox()
-                + " (topic, key, value, header_names, header_values) VALUES (?, ?, ?, ?, ?)";
+                + " (topic, key, value, header_names, header_values, message_id) VALUES (?, ?, ?, ?, ?, ?)";
     }
 
     /**
@@ -89,7 +90,11 @@ public final class PostgresPublisher implements Publisher {
         publish(handle.getConnection(), messages);
     }
 
-    /** The {@code INSERT} statement this publisher runs; any language may write rows the same way. */
+    /**
+     * The {@code INSERT} statement this publisher runs; any language may write rows the same way. The last
+     * parameter is the message id (a version 7 UUID from {@link MessageIds#next()}); a plain-SQL writer may leave the
+     * column out, and the column default assigns one.
+     */
     public String insertSql() {
         return insertSql;
     }
@@ -134,5 +139,6 @@ public final class PostgresPublisher implements Publisher {
         statement.setBytes(3, message.value());
         statement.setArray(4, connection.createArrayOf("text", headerNames));
         statement.setArray(5, connection.createArrayOf("bytea", headerValues));
+        statement.setObject(6, MessageIds.next());
     }
 }

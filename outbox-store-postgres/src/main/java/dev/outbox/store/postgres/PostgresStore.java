@@ -100,6 +100,9 @@ public final class PostgresStore implements Store {
     public static final long EXACT_BACKLOG_LIMIT = 100_000;
 
     static final String SCHEMA_RESOURCE = "dev/outbox/store/postgres/schema.sql";
+    static final String UPGRADE_RESOURCE = "dev/outbox/store/postgres/upgrade-message-id.sql";
+    /** The message-id function's name, in the outbox's schema. */
+    static final String UUIDV7_FUNCTION = "outbox_uuidv7";
     /** Serializes concurrent {@link #createSchema()} calls: {@code CREATE TABLE IF NOT EXISTS} races otherwise. */
     private static final long SCHEMA_LOCK_KEY = 0x6F7574626F78L; // "outbox"
     private static final Logger log = LoggerFactory.getLogger(PostgresStore.class);
@@ -115,6 +118,7 @@ public final class PostgresStore implements Store {
     private final RowReader reader;
     private final PostgresPublisher publisher;
 
+    private final String uuidv7;
     private final String settingsSql;
     private final String markSettingsSql;
     private final String markSql;
@@ -138,10 +142,13 @@ public final class PostgresStore implements Store {
 
         String t = names.outbox();
         String p = names.parked();
+        // The schema name was validated ([a-z_][a-z0-9_]*), so quoting it is enough.
+        this.uuidv7 = (names.schema() == null ? "" : '"' + names.schema() + "\".") + UUIDV7_FUNCTION;
         // The timeout is a number we formatted ourselves, never user text.
         this.settingsSql = "SELECT set_config('statement_timeout', '" + statementTimeout.toMillis() + "', true)";
         this.markSettingsSql = settingsSql + ", set_config('enable_seqscan', 'off', true)";
-        this.markSql = "UPDATE " + t + " SET leader_id = ?"
+        // A row without a message id (written before the column existed) gets one now, stored before it is sent.
+        this.markSql = "UPDATE " + t + " SET leader_id = ?, message_id = COALESCE(message_id, " + uuidv7 + "())"
                 + " WHERE id = ANY(ARRAY(SELECT id FROM " + t
                 + " WHERE leader_id IS NULL OR leader_id <> ? ORDER BY id LIMIT ?))"
                 + " RETURNING " + RowReader.COLUMNS;
@@ -156,9 +163,9 @@ public final class PostgresStore implements Store {
                 + " SELECT " + RowReader.COLUMNS + ", reason, now() FROM moved";
         this.parkedSql = "SELECT id, topic, key, attempts, reason, parked_at FROM " + p + " ORDER BY id LIMIT ?";
         this.replaySql = "WITH moved AS (DELETE FROM " + p + " WHERE id = ANY(?)"
-                + " RETURNING id, topic, key, value, header_names, header_values)"
-                + " INSERT INTO " + t + " (topic, key, value, header_names, header_values)"
-                + " SELECT topic, key, value, header_names, header_values FROM moved ORDER BY id";
+                + " RETURNING id, topic, key, value, header_names, header_values, message_id)"
+                + " INSERT INTO " + t + " (topic, key, value, header_names, header_values, message_id)"
+                + " SELECT topic, key, value, header_names, header_values, message_id FROM moved ORDER BY id";
         this.backlogSql = "SELECT (SELECT count(*) FROM (SELECT 1 FROM " + t + " LIMIT "
                 + (EXACT_BACKLOG_LIMIT + 1) + ") head),"
                 + " (SELECT CASE WHEN c.relpages > 0 AND c.reltuples > 0"
@@ -184,13 +191,29 @@ public final class PostgresStore implements Store {
      * configured names filled in. Idempotent: it only creates what does not exist yet.
      */
     public String schemaSql() {
-        return schemaTemplate().replace("${outbox}", names.outbox()).replace("${parked}", names.parked());
+        return render(SCHEMA_RESOURCE);
+    }
+
+    /**
+     * The in-place upgrade of tables created before message ids (the {@code upgrade-message-id.sql} resource of this
+     * package), with the configured names filled in; run it after {@link #schemaSql()}'s function exists. It only
+     * changes the catalog, so it neither rewrites nor blocks rows for longer than an instant; {@link #createSchema()}
+     * runs it when the {@code message_id} column is missing.
+     */
+    public String upgradeSql() {
+        return render(UPGRADE_RESOURCE);
+    }
+
+    private String render(String resource) {
+        return template(resource).replace("${outbox}", names.outbox()).replace("${parked}", names.parked())
+                .replace("${uuidv7}", uuidv7);
     }
 
     /**
      * Creates the outbox table and its parked table if they do not exist yet ({@link #schemaSql()}), in one
-     * transaction. Safe to call from several processes at once and on every start-up; it never changes a
-     * table that exists already.
+     * transaction. Safe to call from several processes at once and on every start-up. A table that exists already
+     * is changed only if it predates message ids: then {@link #upgradeSql()} adds the column in place, while
+     * dispatchers and writers carry on (each statement holds the table's lock for an instant).
      *
      * @throws StoreException if the DDL fails, for example for lack of privileges
      */
@@ -200,6 +223,15 @@ public final class PostgresStore implements Store {
             handle.createQuery("SELECT pg_advisory_xact_lock(?)").bind(0, SCHEMA_LOCK_KEY).mapTo(String.class).one();
             try (Statement statement = handle.getConnection().createStatement()) {
                 statement.execute(ddl);
+            }
+            boolean upgrade = handle.createQuery("SELECT count(*) FROM pg_attribute WHERE attname = 'message_id'"
+                            + " AND NOT attisdropped AND attrelid IN (to_regclass(?), to_regclass(?))")
+                    .bind(0, names.outbox()).bind(1, names.parked()).mapTo(Integer.class).one() < 2;
+            if (upgrade) {
+                log.info("Adding the message_id column to {} and {}", names.outbox(), names.parked());
+                try (Statement statement = handle.getConnection().createStatement()) {
+                    statement.execute(upgradeSql());
+                }
             }
             return null;
         });
@@ -458,14 +490,14 @@ public final class PostgresStore implements Store {
                 statement.setArray(position, statement.getConnection().createArrayOf("text", values));
     }
 
-    private static String schemaTemplate() {
-        try (InputStream in = PostgresStore.class.getClassLoader().getResourceAsStream(SCHEMA_RESOURCE)) {
+    private static String template(String resource) {
+        try (InputStream in = PostgresStore.class.getClassLoader().getResourceAsStream(resource)) {
             if (in == null) {
-                throw new IllegalStateException("resource " + SCHEMA_RESOURCE + " is missing from the classpath");
+                throw new IllegalStateException("resource " + resource + " is missing from the classpath");
             }
             return new String(in.readAllBytes(), StandardCharsets.UTF_8);
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot read " + SCHEMA_RESOURCE, e);
+            throw new UncheckedIOException("cannot read " + resource, e);
         }
     }
 

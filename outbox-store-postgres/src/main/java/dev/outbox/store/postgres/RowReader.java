@@ -21,7 +21,7 @@ import java.util.UUID;
 final class RowReader {
     /** The columns, in the order {@link #read} expects them. */
     static final String COLUMNS =
-            "id, create_time, topic, key, value, header_names, header_values, leader_id, attempts";
+            "id, create_time, topic, key, value, header_names, header_values, leader_id, attempts, message_id";
 
     private final int maxKeyLength;
 
@@ -47,7 +47,8 @@ final class RowReader {
             List<Header> headers = headers(rs.getArray(6), rs.getArray(7));
             OutboxMessage message = OutboxMessage.of(topic, key, rs.getBytes(5), headers);
             UUID leaderId = rs.getObject(8, UUID.class);
-            return new OutboxRecord(id, created.toInstant(), message, attempts, leaderId);
+            UUID messageId = rs.getObject(10, UUID.class);
+            return new OutboxRecord(id, created.toInstant(), message, attempts, leaderId, messageId);
         } catch (IllegalArgumentException | ClassCastException e) {
             return new MarkResult.Rejected(id, topic, key, attempts, e.getMessage());
         }
