@@ -1,6 +1,7 @@
 package dev.outbox.store.mysql;
 
 import dev.outbox.Header;
+import dev.outbox.MessageIds;
 import dev.outbox.OutboxMessage;
 import dev.outbox.Publisher;
 import dev.outbox.spi.SqlTableNames;
@@ -37,7 +38,7 @@ public final class MySqlPublisher implements Publisher {
     public static final int MAX_VALUE_BYTES = (1 << 24) - 1;
     static final int MAX_ROWS_PER_STATEMENT = 500;
     static final int MAX_BYTES_PER_STATEMENT = 4 * 1024 * 1024;
-    private static final String ROW = "(?, ?, ?, ?)";
+    private static final String ROW = "(?, ?, ?, ?, ?)";
 
     private final SqlTableNames names;
     private final int maxKeyLength;
@@ -46,7 +47,7 @@ public final class MySqlPublisher implements Publisher {
     MySqlPublisher(SqlTableNames names, int maxKeyLength) {
         this.names = names;
         this.maxKeyLength = maxKeyLength;
-        this.insertPrefix = "INSERT INTO " + names.outbox() + " (topic, `key`, value, headers) VALUES ";
+        this.insertPrefix = "INSERT INTO " + names.outbox() + " (topic, `key`, value, headers, message_id) VALUES ";
     }
 
     /**
@@ -98,7 +99,8 @@ public final class MySqlPublisher implements Publisher {
 
     /**
      * The single-row {@code INSERT} statement; any language may write rows the same way, with {@code headers}
-     * NULL or a JSON array as described in the README.
+     * NULL or a JSON array as described in the README, and {@code message_id} the 16 bytes of a version 7 UUID
+     * (or leave the column out: its default assigns one).
      */
     public String insertSql() {
         return insertPrefix + ROW;
@@ -122,6 +124,7 @@ public final class MySqlPublisher implements Publisher {
                 statement.setString(p++, message.key());
                 statement.setBytes(p++, message.value());
                 statement.setString(p++, headers[i]);
+                statement.setBytes(p++, RowReader.bytes(MessageIds.next()));
             }
             statement.executeUpdate();
         }

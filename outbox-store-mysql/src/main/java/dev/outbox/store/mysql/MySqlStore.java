@@ -1,5 +1,6 @@
 package dev.outbox.store.mysql;
 
+import dev.outbox.MessageIds;
 import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
 import dev.outbox.spi.MarkResult;
@@ -113,6 +114,15 @@ public final class MySqlStore implements Store {
     static final int MAX_REASON_LENGTH = 8_000;
 
     static final String SCHEMA_RESOURCE = "dev/outbox/store/mysql/schema.sql";
+    static final String UPGRADE_RESOURCE = "dev/outbox/store/mysql/upgrade-message-id.sql";
+    /**
+     * A version 7 UUID as a MySQL expression, for the column default of plain-SQL writers: 12 hex digits of Unix
+     * milliseconds, the version digit 7, 12 random bits, the variant (10) and 62 random bits. (MariaDB has
+     * {@code RANDOM_BYTES} since 10.10.)
+     */
+    static final String UUIDV7_EXPRESSION = "UNHEX(CONCAT(LPAD(HEX(FLOOR(UNIX_TIMESTAMP(CURRENT_TIMESTAMP(3)) * 1000)),"
+            + " 12, '0'), '7', SUBSTR(HEX(RANDOM_BYTES(2)), 2, 3), HEX(128 | (ASCII(RANDOM_BYTES(1)) & 63)),"
+            + " HEX(RANDOM_BYTES(7))))";
     private static final Logger log = LoggerFactory.getLogger(MySqlStore.class);
     private static final Executor DIRECT = Runnable::run;
     /** MySQL and MariaDB limit table and database names to 64 characters and quote them with backticks. */
@@ -172,7 +182,21 @@ public final class MySqlStore implements Store {
      * does not exist yet.
      */
     public String schemaSql() {
-        return schemaTemplate().replace("${outbox}", names.outbox()).replace("${parked}", names.parked());
+        return render(SCHEMA_RESOURCE);
+    }
+
+    /**
+     * The in-place upgrade of tables created before message ids (the {@code upgrade-message-id.sql} resource of this
+     * package), names filled in: statements separated by {@code ;} at the end of a line. {@link #createSchema()} runs
+     * it when the {@code message_id} column is missing.
+     */
+    public String upgradeSql() {
+        return render(UPGRADE_RESOURCE);
+    }
+
+    private String render(String resource) {
+        return template(resource).replace("${outbox}", names.outbox()).replace("${parked}", names.parked())
+                .replace("${uuidv7}", UUIDV7_EXPRESSION);
     }
 
     /**
@@ -195,12 +219,27 @@ public final class MySqlStore implements Store {
                 for (String sql : statements) {
                     statement.execute(sql);
                 }
+                if (needsUpgrade(handle)) {
+                    log.info("Adding the message_id column to {} and {}", names.outbox(), names.parked());
+                    for (String sql : statements(upgradeSql())) {
+                        statement.execute(sql);
+                    }
+                }
             } finally {
                 handle.createQuery("SELECT RELEASE_LOCK(?)").bind(0, lock).mapTo(Integer.class).one();
             }
             return null;
         });
         log.info("Outbox schema ready: {} and {}", names.outbox(), names.parked());
+    }
+
+    /** Whether the outbox or its parked table lacks the message_id column (created before message ids). */
+    private boolean needsUpgrade(Handle handle) {
+        var query = timed(handle.createQuery("SELECT COUNT(*) FROM information_schema.columns"
+                + " WHERE table_schema = COALESCE(?, DATABASE()) AND table_name IN (?, ?)"
+                + " AND column_name = 'message_id'"));
+        return query.bind(0, names.schema()).bind(1, names.table()).bind(2, names.parkedTable())
+                .mapTo(Integer.class).one() < 2;
     }
 
     /** The outbox table as it appears in SQL: quoted, and qualified if a schema was configured. */
@@ -253,6 +292,7 @@ public final class MySqlStore implements Store {
                     List<OutboxRecord> records = new ArrayList<>(candidates.size());
                     List<MarkResult.Rejected> rejected = new ArrayList<>();
                     List<Long> marked = new ArrayList<>(candidates.size());
+                    Map<Long, UUID> unnamed = new TreeMap<>();
                     for (List<Long> chunk : chunks(candidates, MAX_IDS_PER_STATEMENT)) {
                         bindIds(timed(handle.createQuery("SELECT " + RowReader.COLUMNS + " FROM " + names.outbox()
                                 + " WHERE id IN (" + placeholders(chunk.size()) + ") ORDER BY id FOR UPDATE")), 0,
@@ -264,7 +304,9 @@ public final class MySqlStore implements Store {
                                             continue; // a concurrent mark with the same leader id took it
                                         }
                                         Object row = reader.read(rs, leaderId);
-                                        if (row instanceof OutboxRecord record) {
+                                        if (row instanceof OutboxRecord read) {
+                                            OutboxRecord record = read.messageId() != null ? read
+                                                    : withNewMessageId(read, unnamed);
                                             records.add(record);
                                             marked.add(record.id());
                                         } else {
@@ -281,6 +323,7 @@ public final class MySqlStore implements Store {
                                 + " WHERE id IN (" + placeholders(chunk.size()) + ")")).bind(0, leader), 1, chunk)
                                 .execute();
                     }
+                    assignMessageIds(handle, unnamed);
                     whileLocked.accept(handle);
                     records.sort(Comparator.comparingLong(OutboxRecord::id));
                     rejected.sort(Comparator.comparingLong(MarkResult.Rejected::id));
@@ -354,8 +397,9 @@ public final class MySqlStore implements Store {
                 }
                 reasonCase.append(" END");
                 var insert = timed(handle.createUpdate("INSERT INTO " + names.parked()
-                        + " (id, create_time, topic, `key`, value, headers, leader_id, attempts, reason)"
-                        + " SELECT id, create_time, topic, `key`, value, headers, leader_id, attempts, " + reasonCase
+                        + " (id, create_time, topic, `key`, value, headers, leader_id, attempts, message_id, reason)"
+                        + " SELECT id, create_time, topic, `key`, value, headers, leader_id, attempts, message_id, "
+                        + reasonCase
                         + " FROM " + names.outbox() + " WHERE id IN (" + placeholders(present.size()) + ")"
                         + " ORDER BY id"));
                 int p = 0;
@@ -395,9 +439,9 @@ public final class MySqlStore implements Store {
                     continue;
                 }
                 String in = " WHERE id IN (" + placeholders(present.size()) + ")";
-                bindIds(timed(handle.createUpdate("INSERT INTO " + names.outbox() + " (topic, `key`, value, headers)"
-                        + " SELECT topic, `key`, value, headers FROM " + names.parked() + in + " ORDER BY id")), 0,
-                        present).execute();
+                bindIds(timed(handle.createUpdate("INSERT INTO " + names.outbox()
+                        + " (topic, `key`, value, headers, message_id) SELECT topic, `key`, value, headers, message_id"
+                        + " FROM " + names.parked() + in + " ORDER BY id")), 0, present).execute();
                 bindIds(timed(handle.createUpdate("DELETE FROM " + names.parked() + in)), 0, present).execute();
                 count += present.size();
             }
@@ -433,6 +477,35 @@ public final class MySqlStore implements Store {
     }
 
     // ------------------------------------------------------------------------------------------ internals
+
+    /** {@code record} with a new message id, noted in {@code unnamed} to be stored by the mark. */
+    private static OutboxRecord withNewMessageId(OutboxRecord record, Map<Long, UUID> unnamed) {
+        UUID id = MessageIds.next();
+        unnamed.put(record.id(), id);
+        return new OutboxRecord(record.id(), record.createdAt(), record.message(), record.attempts(),
+                record.leaderId(), id);
+    }
+
+    /**
+     * Stores the message ids the mark gave to rows that had none (rows older than the column), in the mark's
+     * transaction, before any of them is published.
+     */
+    private void assignMessageIds(Handle handle, Map<Long, UUID> unnamed) {
+        List<Long> ids = new ArrayList<>(unnamed.keySet());
+        for (List<Long> chunk : chunks(ids, MAX_IDS_PER_STATEMENT / 2)) {
+            StringBuilder cases = new StringBuilder("CASE id");
+            for (int i = 0; i < chunk.size(); i++) {
+                cases.append(" WHEN ? THEN ?");
+            }
+            var update = timed(handle.createUpdate("UPDATE " + names.outbox() + " SET message_id = " + cases
+                    + " END WHERE id IN (" + placeholders(chunk.size()) + ")"));
+            int p = 0;
+            for (Long id : chunk) {
+                update.bind(p++, id.longValue()).bind(p++, RowReader.bytes(unnamed.get(id)));
+            }
+            bindIds(update, p, chunk).execute();
+        }
+    }
 
     /** Locks the rows of {@code table} with the given ids (ascending); returns the ids that exist. */
     private List<Long> lockIds(Handle handle, String table, List<Long> ids) {
@@ -619,14 +692,14 @@ public final class MySqlStore implements Store {
         return statements;
     }
 
-    private static String schemaTemplate() {
-        try (InputStream in = MySqlStore.class.getClassLoader().getResourceAsStream(SCHEMA_RESOURCE)) {
+    private static String template(String resource) {
+        try (InputStream in = MySqlStore.class.getClassLoader().getResourceAsStream(resource)) {
             if (in == null) {
-                throw new IllegalStateException("resource " + SCHEMA_RESOURCE + " is missing from the classpath");
+                throw new IllegalStateException("resource " + resource + " is missing from the classpath");
             }
             return new String(in.readAllBytes(), StandardCharsets.UTF_8);
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot read " + SCHEMA_RESOURCE, e);
+            throw new UncheckedIOException("cannot read " + resource, e);
         }
     }
 

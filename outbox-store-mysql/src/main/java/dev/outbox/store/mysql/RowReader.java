@@ -25,7 +25,7 @@ final class RowReader {
      * driver's time zone, so the instant is exact whatever {@code time_zone} and {@code connectionTimeZone} are.
      */
     static final String COLUMNS =
-            "id, UNIX_TIMESTAMP(create_time), topic, `key`, value, headers, leader_id, attempts";
+            "id, UNIX_TIMESTAMP(create_time), topic, `key`, value, headers, leader_id, attempts, message_id";
 
     private final int maxKeyLength;
 
@@ -57,7 +57,7 @@ final class RowReader {
             }
             List<Header> headers = HeadersJson.read(rs.getString(6));
             OutboxMessage message = OutboxMessage.of(topic, key, rs.getBytes(5), headers);
-            return new OutboxRecord(id, created, message, attempts, leaderId);
+            return new OutboxRecord(id, created, message, attempts, leaderId, uuid(rs.getBytes(9)));
         } catch (IllegalArgumentException e) {
             return new MarkResult.Rejected(id, topic, key, Math.max(0, attempts), e.getMessage());
         }
@@ -71,6 +71,15 @@ final class RowReader {
         long seconds = unixSeconds.longValue();
         int nanos = unixSeconds.subtract(BigDecimal.valueOf(seconds)).movePointRight(9).intValue();
         return Instant.ofEpochSecond(seconds, nanos);
+    }
+
+    /** The UUID of 16 bytes, most significant first; null for null or for any other length. */
+    static UUID uuid(byte[] bytes) {
+        if (bytes == null || bytes.length != 16) {
+            return null;
+        }
+        ByteBuffer buffer = ByteBuffer.wrap(bytes);
+        return new UUID(buffer.getLong(), buffer.getLong());
     }
 
     /** The 16 bytes of a {@code BINARY(16)} leader id, most significant first. */
