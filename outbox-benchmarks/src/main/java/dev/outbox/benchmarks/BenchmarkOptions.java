@@ -15,7 +15,8 @@ import java.util.Set;
  * Immutable after {@link #parse}; not meant to be shared beyond one run.
  */
 final class BenchmarkOptions {
-    static final Set<String> ALL_SCENARIOS = Set.of("drain", "database", "broker", "naive", "latency", "takeover");
+    static final Set<String> ALL_SCENARIOS = Set.of("drain", "database", "broker", "naive", "latency", "takeover",
+            "inbox");
 
     int rows = 1_000_000;
     int naiveRows = 20_000;
@@ -35,7 +36,7 @@ final class BenchmarkOptions {
     int takeoverRepeat = 3;
     int takeoverRate = 1_000;
     Set<String> scenarios = new LinkedHashSet<>(List.of("drain", "database", "broker", "naive", "latency",
-            "takeover"));
+            "takeover", "inbox"));
     int markBatchSize = 1_000;
     int maxInFlightRecords = 10_000;
     int purgeBatchSize = 5_000;
@@ -258,7 +259,7 @@ final class BenchmarkOptions {
                   --partitions N        partitions of each benchmark topic (6)
                   --repeat N            runs of each throughput scenario; the table shows the median (3)
                   --warmup-rows N       one unrecorded pass of drain/database/broker first; 0 = none (100000)
-                  --scenarios LIST      drain,database,broker,naive,latency,takeover (all)
+                  --scenarios LIST      drain,database,broker,naive,latency,takeover,inbox (all)
                 Latency under load
                   --rates LIST          offered records/s, one run each (1000,5000,20000)
                   --duration S          seconds of writing per rate, after the warm-up (20)

@@ -113,7 +113,8 @@ class ReadmeSnippetsTest {
         // If the README stopped marking its snippets, this check would pass vacuously: it must find them all.
         assertThat(referenced).as("snippets the README marks")
                 .containsAll(quickStart.keySet().stream().map(t -> "ReadmeSnippets#" + t).toList())
-                .contains("dependencies", "goharvest-migration.sql", "WebhookMessageBrokerContractTest#contract");
+                .contains("dependencies", "goharvest-migration.sql", "WebhookMessageBrokerContractTest#contract",
+                        "InboxSnippets#inbox", "InboxSnippets#process", "InboxSnippets#consumer");
     }
 
     /** The source file of a class of this module, main or test. */
