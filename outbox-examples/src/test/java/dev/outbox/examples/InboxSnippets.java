@@ -50,7 +50,7 @@ final class InboxSnippets {
         KafkaInboxConsumer consumer = KafkaInboxConsumer.builder()
                 .bootstrapServers(bootstrapServers)
                 .groupId("billing")                  // also the inbox's consumer name
-                .topics("orders")
+                .topics("order-events")
                 .dataSource(dataSource)              // the database of the inbox and of your effects
                 .inbox(inbox)
                 .handler((connection, record, messageId) -> {

@@ -39,12 +39,12 @@ class InboxSnippetsTest {
         assertThat(InboxSnippets.process(db, inbox, id, 7)).as("the same message again").isFalse();
         assertThat(count(db)).isEqualTo(1);
 
-        kafka.createTopic("orders", 1);
+        kafka.createTopic("order-events", 1);
         UUID orderMessage = MessageIds.next();
         try (KafkaMessageBroker broker = KafkaMessageBroker.builder().bootstrapServers(kafka.bootstrapServers())
                 .build()) {
             for (int copy = 0; copy < 2; copy++) { // published twice, as a crashed leader may
-                broker.send(new OutboxRecord(1, Instant.now(), OutboxMessage.of("orders", "8", "{}"), 0, null,
+                broker.send(new OutboxRecord(1, Instant.now(), OutboxMessage.of("order-events", "8", "{}"), 0, null,
                         orderMessage)).toCompletableFuture().get(10, TimeUnit.SECONDS);
             }
         }
