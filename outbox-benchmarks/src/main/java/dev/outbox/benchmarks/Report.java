@@ -246,8 +246,9 @@ final class Report {
             return;
         }
         out.append('\n').append("Consumers: one transaction per record, the same effect row, same topic and database\n");
-        out.append(fmt("%-48s %12s %10s %8s%n", "consumer", "records/s", "records", "ratio"));
-        double bare = inbox.get(0).rate();
+        out.append(fmt("%-48s %12s %10s %8s%n", "consumer", "records/s", "records", "ratio to bare (mean)"));
+        double bare = inbox.stream().filter(r -> r.consumer().startsWith("bare"))
+                .mapToDouble(InboxScenario.Result::rate).average().orElse(Double.NaN);
         for (InboxScenario.Result r : inbox) {
             out.append(fmt("%-48s %,12.0f %,10d %8.2f%n", r.consumer(), r.rate(), r.records(), r.rate() / bare));
         }
@@ -341,7 +342,8 @@ final class Report {
             csvLine(out, "takeover", t.mode(), i, "rows_left", t.rowsLeft());
         }
         for (InboxScenario.Result r : inbox) {
-            String name = r.consumer().startsWith("bare") ? "bare" : "inbox";
+            String name = r.consumer().startsWith("bare") ? "bare_" + (r.consumer().contains("before") ? "before"
+                    : "after") : "inbox";
             csvLine(out, "consumer", name, 1, "records_per_s", fmt("%.1f", r.rate()));
             csvLine(out, "consumer", name, 1, "records", r.records());
         }

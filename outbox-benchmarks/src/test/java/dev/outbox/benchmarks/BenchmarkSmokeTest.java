@@ -39,7 +39,7 @@ class BenchmarkSmokeTest {
             assertThat(l.commitToAck().count()).isPositive();
         });
         assertThat(report.takeover).singleElement().satisfies(t -> assertThat(t.firstAck()).isPositive());
-        assertThat(report.inbox).as("bare consumer, then inbox consumer").hasSize(2).allSatisfy(r -> {
+        assertThat(report.inbox).as("bare consumer, inbox consumer, bare consumer").hasSize(3).allSatisfy(r -> {
             assertThat(r.records()).isEqualTo(3000 + options.partitions);
             assertThat(r.rate()).isPositive();
         });

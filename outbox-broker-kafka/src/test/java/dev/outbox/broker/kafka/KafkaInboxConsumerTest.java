@@ -177,6 +177,35 @@ class KafkaInboxConsumerTest {
     }
 
     @Test
+    void aRebalanceCommitsWhatIsDoneAndNothingMore() throws Exception {
+        String topic = name("inbox-rebalance").replace('_', '-');
+        kafka.createTopic(topic, 4);
+        String effects = name("effects");
+        InboxTestSupport.createEffects(db, effects);
+        PostgresInbox inbox = InboxTestSupport.inbox(db, name("inbox"));
+        int records = 2_000;
+        InboxTestSupport.sendWithIds(kafka.bootstrapServers(), topic,
+                IntStream.range(0, records).mapToObj(i -> "r" + i).toList());
+        String group = name("group");
+        try (KafkaInboxConsumer first = consumer(topic, group, inbox, InboxTestSupport.effectHandler(effects))
+                .consumerName("rebalance").build()) {
+            first.start();
+            Await.until(Duration.ofSeconds(60), () -> "first applied " + first.applied(), () -> first.applied() >= 100);
+            // A second member joins while the first holds fetched, unprocessed records of every partition: the
+            // revoked partitions' offsets must cover what is applied and no more, or their records would be lost.
+            try (KafkaInboxConsumer second = consumer(topic, group, inbox, InboxTestSupport.effectHandler(effects))
+                    .consumerName("rebalance").build()) {
+                second.start();
+                Await.until(Duration.ofSeconds(90), () -> first.applied() + " + " + second.applied() + " applied",
+                        () -> first.applied() + second.applied() == records);
+                assertThat(second.applied()).as("the second member took over partitions").isPositive();
+            }
+        }
+        Map<String, Integer> counts = InboxTestSupport.effectCounts(db, effects);
+        assertThat(counts).hasSize(records).allSatisfy((v, n) -> assertThat(n).as(v).isEqualTo(1));
+    }
+
+    @Test
     void badSettingsAreRejectedNamingThem() {
         PostgresInbox inbox = PostgresInbox.builder(db).build();
         KafkaInboxConsumer.Builder ok = consumer("t", "g", inbox, (c, r, id) -> {
