@@ -36,9 +36,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * The consumer side: how fast a {@link KafkaInboxConsumer} applies records (one transaction per record: the inbox
  * entry and an effect row), next to a bare consumer doing the same effect, one transaction per record, without the
  * inbox, on the same topic, database and machine in the same run. The difference is the price of effectively-once.
- * Each is timed from the first record handled to the last; the group join is not counted. The bare consumer runs
- * before and after the inbox consumer (the first run also warms up the JIT and the database), so that drift of a
- * shared machine shows. Not thread-safe.
+ * Each is timed from the first record handled to the last; the group join is not counted. After an unrecorded
+ * warm-up of both, the bare consumer runs before and after the inbox consumer, so that drift of a shared machine
+ * shows. Not thread-safe.
  */
 final class InboxScenario {
     /** The records each consumer applies: at most --rows, at most this many (one transaction each). */
@@ -60,8 +60,16 @@ final class InboxScenario {
         this.options = options;
     }
 
-    /** Fills a topic, then runs the bare consumer, the inbox consumer and the bare consumer again over it. */
+    /**
+     * Warms up (both consumers over a small topic, not recorded), then fills a topic and runs the bare consumer, the
+     * inbox consumer and the bare consumer again over it.
+     */
     List<Result> run(int records) throws Exception {
+        measure(Math.max(1, Math.min(records / 4, 5_000)));
+        return measure(records);
+    }
+
+    private List<Result> measure(int records) throws Exception {
         String topic = env.newTopic("inbox");
         fill(topic, records);
         long total = records + options.partitions; // the topic's probe records count too
@@ -114,22 +122,34 @@ final class InboxScenario {
                 new ByteArrayDeserializer()); Connection c = db.getConnection()) {
             c.setAutoCommit(false);
             consumer.subscribe(List.of(topic));
+            long dbNanos = 0;
+            long kafkaNanos = 0;
             while (done < total && System.nanoTime() < deadline) {
+                long t0 = System.nanoTime();
                 ConsumerRecords<String, byte[]> batch = consumer.poll(Duration.ofMillis(100));
+                if (first != 0) {
+                    kafkaNanos += System.nanoTime() - t0;
+                }
                 Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
                 for (ConsumerRecord<String, byte[]> r : batch) {
+                    long t1 = System.nanoTime();
                     if (first == 0) {
-                        first = System.nanoTime();
+                        first = t1;
                     }
                     effect(c, UUID.randomUUID(), r.value());
                     c.commit();
+                    dbNanos += System.nanoTime() - t1;
                     offsets.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1));
                     done++;
                 }
                 if (!offsets.isEmpty()) {
+                    long t2 = System.nanoTime();
                     consumer.commitSync(offsets);
+                    kafkaNanos += System.nanoTime() - t2;
                 }
             }
+            Progress.say("bare consumer, %s: %.1f s in the database (effect + commit), %.1f s in Kafka (poll + offset"
+                    + " commits)", run, dbNanos / 1e9, kafkaNanos / 1e9);
         }
         return new Result("bare consumer, " + run + " (effect row, 1 tx/record)", done, (System.nanoTime() - first) / 1e9);
     }
