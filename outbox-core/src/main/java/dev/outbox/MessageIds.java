@@ -47,7 +47,7 @@ public final class MessageIds {
 
     /**
      * Reads a message id from header bytes. The outbox writes the id as its 36-character text form in ASCII; that
-     * is parsed. Any other value (an id some other producer wrote) is turned into a name-based UUID (version 3)
+     * is parsed (in either case). Any other value (an id some other producer wrote) is turned into a name-based UUID (version 3)
      * of its bytes, so that equal values always give equal ids.
      *
      * @throws IllegalArgumentException if {@code value} is null or empty
