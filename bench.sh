@@ -4,6 +4,7 @@
 #   ./bench.sh                 # everything on embedded Postgres 17 and Kafka, 1,000,000 rows
 #   ./bench.sh --rows 100000 --repeat 1
 #   ./bench.sh --help
+#   ./bench.sh headers-codec [records] [rounds] [mysql|mariadb]   # the MySQL headers column: Jackson vs SQL JSON
 # Results: a table on standard output, and outbox-benchmarks/target/benchmark/results.{txt,csv,json}.
 # JAVA_OPTS adds JVM options (e.g. JAVA_OPTS="-XX:StartFlightRecording=filename=bench.jfr").
 set -euo pipefail
@@ -13,6 +14,11 @@ if [[ "${BENCH_SKIP_BUILD:-}" != "1" ]]; then
   ./mvnw -q -B -pl outbox-benchmarks -am -DskipTests package
 fi
 
+main=dev.outbox.benchmarks.Benchmark
+if [[ "${1:-}" == "headers-codec" ]]; then
+  main=dev.outbox.benchmarks.HeadersCodecBenchmark
+  shift
+fi
 module=outbox-benchmarks/target
 cp="$module/classes:$(cat "$module/classpath.txt")"
 exec java -Xms1g -Xmx2g ${JAVA_OPTS:-} \
@@ -22,4 +28,4 @@ exec java -Xms1g -Xmx2g ${JAVA_OPTS:-} \
   -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
   -Dorg.slf4j.simpleLogger.showDateTime=true \
   -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS \
-  -cp "$cp" dev.outbox.benchmarks.Benchmark "$@"
+  -cp "$cp" "$main" "$@"

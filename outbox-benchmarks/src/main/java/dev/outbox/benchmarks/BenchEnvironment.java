@@ -5,6 +5,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.broker.kafka.KafkaMessageBroker;
 import dev.outbox.spi.Store;
+import dev.outbox.testservers.Jdbc;
 import dev.outbox.testservers.JdbcServer;
 import dev.outbox.testservers.KafkaServer;
 import dev.outbox.testservers.TestServers;
@@ -93,14 +94,8 @@ final class BenchEnvironment implements AutoCloseable {
     }
 
     static HikariDataSource pool(String url, String user, String password, int size) {
-        HikariConfig config = new HikariConfig();
-        config.setJdbcUrl(url);
-        config.setUsername(user);
-        config.setPassword(password);
-        config.setMaximumPoolSize(size);
-        config.setMinimumIdle(0);
+        HikariConfig config = Jdbc.poolConfig(url, user, password, size, "bench");
         config.setConnectionTimeout(30_000);
-        config.setPoolName("bench");
         return new HikariDataSource(config);
     }
 

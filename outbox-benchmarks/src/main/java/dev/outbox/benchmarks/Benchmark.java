@@ -22,23 +22,13 @@ public final class Benchmark {
     private Benchmark() {
     }
 
-    public static void main(String[] args) throws Exception {
-        BenchmarkOptions options;
-        try {
-            options = BenchmarkOptions.parse(args);
-        } catch (IllegalArgumentException e) {
-            System.err.println(e.getMessage());
-            System.exit(2);
-            return;
-        }
-        if (options.help) {
-            System.out.print(BenchmarkOptions.usage());
-            return;
-        }
-        Report report = run(options);
-        System.out.print(report.text());
-        System.out.flush();
-        System.exit(0); // embedded servers and Kafka's threads would keep the JVM alive
+    /**
+     * Parses the command line (picocli answers {@code --help}, {@code --version} and usage errors, with exit code
+     * 2 for the latter), runs the benchmark and prints the report ({@link BenchmarkOptions#call()}).
+     */
+    public static void main(String[] args) {
+        int exit = BenchmarkOptions.commandLine(new BenchmarkOptions()).execute(args);
+        System.exit(exit); // embedded servers and Kafka's threads would keep the JVM alive
     }
 
     /** Runs the selected scenarios and writes results.{txt,csv,json} to --out; returns the report. */

@@ -1,206 +1,214 @@
 package dev.outbox.benchmarks;
 
-import java.nio.file.Path;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.UnmatchedArgumentException;
+
+import java.io.PrintWriter;import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.Callable;
 
 /**
- * The benchmark's flags, parsed from the command line. Every flag has a default; {@code --help} prints them.
- * Immutable after {@link #parse}; not meant to be shared beyond one run.
+ * The benchmark's command line, parsed by picocli: every option has a default, which {@code --help} shows; an
+ * unknown or misspelt option is named, with the closest known ones. Not thread-safe; not meant to be shared beyond
+ * one run.
  */
-final class BenchmarkOptions {
-    static final Set<String> ALL_SCENARIOS = Set.of("drain", "database", "broker", "naive", "latency", "takeover",
+@Command(name = "./bench.sh", mixinStandardHelpOptions = true, versionProvider = BenchmarkOptions.Version.class,
+        sortOptions = false, usageHelpAutoWidth = true, showDefaultValues = true,
+        description = "Measures the Dispatcher's drain rate next to the database and broker ceilings and the naive"
+                + " baseline, latency under a fixed offered load, and take-over. Writes"
+                + " results.{txt,csv,json}. Values: --rows 100000 or --rows=100000; seconds as 20, 1.5 or 20s."
+                + " The MySQL headers column codec is measured apart: ./bench.sh headers-codec.")
+final class BenchmarkOptions implements Callable<Integer> {
+    static final List<String> ALL_SCENARIOS = List.of("drain", "database", "broker", "naive", "latency", "takeover",
             "inbox");
 
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--rows", paramLabel = "N", description = "Backlog drained by the Dispatcher and the ceilings.")
     int rows = 1_000_000;
+    @Option(names = "--naive-rows", paramLabel = "N",
+            description = "Backlog drained by the naive one-row-at-a-time baseline.")
     int naiveRows = 20_000;
-    Duration naiveTime = Duration.ofSeconds(30);
+    @Option(defaultValue = "30", names = "--naive-seconds", paramLabel = "S", converter = Seconds.class,
+            description = "Stop the naive baseline after this long; its rate stays comparable.")
+    Duration naiveTime;
+    @Option(names = "--value-bytes", paramLabel = "N", description = "Value size, at least 8.")
     int valueBytes = 100;
+    @Option(names = "--keys", paramLabel = "N", description = "Distinct keys, drawn at random.")
     int keys = 10_000;
+    @Option(names = "--partitions", paramLabel = "N", description = "Partitions of each benchmark topic.")
     int partitions = 6;
+    @Option(names = "--repeat", paramLabel = "N",
+            description = "Runs of each throughput scenario; the table shows the median.")
     int repeat = 3;
+    @Option(names = "--warmup-rows", paramLabel = "N",
+            description = "One unrecorded pass of drain/database/broker first; 0 = none.")
     int warmupRows = 100_000;
-    List<Integer> rates = List.of(1_000, 5_000, 20_000);
-    Duration duration = Duration.ofSeconds(20);
-    Duration latencyWarmup = Duration.ofSeconds(5);
+    @Option(defaultValue = "all", names = "--scenarios", paramLabel = "LIST", split = ",",
+            converter = Scenario.class,
+            description = "Any of drain,database,broker,naive,latency,takeover,inbox, or all.")
+    Set<String> scenarios;
+    @Option(defaultValue = "1000,5000,20000", names = "--rates", paramLabel = "LIST", split = ",",
+            description = "Latency: offered records/s, one run each.")
+    List<Integer> rates;
+    @Option(defaultValue = "20", names = "--duration", paramLabel = "S", converter = Seconds.class,
+            description = "Latency: seconds of writing per rate, after the warm-up.")
+    Duration duration;
+    @Option(defaultValue = "5", names = "--latency-warmup", paramLabel = "S", converter = Seconds.class,
+            description = "Latency: seconds of writing first, left out of the statistics; may be 0.")
+    Duration latencyWarmup;
+    @Option(names = "--writers", paramLabel = "N", description = "Latency: writer threads, one connection each.")
     int writers = 4;
+    @Option(names = "--records-per-tx", paramLabel = "N|auto", converter = RecordsPerTx.class,
+            description = "Latency: records per writer transaction; auto = ceil(rate / max-tx-rate).",
+            defaultValue = "auto")
     int recordsPerTx; // 0: automatic
+    @Option(names = "--max-tx-rate", paramLabel = "N", description = "Transactions/s that auto aims not to exceed.")
     int maxTxRate = 2_000;
-    List<String> takeoverModes = List.of("close", "crash");
+    @Option(defaultValue = "close,crash", names = "--takeover-modes", paramLabel = "LIST", split = ",",
+            converter = TakeoverMode.class,
+            description = "close (Dispatcher.close of the leader) and/or crash (the leader's JVM is killed with"
+                    + " SIGKILL).")
+    List<String> takeoverModes;
+    @Option(names = "--takeover-repeat", paramLabel = "N", description = "Take-over runs per mode.")
     int takeoverRepeat = 3;
+    @Option(names = "--takeover-rate", paramLabel = "N", description = "Records/s written during a take-over.")
     int takeoverRate = 1_000;
-    Set<String> scenarios = new LinkedHashSet<>(List.of("drain", "database", "broker", "naive", "latency",
-            "takeover", "inbox"));
+    @Option(names = "--mark-batch", paramLabel = "N", description = "Dispatcher: rows per mark.")
     int markBatchSize = 1_000;
+    @Option(names = "--max-in-flight", paramLabel = "N", description = "Dispatcher: records in flight at most.")
     int maxInFlightRecords = 10_000;
+    @Option(names = "--purge-batch", paramLabel = "N", description = "Dispatcher: ids per purge.")
     int purgeBatchSize = 5_000;
+    @Option(names = "--producer", paramLabel = "NAME=VALUE",
+            showDefaultValue = CommandLine.Help.Visibility.NEVER,
+            description = "Extra Kafka producer property for the Dispatcher and the ceilings (repeatable; e.g."
+                    + " --producer compression.type=lz4). Default: none.")
     Map<String, String> producer = new LinkedHashMap<>();
-    String synchronousCommit = "on";
-    String servers = "embedded";
+    @Option(names = "--database", paramLabel = "postgres|mysql|mariadb", converter = Database.class,
+            description = "The store measured.")
     String database = "postgres";
+    @Option(names = "--servers", paramLabel = "embedded|docker|auto", converter = Servers.class,
+            description = "Where the servers come from (embedded: the database in a child process, Kafka in this"
+                    + " JVM).")
+    String servers = "embedded";
+    @Option(names = "--db-url", paramLabel = "URL", description = "An existing server of that database; the"
+            + " benchmark drops and creates the database outbox_bench on it. Default: none (embedded).")
     String dbUrl;
+    @Option(names = "--db-user", paramLabel = "USER", description = "User for --db-url. Default: none.")
     String dbUser;
+    @Option(names = "--db-password", paramLabel = "PASSWORD", description = "Password for --db-url.",
+            showDefaultValue = CommandLine.Help.Visibility.NEVER)
     String dbPassword = "";
+    @Option(names = "--kafka-bootstrap", paramLabel = "HOST:PORT",
+            description = "An existing Kafka cluster. Default: none (embedded).")
     String kafkaBootstrap;
-    Path out = Path.of(System.getProperty("bench.out", "target/benchmark"));
-    private boolean outDefault = true;
-    Duration timeout = Duration.ofMinutes(10);
+    @Option(names = "--synchronous-commit", paramLabel = "on|off|server|...", converter = SynchronousCommit.class,
+            description = "Postgres: synchronous_commit of the benchmark database (also local, remote_write,"
+                    + " remote_apply); MySQL/MariaDB: innodb_flush_log_at_trx_commit 1 (on) or 2 (off), server-wide;"
+                    + " server keeps the server's setting.")
+    String synchronousCommit = "on";
+    @Option(defaultValue = "${sys:bench.out:-target/benchmark}", names = "--out", paramLabel = "DIR",
+            description = "Where results.{txt,csv,json} go; with --database mysql or mariadb, -mysql or -mariadb is"
+                    + " appended to the default.")
+    Path out;
+    @Option(defaultValue = "600", names = "--timeout", paramLabel = "S", converter = Seconds.class,
+            description = "Give up on one scenario after this long.")
+    Duration timeout;
+    @Option(names = "--seed", paramLabel = "N", description = "Random seed for keys and values.")
     long seed = 42;
+
     String command = System.getProperty("bench.command", "java dev.outbox.benchmarks.Benchmark");
-    boolean help;
 
+    /** The command line for these options: a usage error prints {@link #usageError} and exits with 2. */
+    static CommandLine commandLine(BenchmarkOptions options) {
+        return new CommandLine(options).setUsageHelpLongOptionsMaxWidth(32)
+                .setParameterExceptionHandler(BenchmarkOptions::usageError);
+    }
+
+    /** A usage error: what is wrong, the options picocli finds closest to a misspelt one, where to look. */
+    private static int usageError(ParameterException e, String[] args) {
+        PrintWriter err = e.getCommandLine().getErr();
+        err.println(e.getMessage());
+        List<String> near = e instanceof UnmatchedArgumentException u ? u.getSuggestions() : List.of();
+        err.println((near.isEmpty() ? "" : "Did you mean " + String.join(" or ", near) + "? ")
+                + "./bench.sh --help lists every option with its default.");
+        return CommandLine.ExitCode.USAGE;
+    }
+
+    /** Parses {@code args} and checks the options against each other; for tests. */
     static BenchmarkOptions parse(String[] args) {
-        BenchmarkOptions o = new BenchmarkOptions();
-        StringBuilder cmd = new StringBuilder();
-        for (int i = 0; i < args.length; i++) {
-            String arg = args[i];
-            String name = arg;
-            String value = null;
-            int eq = arg.indexOf('=');
-            if (arg.startsWith("--") && eq > 0) {
-                name = arg.substring(0, eq);
-                value = arg.substring(eq + 1);
-            }
-            if (name.equals("--help") || name.equals("-h")) {
-                o.help = true;
-                continue;
-            }
-            if (!name.startsWith("--")) {
-                throw new IllegalArgumentException("unexpected argument '" + arg + "'; try --help");
-            }
-            if (value == null) {
-                if (i + 1 >= args.length) {
-                    throw new IllegalArgumentException("flag " + name + " needs a value; try --help");
-                }
-                value = args[++i];
-            }
-            o.set(name, value);
-        }
-        if (System.getProperty("bench.command") == null) {
-            for (String a : args) {
-                cmd.append(' ').append(a);
-            }
-            o.command = "java dev.outbox.benchmarks.Benchmark" + cmd;
-        }
-        o.check();
-        return o;
+        BenchmarkOptions options = new BenchmarkOptions();
+        commandLine(options).parseArgs(args);
+        options.check();
+        return options;
     }
 
-    private void set(String name, String value) {
-        switch (name) {
-            case "--rows" -> rows = positive(name, value);
-            case "--naive-rows" -> naiveRows = positive(name, value);
-            case "--naive-seconds" -> naiveTime = seconds(name, value, false);
-            case "--value-bytes" -> valueBytes = atLeast(name, value, 8);
-            case "--keys" -> keys = positive(name, value);
-            case "--partitions" -> partitions = positive(name, value);
-            case "--repeat" -> repeat = positive(name, value);
-            case "--warmup-rows" -> warmupRows = atLeast(name, value, 0);
-            case "--rates" -> {
-                List<Integer> list = new ArrayList<>();
-                for (String s : value.split(",")) {
-                    list.add(positive(name, s.trim()));
-                }
-                rates = List.copyOf(list);
-            }
-            case "--duration" -> duration = seconds(name, value, false);
-            case "--latency-warmup" -> latencyWarmup = seconds(name, value, true);
-            case "--writers" -> writers = positive(name, value);
-            case "--records-per-tx" -> recordsPerTx = value.equals("auto") ? 0 : positive(name, value);
-            case "--max-tx-rate" -> maxTxRate = positive(name, value);
-            case "--takeover-modes" -> {
-                List<String> list = new ArrayList<>();
-                for (String s : value.split(",")) {
-                    String m = s.trim().toLowerCase(Locale.ROOT);
-                    if (!m.equals("close") && !m.equals("crash")) {
-                        throw new IllegalArgumentException(name + " takes close and/or crash, not '" + s + "'");
-                    }
-                    list.add(m);
-                }
-                takeoverModes = List.copyOf(list);
-            }
-            case "--takeover-repeat" -> takeoverRepeat = positive(name, value);
-            case "--takeover-rate" -> takeoverRate = positive(name, value);
-            case "--scenarios" -> {
-                Set<String> set = new LinkedHashSet<>();
-                for (String s : value.split(",")) {
-                    String sc = s.trim().toLowerCase(Locale.ROOT);
-                    if (sc.equals("all")) {
-                        set.addAll(List.of("drain", "database", "broker", "naive", "latency", "takeover"));
-                    } else if (!ALL_SCENARIOS.contains(sc)) {
-                        throw new IllegalArgumentException(name + ": unknown scenario '" + s + "'; known: "
-                                + ALL_SCENARIOS);
-                    } else {
-                        set.add(sc);
-                    }
-                }
-                scenarios = set;
-            }
-            case "--mark-batch" -> markBatchSize = positive(name, value);
-            case "--max-in-flight" -> maxInFlightRecords = positive(name, value);
-            case "--purge-batch" -> purgeBatchSize = positive(name, value);
-            case "--producer" -> {
-                int eq = value.indexOf('=');
-                if (eq <= 0) {
-                    throw new IllegalArgumentException(name + " takes name=value, not '" + value + "'");
-                }
-                producer.put(value.substring(0, eq).trim(), value.substring(eq + 1).trim());
-            }
-            case "--synchronous-commit" -> {
-                String v = value.toLowerCase(Locale.ROOT);
-                if (!Set.of("on", "off", "local", "remote_write", "remote_apply", "server").contains(v)) {
-                    throw new IllegalArgumentException(name + " takes on, off, local, remote_write, remote_apply"
-                            + " or server (keep the server's setting), not '" + value + "'");
-                }
-                synchronousCommit = v;
-            }
-            case "--servers" -> {
-                String v = value.toLowerCase(Locale.ROOT);
-                if (!Set.of("embedded", "docker", "auto").contains(v)) {
-                    throw new IllegalArgumentException(name + " takes embedded, docker or auto, not '" + value + "'");
-                }
-                servers = v;
-            }
-            case "--database" -> {
-                String v = value.toLowerCase(Locale.ROOT);
-                if (!Set.of("postgres", "mysql", "mariadb").contains(v)) {
-                    throw new IllegalArgumentException(name + " takes postgres, mysql or mariadb, not '" + value + "'");
-                }
-                database = v;
-            }
-            case "--db-url" -> dbUrl = value;
-            case "--db-user" -> dbUser = value;
-            case "--db-password" -> dbPassword = value;
-            case "--kafka-bootstrap" -> kafkaBootstrap = value;
-            case "--out" -> {
-                out = Path.of(value);
-                outDefault = false;
-            }
-            case "--timeout" -> timeout = seconds(name, value, false);
-            case "--seed" -> seed = Long.parseLong(value);
-            default -> throw new IllegalArgumentException("unknown flag " + name + "; try --help");
-        }
+    /** Checks the options, runs the benchmark and prints its report; picocli calls it once the line is parsed. */
+    @Override
+    public Integer call() throws Exception {
+        check();
+        System.out.print(Benchmark.run(this).text());
+        System.out.flush();
+        return 0;
     }
 
-    private void check() {
+    /**
+     * Checks what picocli cannot: ranges and relations between options.
+     *
+     * @throws ParameterException naming the bad value
+     */
+    void check() {
+        atLeast("--rows", rows, 1);
+        atLeast("--naive-rows", naiveRows, 1);
+        atLeast("--value-bytes", valueBytes, 8);
+        atLeast("--keys", keys, 1);
+        atLeast("--partitions", partitions, 1);
+        atLeast("--repeat", repeat, 1);
+        atLeast("--warmup-rows", warmupRows, 0);
+        atLeast("--writers", writers, 1);
+        atLeast("--max-tx-rate", maxTxRate, 1);
+        atLeast("--takeover-repeat", takeoverRepeat, 1);
+        atLeast("--takeover-rate", takeoverRate, 1);
+        atLeast("--mark-batch", markBatchSize, 1);
+        atLeast("--max-in-flight", maxInFlightRecords, 1);
+        atLeast("--purge-batch", purgeBatchSize, 1);
+        for (int rate : rates) {
+            atLeast("--rates", rate, 1);
+        }
+        positive("--naive-seconds", naiveTime);
+        positive("--duration", duration);
+        positive("--timeout", timeout);
         if (markBatchSize > maxInFlightRecords) {
-            throw new IllegalArgumentException("--mark-batch (" + markBatchSize + ") must not exceed --max-in-flight ("
-                    + maxInFlightRecords + ")");
+            throw error("--mark-batch (" + markBatchSize + ") must not exceed --max-in-flight (" + maxInFlightRecords
+                    + ")");
         }
         if (dbUrl != null && dbUser == null) {
-            throw new IllegalArgumentException("--db-url needs --db-user");
+            throw error("--db-url needs --db-user");
         }
-        if (outDefault && !database.equals("postgres")) {
-            out = Path.of(out + "-" + database);
+        if (scenarios.remove("all")) {
+            scenarios.addAll(ALL_SCENARIOS);
         }
         if (scenarios.isEmpty()) {
-            throw new IllegalArgumentException("--scenarios selects nothing");
+            throw error("--scenarios selects nothing");
+        }
+        if (!spec.commandLine().getParseResult().hasMatchedOption("--out") && !database.equals("postgres")) {
+            out = Path.of(out + "-" + database);
+        }
+        List<String> args = spec.commandLine().getParseResult().originalArgs();
+        if (System.getProperty("bench.command") == null) {
+            command = "java dev.outbox.benchmarks.Benchmark" + (args.isEmpty() ? "" : " " + String.join(" ", args));
         }
     }
 
@@ -216,79 +224,111 @@ final class BenchmarkOptions {
         return scenarios.contains(scenario);
     }
 
-    private static int positive(String name, String value) {
-        return atLeast(name, value, 1);
+    private void atLeast(String name, long value, long min) {
+        if (value < min) {
+            throw error(name + " must be at least " + min + ", was " + value);
+        }
     }
 
-    private static int atLeast(String name, String value, int min) {
-        int v;
-        try {
-            v = Integer.parseInt(value.replace("_", "").replace(",", ""));
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(name + " takes a whole number, not '" + value + "'", e);
+    private void positive(String name, Duration value) {
+        if (value.isZero()) {
+            throw error(name + " must be positive seconds, was 0");
         }
-        if (v < min) {
-            throw new IllegalArgumentException(name + " must be at least " + min + ", was " + v);
-        }
-        return v;
     }
 
-    private static Duration seconds(String name, String value, boolean zeroAllowed) {
-        double s;
-        try {
-            s = Double.parseDouble(value.endsWith("s") ? value.substring(0, value.length() - 1) : value);
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(name + " takes seconds, not '" + value + "'", e);
-        }
-        if (s < 0 || (!zeroAllowed && s == 0)) {
-            throw new IllegalArgumentException(name + " must be " + (zeroAllowed ? "at least 0" : "positive")
-                    + " seconds, was " + value);
-        }
-        return Duration.ofMillis(Math.round(s * 1000));
+    private ParameterException error(String message) {
+        return new ParameterException(spec.commandLine(), message);
     }
 
-    static String usage() {
-        return """
-                Usage: ./bench.sh [flags]     (flags take a value: --rows 100000 or --rows=100000)
+    /** Seconds as {@code 20}, {@code 1.5} or {@code 20s}; not negative. */
+    static final class Seconds implements CommandLine.ITypeConverter<Duration> {
+        @Override
+        public Duration convert(String value) {
+            double s;
+            try {
+                s = Double.parseDouble(value.endsWith("s") ? value.substring(0, value.length() - 1) : value);
+            } catch (NumberFormatException e) {
+                throw new CommandLine.TypeConversionException("not seconds: '" + value + "'");
+            }
+            if (s < 0 || Double.isNaN(s) || Double.isInfinite(s)) {
+                throw new CommandLine.TypeConversionException("seconds must be at least 0, was '" + value + "'");
+            }
+            return Duration.ofMillis(Math.round(s * 1000));
+        }
+    }
 
-                Workload
-                  --rows N              backlog drained by the Dispatcher and the ceilings (1000000)
-                  --naive-rows N        backlog drained by the naive one-row-at-a-time baseline (20000)
-                  --naive-seconds S     stop the naive baseline after this long; its rate stays comparable (30)
-                  --value-bytes N       value size (100); --keys N distinct keys, drawn at random (10000)
-                  --partitions N        partitions of each benchmark topic (6)
-                  --repeat N            runs of each throughput scenario; the table shows the median (3)
-                  --warmup-rows N       one unrecorded pass of drain/database/broker first; 0 = none (100000)
-                  --scenarios LIST      drain,database,broker,naive,latency,takeover,inbox (all)
-                Latency under load
-                  --rates LIST          offered records/s, one run each (1000,5000,20000)
-                  --duration S          seconds of writing per rate, after the warm-up (20)
-                  --latency-warmup S    seconds of writing first, left out of the statistics (5)
-                  --writers N           writer threads, one connection each (4)
-                  --records-per-tx N    records per writer transaction; auto = ceil(rate / max-tx-rate) (auto)
-                  --max-tx-rate N       transactions/s that auto aims not to exceed (2000)
-                Take-over
-                  --takeover-modes LIST close (Dispatcher.close of the leader) and/or crash (the leader's JVM is
-                                        killed with SIGKILL) (close,crash)
-                  --takeover-repeat N   runs per mode (3); --takeover-rate N records/s written meanwhile (1000)
-                Dispatcher and producer
-                  --mark-batch N (1000) --max-in-flight N (10000) --purge-batch N (5000)
-                  --producer name=value extra Kafka producer property for the Dispatcher and the ceilings
-                                        (repeatable; e.g. --producer compression.type=lz4)
-                Servers (embedded by default: the database in a child process, Kafka in this JVM)
-                  --database postgres|mysql|mariadb    the store measured (postgres)
-                  --servers embedded|docker|auto
-                  --db-url URL --db-user U --db-password P   an existing server of that database; the
-                                        benchmark drops and creates the database outbox_bench on it
-                  --kafka-bootstrap HOST:PORT                an existing Kafka cluster
-                  --synchronous-commit on|off|server   Postgres: synchronous_commit of the benchmark database;
-                                        MySQL/MariaDB: innodb_flush_log_at_trx_commit 1 (on) or 2 (off),
-                                        server-wide (on, like production)
-                Output
-                  --out DIR             where results.{txt,csv,json} go (outbox-benchmarks/target/benchmark,
-                                        or .../benchmark-mysql, .../benchmark-mariadb)
-                  --timeout S           give up on one scenario after this long (600)
-                  --seed N              random seed for keys and values (42)
-                """;
+    /** A positive number, or {@code auto} (0). */
+    static final class RecordsPerTx implements CommandLine.ITypeConverter<Integer> {
+        @Override
+        public Integer convert(String value) {
+            if (value.equals("auto")) {
+                return 0;
+            }
+            int n = Integer.parseInt(value);
+            if (n < 1) {
+                throw new CommandLine.TypeConversionException("must be auto or at least 1, was " + n);
+            }
+            return n;
+        }
+    }
+
+    /** One word of a fixed set, case-insensitive; the message names the set. */
+    private abstract static class OneOf implements CommandLine.ITypeConverter<String> {
+        private final Set<String> words;
+
+        OneOf(String... words) {
+            this.words = Set.of(words);
+        }
+
+        @Override
+        public String convert(String value) {
+            String word = value.trim().toLowerCase(Locale.ROOT);
+            if (!words.contains(word)) {
+                throw new CommandLine.TypeConversionException("'" + value + "' is not one of " + words);
+            }
+            return word;
+        }
+    }
+
+    static final class Database extends OneOf {
+        Database() {
+            super("postgres", "mysql", "mariadb");
+        }
+    }
+
+    static final class Servers extends OneOf {
+        Servers() {
+            super("embedded", "docker", "auto");
+        }
+    }
+
+    static final class SynchronousCommit extends OneOf {
+        SynchronousCommit() {
+            super("on", "off", "local", "remote_write", "remote_apply", "server");
+        }
+    }
+
+    static final class TakeoverMode extends OneOf {
+        TakeoverMode() {
+            super("close", "crash");
+        }
+    }
+
+    static final class Scenario extends OneOf {
+        Scenario() {
+            super("drain", "database", "broker", "naive", "latency", "takeover", "inbox", "all");
+        }
+    }
+
+    /** The project's version, from the resource {@code version.txt} that the build fills in. */
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() throws java.io.IOException {
+            try (var in = Version.class.getResourceAsStream("version.txt")) {
+                String version = in == null ? "unknown" : new String(in.readAllBytes(),
+                        java.nio.charset.StandardCharsets.UTF_8).strip();
+                return new String[]{"outbox-benchmarks " + version + " (Outbox for the JVM)"};
+            }
+        }
     }
 }

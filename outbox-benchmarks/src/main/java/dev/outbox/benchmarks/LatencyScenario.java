@@ -3,6 +3,7 @@ package dev.outbox.benchmarks;
 import dev.outbox.Dispatcher;
 import dev.outbox.OutboxMessage;
 import dev.outbox.Publisher;
+import org.HdrHistogram.Histogram;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -14,10 +15,10 @@ import java.nio.ByteBuffer;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReference;
@@ -27,31 +28,39 @@ import java.util.concurrent.locks.LockSupport;
  * Latency under load: writer threads commit outbox rows at a fixed offered rate (open loop: each transaction
  * has its scheduled time, and a writer that falls behind commits at once rather than skipping), while the
  * Dispatcher harvests them and a consumer reads them back. Each record carries a sequence number in its first
- * eight value bytes; commit, acknowledgement and consumption times are noted per sequence number. Records
- * committed during the warm-up are left out of the statistics. Not thread-safe: one run at a time.
+ * eight value bytes; its scheduled, commit, acknowledgement and consumption times are noted per sequence
+ * number, and the latencies go into HdrHistograms (fixed memory, three significant digits). Commit-to-ack is the
+ * outbox's own latency; scheduled-to-ack is the same corrected for coordinated omission: measured from when the
+ * open-loop schedule wanted the transaction to start, so a writer that fell behind (a slow commit, a stalled
+ * pool) does not hide the time its late records waited. Records scheduled during the warm-up are left out of the
+ * statistics. Not thread-safe: one run at a time.
  */
 final class LatencyScenario {
     /** The outcome of one offered rate. */
     record Result(int offeredRate, int recordsPerTx, int writers, double achievedRate, boolean writersKeptUp,
                   double ackRate,
-                  long measured, long unacknowledged, Stats commitToAck, Stats commitToConsume,
+                  long measured, long unacknowledged, Stats commitToAck, Stats scheduledToAck, Stats commitToConsume,
                   long backlogMax, long backlogEnd, double backlogSlope, boolean sustainable, double drainAfterSeconds) {
     }
 
-    /** Percentiles of a set of latencies, in milliseconds. */
+    /** Latencies up to an hour, in nanoseconds, to three significant digits; longer ones count as an hour. */
+    static Histogram histogram() {
+        return new Histogram(TimeUnit.HOURS.toNanos(1), 3);
+    }
+
+    static void record(Histogram histogram, long nanos) {
+        histogram.recordValue(Math.min(histogram.getHighestTrackableValue(), Math.max(0, nanos)));
+    }
+
+    /** Percentiles of a histogram of latencies, in milliseconds. */
     record Stats(long count, double p50, double p99, double p999, double max) {
-        static Stats of(long[] nanos, int n) {
-            if (n == 0) {
+        static Stats of(Histogram nanos) {
+            if (nanos.getTotalCount() == 0) {
                 return new Stats(0, Double.NaN, Double.NaN, Double.NaN, Double.NaN);
             }
-            long[] s = Arrays.copyOf(nanos, n);
-            Arrays.sort(s);
-            return new Stats(n, ms(s, 0.50), ms(s, 0.99), ms(s, 0.999), s[n - 1] / 1e6);
-        }
-
-        private static double ms(long[] sorted, double q) {
-            int i = (int) Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
-            return sorted[i] / 1e6;
+            return new Stats(nanos.getTotalCount(), nanos.getValueAtPercentile(50) / 1e6,
+                    nanos.getValueAtPercentile(99) / 1e6, nanos.getValueAtPercentile(99.9) / 1e6,
+                    nanos.getMaxValue() / 1e6);
         }
     }
 
@@ -74,6 +83,7 @@ final class LatencyScenario {
                 (long) Math.ceil(rate * (runNanos / 1e9) * 1.2) + 10L * perTx * writers + 10_000);
         long base = System.nanoTime();
         // Times are stored as (nanoTime - base + 1), so that 0 means "not yet".
+        AtomicLongArray scheduled = new AtomicLongArray(capacity);
         AtomicLongArray committed = new AtomicLongArray(capacity);
         AtomicLongArray acked = new AtomicLongArray(capacity);
         AtomicLongArray consumed = new AtomicLongArray(capacity);
@@ -103,7 +113,7 @@ final class LatencyScenario {
             long offset = interval * w / writers;
             long writerSeed = options.seed + w;
             Thread t = new Thread(() -> write(start + offset, end, interval, perTx, topic, writerSeed, sequences,
-                    committed, base, capacity, failure), "bench-writer-" + w);
+                    scheduled, committed, base, capacity, failure), "bench-writer-" + w);
             t.setDaemon(true);
             threads.add(t);
         }
@@ -131,10 +141,9 @@ final class LatencyScenario {
         consumer.stop();
 
         long measuredFrom = start - base + 1 + warmNanos;
-        long[] toAck = new long[(int) total];
-        long[] toConsume = new long[(int) total];
-        int nAck = 0;
-        int nConsume = 0;
+        Histogram toAck = histogram();
+        Histogram scheduledToAck = histogram();
+        Histogram toConsume = histogram();
         long measured = 0;
         long missing = 0;
         long ackedInWindow = 0;
@@ -142,11 +151,12 @@ final class LatencyScenario {
         long windowEnd = end - base + 1;
         for (int i = 0; i < total; i++) {
             long c = committed.get(i);
+            long due = scheduled.get(i);
             long a = acked.get(i);
             if (a >= measuredFrom && a <= windowEnd) {
                 ackedInWindow++;
             }
-            if (c == 0 || c < measuredFrom) {
+            if (c == 0 || due < measuredFrom) {
                 continue;
             }
             if (c <= windowEnd) {
@@ -156,11 +166,12 @@ final class LatencyScenario {
             if (a == 0) {
                 missing++;
             } else {
-                toAck[nAck++] = Math.max(0, a - c);
+                record(toAck, a - c);
+                record(scheduledToAck, a - due);
             }
             long r = consumed.get(i);
             if (r != 0) {
-                toConsume[nConsume++] = Math.max(0, r - c);
+                record(toConsume, r - c);
             }
         }
         double windowSeconds = options.duration.toNanos() / 1e9;
@@ -171,12 +182,13 @@ final class LatencyScenario {
         boolean sustainable = slope < 0.02 * rate && backlogEnd <= Math.max(1_000, rate)
                 && missing == 0;
         return new Result(rate, perTx, writers, achieved, writersKeptUp, ackedInWindow / windowSeconds, measured,
-                missing, Stats.of(toAck, nAck), Stats.of(toConsume, nConsume), sampler.max(), backlogEnd, slope,
+                missing, Stats.of(toAck), Stats.of(scheduledToAck), Stats.of(toConsume), sampler.max(), backlogEnd, slope,
                 sustainable, drainAfter);
     }
 
     private void write(long first, long end, long interval, int perTx, String topic, long seed, AtomicLong sequences,
-                       AtomicLongArray committed, long base, int capacity, AtomicReference<Throwable> failure) {
+                       AtomicLongArray scheduled, AtomicLongArray committed, long base, int capacity,
+                       AtomicReference<Throwable> failure) {
         Publisher publisher = env.store().publisher();
         String[] keys = Backlog.keys(options.keys);
         SplittableRandom random = new SplittableRandom(seed);
@@ -203,6 +215,7 @@ final class LatencyScenario {
                 long now = System.nanoTime() - base + 1;
                 for (long seq : seqs) {
                     if (seq < capacity) {
+                        scheduled.set((int) seq, due - base + 1);
                         committed.set((int) seq, now);
                     }
                 }

@@ -1,5 +1,10 @@
 package dev.outbox.benchmarks;
 
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializerProvider;
+import com.fasterxml.jackson.databind.module.SimpleModule;
+import com.fasterxml.jackson.databind.ser.std.StdSerializer;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.testservers.JdbcServer;
 
@@ -21,6 +26,20 @@ import java.util.Map;
  * section, scenario, run, metric, value) and JSON. Not thread-safe.
  */
 final class Report {
+    /** Writes results.json; NaN and infinite figures become null. */
+    private static final ObjectMapper JSON = new ObjectMapper().registerModule(new SimpleModule()
+            .addSerializer(Double.class, new StdSerializer<>(Double.class) {
+                @Override
+                public void serialize(Double value, JsonGenerator json, SerializerProvider provider)
+                        throws IOException {
+                    if (value.isNaN() || value.isInfinite()) {
+                        json.writeNull();
+                    } else {
+                        json.writeNumber(value);
+                    }
+                }
+            }));
+
     private static final Map<String, String> TITLES = Map.of(
             "drain", "Dispatcher -> Kafka (drain)",
             "database", "database ceiling (mark+purge)",
@@ -198,13 +217,14 @@ final class Report {
             out.append(fmt("Latency under load: %s of writing per rate after %s of warm-up, %d writer threads,"
                             + " single-instance Dispatcher%n", seconds(options.duration.toMillis()),
                     seconds(options.latencyWarmup.toMillis()), options.writers));
-            out.append(fmt("%9s %9s %6s %9s  %-24s %-24s %-15s %9s  %s%n", "offered/s", "written/s", "rec/tx",
-                    "acked/s", "commit->ack ms p50/p99/max", "commit->consume p50/p99/max", "backlog max/end",
-                    "growth/s", "sustainable"));
+            out.append(fmt("%9s %9s %6s %9s  %-24s %-24s %-24s %-15s %9s  %s%n", "offered/s", "written/s",
+                    "rec/tx", "acked/s", "commit->ack ms p50/p99/max", "scheduled->ack (CO-corr.)",
+                    "commit->consume p50/p99/max", "backlog max/end", "growth/s", "sustainable"));
             for (LatencyScenario.Result l : latency) {
-                out.append(fmt("%,9d %,9.0f %6d %,9.0f  %-24s %-24s %-15s %,9d  %s%n", l.offeredRate(),
+                out.append(fmt("%,9d %,9.0f %6d %,9.0f  %-24s %-24s %-24s %-15s %,9d  %s%n", l.offeredRate(),
                         l.achievedRate(), l.recordsPerTx(), l.ackRate(), stats(l.commitToAck()),
-                        stats(l.commitToConsume()), fmt("%,d / %,d", l.backlogMax(), l.backlogEnd()),
+                        stats(l.scheduledToAck()), stats(l.commitToConsume()),
+                        fmt("%,d / %,d", l.backlogMax(), l.backlogEnd()),
                         Math.round(l.backlogSlope()), (l.sustainable() ? "yes" : "NO")
                                 + (l.unacknowledged() > 0 ? fmt(" (%,d not acked)", l.unacknowledged()) : "")
                                 + (l.writersKeptUp() ? "" : " (writers fell behind the offered rate)")));
@@ -289,7 +309,7 @@ final class Report {
             Files.createDirectories(dir);
             Files.writeString(dir.resolve("results.txt"), text(), StandardCharsets.UTF_8);
             Files.writeString(dir.resolve("results.csv"), csv(), StandardCharsets.UTF_8);
-            Files.writeString(dir.resolve("results.json"), Json.write(json()) + "\n", StandardCharsets.UTF_8);
+            JSON.writerWithDefaultPrettyPrinter().writeValue(dir.resolve("results.json").toFile(), json());
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write results to " + dir, e);
         }
@@ -320,13 +340,16 @@ final class Report {
             csvLine(out, "latency", s, 1, "records_per_tx", l.recordsPerTx());
             csvLine(out, "latency", s, 1, "measured_records", l.measured());
             csvLine(out, "latency", s, 1, "unacknowledged", l.unacknowledged());
-            for (String[] m : new String[][] {{"commit_to_ack", ""}, {"commit_to_consume", ""}}) {
-                LatencyScenario.Stats st = m[0].equals("commit_to_ack") ? l.commitToAck() : l.commitToConsume();
-                csvLine(out, "latency", s, 1, m[0] + "_p50_ms", fmt("%.3f", st.p50()));
-                csvLine(out, "latency", s, 1, m[0] + "_p99_ms", fmt("%.3f", st.p99()));
-                csvLine(out, "latency", s, 1, m[0] + "_p999_ms", fmt("%.3f", st.p999()));
-                csvLine(out, "latency", s, 1, m[0] + "_max_ms", fmt("%.3f", st.max()));
-            }
+            Map<String, LatencyScenario.Stats> all = new LinkedHashMap<>();
+            all.put("commit_to_ack", l.commitToAck());
+            all.put("scheduled_to_ack", l.scheduledToAck());
+            all.put("commit_to_consume", l.commitToConsume());
+            all.forEach((metric, st) -> {
+                csvLine(out, "latency", s, 1, metric + "_p50_ms", fmt("%.3f", st.p50()));
+                csvLine(out, "latency", s, 1, metric + "_p99_ms", fmt("%.3f", st.p99()));
+                csvLine(out, "latency", s, 1, metric + "_p999_ms", fmt("%.3f", st.p999()));
+                csvLine(out, "latency", s, 1, metric + "_max_ms", fmt("%.3f", st.max()));
+            });
             csvLine(out, "latency", s, 1, "backlog_max", l.backlogMax());
             csvLine(out, "latency", s, 1, "backlog_end", l.backlogEnd());
             csvLine(out, "latency", s, 1, "backlog_growth_per_s", fmt("%.1f", l.backlogSlope()));
@@ -430,6 +453,7 @@ final class Report {
             m.put("measuredRecords", l.measured());
             m.put("unacknowledged", l.unacknowledged());
             m.put("commitToAckMs", statsJson(l.commitToAck()));
+            m.put("scheduledToAckMs", statsJson(l.scheduledToAck()));
             m.put("commitToConsumeMs", statsJson(l.commitToConsume()));
             m.put("backlogMax", l.backlogMax());
             m.put("backlogEnd", l.backlogEnd());

@@ -45,8 +45,9 @@ public record MarkResult(List<OutboxRecord> records, List<Rejected> rejected) {
      * @param id     its id
      * @param topic  its topic as stored, may be null
      * @param key    its key as stored, may be null
+     * @param attempts its attempts as stored, or 0 where the stored value is negative
      * @param reason why it cannot be read, naming the bad value
      */
-    public record Rejected(long id, String topic, String key, int attempts, String reason) {
+    public record Rejected(long id, String topic, String key, int attempts, String reason) implements MarkedRow {
     }
 }

@@ -19,16 +19,17 @@ import java.util.List;
  * @param violationSamples the first few violations, described
  * @param takeover        the take-over, described
  * @param takeoverMillis  from closing the leader to the next leader, or -1
- * @param p50Millis       median commit-to-consume latency
- * @param p99Millis       99th percentile commit-to-consume latency
- * @param maxMillis       longest commit-to-consume latency
+ * @param commitToConsume latency from each order's commit to its event's arrival
+ * @param dueToConsume    latency from when each order was due by its writer's schedule to its event's arrival
+ *                        (corrected for coordinated omission)
  * @param parked          parked rows in the store
  * @param backlog         rows left in the outbox
  * @param consumerFailure why the consumer stopped early, or null
  */
 record DemoSummary(long written, long rolledBack, int keys, double writeSeconds, long consumed, long distinct,
                    long missing, int keysMissing, long violations, List<String> violationSamples, String takeover,
-                   long takeoverMillis, double p50Millis, double p99Millis, double maxMillis, int parked, long backlog,
+                   long takeoverMillis, LatencyClock.Percentiles commitToConsume,
+                   LatencyClock.Percentiles dueToConsume, int parked, long backlog,
                    Throwable consumerFailure) {
 
     DemoSummary {
@@ -60,8 +61,8 @@ record DemoSummary(long written, long rolledBack, int keys, double writeSeconds,
                 violations));
         violationSamples.forEach(v -> row(out, "", v));
         row(out, "take-over time", takeover);
-        row(out, "commit-to-consume latency", p50Millis < 0 ? "not measured"
-                : String.format("p50 %.1f ms, p99 %.1f ms, max %.1f ms", p50Millis, p99Millis, maxMillis));
+        row(out, "commit-to-consume latency", commitToConsume.describe());
+        row(out, "  from schedule (CO-corr.)", dueToConsume.describe());
         row(out, "parked records", Integer.toString(parked));
         row(out, "rows left in the outbox", String.format("%,d", backlog));
         if (consumerFailure != null) {

@@ -72,9 +72,11 @@ final class OrderService {
     /**
      * Places one order for {@code customer} and its {@code OrderPlaced} message, atomically.
      *
+     * @param dueNanos when the order was due by its writer's schedule ({@link System#nanoTime()}), for the latency
+     *                 corrected for coordinated omission
      * @return whether it committed; a failed transaction is rolled back and counted
      */
-    boolean placeOrder(int customer, long amountCents) {
+    boolean placeOrder(int customer, long amountCents, long dueNanos) {
         long orderId = -1;
         try (Connection c = dataSource.getConnection()) {
             c.setAutoCommit(false);
@@ -100,7 +102,7 @@ final class OrderService {
                         .header(SEQ_HEADER, Long.toString(seq))
                         .header(ORDER_HEADER, Long.toString(orderId))
                         .build());
-                clock.committing(orderId);
+                clock.committing(orderId, dueNanos);
                 c.commit();
                 written.computeIfAbsent(key, k -> new KeyRange()).add(seq);
                 committed.incrementAndGet();

@@ -18,6 +18,7 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.common.errors.TopicExistsException;
+import picocli.CommandLine;
 
 import java.io.OutputStream;
 import java.io.PrintStream;
@@ -50,7 +51,7 @@ import java.util.function.BooleanSupplier;
  * consumer checks that every order event arrived, in order per customer.
  *
  * <p>By default it starts an embedded PostgreSQL 17 and an in-process Kafka broker (no Docker, nothing to
- * install); flags or environment variables point it at real servers instead ({@link DemoOptions#USAGE}). Run it
+ * install); flags or environment variables point it at real servers instead ({@code ./demo.sh --help}). Run it
  * with {@code ./demo.sh} from the repository root.
  */
 public final class OrdersDemo {
@@ -71,32 +72,31 @@ public final class OrdersDemo {
         this.out = out;
     }
 
-    /** Runs the demo; exits with 0 when every record arrived in order, 1 when not, 2 or 3 on other errors. */
+    /**
+     * Runs the demo; exits with 0 when every record arrived in order, 1 when not, 2 for bad options (picocli
+     * prints what is wrong, or the usage help for {@code --help}), 3 on other errors.
+     */
     public static void main(String[] args) {
-        for (String arg : args) {
-            if (arg.equals("--help") || arg.equals("-h")) {
-                System.out.println(DemoOptions.USAGE);
-                System.exit(0);
+        DemoCommand command = new DemoCommand();
+        int code = DemoCommand.commandLine(command).setExecutionStrategy(parsed -> {
+            Integer help = CommandLine.executeHelpRequest(parsed);
+            if (help != null) {
+                return help;
             }
-        }
-        DemoOptions options;
-        try {
-            options = DemoOptions.parse(args, System.getenv());
-        } catch (IllegalArgumentException e) {
-            System.err.println(e.getMessage());
-            System.err.println();
-            System.err.println(DemoOptions.USAGE);
-            System.exit(2);
-            return;
-        }
-        int code;
-        try {
-            code = new OrdersDemo(options, System.out).run().passed() ? 0 : 1;
-        } catch (Exception e) {
-            System.err.println("The demo could not run: " + e);
-            e.printStackTrace();
-            code = 3;
-        }
+            DemoOptions options;
+            try {
+                options = command.options(System.getenv());
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.ParameterException(parsed.commandSpec().commandLine(), e.getMessage());
+            }
+            try {
+                return new OrdersDemo(options, System.out).run().passed() ? 0 : 1;
+            } catch (Exception e) {
+                System.err.println("The demo could not run: " + e);
+                e.printStackTrace();
+                return 3;
+            }
+        }).execute(args);
         System.out.flush();
         System.exit(code); // also stops the embedded servers (a shutdown hook of TestServers)
     }
@@ -253,8 +253,10 @@ public final class OrdersDemo {
                 } else if (wait < -1_000_000_000L) {
                     next = System.nanoTime(); // more than a second behind: do not burst to catch up
                 }
+            } else {
+                next = System.nanoTime(); // flat out: each order is due when its writer gets to it
             }
-            orders.placeOrder(1 + random.nextInt(options.customers()), 100 + random.nextInt(100_000));
+            orders.placeOrder(1 + random.nextInt(options.customers()), 100 + random.nextInt(100_000), next);
         }
     }
 
@@ -275,7 +277,7 @@ public final class OrdersDemo {
         DemoSummary summary = new DemoSummary(orders.committed(), orders.rolledBack(), orders.written().size(),
                 writeSeconds, verifier.received(), verifier.distinct(), missing, keysMissing,
                 verifier.violationCount(), verifier.violations(), takeoverText, takeoverMillis,
-                clock.percentileMillis(50), clock.percentileMillis(99), clock.percentileMillis(100),
+                clock.commitToConsume(), clock.dueToConsume(),
                 parked.size(), store.backlog(), verifier.failure());
         summary.print(out);
         return summary;

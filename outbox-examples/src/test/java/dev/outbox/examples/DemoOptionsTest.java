@@ -33,7 +33,7 @@ class DemoOptionsTest {
         assertThat(o.drainTimeout()).isEqualTo(Duration.ofMillis(500));
         assertThat(o.rate()).isZero();
         assertThat(o.takeover()).isFalse();
-        assertThat(DemoOptions.duration("--duration", "2m")).isEqualTo(Duration.ofMinutes(2));
+        assertThat(new DemoCommand.Time().convert("2m")).isEqualTo(Duration.ofMinutes(2));
     }
 
     @Test
@@ -47,6 +47,6 @@ class DemoOptionsTest {
         assertThatThrownBy(() -> DemoOptions.parse(new String[]{"--bogus"}, Map.of()))
                 .hasMessageContaining("--bogus");
         assertThatThrownBy(() -> DemoOptions.parse(new String[]{"--rate"}, Map.of()))
-                .hasMessageContaining("--rate needs a value");
+                .hasMessageContaining("Missing required parameter for option '--rate'");
     }
 }

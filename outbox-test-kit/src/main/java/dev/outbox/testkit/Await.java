@@ -8,7 +8,8 @@ import java.util.function.Supplier;
 
 /**
  * Waits for a condition in a test without sleeping for a fixed time: polls every millisecond or so until the
- * condition holds or a deadline passes. Stateless and thread-safe.
+ * condition holds or a deadline passes. The project's one awaiting helper: every module's tests use it, and so can
+ * an adapter's tests next to the test kit's fakes (it needs no library beyond the JDK). Stateless and thread-safe.
  */
 public final class Await {
     private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
@@ -36,10 +37,13 @@ public final class Await {
     /**
      * Polls {@code condition} until it holds; fails with an {@link AssertionError} carrying {@code description}
      * if it still does not hold after {@code timeout}.
+     *
+     * @return the {@link System#nanoTime()} at which the condition was seen to hold
      */
-    public static void untilOrFail(BooleanSupplier condition, Duration timeout, Supplier<String> description) {
+    public static long untilOrFail(BooleanSupplier condition, Duration timeout, Supplier<String> description) {
         if (!until(condition, timeout)) {
             throw new AssertionError("not within " + timeout + ": " + description.get());
         }
+        return System.nanoTime();
     }
 }

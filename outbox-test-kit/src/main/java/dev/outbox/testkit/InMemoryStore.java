@@ -5,6 +5,8 @@ import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
 import dev.outbox.Publisher;
 import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.MarkedRow;
+import dev.outbox.spi.RowChecks;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
 import dev.outbox.testkit.StoreFaults.Fault;
@@ -61,8 +63,12 @@ public final class InMemoryStore implements Store {
     public record Row(long id, String topic, String key, UUID leaderId, int attempts, boolean malformed) {
     }
 
+    /** The value of rows written by {@link #insertRow}. */
+    private static final byte[] RAW_VALUE = {'x'};
+
     private final Object lock = new Object();
     private final Clock clock;
+    private final int maxKeyLength;
     private final AtomicLong sequence = new AtomicLong();
     /** Committed, unparked rows by id. Guarded by {@link #lock}. */
     private final NavigableMap<Long, StoredRow> rows = new TreeMap<>();
@@ -81,7 +87,20 @@ public final class InMemoryStore implements Store {
 
     /** An empty store whose creation and parking times come from {@code clock}. */
     public InMemoryStore(Clock clock) {
+        this(clock, Integer.MAX_VALUE);
+    }
+
+    /**
+     * An empty store whose creation and parking times come from {@code clock} and whose longest key is
+     * {@code maxKeyLength} code points, like an SQL store's {@code maxKeyLength}: the publisher rejects a longer key
+     * and {@code mark} rejects a row with one (see {@link #insertRow}).
+     */
+    public InMemoryStore(Clock clock, int maxKeyLength) {
         this.clock = Objects.requireNonNull(clock, "clock");
+        if (maxKeyLength < 1) {
+            throw new IllegalArgumentException("maxKeyLength must be at least 1: " + maxKeyLength);
+        }
+        this.maxKeyLength = maxKeyLength;
         for (Operation op : Operation.values()) {
             calls.put(op, new AtomicLong());
             injected.put(op, new AtomicLong());
@@ -130,6 +149,24 @@ public final class InMemoryStore implements Store {
         return id;
     }
 
+    /**
+     * Writes and commits a row with the given topic, key and attempts, the value {@code "x"} and no headers,
+     * bypassing the publisher's checks, as another program writing the table with plain SQL might. {@code mark}
+     * checks it like every row ({@link RowChecks#check}): an invalid topic, a key longer than {@code maxKeyLength}
+     * or negative attempts make it a rejected row.
+     *
+     * @return the row's id
+     */
+    public long insertRow(String topic, String key, int attempts) {
+        long id = sequence.incrementAndGet();
+        StoredRow row = new StoredRow(id, clock.instant(), topic, key, null, null);
+        row.attempts = attempts;
+        synchronized (lock) {
+            rows.put(id, row);
+        }
+        return id;
+    }
+
     // ---- the port -------------------------------------------------------------------------------------------
 
     /**
@@ -161,9 +198,18 @@ public final class InMemoryStore implements Store {
                 if (row.malformedReason != null) {
                     rejected.add(new MarkResult.Rejected(row.id, row.topic, row.key, row.attempts,
                             row.malformedReason));
+                    continue;
+                }
+                OutboxMessage m = row.message;
+                MarkedRow checked = m == null
+                        ? RowChecks.check(row.id, row.createdAt, row.topic, row.key, RAW_VALUE, List::of,
+                                row.attempts, leaderId, maxKeyLength)
+                        : RowChecks.check(row.id, row.createdAt, m.topic(), m.key(), m.value(), m::headers,
+                                row.attempts, leaderId, row.messageId, maxKeyLength);
+                if (checked instanceof MarkedRow.Readable readable) {
+                    records.add(readable.record());
                 } else {
-                    records.add(new OutboxRecord(row.id, row.createdAt, row.message, row.attempts, leaderId,
-                            row.messageId));
+                    rejected.add((MarkResult.Rejected) checked);
                 }
             }
         }
@@ -384,7 +430,7 @@ public final class InMemoryStore implements Store {
         return result;
     }
 
-    private static List<OutboxMessage> validate(List<OutboxMessage> messages) {
+    private List<OutboxMessage> validate(List<OutboxMessage> messages) {
         if (messages == null) {
             throw new IllegalArgumentException("messages must not be null");
         }
@@ -394,6 +440,11 @@ public final class InMemoryStore implements Store {
             if (m == null) {
                 throw new IllegalArgumentException("message at index " + i + " of " + messages.size()
                         + " is null");
+            }
+            try {
+                RowChecks.checkKeyLength(m.key(), maxKeyLength);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("message at index " + i + ": " + e.getMessage(), e);
             }
             copy.add(m);
         }

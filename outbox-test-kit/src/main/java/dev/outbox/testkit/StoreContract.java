@@ -48,7 +48,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * class PostgresStoreContractTest extends StoreContract {
  *     protected Store createStore() { ... a store over a fresh, empty table ... }
  *     protected TestTransaction begin(Store store) { return JdbcTestTransaction.begin(dataSource, store.publisher()); }
+ *     protected Store createStore(int maxKeyLength) { ... the same, with that maxKeyLength ... }
  *     protected void insertMalformedRow(Store store, String topic, String key) { ... raw SQL ... }
+ *     protected void insertRow(Store store, String topic, String key, int attempts) { ... raw SQL ... }
  * }
  * }</pre>
  *
@@ -70,6 +72,12 @@ public abstract class StoreContract {
     /** A fresh store over an empty outbox, for one test. */
     protected abstract Store createStore();
 
+    /**
+     * A fresh store over an empty outbox whose longest key is {@code maxKeyLength} code points; the test disposes of
+     * it with {@link #disposeStore(Store)}.
+     */
+    protected abstract Store createStore(int maxKeyLength);
+
     /** Begins an application transaction whose messages {@code store}'s publisher writes. */
     protected abstract TestTransaction begin(Store store);
 
@@ -79,6 +87,13 @@ public abstract class StoreContract {
      * given topic and key. The row must take its id from the same sequence as published rows.
      */
     protected abstract void insertMalformedRow(Store store, String topic, String key);
+
+    /**
+     * Writes and commits, bypassing the publisher and its checks (as another language writing the table with plain
+     * SQL would), a row with the given topic, key and attempts, the value {@code "x"} and no headers. The row must
+     * take its id from the same sequence as published rows.
+     */
+    protected abstract void insertRow(Store store, String topic, String key, int attempts);
 
     /** Releases what {@link #createStore()} created (drops a table, closes a pool). Default: nothing. */
     protected void disposeStore(Store store) {
@@ -164,6 +179,81 @@ public abstract class StoreContract {
 
         assertThat(records).extracting(OutboxRecord::message).containsExactly(binary, unicode, noHeaders);
         assertThat(records.get(2).message().headers()).isEmpty();
+    }
+
+    @Test
+    void headersRoundTripByteForByteInOrderEvenAThousandOfThem() {
+        byte[] notUtf8 = {(byte) 0xC3, (byte) 0x28, (byte) 0xFF, (byte) 0xFE, 0, (byte) 0x80, (byte) 0xED,
+                (byte) 0xA0, (byte) 0x80};
+        OutboxMessage odd = OutboxMessage.builder(TOPIC, "odd")
+                .header("not-utf-8", notUtf8)
+                .header("zero-bytes", new byte[0])
+                .header("null", (byte[]) null)
+                .header("ünï 🎉 \"quoted\" \\ back", "v")
+                .build();
+        OutboxMessage.Builder many = OutboxMessage.builder(TOPIC, "many");
+        for (int i = 0; i < 1_000; i++) {
+            many.header("h" + (i % 7), i % 10 == 0 ? null : ("value-" + i).getBytes(StandardCharsets.UTF_8));
+        }
+        OutboxMessage thousand = many.build();
+        commit(odd, thousand);
+
+        List<OutboxRecord> records = markAll(UUID.randomUUID());
+
+        assertThat(records).extracting(OutboxRecord::message).containsExactly(odd, thousand);
+        assertThat(records.get(0).message().headers().get(0).value()).containsExactly(notUtf8);
+        assertThat(records.get(0).message().headers().get(1).value()).isEmpty();
+        assertThat(records.get(0).message().headers().get(2).value()).isNull();
+        assertThat(records.get(1).message().headers()).hasSize(1_000);
+        assertThatThrownBy(() -> Header.of("", new byte[]{1}))
+                .as("an empty header name never reaches a store").isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    void aKeyOfExactlyMaxKeyLengthCodePointsOutsideTheBmpIsAcceptedAndOneMoreIsNot() {
+        String four = "🔑😀𝄞🎉"; // four code points, eight UTF-16 units
+        String five = four + "🐘";
+        Store small = createStore(4);
+        try {
+            try (TestTransaction tx = begin(small)) {
+                tx.publish(OutboxMessage.of(TOPIC, four, "published"));
+                assertThatThrownBy(() -> tx.publish(OutboxMessage.of(TOPIC, five, "too long")))
+                        .isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("maxKeyLength 4");
+                tx.commit();
+            }
+            insertRow(small, TOPIC, four, 0);
+            insertRow(small, TOPIC, five, 0);
+
+            MarkResult result = small.mark(UUID.randomUUID(), 10);
+
+            assertThat(result.records()).extracting(OutboxRecord::key).containsExactly(four, four);
+            assertThat(result.rejected()).hasSize(1);
+            assertThat(result.rejected().get(0).key()).isEqualTo(five);
+            assertThat(result.rejected().get(0).reason()).contains("5 characters", "maxKeyLength 4");
+        } finally {
+            disposeStore(small);
+        }
+    }
+
+    @Test
+    void rowsWrittenByHandWithNegativeAttemptsOrABadTopicAreRejectedAndDoNotStallOtherRows() {
+        insertRow(store, TOPIC, "negative", -1);
+        insertRow(store, TOPIC, "fine", 2);
+        insertRow(store, "has space", "bad-topic", 0);
+        insertRow(store, "", "empty-topic", 0);
+
+        MarkResult result = store.mark(UUID.randomUUID(), 10);
+
+        assertThat(result.rejected()).extracting(MarkResult.Rejected::key)
+                .containsExactly("negative", "bad-topic", "empty-topic");
+        MarkResult.Rejected negative = result.rejected().get(0);
+        assertThat(negative.reason()).contains("attempts", "-1");
+        assertThat(negative.attempts()).isZero();
+        assertThat(result.rejected().get(1).reason()).contains("'has space'");
+        assertThat(result.rejected().get(2).reason()).contains("topic must not be blank");
+        assertThat(result.records()).extracting(OutboxRecord::key).containsExactly("fine");
+        assertThat(result.records().get(0).attempts()).isEqualTo(2);
     }
 
     @Test

@@ -2,11 +2,23 @@ package dev.outbox.testkit;
 
 import dev.outbox.spi.Store;
 
+import java.time.Clock;
+
 class InMemoryStoreContractTest extends StoreContract {
 
     @Override
     protected Store createStore() {
         return new InMemoryStore();
+    }
+
+    @Override
+    protected Store createStore(int maxKeyLength) {
+        return new InMemoryStore(Clock.systemUTC(), maxKeyLength);
+    }
+
+    @Override
+    protected void insertRow(Store store, String topic, String key, int attempts) {
+        ((InMemoryStore) store).insertRow(topic, key, attempts);
     }
 
     @Override

@@ -85,7 +85,8 @@ final class InboxTestSupport {
     /** Sends records without a message id header, as a producer other than the outbox might. */
     static void sendWithoutIds(String bootstrap, String topic, List<String> values) throws Exception {
         try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(Map.of(
-                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap), new StringSerializer(), new ByteArraySerializer())) {
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap), new StringSerializer(),
+                new ByteArraySerializer())) {
             for (String v : values) {
                 producer.send(new ProducerRecord<>(topic, "plain", v.getBytes(StandardCharsets.UTF_8)))
                         .get(10, TimeUnit.SECONDS);

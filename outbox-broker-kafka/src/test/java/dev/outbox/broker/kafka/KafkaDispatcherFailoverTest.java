@@ -3,6 +3,7 @@ package dev.outbox.broker.kafka;
 import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.OutboxMessage;
+import dev.outbox.testkit.Await;
 import dev.outbox.testkit.InMemoryStore;
 import dev.outbox.testkit.LeadershipTimeline;
 import dev.outbox.testservers.KafkaServer;
@@ -86,7 +87,7 @@ class KafkaDispatcherFailoverTest {
             for (int round = 0; round < 2; round++) {
                 Dispatcher leader = awaitLeader(alive, timeline);
                 int target = written.get() + 3_000;
-                Await.until(Duration.ofSeconds(30), "writer progress", () -> written.get() >= target);
+                Await.untilOrFail(() -> written.get() >= target, Duration.ofSeconds(30), () -> "writer progress");
                 alive.remove(leader);
                 long closing = System.nanoTime();
                 // close() stops marking and sending first, then drains, and leaves the group last.
@@ -94,9 +95,9 @@ class KafkaDispatcherFailoverTest {
                 leader.close();
                 Dispatcher nextLeader = awaitLeader(alive, timeline);
                 String nextName = nameOf(nextLeader, dispatchers);
-                Await.until(Duration.ofSeconds(5), "the listener heard of " + nextName + "'s leadership",
-                        () -> timeline.first(closing, e -> e.kind() == LeadershipTimeline.Kind.ACQUIRED
-                                && e.who().equals(nextName)) != null);
+                Await.untilOrFail(() -> timeline.first(closing, e -> e.kind() == LeadershipTimeline.Kind.ACQUIRED
+                                && e.who().equals(nextName)) != null, Duration.ofSeconds(5),
+                        () -> "the listener heard of " + nextName + "'s leadership");
                 LeadershipTimeline.Event acquired = timeline.first(closing,
                         e -> e.kind() == LeadershipTimeline.Kind.ACQUIRED && e.who().equals(nextName));
                 System.out.println("take-over after closing a leading dispatcher: "
@@ -104,8 +105,8 @@ class KafkaDispatcherFailoverTest {
             }
             writing.set(false);
             writer.join(10_000);
-            Await.until(Duration.ofSeconds(60), () -> "outbox drained, " + store.size() + " rows left",
-                    () -> store.size() == 0);
+            Await.untilOrFail(() -> store.size() == 0, Duration.ofSeconds(60),
+                    () -> "outbox drained, " + store.size() + " rows left");
         } finally {
             writing.set(false);
             for (Dispatcher d : alive) {
@@ -138,8 +139,8 @@ class KafkaDispatcherFailoverTest {
     }
 
     private static Dispatcher awaitLeader(List<Dispatcher> among, LeadershipTimeline timeline) {
-        Await.until(Duration.ofSeconds(30), () -> "a leader among the dispatchers\n" + timeline,
-                () -> among.stream().filter(Dispatcher::isLeader).count() == 1);
+        Await.untilOrFail(() -> among.stream().filter(Dispatcher::isLeader).count() == 1, Duration.ofSeconds(30),
+                () -> "a leader among the dispatchers\n" + timeline);
         return among.stream().filter(Dispatcher::isLeader).findFirst().orElseThrow();
     }
 }

@@ -1,6 +1,7 @@
 package dev.outbox.broker.kafka;
 
 import dev.outbox.store.postgres.PostgresInbox;
+import dev.outbox.testkit.Await;
 import dev.outbox.testservers.JdbcServer;
 import dev.outbox.testservers.KafkaServer;
 import dev.outbox.testservers.TestServers;
@@ -96,14 +97,15 @@ class KafkaInboxConsumerCrashTest {
                 .handler(InboxTestSupport.effectHandler("effects_crash"))
                 .property("session.timeout.ms", 6000).property("heartbeat.interval.ms", 500).build()) {
             next.start();
-            Await.until(Duration.ofSeconds(90), () -> next.applied() + " applied, " + next.duplicates()
-                    + " duplicates", () -> next.applied() + next.duplicates() == RECORDS - committedFrom);
+            Await.untilOrFail(() -> next.applied() + next.duplicates() == RECORDS - committedFrom,
+                    Duration.ofSeconds(90), () -> next.applied() + " applied, " + next.duplicates() + " duplicates");
             assertThat(next.duplicates()).as("redelivered after the kill, skipped by the inbox")
                     .isEqualTo(redelivered);
             assertThat(next.applied()).isEqualTo(RECORDS - COMMITTED_BEFORE_KILL);
         }
         System.out.println("inbox consumer SIGKILLed after " + COMMITTED_BEFORE_KILL + " database commits, offsets"
-                + " committed up to " + committedOffset + ": " + redelivered + " redelivered and skipped, 0 applied twice");
+                + " committed up to " + committedOffset + ": " + redelivered
+                + " redelivered and skipped, 0 applied twice");
         Map<String, Integer> counts = InboxTestSupport.effectCounts(db, "effects_crash");
         assertThat(counts).hasSize(RECORDS).allSatisfy((v, n) -> assertThat(n).as(v).isEqualTo(1));
     }

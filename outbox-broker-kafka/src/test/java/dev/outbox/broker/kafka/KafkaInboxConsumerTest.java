@@ -2,6 +2,7 @@ package dev.outbox.broker.kafka;
 
 import dev.outbox.FailedMessage;
 import dev.outbox.store.postgres.PostgresInbox;
+import dev.outbox.testkit.Await;
 import dev.outbox.testservers.JdbcServer;
 import dev.outbox.testservers.KafkaServer;
 import dev.outbox.testservers.TestServers;
@@ -70,8 +71,8 @@ class KafkaInboxConsumerTest {
         try (KafkaInboxConsumer c = consumer(topic, name("group"), inbox, InboxTestSupport.effectHandler(effects))
                 .consumerName("billing").build()) {
             c.start();
-            Await.until(Duration.ofSeconds(60), () -> c.applied() + "/" + c.duplicates(),
-                    () -> c.applied() + c.duplicates() == 43);
+            Await.untilOrFail(() -> c.applied() + c.duplicates() == 43, Duration.ofSeconds(60),
+                    () -> c.applied() + "/" + c.duplicates());
             assertThat(c.applied()).isEqualTo(33);
             assertThat(c.duplicates()).isEqualTo(10);
         }
@@ -85,8 +86,8 @@ class KafkaInboxConsumerTest {
         try (KafkaInboxConsumer again = consumer(topic, name("group"), inbox,
                 InboxTestSupport.effectHandler(effects)).consumerName("billing").build()) {
             again.start();
-            Await.until(Duration.ofSeconds(60), () -> "duplicates " + again.duplicates(),
-                    () -> again.duplicates() == 43);
+            Await.untilOrFail(() -> again.duplicates() == 43, Duration.ofSeconds(60),
+                    () -> "duplicates " + again.duplicates());
             assertThat(again.applied()).isZero();
         }
     }
@@ -121,8 +122,8 @@ class KafkaInboxConsumerTest {
                     }
                 }).build()) {
             c.start();
-            Await.until(Duration.ofSeconds(60), () -> c.applied() + " applied, " + c.failed() + " failed",
-                    () -> c.applied() == 18 && c.failed() == 2);
+            Await.untilOrFail(() -> c.applied() == 18 && c.failed() == 2, Duration.ofSeconds(60),
+                    () -> c.applied() + " applied, " + c.failed() + " failed");
         }
         assertThat(attemptsSeen).containsExactlyInAnyOrder(1, 2, 3, 1, 2, 3);
         List<FailedMessage> failed = inbox.failed(group, 10);
@@ -157,19 +158,20 @@ class KafkaInboxConsumerTest {
             c.start();
             InboxTestSupport.sendWithIds(kafka.bootstrapServers(), topic,
                     IntStream.range(0, 20).mapToObj(i -> "a" + i).toList());
-            Await.until(Duration.ofSeconds(60), () -> "applied " + c.applied(), () -> c.applied() == 20);
+            Await.untilOrFail(() -> c.applied() == 20, Duration.ofSeconds(60), () -> "applied " + c.applied());
 
             pg.stop();
             try {
                 InboxTestSupport.sendWithIds(kafka.bootstrapServers(), topic,
                         IntStream.range(0, 20).mapToObj(i -> "b" + i).toList());
-                Await.until(Duration.ofSeconds(30), () -> "outages " + outages.get(), () -> outages.get() >= 3);
+                Await.untilOrFail(() -> outages.get() >= 3, Duration.ofSeconds(30),
+                        () -> "outages " + outages.get());
                 assertThat(c.applied()).as("nothing applied while the database is away").isEqualTo(20);
                 assertThat(c.failed()).as("nothing given up on").isZero();
             } finally {
                 pg.restart();
             }
-            Await.until(Duration.ofSeconds(60), () -> "applied " + c.applied(), () -> c.applied() == 40);
+            Await.untilOrFail(() -> c.applied() == 40, Duration.ofSeconds(60), () -> "applied " + c.applied());
             assertThat(c.failure()).isNull();
         }
         Map<String, Integer> counts = InboxTestSupport.effectCounts(db, effects);
@@ -190,14 +192,15 @@ class KafkaInboxConsumerTest {
         try (KafkaInboxConsumer first = consumer(topic, group, inbox, InboxTestSupport.effectHandler(effects))
                 .consumerName("rebalance").build()) {
             first.start();
-            Await.until(Duration.ofSeconds(60), () -> "first applied " + first.applied(), () -> first.applied() >= 100);
+            Await.untilOrFail(() -> first.applied() >= 100, Duration.ofSeconds(60),
+                    () -> "first applied " + first.applied());
             // A second member joins while the first holds fetched, unprocessed records of every partition: the
             // revoked partitions' offsets must cover what is applied and no more, or their records would be lost.
             try (KafkaInboxConsumer second = consumer(topic, group, inbox, InboxTestSupport.effectHandler(effects))
                     .consumerName("rebalance").build()) {
                 second.start();
-                Await.until(Duration.ofSeconds(90), () -> first.applied() + " + " + second.applied() + " applied",
-                        () -> first.applied() + second.applied() == records);
+                Await.untilOrFail(() -> first.applied() + second.applied() == records, Duration.ofSeconds(90),
+                        () -> first.applied() + " + " + second.applied() + " applied");
                 assertThat(second.applied()).as("the second member took over partitions").isPositive();
             }
         }

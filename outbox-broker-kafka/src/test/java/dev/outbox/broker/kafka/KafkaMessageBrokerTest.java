@@ -4,6 +4,7 @@ import dev.outbox.Header;
 import dev.outbox.OutboxMessage;
 import dev.outbox.OutboxRecord;
 import dev.outbox.spi.DeliveryException;
+import dev.outbox.testkit.Await;
 import dev.outbox.testservers.KafkaServer;
 import dev.outbox.testservers.TestServers;
 import org.apache.kafka.clients.admin.Admin;
@@ -189,7 +190,7 @@ class KafkaMessageBrokerTest {
             DeliveryException again = failure(broker.send(record(missing, "k", "v2")), Duration.ofSeconds(1));
             assertThat(again.isPermanent()).isTrue();
             assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started)).isLessThan(400);
-            Await.until(Duration.ofSeconds(1), "nothing pending", () -> broker.pendingRecords() == 0);
+            Await.untilOrFail(() -> broker.pendingRecords() == 0, Duration.ofSeconds(1), () -> "nothing pending");
         }
     }
 
@@ -228,7 +229,7 @@ class KafkaMessageBrokerTest {
             assertThat(blockedMs).isLessThan(1_000);
             assertThat(completedMs).as("completed within about delivery.timeout.ms").isLessThan(3_000);
             assertThat(e.isPermanent()).as("%s", e).isFalse();
-            Await.until(Duration.ofSeconds(1), "nothing pending", () -> broker.pendingRecords() == 0);
+            Await.untilOrFail(() -> broker.pendingRecords() == 0, Duration.ofSeconds(1), () -> "nothing pending");
         }
     }
 
@@ -243,7 +244,7 @@ class KafkaMessageBrokerTest {
             }
             assertThat(broker.flush(Duration.ofSeconds(20))).isTrue();
             assertThat(stages).allMatch(f -> f.isDone() && !f.isCompletedExceptionally());
-            Await.until(Duration.ofSeconds(1), "nothing pending", () -> broker.pendingRecords() == 0);
+            Await.untilOrFail(() -> broker.pendingRecords() == 0, Duration.ofSeconds(1), () -> "nothing pending");
         }
     }
 

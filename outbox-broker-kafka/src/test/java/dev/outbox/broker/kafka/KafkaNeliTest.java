@@ -1,6 +1,7 @@
 package dev.outbox.broker.kafka;
 
 import dev.outbox.DispatcherConfig;
+import dev.outbox.testkit.Await;
 import dev.outbox.testkit.LeadershipTimeline;
 import dev.outbox.testservers.TestServers;
 import org.junit.jupiter.api.AfterEach;
@@ -78,8 +79,8 @@ class KafkaNeliTest {
     }
 
     private NeliContender awaitSingleLeader(List<NeliContender> among, Duration timeout) {
-        Await.until(timeout, () -> "a single leader among " + among + "\n" + timeline,
-                () -> among.stream().filter(NeliContender::isLeader).count() == 1);
+        Await.untilOrFail(() -> among.stream().filter(NeliContender::isLeader).count() == 1, timeout,
+                () -> "a single leader among " + among + "\n" + timeline);
         return among.stream().filter(NeliContender::isLeader).findFirst().orElseThrow();
     }
 
@@ -93,7 +94,8 @@ class KafkaNeliTest {
         NeliContender first = awaitSingleLeader(all, Duration.ofSeconds(30));
         long seen = first.ownHeartbeatsSeen();
         // Heartbeats keep flowing for several heartbeat timeouts without a fence.
-        Await.until(Duration.ofSeconds(10), "leader sees its heartbeats", () -> first.ownHeartbeatsSeen() >= seen + 30);
+        Await.untilOrFail(() -> first.ownHeartbeatsSeen() >= seen + 30, Duration.ofSeconds(10),
+                () -> "leader sees its heartbeats");
         assertThat(timeline.first(0, e -> e.kind() == LeadershipTimeline.Kind.FENCED)).as("fence in\n%s", timeline).isNull();
         assertThat(all.stream().filter(NeliContender::isLeader)).containsExactly(first);
 
@@ -169,12 +171,12 @@ class KafkaNeliTest {
 
         // When it polls again it learns that it lost the partition and stays a standby.
         leader.stall(false);
-        Await.until(Duration.ofSeconds(15), "the ex-leader notices it lost the partition",
-                () -> !leader.transport.isAssigned());
+        Await.untilOrFail(() -> !leader.transport.isAssigned(), Duration.ofSeconds(15),
+                () -> "the ex-leader notices it lost the partition");
         long rejoined = System.nanoTime();
         long seenByNext = next.ownHeartbeatsSeen();
-        Await.until(Duration.ofSeconds(10), "the new leader keeps seeing its heartbeats",
-                () -> next.ownHeartbeatsSeen() >= seenByNext + 15);
+        Await.untilOrFail(() -> next.ownHeartbeatsSeen() >= seenByNext + 15, Duration.ofSeconds(10),
+                () -> "the new leader keeps seeing its heartbeats");
         assertThat(next.isLeader()).isTrue();
         assertThat(timeline.first(rejoined, e -> e.kind() == LeadershipTimeline.Kind.ACQUIRED)).isNull();
         assertThat(leader.isLeader()).isFalse();
@@ -191,8 +193,8 @@ class KafkaNeliTest {
             // start() must not fail: the leader topic cannot even be checked yet
             all.add(contender("c0"));
             all.add(contender("c1"));
-            Await.until(Duration.ofSeconds(15), "both contenders joined (their loops are polling)",
-                    () -> all.stream().allMatch(c -> c.polls() > 3));
+            Await.untilOrFail(() -> all.stream().allMatch(c -> c.polls() > 3), Duration.ofSeconds(15),
+                    () -> "both contenders joined (their loops are polling)");
             assertThat(all).allMatch(c -> c.failure() == null && c.isRunning());
         } finally {
             TestServers.kafka().restart();
@@ -208,12 +210,13 @@ class KafkaNeliTest {
         UUID firstId = leader.leaderId();
         long deafened = System.nanoTime();
         leader.deafen(true);
-        long fencedAt = Await.until(Duration.ofSeconds(5), "the deaf leader fences itself", () -> !leader.isLeader());
+        long fencedAt = Await.untilOrFail(() -> !leader.isLeader(), Duration.ofSeconds(5),
+                () -> "the deaf leader fences itself");
         assertThat(millis(fencedAt - deafened)).isLessThanOrEqualTo(HEARTBEAT_TIMEOUT.toMillis() + 3 * POLL.toMillis());
         // It still owns the partition, so nobody else may lead; once it hears itself again it leads anew.
         assertThat(leader.transport.isAssigned()).isTrue();
         leader.deafen(false);
-        Await.until(Duration.ofSeconds(5), "the leader resumes", leader::isLeader);
+        Await.untilOrFail(leader::isLeader, Duration.ofSeconds(5), () -> "the leader resumes");
         assertThat(leader.leaderId()).isNotEqualTo(firstId);
         assertThat(all.stream().filter(NeliContender::isLeader)).containsExactly(leader);
         timeline.assertExclusive();

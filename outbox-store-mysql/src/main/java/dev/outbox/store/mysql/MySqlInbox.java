@@ -160,7 +160,7 @@ public final class MySqlInbox implements Inbox {
                 log.debug("{}: message {} was processed already", consumer, messageId);
                 return false;
             }
-            throw MySqlErrors.translate("recording message " + messageId + " for " + consumer + " in " + table, e);
+            throw MySqlDialect.ERRORS.translate("recording message " + messageId + " for " + consumer + " in " + table, e);
         }
         try {
             handler.handle(connection);
@@ -188,7 +188,7 @@ public final class MySqlInbox implements Inbox {
                     ? failed.reason().substring(0, MySqlStore.MAX_REASON_LENGTH) + "…" : failed.reason());
             insert.executeUpdate();
         } catch (SQLException e) {
-            throw MySqlErrors.translate("recording failed message " + failed.messageId() + " in " + failedTable, e);
+            throw MySqlDialect.ERRORS.translate("recording failed message " + failed.messageId() + " in " + failedTable, e);
         }
     }
 
@@ -232,7 +232,7 @@ public final class MySqlInbox implements Inbox {
         try (Handle handle = jdbi.open()) {
             return work.withHandle(handle);
         } catch (SQLException | JdbiException | IllegalStateException e) {
-            throw MySqlErrors.translate(operation, e);
+            throw MySqlDialect.ERRORS.translate(operation, e);
         }
     }
 

@@ -3,8 +3,9 @@ package dev.outbox.store.mysql;
 import dev.outbox.Header;
 import dev.outbox.MessageIds;
 import dev.outbox.OutboxMessage;
-import dev.outbox.Publisher;
+import dev.outbox.spi.RowChecks;
 import dev.outbox.spi.SqlTableNames;
+import dev.outbox.store.sql.SqlPublisher;
 import org.jdbi.v3.core.Handle;
 
 import java.sql.Connection;
@@ -33,7 +34,7 @@ import java.util.Objects;
  *
  * <p>Immutable and thread-safe; a single connection must of course not be used by two threads at once.
  */
-public final class MySqlPublisher implements Publisher {
+public final class MySqlPublisher extends SqlPublisher {
     /** The longest value a {@code MEDIUMBLOB} holds: 16 MiB - 1 bytes. */
     public static final int MAX_VALUE_BYTES = (1 << 24) - 1;
     static final int MAX_ROWS_PER_STATEMENT = 500;
@@ -41,12 +42,11 @@ public final class MySqlPublisher implements Publisher {
     private static final String ROW = "(?, ?, ?, ?, ?)";
 
     private final SqlTableNames names;
-    private final int maxKeyLength;
     private final String insertPrefix;
 
     MySqlPublisher(SqlTableNames names, int maxKeyLength) {
+        super(maxKeyLength);
         this.names = names;
-        this.maxKeyLength = maxKeyLength;
         this.insertPrefix = "INSERT INTO " + names.outbox() + " (topic, `key`, value, headers, message_id) VALUES ";
     }
 
@@ -81,27 +81,16 @@ public final class MySqlPublisher implements Publisher {
                 from = to;
             }
         } catch (SQLException e) {
-            throw MySqlErrors.translate("writing " + messages.size() + " message(s) to " + names.outbox()
+            throw MySqlDialect.ERRORS.translate("writing " + messages.size() + " message(s) to " + names.outbox()
                     + (from > 0 ? " (from message " + from + ")" : ""), e);
         }
     }
 
-    /** Writes one message on the handle's connection, in the handle's current transaction. */
-    public void publish(Handle handle, OutboxMessage message) {
-        publish(handle, List.of(Objects.requireNonNull(message, "message must not be null")));
-    }
-
-    /** Writes {@code messages}, in list order, on the handle's connection, in the handle's current transaction. */
-    public void publish(Handle handle, List<OutboxMessage> messages) {
-        Objects.requireNonNull(handle, "handle must not be null");
-        publish(handle.getConnection(), messages);
-    }
-
     /**
      * The single-row {@code INSERT} statement; any language may write rows the same way, with {@code headers}
-     * NULL or a JSON array as described in the README, and {@code message_id} the 16 bytes of a version 7 UUID
-     * (or leave the column out: its default assigns one).
+     * NULL or a JSON array as described in the README.
      */
+    @Override
     public String insertSql() {
         return insertPrefix + ROW;
     }
@@ -136,19 +125,10 @@ public final class MySqlPublisher implements Publisher {
 
     /** Checks that {@code message} fits the table; returns its headers column. */
     private String validate(int index, OutboxMessage message) {
-        if (message == null) {
-            throw new IllegalArgumentException("message " + index + " is null");
-        }
-        String key = message.key();
-        int keyLength = key.codePointCount(0, key.length());
-        if (keyLength > maxKeyLength) {
-            throw new IllegalArgumentException("message " + index + " (topic '" + message.topic() + "'): key is "
-                    + keyLength + " characters, longer than the store's maxKeyLength " + maxKeyLength + ": "
-                    + RowReader.abbreviate(key));
-        }
+        String key = check(index, message).key();
         if (message.valueSize() > MAX_VALUE_BYTES) {
             throw new IllegalArgumentException("message " + index + " (topic '" + message.topic() + "', key "
-                    + RowReader.abbreviate(key) + "): value is " + message.valueSize() + " bytes, longer than "
+                    + RowChecks.abbreviate(key) + "): value is " + message.valueSize() + " bytes, longer than "
                     + MAX_VALUE_BYTES + " (MEDIUMBLOB)");
         }
         checkWellFormed(index, "topic", message.topic());

@@ -4,39 +4,27 @@ import dev.outbox.MessageIds;
 import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
 import dev.outbox.spi.MarkResult;
-import dev.outbox.spi.SqlStoreSettings;
-import dev.outbox.spi.SqlTableNames;
+import dev.outbox.spi.MarkedRow;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
+import dev.outbox.store.sql.SqlStore;
 import org.jdbi.v3.core.Handle;
 import org.jdbi.v3.core.Handles;
 import org.jdbi.v3.core.Jdbi;
-import org.jdbi.v3.core.JdbiException;
 import org.jdbi.v3.core.statement.SqlStatement;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 import javax.sql.DataSource;
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.SQLFeatureNotSupportedException;
 import java.sql.Statement;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
-import java.util.TreeSet;
 import java.util.UUID;
-import java.util.concurrent.Executor;
 import java.util.function.Consumer;
 
 /**
@@ -99,21 +87,22 @@ import java.util.function.Consumer;
  *
  * <p>Immutable and thread-safe.
  */
-public final class MySqlStore implements Store {
-    /** The default table name. */
-    public static final String DEFAULT_TABLE = "outbox";
-    /** The default statement timeout. */
-    public static final Duration DEFAULT_STATEMENT_TIMEOUT = Duration.ofSeconds(30);
-    /** The default and the schema's longest key, in characters: {@code VARCHAR(1024)}. */
-    public static final int DEFAULT_MAX_KEY_LENGTH = 1024;
-    /** Up to this many rows {@link #backlog()} counts exactly; above, it estimates. */
-    public static final long EXACT_BACKLOG_LIMIT = 100_000;
+public final class MySqlStore extends SqlStore {
+    /** The default and the schema's longest key, in code points: {@code VARCHAR(1024)}. */
+    public static final int DEFAULT_MAX_KEY_LENGTH = MySqlDialect.DEFAULT_MAX_KEY_LENGTH;
     /** The most ids bound into one {@code IN (...)} list; larger batches take several statements. */
     public static final int MAX_IDS_PER_STATEMENT = 1_000;
     /** Reasons longer than this many characters are cut when a row is parked ({@code TEXT} holds 64 KiB). */
     static final int MAX_REASON_LENGTH = 8_000;
 
-    static final String SCHEMA_RESOURCE = "dev/outbox/store/mysql/schema.sql";
+    private static final String READ_COMMITTED = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED";
+    /** The {@code leader_id} of a row nobody has marked: 16 zero bytes, the nil UUID. */
+    static final String UNMARKED = "X'00000000000000000000000000000000'";
+    private static final UUID NIL = new UUID(0, 0);
+
+    private final MySqlPublisher publisher;
+
+    /** The in-place upgrade of tables created before message ids. */
     static final String UPGRADE_RESOURCE = "dev/outbox/store/mysql/upgrade-message-id.sql";
     /**
      * A version 7 UUID as a MySQL expression, for the column default of plain-SQL writers: 12 hex digits of Unix
@@ -123,37 +112,14 @@ public final class MySqlStore implements Store {
     static final String UUIDV7_EXPRESSION = "UNHEX(CONCAT(LPAD(HEX(FLOOR(UNIX_TIMESTAMP(CURRENT_TIMESTAMP(3)) * 1000)),"
             + " 12, '0'), '7', SUBSTR(HEX(RANDOM_BYTES(2)), 2, 3), HEX(128 | (ASCII(RANDOM_BYTES(1)) & 63)),"
             + " HEX(RANDOM_BYTES(7))))";
-    private static final Logger log = LoggerFactory.getLogger(MySqlStore.class);
-    private static final Executor DIRECT = Runnable::run;
-    /** MySQL and MariaDB limit table and database names to 64 characters and quote them with backticks. */
-    private static final SqlTableNames.Dialect TABLE_NAMES = new SqlTableNames.Dialect("MySQL", 64, '`');
-    private static final String READ_COMMITTED = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED";
-    /** The {@code leader_id} of a row nobody has marked: 16 zero bytes, the nil UUID. */
-    static final String UNMARKED = "X'00000000000000000000000000000000'";
-    private static final UUID NIL = new UUID(0, 0);
-
-    private final Jdbi jdbi;
-    private final SqlTableNames names;
-    private final Duration statementTimeout;
-    private final int queryTimeoutSeconds;
-    private final int networkTimeoutMillis;
-    private final int maxKeyLength;
-    private final RowReader reader;
-    private final MySqlPublisher publisher;
 
     private final String candidatesSql;
     private final String backlogSql;
     private final String parkedSql;
 
     private MySqlStore(Builder builder) {
-        this.jdbi = builder.jdbi;
-        this.names = TABLE_NAMES.names(builder.schema, builder.table);
-        this.statementTimeout = builder.statementTimeout;
-        this.queryTimeoutSeconds = (int) Math.min(Integer.MAX_VALUE, (statementTimeout.toMillis() + 999) / 1000);
-        this.networkTimeoutMillis = (int) Math.min(Integer.MAX_VALUE, statementTimeout.toMillis() * 2);
-        this.maxKeyLength = builder.maxKeyLength;
-        this.reader = new RowReader(maxKeyLength);
-        this.publisher = new MySqlPublisher(names, maxKeyLength);
+        super(builder);
+        this.publisher = new MySqlPublisher(names, maxKeyLength());
 
         String t = names.outbox();
         this.candidatesSql = "SELECT id FROM " + t + " FORCE INDEX (PRIMARY) WHERE leader_id <> ? ORDER BY id LIMIT ?";
@@ -163,59 +129,39 @@ public final class MySqlStore implements Store {
                 + " ORDER BY id LIMIT ?";
     }
 
-    /** Starts a builder for a store that takes its connections from {@code jdbi}. */
+    /**
+     * Starts a builder for a MySQL or MariaDB store on the connections of {@code jdbi}, or, with the other entry
+     * point, of a pooling data source.
+     */
     public static Builder builder(Jdbi jdbi) {
-        return new Builder(Objects.requireNonNull(jdbi, "jdbi must not be null"));
+        return new Builder(jdbi);
     }
 
-    /**
-     * Starts a builder for a store that takes its connections from {@code dataSource}; use a pooling data
-     * source, since every call takes a connection and gives it back.
-     */
+    /** See {@link #builder(Jdbi)}. */
     public static Builder builder(DataSource dataSource) {
-        return new Builder(Jdbi.create(Objects.requireNonNull(dataSource, "dataSource must not be null")));
+        return new Builder(jdbi(dataSource));
+    }
+
+    @Override
+    public MySqlPublisher publisher() {
+        return publisher;
     }
 
     /**
-     * The DDL for this store's tables (the {@code schema.sql} resource of this package), with the configured
-     * names filled in: statements separated by {@code ;} at the end of a line. Idempotent: it only creates what
-     * does not exist yet.
+     * DDL commits implicitly in MySQL, so the two tables are created one after the other, each atomically; the DDL
+     * is split into statements at {@code ;} ending a line. A named lock serializes concurrent creators.
      */
-    public String schemaSql() {
-        return render(SCHEMA_RESOURCE);
-    }
-
-    /**
-     * The in-place upgrade of tables created before message ids (the {@code upgrade-message-id.sql} resource of this
-     * package), names filled in: statements separated by {@code ;} at the end of a line. {@link #createSchema()} runs
-     * it when the {@code message_id} column is missing.
-     */
-    public String upgradeSql() {
-        return render(UPGRADE_RESOURCE);
-    }
-
-    private String render(String resource) {
-        return template(resource).replace("${outbox}", names.outbox()).replace("${parked}", names.parked())
-                .replace("${uuidv7}", UUIDV7_EXPRESSION);
-    }
-
-    /**
-     * Creates the outbox table and its parked table if they do not exist yet ({@link #schemaSql()}). Safe to call
-     * from several processes at once and on every start-up; it never changes a table that exists already. (DDL
-     * commits implicitly in MySQL, so the two tables are created one after the other, each atomically.)
-     *
-     * @throws StoreException if the DDL fails, for example for lack of privileges
-     */
-    public void createSchema() {
-        List<String> statements = statements(schemaSql());
-        withHandle("creating the outbox schema for " + names.outbox(), false, handle -> {
+    @Override
+    protected void createTables(String ddl) {
+        List<String> statements = statements(ddl);
+        withHandle("creating the outbox schema for " + names.outbox(), handle -> {
             // Serializes concurrent creators (CREATE TABLE IF NOT EXISTS is safe anyway; this keeps the log quiet).
             // Lock names are limited to 64 characters: a hash of the table names stands for them.
             String lock = "dev.outbox.schema." + Integer.toHexString(names.outbox().hashCode());
-            handle.createQuery("SELECT GET_LOCK(?, ?)").bind(0, lock).bind(1, queryTimeoutSeconds)
+            handle.createQuery("SELECT GET_LOCK(?, ?)").bind(0, lock).bind(1, queryTimeoutSeconds())
                     .mapTo(Integer.class).one();
             try (Statement statement = handle.getConnection().createStatement()) {
-                statement.setQueryTimeout(queryTimeoutSeconds);
+                statement.setQueryTimeout(queryTimeoutSeconds());
                 for (String sql : statements) {
                     statement.execute(sql);
                 }
@@ -230,7 +176,6 @@ public final class MySqlStore implements Store {
             }
             return null;
         });
-        log.info("Outbox schema ready: {} and {}", names.outbox(), names.parked());
     }
 
     /** Whether the outbox or its parked table lacks the message_id column (created before message ids). */
@@ -242,27 +187,19 @@ public final class MySqlStore implements Store {
                 .mapTo(Integer.class).one() < 2;
     }
 
-    /** The outbox table as it appears in SQL: quoted, and qualified if a schema was configured. */
-    public String table() {
-        return names.outbox();
-    }
-
-    /** The parked table as it appears in SQL. */
-    public String parkedTable() {
-        return names.parked();
-    }
-
-    public Duration statementTimeout() {
-        return statementTimeout;
-    }
-
-    public int maxKeyLength() {
-        return maxKeyLength;
-    }
-
+    /** Fills in the message-id expression, {@code ${uuidv7}}. */
     @Override
-    public MySqlPublisher publisher() {
-        return publisher;
+    protected String fillIn(String sql) {
+        return sql.replace("${uuidv7}", UUIDV7_EXPRESSION);
+    }
+
+    /**
+     * The in-place upgrade of tables created before message ids (the {@code upgrade-message-id.sql} resource of this
+     * package), names filled in: statements separated by {@code ;} at the end of a line. {@link #createSchema()} runs
+     * it when the {@code message_id} column is missing.
+     */
+    public String upgradeSql() {
+        return render(UPGRADE_RESOURCE);
     }
 
     @Override
@@ -278,9 +215,7 @@ public final class MySqlStore implements Store {
             throw new IllegalArgumentException("leaderId must not be the nil UUID " + NIL
                     + ": in leader_id it stands for an unmarked row");
         }
-        if (limit < 1) {
-            throw new IllegalArgumentException("limit must be at least 1: " + limit);
-        }
+        limit(limit);
         byte[] leader = RowReader.bytes(leaderId);
         return inTransaction("marking up to " + limit + " rows of " + names.outbox() + " for leader " + leaderId,
                 handle -> {
@@ -289,8 +224,7 @@ public final class MySqlStore implements Store {
                     if (candidates.isEmpty()) {
                         return MarkResult.of(List.of());
                     }
-                    List<OutboxRecord> records = new ArrayList<>(candidates.size());
-                    List<MarkResult.Rejected> rejected = new ArrayList<>();
+                    List<MarkedRow> rows = new ArrayList<>(candidates.size());
                     List<Long> marked = new ArrayList<>(candidates.size());
                     Map<Long, UUID> unnamed = new TreeMap<>();
                     for (List<Long> chunk : chunks(candidates, MAX_IDS_PER_STATEMENT)) {
@@ -303,17 +237,13 @@ public final class MySqlStore implements Store {
                                         if (Arrays.equals(leader, rs.getBytes(7))) {
                                             continue; // a concurrent mark with the same leader id took it
                                         }
-                                        Object row = reader.read(rs, leaderId);
-                                        if (row instanceof OutboxRecord read) {
-                                            OutboxRecord record = read.messageId() != null ? read
-                                                    : withNewMessageId(read, unnamed);
-                                            records.add(record);
-                                            marked.add(record.id());
-                                        } else {
-                                            MarkResult.Rejected bad = (MarkResult.Rejected) row;
-                                            rejected.add(bad);
-                                            marked.add(bad.id());
+                                        MarkedRow row = RowReader.read(rs, leaderId, maxKeyLength());
+                                        if (row instanceof MarkedRow.Readable readable
+                                                && readable.record().messageId() == null) {
+                                            row = new MarkedRow.Readable(withNewMessageId(readable.record(), unnamed));
                                         }
+                                        rows.add(row);
+                                        marked.add(row.id());
                                     }
                                     return null;
                                 });
@@ -325,14 +255,37 @@ public final class MySqlStore implements Store {
                     }
                     assignMessageIds(handle, unnamed);
                     whileLocked.accept(handle);
-                    records.sort(Comparator.comparingLong(OutboxRecord::id));
-                    rejected.sort(Comparator.comparingLong(MarkResult.Rejected::id));
-                    if (!rejected.isEmpty()) {
-                        log.warn("Marked {} row(s) of {} that are not valid messages, first: id {}: {}",
-                                rejected.size(), names.outbox(), rejected.get(0).id(), rejected.get(0).reason());
-                    }
-                    return new MarkResult(records, rejected);
+                    return marked(rows);
                 });
+    }
+
+    /** {@code record} with a new message id, noted in {@code unnamed} to be stored by the mark. */
+    private static OutboxRecord withNewMessageId(OutboxRecord record, Map<Long, UUID> unnamed) {
+        UUID id = MessageIds.next();
+        unnamed.put(record.id(), id);
+        return new OutboxRecord(record.id(), record.createdAt(), record.message(), record.attempts(),
+                record.leaderId(), id);
+    }
+
+    /**
+     * Stores the message ids the mark gave to rows that had none (rows older than the column), in the mark's
+     * transaction, before any of them is published.
+     */
+    private void assignMessageIds(Handle handle, Map<Long, UUID> unnamed) {
+        List<Long> ids = new ArrayList<>(unnamed.keySet());
+        for (List<Long> chunk : chunks(ids, MAX_IDS_PER_STATEMENT / 2)) {
+            StringBuilder cases = new StringBuilder("CASE id");
+            for (int i = 0; i < chunk.size(); i++) {
+                cases.append(" WHEN ? THEN ?");
+            }
+            var update = timed(handle.createUpdate("UPDATE " + names.outbox() + " SET message_id = " + cases
+                    + " END WHERE id IN (" + placeholders(chunk.size()) + ")"));
+            int p = 0;
+            for (Long id : chunk) {
+                update.bind(p++, id.longValue()).bind(p++, RowReader.bytes(unnamed.get(id)));
+            }
+            bindIds(update, p, chunk).execute();
+        }
     }
 
     @Override
@@ -372,16 +325,9 @@ public final class MySqlStore implements Store {
 
     @Override
     public void park(Map<Long, String> reasons) {
-        Objects.requireNonNull(reasons, "reasons must not be null");
-        if (reasons.isEmpty()) {
+        TreeMap<Long, String> sorted = reasons(reasons, MySqlStore::storable);
+        if (sorted.isEmpty()) {
             return;
-        }
-        TreeMap<Long, String> sorted = new TreeMap<>();
-        for (Map.Entry<Long, String> entry : reasons.entrySet()) {
-            if (entry.getKey() == null) {
-                throw new IllegalArgumentException("reasons contains a null id");
-            }
-            sorted.put(entry.getKey(), reason(entry.getValue()));
         }
         List<Long> all = new ArrayList<>(sorted.keySet());
         int chunkSize = MAX_IDS_PER_STATEMENT / 2;
@@ -416,9 +362,7 @@ public final class MySqlStore implements Store {
 
     @Override
     public List<ParkedRecord> parked(int limit) {
-        if (limit < 1) {
-            throw new IllegalArgumentException("limit must be at least 1: " + limit);
-        }
+        limit(limit);
         return inTransaction("listing parked rows of " + names.parked(), handle ->
                 timed(handle.createQuery(parkedSql)).bind(0, limit).map((rs, ctx) ->
                         new ParkedRecord(rs.getLong(1), rs.getString(2), rs.getString(3), rs.getInt(4),
@@ -471,41 +415,7 @@ public final class MySqlStore implements Store {
                 }).one());
     }
 
-    @Override
-    public String toString() {
-        return "MySqlStore{table=" + names.outbox() + ", statementTimeout=" + statementTimeout + '}';
-    }
-
     // ------------------------------------------------------------------------------------------ internals
-
-    /** {@code record} with a new message id, noted in {@code unnamed} to be stored by the mark. */
-    private static OutboxRecord withNewMessageId(OutboxRecord record, Map<Long, UUID> unnamed) {
-        UUID id = MessageIds.next();
-        unnamed.put(record.id(), id);
-        return new OutboxRecord(record.id(), record.createdAt(), record.message(), record.attempts(),
-                record.leaderId(), id);
-    }
-
-    /**
-     * Stores the message ids the mark gave to rows that had none (rows older than the column), in the mark's
-     * transaction, before any of them is published.
-     */
-    private void assignMessageIds(Handle handle, Map<Long, UUID> unnamed) {
-        List<Long> ids = new ArrayList<>(unnamed.keySet());
-        for (List<Long> chunk : chunks(ids, MAX_IDS_PER_STATEMENT / 2)) {
-            StringBuilder cases = new StringBuilder("CASE id");
-            for (int i = 0; i < chunk.size(); i++) {
-                cases.append(" WHEN ? THEN ?");
-            }
-            var update = timed(handle.createUpdate("UPDATE " + names.outbox() + " SET message_id = " + cases
-                    + " END WHERE id IN (" + placeholders(chunk.size()) + ")"));
-            int p = 0;
-            for (Long id : chunk) {
-                update.bind(p++, id.longValue()).bind(p++, RowReader.bytes(unnamed.get(id)));
-            }
-            bindIds(update, p, chunk).execute();
-        }
-    }
 
     /** Locks the rows of {@code table} with the given ids (ascending); returns the ids that exist. */
     private List<Long> lockIds(Handle handle, String table, List<Long> ids) {
@@ -523,40 +433,21 @@ public final class MySqlStore implements Store {
     }
 
     private <S extends SqlStatement<S>> S timed(S statement) {
-        return statement.setQueryTimeout(queryTimeoutSeconds);
-    }
-
-    /** Work on a handle that may throw SQL exceptions. */
-    @FunctionalInterface
-    private interface Work<T> {
-        T run(Handle handle) throws SQLException;
-    }
-
-    /** Runs {@code work} in a READ COMMITTED transaction of its own and commits it. */
-    private <T> T inTransaction(String operation, Work<T> work) {
-        return withHandle(operation, true, work);
+        return statement.setQueryTimeout(queryTimeoutSeconds());
     }
 
     /**
-     * Runs {@code work} on a connection of its own, in a READ COMMITTED transaction if {@code transaction}, with
-     * the connection's network timeout bounded; translates every failure and leaves the connection as it found it.
+     * Runs {@code work} in a READ COMMITTED transaction of its own and commits it, on a connection bounded as
+     * {@link #withHandle} describes; leaves the connection's auto-commit mode as it found it.
      */
-    private <T> T withHandle(String operation, boolean transaction, Work<T> work) {
-        Handle handle;
-        try {
-            handle = jdbi.open();
-        } catch (JdbiException | IllegalStateException e) {
-            throw MySqlErrors.translate(operation, e);
-        }
-        // This class ends its transactions itself, on the connection; Jdbi must not second-guess that on close.
-        handle.getConfig(Handles.class).setForceEndTransactions(false);
-        Connection connection = handle.getConnection();
-        Integer previousNetworkTimeout = null;
-        boolean restoreAutoCommit = false;
-        boolean committed = !transaction;
-        try {
-            previousNetworkTimeout = setNetworkTimeout(connection);
-            if (transaction) {
+    private <T> T inTransaction(String operation, Work<T> work) {
+        return withHandle(operation, handle -> {
+            // This class ends its transactions itself, on the connection; Jdbi must not second-guess that on close.
+            handle.getConfig(Handles.class).setForceEndTransactions(false);
+            Connection connection = handle.getConnection();
+            boolean restoreAutoCommit = false;
+            boolean committed = false;
+            try {
                 if (connection.getAutoCommit()) {
                     connection.setAutoCommit(false);
                     restoreAutoCommit = true;
@@ -564,36 +455,20 @@ public final class MySqlStore implements Store {
                     connection.rollback(); // ends whatever the pool left open, so the next line may set the level
                 }
                 try (Statement statement = connection.createStatement()) {
-                    statement.setQueryTimeout(queryTimeoutSeconds);
+                    statement.setQueryTimeout(queryTimeoutSeconds());
                     statement.execute(READ_COMMITTED);
                 }
-            }
-            T result = work.run(handle);
-            if (transaction) {
+                T result = work.run(handle);
                 connection.commit();
                 committed = true;
+                return result;
+            } finally {
+                endTransaction(connection, committed, restoreAutoCommit);
             }
-            return result;
-        } catch (SQLException | JdbiException | IllegalStateException e) {
-            throw MySqlErrors.translate(operation, e);
-        } finally {
-            release(handle, connection, committed, restoreAutoCommit, previousNetworkTimeout);
-        }
+        });
     }
 
-    private Integer setNetworkTimeout(Connection connection) throws SQLException {
-        try {
-            int previous = connection.getNetworkTimeout();
-            connection.setNetworkTimeout(DIRECT, networkTimeoutMillis);
-            return previous;
-        } catch (SQLFeatureNotSupportedException | UnsupportedOperationException e) {
-            log.debug("The connection does not support a network timeout; relying on the statement timeout", e);
-            return null;
-        }
-    }
-
-    private static void release(Handle handle, Connection connection, boolean committed, boolean restoreAutoCommit,
-                                Integer previousNetworkTimeout) {
+    private void endTransaction(Connection connection, boolean committed, boolean restoreAutoCommit) {
         try {
             if (!committed) {
                 connection.rollback();
@@ -601,24 +476,14 @@ public final class MySqlStore implements Store {
             if (restoreAutoCommit) {
                 connection.setAutoCommit(true);
             }
-            if (previousNetworkTimeout != null) {
-                connection.setNetworkTimeout(DIRECT, previousNetworkTimeout);
-            }
         } catch (SQLException | RuntimeException e) {
             // A broken connection: the server rolls back whatever was open; the pool discards the connection.
-            log.debug("Could not restore a connection after use", e);
-        }
-        try {
-            handle.close();
-        } catch (RuntimeException e) {
-            log.debug("Could not close a connection cleanly", e);
+            log.debug("Could not end a transaction cleanly", e);
         }
     }
 
-    private static String reason(String reason) {
-        if (reason == null) {
-            return "(no reason given)";
-        }
+    /** {@code reason}, cut to {@value #MAX_REASON_LENGTH} characters, with what utf8mb4 cannot store replaced. */
+    private static String storable(String reason) {
         String text = reason.length() > MAX_REASON_LENGTH ? reason.substring(0, MAX_REASON_LENGTH) + "…" : reason;
         StringBuilder out = new StringBuilder(text.length());
         for (int i = 0; i < text.length(); i++) {
@@ -630,21 +495,6 @@ public final class MySqlStore implements Store {
             }
         }
         return out.toString();
-    }
-
-    /** The ids, checked, without duplicates, ascending (so that rows are always locked in the same order). */
-    private static List<Long> ids(String what, Collection<Long> ids) {
-        Objects.requireNonNull(ids, what + " must not be null");
-        TreeSet<Long> sorted = new TreeSet<>();
-        int i = 0;
-        for (Long id : ids) {
-            if (id == null) {
-                throw new IllegalArgumentException(what + " contains null at position " + i);
-            }
-            sorted.add(id);
-            i++;
-        }
-        return new ArrayList<>(sorted);
     }
 
     /** {@code ids} in consecutive pieces of at most {@code size}; none for no ids. */
@@ -692,73 +542,15 @@ public final class MySqlStore implements Store {
         return statements;
     }
 
-    private static String template(String resource) {
-        try (InputStream in = MySqlStore.class.getClassLoader().getResourceAsStream(resource)) {
-            if (in == null) {
-                throw new IllegalStateException("resource " + resource + " is missing from the classpath");
-            }
-            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot read " + resource, e);
-        }
-    }
-
     /**
-     * Configures a {@link MySqlStore}. Not thread-safe; {@link #build()} returns an immutable store. Every setter
-     * rejects a bad value at once, naming it.
+     * Configures a {@link MySqlStore}: {@link #schema}, {@link #table}, {@link #statementTimeout} and
+     * {@link #maxKeyLength}, whose default here is the schema's column width, {@value MySqlStore#DEFAULT_MAX_KEY_LENGTH}
+     * (set it lower to what your consumers accept, or higher only after widening the {@code key} column). Not
+     * thread-safe; {@link #build()} returns an immutable store. Every setter rejects a bad value at once, naming it.
      */
-    public static final class Builder {
-        private final Jdbi jdbi;
-        private String schema;
-        private String table = DEFAULT_TABLE;
-        private Duration statementTimeout = DEFAULT_STATEMENT_TIMEOUT;
-        private int maxKeyLength = DEFAULT_MAX_KEY_LENGTH;
-
+    public static final class Builder extends SqlStore.Builder<Builder, MySqlStore> {
         private Builder(Jdbi jdbi) {
-            this.jdbi = jdbi;
-        }
-
-        /**
-         * The database ("schema" in MySQL's words) of the outbox tables. Default: none, so the tables are found in
-         * the connection's current database. Lower-case letters, digits and underscores, at most 64 characters.
-         */
-        public Builder schema(String schema) {
-            this.schema = TABLE_NAMES.validateSchema(schema);
-            return this;
-        }
-
-        /**
-         * The outbox table's name; the parked rows go to a table of the same name with {@code _parked} appended.
-         * Default {@value MySqlStore#DEFAULT_TABLE}. Lower-case letters, digits and underscores, at most 57
-         * characters (so that the parked table's name fits MySQL's limit of 64).
-         */
-        public Builder table(String table) {
-            this.table = TABLE_NAMES.validateTable(table);
-            return this;
-        }
-
-        /**
-         * The longest any statement (or lock wait) of a store call may take; default 30 s, at least 1 ms. Applied
-         * as a JDBC query timeout, which MySQL counts in whole seconds: it is rounded up.
-         */
-        public Builder statementTimeout(Duration statementTimeout) {
-            this.statementTimeout = SqlStoreSettings.statementTimeout(statementTimeout);
-            return this;
-        }
-
-        /**
-         * The longest key, in characters, that the publisher writes and that a marked row may have (a longer
-         * one, written by plain SQL, is rejected so that the dispatcher parks it). Default and the schema's
-         * column width: {@value MySqlStore#DEFAULT_MAX_KEY_LENGTH}. Set it lower to what your consumers accept, or
-         * higher only after widening the {@code key} column.
-         */
-        public Builder maxKeyLength(int maxKeyLength) {
-            this.maxKeyLength = SqlStoreSettings.maxKeyLength(maxKeyLength);
-            return this;
-        }
-
-        public MySqlStore build() {
-            return new MySqlStore(this);
+            super(jdbi, MySqlDialect.DIALECT, MySqlStore::new);
         }
     }
 }

@@ -6,6 +6,7 @@ import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.StoreException;
+import dev.outbox.store.sql.SqlStoreTests;
 import dev.outbox.testservers.JdbcServer;
 import org.jdbi.v3.core.Jdbi;
 import org.junit.jupiter.api.AfterAll;
@@ -25,6 +26,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -33,6 +35,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -43,13 +46,14 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * timeouts, errors, large id batches, time zones, and leaving pooled connections as it found them. Run for MySQL 8
  * and MariaDB by the subclasses.
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-@Timeout(value = 60, unit = TimeUnit.SECONDS)
-abstract class MySqlStoreTests {
-    private final AtomicInteger tables = new AtomicInteger();
+abstract class MySqlStoreTests extends SqlStoreTests<MySqlStore, MySqlStore.Builder> {
     private String url;
-    private DataSource admin;
-    private HikariDataSource pool;
+
+    MySqlStoreTests() {
+        // The driver cancels a statement after its query timeout, in whole seconds; the message names the call.
+        super(new Database<>(MySqlDialect.DIALECT, '`', MySqlStore::builder, "error 1146",
+                Duration.ofMillis(500), "marking up to 10 rows"));
+    }
 
     abstract JdbcServer.Kind kind();
 
@@ -64,35 +68,11 @@ abstract class MySqlStoreTests {
         pool = MySqlTestSupport.pool(kind(), url, "store_test", 8);
     }
 
-    @AfterAll
-    void closePool() {
-        pool.close();
-    }
-
-    private MySqlStore.Builder builder() {
-        return MySqlStore.builder(pool).table("t_" + tables.incrementAndGet());
-    }
-
-    private MySqlStore newStore() {
-        MySqlStore store = builder().build();
-        store.createSchema();
-        return store;
-    }
-
-    private void sql(String sql) {
-        MySqlTestSupport.execute(admin, sql);
-    }
-
-    private void commit(MySqlStore store, OutboxMessage... messages) {
-        try (Connection c = pool.getConnection()) {
-            store.publisher().publish(c, List.of(messages));
-        } catch (SQLException e) {
-            throw new IllegalStateException(e);
-        }
-    }
-
-    private static String valueOf(OutboxRecord record) {
-        return new String(record.message().value(), StandardCharsets.UTF_8);
+    @Test
+    void theNilUuidIsNoLeaderId() {
+        MySqlStore store = newStore();
+        assertThatThrownBy(() -> store.mark(new UUID(0, 0), 1)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("nil UUID").hasMessageContaining("00000000-0000-0000-0000-000000000000");
     }
 
     private List<OutboxRecord> markAll(MySqlStore store) {
@@ -108,78 +88,24 @@ abstract class MySqlStoreTests {
     }
 
     // ---- configuration ------------------------------------------------------------------------------------
-
     @Test
-    void tableAndSchemaNamesAreValidatedAndTheErrorNamesTheBadValue() {
-        MySqlStore.Builder builder = MySqlStore.builder(pool);
-        for (String bad : List.of("Outbox", "out-box", "outbox; DROP TABLE users", "1outbox", "out box",
-                "`outbox`", "outbox\u0000", "outbox`; DROP TABLE x; --")) {
-            assertThatThrownBy(() -> builder.table(bad)).isInstanceOf(IllegalArgumentException.class)
-                    .hasMessageContaining("table name '" + bad + "'");
-            assertThatThrownBy(() -> builder.schema(bad)).isInstanceOf(IllegalArgumentException.class)
-                    .hasMessageContaining("schema name '" + bad + "'");
-        }
-        String tooLong = "t".repeat(58);
-        assertThatThrownBy(() -> builder.table(tooLong)).isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining(tooLong).hasMessageContaining("57").hasMessageContaining("_parked");
-        MySqlStore longest = builder.table("t".repeat(57)).build();
-        assertThat(longest.parkedTable()).isEqualTo("`" + "t".repeat(57) + "_parked`");
-        longest.createSchema();
-        sql("DROP TABLE " + longest.table() + ", " + longest.parkedTable());
-        assertThatThrownBy(() -> builder.schema("s".repeat(65))).hasMessageContaining("64");
-        assertThatThrownBy(() -> builder.table("")).hasMessageContaining("empty");
-        assertThatThrownBy(() -> builder.table(null)).hasMessageContaining("null");
-        assertThatThrownBy(() -> builder.statementTimeout(Duration.ZERO)).hasMessageContaining("PT0S");
-        assertThatThrownBy(() -> builder.statementTimeout(Duration.ofMillis(-5))).hasMessageContaining("-0.005");
-        assertThatThrownBy(() -> builder.statementTimeout(null)).hasMessageContaining("statementTimeout");
-        assertThatThrownBy(() -> builder.maxKeyLength(0)).hasMessageContaining("0");
-        assertThatThrownBy(() -> MySqlStore.builder((DataSource) null)).hasMessageContaining("dataSource");
+    void aJdbiIsAnEntryPointAndTheSchemaSplitsIntoStatements() {
         assertThatThrownBy(() -> MySqlStore.builder((Jdbi) null)).hasMessageContaining("jdbi");
-    }
-
-    @Test
-    void defaultsAndQuotedNames() {
-        MySqlStore store = MySqlStore.builder(pool).build();
-        assertThat(store.table()).isEqualTo("`outbox`");
-        assertThat(store.parkedTable()).isEqualTo("`outbox_parked`");
-        assertThat(store.statementTimeout()).isEqualTo(Duration.ofSeconds(30));
-        assertThat(store.maxKeyLength()).isEqualTo(1024);
+        MySqlStore store = MySqlStore.builder(Jdbi.create(pool)).schema("app").table("events").build();
         assertThat(store.publisher().insertSql())
-                .isEqualTo("INSERT INTO `outbox` (topic, `key`, value, headers) VALUES (?, ?, ?, ?)");
-        MySqlStore qualified = MySqlStore.builder(pool).schema("app").table("events").build();
-        assertThat(qualified.table()).isEqualTo("`app`.`events`");
-        assertThat(qualified.schemaSql()).contains("CREATE TABLE IF NOT EXISTS `app`.`events` (")
-                .contains("CREATE TABLE IF NOT EXISTS `app`.`events_parked` (")
-                .doesNotContain("${");
-        assertThat(MySqlStore.statements(qualified.schemaSql())).hasSize(2)
+                .isEqualTo("INSERT INTO `app`.`events` (topic, `key`, value, headers) VALUES (?, ?, ?, ?)");
+        assertThat(MySqlStore.statements(store.schemaSql())).hasSize(2)
                 .allSatisfy(s -> assertThat(s).startsWith("CREATE TABLE IF NOT EXISTS").doesNotEndWith(";"));
     }
 
-    // ---- schema -------------------------------------------------------------------------------------------
 
+    // ---- schema -------------------------------------------------------------------------------------------
     @Test
-    void createSchemaIsIdempotentSafeConcurrentlyAndWorksInAnotherDatabase() throws Exception {
+    void createSchemaWorksInAnotherDatabase() throws SQLException {
         String otherDatabase = "outbox_app_" + suffix();
         MySqlTestSupport.database(kind(), otherDatabase);
-        MySqlStore store = MySqlStore.builder(Jdbi.create(pool)).schema(otherDatabase)
-                .table("events_" + tables.incrementAndGet()).build();
-        ExecutorService threads = Executors.newFixedThreadPool(4);
-        try {
-            List<Future<?>> calls = new ArrayList<>();
-            for (int i = 0; i < 4; i++) {
-                calls.add(threads.submit(store::createSchema));
-            }
-            for (Future<?> call : calls) {
-                call.get(30, TimeUnit.SECONDS);
-            }
-        } finally {
-            threads.shutdownNow();
-        }
+        MySqlStore store = builder().schema(otherDatabase).build();
         store.createSchema();
-        commit(store, OutboxMessage.of("topic", "k", "v"));
-
-        assertThat(store.mark(UUID.randomUUID(), 10).records()).extracting(MySqlStoreTests::valueOf)
-                .containsExactly("v");
         assertThat(MySqlTestSupport.queryLong(admin, "SELECT COUNT(*) FROM information_schema.TABLES"
                 + " WHERE TABLE_SCHEMA = '" + otherDatabase + "' AND ENGINE = 'InnoDB'")).isEqualTo(2);
         String ddl = showCreateTable(store.table());
@@ -235,76 +161,40 @@ abstract class MySqlStoreTests {
         }
         return out.toString();
     }
-
-    // ---- bad rows written by hand -------------------------------------------------------------------------
-
     @Test
-    void badRowsWrittenByHandAreRejectedWithAReasonAndDoNotStallOtherKeys() {
-        MySqlStore store = builder().maxKeyLength(16).build();
-        store.createSchema();
-        String insert = "INSERT INTO " + store.table() + " (topic, `key`, value, headers) VALUES ";
-        sql(insert + "('orders', 'good-1', 'v1', NULL)");
-        sql(insert + "('orders', 'bad-object', 'x', '{\"name\": \"a\"}')");
-        sql(insert + "('orders', 'bad-member', 'x', '[{\"name\": \"a\", \"val\": \"AQ==\"}]')");
-        sql(insert + "('orders', 'good-2', 'v2', '[]')");
-        sql(insert + "('orders', 'bad-base64', 'x', '[{\"name\": \"a\", \"value\": \"not base64!\"}]')");
-        sql(insert + "('orders', 'bad-name', 'x', '[{\"name\": 7, \"value\": null}]')");
-        sql(insert + "('orders', 'empty-name', 'x', '[{\"name\": \"\"}]')");
-        sql(insert + "('orders', 'bad-element', 'x', '[\"a\"]')");
-        sql(insert + "('orders', 'key-longer-than-sixteen', 'x', NULL)");
-        sql(insert + "('has space', 'bad-topic', 'x', NULL)");
-        sql(insert + "('', 'empty-topic', 'x', NULL)");
-        sql(insert + "('orders', 'good-3', 'v3', '[{\"name\": \"h\", \"value\": \"AA==\"}]')");
+    void badHeadersWrittenByHandAreRejectedWithAReasonAndDoNotStallOtherKeys() {
+        MySqlStore store = newStore();
+        BiConsumer<String, String> row = (key, headers) -> sql("INSERT INTO " + store.table()
+                + " (topic, `key`, value, headers) VALUES ('orders', '" + key + "', 'x', " + headers + ")");
+        row.accept("good-1", "NULL");
+        row.accept("bad-object", "'{\"name\": \"a\"}'");
+        row.accept("bad-member", "'[{\"name\": \"a\", \"val\": \"AQ==\"}]'");
+        row.accept("good-2", "'[]'");
+        row.accept("bad-base64", "'[{\"name\": \"a\", \"value\": \"not base64!\"}]'");
+        row.accept("bad-name", "'[{\"name\": 7, \"value\": null}]'");
+        row.accept("empty-name", "'[{\"name\": \"\"}]'");
+        row.accept("bad-element", "'[\"a\"]'");
+        row.accept("good-3", "'[{\"name\": \"h\", \"value\": \"AA==\"}]'");
 
-        MarkResult result = store.mark(UUID.randomUUID(), 100);
-
-        assertThat(result.records()).extracting(OutboxRecord::key).containsExactly("good-1", "good-2", "good-3");
-        Map<String, String> reasons = new HashMap<>();
-        for (MarkResult.Rejected r : result.rejected()) {
-            reasons.put(r.key(), r.reason());
+        Map<String, String> bad = new LinkedHashMap<>();
+        for (String[] reason : new String[][]{{"bad-object", "headers is not a JSON array"},
+                {"bad-member", "headers[0] has an unknown member 'val'"},
+                {"bad-base64", "headers[0].value (header 'a') is not valid base64"},
+                {"bad-name", "headers[0].name is not a string: 7"}, {"empty-name", "headers[0].name is empty"},
+                {"bad-element", "headers[0] is not a JSON object"}}) {
+            bad.put(reason[0], reason[1]);
         }
-        assertThat(result.rejected()).extracting(MarkResult.Rejected::key).containsExactly("bad-object",
-                "bad-member", "bad-base64", "bad-name", "empty-name", "bad-element", "key-longer-than-sixteen",
-                "bad-topic", "empty-topic");
-        assertThat(reasons.get("bad-object")).contains("headers is not a JSON array");
-        assertThat(reasons.get("bad-member")).contains("headers[0] has an unknown member 'val'");
-        assertThat(reasons.get("bad-base64")).contains("headers[0].value (header 'a') is not valid base64");
-        assertThat(reasons.get("bad-name")).contains("headers[0].name is not a string: 7");
-        assertThat(reasons.get("empty-name")).contains("headers[0].name is empty");
-        assertThat(reasons.get("bad-element")).contains("headers[0] is not a JSON object");
-        assertThat(reasons.get("key-longer-than-sixteen")).contains("23 characters").contains("16")
-                .contains("key-longer-than-sixteen");
-        assertThat(reasons.get("bad-topic")).contains("'has space'");
-        assertThat(reasons.get("empty-topic")).contains("topic must not be blank");
-
-        Map<Long, String> park = new HashMap<>();
-        for (MarkResult.Rejected r : result.rejected()) {
-            park.put(r.id(), "unreadable: " + r.reason());
-        }
-        store.park(park);
-        assertThat(store.parked(100)).extracting(ParkedRecord::key).containsExactly("bad-object",
-                "bad-member", "bad-base64", "bad-name", "empty-name", "bad-element", "key-longer-than-sixteen",
-                "bad-topic", "empty-topic");
-        assertThat(store.parked(100).get(0).reason()).startsWith("unreadable: headers is not a JSON array");
-        assertThat(store.backlog()).isEqualTo(3);
+        markAndParkTheRejected(store, List.of("good-1", "good-2", "good-3"), bad);
     }
 
-    // ---- publisher ----------------------------------------------------------------------------------------
 
+
+    // ---- publisher ----------------------------------------------------------------------------------------
     @Test
-    void publisherValidatesBeforeWritingAndNamesTheBadMessage() throws SQLException {
-        MySqlStore store = builder().maxKeyLength(8).build();
-        store.createSchema();
+    void publisherRejectsWhatUtf8mb4AndMediumblobCannotHold() throws SQLException {
+        MySqlStore store = newStore();
         MySqlPublisher publisher = store.publisher();
         try (Connection c = pool.getConnection()) {
-            c.setAutoCommit(false);
-            assertThatThrownBy(() -> publisher.publish(c, List.of(OutboxMessage.of("t", "ok", "v"),
-                    OutboxMessage.of("t", "much-too-long", "v"))))
-                    .isInstanceOf(IllegalArgumentException.class)
-                    .hasMessageContaining("message 1").hasMessageContaining("13 characters")
-                    .hasMessageContaining("maxKeyLength 8").hasMessageContaining("much-too-long");
-            // 8 characters, 16 UTF-16 units: fits, because the column counts characters
-            publisher.publish(c, OutboxMessage.of("t", "🔑🔑🔑🔑🔑🔑🔑🔑", "emoji"));
             assertThatThrownBy(() -> publisher.publish(c, OutboxMessage.of("t", "a\uD800b", "v")))
                     .isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("message 0").hasMessageContaining("key").hasMessageContaining("U+D800");
@@ -314,39 +204,10 @@ abstract class MySqlStoreTests {
                     new byte[MySqlPublisher.MAX_VALUE_BYTES + 1])))
                     .isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("16777216 bytes").hasMessageContaining("MEDIUMBLOB");
-            assertThatThrownBy(() -> publisher.publish((Connection) null, List.of()))
-                    .hasMessageContaining("connection");
-            c.commit();
         }
-        assertThat(markAll(store)).extracting(OutboxRecord::key).as("only the valid message was written")
-                .containsExactly("🔑🔑🔑🔑🔑🔑🔑🔑");
+        assertThat(store.backlog()).as("nothing was written").isZero();
     }
 
-    @Test
-    void publisherWritesInTheCallersTransactionOnAConnectionOrAJdbiHandle() throws SQLException {
-        MySqlStore store = newStore();
-        try (Connection c = pool.getConnection()) {
-            c.setAutoCommit(false);
-            store.publisher().publish(c, OutboxMessage.of("t", "k", "rolled back"));
-            c.rollback();
-            store.publisher().publish(c, List.of(OutboxMessage.of("t", "k", "one"), OutboxMessage.of("t", "k", "two")));
-            assertThat(store.backlog()).as("not committed yet").isZero();
-            c.commit();
-            assertThat(c.getAutoCommit()).as("auto-commit untouched").isFalse();
-            assertThat(c.isClosed()).as("connection left open").isFalse();
-        }
-        Jdbi.create(pool).useTransaction(handle -> {
-            store.publisher().publish(handle, OutboxMessage.of("t", "k", "three"));
-            store.publisher().publish(handle, List.of(OutboxMessage.of("t", "k", "four")));
-        });
-        Jdbi.create(pool).useTransaction(handle -> {
-            store.publisher().publish(handle, OutboxMessage.of("t", "k", "rolled back too"));
-            handle.rollback();
-        });
-
-        assertThat(store.mark(UUID.randomUUID(), 10).records()).extracting(MySqlStoreTests::valueOf)
-                .containsExactly("one", "two", "three", "four");
-    }
 
     @Test
     void aLargeBatchIsSplitIntoSeveralStatementsInListOrder() throws SQLException {
@@ -372,70 +233,7 @@ abstract class MySqlStoreTests {
         }
     }
 
-    @Test
-    void publisherReportsADatabaseFailureAsAStoreException() throws SQLException {
-        MySqlStore store = builder().build(); // no createSchema: the table is missing
-        try (Connection c = pool.getConnection()) {
-            assertThatThrownBy(() -> store.publisher().publish(c, OutboxMessage.of("t", "k", "v")))
-                    .isInstanceOfSatisfying(StoreException.class, e -> assertThat(e.isRetriable()).isFalse())
-                    .hasMessageContaining("1146").hasMessageContaining(store.table());
-        }
-    }
-
     // ---- failures, timeouts -------------------------------------------------------------------------------
-
-    @Test
-    void aMissingTableIsAnErrorThatIsNotRetriable() {
-        MySqlStore store = builder().build();
-
-        assertThatThrownBy(() -> store.mark(UUID.randomUUID(), 10))
-                .isInstanceOfSatisfying(StoreException.class, e -> {
-                    assertThat(e.isRetriable()).isFalse();
-                    assertThat(e.getCause()).isInstanceOf(Exception.class);
-                })
-                .hasMessageContaining("1146").hasMessageContaining("marking up to 10 rows of " + store.table());
-        assertThatThrownBy(() -> store.purge(List.of(1L))).isInstanceOf(StoreException.class);
-        assertThatThrownBy(store::backlog).isInstanceOf(StoreException.class);
-        assertThatThrownBy(() -> store.parked(1)).isInstanceOf(StoreException.class);
-    }
-
-    @Test
-    void aStatementThatExceedsTheTimeoutFailsRetriablyInsteadOfHanging() throws Exception {
-        MySqlStore store = builder().statementTimeout(Duration.ofMillis(500)).build();
-        store.createSchema();
-        commit(store, OutboxMessage.of("t", "k", "v"));
-        try (Connection locker = admin.getConnection()) {
-            locker.setAutoCommit(false);
-            locker.createStatement().execute("SELECT id FROM " + store.table() + " FOR UPDATE");
-            long started = System.nanoTime();
-
-            assertThatThrownBy(() -> store.mark(UUID.randomUUID(), 10))
-                    .isInstanceOfSatisfying(StoreException.class, e -> assertThat(e.isRetriable()).isTrue())
-                    .hasMessageContaining("marking");
-            assertThatThrownBy(() -> store.purge(List.of(1L)))
-                    .isInstanceOfSatisfying(StoreException.class, e -> assertThat(e.isRetriable()).isTrue());
-            assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(10));
-            locker.rollback();
-        }
-        assertThat(store.mark(UUID.randomUUID(), 10).records()).hasSize(1);
-        assertThat(store.backlog()).isEqualTo(1);
-    }
-
-    @Test
-    void argumentsAreValidated() {
-        MySqlStore store = newStore();
-        assertThatThrownBy(() -> store.purge(null)).hasMessageContaining("ids");
-        assertThatThrownBy(() -> store.purge(Arrays.asList(1L, null))).hasMessageContaining("position 1");
-        assertThatThrownBy(() -> store.reset(null, List.of(1L))).hasMessageContaining("leaderId");
-        assertThatThrownBy(() -> store.mark(new UUID(0, 0), 1)).isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("nil UUID").hasMessageContaining("00000000-0000-0000-0000-000000000000");
-        assertThatThrownBy(() -> store.park(null)).hasMessageContaining("reasons");
-        Map<Long, String> nullId = new HashMap<>();
-        nullId.put(null, "x");
-        assertThatThrownBy(() -> store.park(nullId)).hasMessageContaining("null id");
-        assertThatThrownBy(() -> store.parked(0)).hasMessageContaining("0");
-        assertThatThrownBy(() -> store.replay(null)).hasMessageContaining("ids");
-    }
 
     // ---- batches larger than one statement -----------------------------------------------------------------
 
@@ -484,7 +282,7 @@ abstract class MySqlStoreTests {
         String zonedUrl = url + (url.contains("?") ? "&" : "?")
                 + "connectionTimeZone=%2B09:30&forceConnectionTimeZoneToSession=true"; // time zone tables may be empty
         try (HikariDataSource zoned = MySqlTestSupport.pool(kind(), zonedUrl, "store_test_tz", 2)) {
-            MySqlStore store = MySqlStore.builder(zoned).table("t_" + tables.incrementAndGet()).build();
+            MySqlStore store = MySqlStore.builder(zoned).table(newTableName()).build();
             store.createSchema();
             assertThat(MySqlTestSupport.queryString(zoned, "SELECT @@session.time_zone"))
                     .isEqualTo("+09:30");
@@ -509,7 +307,7 @@ abstract class MySqlStoreTests {
         String isolationVariable = kind() == JdbcServer.Kind.MYSQL ? "@@session.transaction_isolation"
                 : "@@session.tx_isolation";
         try (HikariDataSource single = MySqlTestSupport.pool(kind(), url, "store_test_single", 1)) {
-            MySqlStore store = MySqlStore.builder(single).table("t_" + tables.incrementAndGet()).build();
+            MySqlStore store = MySqlStore.builder(single).table(newTableName()).build();
             store.createSchema();
             String isolation = MySqlTestSupport.queryString(single, "SELECT " + isolationVariable);
             try (Connection c = single.getConnection()) {
@@ -540,7 +338,7 @@ abstract class MySqlStoreTests {
     void worksOnAPoolWhoseConnectionsAreNotInAutoCommitMode() throws SQLException {
         try (HikariDataSource manual = MySqlTestSupport.pool(kind(), url, "store_test_manual", 2,
                 config -> config.setAutoCommit(false))) {
-            MySqlStore store = MySqlStore.builder(manual).table("t_" + tables.incrementAndGet()).build();
+            MySqlStore store = MySqlStore.builder(manual).table(newTableName()).build();
             store.createSchema();
             try (Connection c = manual.getConnection()) {
                 store.publisher().publish(c, List.of(OutboxMessage.of("t", "a", "1"), OutboxMessage.of("t", "b", "2")));

@@ -2,14 +2,11 @@ package dev.outbox.store.mysql;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.outbox.testservers.Jdbc;
 import dev.outbox.testservers.JdbcServer;
 import dev.outbox.testservers.TestServers;
 
 import javax.sql.DataSource;
-import java.sql.Connection;
-import java.sql.ResultSet;
-import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 
@@ -46,14 +43,8 @@ final class MySqlTestSupport {
     static HikariDataSource pool(JdbcServer.Kind kind, String url, String user, int size,
                                  Consumer<HikariConfig> customizer) {
         server(kind).createUser(user, USER_PASSWORD);
-        HikariConfig config = new HikariConfig();
-        config.setJdbcUrl(url);
-        config.setUsername(user);
-        config.setPassword(USER_PASSWORD);
-        config.setMaximumPoolSize(size);
-        config.setMinimumIdle(0);
-        config.setConnectionTimeout(10_000);
-        config.setPoolName("pool-" + user + "-" + POOLS.incrementAndGet());
+        HikariConfig config = Jdbc.poolConfig(url, user, USER_PASSWORD, size,
+                "pool-" + user + "-" + POOLS.incrementAndGet());
         customizer.accept(config);
         return new HikariDataSource(config);
     }
@@ -65,36 +56,16 @@ final class MySqlTestSupport {
 
     /** Runs {@code sql} (one statement) on a new connection of {@code dataSource}. */
     static void execute(DataSource dataSource, String sql) {
-        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
-            s.execute(sql);
-        } catch (SQLException e) {
-            throw new IllegalStateException("failed: " + sql + ": " + e.getMessage(), e);
-        }
+        Jdbc.execute(dataSource, sql);
     }
 
     /** The first column of the first row of {@code sql}, as a long. */
     static long queryLong(DataSource dataSource, String sql) {
-        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
-             ResultSet rs = s.executeQuery(sql)) {
-            if (!rs.next()) {
-                throw new IllegalStateException("no row from " + sql);
-            }
-            return rs.getLong(1);
-        } catch (SQLException e) {
-            throw new IllegalStateException("failed: " + sql + ": " + e.getMessage(), e);
-        }
+        return Jdbc.queryLong(dataSource, sql);
     }
 
     /** The first column of the first row of {@code sql}, as a string. */
     static String queryString(DataSource dataSource, String sql) {
-        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
-             ResultSet rs = s.executeQuery(sql)) {
-            if (!rs.next()) {
-                throw new IllegalStateException("no row from " + sql);
-            }
-            return rs.getString(1);
-        } catch (SQLException e) {
-            throw new IllegalStateException("failed: " + sql + ": " + e.getMessage(), e);
-        }
+        return Jdbc.queryString(dataSource, sql);
     }
 }

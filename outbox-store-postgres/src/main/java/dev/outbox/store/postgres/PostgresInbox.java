@@ -162,7 +162,7 @@ public final class PostgresInbox implements Inbox {
                 return false;
             }
         } catch (SQLException e) {
-            throw PostgresErrors.translate("recording message " + messageId + " for " + consumer + " in " + table, e);
+            throw PostgresDialect.ERRORS.translate("recording message " + messageId + " for " + consumer + " in " + table, e);
         }
         try {
             handler.handle(connection);
@@ -189,7 +189,7 @@ public final class PostgresInbox implements Inbox {
             insert.setString(9, failed.reason().replace("\u0000", "\\u0000"));
             insert.executeUpdate();
         } catch (SQLException e) {
-            throw PostgresErrors.translate("recording failed message " + failed.messageId() + " in " + failedTable, e);
+            throw PostgresDialect.ERRORS.translate("recording failed message " + failed.messageId() + " in " + failedTable, e);
         }
     }
 
@@ -236,7 +236,7 @@ public final class PostgresInbox implements Inbox {
                 return work.withHandle(h);
             });
         } catch (SQLException | JdbiException | IllegalStateException e) {
-            throw PostgresErrors.translate(operation, e);
+            throw PostgresDialect.ERRORS.translate(operation, e);
         }
     }
 

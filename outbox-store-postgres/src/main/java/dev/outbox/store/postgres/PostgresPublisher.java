@@ -3,8 +3,9 @@ package dev.outbox.store.postgres;
 import dev.outbox.Header;
 import dev.outbox.MessageIds;
 import dev.outbox.OutboxMessage;
-import dev.outbox.Publisher;
+import dev.outbox.spi.RowChecks;
 import dev.outbox.spi.SqlTableNames;
+import dev.outbox.store.sql.SqlPublisher;
 import org.jdbi.v3.core.Handle;
 
 import java.sql.Connection;
@@ -30,15 +31,14 @@ import java.util.Objects;
  *
  * <p>Immutable and thread-safe; a single connection must of course not be used by two threads at once.
  */
-public final class PostgresPublisher implements Publisher {
+public final class PostgresPublisher extends SqlPublisher {
     private final SqlTableNames names;
-    private final int maxKeyLength;
     private final int queryTimeoutSeconds;
     private final String insertSql;
 
     PostgresPublisher(SqlTableNames names, int maxKeyLength, int queryTimeoutSeconds) {
+        super(maxKeyLength);
         this.names = names;
-        this.maxKeyLength = maxKeyLength;
         this.queryTimeoutSeconds = queryTimeoutSeconds;
         this.insertSql = "INSERT INTO " + names.outbox()
                 + " (topic, key, value, header_names, header_values, message_id) VALUES (?, ?, ?, ?, ?, ?)";
@@ -75,41 +75,18 @@ public final class PostgresPublisher implements Publisher {
                 statement.executeBatch();
             }
         } catch (SQLException e) {
-            throw PostgresErrors.translate("writing " + messages.size() + " message(s) to " + names.outbox(), e);
+            throw PostgresDialect.ERRORS.translate("writing " + messages.size() + " message(s) to " + names.outbox(), e);
         }
     }
 
-    /** Writes one message on the handle's connection, in the handle's current transaction. */
-    public void publish(Handle handle, OutboxMessage message) {
-        publish(handle, List.of(Objects.requireNonNull(message, "message must not be null")));
-    }
-
-    /** Writes {@code messages}, in list order, on the handle's connection, in the handle's current transaction. */
-    public void publish(Handle handle, List<OutboxMessage> messages) {
-        Objects.requireNonNull(handle, "handle must not be null");
-        publish(handle.getConnection(), messages);
-    }
-
-    /**
-     * The {@code INSERT} statement this publisher runs; any language may write rows the same way. The last
-     * parameter is the message id (a version 7 UUID from {@link MessageIds#next()}); a plain-SQL writer may leave the
-     * column out, and the column default assigns one.
-     */
+    /** The {@code INSERT} statement this publisher runs; any language may write rows the same way. */
+    @Override
     public String insertSql() {
         return insertSql;
     }
 
     private void validate(int index, OutboxMessage message) {
-        if (message == null) {
-            throw new IllegalArgumentException("message " + index + " is null");
-        }
-        String key = message.key();
-        if (key.length() > maxKeyLength) {
-            throw new IllegalArgumentException("message " + index + " (topic '" + message.topic() + "'): key is "
-                    + key.length() + " characters, longer than the store's maxKeyLength " + maxKeyLength + ": "
-                    + RowReader.abbreviate(key));
-        }
-        checkNoNul(index, "key", key);
+        checkNoNul(index, "key", check(index, message).key());
         List<Header> headers = message.headers();
         for (int h = 0; h < headers.size(); h++) {
             checkNoNul(index, "header " + h + " name", headers.get(h).name());
@@ -120,7 +97,7 @@ public final class PostgresPublisher implements Publisher {
         int at = value.indexOf('\u0000');
         if (at >= 0) {
             throw new IllegalArgumentException("message " + index + ": " + what + " "
-                    + RowReader.abbreviate(value.replace("\u0000", "\\u0000")) + " contains the character U+0000 at"
+                    + RowChecks.abbreviate(value.replace("\u0000", "\\u0000")) + " contains the character U+0000 at"
                     + " index " + at + ", which Postgres text cannot store");
         }
     }

@@ -1,39 +1,25 @@
 package dev.outbox.store.postgres;
 
-import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
 import dev.outbox.spi.MarkResult;
-import dev.outbox.spi.SqlStoreSettings;
-import dev.outbox.spi.SqlTableNames;
+import dev.outbox.spi.MarkedRow;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
+import dev.outbox.store.sql.SqlStore;
 import org.jdbi.v3.core.Handle;
-import org.jdbi.v3.core.HandleCallback;
 import org.jdbi.v3.core.Jdbi;
-import org.jdbi.v3.core.JdbiException;
 import org.jdbi.v3.core.argument.Argument;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 import javax.sql.DataSource;
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
-import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.SQLFeatureNotSupportedException;
 import java.sql.Statement;
-import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
-import java.util.concurrent.Executor;
 
 /**
  * The outbox on PostgreSQL (13 or newer): a {@link Store} on Jdbi 3 and the official JDBC driver.
@@ -91,34 +77,18 @@ import java.util.concurrent.Executor;
  *
  * <p>Immutable and thread-safe.
  */
-public final class PostgresStore implements Store {
-    /** The default table name. */
-    public static final String DEFAULT_TABLE = "outbox";
-    /** The default statement timeout. */
-    public static final Duration DEFAULT_STATEMENT_TIMEOUT = Duration.ofSeconds(30);
-    /** Up to this many rows {@link #backlog()} counts exactly; above, it estimates. */
-    public static final long EXACT_BACKLOG_LIMIT = 100_000;
+public final class PostgresStore extends SqlStore {
+    /** Serializes concurrent {@link #createSchema()} calls: {@code CREATE TABLE IF NOT EXISTS} races otherwise. */
+    private static final long SCHEMA_LOCK_KEY = 0x6F7574626F78L; // "outbox"
 
-    static final String SCHEMA_RESOURCE = "dev/outbox/store/postgres/schema.sql";
+    /** The in-place upgrade of tables created before message ids. */
     static final String UPGRADE_RESOURCE = "dev/outbox/store/postgres/upgrade-message-id.sql";
     /** The message-id function's name, in the outbox's schema. */
     static final String UUIDV7_FUNCTION = "outbox_uuidv7";
-    /** Serializes concurrent {@link #createSchema()} calls: {@code CREATE TABLE IF NOT EXISTS} races otherwise. */
-    private static final long SCHEMA_LOCK_KEY = 0x6F7574626F78L; // "outbox"
-    private static final Logger log = LoggerFactory.getLogger(PostgresStore.class);
-    private static final Executor DIRECT = Runnable::run;
-    /** Postgres truncates identifiers to 63 bytes (NAMEDATALEN - 1) and quotes them with double quotes. */
-    private static final SqlTableNames.Dialect TABLE_NAMES = new SqlTableNames.Dialect("Postgres", 63, '"');
 
-    private final Jdbi jdbi;
-    private final SqlTableNames names;
-    private final Duration statementTimeout;
-    private final int networkTimeoutMillis;
-    private final int maxKeyLength;
-    private final RowReader reader;
     private final PostgresPublisher publisher;
-
     private final String uuidv7;
+
     private final String settingsSql;
     private final String markSettingsSql;
     private final String markSql;
@@ -130,22 +100,15 @@ public final class PostgresStore implements Store {
     private final String backlogSql;
 
     private PostgresStore(Builder builder) {
-        this.jdbi = builder.jdbi;
-        this.names = TABLE_NAMES.names(builder.schema, builder.table);
-        this.statementTimeout = builder.statementTimeout;
-        this.networkTimeoutMillis = (int) Math.min(Integer.MAX_VALUE, statementTimeout.toMillis() * 2);
-        this.maxKeyLength = builder.maxKeyLength;
-        this.reader = new RowReader(maxKeyLength);
-        int queryTimeoutSeconds = (int) Math.min(Integer.MAX_VALUE,
-                (statementTimeout.toMillis() + 999) / 1000);
-        this.publisher = new PostgresPublisher(names, maxKeyLength, queryTimeoutSeconds);
+        super(builder);
+        this.publisher = new PostgresPublisher(names, maxKeyLength(), queryTimeoutSeconds());
 
         String t = names.outbox();
         String p = names.parked();
         // The schema name was validated ([a-z_][a-z0-9_]*), so quoting it is enough.
         this.uuidv7 = (names.schema() == null ? "" : '"' + names.schema() + "\".") + UUIDV7_FUNCTION;
         // The timeout is a number we formatted ourselves, never user text.
-        this.settingsSql = "SELECT set_config('statement_timeout', '" + statementTimeout.toMillis() + "', true)";
+        this.settingsSql = "SELECT set_config('statement_timeout', '" + statementTimeout().toMillis() + "', true)";
         this.markSettingsSql = settingsSql + ", set_config('enable_seqscan', 'off', true)";
         // A row without a message id (written before the column existed) gets one now, stored before it is sent.
         this.markSql = "UPDATE " + t + " SET leader_id = ?, message_id = COALESCE(message_id, " + uuidv7 + "())"
@@ -173,52 +136,23 @@ public final class PostgresStore implements Store {
                 + " ELSE 0 END FROM pg_class c WHERE c.oid = to_regclass(?))";
     }
 
-    /** Starts a builder for a store that takes its connections from {@code jdbi}. */
+    /** Starts a builder for a Postgres store on the connections of {@code jdbi}. */
     public static Builder builder(Jdbi jdbi) {
-        return new Builder(Objects.requireNonNull(jdbi, "jdbi must not be null"));
+        return new Builder(jdbi);
     }
 
-    /**
-     * Starts a builder for a store that takes its connections from {@code dataSource}; use a pooling data
-     * source, since every call takes a connection and gives it back.
-     */
+    /** Starts a builder for a Postgres store on the connections of {@code dataSource}; use a pooling one. */
     public static Builder builder(DataSource dataSource) {
-        return new Builder(Jdbi.create(Objects.requireNonNull(dataSource, "dataSource must not be null")));
+        return builder(jdbi(dataSource));
     }
 
     /**
-     * The DDL for this store's tables (see the {@code schema.sql} resource of this package), with the
-     * configured names filled in. Idempotent: it only creates what does not exist yet.
+     * Both tables are created in one transaction, under an advisory lock that serializes concurrent creators. Tables
+     * that predate message ids are upgraded in place ({@link #upgradeSql()}) in the same transaction: each statement
+     * only changes the catalog, so writers and dispatchers carry on.
      */
-    public String schemaSql() {
-        return render(SCHEMA_RESOURCE);
-    }
-
-    /**
-     * The in-place upgrade of tables created before message ids (the {@code upgrade-message-id.sql} resource of this
-     * package), with the configured names filled in; run it after {@link #schemaSql()}'s function exists. It only
-     * changes the catalog, so it neither rewrites nor blocks rows for longer than an instant; {@link #createSchema()}
-     * runs it when the {@code message_id} column is missing.
-     */
-    public String upgradeSql() {
-        return render(UPGRADE_RESOURCE);
-    }
-
-    private String render(String resource) {
-        return template(resource).replace("${outbox}", names.outbox()).replace("${parked}", names.parked())
-                .replace("${uuidv7}", uuidv7);
-    }
-
-    /**
-     * Creates the outbox table and its parked table if they do not exist yet ({@link #schemaSql()}), in one
-     * transaction. Safe to call from several processes at once and on every start-up. A table that exists already
-     * is changed only if it predates message ids: then {@link #upgradeSql()} adds the column in place, while
-     * dispatchers and writers carry on (each statement holds the table's lock for an instant).
-     *
-     * @throws StoreException if the DDL fails, for example for lack of privileges
-     */
-    public void createSchema() {
-        String ddl = schemaSql();
+    @Override
+    protected void createTables(String ddl) {
         inTransaction("creating the outbox schema for " + names.outbox(), settingsSql, handle -> {
             handle.createQuery("SELECT pg_advisory_xact_lock(?)").bind(0, SCHEMA_LOCK_KEY).mapTo(String.class).one();
             try (Statement statement = handle.getConnection().createStatement()) {
@@ -235,25 +169,22 @@ public final class PostgresStore implements Store {
             }
             return null;
         });
-        log.info("Outbox schema ready: {} and {}", names.outbox(), names.parked());
     }
 
-    /** The outbox table as it appears in SQL: quoted, and qualified if a schema was configured. */
-    public String table() {
-        return names.outbox();
+    /** Fills in the message-id function, {@code ${uuidv7}}. */
+    @Override
+    protected String fillIn(String sql) {
+        return sql.replace("${uuidv7}", uuidv7);
     }
 
-    /** The parked table as it appears in SQL. */
-    public String parkedTable() {
-        return names.parked();
-    }
-
-    public Duration statementTimeout() {
-        return statementTimeout;
-    }
-
-    public int maxKeyLength() {
-        return maxKeyLength;
+    /**
+     * The in-place upgrade of tables created before message ids (the {@code upgrade-message-id.sql} resource of this
+     * package), with the configured names filled in; run it after {@link #schemaSql()}'s function exists. It only
+     * changes the catalog, so it neither rewrites nor blocks rows for longer than an instant; {@link #createSchema()}
+     * runs it when the {@code message_id} column is missing.
+     */
+    public String upgradeSql() {
+        return render(UPGRADE_RESOURCE);
     }
 
     @Override
@@ -264,13 +195,10 @@ public final class PostgresStore implements Store {
     @Override
     public MarkResult mark(UUID leaderId, int limit) {
         Objects.requireNonNull(leaderId, "leaderId must not be null");
-        if (limit < 1) {
-            throw new IllegalArgumentException("limit must be at least 1: " + limit);
-        }
+        limit(limit);
         return inTransaction("marking up to " + limit + " rows of " + names.outbox() + " for leader " + leaderId,
                 markSettingsSql, handle -> {
-                    List<OutboxRecord> records = new ArrayList<>();
-                    List<MarkResult.Rejected> rejected = new ArrayList<>();
+                    List<MarkedRow> rows = new ArrayList<>();
                     handle.createQuery(markSql)
                             .bind(0, uuid(leaderId))
                             .bind(1, uuid(leaderId))
@@ -278,22 +206,11 @@ public final class PostgresStore implements Store {
                             .scanResultSet((supplier, context) -> {
                                 var rs = supplier.get();
                                 while (rs.next()) {
-                                    Object row = reader.read(rs);
-                                    if (row instanceof OutboxRecord record) {
-                                        records.add(record);
-                                    } else {
-                                        rejected.add((MarkResult.Rejected) row);
-                                    }
+                                    rows.add(RowReader.read(rs, maxKeyLength()));
                                 }
                                 return null;
                             });
-                    records.sort(Comparator.comparingLong(OutboxRecord::id));
-                    rejected.sort(Comparator.comparingLong(MarkResult.Rejected::id));
-                    if (!rejected.isEmpty()) {
-                        log.warn("Marked {} row(s) of {} that are not valid messages, first: id {}: {}",
-                                rejected.size(), names.outbox(), rejected.get(0).id(), rejected.get(0).reason());
-                    }
-                    return new MarkResult(records, rejected);
+                    return marked(rows);
                 });
     }
 
@@ -314,7 +231,7 @@ public final class PostgresStore implements Store {
 
     @Override
     public void purge(Collection<Long> ids) {
-        Long[] array = ids("ids", ids);
+        Long[] array = ids("ids", ids).toArray(new Long[0]);
         if (array.length == 0) {
             return;
         }
@@ -325,7 +242,7 @@ public final class PostgresStore implements Store {
     @Override
     public void reset(UUID leaderId, Collection<Long> ids) {
         Objects.requireNonNull(leaderId, "leaderId must not be null");
-        Long[] array = ids("ids", ids);
+        Long[] array = ids("ids", ids).toArray(new Long[0]);
         if (array.length == 0) {
             return;
         }
@@ -335,30 +252,20 @@ public final class PostgresStore implements Store {
 
     @Override
     public void park(Map<Long, String> reasons) {
-        Objects.requireNonNull(reasons, "reasons must not be null");
-        if (reasons.isEmpty()) {
+        // Postgres text cannot hold U+0000.
+        Map<Long, String> sorted = reasons(reasons, reason -> reason.replace("\u0000", "\\u0000"));
+        if (sorted.isEmpty()) {
             return;
         }
-        Long[] ids = new Long[reasons.size()];
-        String[] texts = new String[reasons.size()];
-        int i = 0;
-        for (Map.Entry<Long, String> entry : reasons.entrySet()) {
-            if (entry.getKey() == null) {
-                throw new IllegalArgumentException("reasons contains a null id");
-            }
-            ids[i] = entry.getKey();
-            texts[i] = entry.getValue() == null ? "(no reason given)" : entry.getValue().replace("\u0000", "\\u0000");
-            i++;
-        }
+        Long[] ids = sorted.keySet().toArray(new Long[0]);
+        String[] texts = sorted.values().toArray(new String[0]);
         inTransaction("parking " + ids.length + " rows of " + names.outbox(), settingsSql, handle ->
                 handle.createUpdate(parkSql).bind(0, bigints(ids)).bind(1, texts(texts)).execute());
     }
 
     @Override
     public List<ParkedRecord> parked(int limit) {
-        if (limit < 1) {
-            throw new IllegalArgumentException("limit must be at least 1: " + limit);
-        }
+        limit(limit);
         return inTransaction("listing parked rows of " + names.parked(), settingsSql, handle ->
                 handle.createQuery(parkedSql).bind(0, limit).map((rs, ctx) -> {
                     OffsetDateTime parkedAt = rs.getObject(6, OffsetDateTime.class);
@@ -369,7 +276,7 @@ public final class PostgresStore implements Store {
 
     @Override
     public int replay(Collection<Long> ids) {
-        Long[] array = ids("ids", ids);
+        Long[] array = ids("ids", ids).toArray(new Long[0]);
         if (array.length == 0) {
             return 0;
         }
@@ -396,62 +303,15 @@ public final class PostgresStore implements Store {
                 }).one());
     }
 
-    @Override
-    public String toString() {
-        return "PostgresStore{table=" + names.outbox() + ", statementTimeout=" + statementTimeout + '}';
-    }
-
     /**
      * Runs {@code work} in a transaction of its own, after {@code settings} (a {@code SELECT set_config(...)}
-     * local to the transaction), with the connection's network timeout bounded; translates every failure.
+     * local to the transaction), on a connection bounded as {@link #withHandle} describes.
      */
-    private <T> T inTransaction(String operation, String settings, HandleCallback<T, SQLException> work) {
-        Handle handle;
-        try {
-            handle = jdbi.open();
-        } catch (JdbiException | IllegalStateException e) {
-            throw PostgresErrors.translate(operation, e);
-        }
-        Connection connection = handle.getConnection();
-        Integer previousNetworkTimeout = null;
-        try {
-            previousNetworkTimeout = setNetworkTimeout(connection);
-            return handle.inTransaction(h -> {
-                h.createQuery(settings).mapTo(String.class).one();
-                return work.withHandle(h);
-            });
-        } catch (SQLException | JdbiException e) {
-            throw PostgresErrors.translate(operation, e);
-        } finally {
-            release(handle, connection, previousNetworkTimeout);
-        }
-    }
-
-    private Integer setNetworkTimeout(Connection connection) throws SQLException {
-        try {
-            int previous = connection.getNetworkTimeout();
-            connection.setNetworkTimeout(DIRECT, networkTimeoutMillis);
-            return previous;
-        } catch (SQLFeatureNotSupportedException | UnsupportedOperationException e) {
-            log.debug("The connection does not support a network timeout; relying on the statement timeout", e);
-            return null;
-        }
-    }
-
-    private static void release(Handle handle, Connection connection, Integer previousNetworkTimeout) {
-        try {
-            if (previousNetworkTimeout != null && !connection.isClosed()) {
-                connection.setNetworkTimeout(DIRECT, previousNetworkTimeout);
-            }
-        } catch (SQLException | RuntimeException e) {
-            log.debug("Could not restore the connection's network timeout", e);
-        }
-        try {
-            handle.close();
-        } catch (RuntimeException e) {
-            // The work is done (committed or rolled back) by now; a broken connection fails to close quietly.
-            log.debug("Could not close a connection cleanly", e);
-        }
+    private <T> T inTransaction(String operation, String settings, Work<T> work) {
+        return withHandle(operation, handle -> handle.inTransaction(h -> {
+            h.createQuery(settings).mapTo(String.class).one();
+            return work.run(h);
+        }));
     }
 
     private static String prefixed(String alias, String columns) {
@@ -463,17 +323,6 @@ public final class PostgresStore implements Store {
             out.append(alias).append('.').append(column);
         }
         return out.toString();
-    }
-
-    private static Long[] ids(String what, Collection<Long> ids) {
-        Objects.requireNonNull(ids, what + " must not be null");
-        Long[] array = ids.toArray(new Long[0]);
-        for (int i = 0; i < array.length; i++) {
-            if (array[i] == null) {
-                throw new IllegalArgumentException(what + " contains null at position " + i);
-            }
-        }
-        return array;
     }
 
     private static Argument uuid(UUID value) {
@@ -490,72 +339,14 @@ public final class PostgresStore implements Store {
                 statement.setArray(position, statement.getConnection().createArrayOf("text", values));
     }
 
-    private static String template(String resource) {
-        try (InputStream in = PostgresStore.class.getClassLoader().getResourceAsStream(resource)) {
-            if (in == null) {
-                throw new IllegalStateException("resource " + resource + " is missing from the classpath");
-            }
-            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot read " + resource, e);
-        }
-    }
-
     /**
-     * Configures a {@link PostgresStore}. Not thread-safe; {@link #build()} returns an immutable store. Every
-     * setter rejects a bad value at once, naming it.
+     * Configures a {@link PostgresStore}: {@link #schema}, {@link #table}, {@link #statementTimeout} and
+     * {@link #maxKeyLength}, whose default here is no limit beyond Postgres' own. Not thread-safe; {@link #build()}
+     * returns an immutable store. Every setter rejects a bad value at once, naming it.
      */
-    public static final class Builder {
-        private final Jdbi jdbi;
-        private String schema;
-        private String table = DEFAULT_TABLE;
-        private Duration statementTimeout = DEFAULT_STATEMENT_TIMEOUT;
-        private int maxKeyLength = Integer.MAX_VALUE;
-
+    public static final class Builder extends SqlStore.Builder<Builder, PostgresStore> {
         private Builder(Jdbi jdbi) {
-            this.jdbi = jdbi;
-        }
-
-        /**
-         * The schema of the outbox tables. Default: none, so the tables are found through the connection's
-         * {@code search_path}. Lower-case letters, digits and underscores, at most 63 characters.
-         */
-        public Builder schema(String schema) {
-            this.schema = TABLE_NAMES.validateSchema(schema);
-            return this;
-        }
-
-        /**
-         * The outbox table's name; the parked rows go to a table of the same name with {@code _parked}
-         * appended. Default {@value PostgresStore#DEFAULT_TABLE}. Lower-case letters, digits and underscores, at
-         * most 56 characters (so that the parked table's name fits Postgres' limit of 63).
-         */
-        public Builder table(String table) {
-            this.table = TABLE_NAMES.validateTable(table);
-            return this;
-        }
-
-        /**
-         * The longest statement (or lock wait) any call may take; default 30 s, at least 1 ms. The publisher
-         * applies it as a JDBC query timeout, rounded up to whole seconds.
-         */
-        public Builder statementTimeout(Duration statementTimeout) {
-            this.statementTimeout = SqlStoreSettings.statementTimeout(statementTimeout);
-            return this;
-        }
-
-        /**
-         * The longest key, in characters, that the publisher writes and that a marked row may have (a longer
-         * one, written by plain SQL, is rejected so that the dispatcher parks it). Default: no limit beyond
-         * Postgres' own; set it to what your consumers accept.
-         */
-        public Builder maxKeyLength(int maxKeyLength) {
-            this.maxKeyLength = SqlStoreSettings.maxKeyLength(maxKeyLength);
-            return this;
-        }
-
-        public PostgresStore build() {
-            return new PostgresStore(this);
+            super(jdbi, PostgresDialect.DIALECT, PostgresStore::new);
         }
     }
 }

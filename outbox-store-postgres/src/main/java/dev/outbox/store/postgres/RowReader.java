@@ -1,9 +1,8 @@
 package dev.outbox.store.postgres;
 
 import dev.outbox.Header;
-import dev.outbox.OutboxMessage;
-import dev.outbox.OutboxRecord;
-import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.MarkedRow;
+import dev.outbox.spi.RowChecks;
 
 import java.sql.Array;
 import java.sql.ResultSet;
@@ -14,44 +13,23 @@ import java.util.List;
 import java.util.UUID;
 
 /**
- * Reads one outbox row into an {@link OutboxRecord}, or into a {@link MarkResult.Rejected} naming what is wrong
- * with it: rows may have been written by hand, by any language, so nothing about their columns is assumed.
- * Stateless and thread-safe.
+ * Reads one outbox row into a {@link MarkedRow}: a record, or a rejection naming what is wrong with it. Rows may
+ * have been written by hand, by any language, so nothing about their columns is assumed. Stateless.
  */
 final class RowReader {
     /** The columns, in the order {@link #read} expects them. */
     static final String COLUMNS =
             "id, create_time, topic, key, value, header_names, header_values, leader_id, attempts, message_id";
 
-    private final int maxKeyLength;
-
-    RowReader(int maxKeyLength) {
-        this.maxKeyLength = maxKeyLength;
+    private RowReader() {
     }
 
-    /** Returns an {@link OutboxRecord} or a {@link MarkResult.Rejected}. */
-    Object read(ResultSet rs) throws SQLException {
-        long id = rs.getLong(1);
-        String topic = rs.getString(3);
-        String key = rs.getString(4);
-        int attempts = rs.getInt(9);
-        try {
-            OffsetDateTime created = rs.getObject(2, OffsetDateTime.class);
-            if (created == null) {
-                throw new IllegalArgumentException("create_time is null");
-            }
-            if (key != null && key.length() > maxKeyLength) {
-                throw new IllegalArgumentException("key is " + key.length() + " characters, longer than the"
-                        + " store's maxKeyLength " + maxKeyLength + ": " + abbreviate(key));
-            }
-            List<Header> headers = headers(rs.getArray(6), rs.getArray(7));
-            OutboxMessage message = OutboxMessage.of(topic, key, rs.getBytes(5), headers);
-            UUID leaderId = rs.getObject(8, UUID.class);
-            UUID messageId = rs.getObject(10, UUID.class);
-            return new OutboxRecord(id, created.toInstant(), message, attempts, leaderId, messageId);
-        } catch (IllegalArgumentException | ClassCastException e) {
-            return new MarkResult.Rejected(id, topic, key, attempts, e.getMessage());
-        }
+    /** The row's record, or its rejection by {@link RowChecks#check}. */
+    static MarkedRow read(ResultSet rs, int maxKeyLength) throws SQLException {
+        OffsetDateTime created = rs.getObject(2, OffsetDateTime.class);
+        return RowChecks.check(rs.getLong(1), created == null ? null : created.toInstant(), rs.getString(3),
+                rs.getString(4), rs.getBytes(5), () -> headers(rs.getArray(6), rs.getArray(7)), rs.getInt(9),
+                rs.getObject(8, UUID.class), rs.getObject(10, UUID.class), maxKeyLength);
     }
 
     private static List<Header> headers(Array namesArray, Array valuesArray) throws SQLException {
@@ -95,11 +73,6 @@ final class RowReader {
             copy[i] = names[i] == null ? "NULL" : "'" + names[i] + "'";
         }
         return copy;
-    }
-
-    /** A string for an error message: quoted, and cut after 40 characters. */
-    static String abbreviate(String value) {
-        return value.length() <= 40 ? "'" + value + "'" : "'" + value.substring(0, 40) + "…'";
     }
 
     private static String describe(Object value) {

@@ -1,61 +1,25 @@
 package dev.outbox.store.postgres;
 
-import com.zaxxer.hikari.HikariDataSource;
-import dev.outbox.spi.Store;
-import dev.outbox.testkit.JdbcTestTransaction;
-import dev.outbox.testkit.StoreContract;
-import dev.outbox.testkit.TestTransaction;
-import org.junit.jupiter.api.AfterAll;
+import dev.outbox.store.sql.SqlStoreContract;
 import org.junit.jupiter.api.BeforeAll;
 
-import javax.sql.DataSource;
-import java.util.concurrent.atomic.AtomicInteger;
-
 /** The store contract against a real Postgres, the store on one connection pool and the writers on another. */
-class PostgresStoreContractTest extends StoreContract {
-    private static final AtomicInteger TABLES = new AtomicInteger();
-    private static String url;
-    private static DataSource admin;
-    private static HikariDataSource storePool;
-    private static HikariDataSource appPool;
+class PostgresStoreContractTest extends SqlStoreContract {
+
+    PostgresStoreContractTest() {
+        // The malformed row has two header names and one header value: written by hand, as another language might.
+        super(PostgresStore::builder,
+                "INSERT INTO ${table} (topic, key, value, header_names, header_values)"
+                        + " VALUES ('${topic}', '${key}', 'x', ARRAY['a', 'b'], ARRAY['\\x01'::bytea])",
+                "INSERT INTO ${table} (topic, key, value, header_names, header_values, attempts)"
+                        + " VALUES ('${topic}', '${key}', 'x', '{}', '{}', ${attempts})");
+    }
 
     @BeforeAll
-    static void startDatabase() {
-        url = PostgresTestSupport.database("outbox_store_contract");
+    void startDatabase() {
+        String url = PostgresTestSupport.database("outbox_store_contract");
         admin = PostgresTestSupport.admin(url);
         storePool = PostgresTestSupport.pool(url, "contract_store", 8);
         appPool = PostgresTestSupport.pool(url, "contract_app", 12);
-    }
-
-    @AfterAll
-    static void closePools() {
-        storePool.close();
-        appPool.close();
-    }
-
-    @Override
-    protected Store createStore() {
-        PostgresStore created = PostgresStore.builder(storePool).table("contract_" + TABLES.incrementAndGet()).build();
-        created.createSchema();
-        return created;
-    }
-
-    @Override
-    protected TestTransaction begin(Store store) {
-        return JdbcTestTransaction.begin(appPool, store.publisher());
-    }
-
-    @Override
-    protected void insertMalformedRow(Store store, String topic, String key) {
-        // Two header names, one header value: written by hand, as another language might.
-        String table = ((PostgresStore) store).table();
-        PostgresTestSupport.execute(admin, "INSERT INTO " + table + " (topic, key, value, header_names, header_values)"
-                + " VALUES ('" + topic + "', '" + key + "', 'x', ARRAY['a', 'b'], ARRAY['\\x01'::bytea])");
-    }
-
-    @Override
-    protected void disposeStore(Store store) {
-        PostgresStore postgres = (PostgresStore) store;
-        PostgresTestSupport.execute(admin, "DROP TABLE " + postgres.table() + ", " + postgres.parkedTable());
     }
 }

@@ -1,15 +1,11 @@
 package dev.outbox.store.postgres;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.outbox.testservers.Jdbc;
 import dev.outbox.testservers.JdbcServer;
 import dev.outbox.testservers.TestServers;
 
 import javax.sql.DataSource;
-import java.sql.Connection;
-import java.sql.ResultSet;
-import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /** Shared helpers for the Postgres store's tests: databases, pools and raw SQL. */
@@ -33,15 +29,9 @@ final class PostgresTestSupport {
      * kill them with {@link JdbcServer#killConnections(String)}.
      */
     static HikariDataSource pool(String url, String applicationName, int size) {
-        HikariConfig config = new HikariConfig();
-        config.setJdbcUrl(url + (url.contains("?") ? "&" : "?") + "ApplicationName=" + applicationName);
-        config.setUsername(server().username());
-        config.setPassword(server().password());
-        config.setMaximumPoolSize(size);
-        config.setMinimumIdle(0);
-        config.setConnectionTimeout(10_000);
-        config.setPoolName("pool-" + applicationName + "-" + POOLS.incrementAndGet());
-        return new HikariDataSource(config);
+        return new HikariDataSource(Jdbc.poolConfig(url + (url.contains("?") ? "&" : "?") + "ApplicationName="
+                + applicationName, server().username(), server().password(), size,
+                "pool-" + applicationName + "-" + POOLS.incrementAndGet()));
     }
 
     /** A non-pooling admin data source on {@code url}. */
@@ -51,23 +41,11 @@ final class PostgresTestSupport {
 
     /** Runs {@code sql} (one or more statements) on a new admin connection. */
     static void execute(DataSource dataSource, String sql) {
-        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
-            s.execute(sql);
-        } catch (SQLException e) {
-            throw new IllegalStateException("failed: " + sql + ": " + e.getMessage(), e);
-        }
+        Jdbc.execute(dataSource, sql);
     }
 
     /** The first column of the first row of {@code sql}, as a long. */
     static long queryLong(DataSource dataSource, String sql) {
-        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
-             ResultSet rs = s.executeQuery(sql)) {
-            if (!rs.next()) {
-                throw new IllegalStateException("no row from " + sql);
-            }
-            return rs.getLong(1);
-        } catch (SQLException e) {
-            throw new IllegalStateException("failed: " + sql + ": " + e.getMessage(), e);
-        }
+        return Jdbc.queryLong(dataSource, sql);
     }
 }

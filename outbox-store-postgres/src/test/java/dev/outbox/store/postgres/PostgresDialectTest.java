@@ -1,6 +1,7 @@
 package dev.outbox.store.postgres;
 
 import dev.outbox.spi.StoreException;
+import dev.outbox.store.sql.SqlErrors;
 import org.jdbi.v3.core.ConnectionException;
 import org.junit.jupiter.api.Test;
 
@@ -12,10 +13,12 @@ import java.sql.SQLTransientConnectionException;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /** Which driver failures are worth retrying. */
-class PostgresErrorsTest {
+class PostgresDialectTest {
+    private static final SqlErrors errors = PostgresDialect.ERRORS;
+
 
     private static boolean retriable(String state) {
-        return PostgresErrors.translate("op", new SQLException("boom", state)).isRetriable();
+        return errors.translate("op", new SQLException("boom", state)).isRetriable();
     }
 
     @Test
@@ -37,16 +40,16 @@ class PostgresErrorsTest {
     void theCauseChainAndBatchExceptionsAreSearched() {
         SQLException batch = new BatchUpdateException("Batch entry 3 was aborted", "22001", new int[0]);
         batch.setNextException(new SQLException("terminating connection", "57P01"));
-        assertThat(PostgresErrors.isRetriable(batch)).isTrue();
-        assertThat(PostgresErrors.isRetriable(new ConnectionException(new SQLTransientConnectionException("pool"))))
+        assertThat(errors.isRetriable(batch)).isTrue();
+        assertThat(errors.isRetriable(new ConnectionException(new SQLTransientConnectionException("pool"))))
                 .isTrue();
-        assertThat(PostgresErrors.isRetriable(new RuntimeException(new EOFException("socket closed")))).isTrue();
-        assertThat(PostgresErrors.isRetriable(new IllegalStateException("mapping"))).isFalse();
+        assertThat(errors.isRetriable(new RuntimeException(new EOFException("socket closed")))).isTrue();
+        assertThat(errors.isRetriable(new IllegalStateException("mapping"))).isFalse();
     }
 
     @Test
     void theMessageNamesTheOperationTheStateAndTheDriversMessage() {
-        StoreException e = PostgresErrors.translate("purging 3 rows of \"outbox\"",
+        StoreException e = errors.translate("purging 3 rows of \"outbox\"",
                 new SQLException("relation \"outbox\" does not exist", "42P01"));
 
         assertThat(e).hasMessage("purging 3 rows of \"outbox\" failed (SQLSTATE 42P01): relation \"outbox\" does"

@@ -1,0 +1,126 @@
+package dev.outbox.examples;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * The demo's command line, parsed by picocli: usage help, {@code --version}, and an unknown or misspelt option named
+ * with the closest known one. Not thread-safe: one parse.
+ */
+@Command(name = "./demo.sh", mixinStandardHelpOptions = true, versionProvider = DemoCommand.Version.class,
+        sortOptions = false, showDefaultValues = true, usageHelpAutoWidth = true,
+        description = {"Runs a small orders service on a Postgres outbox, three dispatchers electing a leader over"
+                + " Kafka, and a consumer that checks every order event arrived in per-key order. Embedded servers"
+                + " unless told otherwise."},
+        footer = {"", "On an existing Postgres the demo works in the schema outbox_demo; on an existing Kafka it"
+                + " creates the topic if missing and only counts records of its own run.",
+                "Exit code: 0 when every order event arrived in order, 1 when one is missing or out of order, 2 for"
+                        + " bad options, 3 when the demo could not run."})
+final class DemoCommand {
+    @Option(names = "--postgres-url", paramLabel = "URL", description = "An existing Postgres (environment"
+            + " OUTBOX_DEMO_POSTGRES_URL). Default: embedded PostgreSQL 17.")
+    String postgresUrl;
+    @Option(names = "--postgres-user", paramLabel = "USER",
+            description = "User for --postgres-url (environment OUTBOX_DEMO_POSTGRES_USER). Default: postgres.")
+    String postgresUser;
+    @Option(names = "--postgres-password", paramLabel = "PASSWORD",
+            description = "Password for --postgres-url (environment OUTBOX_DEMO_POSTGRES_PASSWORD). Default: empty.")
+    String postgresPassword;
+    @Option(names = "--kafka-bootstrap", paramLabel = "HOSTS", description = "An existing Kafka (environment"
+            + " OUTBOX_DEMO_KAFKA_BOOTSTRAP). Default: Kafka 4.3.1 in this process.")
+    String kafkaBootstrap;
+    @Option(names = "--duration", paramLabel = "D", defaultValue = "20s", converter = Time.class,
+            description = "How long orders are placed, e.g. 20s, 2m, 500ms.")
+    Duration duration;
+    @Option(names = "--rate", paramLabel = "N", defaultValue = "1000",
+            description = "Orders per second, all writers together; 0 = flat out.")
+    int rate;
+    @Option(names = "--writers", paramLabel = "N", defaultValue = "4", description = "Writer threads.")
+    int writers;
+    @Option(names = "--customers", paramLabel = "N", defaultValue = "1000",
+            description = "Distinct customers, which are the message keys.")
+    int customers;
+    @Option(names = "--dispatchers", paramLabel = "N", defaultValue = "3", description = "Dispatchers in this"
+            + " process, 1-9 (one leads, the others stand by).")
+    int dispatchers;
+    @Option(names = "--partitions", paramLabel = "N", defaultValue = "6",
+            description = "Partitions of the topic, if the demo creates it.")
+    int partitions;
+    @Option(names = "--topic", paramLabel = "NAME", defaultValue = "outbox-demo-orders",
+            description = "Topic of the order events.")
+    String topic;
+    @Option(names = "--no-takeover", description = "Do not close the leader halfway through.")
+    boolean noTakeover;
+    @Option(names = "--drain-timeout", paramLabel = "D", defaultValue = "60s", converter = Time.class,
+            description = "How long to wait for the last records after writing stops.")
+    Duration drainTimeout;
+
+    /** The command line; a usage error prints what is wrong and the nearest options, and exits with 2. */
+    static CommandLine commandLine(DemoCommand command) {
+        return new CommandLine(command).setParameterExceptionHandler((error, args) -> {
+            var near = error instanceof CommandLine.UnmatchedArgumentException unmatched
+                    ? unmatched.getSuggestions() : java.util.List.<String>of();
+            error.getCommandLine().getErr().printf("%s%n%s./demo.sh --help lists the options.%n", error.getMessage(),
+                    near.isEmpty() ? "" : "Did you mean " + String.join(" or ", near) + "? ");
+            return CommandLine.ExitCode.USAGE;
+        });
+    }
+
+    /**
+     * The options, with server addresses the command line left out taken from {@code env}.
+     *
+     * @throws IllegalArgumentException naming an option whose value is out of range
+     */
+    DemoOptions options(Map<String, String> env) {
+        return new DemoOptions(
+                orEnv(postgresUrl, env, "OUTBOX_DEMO_POSTGRES_URL", null),
+                orEnv(postgresUser, env, "OUTBOX_DEMO_POSTGRES_USER", "postgres"),
+                orEnv(postgresPassword, env, "OUTBOX_DEMO_POSTGRES_PASSWORD", ""),
+                orEnv(kafkaBootstrap, env, "OUTBOX_DEMO_KAFKA_BOOTSTRAP", null),
+                duration, rate, writers, customers, dispatchers, partitions, topic, !noTakeover, drainTimeout);
+    }
+
+    private static String orEnv(String value, Map<String, String> env, String variable, String fallback) {
+        String chosen = value != null ? value : env.getOrDefault(variable, fallback);
+        return chosen == null || (fallback == null && chosen.isBlank()) ? null : chosen;
+    }
+
+    /** {@code 500ms}, {@code 20s}, {@code 2m}, or a plain number of seconds. */
+    static final class Time implements CommandLine.ITypeConverter<Duration> {
+        @Override
+        public Duration convert(String value) {
+            String v = value.trim().toLowerCase(Locale.ROOT);
+            try {
+                if (v.endsWith("ms")) {
+                    return Duration.ofMillis(Long.parseLong(v.substring(0, v.length() - 2)));
+                }
+                if (v.endsWith("m")) {
+                    return Duration.ofMinutes(Long.parseLong(v.substring(0, v.length() - 1)));
+                }
+                return Duration.ofSeconds(Long.parseLong(v.endsWith("s") ? v.substring(0, v.length() - 1) : v));
+            } catch (NumberFormatException e) {
+                throw new CommandLine.TypeConversionException("expected a duration like 20s, 2m or 500ms, was '"
+                        + value + "'");
+            }
+        }
+    }
+
+    /** The project's version, from the resource {@code demo-version.txt} that the build fills in. */
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() throws IOException {
+            try (InputStream in = Version.class.getResourceAsStream("demo-version.txt")) {
+                String version = in == null ? "unknown" : new String(in.readAllBytes(), StandardCharsets.UTF_8).strip();
+                return new String[]{"Outbox for the JVM " + version + ", orders demo"};
+            }
+        }
+    }
+}

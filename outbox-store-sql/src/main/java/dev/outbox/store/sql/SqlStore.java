@@ -1,0 +1,367 @@
+package dev.outbox.store.sql;
+
+import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.MarkedRow;
+import dev.outbox.spi.SqlStoreSettings;
+import dev.outbox.spi.SqlTableNames;
+import dev.outbox.spi.Store;
+import dev.outbox.spi.StoreException;
+import org.jdbi.v3.core.Handle;
+import org.jdbi.v3.core.Jdbi;
+import org.jdbi.v3.core.JdbiException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import javax.sql.DataSource;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.SQLFeatureNotSupportedException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.Executor;
+import java.util.function.Function;
+import java.util.function.UnaryOperator;
+
+/**
+ * What the SQL stores share: the builder's settings, the table names, the DDL template, the timeouts, and how a
+ * call takes a connection, bounds it and gives it back. Each store ({@code PostgresStore}, {@code MySqlStore})
+ * keeps its own statements and transactions, since those are the algorithms that really differ; what differs as
+ * data is in its {@link SqlDialect}.
+ *
+ * <p>For store implementations, not for applications. Subclasses are immutable and thread-safe.
+ */
+public abstract class SqlStore implements Store {
+    /** The default table name. */
+    public static final String DEFAULT_TABLE = "outbox";
+    /** The default statement timeout. */
+    public static final Duration DEFAULT_STATEMENT_TIMEOUT = Duration.ofSeconds(30);
+    /** Up to this many rows {@link #backlog()} counts exactly; above, it estimates. */
+    public static final long EXACT_BACKLOG_LIMIT = 100_000;
+
+    private static final Executor DIRECT = Runnable::run;
+
+    /** The store's logger, named after the concrete store. */
+    protected final Logger log = LoggerFactory.getLogger(getClass());
+    /** The validated, quoted table names. */
+    protected final SqlTableNames names;
+    private final SqlDialect dialect;
+    private final Jdbi jdbi;
+    private final Duration statementTimeout;
+    private final int queryTimeoutSeconds;
+    private final int networkTimeoutMillis;
+    private final int maxKeyLength;
+
+    /** Takes the builder's settings; the builder validated each of them. */
+    protected SqlStore(Builder<?, ?> builder) {
+        this.dialect = builder.dialect;
+        this.jdbi = builder.jdbi;
+        this.names = dialect.tableNames().names(builder.schema, builder.table);
+        this.statementTimeout = builder.statementTimeout;
+        this.queryTimeoutSeconds = (int) Math.min(Integer.MAX_VALUE, (statementTimeout.toMillis() + 999) / 1000);
+        this.networkTimeoutMillis = (int) Math.min(Integer.MAX_VALUE, statementTimeout.toMillis() * 2);
+        this.maxKeyLength = builder.maxKeyLength;
+    }
+
+    /**
+     * The DDL for this store's tables (the {@code schema.sql} resource of the store's package), with the
+     * configured names filled in. Idempotent: it only creates what does not exist yet.
+     */
+    public final String schemaSql() {
+        return render(dialect.schemaResource());
+    }
+
+    /**
+     * A DDL template of the store's class path ({@code resource}) with the configured names filled in: the tables'
+     * ({@code ${outbox}}, {@code ${parked}}) and the store's own ({@link #fillIn}).
+     */
+    protected final String render(String resource) {
+        String template;
+        try (InputStream in = getClass().getClassLoader().getResourceAsStream(resource)) {
+            if (in == null) {
+                throw new IllegalStateException("resource " + resource + " is missing from the classpath");
+            }
+            template = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + resource, e);
+        }
+        return fillIn(template.replace("${outbox}", names.outbox()).replace("${parked}", names.parked()));
+    }
+
+    /**
+     * Fills in what else a store's DDL templates stand for (its own placeholders, such as the message-id function);
+     * default: nothing.
+     */
+    protected String fillIn(String sql) {
+        return sql;
+    }
+
+    /**
+     * Creates the outbox table and its parked table if they do not exist yet ({@link #schemaSql()}). Safe to call
+     * from several processes at once and on every start-up; it never changes a table that exists already.
+     *
+     * @throws StoreException if the DDL fails, for example for lack of privileges
+     */
+    public final void createSchema() {
+        createTables(schemaSql());
+        log.info("Outbox schema ready: {} and {}", names.outbox(), names.parked());
+    }
+
+    /**
+     * Runs {@code ddl}, this store's {@link #schemaSql()}, so that concurrent callers do not trip over each other.
+     *
+     * @throws StoreException if the DDL fails
+     */
+    protected abstract void createTables(String ddl);
+
+    /** The outbox table as it appears in SQL: quoted, and qualified if a schema was configured. */
+    public final String table() {
+        return names.outbox();
+    }
+
+    /** The parked table as it appears in SQL. */
+    public final String parkedTable() {
+        return names.parked();
+    }
+
+    /** The longest any statement (or lock wait) of a store call may take. */
+    public final Duration statementTimeout() {
+        return statementTimeout;
+    }
+
+    /** The longest key, in code points, that the publisher writes and that a marked row may have. */
+    public final int maxKeyLength() {
+        return maxKeyLength;
+    }
+
+    @Override
+    public String toString() {
+        return getClass().getSimpleName() + "{table=" + names.outbox() + ", statementTimeout=" + statementTimeout
+                + '}';
+    }
+
+    /** The statement timeout as a JDBC query timeout: whole seconds, rounded up. */
+    protected final int queryTimeoutSeconds() {
+        return queryTimeoutSeconds;
+    }
+
+    /** Translates {@code failure} of {@code operation} by the dialect's rules. */
+    protected final StoreException translate(String operation, Throwable failure) {
+        return dialect.errors().translate(operation, failure);
+    }
+
+    /**
+     * The {@link MarkResult} of the rows one mark read, each sorted by id; logs a warning naming the first row
+     * that is not a valid message.
+     */
+    protected final MarkResult marked(Collection<? extends MarkedRow> rows) {
+        MarkResult result = MarkedRow.result(rows);
+        if (!result.rejected().isEmpty()) {
+            MarkResult.Rejected first = result.rejected().get(0);
+            log.warn("Marked {} row(s) of {} that are not valid messages, first: id {}: {}",
+                    result.rejected().size(), names.outbox(), first.id(), first.reason());
+        }
+        return result;
+    }
+
+    /** Work on a handle that may throw SQL exceptions. */
+    @FunctionalInterface
+    protected interface Work<T> {
+        T run(Handle handle) throws SQLException;
+    }
+
+    /**
+     * Runs {@code work} on a connection of its own, with the connection's network timeout set to twice the
+     * statement timeout (so that even a silent network failure ends the call) and restored afterwards; translates
+     * every failure into a {@link StoreException} naming {@code operation}. The work begins and ends its own
+     * transaction.
+     */
+    protected final <T> T withHandle(String operation, Work<T> work) {
+        Handle handle;
+        try {
+            handle = jdbi.open();
+        } catch (JdbiException | IllegalStateException e) {
+            throw translate(operation, e);
+        }
+        Connection connection = handle.getConnection();
+        Integer previousNetworkTimeout = null;
+        try {
+            previousNetworkTimeout = setNetworkTimeout(connection);
+            return work.run(handle);
+        } catch (SQLException | JdbiException | IllegalStateException e) {
+            throw translate(operation, e);
+        } finally {
+            release(handle, connection, previousNetworkTimeout);
+        }
+    }
+
+    private Integer setNetworkTimeout(Connection connection) throws SQLException {
+        try {
+            int previous = connection.getNetworkTimeout();
+            connection.setNetworkTimeout(DIRECT, networkTimeoutMillis);
+            return previous;
+        } catch (SQLFeatureNotSupportedException | UnsupportedOperationException e) {
+            log.debug("The connection does not support a network timeout; relying on the statement timeout", e);
+            return null;
+        }
+    }
+
+    private void release(Handle handle, Connection connection, Integer previousNetworkTimeout) {
+        try {
+            if (previousNetworkTimeout != null && !connection.isClosed()) {
+                connection.setNetworkTimeout(DIRECT, previousNetworkTimeout);
+            }
+        } catch (SQLException | RuntimeException e) {
+            log.debug("Could not restore the connection's network timeout", e);
+        }
+        try {
+            handle.close();
+        } catch (RuntimeException e) {
+            // The work is done (committed or rolled back) by now; a broken connection fails to close quietly.
+            log.debug("Could not close a connection cleanly", e);
+        }
+    }
+
+    /**
+     * Checks a mark's or a listing's {@code limit}.
+     *
+     * @throws IllegalArgumentException if it is less than 1
+     */
+    protected static int limit(int limit) {
+        if (limit < 1) {
+            throw new IllegalArgumentException("limit must be at least 1: " + limit);
+        }
+        return limit;
+    }
+
+    /**
+     * The ids, checked, without duplicates, ascending (so that rows are always locked in the same order).
+     *
+     * @throws IllegalArgumentException naming the position of a null id
+     */
+    protected static List<Long> ids(String what, Collection<Long> ids) {
+        Objects.requireNonNull(ids, what + " must not be null");
+        TreeSet<Long> sorted = new TreeSet<>();
+        int i = 0;
+        for (Long id : ids) {
+            if (id == null) {
+                throw new IllegalArgumentException(what + " contains null at position " + i);
+            }
+            sorted.add(id);
+            i++;
+        }
+        return new ArrayList<>(sorted);
+    }
+
+    /**
+     * The reasons to park rows with, by ascending id: a null reason becomes {@code "(no reason given)"}, and each
+     * reason passes through {@code clean}, which makes it storable in the database's text column.
+     *
+     * @throws IllegalArgumentException if an id is null
+     */
+    protected static TreeMap<Long, String> reasons(Map<Long, String> reasons, UnaryOperator<String> clean) {
+        Objects.requireNonNull(reasons, "reasons must not be null");
+        TreeMap<Long, String> sorted = new TreeMap<>();
+        for (Map.Entry<Long, String> entry : reasons.entrySet()) {
+            if (entry.getKey() == null) {
+                throw new IllegalArgumentException("reasons contains a null id");
+            }
+            sorted.put(entry.getKey(), clean.apply(entry.getValue() == null ? "(no reason given)" : entry.getValue()));
+        }
+        return sorted;
+    }
+
+    /**
+     * A {@link Jdbi} over {@code dataSource}, for the stores' {@code builder(DataSource)} entry points; use a
+     * pooling data source, since every call takes a connection and gives it back.
+     */
+    protected static Jdbi jdbi(DataSource dataSource) {
+        return Jdbi.create(Objects.requireNonNull(dataSource, "dataSource must not be null"));
+    }
+
+    /**
+     * The settings every SQL store has. Not thread-safe; {@code build()} returns an immutable store. Every setter
+     * rejects a bad value at once, naming it.
+     *
+     * @param <B> the store's own builder
+     * @param <S> the store
+     */
+    @SuppressWarnings("unchecked") // B is the concrete builder itself
+    public abstract static class Builder<B extends Builder<B, S>, S extends SqlStore> {
+        private final Jdbi jdbi;
+        private final SqlDialect dialect;
+        private final Function<B, S> store;
+        private String schema;
+        private String table = DEFAULT_TABLE;
+        private Duration statementTimeout = DEFAULT_STATEMENT_TIMEOUT;
+        private int maxKeyLength;
+
+        /**
+         * @param jdbi    where the store takes its connections
+         * @param dialect what the store's database differs in
+         * @param store   builds the store from this builder
+         */
+        protected Builder(Jdbi jdbi, SqlDialect dialect, Function<B, S> store) {
+            this.jdbi = Objects.requireNonNull(jdbi, "jdbi must not be null");
+            this.dialect = Objects.requireNonNull(dialect, "dialect must not be null");
+            this.store = Objects.requireNonNull(store, "store must not be null");
+            this.maxKeyLength = dialect.defaultMaxKeyLength();
+        }
+
+        /**
+         * The schema (MySQL: the database) of the outbox tables. Default: none, so the tables are found through
+         * the connection's defaults (Postgres' {@code search_path}, MySQL's current database). Lower-case letters,
+         * digits and underscores, at most the database's identifier limit (63 characters in Postgres, 64 in
+         * MySQL).
+         */
+        public final B schema(String schema) {
+            this.schema = dialect.tableNames().validateSchema(schema);
+            return (B) this;
+        }
+
+        /**
+         * The outbox table's name; the parked rows go to a table of the same name with {@code _parked} appended.
+         * Default {@value SqlStore#DEFAULT_TABLE}. Lower-case letters, digits and underscores, short enough for the
+         * parked table's name to fit the database's identifier limit (at most 56 characters in Postgres, 57 in
+         * MySQL).
+         */
+        public final B table(String table) {
+            this.table = dialect.tableNames().validateTable(table);
+            return (B) this;
+        }
+
+        /**
+         * The longest any statement (or lock wait) of a store call may take; default 30 s, at least 1 ms. Where it
+         * is applied as a JDBC query timeout, it is rounded up to whole seconds.
+         */
+        public final B statementTimeout(Duration statementTimeout) {
+            this.statementTimeout = SqlStoreSettings.statementTimeout(statementTimeout);
+            return (B) this;
+        }
+
+        /**
+         * The longest key, in characters (Unicode code points: a character outside the Basic Multilingual Plane
+         * counts once), that the publisher writes and that a marked row may have (a longer one, written by plain
+         * SQL, is rejected so that the dispatcher parks it). Set it to what your consumers accept; the store's
+         * documentation gives its default.
+         */
+        public final B maxKeyLength(int maxKeyLength) {
+            this.maxKeyLength = SqlStoreSettings.maxKeyLength(maxKeyLength);
+            return (B) this;
+        }
+
+        /** The store, immutable and thread-safe. */
+        public final S build() {
+            return store.apply((B) this);
+        }
+    }
+}
