@@ -1,7 +1,6 @@
 package dev.outbox.store.postgres;
 
 import dev.outbox.Header;
-import dev.outbox.MessageIds;
 import dev.outbox.OutboxMessage;
 import dev.outbox.spi.RowChecks;
 import dev.outbox.spi.MessageDecorators;
@@ -42,7 +41,7 @@ public final class PostgresPublisher extends SqlPublisher {
         this.names = names;
         this.queryTimeoutSeconds = queryTimeoutSeconds;
         this.insertSql = "INSERT INTO " + names.outbox()
-                + " (topic, key, value, header_names, header_values, message_id) VALUES (?, ?, ?, ?, ?, ?)";
+                + " (topic, key, value, header_names, header_values) VALUES (?, ?, ?, ?, ?)";
     }
 
     /**
@@ -121,6 +120,5 @@ public final class PostgresPublisher extends SqlPublisher {
         statement.setBytes(3, message.value());
         statement.setArray(4, connection.createArrayOf("text", headerNames));
         statement.setArray(5, connection.createArrayOf("bytea", headerValues));
-        statement.setObject(6, MessageIds.next());
     }
 }
