@@ -6,8 +6,9 @@ import java.util.UUID;
 
 /**
  * A stored outbox row as a store hands it to the dispatcher: the database {@code id} (which orders records),
- * its creation time, the message, how many deliveries have failed so far, and the leader id that marked it.
- * Immutable and thread-safe.
+ * its creation time, the message, how many deliveries have failed so far, the leader id that marked it, and the
+ * message id (see {@link MessageIds}): the row's identity for consumers, which, unlike the database id, survives
+ * park and replay. Immutable and thread-safe.
  */
 public final class OutboxRecord {
     private final long id;
@@ -15,8 +16,11 @@ public final class OutboxRecord {
     private final OutboxMessage message;
     private final int attempts;
     private final UUID leaderId;
+    private final UUID messageId;
 
     /**
+     * A record without a message id, from a store that does not assign them.
+     *
      * @param id        the row's id, positive
      * @param createdAt when the row was written, not null
      * @param message   the message, not null
@@ -24,6 +28,19 @@ public final class OutboxRecord {
      * @param leaderId  the leader id the row is marked with, or null for an unmarked row
      */
     public OutboxRecord(long id, Instant createdAt, OutboxMessage message, int attempts, UUID leaderId) {
+        this(id, createdAt, message, attempts, leaderId, null);
+    }
+
+    /**
+     * @param id        the row's id, positive
+     * @param createdAt when the row was written, not null
+     * @param message   the message, not null
+     * @param attempts  failed deliveries so far, not negative
+     * @param leaderId  the leader id the row is marked with, or null for an unmarked row
+     * @param messageId the message's id for consumers, or null if the store assigns none
+     */
+    public OutboxRecord(long id, Instant createdAt, OutboxMessage message, int attempts, UUID leaderId,
+                        UUID messageId) {
         if (id <= 0) {
             throw new IllegalArgumentException("id must be positive: " + id);
         }
@@ -35,6 +52,7 @@ public final class OutboxRecord {
         this.message = Objects.requireNonNull(message, "message");
         this.attempts = attempts;
         this.leaderId = leaderId;
+        this.messageId = messageId;
     }
 
     public long id() {
@@ -67,10 +85,19 @@ public final class OutboxRecord {
         return leaderId;
     }
 
+    /**
+     * The message's id for consumers (a version 7 UUID where the outbox assigned it), stable from the writer's
+     * transaction through reset, park and replay; null if the store assigns none.
+     */
+    public UUID messageId() {
+        return messageId;
+    }
+
     @Override
     public boolean equals(Object o) {
         return o instanceof OutboxRecord r && id == r.id && attempts == r.attempts
-                && createdAt.equals(r.createdAt) && message.equals(r.message) && Objects.equals(leaderId, r.leaderId);
+                && createdAt.equals(r.createdAt) && message.equals(r.message) && Objects.equals(leaderId, r.leaderId)
+                && Objects.equals(messageId, r.messageId);
     }
 
     @Override
@@ -81,6 +108,6 @@ public final class OutboxRecord {
     @Override
     public String toString() {
         return "OutboxRecord{id=" + id + ", topic=" + message.topic() + ", key=" + message.key()
-                + ", attempts=" + attempts + ", leaderId=" + leaderId + '}';
+                + ", attempts=" + attempts + ", leaderId=" + leaderId + ", messageId=" + messageId + '}';
     }
 }

@@ -92,6 +92,9 @@ public final class Benchmark {
                     }
                 }
             }
+            if (options.runs("inbox")) {
+                runInbox(env, options, report);
+            }
         }
         report.loadAtEnd = Machine.loadAverage();
         report.finishedAt = Instant.now();
@@ -99,6 +102,17 @@ public final class Benchmark {
         report.write(dir);
         Progress.say("results written to %s", dir.toAbsolutePath().resolve("results.{txt,csv,json}"));
         return report;
+    }
+
+    /** The consumer side: the inbox consumer next to a bare consumer, same topic and database. */
+    private static void runInbox(BenchEnvironment env, BenchmarkOptions options, Report report) throws Exception {
+        int records = Math.min(options.rows, InboxScenario.MAX_RECORDS);
+        Progress.say("inbox consumer vs bare consumer, %,d records each ...", records);
+        for (InboxScenario.Result r : new InboxScenario(env, options).run(records)) {
+            Progress.say("%s: %,.0f records/s (%,d records in %.2f s)", r.consumer(), r.rate(), r.records(),
+                    r.seconds());
+            report.inbox.add(r);
+        }
     }
 
     private static void warmUp(BenchmarkOptions options, ThroughputScenarios throughput) throws Exception {

@@ -59,6 +59,7 @@ final class Report {
     Map<String, List<ThroughputScenarios.Run>> throughput = new LinkedHashMap<>();
     List<LatencyScenario.Result> latency = new ArrayList<>();
     List<TakeoverScenario.Result> takeover = new ArrayList<>();
+    List<InboxScenario.Result> inbox = new ArrayList<>();
 
     Report(BenchmarkOptions options) {
         this.options = options;
@@ -248,6 +249,7 @@ final class Report {
                 out.append(fmt("%-48s %5d  %-26s %s%n", how, ack.size(), spread(acq), spread(ack)));
             }
         }
+        appendInbox(out);
         List<String[]> goals = goals();
         if (!goals.isEmpty()) {
             out.append('\n').append("Goals (reported, not asserted)\n");
@@ -256,6 +258,20 @@ final class Report {
             }
         }
         return out.toString();
+    }
+
+    /** The consumer side: the inbox consumer's rate next to the bare consumer's, and their ratio. */
+    private void appendInbox(StringBuilder out) {
+        if (inbox.isEmpty()) {
+            return;
+        }
+        out.append('\n').append("Consumers: one transaction per record, the same effect row, same topic and database\n");
+        out.append(fmt("%-48s %12s %10s %8s%n", "consumer", "records/s", "records", "ratio to bare (mean)"));
+        double bare = inbox.stream().filter(r -> r.consumer().startsWith("bare"))
+                .mapToDouble(InboxScenario.Result::rate).average().orElse(Double.NaN);
+        for (InboxScenario.Result r : inbox) {
+            out.append(fmt("%-48s %,12.0f %,10d %8.2f%n", r.consumer(), r.rate(), r.records(), r.rate() / bare));
+        }
     }
 
     private static String spread(List<Double> values) {
@@ -347,6 +363,12 @@ final class Report {
             csvLine(out, "takeover", t.mode(), i, "leader_acquired_s", fmt("%.3f", t.leaderAcquired()));
             csvLine(out, "takeover", t.mode(), i, "first_ack_s", fmt("%.3f", t.firstAck()));
             csvLine(out, "takeover", t.mode(), i, "rows_left", t.rowsLeft());
+        }
+        for (InboxScenario.Result r : inbox) {
+            String name = r.consumer().startsWith("bare") ? "bare_" + (r.consumer().contains("before") ? "before"
+                    : "after") : "inbox";
+            csvLine(out, "consumer", name, 1, "records_per_s", fmt("%.1f", r.rate()));
+            csvLine(out, "consumer", name, 1, "records", r.records());
         }
         return out.toString();
     }
@@ -452,6 +474,16 @@ final class Report {
             to.add(m);
         }
         root.put("takeover", to);
+
+        List<Object> consumers = new ArrayList<>();
+        for (InboxScenario.Result r : inbox) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("consumer", r.consumer());
+            m.put("recordsPerSecond", r.rate());
+            m.put("records", r.records());
+            consumers.add(m);
+        }
+        root.put("consumers", consumers);
 
         List<Object> goals = new ArrayList<>();
         for (String[] g : goals()) {

@@ -39,10 +39,14 @@ class BenchmarkSmokeTest {
             assertThat(l.commitToAck().count()).isPositive();
         });
         assertThat(report.takeover).singleElement().satisfies(t -> assertThat(t.firstAck()).isPositive());
+        assertThat(report.inbox).as("bare consumer, inbox consumer, bare consumer").hasSize(3).allSatisfy(r -> {
+            assertThat(r.records()).isEqualTo(3000 + options.partitions);
+            assertThat(r.rate()).isPositive();
+        });
         assertThat(report.text()).contains("Dispatcher -> Kafka (drain)", "database ceiling", "Goals");
         assertThat(out.resolve("results.txt")).exists();
         assertThat(Files.readString(out.resolve("results.csv"))).startsWith("section,scenario,run,metric,value\n")
-                .contains("throughput,drain,1,records_per_s,");
+                .contains("throughput,drain,1,records_per_s,", "consumer,inbox,1,records_per_s,");
         assertThat(Files.readString(out.resolve("results.json"))).contains("\"throughput\"", "\"dispatcherRatio\"");
     }
 }

@@ -116,7 +116,8 @@ class ReadmeSnippetsTest {
                 .contains("dependencies", "goharvest-migration.sql", "WebhookMessageBrokerContractTest#contract",
                         "ObservabilitySnippets#metrics", "ObservabilitySnippets#tracing",
                         "ObservabilitySnippets#health",
-                        "application.yml", "Orders#place");
+                        "application.yml", "Orders#place",
+                        "InboxSnippets#inbox", "InboxSnippets#process", "InboxSnippets#consumer");
     }
 
     /** The source file of a class of this module, main or test, in dev.outbox.examples or its spring package. */

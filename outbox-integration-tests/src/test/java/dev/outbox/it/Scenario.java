@@ -126,6 +126,7 @@ final class Scenario implements AutoCloseable {
     private final List<Node> nodes = new ArrayList<>();
     private final Writers writers;
     private final TopicWatcher watcher;
+    private final InboxSide inboxes;
     private final List<Fault> faults = new ArrayList<>();
     private final List<Takeover> takeovers = new ArrayList<>();
     private final List<String> notes = new ArrayList<>();
@@ -159,6 +160,7 @@ final class Scenario implements AutoCloseable {
             nodes.add(new Node("d" + i, "e2e_" + name + "_d" + i, settings, sendLog, timeline));
         }
         this.watcher = new TopicWatcher(kafka.bootstrapServers(), topic);
+        this.inboxes = new InboxSide(name, kafka.bootstrapServers(), topic);
         long pauseMicros = Long.getLong("outbox.e2e.writerPauseMicros", 2_000);
         this.writers = new Writers(appPool, adminStore.publisher(), topic, WRITERS, KEYS_PER_WRITER, pauseMicros,
                 seed);
@@ -169,6 +171,7 @@ final class Scenario implements AutoCloseable {
         Scenario s = new Scenario(name, seed);
         try {
             s.watcher.start();
+            s.inboxes.start();
             s.nodes.forEach(Node::start);
             s.writers.start();
         } catch (RuntimeException e) {
@@ -177,6 +180,11 @@ final class Scenario implements AutoCloseable {
         }
         log.info("scenario {} started (seed {})", name, seed);
         return s;
+    }
+
+    /** The inbox consumers on Postgres and MySQL. */
+    InboxSide inboxes() {
+        return inboxes;
     }
 
     JdbcServer database() {
@@ -458,6 +466,11 @@ final class Scenario implements AutoCloseable {
                     .isLessThanOrEqualTo(inFlightByFault.get(f.what()));
         }
         assertThat(watcher.duplicates()).as("repeats seen live").isEqualTo(duplicates);
+        // Effectively once: each inbox consumer applied every committed message exactly once, duplicates and all.
+        String inboxSummary = inboxes.check(truth, committed, duplicates, WAIT);
+        inboxes.close();
+        System.out.println("E2E " + name + " " + inboxSummary);
+        log.info("{}: {}", name, inboxSummary);
         return r;
     }
 
@@ -610,6 +623,7 @@ final class Scenario implements AutoCloseable {
             for (Node n : nodes) {
                 runQuietly(errors, n::close);
             }
+            runQuietly(errors, inboxes::close);
             runQuietly(errors, () -> {
                 try {
                     watcher.close();

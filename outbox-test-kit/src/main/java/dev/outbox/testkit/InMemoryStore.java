@@ -206,7 +206,7 @@ public final class InMemoryStore implements Store {
                         ? RowChecks.check(row.id, row.createdAt, row.topic, row.key, RAW_VALUE, List::of,
                                 row.attempts, leaderId, maxKeyLength)
                         : RowChecks.check(row.id, row.createdAt, m.topic(), m.key(), m.value(), m::headers,
-                                row.attempts, leaderId, maxKeyLength);
+                                row.attempts, leaderId, row.messageId, maxKeyLength);
                 if (checked instanceof MarkedRow.Readable readable) {
                     records.add(readable.record());
                 } else {
@@ -311,8 +311,10 @@ public final class InMemoryStore implements Store {
                 StoredRow old = parked.remove(id);
                 if (old != null) {
                     long newId = sequence.incrementAndGet();
-                    rows.put(newId, new StoredRow(newId, now, old.topic, old.key, old.message,
-                            old.malformedReason));
+                    StoredRow replayedRow = new StoredRow(newId, now, old.topic, old.key, old.message,
+                            old.malformedReason);
+                    replayedRow.messageId = old.messageId;
+                    rows.put(newId, replayedRow);
                     replayed++;
                 }
             }
@@ -480,6 +482,8 @@ public final class InMemoryStore implements Store {
         final String key;
         final OutboxMessage message;
         final String malformedReason;
+        /** The message id: assigned when the row is written, kept through park and replay. */
+        UUID messageId = dev.outbox.MessageIds.next();
         UUID leaderId;
         int attempts;
         String parkReason;

@@ -589,6 +589,37 @@ public abstract class StoreContract {
         assertThat(store.backlog()).isEqualTo(2);
     }
 
+    // ---- message ids ----------------------------------------------------------------------------------------
+
+    @Test
+    void everyRowHasAVersion7MessageIdThatSurvivesResetParkAndReplay() {
+        commit(msg("k1", "v1"), msg("k2", "v2"), msg("k3", "v3"));
+        UUID leader = UUID.randomUUID();
+        List<OutboxRecord> marked = store.mark(leader, 10).records();
+        assertThat(marked).hasSize(3);
+        for (OutboxRecord r : marked) {
+            assertThat(r.messageId()).as("message id of %s", r).isNotNull();
+            assertThat(r.messageId().version()).as("version of %s", r.messageId()).isEqualTo(7);
+        }
+        assertThat(marked).extracting(OutboxRecord::messageId).doesNotHaveDuplicates();
+        assertThat(dev.outbox.MessageIds.unixMillis(marked.get(0).messageId()))
+                .as("the id's time is the write time").isCloseTo(System.currentTimeMillis(),
+                        org.assertj.core.data.Offset.offset(CLOCK_SLACK.toMillis()));
+        assertThat(marked.get(0).messageId()).as("ids of one batch follow the list")
+                .isLessThan(marked.get(1).messageId());
+
+        store.reset(leader, List.of(marked.get(0).id()));
+        OutboxRecord again = store.mark(UUID.randomUUID(), 1).records().get(0);
+        assertThat(again.messageId()).as("after reset and a new mark").isEqualTo(marked.get(0).messageId());
+
+        store.park(Map.of(marked.get(1).id(), "parked for the test"));
+        store.replay(List.of(marked.get(1).id()));
+        OutboxRecord replayed = markAll(UUID.randomUUID()).stream()
+                .filter(r -> r.key().equals("k2")).findFirst().orElseThrow();
+        assertThat(replayed.id()).as("a replayed row has a new id").isNotEqualTo(marked.get(1).id());
+        assertThat(replayed.messageId()).as("but the same message id").isEqualTo(marked.get(1).messageId());
+    }
+
     // ---- unreadable rows ------------------------------------------------------------------------------------
 
     @Test

@@ -1,5 +1,6 @@
 package dev.outbox.broker.kafka;
 
+import dev.outbox.MessageIds;
 import dev.outbox.OutboxRecord;
 import dev.outbox.spi.DeliveryException;
 import dev.outbox.spi.MessageBroker;
@@ -50,8 +51,9 @@ import java.util.concurrent.TimeUnit;
  * <h2>What is sent</h2>
  * Each record goes to its topic with the row's key (UTF-8, {@link StringSerializer}), so that Kafka's
  * partitioner places all records of a key on one partition; the value's bytes (a null value stays null: a
- * tombstone); the headers in their order, repeats kept; and, by default, the row's creation time as the record
- * timestamp ({@link RecordTimestamp}).
+ * tombstone); the headers in their order, repeats kept, followed by the message id in the header
+ * {@value #DEFAULT_MESSAGE_ID_HEADER} (the name is configurable) and, if configured, the creation time in a header
+ * of its own; and, by default, the row's creation time as the record timestamp ({@link RecordTimestamp}).
  *
  * <h2>Enforced producer settings</h2>
  * Settings that per-key order (G2) and bounded sends depend on are set by the broker; a user value that
@@ -87,6 +89,9 @@ import java.util.concurrent.TimeUnit;
  * (or, for a failure detected before sending, on the caller's). Do not call {@link #close} from a completion.
  */
 public final class KafkaMessageBroker implements MessageBroker {
+    /** The default name of the header that carries the message id: {@value}. */
+    public static final String DEFAULT_MESSAGE_ID_HEADER = "outbox-message-id";
+
     /** Default {@code delivery.timeout.ms}: 8 s. */
     public static final Duration DEFAULT_DELIVERY_TIMEOUT = Duration.ofSeconds(8);
     /** Largest {@code delivery.timeout.ms} accepted: 2 minutes (Kafka's own default). */
@@ -118,6 +123,8 @@ public final class KafkaMessageBroker implements MessageBroker {
     private final Producer<String, byte[]> producer;
     private final Map<String, Object> adminConfig;
     private final RecordTimestamp timestamp;
+    private final String messageIdHeader;
+    private final String createdAtHeader;
     private final Duration deliveryTimeout;
     private final Set<CompletableFuture<Void>> pending = ConcurrentHashMap.newKeySet();
     private final Map<String, Long> missingTopics = new ConcurrentHashMap<>();
@@ -127,6 +134,8 @@ public final class KafkaMessageBroker implements MessageBroker {
 
     private KafkaMessageBroker(Builder b, Map<String, Object> producerConfig, Map<String, Object> adminConfig) {
         this.timestamp = b.timestamp;
+        this.messageIdHeader = b.messageIdHeader;
+        this.createdAtHeader = b.createdAtHeader;
         this.deliveryTimeout = Duration.ofMillis(((Number) producerConfig.get(
                 ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG)).longValue());
         this.adminConfig = adminConfig;
@@ -208,9 +217,17 @@ public final class KafkaMessageBroker implements MessageBroker {
     }
 
     private ProducerRecord<String, byte[]> toProducerRecord(OutboxRecord record) {
-        List<org.apache.kafka.common.header.Header> headers = new ArrayList<>(record.message().headers().size());
+        List<org.apache.kafka.common.header.Header> headers = new ArrayList<>(record.message().headers().size() + 2);
         for (dev.outbox.Header h : record.message().headers()) {
             headers.add(new KafkaHeader(h.name(), h.value()));
+        }
+        // After the application's own headers, so that Headers.lastHeader(name) finds the outbox's value.
+        if (messageIdHeader != null && record.messageId() != null) {
+            headers.add(new KafkaHeader(messageIdHeader, MessageIds.toHeader(record.messageId())));
+        }
+        if (createdAtHeader != null) {
+            headers.add(new KafkaHeader(createdAtHeader,
+                    record.createdAt().toString().getBytes(java.nio.charset.StandardCharsets.US_ASCII)));
         }
         Long ts = timestamp == RecordTimestamp.CREATED_AT ? record.createdAt().toEpochMilli() : null;
         return new ProducerRecord<>(record.topic(), null, ts, record.key(), record.message().value(), headers);
@@ -393,6 +410,8 @@ public final class KafkaMessageBroker implements MessageBroker {
     public static final class Builder {
         private final KafkaSettings settings = new KafkaSettings();
         private RecordTimestamp timestamp = RecordTimestamp.CREATED_AT;
+        private String messageIdHeader = DEFAULT_MESSAGE_ID_HEADER;
+        private String createdAtHeader;
 
         private Builder() {
         }
@@ -431,6 +450,34 @@ public final class KafkaMessageBroker implements MessageBroker {
         }
 
         /**
+         * The header that carries each record's message id (its text form, 36 ASCII characters), added after the
+         * message's own headers; default {@value KafkaMessageBroker#DEFAULT_MESSAGE_ID_HEADER}. Null sends no id
+         * (consumers then fall back to the record's topic, partition and offset). Records from a store that
+         * assigns no ids carry none.
+         */
+        public Builder messageIdHeader(String name) {
+            this.messageIdHeader = headerName("messageIdHeader", name);
+            return this;
+        }
+
+        /**
+         * A header that carries each record's creation time (ISO-8601, UTC, e.g. {@code 2026-11-23T10:15:30.123Z});
+         * default none. Useful where the record timestamp is {@link RecordTimestamp#SEND_TIME}, or to measure how long
+         * a message waited.
+         */
+        public Builder createdAtHeader(String name) {
+            this.createdAtHeader = headerName("createdAtHeader", name);
+            return this;
+        }
+
+        private static String headerName(String what, String name) {
+            if (name != null && (name.isBlank() || !name.strip().equals(name))) {
+                throw new IllegalArgumentException(what + " must not be blank or padded: '" + name + "'");
+            }
+            return name;
+        }
+
+        /**
          * Validates the properties and creates the producer (it connects lazily, on the first send).
          *
          * @throws IllegalArgumentException naming the setting and value that breaks a guarantee
@@ -445,6 +492,10 @@ public final class KafkaMessageBroker implements MessageBroker {
             if (s.has(ProducerConfig.CLIENT_ID_CONFIG)) {
                 adminConfig.put(AdminClientConfig.CLIENT_ID_CONFIG, s.string(ProducerConfig.CLIENT_ID_CONFIG)
                         + "-topic-check");
+            }
+            if (messageIdHeader != null && messageIdHeader.equals(createdAtHeader)) {
+                throw new IllegalArgumentException("messageIdHeader and createdAtHeader must differ: '"
+                        + messageIdHeader + "'");
             }
             return new KafkaMessageBroker(this, producerConfig, adminConfig);
         }

@@ -96,6 +96,40 @@ class KafkaMessageBrokerTest {
     }
 
     @Test
+    void theMessageIdAndTheCreationTimeTravelAsHeadersAfterTheMessagesOwn() throws Exception {
+        String topic = newTopic(1);
+        Instant createdAt = Instant.parse("2026-01-02T03:04:05.678Z");
+        UUID messageId = dev.outbox.MessageIds.next();
+        OutboxMessage m = OutboxMessage.builder(topic, "k").value("v").header("outbox-message-id", "forged").build();
+        try (KafkaMessageBroker defaults = KafkaMessageBroker.builder().bootstrapServers(kafka.bootstrapServers())
+                .build();
+             KafkaMessageBroker custom = KafkaMessageBroker.builder().bootstrapServers(kafka.bootstrapServers())
+                     .messageIdHeader("event-id").createdAtHeader("event-created").build()) {
+            defaults.send(new OutboxRecord(IDS.incrementAndGet(), createdAt, m, 0, UUID.randomUUID(), messageId))
+                    .toCompletableFuture().get(10, TimeUnit.SECONDS);
+            custom.send(new OutboxRecord(IDS.incrementAndGet(), createdAt, m, 0, UUID.randomUUID(), messageId))
+                    .toCompletableFuture().get(10, TimeUnit.SECONDS);
+        }
+        List<ConsumerRecord<String, byte[]>> got = KafkaReader.readToEnd(kafka.bootstrapServers(), topic,
+                Duration.ofSeconds(10));
+        assertThat(got).hasSize(2);
+        assertThat(new String(got.get(0).headers().lastHeader("outbox-message-id").value(), StandardCharsets.US_ASCII))
+                .as("the outbox's id comes last, after a header of the same name the application set")
+                .isEqualTo(messageId.toString());
+        assertThat(dev.outbox.MessageIds.fromHeader(got.get(0).headers().lastHeader("outbox-message-id").value()))
+                .isEqualTo(messageId);
+        assertThat(got.get(0).headers().lastHeader("event-created")).isNull();
+        assertThat(new String(got.get(1).headers().lastHeader("event-id").value(), StandardCharsets.US_ASCII))
+                .isEqualTo(messageId.toString());
+        assertThat(new String(got.get(1).headers().lastHeader("event-created").value(), StandardCharsets.US_ASCII))
+                .isEqualTo("2026-01-02T03:04:05.678Z");
+        assertThat(new String(got.get(1).headers().lastHeader("outbox-message-id").value(), StandardCharsets.UTF_8))
+                .as("the application's own header is kept").isEqualTo("forged");
+        assertThatThrownBy(() -> KafkaMessageBroker.builder().messageIdHeader(" ")).hasMessageContaining(
+                "messageIdHeader");
+    }
+
+    @Test
     void sendTimeTimestampsIgnoreTheCreationTime() throws Exception {
         String topic = newTopic(1);
         Instant old = Instant.now().minus(3, ChronoUnit.DAYS);

@@ -1,6 +1,7 @@
 package dev.outbox.store.mysql;
 
 import dev.outbox.Header;
+import dev.outbox.MessageIds;
 import dev.outbox.OutboxMessage;
 import dev.outbox.spi.RowChecks;
 import dev.outbox.spi.MessageDecorators;
@@ -39,7 +40,7 @@ public final class MySqlPublisher extends SqlPublisher {
     public static final int MAX_VALUE_BYTES = (1 << 24) - 1;
     static final int MAX_ROWS_PER_STATEMENT = 500;
     static final int MAX_BYTES_PER_STATEMENT = 4 * 1024 * 1024;
-    private static final String ROW = "(?, ?, ?, ?)";
+    private static final String ROW = "(?, ?, ?, ?, ?)";
 
     private final SqlTableNames names;
     private final String insertPrefix;
@@ -47,7 +48,7 @@ public final class MySqlPublisher extends SqlPublisher {
     MySqlPublisher(SqlTableNames names, int maxKeyLength, MessageDecorators decorators) {
         super(maxKeyLength, decorators);
         this.names = names;
-        this.insertPrefix = "INSERT INTO " + names.outbox() + " (topic, `key`, value, headers) VALUES ";
+        this.insertPrefix = "INSERT INTO " + names.outbox() + " (topic, `key`, value, headers, message_id) VALUES ";
     }
 
     /**
@@ -117,6 +118,7 @@ public final class MySqlPublisher extends SqlPublisher {
                 statement.setString(p++, message.key());
                 statement.setBytes(p++, message.value());
                 statement.setString(p++, headers[i]);
+                statement.setBytes(p++, RowReader.bytes(MessageIds.next()));
             }
             statement.executeUpdate();
         }

@@ -1,5 +1,7 @@
 package dev.outbox.store.mysql;
 
+import dev.outbox.MessageIds;
+import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.MarkedRow;
@@ -102,6 +104,17 @@ public final class MySqlStore extends SqlStore {
 
     private final MySqlPublisher publisher;
 
+    /** The in-place upgrade of tables created before message ids. */
+    static final String UPGRADE_RESOURCE = "dev/outbox/store/mysql/upgrade-message-id.sql";
+    /**
+     * A version 7 UUID as a MySQL expression, for the column default of plain-SQL writers: 12 hex digits of Unix
+     * milliseconds, the version digit 7, 12 random bits, the variant (10) and 62 random bits. (MariaDB has
+     * {@code RANDOM_BYTES} since 10.10.)
+     */
+    static final String UUIDV7_EXPRESSION = "UNHEX(CONCAT(LPAD(HEX(FLOOR(UNIX_TIMESTAMP(CURRENT_TIMESTAMP(3)) * 1000)),"
+            + " 12, '0'), '7', SUBSTR(HEX(RANDOM_BYTES(2)), 2, 3), HEX(128 | (ASCII(RANDOM_BYTES(1)) & 63)),"
+            + " HEX(RANDOM_BYTES(7))))";
+
     private final String candidatesSql;
     private final String backlogSql;
     private final String parkedCountSql;
@@ -158,11 +171,41 @@ public final class MySqlStore extends SqlStore {
                 for (String sql : statements) {
                     statement.execute(sql);
                 }
+                if (needsUpgrade(handle)) {
+                    log.info("Adding the message_id column to {} and {}", names.outbox(), names.parked());
+                    for (String sql : statements(upgradeSql())) {
+                        statement.execute(sql);
+                    }
+                }
             } finally {
                 handle.createQuery("SELECT RELEASE_LOCK(?)").bind(0, lock).mapTo(Integer.class).one();
             }
             return null;
         });
+    }
+
+    /** Whether the outbox or its parked table lacks the message_id column (created before message ids). */
+    private boolean needsUpgrade(Handle handle) {
+        var query = timed(handle.createQuery("SELECT COUNT(*) FROM information_schema.columns"
+                + " WHERE table_schema = COALESCE(?, DATABASE()) AND table_name IN (?, ?)"
+                + " AND column_name = 'message_id'"));
+        return query.bind(0, names.schema()).bind(1, names.table()).bind(2, names.parkedTable())
+                .mapTo(Integer.class).one() < 2;
+    }
+
+    /** Fills in the message-id expression, {@code ${uuidv7}}. */
+    @Override
+    protected String fillIn(String sql) {
+        return sql.replace("${uuidv7}", UUIDV7_EXPRESSION);
+    }
+
+    /**
+     * The in-place upgrade of tables created before message ids (the {@code upgrade-message-id.sql} resource of this
+     * package), names filled in: statements separated by {@code ;} at the end of a line. {@link #createSchema()} runs
+     * it when the {@code message_id} column is missing.
+     */
+    public String upgradeSql() {
+        return render(UPGRADE_RESOURCE);
     }
 
     @Override
@@ -189,6 +232,7 @@ public final class MySqlStore extends SqlStore {
                     }
                     List<MarkedRow> rows = new ArrayList<>(candidates.size());
                     List<Long> marked = new ArrayList<>(candidates.size());
+                    Map<Long, UUID> unnamed = new TreeMap<>();
                     for (List<Long> chunk : chunks(candidates, MAX_IDS_PER_STATEMENT)) {
                         bindIds(timed(handle.createQuery("SELECT " + RowReader.COLUMNS + " FROM " + names.outbox()
                                 + " WHERE id IN (" + placeholders(chunk.size()) + ") ORDER BY id FOR UPDATE")), 0,
@@ -200,6 +244,10 @@ public final class MySqlStore extends SqlStore {
                                             continue; // a concurrent mark with the same leader id took it
                                         }
                                         MarkedRow row = RowReader.read(rs, leaderId, maxKeyLength());
+                                        if (row instanceof MarkedRow.Readable readable
+                                                && readable.record().messageId() == null) {
+                                            row = new MarkedRow.Readable(withNewMessageId(readable.record(), unnamed));
+                                        }
                                         rows.add(row);
                                         marked.add(row.id());
                                     }
@@ -211,9 +259,39 @@ public final class MySqlStore extends SqlStore {
                                 + " WHERE id IN (" + placeholders(chunk.size()) + ")")).bind(0, leader), 1, chunk)
                                 .execute();
                     }
+                    assignMessageIds(handle, unnamed);
                     whileLocked.accept(handle);
                     return marked(rows);
                 });
+    }
+
+    /** {@code record} with a new message id, noted in {@code unnamed} to be stored by the mark. */
+    private static OutboxRecord withNewMessageId(OutboxRecord record, Map<Long, UUID> unnamed) {
+        UUID id = MessageIds.next();
+        unnamed.put(record.id(), id);
+        return new OutboxRecord(record.id(), record.createdAt(), record.message(), record.attempts(),
+                record.leaderId(), id);
+    }
+
+    /**
+     * Stores the message ids the mark gave to rows that had none (rows older than the column), in the mark's
+     * transaction, before any of them is published.
+     */
+    private void assignMessageIds(Handle handle, Map<Long, UUID> unnamed) {
+        List<Long> ids = new ArrayList<>(unnamed.keySet());
+        for (List<Long> chunk : chunks(ids, MAX_IDS_PER_STATEMENT / 2)) {
+            StringBuilder cases = new StringBuilder("CASE id");
+            for (int i = 0; i < chunk.size(); i++) {
+                cases.append(" WHEN ? THEN ?");
+            }
+            var update = timed(handle.createUpdate("UPDATE " + names.outbox() + " SET message_id = " + cases
+                    + " END WHERE id IN (" + placeholders(chunk.size()) + ")"));
+            int p = 0;
+            for (Long id : chunk) {
+                update.bind(p++, id.longValue()).bind(p++, RowReader.bytes(unnamed.get(id)));
+            }
+            bindIds(update, p, chunk).execute();
+        }
     }
 
     @Override
@@ -271,8 +349,9 @@ public final class MySqlStore extends SqlStore {
                 }
                 reasonCase.append(" END");
                 var insert = timed(handle.createUpdate("INSERT INTO " + names.parked()
-                        + " (id, create_time, topic, `key`, value, headers, leader_id, attempts, reason)"
-                        + " SELECT id, create_time, topic, `key`, value, headers, leader_id, attempts, " + reasonCase
+                        + " (id, create_time, topic, `key`, value, headers, leader_id, attempts, message_id, reason)"
+                        + " SELECT id, create_time, topic, `key`, value, headers, leader_id, attempts, message_id, "
+                        + reasonCase
                         + " FROM " + names.outbox() + " WHERE id IN (" + placeholders(present.size()) + ")"
                         + " ORDER BY id"));
                 int p = 0;
@@ -310,9 +389,9 @@ public final class MySqlStore extends SqlStore {
                     continue;
                 }
                 String in = " WHERE id IN (" + placeholders(present.size()) + ")";
-                bindIds(timed(handle.createUpdate("INSERT INTO " + names.outbox() + " (topic, `key`, value, headers)"
-                        + " SELECT topic, `key`, value, headers FROM " + names.parked() + in + " ORDER BY id")), 0,
-                        present).execute();
+                bindIds(timed(handle.createUpdate("INSERT INTO " + names.outbox()
+                        + " (topic, `key`, value, headers, message_id) SELECT topic, `key`, value, headers, message_id"
+                        + " FROM " + names.parked() + in + " ORDER BY id")), 0, present).execute();
                 bindIds(timed(handle.createUpdate("DELETE FROM " + names.parked() + in)), 0, present).execute();
                 count += present.size();
             }

@@ -21,7 +21,7 @@ final class RowReader {
      * driver's time zone, so the instant is exact whatever {@code time_zone} and {@code connectionTimeZone} are.
      */
     static final String COLUMNS =
-            "id, UNIX_TIMESTAMP(create_time), topic, `key`, value, headers, leader_id, attempts";
+            "id, UNIX_TIMESTAMP(create_time), topic, `key`, value, headers, leader_id, attempts, message_id";
 
     private RowReader() {
     }
@@ -30,7 +30,8 @@ final class RowReader {
     static MarkedRow read(ResultSet rs, UUID leaderId, int maxKeyLength) throws SQLException {
         String headers = rs.getString(6);
         return RowChecks.check(rs.getLong(1), instant(rs.getBigDecimal(2)), rs.getString(3), rs.getString(4),
-                rs.getBytes(5), () -> HeadersJson.read(headers), rs.getInt(8), leaderId, maxKeyLength);
+                rs.getBytes(5), () -> HeadersJson.read(headers), rs.getInt(8), leaderId, uuid(rs.getBytes(9)),
+                maxKeyLength);
     }
 
     /** The instant of a {@code UNIX_TIMESTAMP(...)} value, or null. */
@@ -41,6 +42,15 @@ final class RowReader {
         long seconds = unixSeconds.longValue();
         int nanos = unixSeconds.subtract(BigDecimal.valueOf(seconds)).movePointRight(9).intValue();
         return Instant.ofEpochSecond(seconds, nanos);
+    }
+
+    /** The UUID of 16 bytes, most significant first; null for null or for any other length. */
+    static UUID uuid(byte[] bytes) {
+        if (bytes == null || bytes.length != 16) {
+            return null;
+        }
+        ByteBuffer buffer = ByteBuffer.wrap(bytes);
+        return new UUID(buffer.getLong(), buffer.getLong());
     }
 
     /** The 16 bytes of a {@code BINARY(16)} leader id, most significant first. */

@@ -1,6 +1,6 @@
 -- Outbox tables for dev.outbox (outbox-store-mysql); needs MySQL 8.0 or MariaDB 10.6 or newer, InnoDB.
 -- ${outbox} and ${parked} stand for the configured table and its parked table ("<table>_parked"), quoted and
--- optionally database-qualified; MySqlStore.schemaSql() renders this file, MySqlStore.createSchema() applies it.
+-- optionally database-qualified; ${uuidv7} for the message-id expression (see message_id below); MySqlStore.schemaSql() renders this file, MySqlStore.createSchema() applies it.
 -- Every statement is idempotent: running the script again changes nothing. Statements end with ";" at the end
 -- of a line.
 
@@ -18,6 +18,10 @@ CREATE TABLE IF NOT EXISTS ${outbox} (
     headers     JSON          NULL,                     -- NULL or [] for none, else [{"name": "...", "value": "<base64>" or null}, ...]
     leader_id   BINARY(16)    NOT NULL DEFAULT X'00000000000000000000000000000000', -- who marked it; zeros: nobody
     attempts    INT           NOT NULL DEFAULT 0,       -- failed deliveries so far
+    -- The message's identity for consumers (the Kafka header outbox-message-id), kept through reset, park and
+    -- replay: a version 7 UUID (48 bits of Unix milliseconds, version, random bits). The publisher assigns it; the
+    -- default is for rows written by plain SQL. NULL only in rows older than the column: mark assigns one.
+    message_id  BINARY(16)    NULL DEFAULT (${uuidv7}),
     PRIMARY KEY (id)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 
@@ -35,5 +39,6 @@ CREATE TABLE IF NOT EXISTS ${parked} (
     attempts    INT           NOT NULL,
     reason      TEXT          NOT NULL,                 -- why it was parked, for a human
     parked_at   TIMESTAMP(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+    message_id  BINARY(16)    NULL,                     -- as in the outbox; replay keeps it
     PRIMARY KEY (id)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;

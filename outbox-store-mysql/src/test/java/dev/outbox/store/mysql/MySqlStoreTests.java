@@ -82,7 +82,8 @@ abstract class MySqlStoreTests extends SqlStoreTests<MySqlStore, MySqlStore.Buil
         assertThatThrownBy(() -> MySqlStore.builder((Jdbi) null)).hasMessageContaining("jdbi");
         MySqlStore store = MySqlStore.builder(Jdbi.create(pool)).schema("app").table("events").build();
         assertThat(store.publisher().insertSql())
-                .isEqualTo("INSERT INTO `app`.`events` (topic, `key`, value, headers) VALUES (?, ?, ?, ?)");
+                .isEqualTo("INSERT INTO `app`.`events` (topic, `key`, value, headers, message_id)"
+                        + " VALUES (?, ?, ?, ?, ?)");
         assertThat(MySqlStore.statements(store.schemaSql())).hasSize(2)
                 .allSatisfy(s -> assertThat(s).startsWith("CREATE TABLE IF NOT EXISTS").doesNotEndWith(";"));
     }

@@ -1,6 +1,7 @@
 package dev.outbox.store.postgres;
 
 import dev.outbox.Header;
+import dev.outbox.MessageIds;
 import dev.outbox.OutboxMessage;
 import dev.outbox.spi.RowChecks;
 import dev.outbox.spi.MessageDecorators;
@@ -41,7 +42,7 @@ public final class PostgresPublisher extends SqlPublisher {
         this.names = names;
         this.queryTimeoutSeconds = queryTimeoutSeconds;
         this.insertSql = "INSERT INTO " + names.outbox()
-                + " (topic, key, value, header_names, header_values) VALUES (?, ?, ?, ?, ?)";
+                + " (topic, key, value, header_names, header_values, message_id) VALUES (?, ?, ?, ?, ?, ?)";
     }
 
     /**
@@ -120,5 +121,6 @@ public final class PostgresPublisher extends SqlPublisher {
         statement.setBytes(3, message.value());
         statement.setArray(4, connection.createArrayOf("text", headerNames));
         statement.setArray(5, connection.createArrayOf("bytea", headerValues));
+        statement.setObject(6, MessageIds.next());
     }
 }

@@ -82,7 +82,13 @@ public final class PostgresStore extends SqlStore {
     /** Serializes concurrent {@link #createSchema()} calls: {@code CREATE TABLE IF NOT EXISTS} races otherwise. */
     private static final long SCHEMA_LOCK_KEY = 0x6F7574626F78L; // "outbox"
 
+    /** The in-place upgrade of tables created before message ids. */
+    static final String UPGRADE_RESOURCE = "dev/outbox/store/postgres/upgrade-message-id.sql";
+    /** The message-id function's name, in the outbox's schema. */
+    static final String UUIDV7_FUNCTION = "outbox_uuidv7";
+
     private final PostgresPublisher publisher;
+    private final String uuidv7;
 
     private final String settingsSql;
     private final String markSettingsSql;
@@ -102,10 +108,13 @@ public final class PostgresStore extends SqlStore {
 
         String t = names.outbox();
         String p = names.parked();
+        // The schema name was validated ([a-z_][a-z0-9_]*), so quoting it is enough.
+        this.uuidv7 = (names.schema() == null ? "" : '"' + names.schema() + "\".") + UUIDV7_FUNCTION;
         // The timeout is a number we formatted ourselves, never user text.
         this.settingsSql = "SELECT set_config('statement_timeout', '" + statementTimeout().toMillis() + "', true)";
         this.markSettingsSql = settingsSql + ", set_config('enable_seqscan', 'off', true)";
-        this.markSql = "UPDATE " + t + " SET leader_id = ?"
+        // A row without a message id (written before the column existed) gets one now, stored before it is sent.
+        this.markSql = "UPDATE " + t + " SET leader_id = ?, message_id = COALESCE(message_id, " + uuidv7 + "())"
                 + " WHERE id = ANY(ARRAY(SELECT id FROM " + t
                 + " WHERE leader_id IS NULL OR leader_id <> ? ORDER BY id LIMIT ?))"
                 + " RETURNING " + RowReader.COLUMNS;
@@ -120,9 +129,9 @@ public final class PostgresStore extends SqlStore {
                 + " SELECT " + RowReader.COLUMNS + ", reason, now() FROM moved";
         this.parkedSql = "SELECT id, topic, key, attempts, reason, parked_at FROM " + p + " ORDER BY id LIMIT ?";
         this.replaySql = "WITH moved AS (DELETE FROM " + p + " WHERE id = ANY(?)"
-                + " RETURNING id, topic, key, value, header_names, header_values)"
-                + " INSERT INTO " + t + " (topic, key, value, header_names, header_values)"
-                + " SELECT topic, key, value, header_names, header_values FROM moved ORDER BY id";
+                + " RETURNING id, topic, key, value, header_names, header_values, message_id)"
+                + " INSERT INTO " + t + " (topic, key, value, header_names, header_values, message_id)"
+                + " SELECT topic, key, value, header_names, header_values, message_id FROM moved ORDER BY id";
         this.backlogSql = "SELECT (SELECT count(*) FROM (SELECT 1 FROM " + t + " LIMIT "
                 + (EXACT_BACKLOG_LIMIT + 1) + ") head),"
                 + " (SELECT CASE WHEN c.relpages > 0 AND c.reltuples > 0"
@@ -142,7 +151,11 @@ public final class PostgresStore extends SqlStore {
         return builder(jdbi(dataSource));
     }
 
-    /** Both tables are created in one transaction, under an advisory lock that serializes concurrent creators. */
+    /**
+     * Both tables are created in one transaction, under an advisory lock that serializes concurrent creators. Tables
+     * that predate message ids are upgraded in place ({@link #upgradeSql()}) in the same transaction: each statement
+     * only changes the catalog, so writers and dispatchers carry on.
+     */
     @Override
     protected void createTables(String ddl) {
         inTransaction("creating the outbox schema for " + names.outbox(), settingsSql, handle -> {
@@ -150,8 +163,33 @@ public final class PostgresStore extends SqlStore {
             try (Statement statement = handle.getConnection().createStatement()) {
                 statement.execute(ddl);
             }
+            boolean upgrade = handle.createQuery("SELECT count(*) FROM pg_attribute WHERE attname = 'message_id'"
+                            + " AND NOT attisdropped AND attrelid IN (to_regclass(?), to_regclass(?))")
+                    .bind(0, names.outbox()).bind(1, names.parked()).mapTo(Integer.class).one() < 2;
+            if (upgrade) {
+                log.info("Adding the message_id column to {} and {}", names.outbox(), names.parked());
+                try (Statement statement = handle.getConnection().createStatement()) {
+                    statement.execute(upgradeSql());
+                }
+            }
             return null;
         });
+    }
+
+    /** Fills in the message-id function, {@code ${uuidv7}}. */
+    @Override
+    protected String fillIn(String sql) {
+        return sql.replace("${uuidv7}", uuidv7);
+    }
+
+    /**
+     * The in-place upgrade of tables created before message ids (the {@code upgrade-message-id.sql} resource of this
+     * package), with the configured names filled in; run it after {@link #schemaSql()}'s function exists. It only
+     * changes the catalog, so it neither rewrites nor blocks rows for longer than an instant; {@link #createSchema()}
+     * runs it when the {@code message_id} column is missing.
+     */
+    public String upgradeSql() {
+        return render(UPGRADE_RESOURCE);
     }
 
     @Override

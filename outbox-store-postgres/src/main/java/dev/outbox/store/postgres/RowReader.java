@@ -19,7 +19,7 @@ import java.util.UUID;
 final class RowReader {
     /** The columns, in the order {@link #read} expects them. */
     static final String COLUMNS =
-            "id, create_time, topic, key, value, header_names, header_values, leader_id, attempts";
+            "id, create_time, topic, key, value, header_names, header_values, leader_id, attempts, message_id";
 
     private RowReader() {
     }
@@ -29,7 +29,7 @@ final class RowReader {
         OffsetDateTime created = rs.getObject(2, OffsetDateTime.class);
         return RowChecks.check(rs.getLong(1), created == null ? null : created.toInstant(), rs.getString(3),
                 rs.getString(4), rs.getBytes(5), () -> headers(rs.getArray(6), rs.getArray(7)), rs.getInt(9),
-                rs.getObject(8, UUID.class), maxKeyLength);
+                rs.getObject(8, UUID.class), rs.getObject(10, UUID.class), maxKeyLength);
     }
 
     private static List<Header> headers(Array namesArray, Array valuesArray) throws SQLException {

@@ -38,7 +38,8 @@ class PostgresStoreTest extends SqlStoreTests<PostgresStore, PostgresStore.Build
     void aJdbiIsAnEntryPointToo() {
         assertThatThrownBy(() -> PostgresStore.builder((Jdbi) null)).hasMessageContaining("jdbi");
         assertThat(PostgresStore.builder(Jdbi.create(pool)).build().publisher().insertSql()).isEqualTo(
-                "INSERT INTO \"outbox\" (topic, key, value, header_names, header_values) VALUES (?, ?, ?, ?, ?)");
+                "INSERT INTO \"outbox\" (topic, key, value, header_names, header_values, message_id)"
+                        + " VALUES (?, ?, ?, ?, ?, ?)");
     }
 
 

@@ -86,7 +86,14 @@ public abstract class SqlStore implements Store {
      * configured names filled in. Idempotent: it only creates what does not exist yet.
      */
     public final String schemaSql() {
-        String resource = dialect.schemaResource();
+        return render(dialect.schemaResource());
+    }
+
+    /**
+     * A DDL template of the store's class path ({@code resource}) with the configured names filled in: the tables'
+     * ({@code ${outbox}}, {@code ${parked}}) and the store's own ({@link #fillIn}).
+     */
+    protected final String render(String resource) {
         String template;
         try (InputStream in = getClass().getClassLoader().getResourceAsStream(resource)) {
             if (in == null) {
@@ -96,7 +103,15 @@ public abstract class SqlStore implements Store {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot read " + resource, e);
         }
-        return template.replace("${outbox}", names.outbox()).replace("${parked}", names.parked());
+        return fillIn(template.replace("${outbox}", names.outbox()).replace("${parked}", names.parked()));
+    }
+
+    /**
+     * Fills in what else a store's DDL templates stand for (its own placeholders, such as the message-id function);
+     * default: nothing.
+     */
+    protected String fillIn(String sql) {
+        return sql;
     }
 
     /**

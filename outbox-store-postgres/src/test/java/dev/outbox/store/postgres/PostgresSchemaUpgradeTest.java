@@ -1,0 +1,198 @@
+package dev.outbox.store.postgres;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outbox.Dispatcher;
+import dev.outbox.DispatcherConfig;
+import dev.outbox.MessageIds;
+import dev.outbox.OutboxMessage;
+import dev.outbox.OutboxRecord;
+import dev.outbox.testkit.Await;
+import dev.outbox.testkit.InMemoryBroker;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * {@link PostgresStore#createSchema()} upgrades an outbox table created by the schema before message ids, with rows
+ * in it, while the previous version is still at work on it: a writer inserting rows with the old {@code INSERT} and
+ * a dispatcher marking rows with the old statement, holding them in flight and purging them. After the upgrade the
+ * new dispatcher takes over (a rolling deploy). Nothing is lost, the old writer was never blocked for long, and every
+ * row the new dispatcher publishes has a version 7 message id: rows written before the upgrade get theirs when they
+ * are marked, rows written by plain SQL after it from the column default.
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class PostgresSchemaUpgradeTest {
+    private static final String OLD_SCHEMA = "dev/outbox/store/postgres/schema-before-message-ids.sql";
+    private static HikariDataSource pool;
+
+    @BeforeAll
+    static void startDatabase() {
+        pool = PostgresTestSupport.pool(PostgresTestSupport.database("outbox_upgrade"), "upgrade", 6);
+    }
+
+    @AfterAll
+    static void closePool() {
+        pool.close();
+    }
+
+    @Test
+    void createSchemaUpgradesAnOldTableWithRowsWhileTheOldWriterAndDispatcherRun() throws Exception {
+        PostgresStore store = PostgresStore.builder(pool).table("upgraded").statementTimeout(Duration.ofSeconds(10))
+                .build();
+        PostgresTestSupport.execute(pool, oldSchema().replace("${outbox}", store.table())
+                .replace("${parked}", store.parkedTable()));
+        AtomicInteger written = new AtomicInteger();
+        for (int i = 0; i < 300; i++) {
+            oldInsert(store, written.getAndIncrement());
+        }
+        Set<String> delivered = ConcurrentHashMap.newKeySet();
+        AtomicBoolean oldVersionRuns = new AtomicBoolean(true);
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        AtomicInteger writtenDuringUpgrade = new AtomicInteger();
+        AtomicBoolean upgrading = new AtomicBoolean();
+        Thread oldWriter = new Thread(() -> {
+            try {
+                while (oldVersionRuns.get()) {
+                    oldInsert(store, written.getAndIncrement());
+                    if (upgrading.get()) {
+                        writtenDuringUpgrade.incrementAndGet();
+                    }
+                }
+            } catch (Throwable e) {
+                failure.set(e);
+            }
+        }, "old-writer");
+        Thread oldDispatcher = new Thread(() -> {
+            try {
+                UUID leader = UUID.randomUUID();
+                while (oldVersionRuns.get()) {
+                    oldMarkAndPurge(store, leader, delivered);
+                }
+            } catch (Throwable e) {
+                failure.set(e);
+            }
+        }, "old-dispatcher");
+        oldWriter.start();
+        oldDispatcher.start();
+        Await.untilOrFail(() -> delivered.size() >= 100, Duration.ofSeconds(30), () -> "old dispatcher delivered "
+                + delivered.size());
+
+        upgrading.set(true);
+        store.createSchema();
+        upgrading.set(false);
+        Await.untilOrFail(() -> writtenDuringUpgrade.get() > 0 || failure.get() != null, Duration.ofSeconds(10),
+                () -> "the old writer wrote nothing after the upgrade");
+        int afterUpgrade = written.get();
+        Await.untilOrFail(() -> written.get() >= afterUpgrade + 50, Duration.ofSeconds(30),
+                () -> "the old writer goes on after the upgrade");
+        oldVersionRuns.set(false);
+        oldWriter.join();
+        oldDispatcher.join();
+        assertThat(failure.get()).as("the old version's work failed").isNull();
+
+        // The new version: its publisher and dispatcher.
+        try (Connection c = pool.getConnection()) {
+            store.publisher().publish(c, List.of(OutboxMessage.of("orders", "new", "new-0"),
+                    OutboxMessage.of("orders", "new", "new-1")));
+        }
+        InMemoryBroker broker = new InMemoryBroker();
+        DispatcherConfig config = DispatcherConfig.builder().pollInterval(Duration.ofMillis(10))
+                .markBackoff(Duration.ofMillis(1)).build();
+        try (Dispatcher dispatcher = Dispatcher.builder(store, broker).config(config).name("upgraded").build()) {
+            dispatcher.start();
+            Await.untilOrFail(() -> store.backlog() == 0, Duration.ofSeconds(60), () -> "backlog " + store.backlog());
+        }
+        List<OutboxRecord> published = broker.delivered();
+        Set<UUID> ids = new HashSet<>();
+        for (OutboxRecord r : published) {
+            delivered.add(new String(r.message().value(), StandardCharsets.UTF_8));
+            assertThat(r.messageId()).as("message id of %s", r).isNotNull();
+            assertThat(r.messageId().version()).as("version of %s", r.messageId()).isEqualTo(7);
+            assertThat(MessageIds.unixMillis(r.messageId())).isCloseTo(System.currentTimeMillis(),
+                    org.assertj.core.data.Offset.offset(600_000L));
+            ids.add(r.messageId());
+        }
+        assertThat(ids).as("distinct message ids").hasSize(published.size());
+        assertThat(published.size()).as("rows left for the new dispatcher").isPositive();
+        Set<String> expected = new HashSet<>(List.of("new-0", "new-1"));
+        for (int i = 0; i < written.get(); i++) {
+            expected.add("old-" + i);
+        }
+        assertThat(delivered).as("every row written, before or after the upgrade, is delivered")
+                .containsExactlyInAnyOrderElementsOf(expected);
+        assertThat(PostgresTestSupport.queryLong(pool, "SELECT count(*) FROM information_schema.columns WHERE"
+                + " table_name IN ('upgraded', 'upgraded_parked') AND column_name = 'message_id'")).isEqualTo(2);
+        store.createSchema(); // idempotent on the upgraded table
+    }
+
+    private static void oldInsert(PostgresStore store, int n) throws SQLException {
+        try (Connection c = pool.getConnection(); PreparedStatement s = c.prepareStatement("INSERT INTO "
+                + store.table() + " (topic, key, value, header_names, header_values) VALUES (?, ?, ?, ?, ?)")) {
+            s.setString(1, "orders");
+            s.setString(2, "key-" + n % 10);
+            s.setBytes(3, ("old-" + n).getBytes(StandardCharsets.UTF_8));
+            s.setArray(4, c.createArrayOf("text", new String[0]));
+            s.setArray(5, c.createArrayOf("bytea", new byte[0][]));
+            s.executeUpdate();
+        }
+    }
+
+    /** The previous version's mark, then its purge. */
+    private static void oldMarkAndPurge(PostgresStore store, UUID leader, Set<String> delivered)
+            throws SQLException {
+        List<Long> ids = new ArrayList<>();
+        List<String> values = new ArrayList<>();
+        try (Connection c = pool.getConnection(); PreparedStatement s = c.prepareStatement("UPDATE " + store.table()
+                + " SET leader_id = ? WHERE id = ANY(ARRAY(SELECT id FROM " + store.table()
+                + " WHERE leader_id IS NULL OR leader_id <> ? ORDER BY id LIMIT 20)) RETURNING id, value")) {
+            s.setObject(1, leader);
+            s.setObject(2, leader);
+            try (ResultSet rs = s.executeQuery()) {
+                while (rs.next()) {
+                    ids.add(rs.getLong(1));
+                    values.add(new String(rs.getBytes(2), StandardCharsets.UTF_8));
+                }
+            }
+        }
+        if (ids.isEmpty()) {
+            return;
+        }
+        // Between the two statements the rows are in flight (marked, not yet purged), as with a broker call.
+        try (Connection c = pool.getConnection();
+             PreparedStatement s = c.prepareStatement("DELETE FROM " + store.table() + " WHERE id = ANY(?)")) {
+            Array array = c.createArrayOf("bigint", ids.toArray());
+            s.setArray(1, array);
+            s.executeUpdate();
+        }
+        delivered.addAll(values);
+    }
+
+    private static String oldSchema() throws IOException {
+        try (InputStream in = PostgresSchemaUpgradeTest.class.getClassLoader().getResourceAsStream(OLD_SCHEMA)) {
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        }
+    }
+}
