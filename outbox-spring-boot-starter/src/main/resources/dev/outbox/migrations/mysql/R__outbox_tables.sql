@@ -17,6 +17,10 @@ CREATE TABLE IF NOT EXISTS ${outbox_table} (
     headers     JSON          NULL,                     -- NULL or [] for none, else [{"name": "...", "value": "<base64>" or null}, ...]
     leader_id   BINARY(16)    NOT NULL DEFAULT X'00000000000000000000000000000000', -- who marked it; zeros: nobody
     attempts    INT           NOT NULL DEFAULT 0,       -- failed deliveries so far
+    -- The message's identity for consumers (the Kafka header outbox-message-id), kept through reset, park and
+    -- replay: a version 7 UUID (48 bits of Unix milliseconds, version, random bits). The publisher assigns it; the
+    -- default is for rows written by plain SQL. NULL only in rows older than the column: mark assigns one.
+    message_id  BINARY(16)    NULL DEFAULT (outbox_uuidv7),
     PRIMARY KEY (id)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 
@@ -34,5 +38,6 @@ CREATE TABLE IF NOT EXISTS ${outbox_parked_table} (
     attempts    INT           NOT NULL,
     reason      TEXT          NOT NULL,                 -- why it was parked, for a human
     parked_at   TIMESTAMP(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+    message_id  BINARY(16)    NULL,                     -- as in the outbox; replay keeps it
     PRIMARY KEY (id)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;

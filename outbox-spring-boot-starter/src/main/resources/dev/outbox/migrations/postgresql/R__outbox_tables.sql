@@ -3,6 +3,16 @@
 -- they appear in SQL (the Spring Boot starter fills both in from outbox.store.* for Flyway). The same DDL as the
 -- store's schema.sql resource; every statement is idempotent.
 
+-- A time-ordered UUID (version 7, RFC 9562): 48 bits of Unix time in milliseconds, then random bits. The
+-- publisher assigns message ids in Java; this function is the column default for rows written by plain SQL (and
+-- PostgreSQL before 18 has no uuidv7() of its own). It takes a version 4 UUID, writes the time over its first six
+-- bytes, and turns its version nibble from 4 (0100) into 7 (0111) by setting bits 52 and 53.
+CREATE OR REPLACE FUNCTION outbox_uuidv7() RETURNS uuid LANGUAGE sql VOLATILE PARALLEL SAFE AS $$
+    SELECT encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
+        PLACING substring(int8send(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
+        FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid
+$$;
+
 -- One row per message. Applications insert (topic, key, value, header_names, header_values) in their own
 -- transaction; the dispatcher marks rows (leader_id), deletes delivered ones and resets failed ones.
 CREATE TABLE IF NOT EXISTS ${outbox_table} (
@@ -14,7 +24,10 @@ CREATE TABLE IF NOT EXISTS ${outbox_table} (
     header_names  text[]      NOT NULL DEFAULT '{}',
     header_values bytea[]     NOT NULL DEFAULT '{}', -- parallel to header_names; an element may be NULL
     leader_id     uuid,                             -- the leader that marked the row; NULL when unmarked
-    attempts      integer     NOT NULL DEFAULT 0    -- failed deliveries so far
+    attempts      integer     NOT NULL DEFAULT 0,   -- failed deliveries so far
+    message_id    uuid        DEFAULT outbox_uuidv7()   -- the message's identity for consumers (the Kafka header
+                                                    -- outbox-message-id); kept through reset, park and replay.
+                                                    -- NULL only in rows older than the column: mark assigns one.
 )
 -- The table is a queue: rows are inserted, marked (an UPDATE), and deleted within moments, so it carries far
 -- more dead row versions than live rows, and its live size swings from millions to zero.
@@ -52,5 +65,6 @@ CREATE TABLE IF NOT EXISTS ${outbox_parked_table} (
     leader_id     uuid,
     attempts      integer     NOT NULL,
     reason        text        NOT NULL,             -- why it was parked, for a human
-    parked_at     timestamptz NOT NULL DEFAULT now()
+    parked_at     timestamptz NOT NULL DEFAULT now(),
+    message_id    uuid                              -- as in the outbox; replay keeps it
 );
