@@ -20,7 +20,7 @@ CREATE TABLE IF NOT EXISTS ${outbox_table} (
     -- The message's identity for consumers (the Kafka header outbox-message-id), kept through reset, park and
     -- replay: a version 7 UUID (48 bits of Unix milliseconds, version, random bits). The publisher assigns it; the
     -- default is for rows written by plain SQL. NULL only in rows older than the column: mark assigns one.
-    message_id  BINARY(16)    NULL DEFAULT (outbox_uuidv7),
+    message_id  BINARY(16)    NULL DEFAULT (UNHEX(CONCAT(LPAD(HEX(FLOOR(UNIX_TIMESTAMP(CURRENT_TIMESTAMP(3)) * 1000)), 12, '0'), '7', SUBSTR(HEX(RANDOM_BYTES(2)), 2, 3), HEX(128 | (ASCII(RANDOM_BYTES(1)) & 63)), HEX(RANDOM_BYTES(7))))),
     PRIMARY KEY (id)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 

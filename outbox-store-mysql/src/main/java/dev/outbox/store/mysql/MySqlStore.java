@@ -111,7 +111,11 @@ public final class MySqlStore extends SqlStore {
      * milliseconds, the version digit 7, 12 random bits, the variant (10) and 62 random bits. (MariaDB has
      * {@code RANDOM_BYTES} since 10.10.)
      */
-    static final String UUIDV7_EXPRESSION = "UNHEX(CONCAT(LPAD(HEX(FLOOR(UNIX_TIMESTAMP(CURRENT_TIMESTAMP(3)) * 1000)),"
+    /**
+     * The SQL expression the DDL uses as the {@code message_id} column default: a version 7 UUID as
+     * {@code BINARY(16)} (the schema's {@code ${uuidv7}}), for migrations that ship the DDL outside this class.
+     */
+    public static final String UUIDV7_EXPRESSION = "UNHEX(CONCAT(LPAD(HEX(FLOOR(UNIX_TIMESTAMP(CURRENT_TIMESTAMP(3)) * 1000)),"
             + " 12, '0'), '7', SUBSTR(HEX(RANDOM_BYTES(2)), 2, 3), HEX(128 | (ASCII(RANDOM_BYTES(1)) & 63)),"
             + " HEX(RANDOM_BYTES(7))))";
 
