@@ -116,7 +116,7 @@ final class Scenario implements AutoCloseable {
     private final long seed;
     private final long started = System.nanoTime();
     private final JdbcServer pg = TestServers.postgres();
-    private final KafkaServer kafka = TestServers.kafka();
+    private final KafkaServer kafka;
     private final String topic;
     private final String missingTopic;
     private final HikariDataSource appPool;
@@ -132,9 +132,10 @@ final class Scenario implements AutoCloseable {
     private final List<String> notes = new ArrayList<>();
     private boolean finished;
 
-    private Scenario(String name, long seed) {
+    private Scenario(String name, long seed, KafkaServer kafka) {
         this.name = name;
         this.seed = seed;
+        this.kafka = kafka;
         String suffix = Long.toHexString(seed & 0xffffffL);
         String url = pg.createDatabase("e2e_" + name);
         pg.createUser(DISPATCHER_USER, DISPATCHER_PASSWORD);
@@ -168,7 +169,12 @@ final class Scenario implements AutoCloseable {
 
     /** Sets up a scenario named {@code name} (lower case, digits, underscores) and starts everything. */
     static Scenario start(String name, long seed) {
-        Scenario s = new Scenario(name, seed);
+        return start(name, seed, TestServers.kafka());
+    }
+
+    /** {@link #start(String, long)} on the Kafka cluster {@code kafka}. */
+    static Scenario start(String name, long seed, KafkaServer kafka) {
+        Scenario s = new Scenario(name, seed, kafka);
         try {
             s.watcher.start();
             s.inboxes.start();
@@ -205,6 +211,26 @@ final class Scenario implements AutoCloseable {
     }
 
     // ------------------------------------------------------------------------------------------ driving
+
+    /** Traffic, then the two poison records (parked), then more traffic: what every scenario does before a fault. */
+    void warmUp() {
+        awaitTraffic(1_000);
+        injectPoison();
+        awaitTraffic(1_000);
+    }
+
+    /**
+     * From now on the writers go on through failed transactions (the database itself is about to fail), reading
+     * back what committed; the summary says how many failed.
+     */
+    void tolerateWriterFailures() {
+        writers.tolerateFailures();
+    }
+
+    /** Failures the dispatchers have reported to their listeners so far. */
+    int failuresReported() {
+        return nodes.stream().mapToInt(n -> n.failures.get()).sum();
+    }
 
     /** Waits until exactly one live node leads, and returns it. */
     Node awaitLeader() {
@@ -347,6 +373,9 @@ final class Scenario implements AutoCloseable {
     Result finish() throws Exception {
         finished = true;
         writers.close();
+        if (writers.failedTransactions() > 0) {
+            note(writers.failedTransactions() + " writer transactions failed during the faults");
+        }
         long writingEnded = System.nanoTime();
         Map<String, Map<Integer, String>> truth = committedMessages();
         int committed = truth.values().stream().mapToInt(Map::size).sum();
