@@ -22,7 +22,9 @@ import org.apache.kafka.server.common.MetadataVersion;
  *
  * <p>{@link #stop()} shuts the brokers down while the controller keeps running; {@link #start()} starts the same
  * brokers again on the same ports (the test kit rebinds them) with the same log directories;
- * {@link #broker(int, boolean)} does that to one broker of three.
+ * {@link #broker(int, boolean)} does that to one broker of three. In the three-broker cluster a stopped broker is
+ * lost without a controlled shutdown: it does not hand its partitions' leadership over first, the controller moves
+ * it once the broker's session ({@code broker.session.timeout.ms}, 2 s) has expired.
  */
 final class EmbeddedKafkaBackend implements KafkaBackend {
     private final Path directory;
@@ -103,7 +105,13 @@ final class EmbeddedKafkaBackend implements KafkaBackend {
                 .build();
         String replicas = Short.toString(replicationFactor());
         String minIsr = brokers == 1 ? "1" : "2";
-        return new KafkaClusterTestKit.Builder(nodes)
+        KafkaClusterTestKit.Builder builder = new KafkaClusterTestKit.Builder(nodes);
+        if (brokers > 1) {
+            // A stopped broker of the cluster is lost as a crash loses it: it does not hand its partitions over
+            // first; the controller moves their leadership when the broker's session expires.
+            builder.setConfigProp("controlled.shutdown.enable", "false");
+        }
+        return builder
                 .setDeleteOnClose(false)
                 .setConfigProp("offsets.topic.replication.factor", replicas)
                 .setConfigProp("offsets.topic.num.partitions", "5")

@@ -53,8 +53,9 @@ public interface KafkaServer {
 
     /**
      * Stops broker {@code index} (0 to {@link #brokers()} - 1) of a multi-broker cluster, in the middle of whatever
-     * clients do: its connections close, the controller moves the leadership of its partitions to the other
-     * replicas, and the partitions' in-sync replica sets shrink. Does nothing if it is stopped.
+     * clients do, without a controlled shutdown (as a crash would): its connections close, and once its session
+     * with the controller has expired (2 s) the controller moves the leadership of its partitions to the other
+     * replicas and the partitions' in-sync replica sets shrink. Does nothing if it is stopped.
      *
      * @throws IllegalArgumentException if there is no such broker
      * @throws UnsupportedOperationException if the cluster has one broker (use {@link #stop()}) or is not embedded
