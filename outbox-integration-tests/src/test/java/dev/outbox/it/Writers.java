@@ -55,7 +55,13 @@ final class Writers implements AutoCloseable {
         for (int w = 0; w < writers; w++) {
             int writer = w;
             long writerSeed = seeds.nextLong();
-            threads.add(new Thread(() -> run(writer, new Random(writerSeed)), "e2e-writer-" + w));
+            threads.add(new Thread(() -> {
+                try {
+                    run(writer, new Random(writerSeed));
+                } catch (Throwable t) {
+                    failures.add(t); // a writer that dies says so at close(), never silently
+                }
+            }, "e2e-writer-" + w));
         }
     }
 
@@ -119,7 +125,9 @@ final class Writers implements AutoCloseable {
                     mine += messages;
                     committed.addAndGet(messages);
                 }
-            } catch (SQLException | RuntimeException e) {
+            } catch (SQLException | RuntimeException | AssertionError e) {
+                // AssertionError: with assertions on (-ea, as in tests), pgjdbc asserts that getAutoCommit() does not
+                // throw while it fails a batch, which it does on a connection the server has just closed.
                 if (!tolerant) {
                     failures.add(e);
                     return;
