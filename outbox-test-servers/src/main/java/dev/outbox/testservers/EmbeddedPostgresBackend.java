@@ -111,7 +111,7 @@ final class EmbeddedPostgresBackend implements JdbcBackend {
 
     @Override
     public Path smallFilesystem(String name, long bytes) {
-        Path dir = filesystems.mount(directory.resolve("small-fs").resolve(name), bytes);
+        Path dir = filesystems.mount(directory.resolve(SmallFilesystems.SUBDIRECTORY).resolve(name), bytes);
         // Postgres refuses a tablespace directory that is not empty; the mount point itself may not be removed.
         return dir.resolve("data");
     }

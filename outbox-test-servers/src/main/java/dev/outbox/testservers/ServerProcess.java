@@ -95,11 +95,7 @@ final class ServerProcess {
             command.addAll(children);
             command.add(Long.toString(pid));
         }
-        runQuick("signalling " + name(pid), command);
-    }
-
-    private static String name(long pid) {
-        return "process " + pid;
+        runQuick("signalling process " + pid, command);
     }
 
     /** Runs a short system command, failing with its output if it fails. */

@@ -15,6 +15,8 @@ import org.slf4j.LoggerFactory;
 final class SmallFilesystems {
     private static final Logger LOG = LoggerFactory.getLogger(SmallFilesystems.class);
     static final long MIN_BYTES = 64 * 1024;
+    /** Where in a server's directory its small file systems are mounted, one folder each. */
+    static final String SUBDIRECTORY = "small-fs";
 
     private final List<Path> mounted = new ArrayList<>();
 
@@ -53,6 +55,22 @@ final class SmallFilesystems {
             unmount(dir);
         }
         mounted.clear();
+    }
+
+    /**
+     * Unmounts the small file systems a JVM that died without its shutdown hook left under {@code staleDirectory}
+     * (in {@code small-fs/<name>}), so that the directory can be deleted.
+     */
+    static void unmountLeftovers(Path staleDirectory) {
+        Path parent = staleDirectory.resolve(SUBDIRECTORY);
+        if (!Files.isDirectory(parent)) {
+            return;
+        }
+        try (java.util.stream.Stream<Path> children = Files.list(parent)) {
+            children.forEach(SmallFilesystems::unmount);
+        } catch (java.io.IOException e) {
+            LOG.warn("Could not list {}: {}", parent, e.toString());
+        }
     }
 
     private static void unmount(Path directory) {
