@@ -137,6 +137,11 @@ class DispatcherRemarkRaceTest {
         }
 
         @Override
+        public void retryLater(Map<Long, Instant> nextAttempts) {
+            delegate.retryLater(nextAttempts);
+        }
+
+        @Override
         public void park(Map<Long, String> reasons) {
             delegate.park(reasons);
         }
