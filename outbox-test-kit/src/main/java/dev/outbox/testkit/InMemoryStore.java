@@ -262,13 +262,23 @@ public final class InMemoryStore implements Store {
     @Override
     public void retryLater(Map<Long, Instant> nextAttempts) {
         Objects.requireNonNull(nextAttempts, "nextAttempts");
+        TreeMap<Long, Instant> sorted = new TreeMap<>();
+        for (Map.Entry<Long, Instant> e : nextAttempts.entrySet()) {
+            if (e.getKey() == null) {
+                throw new IllegalArgumentException("nextAttempts contains a null id");
+            }
+            if (e.getValue() == null) {
+                throw new IllegalArgumentException("nextAttempts has no time for id " + e.getKey());
+            }
+            sorted.put(e.getKey(), e.getValue());
+        }
         Fault fault = enter(Operation.RETRY_LATER);
         synchronized (lock) {
-            for (Map.Entry<Long, Instant> e : new TreeMap<>(nextAttempts).entrySet()) {
+            for (Map.Entry<Long, Instant> e : sorted.entrySet()) {
                 StoredRow row = rows.get(e.getKey());
                 if (row != null) {
                     row.attempts++;
-                    row.nextAttemptAt = Objects.requireNonNull(e.getValue(), "next attempt of " + e.getKey());
+                    row.nextAttemptAt = e.getValue();
                 }
             }
         }
