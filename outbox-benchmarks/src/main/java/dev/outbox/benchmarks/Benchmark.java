@@ -80,6 +80,20 @@ public final class Benchmark {
                     ThroughputScenarios.settle();
                 }
             }
+            if (options.runs("poison")) {
+                LatencyScenario latency = new LatencyScenario(env, options);
+                for (boolean poison : new boolean[] {false, true}) {
+                    Progress.say("latency at %,d records/s over %,d keys%s ...", BenchmarkOptions.POISON_RATE,
+                            BenchmarkOptions.POISON_HEALTHY_KEYS, poison ? " plus one poison key" : "");
+                    LatencyScenario.Result result = latency.run(BenchmarkOptions.POISON_RATE,
+                            BenchmarkOptions.POISON_HEALTHY_KEYS, poison);
+                    Progress.say("%s: healthy commit->ack p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d poison sends"
+                                    + " failed", result.variant(), result.commitToAck().p50(),
+                            result.commitToAck().p99(), result.commitToAck().max(), result.poisonFailures());
+                    report.latency.add(result);
+                    ThroughputScenarios.settle();
+                }
+            }
             if (options.runs("takeover")) {
                 TakeoverScenario takeover = new TakeoverScenario(env, options);
                 for (String mode : options.takeoverModes) {
