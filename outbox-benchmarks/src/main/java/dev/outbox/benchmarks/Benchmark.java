@@ -45,7 +45,7 @@ public final class Benchmark {
             Map<String, List<ThroughputScenarios.Run>> runs = new LinkedHashMap<>();
             for (int r = 1; r <= options.repeat; r++) {
                 long seed = options.seed + r;
-                for (String scenario : List.of("drain", "database", "broker", "naive")) {
+                for (String scenario : List.of("drain", "database", "cursor", "broker", "naive")) {
                     if (!options.runs(scenario)) {
                         continue;
                     }
@@ -53,6 +53,7 @@ public final class Benchmark {
                     ThroughputScenarios.Run run = switch (scenario) {
                         case "drain" -> throughput.drain(options.rows, seed);
                         case "database" -> throughput.databaseCeiling(options.rows, seed);
+                        case "cursor" -> throughput.cursorCeiling(options.rows, seed);
                         case "broker" -> throughput.brokerCeiling(options.rows, seed);
                         default -> throughput.naive(Math.min(options.naiveRows, options.rows), seed);
                     };

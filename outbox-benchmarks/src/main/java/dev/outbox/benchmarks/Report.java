@@ -43,6 +43,7 @@ final class Report {
     private static final Map<String, String> TITLES = Map.of(
             "drain", "Dispatcher -> Kafka (drain)",
             "database", "database ceiling (mark+purge)",
+            "cursor", "database ceiling (cursor read+delete)",
             "broker", "broker ceiling (bare producer)",
             "naive", "naive baseline (1 row/stmt)");
 
@@ -206,7 +207,7 @@ final class Report {
             out.append('\n');
             out.append(fmt("%-32s %12s  %-23s %9s  %s%n", "Throughput", "records/s", "(min - max)", "rows left",
                     "Dispatcher / this"));
-            for (String scenario : List.of("drain", "database", "broker", "naive")) {
+            for (String scenario : List.of("drain", "database", "cursor", "broker", "naive")) {
                 List<Double> r = rates(scenario);
                 if (r.isEmpty()) {
                     continue;
