@@ -1,0 +1,240 @@
+package dev.outbox.sidecar;
+
+import dev.outbox.store.postgres.PostgresStore;
+import dev.outbox.testkit.Await;
+import dev.outbox.testservers.Jdbc;
+import dev.outbox.testservers.JdbcServer;
+import dev.outbox.testservers.KafkaServer;
+import dev.outbox.testservers.TestServers;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import javax.sql.DataSource;
+import java.io.IOException;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The real jar, twice, against Postgres and Kafka: rows written with plain SQL arrive in per-key order; one of the two
+ * leads; a SIGKILLed leader is taken over with nothing lost; a poison row is parked and handled through the operator
+ * API (authentication, CSRF, audit); SIGTERM drains and exits 0; the password never appears in a log.
+ */
+class SidecarEndToEndTest {
+    private static final String PASSWORD = "E2e-Pa55-never-logged";
+    private static final String TOKEN = "e2e-token-0123456789abcdef";
+    private static final String OPERATOR_PASSWORD = "operator-secret-pw";
+    private static final String TOPIC = "sidecar-e2e";
+    private static final int KEYS = 8;
+
+    private static DataSource db;
+    private static KafkaServer kafka;
+    private static String url;
+
+    @TempDir
+    static Path dir;
+
+    @BeforeAll
+    static void servers() {
+        JdbcServer postgres = TestServers.postgres();
+        url = postgres.createDatabase("sidecar_e2e");
+        postgres.createUser("sidecar_e2e", PASSWORD);
+        db = postgres.dataSource(url);
+        PostgresStore.builder(db).table("orders_outbox").build().createSchema();
+        kafka = TestServers.kafka();
+        kafka.createTopic(TOPIC, 3);
+    }
+
+    @AfterAll
+    static void done() {
+        // the servers are shared and stopped with the JVM
+    }
+
+    private static Path config(String name, int port) throws IOException {
+        Path config = dir.resolve(name + ".yaml");
+        Files.writeString(config, """
+                sidecar:
+                  http:
+                    port: %d
+                  operator:
+                    username: operator
+                    password: ${OPERATOR_PASSWORD}
+                    token: %s
+                  kafka:
+                    bootstrap-servers: %s
+                  outboxes:
+                    orders:
+                      datasource:
+                        url: %s
+                        username: sidecar_e2e
+                        password: ${E2E_DB_PASSWORD}
+                      store:
+                        table: orders_outbox
+                      kafka:
+                        leader-topic: sidecar-e2e-leader
+                      dispatcher:
+                        heartbeat-timeout: 2s
+                        metrics-interval: 1s
+                        max-attempts: 1
+                """.formatted(port, TOKEN, kafka.bootstrapServers(), url));
+        return config;
+    }
+
+    private static SidecarProcess start(String name) throws IOException {
+        int port = SidecarProcess.freePort();
+        return SidecarProcess.start(config(name, port), dir.resolve(name + ".log"), port,
+                Map.of("E2E_DB_PASSWORD", PASSWORD, "OPERATOR_PASSWORD", OPERATOR_PASSWORD));
+    }
+
+    /** Writes {@code perKey} rows for each key with plain SQL; values are "key:n" from {@code from}. */
+    private static void write(int from, int perKey) {
+        StringBuilder sql = new StringBuilder("INSERT INTO orders_outbox (topic, key, value) VALUES ");
+        List<String> rows = new ArrayList<>();
+        for (int n = from; n < from + perKey; n++) {
+            for (int k = 0; k < KEYS; k++) {
+                rows.add("('" + TOPIC + "', 'k" + k + "', convert_to('k" + k + ":" + n + "', 'UTF8'))");
+            }
+        }
+        Jdbc.execute(db, sql + String.join(", ", rows));
+    }
+
+    private static boolean leads(SidecarProcess p) {
+        try {
+            HttpResponse<String> r = p.get("/actuator/health/outbox/orders", Map.of());
+            return r.body().contains("\"status\":\"LEADER\"");
+        } catch (RuntimeException e) {
+            return false;
+        }
+    }
+
+    private static Map<String, String> basic() {
+        return Map.of("Authorization", "Basic " + Base64.getEncoder().encodeToString(("operator:" + OPERATOR_PASSWORD)
+                .getBytes(StandardCharsets.UTF_8)));
+    }
+
+    private static Map<String, String> bearer() {
+        return Map.of("Authorization", "Bearer " + TOKEN);
+    }
+
+    @Test
+    void harvestsInKeyOrderSurvivesAKilledLeaderServesOperatorsAndDrainsOnSigterm() throws IOException {
+        try (SidecarProcess a = start("a"); SidecarProcess b = start("b");
+             KafkaConsumer<String, String> consumer = consumer()) {
+            a.awaitHttp("/actuator/health/readiness", "\"UP\"", Duration.ofSeconds(120));
+            b.awaitHttp("/actuator/health/readiness", "\"UP\"", Duration.ofSeconds(120));
+            Await.untilOrFail(() -> leads(a) ^ leads(b), Duration.ofSeconds(60), () -> "exactly one leader");
+
+            write(0, 20);
+            Map<String, List<Integer>> seen = new HashMap<>();
+            readUntil(consumer, seen, 20);
+            assertPerKeyOrder(seen, 20);
+
+            SidecarProcess leader = leads(a) ? a : b;
+            SidecarProcess standby = leader == a ? b : a;
+            leader.kill();
+            write(20, 20);
+            Await.untilOrFail(() -> leads(standby), Duration.ofSeconds(60), () -> "the standby takes over; log:\n"
+                    + standby.log());
+            readUntil(consumer, seen, 40);
+            assertPerKeyOrder(seen, 40);
+
+            operatorApi(standby);
+
+            standby.terminate();
+            assertThat(standby.awaitExit(Duration.ofSeconds(60))).as("exit status after SIGTERM").isZero();
+            assertThat(standby.log()).contains("Every outbox dispatcher is closed");
+            for (SidecarProcess p : List.of(a, b)) {
+                assertThat(p.log()).doesNotContain(PASSWORD).doesNotContain(OPERATOR_PASSWORD).doesNotContain(TOKEN);
+            }
+        }
+    }
+
+    /** A poison row is parked; the API lists, shows, refuses without credentials or CSRF token, replays, discards. */
+    private static void operatorApi(SidecarProcess p) {
+        // A row the store cannot read: header arrays of different lengths.
+        Jdbc.execute(db, "INSERT INTO orders_outbox (topic, key, value, header_names, header_values) VALUES ('"
+                + TOPIC + "', 'poison', convert_to('bad', 'UTF8'), '{a,b}', '{}')");
+        Await.untilOrFail(() -> p.get("/api/outboxes/orders/parked?key=poison", bearer()).body().contains("header_names"),
+                Duration.ofSeconds(30), () -> "the poison row is parked");
+        HttpResponse<String> list = p.get("/api/outboxes/orders/parked?reason=header_names", basic());
+        assertThat(list.statusCode()).isEqualTo(200);
+        assertThat(list.body()).contains("\"key\":\"poison\"").contains("\"total\":1");
+        long id = Long.parseLong(list.body().replaceAll("(?s).*\"id\":(\\d+).*", "$1"));
+        assertThat(p.get("/api/outboxes/orders/parked/" + id + "?format=hex", bearer()).body())
+                .contains("\"value\":\"62 61 64\"");
+
+        assertThat(p.get("/api/outboxes/orders/parked", Map.of()).statusCode()).as("no credentials").isEqualTo(401);
+        assertThat(p.post("/api/outboxes/orders/parked/discard", "{\"ids\":[" + id + "]}", basic()).statusCode())
+                .as("basic credentials without the CSRF token").isEqualTo(403);
+        assertThat(p.post("/api/outboxes/orders/parked/discard", "{\"ids\":[" + id + "]}",
+                Map.of("Authorization", "Bearer wrong-token-0123456789")).statusCode()).isEqualTo(401);
+
+        HttpResponse<String> discarded = p.post("/api/outboxes/orders/parked/discard", "{\"ids\":[" + id + "]}",
+                bearer());
+        assertThat(discarded.body()).isEqualTo("{\"discarded\":1}");
+        p.awaitLog("AUDIT 'token' discarded 1 parked record(s) of outbox 'orders': [id " + id + " (topic '" + TOPIC
+                + "', key 'poison'", Duration.ofSeconds(10));
+        assertThat(Jdbc.queryLong(db, "SELECT count(*) FROM orders_outbox_parked")).isZero();
+    }
+
+    private static KafkaConsumer<String, String> consumer() {
+        KafkaConsumer<String, String> c = new KafkaConsumer<>(Map.of(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                kafka.bootstrapServers()), new StringDeserializer(), new StringDeserializer());
+        List<TopicPartition> partitions = c.partitionsFor(TOPIC).stream()
+                .map(p -> new TopicPartition(TOPIC, p.partition())).toList();
+        c.assign(partitions);
+        c.seekToBeginning(partitions);
+        return c;
+    }
+
+    /** Reads until every key's values 0..perKey-1 have been seen (duplicates allowed). */
+    private static void readUntil(KafkaConsumer<String, String> c, Map<String, List<Integer>> seen, int perKey) {
+        Await.untilOrFail(() -> {
+            for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+                seen.computeIfAbsent(r.key(), k -> new ArrayList<>())
+                        .add(Integer.parseInt(r.value().substring(r.value().indexOf(':') + 1)));
+            }
+            return seen.size() == KEYS && seen.values().stream().allMatch(v -> new TreeSet<>(v).size() >= perKey);
+        }, Duration.ofSeconds(90), () -> "read so far: " + seen);
+    }
+
+    /** Per key, no value is seen after a greater one, except a redelivery of the latest ones (G2), none lost (G1). */
+    private static void assertPerKeyOrder(Map<String, List<Integer>> seen, int perKey) {
+        for (Map.Entry<String, List<Integer>> e : seen.entrySet()) {
+            List<Integer> values = e.getValue();
+            Set<Integer> distinct = new TreeSet<>(values);
+            assertThat(distinct).as("key %s, nothing lost", e.getKey())
+                    .containsAll(java.util.stream.IntStream.range(0, perKey).boxed().collect(Collectors.toList()));
+            int max = -1;
+            Map<Integer, Integer> firstAt = new LinkedHashMap<>();
+            for (int i = 0; i < values.size(); i++) {
+                firstAt.putIfAbsent(values.get(i), i);
+            }
+            for (int v : distinct) {
+                assertThat(firstAt.get(v)).as("key %s: %d first seen after a greater value (%s)", e.getKey(), v, values)
+                        .isGreaterThan(max);
+                max = firstAt.get(v);
+            }
+        }
+    }
+}
