@@ -28,7 +28,10 @@ import org.springframework.security.core.userdetails.UserDetailsService;
 import org.springframework.security.core.userdetails.UsernameNotFoundException;
 import org.springframework.security.provisioning.InMemoryUserDetailsManager;
 import org.springframework.security.web.SecurityFilterChain;
+import org.springframework.security.web.AuthenticationEntryPoint;
 import org.springframework.security.web.authentication.HttpStatusEntryPoint;
+import org.springframework.security.web.authentication.LoginUrlAuthenticationEntryPoint;
+import org.springframework.security.web.util.matcher.RequestMatcher;
 import org.springframework.security.web.authentication.www.BasicAuthenticationFilter;
 import org.springframework.security.web.servlet.util.matcher.PathPatternRequestMatcher;
 import org.springframework.web.filter.OncePerRequestFilter;
@@ -196,11 +199,16 @@ class SidecarWebConfiguration {
         });
         if (c.username() != null) {
             http.formLogin(f -> f.defaultSuccessUrl("/console", true));
-            http.httpBasic(b -> b.authenticationEntryPoint(new HttpStatusEntryPoint(HttpStatus.UNAUTHORIZED)));
+            http.httpBasic(b -> { });
             http.logout(l -> l.logoutSuccessUrl("/login?logout"));
         }
-        http.exceptionHandling(e -> e.defaultAuthenticationEntryPointFor(
-                new HttpStatusEntryPoint(HttpStatus.UNAUTHORIZED), paths.matcher("/api/**")));
+        // Without credentials: the API answers 401, the console sends a browser to its login form.
+        AuthenticationEntryPoint unauthorized = new HttpStatusEntryPoint(HttpStatus.UNAUTHORIZED);
+        AuthenticationEntryPoint login = new LoginUrlAuthenticationEntryPoint("/login");
+        RequestMatcher api = paths.matcher("/api/**");
+        http.exceptionHandling(e -> e.authenticationEntryPoint((request, response, failure) ->
+                (api.matches(request) || c.username() == null ? unauthorized : login)
+                        .commence(request, response, failure)));
         if (c.token() != null) {
             http.addFilterBefore(new BearerTokenFilter(c.token()), BasicAuthenticationFilter.class);
         }

@@ -14,7 +14,6 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 import javax.sql.DataSource;
 import java.io.IOException;
@@ -51,11 +50,12 @@ class SidecarEndToEndTest {
     private static KafkaServer kafka;
     private static String url;
 
-    @TempDir
-    static Path dir;
+    /** Configurations and logs, kept in target/ for a look after a failure. */
+    private static Path dir;
 
     @BeforeAll
-    static void servers() {
+    static void servers() throws IOException {
+        dir = Files.createDirectories(Path.of("target", "sidecar-e2e"));
         JdbcServer postgres = TestServers.postgres();
         url = postgres.createDatabase("sidecar_e2e");
         postgres.createUser("sidecar_e2e", PASSWORD);
@@ -175,7 +175,8 @@ class SidecarEndToEndTest {
         Jdbc.execute(db, "INSERT INTO orders_outbox (topic, key, value, header_names, header_values) VALUES ('"
                 + TOPIC + "', 'poison', convert_to('bad', 'UTF8'), '{a,b}', '{}')");
         Await.untilOrFail(() -> p.get("/api/outboxes/orders/parked?key=poison", bearer()).body().contains("header_names"),
-                Duration.ofSeconds(30), () -> "the poison row is parked");
+                Duration.ofSeconds(30), () -> "the poison row is parked: "
+                        + p.get("/api/outboxes/orders/parked", bearer()).body() + "\nlog:\n" + p.log());
         HttpResponse<String> list = p.get("/api/outboxes/orders/parked?reason=header_names", basic());
         assertThat(list.statusCode()).isEqualTo(200);
         assertThat(list.body()).contains("\"key\":\"poison\"").contains("\"total\":1");
