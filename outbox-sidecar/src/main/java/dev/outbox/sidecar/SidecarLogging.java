@@ -1,5 +1,7 @@
 package dev.outbox.sidecar;
 
+import org.slf4j.bridge.SLF4JBridgeHandler;
+
 import java.util.Map;
 
 /**
@@ -24,8 +26,7 @@ final class SidecarLogging {
             Map.entry("org.slf4j.simpleLogger.log.org.apache.tomcat", "warn"),
             Map.entry("org.slf4j.simpleLogger.log.org.apache.coyote", "warn"),
             // Spring Boot's logging system needs Logback or Log4j; the sidecar logs through slf4j-simple.
-            Map.entry("org.springframework.boot.logging.LoggingSystem", "none"),
-            Map.entry("org.apache.commons.logging.LogFactory", "org.apache.commons.logging.impl.Slf4jLogFactory"));
+            Map.entry("org.springframework.boot.logging.LoggingSystem", "none"));
 
     private SidecarLogging() {
     }
@@ -36,5 +37,8 @@ final class SidecarLogging {
                 System.setProperty(k, v);
             }
         });
+        SLF4JBridgeHandler.removeHandlersForRootLogger();
+        SLF4JBridgeHandler.install();
+        java.util.logging.Logger.getLogger("").setLevel(java.util.logging.Level.INFO);
     }
 }

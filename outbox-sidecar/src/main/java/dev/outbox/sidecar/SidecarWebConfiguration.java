@@ -31,7 +31,6 @@ import org.springframework.security.web.SecurityFilterChain;
 import org.springframework.security.web.AuthenticationEntryPoint;
 import org.springframework.security.web.authentication.HttpStatusEntryPoint;
 import org.springframework.security.web.authentication.LoginUrlAuthenticationEntryPoint;
-import org.springframework.security.web.util.matcher.RequestMatcher;
 import org.springframework.security.web.authentication.www.BasicAuthenticationFilter;
 import org.springframework.security.web.servlet.util.matcher.PathPatternRequestMatcher;
 import org.springframework.web.filter.OncePerRequestFilter;
@@ -202,13 +201,18 @@ class SidecarWebConfiguration {
             http.httpBasic(b -> { });
             http.logout(l -> l.logoutSuccessUrl("/login?logout"));
         }
-        // Without credentials: the API answers 401, the console sends a browser to its login form.
+        // Without credentials: the API answers 401, the console sends a browser to its login form. (Registered as
+        // defaults, not as the entry point: a custom entry point would turn off the generated login page.)
         AuthenticationEntryPoint unauthorized = new HttpStatusEntryPoint(HttpStatus.UNAUTHORIZED);
-        AuthenticationEntryPoint login = new LoginUrlAuthenticationEntryPoint("/login");
-        RequestMatcher api = paths.matcher("/api/**");
-        http.exceptionHandling(e -> e.authenticationEntryPoint((request, response, failure) ->
-                (api.matches(request) || c.username() == null ? unauthorized : login)
-                        .commence(request, response, failure)));
+        http.exceptionHandling(e -> {
+            e.defaultAuthenticationEntryPointFor(unauthorized, paths.matcher("/api/**"));
+            if (c.username() != null) {
+                AuthenticationEntryPoint login = new LoginUrlAuthenticationEntryPoint("/login");
+                e.defaultAuthenticationEntryPointFor(login, paths.matcher("/console"));
+                e.defaultAuthenticationEntryPointFor(login, paths.matcher("/console/**"));
+                e.defaultAuthenticationEntryPointFor(login, paths.matcher("/"));
+            }
+        });
         if (c.token() != null) {
             http.addFilterBefore(new BearerTokenFilter(c.token()), BasicAuthenticationFilter.class);
         }

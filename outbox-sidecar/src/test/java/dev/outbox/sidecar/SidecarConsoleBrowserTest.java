@@ -94,6 +94,8 @@ class SidecarConsoleBrowserTest {
             try {
                 String base = "http://127.0.0.1:" + port;
                 browser.get(base + "/console");
+                Await.untilOrFail(() -> !browser.findElements(By.name("username")).isEmpty(), Duration.ofSeconds(20),
+                        () -> "the login form at " + browser.getCurrentUrl() + ":\n" + browser.getPageSource());
                 browser.findElement(By.name("username")).sendKeys("operator");
                 browser.findElement(By.name("password")).sendKeys(PASSWORD);
                 browser.findElement(By.cssSelector("button[type=submit]")).click();
