@@ -1,5 +1,6 @@
 package dev.outbox.sidecar;
 
+import dev.outbox.store.mysql.MySqlStore;
 import dev.outbox.store.postgres.PostgresStore;
 import dev.outbox.testkit.Await;
 import dev.outbox.testservers.Jdbc;
@@ -11,7 +12,6 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -35,18 +35,24 @@ import java.util.stream.Collectors;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The real jar, twice, against Postgres and Kafka: rows written with plain SQL arrive in per-key order; one of the two
- * leads; a SIGKILLed leader is taken over with nothing lost; a poison row is parked and handled through the operator
- * API (authentication, CSRF, audit); SIGTERM drains and exits 0; the password never appears in a log.
+ * The real jar, twice, with two outboxes (Postgres, and MySQL 8 with a topic prefix) and Kafka: rows written with plain
+ * SQL arrive in per-key order; one of the two leads; a SIGKILLed leader is taken over with nothing lost; a poison row
+ * is parked and handled through the operator API (authentication, CSRF, audit); SIGTERM drains and exits 0; no
+ * password or token ever appears in a log.
  */
 class SidecarEndToEndTest {
     private static final String PASSWORD = "E2e-Pa55-never-logged";
     private static final String TOKEN = "e2e-token-0123456789abcdef";
     private static final String OPERATOR_PASSWORD = "operator-secret-pw";
     private static final String TOPIC = "sidecar-e2e";
+    /** The MySQL outbox's rows name this topic; its topic prefix makes it {@link #MYSQL_TOPIC}. */
+    private static final String PAYMENTS = "payments";
+    private static final String MYSQL_TOPIC = "mysql." + PAYMENTS;
     private static final int KEYS = 8;
 
     private static DataSource db;
+    private static DataSource mysqlDb;
+    private static String mysqlUrl;
     private static KafkaServer kafka;
     private static String url;
 
@@ -61,13 +67,14 @@ class SidecarEndToEndTest {
         postgres.createUser("sidecar_e2e", PASSWORD);
         db = postgres.dataSource(url);
         PostgresStore.builder(db).table("orders_outbox").build().createSchema();
+        JdbcServer mysql = TestServers.mysql();
+        mysqlUrl = mysql.createDatabase("sidecar_e2e");
+        mysql.createUser("sidecar_e2e", PASSWORD);
+        mysqlDb = mysql.dataSource(mysqlUrl);
+        MySqlStore.builder(mysqlDb).table("payments_outbox").build().createSchema();
         kafka = TestServers.kafka();
         kafka.createTopic(TOPIC, 3);
-    }
-
-    @AfterAll
-    static void done() {
-        // the servers are shared and stopped with the JVM
+        kafka.createTopic(MYSQL_TOPIC, 2);
     }
 
     private static Path config(String name, int port) throws IOException {
@@ -96,7 +103,19 @@ class SidecarEndToEndTest {
                         heartbeat-timeout: 2s
                         metrics-interval: 1s
                         max-attempts: 1
-                """.formatted(port, TOKEN, kafka.bootstrapServers(), url));
+                    payments:
+                      datasource:
+                        url: %s
+                        username: sidecar_e2e
+                        password: ${E2E_DB_PASSWORD}
+                      store:
+                        table: payments_outbox
+                      topic-prefix: "mysql."
+                      kafka:
+                        leader-topic: sidecar-e2e-payments-leader
+                      dispatcher:
+                        heartbeat-timeout: 2s
+                """.formatted(port, TOKEN, kafka.bootstrapServers(), url, mysqlUrl));
         return config;
     }
 
@@ -116,6 +135,13 @@ class SidecarEndToEndTest {
             }
         }
         Jdbc.execute(db, sql + String.join(", ", rows));
+        List<String> payments = new ArrayList<>();
+        for (int n = from; n < from + perKey; n++) {
+            for (int k = 0; k < KEYS; k++) {
+                payments.add("('" + PAYMENTS + "', 'k" + k + "', 'k" + k + ":" + n + "')");
+            }
+        }
+        Jdbc.execute(mysqlDb, "INSERT INTO payments_outbox (topic, `key`, value) VALUES " + String.join(", ", payments));
     }
 
     private static boolean leads(SidecarProcess p) {
@@ -139,7 +165,8 @@ class SidecarEndToEndTest {
     @Test
     void harvestsInKeyOrderSurvivesAKilledLeaderServesOperatorsAndDrainsOnSigterm() throws IOException {
         try (SidecarProcess a = start("a"); SidecarProcess b = start("b");
-             KafkaConsumer<String, String> consumer = consumer()) {
+             KafkaConsumer<String, String> consumer = consumer(TOPIC);
+             KafkaConsumer<String, String> payments = consumer(MYSQL_TOPIC)) {
             a.awaitHttp("/actuator/health/readiness", "\"UP\"", Duration.ofSeconds(120));
             b.awaitHttp("/actuator/health/readiness", "\"UP\"", Duration.ofSeconds(120));
             Await.untilOrFail(() -> leads(a) ^ leads(b), Duration.ofSeconds(60), () -> "exactly one leader");
@@ -148,6 +175,9 @@ class SidecarEndToEndTest {
             Map<String, List<Integer>> seen = new HashMap<>();
             readUntil(consumer, seen, 20);
             assertPerKeyOrder(seen, 20);
+            Map<String, List<Integer>> seenPayments = new HashMap<>();
+            readUntil(payments, seenPayments, 20);
+            assertPerKeyOrder(seenPayments, 20);
 
             SidecarProcess leader = leads(a) ? a : b;
             SidecarProcess standby = leader == a ? b : a;
@@ -157,6 +187,8 @@ class SidecarEndToEndTest {
                     + standby.log());
             readUntil(consumer, seen, 40);
             assertPerKeyOrder(seen, 40);
+            readUntil(payments, seenPayments, 40);
+            assertPerKeyOrder(seenPayments, 40);
 
             operatorApi(standby);
 
@@ -198,11 +230,11 @@ class SidecarEndToEndTest {
         assertThat(Jdbc.queryLong(db, "SELECT count(*) FROM orders_outbox_parked")).isZero();
     }
 
-    private static KafkaConsumer<String, String> consumer() {
+    private static KafkaConsumer<String, String> consumer(String topic) {
         KafkaConsumer<String, String> c = new KafkaConsumer<>(Map.of(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
                 kafka.bootstrapServers()), new StringDeserializer(), new StringDeserializer());
-        List<TopicPartition> partitions = c.partitionsFor(TOPIC).stream()
-                .map(p -> new TopicPartition(TOPIC, p.partition())).toList();
+        List<TopicPartition> partitions = c.partitionsFor(topic).stream()
+                .map(p -> new TopicPartition(topic, p.partition())).toList();
         c.assign(partitions);
         c.seekToBeginning(partitions);
         return c;
