@@ -1,7 +1,7 @@
 #!/bin/sh
 # The sidecar's quick start: builds outbox-sidecar.jar and runs it against an embedded PostgreSQL and an in-process
 # Kafka with a sample configuration, writes a few rows (one poison), and prints where the console is. Nothing to
-# install but a JDK 17+. See README "Sidecar".
+# install but a JDK 17+. --port N serves the console on port N instead of 8080. See README "Sidecar".
 set -eu
 cd "$(dirname "$0")"
 root=$(pwd)

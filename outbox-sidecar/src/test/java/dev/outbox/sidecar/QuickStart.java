@@ -16,7 +16,8 @@ import java.util.concurrent.CountDownLatch;
 /**
  * The quick start ({@code ./sidecar-quickstart.sh}): an embedded Postgres and an in-process Kafka, the sidecar jar
  * on a sample configuration, a few rows written with plain SQL (one of them poison), and the console's address.
- * Ctrl-C stops the sidecar (SIGTERM: it drains) and the servers.
+ * Ctrl-C stops the sidecar (SIGTERM: it drains) and the servers. {@code --port N} serves the console on port N instead
+ * of 8080.
  */
 public final class QuickStart {
     private QuickStart() {
@@ -30,7 +31,7 @@ public final class QuickStart {
         DataSource db = postgres.dataSource(url);
         PostgresStore.builder(db).build().createSchema();
         kafka.createTopic("orders", 3);
-        int port = 8080;
+        int port = args.length == 2 && args[0].equals("--port") ? Integer.parseInt(args[1]) : 8080;
         Path config = work.resolve("outbox.yaml");
         Files.writeString(config, """
                 # A sample configuration: see README "Sidecar" for every key.

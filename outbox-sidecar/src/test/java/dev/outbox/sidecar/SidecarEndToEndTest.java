@@ -222,10 +222,26 @@ class SidecarEndToEndTest {
         assertThat(p.post("/api/outboxes/orders/parked/discard", "{\"ids\":[" + id + "]}",
                 Map.of("Authorization", "Bearer wrong-token-0123456789")).statusCode()).isEqualTo(401);
 
-        HttpResponse<String> discarded = p.post("/api/outboxes/orders/parked/discard", "{\"ids\":[" + id + "]}",
+        // Basic authentication with the session's CSRF token, as the README describes: replay (the poison row comes
+        // back, and is parked again under a new id).
+        HttpResponse<String> csrf = p.get("/api/csrf", basic());
+        String token = csrf.body().replaceAll("(?s).*\"token\":\"([^\"]+)\".*", "$1");
+        String session = csrf.headers().allValues("set-cookie").stream().filter(c -> c.startsWith("JSESSIONID="))
+                .map(c -> c.substring(0, c.indexOf(';'))).findFirst().orElseThrow();
+        Map<String, String> withCsrf = new HashMap<>(basic());
+        withCsrf.put("X-CSRF-TOKEN", token);
+        withCsrf.put("Cookie", session);
+        assertThat(p.post("/api/outboxes/orders/parked/replay", "{\"ids\":[" + id + "]}", withCsrf).body())
+                .isEqualTo("{\"replayed\":1}");
+        p.awaitLog("AUDIT 'operator' replayed 1 parked record(s) of outbox 'orders': [id " + id, Duration.ofSeconds(10));
+        Await.untilOrFail(() -> Jdbc.queryLong(db, "SELECT count(*) FROM orders_outbox_parked WHERE key = 'poison' AND id > "
+                + id) == 1, Duration.ofSeconds(30), () -> "the replayed poison row is parked again");
+        long again = Jdbc.queryLong(db, "SELECT id FROM orders_outbox_parked WHERE key = 'poison'");
+
+        HttpResponse<String> discarded = p.post("/api/outboxes/orders/parked/discard", "{\"ids\":[" + again + "]}",
                 bearer());
         assertThat(discarded.body()).isEqualTo("{\"discarded\":1}");
-        p.awaitLog("AUDIT 'token' discarded 1 parked record(s) of outbox 'orders': [id " + id + " (topic '" + TOPIC
+        p.awaitLog("AUDIT 'token' discarded 1 parked record(s) of outbox 'orders': [id " + again + " (topic '" + TOPIC
                 + "', key 'poison'", Duration.ofSeconds(10));
         assertThat(Jdbc.queryLong(db, "SELECT count(*) FROM orders_outbox_parked")).isZero();
     }
