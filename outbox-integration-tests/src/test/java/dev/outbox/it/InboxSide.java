@@ -22,14 +22,18 @@ import java.util.Map;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The consumers' side of a scenario: two {@link KafkaInboxConsumer}s read the data topic, each in its own consumer
- * group and its own database — one on Postgres (a database apart from the outbox's), one on MySQL 8 — and apply each
+ * The consumers' side of a scenario: three {@link KafkaInboxConsumer}s read the data topic, each in its own consumer
+ * group and its own database — one on Postgres (a database apart from the outbox's), one on MySQL 8, one on
+ * MariaDB — and apply each
  * message's effect as a row of {@code e2e_effects(message_id, k, seq, token)}, which has no unique key, so that an
  * effect applied twice would show as two rows. {@link #check} asserts exactly one row per committed message in each.
  * Not thread-safe: the scenario's thread drives it.
  */
 final class InboxSide implements AutoCloseable {
-    /** The clients whose database connections a test may kill: the Postgres application name, the MySQL user. */
+    /**
+     * The clients whose database connections a test may kill: the Postgres application name, the MySQL and MariaDB
+     * user.
+     */
     static final String CLIENT = "e2e_inbox";
     private static final String PASSWORD = "inbox";
     private static final String EFFECTS_DDL = "CREATE TABLE e2e_effects (message_id CHAR(36) NOT NULL,"
@@ -50,14 +54,17 @@ final class InboxSide implements AutoCloseable {
         pgInbox.createSchema();
         sides.add(new Side("postgres", pg, pgDb, consumer(bootstrap, topic, scenario + "-pg", pgDb, pgInbox)));
 
-        JdbcServer mysql = TestServers.mysql();
-        String myUrl = mysql.createDatabase("e2e_" + scenario + "_inbox");
-        mysql.createUser(CLIENT, PASSWORD);
-        DataSource myDb = mysql.dataSource(myUrl, CLIENT, PASSWORD);
-        execute(myDb, EFFECTS_DDL);
-        MySqlInbox myInbox = MySqlInbox.builder(myDb).statementTimeout(Duration.ofSeconds(5)).build();
-        myInbox.createSchema();
-        sides.add(new Side("mysql", mysql, myDb, consumer(bootstrap, topic, scenario + "-mysql", myDb, myInbox)));
+        for (JdbcServer.Kind kind : List.of(JdbcServer.Kind.MYSQL, JdbcServer.Kind.MARIADB)) {
+            String name = kind == JdbcServer.Kind.MYSQL ? "mysql" : "mariadb";
+            JdbcServer server = TestServers.jdbc(kind);
+            String url = server.createDatabase("e2e_" + scenario + "_inbox");
+            server.createUser(CLIENT, PASSWORD);
+            DataSource db = server.dataSource(url, CLIENT, PASSWORD);
+            execute(db, EFFECTS_DDL);
+            MySqlInbox inbox = MySqlInbox.builder(db).statementTimeout(Duration.ofSeconds(5)).build();
+            inbox.createSchema();
+            sides.add(new Side(name, server, db, consumer(bootstrap, topic, scenario + "-" + name, db, inbox)));
+        }
     }
 
     private static KafkaInboxConsumer consumer(String bootstrap, String topic, String group, DataSource db,

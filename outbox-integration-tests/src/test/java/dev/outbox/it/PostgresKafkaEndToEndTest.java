@@ -16,8 +16,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * {@code KafkaMessageBroker} and {@code KafkaLeaderTransport} in one leader group) harvest the outbox into
  * Kafka, and a consumer checks every record of the data topic — while leaders are closed and crashed, the
  * Kafka broker restarts, and the dispatchers' database connections are killed. Each scenario also commits two
- * poison records (too large for the topic; a topic that does not exist). Two inbox consumers (on Postgres and on
- * MySQL, see {@link InboxSide}) apply every message's effect exactly once through it all. {@link Scenario#finish()}
+ * poison records (too large for the topic; a topic that does not exist). Three inbox consumers (on Postgres, MySQL
+ * and MariaDB, see {@link InboxSide}) apply every message's effect exactly once through it all. {@link Scenario#finish()}
  * asserts G1–G4 and G6 and the inbox consumers' effects; each test asserts its take-over or recovery times (G5) against the bounds below and prints a
  * summary line. Set {@code -Doutbox.e2e.seed=<seed>} to repeat a run's key choices.
  */
@@ -124,7 +124,7 @@ class PostgresKafkaEndToEndTest {
             long worst = 0;
             for (int i = 1; i <= 3; i++) {
                 int[] killed = new int[1];
-                // The dispatchers' connections, and those of the inbox consumers on Postgres and MySQL.
+                // The dispatchers' connections, and those of the inbox consumers on Postgres, MySQL and MariaDB.
                 s.fault("kill #" + i, () -> killed[0] = s.database().killConnections(Scenario.DISPATCHER_USER)
                         + s.inboxes().killConnections());
                 long armed = s.armPurges();

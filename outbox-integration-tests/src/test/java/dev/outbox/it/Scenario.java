@@ -182,7 +182,7 @@ final class Scenario implements AutoCloseable {
         return s;
     }
 
-    /** The inbox consumers on Postgres and MySQL. */
+    /** The inbox consumers on Postgres, MySQL and MariaDB. */
     InboxSide inboxes() {
         return inboxes;
     }

@@ -78,6 +78,10 @@ import java.util.concurrent.atomic.AtomicLong;
  *       a handler failure): nothing counts as an attempt; the consumer drops its connection, waits with backoff
  *       (up to {@link Builder#maxBackoff}), keeps polling with every partition paused so that it stays in the group,
  *       and resumes with the same record: nothing is skipped.</li>
+ *   <li><b>The connection failing during COMMIT</b>: the commit may have been applied or not. The record is retried
+ *       like any database failure; if the commit had been applied the inbox finds the id recorded and the handler
+ *       does not run again. Either way the record counts once as {@linkplain Listener#applied applied}, never as a
+ *       duplicate.</li>
  *   <li><b>A rebalance</b>: offsets of the records that are done are committed before partitions are revoked, and
  *       nothing else: records fetched but not processed are left for the next owner. Lost partitions commit
  *       nothing.</li>
@@ -120,11 +124,14 @@ public final class KafkaInboxConsumer implements AutoCloseable {
 
     /** What happened to records, for metrics and tests; called on the consumer's thread, must not block long. */
     public interface Listener {
-        /** The record's effect committed. */
+        /**
+         * The record's effect committed. Called once per record even when the connection failed during the COMMIT
+         * that applied it: the retry finds the id recorded and reports it here, not as a duplicate.
+         */
         default void applied(ConsumerRecord<String, byte[]> record, UUID messageId) {
         }
 
-        /** The record's id was processed before: skipped. */
+        /** The record's id was processed before, by an earlier delivery of the message: skipped. */
         default void duplicate(ConsumerRecord<String, byte[]> record, UUID messageId) {
         }
 
@@ -166,6 +173,8 @@ public final class KafkaInboxConsumer implements AutoCloseable {
     private final Map<TopicPartition, Long> retryAt = new HashMap<>();
     private final Map<TopicPartition, Throwable> lastError = new HashMap<>();
     private final Map<TopicPartition, OffsetAndMetadata> done = new HashMap<>();
+    /** Per partition, the offset of the record whose handler ran but whose COMMIT failed: its outcome is unknown. */
+    private final Map<TopicPartition, Long> commitUnknown = new HashMap<>();
     private Connection connection;
     private long databaseRetryAt;
     private int databaseFailures;
@@ -221,7 +230,11 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         return consumerName;
     }
 
-    /** Records whose effect was committed. */
+    /**
+     * Records whose effect was committed, each counted once: a record whose COMMIT failed on the connection but had
+     * been applied is counted when its retry finds the id recorded (not as a duplicate). Exact as long as no other
+     * consumer with the same name works on the same message id at the same time.
+     */
     public long applied() {
         return applied.get();
     }
@@ -360,6 +373,7 @@ public final class KafkaInboxConsumer implements AutoCloseable {
                 // One record per partition per round, so partitions take turns.
                 if (step(tp, queue.peek())) {
                     queue.poll();
+                    commitUnknown.remove(tp);
                     attempts.remove(tp);
                     retryAt.remove(tp);
                     lastError.remove(tp);
@@ -389,8 +403,26 @@ public final class KafkaInboxConsumer implements AutoCloseable {
                 listener.failed(failed);
             } else {
                 boolean ran = inbox.process(c, consumerName, id, tx -> handler.handle(tx, record, id));
-                c.commit();
+                try {
+                    c.commit();
+                } catch (SQLException | RuntimeException e) {
+                    if (ran) {
+                        // The COMMIT may have been applied before the connection failed (its reply lost): the
+                        // retry will tell, by finding the id recorded or not.
+                        commitUnknown.put(tp, record.offset());
+                    }
+                    throw e;
+                }
+                Long unknownAt = commitUnknown.remove(tp);
                 if (ran) {
+                    applied.incrementAndGet();
+                    listener.applied(record, id);
+                } else if (unknownAt != null && unknownAt == record.offset()) {
+                    // This very record's previous COMMIT failed on the connection but had been applied: its effect
+                    // committed once, then, and it is no duplicate of another delivery.
+                    log.info("Inbox consumer {}: the commit of {}-{}@{} (message {}) had succeeded although the"
+                            + " connection failed during it", consumerName, record.topic(), record.partition(),
+                            record.offset(), id);
                     applied.incrementAndGet();
                     listener.applied(record, id);
                 } else {
@@ -569,6 +601,7 @@ public final class KafkaInboxConsumer implements AutoCloseable {
             attempts.remove(tp);
             retryAt.remove(tp);
             lastError.remove(tp);
+            commitUnknown.remove(tp);
         }
     }
 
