@@ -37,8 +37,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * The real jar, twice, with two outboxes (Postgres, and MySQL 8 with a topic prefix) and Kafka: rows written with plain
  * SQL arrive in per-key order; one of the two leads; a SIGKILLed leader is taken over with nothing lost; a poison row
- * is parked and handled through the operator API (authentication, CSRF, audit); SIGTERM drains and exits 0; no
- * password or token ever appears in a log.
+ * is parked and handled through the operator API (authentication, CSRF, audit); cut off from Kafka for longer than
+ * {@code readiness.max-fenced}, the sidecar is not ready, and ready again once Kafka is back; SIGTERM drains and exits
+ * 0; no password or token ever appears in a log.
  */
 class SidecarEndToEndTest {
     private static final String PASSWORD = "E2e-Pa55-never-logged";
@@ -83,6 +84,8 @@ class SidecarEndToEndTest {
                 sidecar:
                   http:
                     port: %d
+                  readiness:
+                    max-fenced: 3s
                   operator:
                     username: operator
                     password: ${OPERATOR_PASSWORD}
@@ -191,6 +194,19 @@ class SidecarEndToEndTest {
             assertPerKeyOrder(seenPayments, 40);
 
             operatorApi(standby);
+
+            // Cut off from Kafka, the leader fences itself; fenced for longer than max-fenced, it is not ready.
+            kafka.stop();
+            try {
+                standby.awaitHttp("/actuator/health/liveness", "\"UP\"", Duration.ofSeconds(10));
+                Await.untilOrFail(() -> standby.get("/actuator/health/readiness", Map.of()).statusCode() == 503,
+                        Duration.ofSeconds(60), () -> "not ready while fenced: "
+                                + standby.get("/actuator/health/readiness", Map.of()).body());
+                assertThat(standby.get("/actuator/health/readiness", Map.of()).body()).contains("FENCED for");
+            } finally {
+                kafka.restart();
+            }
+            standby.awaitHttp("/actuator/health/readiness", "\"UP\"", Duration.ofSeconds(90));
 
             standby.terminate();
             assertThat(standby.awaitExit(Duration.ofSeconds(60))).as("exit status after SIGTERM").isZero();
