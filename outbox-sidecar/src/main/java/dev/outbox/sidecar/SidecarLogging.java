@@ -26,7 +26,11 @@ final class SidecarLogging {
             Map.entry("org.slf4j.simpleLogger.log.org.apache.tomcat", "warn"),
             Map.entry("org.slf4j.simpleLogger.log.org.apache.coyote", "warn"),
             // Spring Boot's logging system needs Logback or Log4j; the sidecar logs through slf4j-simple.
-            Map.entry("org.springframework.boot.logging.LoggingSystem", "none"));
+            Map.entry("org.springframework.boot.logging.LoggingSystem", "none"),
+            // Spring logs through commons-logging; its SLF4J binding tags every line with a marker that
+            // slf4j-simple prints. Through java.util.logging (bridged below) the lines look like every other.
+            Map.entry("org.apache.commons.logging.LogFactory", "org.apache.commons.logging.impl.LogFactoryImpl"),
+            Map.entry("org.apache.commons.logging.Log", "org.apache.commons.logging.impl.Jdk14Logger"));
 
     private SidecarLogging() {
     }

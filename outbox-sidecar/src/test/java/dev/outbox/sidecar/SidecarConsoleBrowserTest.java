@@ -17,6 +17,7 @@ import org.openqa.selenium.Cookie;
 import org.openqa.selenium.OutputType;
 import org.openqa.selenium.TakesScreenshot;
 import org.openqa.selenium.WebDriver;
+import org.openqa.selenium.WebElement;
 import org.openqa.selenium.chrome.ChromeDriver;
 import org.openqa.selenium.chrome.ChromeDriverService;
 import org.openqa.selenium.chrome.ChromeOptions;
@@ -101,8 +102,8 @@ class SidecarConsoleBrowserTest {
                 browser.findElement(By.cssSelector("button[type=submit]")).click();
                 Await.untilOrFail(() -> browser.getCurrentUrl().endsWith("/console"), Duration.ofSeconds(20),
                         browser::getCurrentUrl);
-                browser.findElement(By.linkText("orders")).click();
-                String reason = browser.findElement(By.cssSelector("#parked td.reason")).getText();
+                find(browser, By.linkText("orders")).click();
+                String reason = find(browser, By.cssSelector("#parked td.reason")).getText();
                 assertThat(reason).contains(TOPIC).contains("does not exist");
                 screenshot(browser);
 
@@ -115,12 +116,13 @@ class SidecarConsoleBrowserTest {
                 assertThat(forged.statusCode()).as("a replay without the CSRF token").isEqualTo(403);
                 assertThat(Jdbc.queryLong(db, "SELECT count(*) FROM outbox_parked")).isEqualTo(1);
 
-                browser.findElement(By.id("select-" + id)).click();
+                find(browser, By.id("select-" + id)).click();
                 browser.findElement(By.id("replay")).click();
+                assertThat(find(browser, By.id("confirm-replay")).getText()).isEqualTo("Yes, replay");
                 assertThat(browser.findElement(By.tagName("h1")).getText())
                         .isEqualTo("Replay 1 parked record(s) of orders?");
                 browser.findElement(By.id("confirm-replay")).click();
-                assertThat(browser.findElement(By.id("done")).getText()).isEqualTo("Replayed 1 record(s).");
+                assertThat(find(browser, By.id("done")).getText()).isEqualTo("Replayed 1 record(s).");
             } finally {
                 browser.quit();
             }
@@ -129,6 +131,13 @@ class SidecarConsoleBrowserTest {
             sidecar.awaitLog("AUDIT 'operator' replayed 1 parked record(s) of outbox 'orders'", Duration.ofSeconds(10));
             assertThat(sidecar.log()).doesNotContain(PASSWORD);
         }
+    }
+
+    /** The element, once the page that has it is loaded (a click that submits a form returns before). */
+    private static WebElement find(WebDriver browser, By by) {
+        Await.untilOrFail(() -> !browser.findElements(by).isEmpty(), Duration.ofSeconds(20),
+                () -> by + " at " + browser.getCurrentUrl() + ":\n" + browser.getPageSource());
+        return browser.findElement(by);
     }
 
     private static String write(Path file, String content) throws Exception {
