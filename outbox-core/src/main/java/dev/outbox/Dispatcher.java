@@ -15,7 +15,8 @@ import java.util.UUID;
 
 /**
  * Harvests the outbox: while this instance is the leader, marks the oldest rows, publishes them to the broker
- * and purges them once acknowledged (the mark–purge/reset algorithm). Guarantees: every committed row is
+ * and purges them once acknowledged (the mark–purge algorithm; a failed delivery is retried with backoff holding
+ * only its own key). Guarantees: every committed row is
  * published at least once, records of one key are published in order, at most one instance publishes at a
  * time, duplicates only around failures, and a record that can never be published is parked, not dropped.
  *

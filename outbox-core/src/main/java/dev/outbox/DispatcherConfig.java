@@ -12,7 +12,7 @@ import java.util.Objects;
  *   <tr><th>setting</th><th>default</th><th>meaning</th></tr>
  *   <tr><td>markBatchSize</td><td>100</td><td>rows marked per mark query</td></tr>
  *   <tr><td>maxInFlightRecords</td><td>1000</td><td>records sent but not yet acknowledged and purged</td></tr>
- *   <tr><td>purgeBatchSize</td><td>1000</td><td>most ids purged (or reset) by one store call</td></tr>
+ *   <tr><td>purgeBatchSize</td><td>1000</td><td>most ids purged (or failures recorded) by one store call</td></tr>
  *   <tr><td>pollInterval</td><td>100 ms</td><td>leader-election poll and heartbeat interval; the longest
  *       wait between marks of an idle outbox</td></tr>
  *   <tr><td>markBackoff</td><td>10 ms</td><td>first wait after a mark found nothing; doubles up to
@@ -21,8 +21,9 @@ import java.util.Objects;
  *       fences itself</td></tr>
  *   <tr><td>queueTimeout</td><td>30 s</td><td>a send still unacknowledged after this long is reported as
  *       stuck</td></tr>
- *   <tr><td>ioErrorBackoff</td><td>500 ms</td><td>first wait after a failed store call or a failed send;
- *       doubles on repeated failures up to maxIoErrorBackoff</td></tr>
+ *   <tr><td>ioErrorBackoff</td><td>500 ms</td><td>first wait after a failed store call, and the backoff
+ *       before a failed record's first retry (per record, between half and all of it: jitter); doubles on repeated
+ *       failures up to maxIoErrorBackoff</td></tr>
  *   <tr><td>maxIoErrorBackoff</td><td>10 s</td><td>cap of the exponential backoff</td></tr>
  *   <tr><td>maxAttempts</td><td>10</td><td>failed deliveries after which a record is parked</td></tr>
  *   <tr><td>drainTimeout</td><td>10 s</td><td>how long close() and a revocation wait for in-flight records

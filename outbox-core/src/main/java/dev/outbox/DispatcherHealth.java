@@ -36,7 +36,7 @@ public final class DispatcherHealth {
     /**
      * A failed store or broker operation.
      *
-     * @param operation what failed: "mark", "purge", "reset", "park", "send", "sample", or "dispatcher" when a
+     * @param operation what failed: "mark", "purge", "retryLater", "park", "send", "sample", or "dispatcher" when a
      *                  thread of the dispatcher died and closed it
      * @param error     the error's class and message
      * @param at        when it failed (dispatcher's clock)

@@ -14,7 +14,11 @@ public interface DispatcherListener {
     default void leaderAcquired(UUID leaderId) {
     }
 
-    /** The leader took a fresh leader id after a failed delivery, to re-mark every unacknowledged record. */
+    /**
+     * The leader took a fresh leader id, to re-mark every unacknowledged record: after a failed mark (the mark may
+     * have committed rows it never saw) or a lease that lapsed before a send. A failed delivery does not cause one:
+     * it holds only its own key.
+     */
     default void leaderRefreshed(UUID leaderId) {
     }
 

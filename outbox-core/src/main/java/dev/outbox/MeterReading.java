@@ -10,7 +10,7 @@ import java.time.Instant;
  * @param window        the time since the previous read
  * @param sent          records handed to the broker in the window
  * @param acknowledged  records acknowledged by the broker and purged in the window
- * @param failed        deliveries that failed in the window (each reset or parked)
+ * @param failed        deliveries that failed in the window (each retried later or parked)
  * @param parked        records parked in the window
  * @param inFlight      records sent and not yet completed, at the time of the read
  * @param totalAcknowledged records acknowledged since the dispatcher started

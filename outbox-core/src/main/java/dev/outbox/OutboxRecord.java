@@ -17,6 +17,7 @@ public final class OutboxRecord {
     private final int attempts;
     private final UUID leaderId;
     private final UUID messageId;
+    private final Instant nextAttemptAt;
 
     /**
      * A record without a message id, from a store that does not assign them.
@@ -41,6 +42,21 @@ public final class OutboxRecord {
      */
     public OutboxRecord(long id, Instant createdAt, OutboxMessage message, int attempts, UUID leaderId,
                         UUID messageId) {
+        this(id, createdAt, message, attempts, leaderId, messageId, null);
+    }
+
+    /**
+     * @param id            the row's id, positive
+     * @param createdAt     when the row was written, not null
+     * @param message       the message, not null
+     * @param attempts      failed deliveries so far, not negative
+     * @param leaderId      the leader id the row is marked with, or null for an unmarked row
+     * @param messageId     the message's id for consumers, or null if the store assigns none
+     * @param nextAttemptAt the earliest time the next delivery may be attempted (set by a failed delivery), or null
+     *                      for at once
+     */
+    public OutboxRecord(long id, Instant createdAt, OutboxMessage message, int attempts, UUID leaderId,
+                        UUID messageId, Instant nextAttemptAt) {
         if (id <= 0) {
             throw new IllegalArgumentException("id must be positive: " + id);
         }
@@ -53,6 +69,16 @@ public final class OutboxRecord {
         this.attempts = attempts;
         this.leaderId = leaderId;
         this.messageId = messageId;
+        this.nextAttemptAt = nextAttemptAt;
+    }
+
+    /**
+     * This record after one more failed delivery: {@code attempts} one higher, to be retried no earlier than
+     * {@code nextAttemptAt}.
+     */
+    public OutboxRecord failedOnce(Instant nextAttemptAt) {
+        return new OutboxRecord(id, createdAt, message, attempts + 1, leaderId, messageId,
+                Objects.requireNonNull(nextAttemptAt, "nextAttemptAt"));
     }
 
     public long id() {
@@ -93,11 +119,19 @@ public final class OutboxRecord {
         return messageId;
     }
 
+    /**
+     * The earliest time the next delivery may be attempted, recorded with the last failed delivery; null when the
+     * record may be sent at once.
+     */
+    public Instant nextAttemptAt() {
+        return nextAttemptAt;
+    }
+
     @Override
     public boolean equals(Object o) {
         return o instanceof OutboxRecord r && id == r.id && attempts == r.attempts
                 && createdAt.equals(r.createdAt) && message.equals(r.message) && Objects.equals(leaderId, r.leaderId)
-                && Objects.equals(messageId, r.messageId);
+                && Objects.equals(messageId, r.messageId) && Objects.equals(nextAttemptAt, r.nextAttemptAt);
     }
 
     @Override
@@ -108,6 +142,7 @@ public final class OutboxRecord {
     @Override
     public String toString() {
         return "OutboxRecord{id=" + id + ", topic=" + message.topic() + ", key=" + message.key()
-                + ", attempts=" + attempts + ", leaderId=" + leaderId + ", messageId=" + messageId + '}';
+                + ", attempts=" + attempts + ", leaderId=" + leaderId + ", messageId=" + messageId
+                + (nextAttemptAt == null ? "" : ", nextAttemptAt=" + nextAttemptAt) + '}';
     }
 }

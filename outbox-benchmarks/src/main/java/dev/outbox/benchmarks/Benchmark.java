@@ -45,7 +45,7 @@ public final class Benchmark {
             Map<String, List<ThroughputScenarios.Run>> runs = new LinkedHashMap<>();
             for (int r = 1; r <= options.repeat; r++) {
                 long seed = options.seed + r;
-                for (String scenario : List.of("drain", "database", "broker", "naive")) {
+                for (String scenario : List.of("drain", "database", "cursor", "broker", "naive")) {
                     if (!options.runs(scenario)) {
                         continue;
                     }
@@ -53,6 +53,7 @@ public final class Benchmark {
                     ThroughputScenarios.Run run = switch (scenario) {
                         case "drain" -> throughput.drain(options.rows, seed);
                         case "database" -> throughput.databaseCeiling(options.rows, seed);
+                        case "cursor" -> throughput.cursorCeiling(options.rows, seed);
                         case "broker" -> throughput.brokerCeiling(options.rows, seed);
                         default -> throughput.naive(Math.min(options.naiveRows, options.rows), seed);
                     };
@@ -76,6 +77,20 @@ public final class Benchmark {
                                     + " %s", rate, result.commitToAck().p50(), result.commitToAck().p99(),
                             result.commitToAck().max(), result.backlogMax(),
                             result.sustainable() ? "sustainable" : "NOT sustainable");
+                    report.latency.add(result);
+                    ThroughputScenarios.settle();
+                }
+            }
+            if (options.runs("poison")) {
+                LatencyScenario latency = new LatencyScenario(env, options);
+                for (boolean poison : new boolean[] {false, true}) {
+                    Progress.say("latency at %,d records/s over %,d keys%s ...", BenchmarkOptions.POISON_RATE,
+                            BenchmarkOptions.POISON_HEALTHY_KEYS, poison ? " plus one poison key" : "");
+                    LatencyScenario.Result result = latency.run(BenchmarkOptions.POISON_RATE,
+                            BenchmarkOptions.POISON_HEALTHY_KEYS, poison);
+                    Progress.say("%s: healthy commit->ack p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d poison sends"
+                                    + " failed", result.variant(), result.commitToAck().p50(),
+                            result.commitToAck().p99(), result.commitToAck().max(), result.poisonFailures());
                     report.latency.add(result);
                     ThroughputScenarios.settle();
                 }

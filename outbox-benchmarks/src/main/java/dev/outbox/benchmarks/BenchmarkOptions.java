@@ -30,8 +30,12 @@ import java.util.concurrent.Callable;
                 + " results.{txt,csv,json}. Values: --rows 100000 or --rows=100000; seconds as 20, 1.5 or 20s."
                 + " The MySQL headers column codec is measured apart: ./bench.sh headers-codec.")
 final class BenchmarkOptions implements Callable<Integer> {
-    static final List<String> ALL_SCENARIOS = List.of("drain", "database", "broker", "naive", "latency", "takeover",
-            "inbox");
+    static final List<String> ALL_SCENARIOS = List.of("drain", "database", "cursor", "broker", "naive", "latency",
+            "poison",
+            "takeover", "inbox");
+    /** The poison scenario's offered rate and healthy keys: one failing key among 1,000 at 5,000 records/s. */
+    static final int POISON_RATE = 5_000;
+    static final int POISON_HEALTHY_KEYS = 1_000;
 
     @Spec
     CommandSpec spec;
@@ -58,7 +62,7 @@ final class BenchmarkOptions implements Callable<Integer> {
     int warmupRows = 100_000;
     @Option(defaultValue = "all", names = "--scenarios", paramLabel = "LIST", split = ",",
             converter = Scenario.class,
-            description = "Any of drain,database,broker,naive,latency,takeover,inbox, or all.")
+            description = "Any of drain,database,cursor,broker,naive,latency,poison,takeover,inbox, or all.")
     Set<String> scenarios;
     @Option(defaultValue = "1000,5000,20000", names = "--rates", paramLabel = "LIST", split = ",",
             description = "Latency: offered records/s, one run each.")
@@ -317,7 +321,7 @@ final class BenchmarkOptions implements Callable<Integer> {
 
     static final class Scenario extends OneOf {
         Scenario() {
-            super("drain", "database", "broker", "naive", "latency", "takeover", "inbox", "all");
+            super("drain", "database", "cursor", "broker", "naive", "latency", "poison", "takeover", "inbox", "all");
         }
     }
 

@@ -2,7 +2,10 @@ package dev.outbox.benchmarks;
 
 import dev.outbox.Dispatcher;
 import dev.outbox.OutboxMessage;
+import dev.outbox.OutboxRecord;
 import dev.outbox.Publisher;
+import dev.outbox.spi.DeliveryException;
+import dev.outbox.spi.MessageBroker;
 import org.HdrHistogram.Histogram;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -18,6 +21,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
@@ -40,8 +45,19 @@ final class LatencyScenario {
     record Result(int offeredRate, int recordsPerTx, int writers, double achievedRate, boolean writersKeptUp,
                   double ackRate,
                   long measured, long unacknowledged, Stats commitToAck, Stats scheduledToAck, Stats commitToConsume,
-                  long backlogMax, long backlogEnd, double backlogSlope, boolean sustainable, double drainAfterSeconds) {
+                  long backlogMax, long backlogEnd, double backlogSlope, boolean sustainable, double drainAfterSeconds,
+                  String variant, long poisonFailures) {
+        /** Whether this run had the poison key ({@link LatencyScenario#POISON_KEY}). */
+        boolean poisoned() {
+            return variant.startsWith("poison");
+        }
     }
+
+    /**
+     * The key whose every send fails (retriably) in the poison variant; its records are not measured. It gets a
+     * healthy key's share of the records, so at 5,000 records/s over 1,000 keys about 5 records/s.
+     */
+    static final String POISON_KEY = "bench-poison";
 
     /** Latencies up to an hour, in nanoseconds, to three significant digits; longer ones count as an hour. */
     static Histogram histogram() {
@@ -73,6 +89,15 @@ final class LatencyScenario {
     }
 
     Result run(int rate) throws Exception {
+        return run(rate, options.keys, false);
+    }
+
+    /**
+     * One run at {@code rate} over {@code keyCount} keys; with {@code poison}, one more key whose every send fails
+     * (a retriable failure, so each of its records is retried with backoff until {@code maxAttempts} parks it).
+     * The healthy keys' latencies are what it measures.
+     */
+    Result run(int rate, int keyCount, boolean poison) throws Exception {
         new Backlog(env, options).reset();
         String topic = env.newTopic("latency-" + rate);
         int perTx = options.recordsPerTx(rate);
@@ -89,7 +114,10 @@ final class LatencyScenario {
         AtomicLongArray consumed = new AtomicLongArray(capacity);
         AtomicLong ackCount = new AtomicLong();
 
-        TimingBroker broker = new TimingBroker(env.newBroker("bench-latency"), 0, (record, nanos) -> {
+        MessageBroker real = env.newBroker("bench-latency");
+        AtomicLong poisonFailures = new AtomicLong();
+        MessageBroker sending = !poison ? real : new PoisonBroker(real, poisonFailures);
+        TimingBroker broker = new TimingBroker(sending, 0, (record, nanos) -> {
             long seq = sequence(record.message().value());
             if (seq >= 0 && seq < capacity && acked.compareAndSet((int) seq, 0, nanos - base + 1)) {
                 ackCount.incrementAndGet();
@@ -113,7 +141,7 @@ final class LatencyScenario {
             long offset = interval * w / writers;
             long writerSeed = options.seed + w;
             Thread t = new Thread(() -> write(start + offset, end, interval, perTx, topic, writerSeed, sequences,
-                    scheduled, committed, base, capacity, failure), "bench-writer-" + w);
+                    scheduled, committed, base, capacity, failure, keyCount, poison), "bench-writer-" + w);
             t.setDaemon(true);
             threads.add(t);
         }
@@ -183,14 +211,14 @@ final class LatencyScenario {
                 && missing == 0;
         return new Result(rate, perTx, writers, achieved, writersKeptUp, ackedInWindow / windowSeconds, measured,
                 missing, Stats.of(toAck), Stats.of(scheduledToAck), Stats.of(toConsume), sampler.max(), backlogEnd, slope,
-                sustainable, drainAfter);
+                sustainable, drainAfter, (poison ? "poison, " : "") + keyCount + " keys", poisonFailures.get());
     }
 
     private void write(long first, long end, long interval, int perTx, String topic, long seed, AtomicLong sequences,
                        AtomicLongArray scheduled, AtomicLongArray committed, long base, int capacity,
-                       AtomicReference<Throwable> failure) {
+                       AtomicReference<Throwable> failure, int keyCount, boolean poison) {
         Publisher publisher = env.store().publisher();
-        String[] keys = Backlog.keys(options.keys);
+        String[] keys = Backlog.keys(keyCount);
         SplittableRandom random = new SplittableRandom(seed);
         try (Connection c = env.pool().getConnection()) {
             c.setAutoCommit(false);
@@ -203,18 +231,21 @@ final class LatencyScenario {
                 }
                 batch.clear();
                 for (int i = 0; i < perTx; i++) {
-                    long seq = sequences.getAndIncrement();
+                    // The poison key takes one key's share; its records carry no sequence number (-1).
+                    boolean poisoned = poison && random.nextInt(keys.length + 1) == keys.length;
+                    long seq = poisoned ? -1 : sequences.getAndIncrement();
                     seqs[i] = seq;
                     byte[] value = new byte[options.valueBytes];
                     random.nextBytes(value);
                     ByteBuffer.wrap(value).putLong(seq);
-                    batch.add(OutboxMessage.of(topic, keys[random.nextInt(keys.length)], value));
+                    batch.add(OutboxMessage.of(topic, poisoned ? POISON_KEY : keys[random.nextInt(keys.length)],
+                            value));
                 }
                 publisher.publish(c, batch);
                 c.commit();
                 long now = System.nanoTime() - base + 1;
                 for (long seq : seqs) {
-                    if (seq < capacity) {
+                    if (seq >= 0 && seq < capacity) {
                         scheduled.set((int) seq, due - base + 1);
                         committed.set((int) seq, now);
                     }
@@ -222,6 +253,37 @@ final class LatencyScenario {
             }
         } catch (Throwable e) {
             failure.compareAndSet(null, e);
+        }
+    }
+
+    /** Fails every send of {@link #POISON_KEY} retriably; passes everything else on. Thread-safe. */
+    private static final class PoisonBroker implements MessageBroker {
+        private final MessageBroker delegate;
+        private final AtomicLong failures;
+
+        PoisonBroker(MessageBroker delegate, AtomicLong failures) {
+            this.delegate = delegate;
+            this.failures = failures;
+        }
+
+        @Override
+        public CompletionStage<Void> send(OutboxRecord record) {
+            if (record.key().equals(POISON_KEY)) {
+                failures.incrementAndGet();
+                return CompletableFuture.failedFuture(DeliveryException.retriable("poison key: every send fails",
+                        null));
+            }
+            return delegate.send(record);
+        }
+
+        @Override
+        public boolean flush(Duration timeout) {
+            return delegate.flush(timeout);
+        }
+
+        @Override
+        public void close(Duration timeout) {
+            delegate.close(timeout);
         }
     }
 

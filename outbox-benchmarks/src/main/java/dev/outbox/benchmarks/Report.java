@@ -43,6 +43,7 @@ final class Report {
     private static final Map<String, String> TITLES = Map.of(
             "drain", "Dispatcher -> Kafka (drain)",
             "database", "database ceiling (mark+purge)",
+            "cursor", "database ceiling (cursor+purge)",
             "broker", "broker ceiling (bare producer)",
             "naive", "naive baseline (1 row/stmt)");
 
@@ -140,8 +141,19 @@ final class Report {
             double r = ratio("naive");
             g.add(new String[] {"drain rate >= 10 x the naive baseline", fmt("%.1f x", r), verdict(r >= 10)});
         }
+        LatencyScenario.Result clean = latency.stream()
+                .filter(l -> !l.poisoned() && l.variant().startsWith(BenchmarkOptions.POISON_HEALTHY_KEYS + " "))
+                .findFirst().orElse(null);
+        LatencyScenario.Result poisoned = latency.stream().filter(LatencyScenario.Result::poisoned).findFirst()
+                .orElse(null);
+        if (clean != null && poisoned != null) {
+            double r = poisoned.commitToAck().p99() / clean.commitToAck().p99();
+            g.add(new String[] {"poison key: healthy keys' p99 commit->ack within 2 x of a run without it",
+                    fmt("%.1f ms vs %.1f ms (%.2f x)", poisoned.commitToAck().p99(), clean.commitToAck().p99(), r),
+                    verdict(r <= 2)});
+        }
         for (LatencyScenario.Result l : latency) {
-            if (l.offeredRate() == 5_000) {
+            if (l.offeredRate() == 5_000 && l.variant().equals(options.keys + " keys")) {
                 boolean met = l.commitToAck().p99() < 100 && l.sustainable() && l.writersKeptUp();
                 g.add(new String[] {"at 5,000 records/s: p99 commit->ack < 100 ms, backlog bounded",
                         fmt("p99 %.1f ms, %s%s", l.commitToAck().p99(), l.sustainable() ? "bounded" : "grew",
@@ -195,7 +207,7 @@ final class Report {
             out.append('\n');
             out.append(fmt("%-32s %12s  %-23s %9s  %s%n", "Throughput", "records/s", "(min - max)", "rows left",
                     "Dispatcher / this"));
-            for (String scenario : List.of("drain", "database", "broker", "naive")) {
+            for (String scenario : List.of("drain", "database", "cursor", "broker", "naive")) {
                 List<Double> r = rates(scenario);
                 if (r.isEmpty()) {
                     continue;
@@ -217,11 +229,13 @@ final class Report {
             out.append(fmt("Latency under load: %s of writing per rate after %s of warm-up, %d writer threads,"
                             + " single-instance Dispatcher%n", seconds(options.duration.toMillis()),
                     seconds(options.latencyWarmup.toMillis()), options.writers));
-            out.append(fmt("%9s %9s %6s %9s  %-24s %-27s %-24s %-15s %9s  %s%n", "offered/s", "written/s",
-                    "rec/tx", "acked/s", "commit->ack ms p50/p99/max", "scheduled->ack CO-corrected",
+            out.append(fmt("%-22s %9s %9s %6s %9s  %-24s %-27s %-24s %-15s %9s  %s%n", "keys", "offered/s",
+                    "written/s", "rec/tx", "acked/s", "commit->ack ms p50/p99/max", "scheduled->ack CO-corrected",
                     "commit->consume p50/p99/max", "backlog max/end", "growth/s", "sustainable"));
             for (LatencyScenario.Result l : latency) {
-                out.append(fmt("%,9d %,9.0f %6d %,9.0f  %-24s %-27s %-24s %-15s %,9d  %s%n", l.offeredRate(),
+                out.append(fmt("%-22s %,9d %,9.0f %6d %,9.0f  %-24s %-27s %-24s %-15s %,9d  %s%n",
+                        l.variant() + (l.poisoned() ? fmt(" (%,d fails)", l.poisonFailures()) : ""),
+                        l.offeredRate(),
                         l.achievedRate(), l.recordsPerTx(), l.ackRate(), stats(l.commitToAck()),
                         stats(l.scheduledToAck()), stats(l.commitToConsume()),
                         fmt("%,d / %,d", l.backlogMax(), l.backlogEnd()),
@@ -332,7 +346,8 @@ final class Report {
             }
         });
         for (LatencyScenario.Result l : latency) {
-            String s = "rate_" + l.offeredRate();
+            String s = "rate_" + l.offeredRate() + (l.poisoned() ? "_poison" : "")
+                    + (l.variant().startsWith(options.keys + " ") ? "" : "_keys_" + l.variant().replaceAll("\\D", ""));
             csvLine(out, "latency", s, 1, "offered_per_s", l.offeredRate());
             csvLine(out, "latency", s, 1, "written_per_s", fmt("%.1f", l.achievedRate()));
             csvLine(out, "latency", s, 1, "writers_kept_up", l.writersKeptUp());
@@ -444,6 +459,7 @@ final class Report {
         List<Object> lat = new ArrayList<>();
         for (LatencyScenario.Result l : latency) {
             Map<String, Object> m = new LinkedHashMap<>();
+            m.put("variant", l.variant());
             m.put("offeredPerSecond", l.offeredRate());
             m.put("writtenPerSecond", l.achievedRate());
             m.put("writersKeptUp", l.writersKeptUp());
@@ -460,6 +476,7 @@ final class Report {
             m.put("backlogGrowthPerSecond", l.backlogSlope());
             m.put("sustainable", l.sustainable());
             m.put("tailDrainSeconds", l.drainAfterSeconds());
+            m.put("poisonSendsFailed", l.poisonFailures());
             lat.add(m);
         }
         root.put("latency", lat);

@@ -12,6 +12,12 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
+import dev.outbox.store.mysql.MySqlStore;
+import dev.outbox.store.sql.SqlStore;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -92,6 +98,125 @@ final class ThroughputScenarios {
      * broker, pipelined as the Dispatcher does it (marking on one connection, purging on another, at most
      * --max-in-flight rows marked and not yet purged).
      */
+    /**
+     * The ceiling of a cursor harvest: the same backlog read in id order above a cursor kept in memory
+     * ({@code SELECT id, topic, key, value ... WHERE id > ? ORDER BY id LIMIT markBatchSize}, no UPDATE) and deleted
+     * by the store's batched {@code purge}, pipelined as the database ceiling is (one thread reads, another deletes,
+     * at most {@code maxInFlightRecords} read and not deleted). What the engine could reach if it harvested by cursor
+     * instead of marking; the engine does not harvest that way yet.
+     */
+    Run cursorCeiling(int rows, long seed) throws InterruptedException {
+        String topic = env.newTopic("cursor");
+        double fill = backlog.fill(topic, rows, seed);
+        TimingStore store = new TimingStore(env.store());
+        DispatcherConfig config = env.dispatcherConfig();
+        String table = ((SqlStore) env.store()).table();
+        String key = env.store() instanceof MySqlStore ? "`key`" : "key";
+        String readSql = "SELECT id, topic, " + key + ", value FROM " + table + " WHERE id > ? ORDER BY id LIMIT ?";
+        Semaphore room = new Semaphore(config.maxInFlightRecords());
+        BlockingQueue<List<Long>> read = new ArrayBlockingQueue<>(config.maxInFlightRecords());
+        AtomicLong purged = new AtomicLong();
+        AtomicLong reads = new AtomicLong();
+        AtomicLong readNanos = new AtomicLong();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        CountDownLatch finished = new CountDownLatch(1);
+        long started = System.nanoTime();
+        Thread readThread = new Thread(() -> {
+            long cursor = 0;
+            try (Connection c = env.pool().getConnection(); PreparedStatement s = c.prepareStatement(readSql)) {
+                c.setAutoCommit(true);
+                while (true) {
+                    room.acquire(config.markBatchSize());
+                    long t0 = System.nanoTime();
+                    s.setLong(1, cursor);
+                    s.setInt(2, config.markBatchSize());
+                    List<Long> ids = new ArrayList<>(config.markBatchSize());
+                    try (ResultSet rs = s.executeQuery()) {
+                        while (rs.next()) { // every column read, as a harvest must
+                            ids.add(rs.getLong(1));
+                            rs.getString(2);
+                            rs.getString(3);
+                            rs.getBytes(4);
+                        }
+                    }
+                    readNanos.addAndGet(System.nanoTime() - t0);
+                    reads.incrementAndGet();
+                    room.release(config.markBatchSize() - ids.size());
+                    if (ids.isEmpty()) {
+                        read.put(List.of());
+                        return;
+                    }
+                    cursor = ids.get(ids.size() - 1);
+                    read.put(ids);
+                }
+            } catch (Throwable e) {
+                failure.compareAndSet(null, e);
+                finished.countDown();
+            }
+        }, "bench-cursor-read");
+        Thread purgeThread = purger("bench-cursor-purge", read, store, config, room, purged, failure, finished);
+        readThread.setDaemon(true);
+        purgeThread.setDaemon(true);
+        readThread.start();
+        purgeThread.start();
+        boolean done = finished.await(options.timeout.toSeconds(), TimeUnit.SECONDS);
+        long end = System.nanoTime();
+        readThread.interrupt();
+        purgeThread.interrupt();
+        readThread.join(10_000);
+        purgeThread.join(10_000);
+        if (failure.get() != null) {
+            throw new IllegalStateException("cursor ceiling failed: " + failure.get(), failure.get());
+        }
+        if (!done) {
+            Progress.say("cursor ceiling timed out after %s", options.timeout);
+        }
+        double seconds = (end - started) / 1e9;
+        return new Run("cursor", purged.get(), seconds, backlog.count(), fill, String.format(
+                "%d reads averaging %.2f ms (%.0f %% of the wall time); %s", reads.get(),
+                reads.get() == 0 ? 0 : readNanos.get() / 1e6 / reads.get(), 100 * readNanos.get() / 1e9 / seconds,
+                store.summary(seconds)));
+    }
+
+    /**
+     * The deleting half of a pipelined ceiling: takes batches of ids from {@code ids} (an empty one ends it), purges
+     * them in batches of {@code purgeBatchSize} and gives their room back.
+     */
+    private static Thread purger(String name, BlockingQueue<List<Long>> ids, Store store, DispatcherConfig config,
+                                 Semaphore room, AtomicLong purged, AtomicReference<Throwable> failure,
+                                 CountDownLatch finished) {
+        Thread t = new Thread(() -> {
+            try {
+                List<Long> batch = new ArrayList<>();
+                List<List<Long>> taken = new ArrayList<>();
+                boolean end = false;
+                while (!end) {
+                    taken.clear();
+                    taken.add(ids.take());
+                    ids.drainTo(taken);
+                    batch.clear();
+                    for (List<Long> some : taken) {
+                        if (some.isEmpty()) {
+                            end = true;
+                        }
+                        batch.addAll(some);
+                    }
+                    for (int from = 0; from < batch.size(); from += config.purgeBatchSize()) {
+                        List<Long> part = batch.subList(from, Math.min(batch.size(), from + config.purgeBatchSize()));
+                        store.purge(part);
+                        room.release(part.size());
+                        purged.addAndGet(part.size());
+                    }
+                }
+            } catch (Throwable e) {
+                failure.compareAndSet(null, e);
+            } finally {
+                finished.countDown();
+            }
+        }, name);
+        return t;
+    }
+
     Run databaseCeiling(int rows, long seed) throws InterruptedException {
         String topic = env.newTopic("database");
         double fill = backlog.fill(topic, rows, seed);
@@ -125,35 +250,7 @@ final class ThroughputScenarios {
                 finished.countDown();
             }
         }, "bench-db-mark");
-        Thread purgeThread = new Thread(() -> {
-            try {
-                List<Long> batch = new ArrayList<>();
-                List<List<Long>> taken = new ArrayList<>();
-                boolean end = false;
-                while (!end) {
-                    taken.clear();
-                    taken.add(marked.take());
-                    marked.drainTo(taken);
-                    batch.clear();
-                    for (List<Long> ids : taken) {
-                        if (ids.isEmpty()) {
-                            end = true;
-                        }
-                        batch.addAll(ids);
-                    }
-                    for (int from = 0; from < batch.size(); from += config.purgeBatchSize()) {
-                        List<Long> part = batch.subList(from, Math.min(batch.size(), from + config.purgeBatchSize()));
-                        store.purge(part);
-                        room.release(part.size());
-                        purged.addAndGet(part.size());
-                    }
-                }
-            } catch (Throwable e) {
-                failure.compareAndSet(null, e);
-            } finally {
-                finished.countDown();
-            }
-        }, "bench-db-purge");
+        Thread purgeThread = purger("bench-db-purge", marked, store, config, room, purged, failure, finished);
         markThread.setDaemon(true);
         purgeThread.setDaemon(true);
         markThread.start();

@@ -60,6 +60,11 @@ final class TimingStore implements Store {
     }
 
     @Override
+    public void retryLater(Map<Long, Instant> nextAttempts) {
+        delegate.retryLater(nextAttempts);
+    }
+
+    @Override
     public void park(Map<Long, String> reasons) {
         delegate.park(reasons);
     }

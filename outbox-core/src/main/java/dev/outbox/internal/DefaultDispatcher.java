@@ -22,23 +22,19 @@ import org.slf4j.LoggerFactory;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -49,14 +45,14 @@ import java.util.function.Consumer;
 import java.util.function.Supplier;
 
 /**
- * The mark–purge/reset engine behind {@link Dispatcher}. Three threads:
+ * The mark–purge engine behind {@link Dispatcher}. Four threads:
  * <ul>
  *   <li>{@code <name>-leader} drives the leader transport and the {@link NeliStateMachine}, and emits meter
  *       reads;</li>
  *   <li>{@code <name>-mark} marks rows while leading and sends them, subject to the global in-flight throttle
  *       and the per-key barrier;</li>
- *   <li>{@code <name>-purge} takes broker completions, purges acknowledged rows in batches, resets or parks
- *       failed ones, and only then lowers their keys' barriers;</li>
+ *   <li>{@code <name>-purge} takes broker completions, purges acknowledged rows in batches, records the failure
+ *       of failed ones for a retry of their key (or parks them), and only then lowers their keys' barriers;</li>
  *   <li>{@code <name>-sample} samples the outbox for the observers while leading ({@link OutboxSampler}).</li>
  * </ul>
  *
@@ -67,16 +63,20 @@ import java.util.function.Supplier;
  * volatile fields written at the same points.
  *
  * <h2>Scheduling state</h2>
- * Guarded by {@link #lock}: the records marked but not yet sent, queued per key in id order ({@link #pending});
- * the keys whose head record may be sent now ({@link #ready}); the record in flight per key
- * ({@link #inFlight}). A record of key k is sent only when no record of k is in flight, and a key's barrier is
- * lowered only once its record's purge committed (or its reset/park did). A failed delivery clears every
- * pending record in the same critical section that lowers the failed key's barrier and raises
- * {@code forceRemark}: nothing marked before the failure is sent afterwards; the mark thread takes a fresh
- * leader id and marks again from the head of the table, in id order. That is what keeps per-key order through
- * failures. Records still in flight are marked again too, and must not be sent twice: a re-marked record whose
- * delivery is under way is not queued, a queued copy of a record just purged is dropped, and a record purged
- * while the mark that returned it was under way ({@link #purgedDuringMark}) is not queued.
+ * The per-key state (records marked and queued behind their key, the barrier of one record in flight per key,
+ * per-record retry times) lives in one {@link KeySchedule}, guarded by {@link #lock}; its Javadoc states the
+ * invariants. This class only coordinates threads around it and calls the store in the order that keeps the table
+ * and the schedule in agreement: a key's barrier is lowered only once its record's purge, park or failure
+ * ({@code Store.retryLater}) committed.
+ *
+ * <h2>What holds one key, what rewinds everything</h2>
+ * A failed delivery holds only its key: the record's attempt count and next attempt time are written to its row,
+ * the record goes back to the head of its key, and every other key keeps flowing. Three things still rewind
+ * globally, because after them the schedule may no longer describe the table: a failed mark (a lost connection:
+ * the mark may have committed rows this leader never saw), a lapsed lease before a send, and any change of
+ * leadership (fenced, revoked, acquired). After them the leader takes a fresh leader id (or stops), abandons
+ * every queued record and marks again from the head of the table; records in flight are not queued again while
+ * their delivery is under way, and the rows' attempts and next attempt times carry every key's backoff across.
  *
  * <p>Sends happen outside {@link #lock} but under {@link #sendLock}, which fencing also takes: once a fence
  * returns, no send starts until leadership is acquired again.
@@ -104,15 +104,7 @@ public final class DefaultDispatcher implements Dispatcher {
     private UUID leaderId;
     private long epoch;
     private boolean forceRemark;
-    private final Map<String, ArrayDeque<OutboxRecord>> pending = new HashMap<>();
-    private int pendingCount;
-    private final LinkedHashSet<String> ready = new LinkedHashSet<>();
-    private final Map<String, InFlight> inFlight = new HashMap<>();
-    private int consecutiveSendFailures;
-    /** Whether a mark is under way: from just before the store call until its rows are queued. */
-    private boolean marking;
-    /** Rows purged while a mark was under way: that mark may have returned them, delivered already. */
-    private final Set<Long> purgedDuringMark = new HashSet<>();
+    private final KeySchedule schedule;
     // ---
 
     private final LinkedBlockingQueue<Completion> completions = new LinkedBlockingQueue<>();
@@ -169,6 +161,9 @@ public final class DefaultDispatcher implements Dispatcher {
         this.callbacks = new Callbacks(name, listener);
         this.clock = clock;
         this.ids = ids;
+        this.schedule = new KeySchedule(config.maxInFlightRecords(), config.ioErrorBackoff(),
+                config.maxIoErrorBackoff(), config.maxAttempts(), clock,
+                () -> ThreadLocalRandom.current().nextDouble());
         this.sampler = new OutboxSampler(store, clock, config.metricsInterval(), () -> leading, this::onSample,
                 e -> reportFailure("sample", e));
         this.machine = new NeliStateMachine(UUID.randomUUID(), config.heartbeatTimeout(), config.pollInterval(),
@@ -321,7 +316,7 @@ public final class DefaultDispatcher implements Dispatcher {
     private boolean awaitDrained(long deadlineNanos) {
         lock.lock();
         try {
-            while (!inFlight.isEmpty()) {
+            while (schedule.inFlight() > 0) {
                 long left = deadlineNanos - System.nanoTime();
                 if (left <= 0) {
                     return false;
@@ -331,7 +326,7 @@ public final class DefaultDispatcher implements Dispatcher {
             return true;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return inFlight.isEmpty();
+            return schedule.inFlight() == 0;
         } finally {
             lock.unlock();
         }
@@ -370,7 +365,7 @@ public final class DefaultDispatcher implements Dispatcher {
     public int inFlightRecords() {
         lock.lock();
         try {
-            return inFlight.size();
+            return schedule.inFlight();
         } finally {
             lock.unlock();
         }
@@ -489,7 +484,7 @@ public final class DefaultDispatcher implements Dispatcher {
             fenced = false;
             epoch++;
             forceRemark = false;
-            abandonPending();
+            schedule.start();
             leading = true;
             markWork.signalAll();
         } finally {
@@ -539,7 +534,7 @@ public final class DefaultDispatcher implements Dispatcher {
                 leading = false;
                 lastSample = null;
                 epoch++;
-                abandonPending();
+                schedule.stop();
                 markWork.signalAll();
                 return was;
             } finally {
@@ -559,48 +554,34 @@ public final class DefaultDispatcher implements Dispatcher {
             UUID markAs;
             long markEpoch;
             int room;
-            List<InFlight> toSend;
-            Duration sendBackoff = null;
+            List<KeySchedule.Flight> toSend;
             lock.lock();
             try {
                 if (leaderId != null && forceRemark) {
                     refreshLeaderId();
-                    if (consecutiveSendFailures > 0) {
-                        sendBackoff = backoffFor(consecutiveSendFailures);
-                    }
                 }
                 if (leaderId == null || !leaseValid()) {
                     // Not leading, or the lease lapsed and the leader thread has not fenced yet (stalled?).
                     awaitMarkWork(config.pollInterval());
                     continue;
                 }
-                if (sendBackoff != null) {
-                    toSend = List.of();
-                    room = 0;
-                } else {
-                    toSend = takeReady();
-                    room = config.maxInFlightRecords() - inFlight.size() - pendingCount;
-                }
+                toSend = schedule.takeReady(Integer.MAX_VALUE, System.nanoTime());
+                room = schedule.room();
                 markAs = leaderId;
                 markEpoch = epoch;
             } finally {
                 lock.unlock();
-            }
-            if (sendBackoff != null) {
-                // Deliveries keep failing: do not hammer the broker.
-                pause(sendBackoff);
-                continue;
             }
             if (!toSend.isEmpty()) {
                 send(toSend, markEpoch);
                 continue;
             }
             if (room < config.markBatchSize()) {
-                // Throttled: wait until acknowledgements make room for a whole batch.
+                // Throttled: wait until acknowledgements make room for a whole batch, or a retry falls due.
                 lock.lock();
                 try {
-                    if (ready.isEmpty() && epoch == markEpoch && !forceRemark && !stopMarking) {
-                        awaitMarkWork(config.pollInterval());
+                    if (!schedule.hasReady() && epoch == markEpoch && !forceRemark && !stopMarking) {
+                        awaitMarkWork(untilDue(config.pollInterval()));
                     }
                 } finally {
                     lock.unlock();
@@ -609,8 +590,7 @@ public final class DefaultDispatcher implements Dispatcher {
             }
             lock.lock();
             try {
-                marking = true;
-                purgedDuringMark.clear();
+                schedule.readStarted();
             } finally {
                 lock.unlock();
             }
@@ -626,7 +606,8 @@ public final class DefaultDispatcher implements Dispatcher {
                 Duration wait = markFailures.next();
                 log.warn("{}: mark failed; taking a fresh leader id and retrying in {}", name, wait, e);
                 reportFailure("mark", e);
-                // The mark may have committed: rows marked with this id would be skipped by later marks.
+                // Global rewind: the mark may have committed, and rows marked with this id would be skipped by
+                // later marks. A fresh leader id marks every unacknowledged row again, from the head.
                 raiseForceRemark();
                 pause(wait);
                 continue;
@@ -638,17 +619,12 @@ public final class DefaultDispatcher implements Dispatcher {
             try {
                 if (epoch == markEpoch && !forceRemark) {
                     for (OutboxRecord r : result.records()) {
-                        // A row in flight when it was marked again may have been acknowledged and purged since
-                        // the store returned it: delivered, it must not be sent again.
-                        if (!purgedDuringMark.contains(r.id())) {
-                            enqueue(r);
-                        }
+                        schedule.offer(r);
                     }
                 }
-                // else: leadership changed or a delivery failed meanwhile; the next mark takes these again.
+                // else: leadership changed or the lease lapsed meanwhile; the next mark takes these again.
             } finally {
-                marking = false;
-                purgedDuringMark.clear();
+                schedule.readEnded();
                 lock.unlock();
             }
             if (result.isEmpty()) {
@@ -663,19 +639,20 @@ public final class DefaultDispatcher implements Dispatcher {
     private void endMark() {
         lock.lock();
         try {
-            marking = false;
-            purgedDuringMark.clear();
+            schedule.readEnded();
         } finally {
             lock.unlock();
         }
     }
 
-    private Duration backoffFor(int failures) {
-        Duration d = config.ioErrorBackoff();
-        for (int i = 1; i < failures && d.compareTo(config.maxIoErrorBackoff()) < 0; i++) {
-            d = d.multipliedBy(2);
+    /** Caller holds lock. {@code max}, or less if a key's retry falls due sooner. */
+    private Duration untilDue(Duration max) {
+        Instant due = schedule.nextDue();
+        if (due == null) {
+            return max;
         }
-        return min(d, config.maxIoErrorBackoff());
+        Duration d = Duration.between(clock.instant(), due);
+        return d.isNegative() ? Duration.ZERO : min(d.plusMillis(1), max);
     }
 
     private static Duration min(Duration a, Duration b) {
@@ -688,58 +665,10 @@ public final class DefaultDispatcher implements Dispatcher {
         leaderId = fresh;
         epoch++;
         forceRemark = false;
-        abandonPending();
+        schedule.abandon();
         log.info("{}: leader refreshed, leader id {}", name, fresh);
         currentLeaderId = fresh;
         notifyListener("leaderRefreshed", l -> l.leaderRefreshed(fresh));
-    }
-
-    /** Caller holds lock. */
-    private void abandonPending() {
-        pending.clear();
-        ready.clear();
-        pendingCount = 0;
-    }
-
-    /**
-     * Caller holds lock. Queues a marked record behind its key. A record whose row is in flight already (it was
-     * marked again under a fresh leader id) is not queued: its delivery is under way.
-     */
-    private void enqueue(OutboxRecord r) {
-        InFlight f = inFlight.get(r.key());
-        if (f != null && f.record.id() == r.id()) {
-            return;
-        }
-        pending.computeIfAbsent(r.key(), k -> new ArrayDeque<>()).addLast(r);
-        pendingCount++;
-        if (f == null) {
-            ready.add(r.key());
-        }
-    }
-
-    /** Caller holds lock. Takes the sendable head records, registering them in flight. */
-    private List<InFlight> takeReady() {
-        if (ready.isEmpty()) {
-            return List.of();
-        }
-        int room = config.maxInFlightRecords() - inFlight.size();
-        List<InFlight> out = new ArrayList<>(Math.min(room, ready.size()));
-        Iterator<String> it = ready.iterator();
-        long now = System.nanoTime();
-        while (it.hasNext() && out.size() < room) {
-            String key = it.next();
-            it.remove();
-            ArrayDeque<OutboxRecord> q = pending.get(key);
-            OutboxRecord r = q.pollFirst();
-            pendingCount--;
-            if (q.isEmpty()) {
-                pending.remove(key);
-            }
-            InFlight f = new InFlight(r, now);
-            inFlight.put(key, f);
-            out.add(f);
-        }
-        return out;
     }
 
     /** Whether the leadership lease (last own heartbeat + heartbeat timeout) still holds. */
@@ -747,7 +676,7 @@ public final class DefaultDispatcher implements Dispatcher {
         return !clock.instant().isAfter(machine.leaseExpiry());
     }
 
-    private void send(List<InFlight> batch, long markEpoch) {
+    private void send(List<KeySchedule.Flight> batch, long markEpoch) {
         int stops = stopRequests.get();
         sendLock.lock();
         try {
@@ -768,24 +697,24 @@ public final class DefaultDispatcher implements Dispatcher {
                     raiseForceRemark(); // the held-back rows stay marked with this id: re-mark them later
                     break;
                 }
-                InFlight f = batch.get(i);
+                KeySchedule.Flight f = batch.get(i);
                 CompletionStage<Void> stage;
                 try {
-                    stage = broker.send(f.record);
+                    stage = broker.send(f.record());
                 } catch (RuntimeException e) {
                     completions.add(new Completion(f, e, System.nanoTime()));
                     continue;
                 }
                 sent.incrementAndGet();
-                callbacks.sent(f.record); // hook: send
+                callbacks.sent(f.record()); // hook: send
                 stage.whenComplete((ok, error) -> completions.add(new Completion(f, error, System.nanoTime())));
             }
             if (i < batch.size()) {
                 // Fenced, refreshed or lease lapsed before these were sent: they never leave.
                 lock.lock();
                 try {
-                    for (InFlight f : batch.subList(i, batch.size())) {
-                        inFlight.remove(f.record.key(), f);
+                    for (KeySchedule.Flight f : batch.subList(i, batch.size())) {
+                        schedule.unsent(f);
                     }
                     drained.signalAll();
                     markWork.signalAll();
@@ -816,7 +745,7 @@ public final class DefaultDispatcher implements Dispatcher {
         lock.lock();
         try {
             forceRemark = true;
-            abandonPending();
+            schedule.abandon();
         } finally {
             lock.unlock();
         }
@@ -842,9 +771,10 @@ public final class DefaultDispatcher implements Dispatcher {
     }
 
     /**
-     * Waits {@code d} unless woken by a change of leadership or by closing.
+     * Waits {@code d} unless woken by a change of leadership, by closing, or because a key may be sent (its
+     * retry fell due, or an acknowledgement lowered its barrier).
      *
-     * @return whether it was cut short by such a change
+     * @return whether it was cut short by a change of leadership or closing
      */
     private boolean pause(Duration d) {
         long deadline = System.nanoTime() + d.toNanos();
@@ -853,10 +783,10 @@ public final class DefaultDispatcher implements Dispatcher {
             long e0 = epoch;
             while (!stopMarking && epoch == e0) {
                 long left = deadline - System.nanoTime();
-                if (left <= 0) {
+                if (left <= 0 || schedule.hasReady()) {
                     return false;
                 }
-                markWork.awaitNanos(left);
+                markWork.awaitNanos(Math.min(left, untilDue(d).toNanos()));
             }
             return true;
         } catch (InterruptedException e) {
@@ -867,8 +797,7 @@ public final class DefaultDispatcher implements Dispatcher {
             lock.unlock();
         }
     }
-
-    // ------------------------------------------------------------------------------------------ purge/reset
+    // ------------------------------------------------------------------------------------------ purge/retry/park
 
     private void purgeLoop() {
         List<Completion> batch = new ArrayList<>();
@@ -900,30 +829,38 @@ public final class DefaultDispatcher implements Dispatcher {
     private void process(List<Completion> batch) {
         Throwable lastDeliveryError = null;
         List<Long> purgeIds = new ArrayList<>();
-        Map<UUID, List<Long>> resetIds = new LinkedHashMap<>();
+        Map<Long, Instant> retryAt = new LinkedHashMap<>();
         Map<Long, String> parkReasons = new LinkedHashMap<>();
         List<ParkedRecord> parkedNow = new ArrayList<>();
+        Map<KeySchedule.Flight, KeySchedule.Verdict> verdicts = new HashMap<>();
         Instant now = clock.instant();
         long nowNanos = System.nanoTime();
         for (Completion c : batch) {
-            OutboxRecord r = c.flight.record;
+            OutboxRecord r = c.flight.record();
             if (c.error == null) {
                 purgeIds.add(r.id());
                 continue;
             }
             Throwable cause = unwrap(c.error);
             lastDeliveryError = cause;
-            int attempts = r.attempts() + 1;
             boolean permanent = cause instanceof DeliveryException d && d.isPermanent();
-            if (permanent || attempts >= config.maxAttempts()) {
-                String reason = (permanent ? "permanent failure: " : "failed " + attempts + " times, last: ")
+            KeySchedule.Verdict v;
+            lock.lock();
+            try {
+                v = schedule.failure(c.flight, permanent);
+            } finally {
+                lock.unlock();
+            }
+            verdicts.put(c.flight, v);
+            if (v.park()) {
+                String reason = (permanent ? "permanent failure: " : "failed " + v.attempts() + " times, last: ")
                         + describe(cause);
                 parkReasons.put(r.id(), reason);
-                parkedNow.add(new ParkedRecord(r.id(), r.topic(), r.key(), attempts, reason, now));
+                parkedNow.add(new ParkedRecord(r.id(), r.topic(), r.key(), v.attempts(), reason, now));
             } else {
-                resetIds.computeIfAbsent(r.leaderId(), k -> new ArrayList<>()).add(r.id());
-                log.debug("{}: delivery of record {} failed (attempt {}), resetting it", name, r.id(), attempts,
-                        cause);
+                retryAt.put(r.id(), v.nextAttemptAt());
+                log.debug("{}: delivery of record {} (key {}) failed (attempt {}); its key retries at {}", name,
+                        r.id(), r.key(), v.attempts(), v.nextAttemptAt(), cause);
             }
         }
         if (!purgeIds.isEmpty()) {
@@ -933,8 +870,8 @@ public final class DefaultDispatcher implements Dispatcher {
                 lastPurge = clock.instant();
             }
         }
-        for (Map.Entry<UUID, List<Long>> e : resetIds.entrySet()) {
-            retryUntilDone("reset", () -> store.reset(e.getKey(), e.getValue()), purgeStopped);
+        if (!retryAt.isEmpty()) {
+            retryUntilDone("retryLater", () -> store.retryLater(retryAt), purgeStopped);
         }
         if (!parkReasons.isEmpty() && !retryUntilDone("park", () -> store.park(parkReasons), purgeStopped)) {
             parkedNow.clear();
@@ -943,31 +880,14 @@ public final class DefaultDispatcher implements Dispatcher {
         lock.lock();
         try {
             for (Completion c : batch) {
-                OutboxRecord r = c.flight.record;
-                inFlight.remove(r.key(), c.flight);
-                if (c.error == null) {
-                    if (marking) {
-                        purgedDuringMark.add(r.id());
-                    }
-                    ArrayDeque<OutboxRecord> q = pending.get(r.key());
-                    if (q != null && !q.isEmpty() && q.peekFirst().id() == r.id()) {
-                        q.pollFirst(); // its copy, re-marked under a fresh leader id: already delivered
-                        pendingCount--;
-                        if (q.isEmpty()) {
-                            pending.remove(r.key());
-                        }
-                    }
-                    if (pending.containsKey(r.key())) {
-                        ready.add(r.key());
-                    }
+                KeySchedule.Verdict v = verdicts.get(c.flight);
+                if (v == null) {
+                    schedule.acknowledged(c.flight);
+                } else if (v.park()) {
+                    schedule.parked(c.flight);
+                } else {
+                    schedule.retryLater(c.flight, v.nextAttemptAt());
                 }
-            }
-            if (failures > 0) {
-                forceRemark = true;
-                abandonPending();
-                consecutiveSendFailures++;
-            } else {
-                consecutiveSendFailures = 0;
             }
             markWork.signalAll();
             drained.signalAll();
@@ -987,12 +907,12 @@ public final class DefaultDispatcher implements Dispatcher {
         }
     }
 
-    /** Hooks: acknowledged and failed deliveries, once their rows were purged, reset or parked. */
+    /** Hooks: acknowledged and failed deliveries, once their rows were purged, retried or parked. */
     private void observeCompletions(List<Completion> batch, Instant now, long nowNanos) {
         for (Completion c : batch) {
-            OutboxRecord r = c.flight.record;
+            OutboxRecord r = c.flight.record();
             if (c.error == null) {
-                Duration sendToAck = Duration.ofNanos(Math.max(0, c.at - c.flight.sentAt));
+                Duration sendToAck = Duration.ofNanos(Math.max(0, c.at - c.flight.sentAtNanos()));
                 Instant acked = now.minusNanos(Math.max(0, nowNanos - c.at));
                 Instant created = r.createdAt();
                 Duration commitToAck = created == null || !acked.isAfter(created) ? Duration.ZERO
@@ -1018,21 +938,21 @@ public final class DefaultDispatcher implements Dispatcher {
     }
 
     private void reportStuckSends() {
-        List<InFlight> stuck = new ArrayList<>();
+        List<KeySchedule.Flight> stuck = new ArrayList<>();
         long limit = System.nanoTime() - config.queueTimeout().toNanos();
         lock.lock();
         try {
-            for (InFlight f : inFlight.values()) {
-                if (!f.reportedStuck && f.sentAt - limit < 0) {
-                    f.reportedStuck = true;
+            for (KeySchedule.Flight f : schedule.flights()) {
+                if (!f.reportedStuck() && f.sentAtNanos() - limit < 0) {
+                    f.markReportedStuck();
                     stuck.add(f);
                 }
             }
         } finally {
             lock.unlock();
         }
-        for (InFlight f : stuck) {
-            TimeoutException e = new TimeoutException("record " + f.record.id() + " (key " + f.record.key()
+        for (KeySchedule.Flight f : stuck) {
+            TimeoutException e = new TimeoutException("record " + f.record().id() + " (key " + f.record().key()
                     + ") unacknowledged after " + config.queueTimeout() + "; its key waits for the broker");
             log.warn("{}: {}", name, e.getMessage());
             reportFailure("send", e);
@@ -1091,19 +1011,8 @@ public final class DefaultDispatcher implements Dispatcher {
 
     // ------------------------------------------------------------------------------------------ types
 
-    private static final class InFlight {
-        final OutboxRecord record;
-        final long sentAt;
-        boolean reportedStuck;
-
-        InFlight(OutboxRecord record, long sentAt) {
-            this.record = record;
-            this.sentAt = sentAt;
-        }
-    }
-
     /** A broker's answer for one record; {@code at} is its {@link System#nanoTime()}. */
-    private record Completion(InFlight flight, Throwable error, long at) {
+    private record Completion(KeySchedule.Flight flight, Throwable error, long at) {
     }
 
     /** Exponential backoff, capped. Not thread-safe. */

@@ -86,6 +86,19 @@ public final class RowChecks {
     public static <E extends Exception> MarkedRow check(long id, Instant createdAt, String topic, String key,
                                                         byte[] value, HeaderColumns<E> headers, int attempts,
                                                         UUID leaderId, UUID messageId, int maxKeyLength) throws E {
+        return check(id, createdAt, topic, key, value, headers, attempts, leaderId, messageId, null, maxKeyLength);
+    }
+
+    /**
+     * {@link #check(long, Instant, String, String, byte[], HeaderColumns, int, UUID, UUID, int)} of a row whose last
+     * failed delivery set the time of its next attempt, {@code nextAttemptAt} (null: at once).
+     *
+     * @throws E if reading the headers fails otherwise (a lost connection, say)
+     */
+    public static <E extends Exception> MarkedRow check(long id, Instant createdAt, String topic, String key,
+                                                        byte[] value, HeaderColumns<E> headers, int attempts,
+                                                        UUID leaderId, UUID messageId, Instant nextAttemptAt,
+                                                        int maxKeyLength) throws E {
         try {
             if (createdAt == null) {
                 throw new IllegalArgumentException("create_time is null");
@@ -97,7 +110,8 @@ public final class RowChecks {
                 throw new IllegalArgumentException("attempts is negative: " + attempts);
             }
             OutboxMessage message = OutboxMessage.of(topic, key, value, headers.read());
-            return new MarkedRow.Readable(new OutboxRecord(id, createdAt, message, attempts, leaderId, messageId));
+            return new MarkedRow.Readable(new OutboxRecord(id, createdAt, message, attempts, leaderId, messageId,
+                    nextAttemptAt));
         } catch (IllegalArgumentException | ClassCastException e) {
             return new MarkResult.Rejected(id, topic, key, Math.max(0, attempts), e.getMessage());
         }

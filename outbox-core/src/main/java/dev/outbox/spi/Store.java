@@ -61,11 +61,27 @@ public interface Store {
     void purge(Collection<Long> ids);
 
     /**
-     * Records a failed delivery of the given rows: increments their attempt count and, for each row still
+     * Records a failed delivery of the given rows and gives them up: increments their attempt count and, for each
+     * row still
      * marked with {@code leaderId}, clears the leader id so that the next mark takes it again. A row marked by
      * another leader meanwhile keeps that leader's mark. Ids that no longer exist are ignored.
+     * The dispatcher no longer calls it (a failed delivery is retried by the leader from memory, see
+     * {@link #retryLater}); it remains for tools that hand rows back to the next mark.
      */
     void reset(UUID leaderId, Collection<Long> ids);
+
+    /**
+     * Records a failed delivery of each given row, to be retried by the leader that holds it: increments the row's
+     * attempt count and sets the earliest time of its next attempt to the time given, which later marks return in
+     * {@link dev.outbox.OutboxRecord#nextAttemptAt()} so that a new leader honours it. The row keeps its leader id:
+     * the dispatcher that marked it retries it from memory, without marking it again. Ids that no longer exist are
+     * ignored; an empty map does nothing.
+     *
+     * <p>This is the dispatcher's only per-row update besides the mark, and it happens only on failure.
+     *
+     * @param nextAttempts id → the earliest time of the row's next delivery attempt
+     */
+    void retryLater(Map<Long, Instant> nextAttempts);
 
     /**
      * Moves the given rows out of the outbox into the parked area, with the reason given for each, their

@@ -362,7 +362,7 @@ public final class OrdersDemo {
 
         @Override
         public void leaderRefreshed(UUID leaderId) {
-            say(name + " took a fresh leader id after a failed delivery, to re-send in order");
+            say(name + " took a fresh leader id after a failed mark, to re-mark in order");
         }
 
         @Override

@@ -67,6 +67,12 @@ final class NodeStore implements Store {
     }
 
     @Override
+    public void retryLater(Map<Long, Instant> nextAttempts) {
+        check("retryLater");
+        delegate.retryLater(nextAttempts);
+    }
+
+    @Override
     public void park(Map<Long, String> reasons) {
         check("park");
         delegate.park(reasons);

@@ -82,7 +82,8 @@ class OutboxMetricsTest {
         assertThat(registry.get(OutboxMetrics.SEND_DURATION).timer().count()).isEqualTo(30);
         assertThat(registry.get(OutboxMetrics.MARK_DURATION).timer().count()).isPositive();
         assertThat(registry.get(OutboxMetrics.MARK_SIZE).summary().totalAmount()).as("every row marked at least"
-                + " once (a failed delivery re-marks every unacknowledged row)").isGreaterThanOrEqualTo(33);
+                + " once: 30 records, the poison and the unreadable row (a failed delivery re-marks nothing)")
+                .isGreaterThanOrEqualTo(32);
         assertThat(registry.get(OutboxMetrics.PURGE_SIZE).summary().totalAmount()).isEqualTo(30);
         assertThat(registry.get(OutboxMetrics.PURGE_DURATION).timer().count()).isPositive();
         assertThat(registry.get(OutboxMetrics.CALLBACK_ERRORS).functionCounter().count()).isZero();

@@ -60,8 +60,14 @@ public final class InMemoryStore implements Store {
      * @param leaderId  the leader id that marked it, null if unmarked
      * @param attempts  failed deliveries recorded so far
      * @param malformed whether the row cannot be read as a message (see {@link #insertMalformed})
+     * @param nextAttemptAt the earliest time of its next delivery attempt ({@link #retryLater}), null for none
      */
-    public record Row(long id, String topic, String key, UUID leaderId, int attempts, boolean malformed) {
+    public record Row(long id, String topic, String key, UUID leaderId, int attempts, boolean malformed,
+                      Instant nextAttemptAt) {
+        /** A row without a next attempt time: never failed, or reset. */
+        public Row(long id, String topic, String key, UUID leaderId, int attempts, boolean malformed) {
+            this(id, topic, key, leaderId, attempts, malformed, null);
+        }
     }
 
     /** The value of rows written by {@link #insertRow}. */
@@ -206,7 +212,7 @@ public final class InMemoryStore implements Store {
                         ? RowChecks.check(row.id, row.createdAt, row.topic, row.key, RAW_VALUE, List::of,
                                 row.attempts, leaderId, maxKeyLength)
                         : RowChecks.check(row.id, row.createdAt, m.topic(), m.key(), m.value(), m::headers,
-                                row.attempts, leaderId, row.messageId, maxKeyLength);
+                                row.attempts, leaderId, row.messageId, row.nextAttemptAt, maxKeyLength);
                 if (checked instanceof MarkedRow.Readable readable) {
                     records.add(readable.record());
                 } else {
@@ -251,6 +257,32 @@ public final class InMemoryStore implements Store {
             }
         }
         leave(Operation.RESET, fault, "reset(" + leaderId + ") of " + ids.size() + " ids");
+    }
+
+    @Override
+    public void retryLater(Map<Long, Instant> nextAttempts) {
+        Objects.requireNonNull(nextAttempts, "nextAttempts");
+        TreeMap<Long, Instant> sorted = new TreeMap<>();
+        for (Map.Entry<Long, Instant> e : nextAttempts.entrySet()) {
+            if (e.getKey() == null) {
+                throw new IllegalArgumentException("nextAttempts contains a null id");
+            }
+            if (e.getValue() == null) {
+                throw new IllegalArgumentException("nextAttempts has no time for id " + e.getKey());
+            }
+            sorted.put(e.getKey(), e.getValue());
+        }
+        Fault fault = enter(Operation.RETRY_LATER);
+        synchronized (lock) {
+            for (Map.Entry<Long, Instant> e : sorted.entrySet()) {
+                StoredRow row = rows.get(e.getKey());
+                if (row != null) {
+                    row.attempts++;
+                    row.nextAttemptAt = e.getValue();
+                }
+            }
+        }
+        leave(Operation.RETRY_LATER, fault, "retryLater of " + nextAttempts.size() + " ids");
     }
 
     @Override
@@ -363,7 +395,8 @@ public final class InMemoryStore implements Store {
         synchronized (lock) {
             List<Row> result = new ArrayList<>(rows.size());
             for (StoredRow r : rows.values()) {
-                result.add(new Row(r.id, r.topic, r.key, r.leaderId, r.attempts, r.malformedReason != null));
+                result.add(new Row(r.id, r.topic, r.key, r.leaderId, r.attempts, r.malformedReason != null,
+                        r.nextAttemptAt));
             }
             return result;
         }
@@ -486,6 +519,7 @@ public final class InMemoryStore implements Store {
         UUID messageId = dev.outbox.MessageIds.next();
         UUID leaderId;
         int attempts;
+        Instant nextAttemptAt;
         String parkReason;
         Instant parkedAt;
 

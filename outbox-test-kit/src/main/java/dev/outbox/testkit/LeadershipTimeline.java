@@ -32,7 +32,7 @@ public final class LeadershipTimeline {
     public enum Kind {
         /** It became the leader with a fresh leader id. */
         ACQUIRED,
-        /** It stays the leader and took a fresh leader id (after a failed delivery). */
+        /** It stays the leader and took a fresh leader id (after a failed mark or a lapsed lease). */
         REFRESHED,
         /** It stopped publishing at once: its heartbeats stopped, or its group session was lost. */
         FENCED,

@@ -491,6 +491,57 @@ public abstract class StoreContract {
         assertThat(markAll(UUID.randomUUID())).extracting(OutboxRecord::attempts).containsExactly(0);
     }
 
+    // ---- retryLater -----------------------------------------------------------------------------------------
+
+    @Test
+    void retryLaterCountsAnAttemptKeepsTheMarkAndRecordsTheNextAttemptTime() {
+        commit(msg("a", "1"), msg("b", "2"), msg("c", "3"));
+        UUID leader = UUID.randomUUID();
+        List<OutboxRecord> marked = store.mark(leader, 10).records();
+        assertThat(marked).extracting(OutboxRecord::nextAttemptAt).containsOnlyNulls();
+        Instant first = Instant.parse("2030-01-02T03:04:05.123456Z");
+        Instant second = Instant.parse("2030-01-02T03:05:00.000001Z");
+        Map<Long, Instant> failed = new HashMap<>();
+        failed.put(marked.get(0).id(), first);
+        failed.put(marked.get(2).id(), second);
+        failed.put(UNKNOWN_ID, first);
+
+        store.retryLater(failed);
+
+        assertThat(store.mark(leader, 10).isEmpty()).as("the rows keep their leader's mark").isTrue();
+        List<OutboxRecord> byNewLeader = markAll(UUID.randomUUID());
+        assertThat(byNewLeader).extracting(OutboxRecord::attempts).containsExactly(1, 0, 1);
+        assertThat(byNewLeader).extracting(OutboxRecord::nextAttemptAt).containsExactly(first, null, second);
+        assertThat(byNewLeader).extracting(OutboxRecord::message)
+                .containsExactlyElementsOf(marked.stream().map(OutboxRecord::message).toList());
+
+        store.retryLater(Map.of(marked.get(0).id(), second));
+        OutboxRecord again = markAll(UUID.randomUUID()).get(0);
+        assertThat(again.attempts()).isEqualTo(2);
+        assertThat(again.nextAttemptAt()).isEqualTo(second);
+    }
+
+    @Test
+    void retryLaterOfAnEmptyMapDoesNothingAndANullIdOrTimeIsRejected() {
+        commit(msg("a", "1"));
+        UUID leader = UUID.randomUUID();
+        long id = store.mark(leader, 10).records().get(0).id();
+
+        store.retryLater(Map.of());
+        Map<Long, Instant> nullTime = new HashMap<>();
+        nullTime.put(id, null);
+        assertThatThrownBy(() -> store.retryLater(nullTime)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining(String.valueOf(id));
+        Map<Long, Instant> nullId = new HashMap<>();
+        nullId.put(null, Instant.parse("2030-01-01T00:00:00Z"));
+        assertThatThrownBy(() -> store.retryLater(nullId)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("null id");
+
+        OutboxRecord row = markAll(UUID.randomUUID()).get(0);
+        assertThat(row.attempts()).isZero();
+        assertThat(row.nextAttemptAt()).isNull();
+    }
+
     // ---- park and replay ------------------------------------------------------------------------------------
 
     @Test

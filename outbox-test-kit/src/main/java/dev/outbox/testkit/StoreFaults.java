@@ -27,7 +27,7 @@ import java.util.Set;
 public interface StoreFaults {
 
     /** The store calls a plan can fail. */
-    enum Operation { MARK, PURGE, RESET, PARK, PARKED, REPLAY, BACKLOG, PARKED_COUNT, OLDEST }
+    enum Operation { MARK, PURGE, RESET, RETRY_LATER, PARK, PARKED, REPLAY, BACKLOG, PARKED_COUNT, OLDEST }
 
     /** When an injected failure strikes. */
     enum Failure {
@@ -104,7 +104,7 @@ public interface StoreFaults {
         private double delayProbability;
         private Duration maxDelay = Duration.ZERO;
         private Set<Operation> operations = EnumSet.of(Operation.MARK, Operation.PURGE, Operation.RESET,
-                Operation.PARK);
+                Operation.RETRY_LATER, Operation.PARK);
 
         private RandomBuilder(long seed) {
             this.seed = seed;
@@ -133,7 +133,7 @@ public interface StoreFaults {
             return this;
         }
 
-        /** The operations faults apply to. Default MARK, PURGE, RESET and PARK; others always run normally. */
+        /** The operations faults apply to. Default MARK, PURGE, RESET, RETRY_LATER and PARK; others always run normally. */
         public RandomBuilder operations(Operation first, Operation... more) {
             this.operations = EnumSet.of(first, more);
             return this;

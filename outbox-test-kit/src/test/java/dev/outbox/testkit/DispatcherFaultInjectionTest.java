@@ -244,7 +244,7 @@ class DispatcherFaultInjectionTest {
                 duplicates,
                 lostAcks.size(), unexplained, leaderIdChanges, events.fenced.get(),
                 store.injectedFailures(StoreFaults.Operation.MARK) + store.injectedFailures(StoreFaults.Operation.PURGE)
-                        + store.injectedFailures(StoreFaults.Operation.RESET));
+                        + store.injectedFailures(StoreFaults.Operation.RETRY_LATER));
     }
 
     private static void write(InMemoryStore store, int writer, Random random, Map<Long, String> committed) {

@@ -199,11 +199,11 @@ class DispatcherTest {
         assertThat(broker.deliveredCount()).isEqualTo(300);
         assertThat(store.parkedRows()).hasSize(2).allSatisfy(p -> {
             assertThat(p.key()).isEqualTo("cursed");
-            assertThat(p.attempts()).as("failures recorded by resets before the last one").isEqualTo(2);
+            assertThat(p.attempts()).as("failures recorded by retryLater before the last one").isEqualTo(2);
             assertThat(p.reason()).contains("failed 3 times");
         });
         assertThat(events.parked).extracting(ParkedRecord::attempts).containsExactly(3, 3);
-        assertThat(events.refreshed).as("each failure takes a fresh leader id").isNotEmpty();
+        assertThat(events.refreshed).as("a failed delivery holds its key only: no global rewind").isEmpty();
     }
 
     @Test

@@ -14,7 +14,8 @@ CREATE OR REPLACE FUNCTION outbox_uuidv7() RETURNS uuid LANGUAGE sql VOLATILE PA
 $$;
 
 -- One row per message. Applications insert (topic, key, value, header_names, header_values) in their own
--- transaction; the dispatcher marks rows (leader_id), deletes delivered ones and resets failed ones.
+-- transaction; the dispatcher marks rows (leader_id), deletes delivered ones, and records a failed delivery
+-- (attempts, next_attempt_at) so that the key's head record is retried after its backoff, even by a new leader.
 CREATE TABLE IF NOT EXISTS ${outbox_table} (
     id            bigserial   PRIMARY KEY,          -- delivery order; the mark walks this index from its head
     create_time   timestamptz NOT NULL DEFAULT now(),
@@ -25,9 +26,10 @@ CREATE TABLE IF NOT EXISTS ${outbox_table} (
     header_values bytea[]     NOT NULL DEFAULT '{}', -- parallel to header_names; an element may be NULL
     leader_id     uuid,                             -- the leader that marked the row; NULL when unmarked
     attempts      integer     NOT NULL DEFAULT 0,   -- failed deliveries so far
-    message_id    uuid        DEFAULT outbox_uuidv7()   -- the message's identity for consumers (the Kafka header
+    message_id    uuid        DEFAULT outbox_uuidv7(),  -- the message's identity for consumers (the Kafka header
                                                     -- outbox-message-id); kept through reset, park and replay.
                                                     -- NULL only in rows older than the column: mark assigns one.
+    next_attempt_at timestamptz                     -- set by a failed delivery: not retried before this time
 )
 -- The table is a queue: rows are inserted, marked (an UPDATE), and deleted within moments, so it carries far
 -- more dead row versions than live rows, and its live size swings from millions to zero.

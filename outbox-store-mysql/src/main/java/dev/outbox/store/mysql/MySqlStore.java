@@ -17,6 +17,7 @@ import org.jdbi.v3.core.Jdbi;
 import org.jdbi.v3.core.statement.SqlStatement;
 
 import javax.sql.DataSource;
+import java.math.BigDecimal;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -109,6 +110,8 @@ public final class MySqlStore extends SqlStore {
 
     /** The in-place upgrade of tables created before message ids. */
     static final String UPGRADE_RESOURCE = "dev/outbox/store/mysql/upgrade-message-id.sql";
+    /** The in-place upgrade of tables created before per-key retries (the next_attempt_at column). */
+    static final String UPGRADE_NEXT_ATTEMPT_RESOURCE = "dev/outbox/store/mysql/upgrade-next-attempt.sql";
     /**
      * A version 7 UUID as a MySQL expression, for the column default of plain-SQL writers: 12 hex digits of Unix
      * milliseconds, the version digit 7, 12 random bits, the variant (10) and 62 random bits. (MariaDB has
@@ -184,6 +187,12 @@ public final class MySqlStore extends SqlStore {
                         statement.execute(sql);
                     }
                 }
+                if (lacksNextAttempt(handle)) {
+                    log.info("Adding the next_attempt_at column to {}", names.outbox());
+                    for (String sql : statements(render(UPGRADE_NEXT_ATTEMPT_RESOURCE))) {
+                        statement.execute(sql);
+                    }
+                }
             } finally {
                 handle.createQuery("SELECT RELEASE_LOCK(?)").bind(0, lock).mapTo(Integer.class).one();
             }
@@ -198,6 +207,14 @@ public final class MySqlStore extends SqlStore {
                 + " AND column_name = 'message_id'"));
         return query.bind(0, names.schema()).bind(1, names.table()).bind(2, names.parkedTable())
                 .mapTo(Integer.class).one() < 2;
+    }
+
+    /** Whether the outbox table lacks the next_attempt_at column (created before per-key retries). */
+    private boolean lacksNextAttempt(Handle handle) {
+        var query = timed(handle.createQuery("SELECT COUNT(*) FROM information_schema.columns"
+                + " WHERE table_schema = COALESCE(?, DATABASE()) AND table_name = ?"
+                + " AND column_name = 'next_attempt_at'"));
+        return query.bind(0, names.schema()).bind(1, names.table()).mapTo(Integer.class).one() == 0;
     }
 
     /** Fills in the message-id expression, {@code ${uuidv7}}. */
@@ -277,7 +294,7 @@ public final class MySqlStore extends SqlStore {
         UUID id = MessageIds.next();
         unnamed.put(record.id(), id);
         return new OutboxRecord(record.id(), record.createdAt(), record.message(), record.attempts(),
-                record.leaderId(), id);
+                record.leaderId(), id, record.nextAttemptAt());
     }
 
     /**
@@ -334,6 +351,40 @@ public final class MySqlStore extends SqlStore {
             }
             return null;
         });
+    }
+
+    /**
+     * One {@code UPDATE ... SET attempts = attempts + 1, next_attempt_at = CASE id WHEN ? THEN FROM_UNIXTIME(?) ...
+     * END WHERE id IN (...)} per {@value #MAX_IDS_PER_STATEMENT} / 2 rows, all in one transaction.
+     */
+    @Override
+    public void retryLater(Map<Long, Instant> nextAttempts) {
+        TreeMap<Long, Instant> sorted = nextAttempts(nextAttempts);
+        if (sorted.isEmpty()) {
+            return;
+        }
+        List<Long> all = new ArrayList<>(sorted.keySet());
+        inTransaction("recording failed deliveries of " + all.size() + " rows of " + names.outbox(), handle -> {
+            for (List<Long> chunk : chunks(all, MAX_IDS_PER_STATEMENT / 2)) {
+                StringBuilder cases = new StringBuilder("CASE id");
+                for (int i = 0; i < chunk.size(); i++) {
+                    cases.append(" WHEN ? THEN FROM_UNIXTIME(?)");
+                }
+                var update = timed(handle.createUpdate("UPDATE " + names.outbox() + " SET attempts = attempts + 1,"
+                        + " next_attempt_at = " + cases + " END WHERE id IN (" + placeholders(chunk.size()) + ")"));
+                int p = 0;
+                for (Long id : chunk) {
+                    update.bind(p++, id.longValue()).bind(p++, unixSeconds(sorted.get(id)));
+                }
+                bindIds(update, p, chunk).execute();
+            }
+            return null;
+        });
+    }
+
+    /** An instant as Unix seconds with a microsecond fraction, as {@code FROM_UNIXTIME} takes it. */
+    private static BigDecimal unixSeconds(Instant at) {
+        return BigDecimal.valueOf(at.getEpochSecond()).add(BigDecimal.valueOf(at.getNano() / 1000, 6));
     }
 
     @Override

@@ -21,7 +21,8 @@ final class RowReader {
      * driver's time zone, so the instant is exact whatever {@code time_zone} and {@code connectionTimeZone} are.
      */
     static final String COLUMNS =
-            "id, UNIX_TIMESTAMP(create_time), topic, `key`, value, headers, leader_id, attempts, message_id";
+            "id, UNIX_TIMESTAMP(create_time), topic, `key`, value, headers, leader_id, attempts, message_id,"
+                    + " UNIX_TIMESTAMP(next_attempt_at)";
 
     private RowReader() {
     }
@@ -31,7 +32,7 @@ final class RowReader {
         String headers = rs.getString(6);
         return RowChecks.check(rs.getLong(1), instant(rs.getBigDecimal(2)), rs.getString(3), rs.getString(4),
                 rs.getBytes(5), () -> HeadersJson.read(headers), rs.getInt(8), leaderId, uuid(rs.getBytes(9)),
-                maxKeyLength);
+                instant(rs.getBigDecimal(10)), maxKeyLength);
     }
 
     /** The instant of a {@code UNIX_TIMESTAMP(...)} value, or null. */

@@ -5,7 +5,8 @@
 -- of a line.
 
 -- One row per message. Applications insert (topic, `key`, value, headers) in their own transaction; the
--- dispatcher marks rows (leader_id), deletes delivered ones and resets failed ones. `key` is a reserved word in
+-- dispatcher marks rows (leader_id), deletes delivered ones, and records a failed delivery (attempts,
+-- next_attempt_at) so that the key's head record is retried after its backoff, even by a new leader. `key` is a reserved word in
 -- MySQL: quote it with backticks in your own SQL. leader_id is NOT NULL, with 16 zero bytes for "unmarked", so
 -- that marking a row rewrites it in place (a NULL column takes no space in the row, and growing the row on every
 -- mark made marks two to three times slower).
@@ -22,6 +23,7 @@ CREATE TABLE IF NOT EXISTS ${outbox} (
     -- replay: a version 7 UUID (48 bits of Unix milliseconds, version, random bits). The publisher assigns it; the
     -- default is for rows written by plain SQL. NULL only in rows older than the column: mark assigns one.
     message_id  BINARY(16)    NULL DEFAULT (${uuidv7}),
+    next_attempt_at TIMESTAMP(6) NULL DEFAULT NULL,     -- set by a failed delivery: not retried before this time
     PRIMARY KEY (id)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 

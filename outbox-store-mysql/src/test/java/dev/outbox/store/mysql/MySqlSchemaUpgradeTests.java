@@ -135,6 +135,9 @@ abstract class MySqlSchemaUpgradeTests {
         }
         assertThat(delivered).as("every row written, before or after the upgrade, is delivered")
                 .containsExactlyInAnyOrderElementsOf(expected);
+        assertThat(MySqlTestSupport.queryLong(pool, "SELECT COUNT(*) FROM information_schema.columns WHERE"
+                + " table_schema = DATABASE() AND table_name = 'upgraded' AND column_name = 'next_attempt_at'"))
+                .as("next_attempt_at added").isEqualTo(1);
         store.createSchema(); // idempotent on the upgraded table
     }
 

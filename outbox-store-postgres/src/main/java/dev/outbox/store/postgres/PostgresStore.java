@@ -21,6 +21,7 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.TreeMap;
 import java.util.UUID;
 import java.time.Instant;
 import java.util.Optional;
@@ -87,6 +88,8 @@ public final class PostgresStore extends SqlStore {
 
     /** The in-place upgrade of tables created before message ids. */
     static final String UPGRADE_RESOURCE = "dev/outbox/store/postgres/upgrade-message-id.sql";
+    /** The in-place upgrade of tables created before per-key retries (the next_attempt_at column). */
+    static final String UPGRADE_NEXT_ATTEMPT_RESOURCE = "dev/outbox/store/postgres/upgrade-next-attempt.sql";
     /** The message-id function's name, in the outbox's schema. */
     static final String UUIDV7_FUNCTION = "outbox_uuidv7";
 
@@ -98,6 +101,7 @@ public final class PostgresStore extends SqlStore {
     private final String markSql;
     private final String purgeSql;
     private final String resetSql;
+    private final String retryLaterSql;
     private final String parkSql;
     private final String parkedSql;
     private final String replaySql;
@@ -123,11 +127,14 @@ public final class PostgresStore extends SqlStore {
         this.markSql = "UPDATE " + t + " SET leader_id = ?, message_id = COALESCE(message_id, " + uuidv7 + "())"
                 + " WHERE id = ANY(ARRAY(SELECT id FROM " + t
                 + " WHERE leader_id IS NULL OR leader_id <> ? ORDER BY id LIMIT ?))"
-                + " RETURNING " + RowReader.COLUMNS;
+                + " RETURNING " + RowReader.COLUMNS + ", next_attempt_at";
         this.purgeSql = "DELETE FROM " + t + " WHERE id = ANY(?)";
         this.resetSql = "UPDATE " + t + " SET attempts = attempts + 1,"
                 + " leader_id = CASE WHEN leader_id = ? THEN NULL ELSE leader_id END"
                 + " WHERE id = ANY(?)";
+        this.retryLaterSql = "UPDATE " + t + " o SET attempts = o.attempts + 1, next_attempt_at = r.at"
+                + " FROM unnest(CAST(? AS bigint[]), CAST(CAST(? AS text[]) AS timestamptz[])) AS r(id, at)"
+                + " WHERE o.id = r.id";
         this.parkSql = "WITH reasons AS (SELECT * FROM unnest(CAST(? AS bigint[]), CAST(? AS text[])) AS r(id, reason)),"
                 + " moved AS (DELETE FROM " + t + " o USING reasons r WHERE o.id = r.id RETURNING "
                 + prefixed("o", RowReader.COLUMNS) + ", r.reason)"
@@ -181,6 +188,15 @@ public final class PostgresStore extends SqlStore {
                 log.info("Adding the message_id column to {} and {}", names.outbox(), names.parked());
                 try (Statement statement = handle.getConnection().createStatement()) {
                     statement.execute(upgradeSql());
+                }
+            }
+            boolean noNextAttempt = handle.createQuery("SELECT count(*) FROM pg_attribute WHERE attname ="
+                            + " 'next_attempt_at' AND NOT attisdropped AND attrelid = to_regclass(?)")
+                    .bind(0, names.outbox()).mapTo(Integer.class).one() == 0;
+            if (noNextAttempt) {
+                log.info("Adding the next_attempt_at column to {}", names.outbox());
+                try (Statement statement = handle.getConnection().createStatement()) {
+                    statement.execute(render(UPGRADE_NEXT_ATTEMPT_RESOURCE));
                 }
             }
             return null;
@@ -264,6 +280,18 @@ public final class PostgresStore extends SqlStore {
         }
         inTransaction("resetting " + array.length + " rows of " + names.outbox(), settingsSql, handle ->
                 handle.createUpdate(resetSql).bind(0, uuid(leaderId)).bind(1, bigints(array)).execute());
+    }
+
+    @Override
+    public void retryLater(Map<Long, Instant> nextAttempts) {
+        TreeMap<Long, Instant> sorted = nextAttempts(nextAttempts);
+        if (sorted.isEmpty()) {
+            return;
+        }
+        Long[] ids = sorted.keySet().toArray(new Long[0]);
+        String[] times = sorted.values().stream().map(Instant::toString).toArray(String[]::new);
+        inTransaction("recording failed deliveries of " + ids.length + " rows of " + names.outbox(), settingsSql,
+                handle -> handle.createUpdate(retryLaterSql).bind(0, bigints(ids)).bind(1, texts(times)).execute());
     }
 
     @Override

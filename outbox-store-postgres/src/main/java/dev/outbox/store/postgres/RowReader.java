@@ -17,19 +17,24 @@ import java.util.UUID;
  * have been written by hand, by any language, so nothing about their columns is assumed. Stateless.
  */
 final class RowReader {
-    /** The columns, in the order {@link #read} expects them. */
+    /** The columns the outbox shares with its parked table, in the order {@link #read} expects them. */
     static final String COLUMNS =
             "id, create_time, topic, key, value, header_names, header_values, leader_id, attempts, message_id";
 
     private RowReader() {
     }
 
-    /** The row's record, or its rejection by {@link RowChecks#check}. */
+    /**
+     * The row's record, or its rejection by {@link RowChecks#check}: {@link #COLUMNS} followed by
+     * {@code next_attempt_at}.
+     */
     static MarkedRow read(ResultSet rs, int maxKeyLength) throws SQLException {
         OffsetDateTime created = rs.getObject(2, OffsetDateTime.class);
+        OffsetDateTime next = rs.getObject(11, OffsetDateTime.class);
         return RowChecks.check(rs.getLong(1), created == null ? null : created.toInstant(), rs.getString(3),
                 rs.getString(4), rs.getBytes(5), () -> headers(rs.getArray(6), rs.getArray(7)), rs.getInt(9),
-                rs.getObject(8, UUID.class), rs.getObject(10, UUID.class), maxKeyLength);
+                rs.getObject(8, UUID.class), rs.getObject(10, UUID.class), next == null ? null : next.toInstant(),
+                maxKeyLength);
     }
 
     /** The headers of the two parallel arrays; throws IllegalArgumentException naming what is wrong. */

@@ -145,6 +145,8 @@ class PostgresSchemaUpgradeTest {
                 .containsExactlyInAnyOrderElementsOf(expected);
         assertThat(PostgresTestSupport.queryLong(pool, "SELECT count(*) FROM information_schema.columns WHERE"
                 + " table_name IN ('upgraded', 'upgraded_parked') AND column_name = 'message_id'")).isEqualTo(2);
+        assertThat(PostgresTestSupport.queryLong(pool, "SELECT count(*) FROM information_schema.columns WHERE"
+                + " table_name = 'upgraded' AND column_name = 'next_attempt_at'")).isEqualTo(1);
         store.createSchema(); // idempotent on the upgraded table
     }
 

@@ -22,6 +22,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
@@ -286,6 +287,26 @@ public abstract class SqlStore implements Store, ParkedRecords {
                 throw new IllegalArgumentException("reasons contains a null id");
             }
             sorted.put(entry.getKey(), clean.apply(entry.getValue() == null ? "(no reason given)" : entry.getValue()));
+        }
+        return sorted;
+    }
+
+    /**
+     * The next attempt times to record by id, ascending (so that rows are always locked in the same order).
+     *
+     * @throws IllegalArgumentException naming a null id or the id of a null time
+     */
+    protected static TreeMap<Long, Instant> nextAttempts(Map<Long, Instant> nextAttempts) {
+        Objects.requireNonNull(nextAttempts, "nextAttempts must not be null");
+        TreeMap<Long, Instant> sorted = new TreeMap<>();
+        for (Map.Entry<Long, Instant> entry : nextAttempts.entrySet()) {
+            if (entry.getKey() == null) {
+                throw new IllegalArgumentException("nextAttempts contains a null id");
+            }
+            if (entry.getValue() == null) {
+                throw new IllegalArgumentException("nextAttempts has no time for id " + entry.getKey());
+            }
+            sorted.put(entry.getKey(), entry.getValue());
         }
         return sorted;
     }

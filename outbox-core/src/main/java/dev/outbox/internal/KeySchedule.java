@@ -1,0 +1,444 @@
+package dev.outbox.internal;
+
+import dev.outbox.OutboxRecord;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.PriorityQueue;
+import java.util.Set;
+import java.util.function.DoubleSupplier;
+
+/**
+ * The dispatcher's per-key scheduling state as pure logic: which records were read and wait behind their key,
+ * which keys may send now, which record of each key is in flight, and when a failed key's head record may be
+ * retried. The {@link DefaultDispatcher} keeps only the thread coordination around it.
+ *
+ * <h2>Invariants</h2>
+ * <ul>
+ *   <li><b>Barrier</b>: at most one record per key is in flight, and a key's next record is taken only once its
+ *       in-flight record was {@linkplain #acknowledged acknowledged}, {@linkplain #parked parked},
+ *       {@linkplain #retryLater handed back for a retry} or {@linkplain #unsent never sent}. The dispatcher calls
+ *       those only after the store committed the row's purge, park or failure, so a key moves on only once the
+ *       table agrees.</li>
+ *   <li><b>Order</b>: the records of a key are taken in the order they were {@linkplain #offer offered}, which is
+ *       ascending id order within one read; a record handed back for a retry goes back to the head of its key.</li>
+ *   <li><b>A failure holds only its key</b>: a failed record waits at the head of its key until its
+ *       {@linkplain OutboxRecord#nextAttemptAt() next attempt time} (exponential backoff with jitter, per record,
+ *       from its attempt count), with its key's later records behind it; every other key stays
+ *       {@linkplain #takeReady takeable}. After {@code maxAttempts} failures, or at once on a permanent one,
+ *       {@link #failure} says park, and once parked the key moves on.</li>
+ *   <li><b>No record twice</b>: a record already in flight or queued is not queued again, and a record settled
+ *       (acknowledged or parked) while a read was under way ({@link #readStarted()} … {@link #readEnded()}) is not
+ *       queued by that read: the store may have returned it before it was deleted.</li>
+ *   <li><b>Bounded</b>: {@link #takeReady} never puts more than {@code maxInFlight} records in flight;
+ *       {@link #room()} says how many more may be read.</li>
+ * </ul>
+ * {@link #abandon()} forgets every queued record (not those in flight): the dispatcher calls it whenever what it
+ * read may no longer be what the table holds for it (a new leader id, a failed read, leadership lost) and reads
+ * again from the head of the table. The failure state survives that rewind in the rows themselves (attempts and
+ * next attempt time, written by {@code Store.retryLater} before {@link #retryLater} is called).
+ *
+ * <p>Not thread-safe: single-threaded by contract (the dispatcher calls it only while holding its lock). Time comes
+ * from the injected {@link Clock}, jitter from the injected supplier, so tests drive it without threads.
+ */
+public final class KeySchedule {
+
+    /** A record in flight: sent (or about to be), its outcome not processed yet. Guarded like the schedule. */
+    public static final class Flight {
+        private final OutboxRecord record;
+        private final long sentAtNanos;
+        private boolean reportedStuck;
+
+        Flight(OutboxRecord record, long sentAtNanos) {
+            this.record = record;
+            this.sentAtNanos = sentAtNanos;
+        }
+
+        /** The record in flight. */
+        public OutboxRecord record() {
+            return record;
+        }
+
+        /** When it was taken for sending, by {@link System#nanoTime()} (or the caller's equivalent). */
+        public long sentAtNanos() {
+            return sentAtNanos;
+        }
+
+        /** Whether it was reported as unacknowledged for too long; see {@link #markReportedStuck()}. */
+        public boolean reportedStuck() {
+            return reportedStuck;
+        }
+
+        /** Remembers that the dispatcher reported this flight as stuck, so that it reports it once. */
+        public void markReportedStuck() {
+            reportedStuck = true;
+        }
+
+        @Override
+        public String toString() {
+            return "Flight{" + record.id() + ", key " + record.key() + '}';
+        }
+    }
+
+    /**
+     * What to do with a failed delivery.
+     *
+     * @param park          whether to park the record (too many attempts, or a permanent failure)
+     * @param attempts      the record's failed deliveries, this one included
+     * @param nextAttemptAt when to try again, null when parking
+     */
+    public record Verdict(boolean park, int attempts, Instant nextAttemptAt) {
+    }
+
+    private static final class KeyState {
+        final ArrayDeque<OutboxRecord> queue = new ArrayDeque<>();
+        Flight flight;
+    }
+
+    private record Due(Instant at, String key, long id) {
+    }
+
+    private final int maxInFlight;
+    private final Duration firstBackoff;
+    private final Duration maxBackoff;
+    private final int maxAttempts;
+    private final Clock clock;
+    private final DoubleSupplier jitter;
+
+    private final Map<String, KeyState> keys = new HashMap<>();
+    /** Keys with no record in flight whose head record may be sent now, in the order they became so. */
+    private final LinkedHashSet<String> ready = new LinkedHashSet<>();
+    /** Keys whose head record waits for its next attempt time; entries go stale and are checked when due. */
+    private final PriorityQueue<Due> waiting = new PriorityQueue<>(Comparator.comparing(Due::at));
+    private final Set<Long> queuedIds = new HashSet<>();
+    private int inFlight;
+    private boolean active;
+    private boolean reading;
+    private final Set<Long> settledDuringRead = new HashSet<>();
+
+    /**
+     * @param maxInFlight  the most records in flight and queued together
+     * @param firstBackoff the wait before the first retry of a record (before jitter)
+     * @param maxBackoff   the longest wait before a retry
+     * @param maxAttempts  failed deliveries after which a record is parked
+     * @param clock        the time of next attempts
+     * @param jitter       values in [0, 1); a retry waits between half and all of its backoff
+     */
+    public KeySchedule(int maxInFlight, Duration firstBackoff, Duration maxBackoff, int maxAttempts, Clock clock,
+                       DoubleSupplier jitter) {
+        if (maxInFlight < 1 || maxAttempts < 1) {
+            throw new IllegalArgumentException("maxInFlight and maxAttempts must be positive: " + maxInFlight
+                    + ", " + maxAttempts);
+        }
+        this.maxInFlight = maxInFlight;
+        this.firstBackoff = Objects.requireNonNull(firstBackoff, "firstBackoff");
+        this.maxBackoff = Objects.requireNonNull(maxBackoff, "maxBackoff");
+        this.maxAttempts = maxAttempts;
+        this.clock = Objects.requireNonNull(clock, "clock");
+        this.jitter = Objects.requireNonNull(jitter, "jitter");
+    }
+
+    // ------------------------------------------------------------------------------------------ leadership
+
+    /** Starts accepting records (leadership acquired): forgets anything queued before. */
+    public void start() {
+        abandon();
+        active = true;
+    }
+
+    /** Stops accepting records (leadership lost or given up): forgets everything queued; flights stay tracked. */
+    public void stop() {
+        abandon();
+        active = false;
+    }
+
+    /** Whether records are accepted: between {@link #start()} and {@link #stop()}. */
+    public boolean active() {
+        return active;
+    }
+
+    /**
+     * Forgets every queued record, so that the next read from the head of the table queues them again. Records in
+     * flight stay tracked: their outcomes are still processed, and they are not queued again while in flight.
+     */
+    public void abandon() {
+        for (Iterator<Map.Entry<String, KeyState>> it = keys.entrySet().iterator(); it.hasNext(); ) {
+            KeyState ks = it.next().getValue();
+            ks.queue.clear();
+            if (ks.flight == null) {
+                it.remove();
+            }
+        }
+        ready.clear();
+        waiting.clear();
+        queuedIds.clear();
+    }
+
+    // ------------------------------------------------------------------------------------------ reading
+
+    /** A read of the table begins: records settled from now until {@link #readEnded()} are not queued by it. */
+    public void readStarted() {
+        reading = true;
+        settledDuringRead.clear();
+    }
+
+    /** The read that {@link #readStarted()} announced ended (queued, failed, or thrown away). */
+    public void readEnded() {
+        reading = false;
+        settledDuringRead.clear();
+    }
+
+    /**
+     * Queues a record read from the table behind its key.
+     *
+     * @return whether it was queued: not if the schedule is {@linkplain #active() inactive}, the record is in flight
+     *         or queued already, or it was settled while the read was under way
+     */
+    public boolean offer(OutboxRecord r) {
+        if (!active || queuedIds.contains(r.id()) || settledDuringRead.contains(r.id())) {
+            return false;
+        }
+        KeyState ks = keys.computeIfAbsent(r.key(), k -> new KeyState());
+        if (ks.flight != null && ks.flight.record.id() == r.id()) {
+            return false;
+        }
+        ks.queue.addLast(r);
+        queuedIds.add(r.id());
+        if (ks.flight == null && ks.queue.size() == 1) {
+            headChanged(r.key(), ks);
+        }
+        return true;
+    }
+
+    // ------------------------------------------------------------------------------------------ sending
+
+    /**
+     * Takes the head records that may be sent now, at most {@code max} and no more than the in-flight limit
+     * allows, and registers them in flight.
+     *
+     * @param sentAtNanos the time to record as their send time
+     */
+    public List<Flight> takeReady(int max, long sentAtNanos) {
+        promoteDue();
+        int room = Math.min(max, maxInFlight - inFlight);
+        if (ready.isEmpty() || room <= 0) {
+            return List.of();
+        }
+        List<Flight> out = new ArrayList<>(Math.min(room, ready.size()));
+        Iterator<String> it = ready.iterator();
+        while (it.hasNext() && out.size() < room) {
+            String key = it.next();
+            it.remove();
+            KeyState ks = keys.get(key);
+            OutboxRecord r = ks.queue.pollFirst();
+            queuedIds.remove(r.id());
+            Flight f = new Flight(r, sentAtNanos);
+            ks.flight = f;
+            inFlight++;
+            out.add(f);
+        }
+        return out;
+    }
+
+    /** Whether {@link #takeReady} would return something now. */
+    public boolean hasReady() {
+        promoteDue();
+        return !ready.isEmpty() && inFlight < maxInFlight;
+    }
+
+    /** The earliest next attempt time among keys waiting to retry, or null if none waits. */
+    public Instant nextDue() {
+        while (!waiting.isEmpty() && !valid(waiting.peek())) {
+            waiting.poll();
+        }
+        return waiting.isEmpty() ? null : waiting.peek().at();
+    }
+
+    /** How many more records may be read: the in-flight limit less what is in flight and queued. */
+    public int room() {
+        return maxInFlight - inFlight - queuedIds.size();
+    }
+
+    /** Records in flight. */
+    public int inFlight() {
+        return inFlight;
+    }
+
+    /** Records queued (read, not in flight). */
+    public int queued() {
+        return queuedIds.size();
+    }
+
+    /** The records in flight, a snapshot. */
+    public Collection<Flight> flights() {
+        List<Flight> out = new ArrayList<>(inFlight);
+        for (KeyState ks : keys.values()) {
+            if (ks.flight != null) {
+                out.add(ks.flight);
+            }
+        }
+        return Collections.unmodifiableList(out);
+    }
+
+    // ------------------------------------------------------------------------------------------ outcomes
+
+    /**
+     * The record was delivered and its row deleted: its key moves on. A queued copy of it (read again meanwhile)
+     * is dropped.
+     */
+    public void acknowledged(Flight f) {
+        settle(f);
+    }
+
+    /** The record was parked: its key moves on, as after an acknowledgement. */
+    public void parked(Flight f) {
+        settle(f);
+    }
+
+    /**
+     * The record was never sent (leadership ended or the lease lapsed first): it leaves flight. Whoever stopped the
+     * send also {@linkplain #abandon() abandoned} the queue, so the record is read again from the table.
+     */
+    public void unsent(Flight f) {
+        leaveFlight(f);
+    }
+
+    /**
+     * What to do with the failed delivery of {@code f}: park it after {@code maxAttempts} failures or on a
+     * permanent one, else retry at a time backed off exponentially from its attempt count, with jitter. Changes
+     * nothing: apply the verdict with {@link #parked} or {@link #retryLater} once the store recorded it.
+     */
+    public Verdict failure(Flight f, boolean permanent) {
+        int attempts = f.record.attempts() + 1;
+        if (permanent || attempts >= maxAttempts) {
+            return new Verdict(true, attempts, null);
+        }
+        return new Verdict(false, attempts, clock.instant().plus(backoff(attempts)));
+    }
+
+    /**
+     * The backoff before the retry that follows failure number {@code attempts}: {@code firstBackoff × 2^(attempts-1)},
+     * capped at {@code maxBackoff}, of which a random half is taken off ("equal jitter"), so that keys that failed
+     * together do not retry together.
+     */
+    Duration backoff(int attempts) {
+        Duration d = firstBackoff;
+        for (int i = 1; i < attempts && d.compareTo(maxBackoff) < 0; i++) {
+            d = d.multipliedBy(2);
+        }
+        if (d.compareTo(maxBackoff) > 0) {
+            d = maxBackoff;
+        }
+        double j = jitter.getAsDouble();
+        if (!(j >= 0 && j < 1)) {
+            j = 0;
+        }
+        long nanos = d.toNanos();
+        return Duration.ofNanos(nanos / 2 + (long) (nanos / 2 * j));
+    }
+
+    /**
+     * The record's failure was recorded in the store with {@code nextAttemptAt}: it goes back to the head of its
+     * key, which waits until then while every other key carries on. If the schedule is
+     * {@linkplain #active() inactive} the record is only let go: the next leader reads it from the table.
+     */
+    public void retryLater(Flight f, Instant nextAttemptAt) {
+        KeyState ks = leaveFlight(f);
+        if (!active || ks == null) {
+            return;
+        }
+        OutboxRecord r = f.record.failedOnce(nextAttemptAt);
+        if (queuedIds.remove(r.id())) {
+            ks.queue.removeIf(q -> q.id() == r.id());
+        }
+        ks.queue.addFirst(r);
+        queuedIds.add(r.id());
+        keys.put(r.key(), ks);
+        headChanged(r.key(), ks);
+    }
+
+    // ------------------------------------------------------------------------------------------ internals
+
+    private void settle(Flight f) {
+        if (reading) {
+            settledDuringRead.add(f.record.id());
+        }
+        KeyState ks = leaveFlight(f);
+        if (ks == null) {
+            return;
+        }
+        OutboxRecord head = ks.queue.peekFirst();
+        if (head != null && head.id() == f.record.id()) {
+            ks.queue.pollFirst(); // its copy, read again meanwhile: delivered already
+            queuedIds.remove(head.id());
+            headChanged(f.record.key(), ks);
+        }
+    }
+
+    /** Takes {@code f} out of flight; the key's state if {@code f} was its flight, else null. */
+    private KeyState leaveFlight(Flight f) {
+        KeyState ks = keys.get(f.record.key());
+        if (ks == null || ks.flight != f) {
+            return null;
+        }
+        ks.flight = null;
+        inFlight--;
+        headChanged(f.record.key(), ks);
+        return ks;
+    }
+
+    /** The key's head (or flight) changed: files it as ready or waiting, or drops an empty key. */
+    private void headChanged(String key, KeyState ks) {
+        ready.remove(key);
+        if (ks.flight != null) {
+            return;
+        }
+        OutboxRecord head = ks.queue.peekFirst();
+        if (head == null) {
+            keys.remove(key);
+            return;
+        }
+        Instant at = head.nextAttemptAt();
+        if (at == null || !at.isAfter(clock.instant())) {
+            ready.add(key);
+        } else {
+            waiting.add(new Due(at, key, head.id()));
+        }
+    }
+
+    private void promoteDue() {
+        if (waiting.isEmpty()) {
+            return;
+        }
+        Instant now = clock.instant();
+        while (!waiting.isEmpty() && !waiting.peek().at().isAfter(now)) {
+            Due d = waiting.poll();
+            if (valid(d)) {
+                ready.add(d.key());
+            }
+        }
+    }
+
+    /** Whether a waiting entry still describes its key: no flight, and the same head record. */
+    private boolean valid(Due d) {
+        KeyState ks = keys.get(d.key());
+        if (ks == null || ks.flight != null) {
+            return false;
+        }
+        OutboxRecord head = ks.queue.peekFirst();
+        return head != null && head.id() == d.id() && d.at().equals(head.nextAttemptAt());
+    }
+}

@@ -1,0 +1,239 @@
+package dev.outbox.internal;
+
+import dev.outbox.OutboxMessage;
+import dev.outbox.OutboxRecord;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** {@link KeySchedule} driven without threads, on a hand-moved clock and fixed jitter. */
+class KeyScheduleTest {
+    private static final Duration FIRST = Duration.ofMillis(100);
+    private static final Duration MAX = Duration.ofSeconds(1);
+    private static final int MAX_ATTEMPTS = 3;
+
+    private final NeliStateMachineTest.MutableClock clock = new NeliStateMachineTest.MutableClock();
+    private double jitter = 0.5;
+    private KeySchedule schedule;
+
+    @BeforeEach
+    void setUp() {
+        schedule = new KeySchedule(10, FIRST, MAX, MAX_ATTEMPTS, clock, () -> jitter);
+        schedule.start();
+    }
+
+    private static OutboxRecord record(long id, String key) {
+        return new OutboxRecord(id, Instant.EPOCH, OutboxMessage.of("t", key, new byte[]{1}), 0, UUID.randomUUID(),
+                null);
+    }
+
+    private List<KeySchedule.Flight> take() {
+        return schedule.takeReady(Integer.MAX_VALUE, 0);
+    }
+
+    private static List<Long> ids(List<KeySchedule.Flight> flights) {
+        List<Long> out = new ArrayList<>();
+        for (KeySchedule.Flight f : flights) {
+            out.add(f.record().id());
+        }
+        return out;
+    }
+
+    @Test
+    void oneRecordPerKeyInFlightAndTheNextOnlyAfterAcknowledgement() {
+        schedule.offer(record(1, "a"));
+        schedule.offer(record(2, "b"));
+        schedule.offer(record(3, "a"));
+        List<KeySchedule.Flight> first = take();
+        assertThat(ids(first)).containsExactly(1L, 2L);
+        assertThat(take()).isEmpty();
+        assertThat(schedule.inFlight()).isEqualTo(2);
+        assertThat(schedule.queued()).isEqualTo(1);
+        assertThat(schedule.room()).isEqualTo(10 - 3);
+
+        schedule.acknowledged(first.get(1)); // b: nothing behind it
+        assertThat(take()).isEmpty();
+        schedule.acknowledged(first.get(0));
+        assertThat(ids(take())).containsExactly(3L);
+    }
+
+    @Test
+    void neverPutsMoreInFlightThanTheLimit() {
+        for (int i = 1; i <= 10; i++) {
+            schedule.offer(record(i, "k" + i));
+        }
+        assertThat(schedule.takeReady(4, 0)).hasSize(4);
+        assertThat(take()).hasSize(6);
+        assertThat(schedule.room()).isZero();
+        assertThat(schedule.offer(record(11, "k11"))).isTrue(); // room is advisory; takeReady enforces the limit
+        assertThat(take()).isEmpty();
+    }
+
+    @Test
+    void aFailedRecordHoldsOnlyItsKeyUntilItsBackoffHasPassed() {
+        schedule.offer(record(1, "poison"));
+        schedule.offer(record(2, "healthy"));
+        schedule.offer(record(3, "poison"));
+        List<KeySchedule.Flight> flights = take();
+        KeySchedule.Flight poison = flights.get(0);
+
+        KeySchedule.Verdict v = schedule.failure(poison, false);
+        assertThat(v.park()).isFalse();
+        assertThat(v.attempts()).isEqualTo(1);
+        // first backoff 100 ms, jitter 0.5: 50 ms + 25 ms
+        assertThat(v.nextAttemptAt()).isEqualTo(clock.instant().plusMillis(75));
+        schedule.retryLater(poison, v.nextAttemptAt());
+        schedule.acknowledged(flights.get(1));
+
+        schedule.offer(record(4, "healthy"));
+        assertThat(ids(take())).containsExactly(4L); // the healthy key flows; poison's 3 waits behind 1
+        assertThat(schedule.nextDue()).isEqualTo(v.nextAttemptAt());
+
+        clock.advance(Duration.ofMillis(74));
+        assertThat(take()).isEmpty();
+        clock.advance(Duration.ofMillis(1));
+        List<KeySchedule.Flight> retry = take();
+        assertThat(ids(retry)).containsExactly(1L);
+        assertThat(retry.get(0).record().attempts()).isEqualTo(1);
+        assertThat(schedule.nextDue()).isNull();
+
+        schedule.acknowledged(retry.get(0));
+        assertThat(ids(take())).containsExactly(3L);
+    }
+
+    @Test
+    void backoffDoublesPerAttemptUpToTheMaximumWithEqualJitter() {
+        jitter = 0;
+        assertThat(schedule.backoff(1)).isEqualTo(Duration.ofMillis(50));
+        assertThat(schedule.backoff(2)).isEqualTo(Duration.ofMillis(100));
+        assertThat(schedule.backoff(3)).isEqualTo(Duration.ofMillis(200));
+        assertThat(schedule.backoff(30)).isEqualTo(Duration.ofMillis(500));
+        jitter = 0.999_999;
+        assertThat(schedule.backoff(30)).isBetween(Duration.ofMillis(999), MAX);
+    }
+
+    @Test
+    void parksAfterMaxAttemptsAndTheKeyMovesOn() {
+        schedule.offer(record(1, "k"));
+        schedule.offer(record(2, "k"));
+        for (int attempt = 1; attempt < MAX_ATTEMPTS; attempt++) {
+            KeySchedule.Flight f = take().get(0);
+            assertThat(f.record().id()).isEqualTo(1L);
+            KeySchedule.Verdict v = schedule.failure(f, false);
+            assertThat(v.park()).isFalse();
+            schedule.retryLater(f, v.nextAttemptAt());
+            clock.advance(MAX);
+        }
+        KeySchedule.Flight last = take().get(0);
+        KeySchedule.Verdict v = schedule.failure(last, false);
+        assertThat(v.park()).isTrue();
+        assertThat(v.attempts()).isEqualTo(MAX_ATTEMPTS);
+        schedule.parked(last);
+        assertThat(ids(take())).containsExactly(2L);
+    }
+
+    @Test
+    void aPermanentFailureParksAtOnce() {
+        schedule.offer(record(1, "k"));
+        KeySchedule.Verdict v = schedule.failure(take().get(0), true);
+        assertThat(v.park()).isTrue();
+        assertThat(v.attempts()).isEqualTo(1);
+        assertThat(v.nextAttemptAt()).isNull();
+    }
+
+    @Test
+    void aRecordReadWithANextAttemptTimeWaitsForIt() {
+        Instant later = clock.instant().plusSeconds(2);
+        OutboxRecord r = record(1, "k").failedOnce(later);
+        schedule.offer(r);
+        schedule.offer(record(2, "other"));
+        assertThat(ids(take())).containsExactly(2L);
+        assertThat(schedule.nextDue()).isEqualTo(later);
+        clock.advance(Duration.ofSeconds(2));
+        assertThat(ids(take())).containsExactly(1L);
+    }
+
+    @Test
+    void aRecordInFlightOrQueuedIsNotQueuedTwice() {
+        OutboxRecord r1 = record(1, "k");
+        schedule.offer(r1);
+        KeySchedule.Flight f = take().get(0);
+        assertThat(schedule.offer(r1)).isFalse(); // read again under a fresh leader id while in flight
+        OutboxRecord r2 = record(2, "k");
+        assertThat(schedule.offer(r2)).isTrue();
+        assertThat(schedule.offer(r2)).isFalse();
+        schedule.acknowledged(f);
+        assertThat(ids(take())).containsExactly(2L);
+    }
+
+    @Test
+    void aRecordAcknowledgedWhileAReadWasUnderWayIsNotQueuedByThatRead() {
+        OutboxRecord r1 = record(1, "k");
+        schedule.offer(r1);
+        KeySchedule.Flight f = take().get(0);
+        schedule.abandon();
+        schedule.readStarted();
+        schedule.acknowledged(f); // its row was deleted after the read returned it
+        assertThat(schedule.offer(r1)).isFalse();
+        schedule.readEnded();
+        assertThat(take()).isEmpty();
+        assertThat(schedule.offer(r1)).isTrue(); // a later read could only see it if it were still there
+    }
+
+    @Test
+    void aFailedRecordReturningAfterARewindGoesBackToTheHeadOfItsKey() {
+        schedule.offer(record(1, "k"));
+        KeySchedule.Flight f = take().get(0);
+        schedule.abandon();                 // a rewind: the mark reads from the head again
+        schedule.offer(record(1, "k"));     // in flight: skipped
+        schedule.offer(record(2, "k"));
+        KeySchedule.Verdict v = schedule.failure(f, false);
+        schedule.retryLater(f, v.nextAttemptAt());
+        assertThat(take()).isEmpty();
+        clock.advance(MAX);
+        assertThat(ids(take())).containsExactly(1L);
+    }
+
+    @Test
+    void aFailedRecordRetriedBeforeTheRewindsReadIsNotQueuedTwice() {
+        schedule.offer(record(1, "k"));
+        KeySchedule.Flight f = take().get(0);
+        schedule.abandon();
+        KeySchedule.Verdict v = schedule.failure(f, false);
+        schedule.retryLater(f, v.nextAttemptAt());
+        assertThat(schedule.offer(record(1, "k"))).isFalse();
+        assertThat(schedule.queued()).isEqualTo(1);
+    }
+
+    @Test
+    void stoppedScheduleQueuesNothingAndLetsFailedRecordsGo() {
+        schedule.offer(record(1, "k"));
+        KeySchedule.Flight f = take().get(0);
+        schedule.stop();
+        assertThat(schedule.offer(record(2, "k"))).isFalse();
+        schedule.retryLater(f, clock.instant());
+        assertThat(schedule.inFlight()).isZero();
+        assertThat(schedule.queued()).isZero();
+        schedule.start();
+        assertThat(schedule.offer(record(1, "k"))).isTrue();
+    }
+
+    @Test
+    void unsentRecordsLeaveFlight() {
+        schedule.offer(record(1, "k"));
+        KeySchedule.Flight f = take().get(0);
+        schedule.abandon();
+        schedule.unsent(f);
+        assertThat(schedule.inFlight()).isZero();
+        assertThat(schedule.flights()).isEmpty();
+        schedule.offer(record(1, "k"));
+        assertThat(ids(take())).containsExactly(1L);
+    }
+}
