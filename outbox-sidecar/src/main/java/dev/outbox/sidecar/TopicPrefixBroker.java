@@ -39,7 +39,7 @@ final class TopicPrefixBroker implements MessageBroker {
                     + " cannot be published with the topic prefix '" + prefix + "': " + e.getMessage(), e));
         }
         return broker.send(new OutboxRecord(record.id(), record.createdAt(), prefixed, record.attempts(),
-                record.leaderId(), record.messageId()));
+                record.leaderId(), record.messageId(), record.nextAttemptAt()));
     }
 
     @Override
