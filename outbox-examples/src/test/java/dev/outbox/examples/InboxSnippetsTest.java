@@ -39,7 +39,8 @@ class InboxSnippetsTest {
         assertThat(InboxSnippets.process(db, inbox, id, 7)).as("the same message again").isFalse();
         assertThat(count(db)).isEqualTo(1);
 
-        kafka.createTopic("order-events", 1);
+        // Three partitions, as OrdersApplicationTest (same JVM, same broker) creates the topic.
+        kafka.createTopic("order-events", 3);
         UUID orderMessage = MessageIds.next();
         try (KafkaMessageBroker broker = KafkaMessageBroker.builder().bootstrapServers(kafka.bootstrapServers())
                 .build()) {
