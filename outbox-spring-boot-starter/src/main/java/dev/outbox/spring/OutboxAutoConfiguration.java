@@ -125,34 +125,11 @@ public class OutboxAutoConfiguration {
         }
 
         static DispatcherConfig dispatcherConfig(OutboxProperties.Dispatcher d) {
-            DispatcherConfig.Builder b = DispatcherConfig.builder();
-            set("outbox.dispatcher.mark-batch-size", d.getMarkBatchSize(), b::markBatchSize);
-            set("outbox.dispatcher.max-in-flight-records", d.getMaxInFlightRecords(), b::maxInFlightRecords);
-            set("outbox.dispatcher.purge-batch-size", d.getPurgeBatchSize(), b::purgeBatchSize);
-            set("outbox.dispatcher.poll-interval", d.getPollInterval(), b::pollInterval);
-            set("outbox.dispatcher.mark-backoff", d.getMarkBackoff(), b::markBackoff);
-            set("outbox.dispatcher.heartbeat-timeout", d.getHeartbeatTimeout(), b::heartbeatTimeout);
-            set("outbox.dispatcher.queue-timeout", d.getQueueTimeout(), b::queueTimeout);
-            set("outbox.dispatcher.io-error-backoff", d.getIoErrorBackoff(), b::ioErrorBackoff);
-            set("outbox.dispatcher.max-io-error-backoff", d.getMaxIoErrorBackoff(), b::maxIoErrorBackoff);
-            set("outbox.dispatcher.max-attempts", d.getMaxAttempts(), b::maxAttempts);
-            set("outbox.dispatcher.drain-timeout", d.getDrainTimeout(), b::drainTimeout);
-            set("outbox.dispatcher.metrics-interval", d.getMetricsInterval(), b::metricsInterval);
-            try {
-                return b.build();
-            } catch (IllegalArgumentException e) {
-                throw new OutboxConfigurationException("outbox.dispatcher", e.getMessage(),
-                        "change the outbox.dispatcher.* settings the message names (in kebab case)", e);
-            }
+            return d.toConfig("outbox.dispatcher");
         }
 
         private static <T> void set(String property, T value, Consumer<T> setter) {
-            try {
-                setter.accept(value);
-            } catch (IllegalArgumentException | NullPointerException e) {
-                throw new OutboxConfigurationException(property, "'" + value + "' is not valid: " + e.getMessage(),
-                        "use a value the dispatcher accepts (see the message)", e);
-            }
+            OutboxProperties.set(property, value, setter);
         }
     }
 

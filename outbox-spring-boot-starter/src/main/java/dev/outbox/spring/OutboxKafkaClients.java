@@ -20,11 +20,11 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Builds the outbox's Kafka clients from Spring Boot's {@code spring.kafka.*} and {@code outbox.kafka.*}, and turns
- * a setting the clients reject into an {@link OutboxConfigurationException} naming the Spring property that set it.
- * Stateless.
+ * Builds the outbox's Kafka clients from Spring Boot's {@code spring.kafka.*} and {@code outbox.kafka.*} (or the same
+ * settings under another prefix), and turns a setting the clients reject into an {@link OutboxConfigurationException}
+ * naming the property that set it. Stateless and thread-safe.
  */
-final class OutboxKafkaClients {
+public final class OutboxKafkaClients {
     /** The Kafka builders name a rejected setting as {@code Kafka property 'name'} (see KafkaSettings). */
     private static final Pattern KAFKA_PROPERTY = Pattern.compile("Kafka property '([^']+)'");
     /** Producer settings that Spring Boot binds from dedicated {@code spring.kafka.producer.*} properties. */
@@ -92,18 +92,47 @@ final class OutboxKafkaClients {
     static KafkaLeaderTransport leaderTransport(Map<String, Object> connection, String topic,
                                                 OutboxProperties.Kafka outbox, DispatcherConfig config,
                                                 KafkaMessageBroker broker, Environment env) {
+        KafkaLeaderTransport.Builder b = leaderTransportBuilder(connection, topic, "outbox.kafka", outbox, config,
+                broker);
+        return translate(env, false, b::build);
+    }
+
+    /**
+     * The leader-election transport of the settings {@code outbox} (leader topic, group, replication factor, close
+     * timeout) over the Kafka client properties {@code connection}.
+     *
+     * @param prefix the settings' property prefix, e.g. {@code outbox.kafka}: a bad value is reported as
+     *               {@code <prefix>.<setting>}, a client setting Kafka rejects as {@code <prefix>}
+     * @throws OutboxConfigurationException naming the property of a value that is rejected
+     */
+    public static KafkaLeaderTransport leaderTransport(Map<String, Object> connection, String topic, String prefix,
+                                                       OutboxProperties.Kafka outbox, DispatcherConfig config,
+                                                       KafkaMessageBroker broker) {
+        KafkaLeaderTransport.Builder b = leaderTransportBuilder(connection, topic, prefix, outbox, config, broker);
+        try {
+            return b.build();
+        } catch (IllegalArgumentException | org.apache.kafka.common.KafkaException e) {
+            throw new OutboxConfigurationException(prefix, e.getMessage(), "the outbox enforces the Kafka settings"
+                    + " that keep its guarantees; remove the contradicting value", e);
+        }
+    }
+
+    private static KafkaLeaderTransport.Builder leaderTransportBuilder(Map<String, Object> connection, String topic,
+                                                                       String prefix, OutboxProperties.Kafka outbox,
+                                                                       DispatcherConfig config,
+                                                                       KafkaMessageBroker broker) {
         KafkaLeaderTransport.Builder b = KafkaLeaderTransport.builder().properties(connection);
-        setting("outbox.kafka.leader-topic", topic, () -> b.topic(topic));
+        setting(prefix + ".leader-topic", topic, () -> b.topic(topic));
         if (outbox.getLeaderGroup() != null) {
-            setting("outbox.kafka.leader-group", outbox.getLeaderGroup(), () -> b.groupId(outbox.getLeaderGroup()));
+            setting(prefix + ".leader-group", outbox.getLeaderGroup(), () -> b.groupId(outbox.getLeaderGroup()));
         }
         if (outbox.getLeaderTopicReplicationFactor() != null) {
-            setting("outbox.kafka.leader-topic-replication-factor", outbox.getLeaderTopicReplicationFactor(),
+            setting(prefix + ".leader-topic-replication-factor", outbox.getLeaderTopicReplicationFactor(),
                     () -> b.topicReplicationFactor(outbox.getLeaderTopicReplicationFactor()));
         }
-        setting("outbox.kafka.close-timeout", outbox.getCloseTimeout(), () -> b.closeTimeout(outbox.getCloseTimeout()));
+        setting(prefix + ".close-timeout", outbox.getCloseTimeout(), () -> b.closeTimeout(outbox.getCloseTimeout()));
         b.createTopic(outbox.isCreateLeaderTopic()).dispatcherConfig(config).deliveryTimeoutOf(broker);
-        return translate(env, false, b::build);
+        return b;
     }
 
     private static void setting(String property, Object value, Runnable setter) {

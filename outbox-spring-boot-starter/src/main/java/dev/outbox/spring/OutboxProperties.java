@@ -1,10 +1,12 @@
 package dev.outbox.spring;
 
+import dev.outbox.DispatcherConfig;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.function.Consumer;
 
 /**
  * The {@code outbox.*} properties of the Spring Boot starter. Kafka connection settings (bootstrap servers, TLS,
@@ -345,6 +347,46 @@ public final class OutboxProperties {
 
         public void setMetricsInterval(Duration metricsInterval) {
             this.metricsInterval = metricsInterval;
+        }
+
+        /**
+         * The {@link DispatcherConfig} of these settings.
+         *
+         * @param prefix the settings' property prefix, e.g. {@code outbox.dispatcher}: a bad value is reported as
+         *               {@code <prefix>.<setting>}
+         * @throws OutboxConfigurationException naming the property of a bad value, or the prefix for a bad relation
+         *                                      between values
+         */
+        public DispatcherConfig toConfig(String prefix) {
+            DispatcherConfig.Builder b = DispatcherConfig.builder();
+            set(prefix + ".mark-batch-size", markBatchSize, b::markBatchSize);
+            set(prefix + ".max-in-flight-records", maxInFlightRecords, b::maxInFlightRecords);
+            set(prefix + ".purge-batch-size", purgeBatchSize, b::purgeBatchSize);
+            set(prefix + ".poll-interval", pollInterval, b::pollInterval);
+            set(prefix + ".mark-backoff", markBackoff, b::markBackoff);
+            set(prefix + ".heartbeat-timeout", heartbeatTimeout, b::heartbeatTimeout);
+            set(prefix + ".queue-timeout", queueTimeout, b::queueTimeout);
+            set(prefix + ".io-error-backoff", ioErrorBackoff, b::ioErrorBackoff);
+            set(prefix + ".max-io-error-backoff", maxIoErrorBackoff, b::maxIoErrorBackoff);
+            set(prefix + ".max-attempts", maxAttempts, b::maxAttempts);
+            set(prefix + ".drain-timeout", drainTimeout, b::drainTimeout);
+            set(prefix + ".metrics-interval", metricsInterval, b::metricsInterval);
+            try {
+                return b.build();
+            } catch (IllegalArgumentException e) {
+                throw new OutboxConfigurationException(prefix, e.getMessage(),
+                        "change the " + prefix + ".* settings the message names (in kebab case)", e);
+            }
+        }
+    }
+
+    /** Applies one setting, naming {@code property} when the setter rejects {@code value}. */
+    static <T> void set(String property, T value, Consumer<T> setter) {
+        try {
+            setter.accept(value);
+        } catch (IllegalArgumentException | NullPointerException e) {
+            throw new OutboxConfigurationException(property, "'" + value + "' is not valid: " + e.getMessage(),
+                    "use a value the dispatcher accepts (see the message)", e);
         }
     }
 

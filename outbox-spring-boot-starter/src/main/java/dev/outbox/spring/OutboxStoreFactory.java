@@ -12,41 +12,61 @@ import java.sql.SQLException;
 import java.util.Locale;
 
 /**
- * Builds the store of {@code outbox.store.*} over the application's DataSource. The store modules are optional
+ * Builds the store of {@code outbox.store.*} (or of the same settings under another prefix, as the sidecar has one
+ * per outbox) over a DataSource, naming the property of a value the store rejects. The store modules are optional
  * dependencies of the starter: each is touched only through its own nested class, loaded only when it is on the
- * class path. Stateless.
+ * class path. Stateless and thread-safe.
  */
-final class OutboxStoreFactory {
+public final class OutboxStoreFactory {
     private static final String POSTGRES_CLASS = "dev.outbox.store.postgres.PostgresStore";
     private static final String MYSQL_CLASS = "dev.outbox.store.mysql.MySqlStore";
 
-    /** The store, its quoted table names (for migrations' placeholders) and its schema creation. */
-    record Built(Store store, StoreType type, String table, String parkedTable, Runnable createSchema) {
+    /**
+     * The store, its quoted table names (for migrations' placeholders) and its schema creation.
+     *
+     * @param store        the store (a {@code PostgresStore} or {@code MySqlStore}, both {@code ParkedRecords})
+     * @param type         which store it is
+     * @param table        the outbox table as it appears in SQL
+     * @param parkedTable  the parked table as it appears in SQL
+     * @param createSchema creates the tables if they are missing
+     */
+    public record Built(Store store, StoreType type, String table, String parkedTable, Runnable createSchema) {
     }
 
     private OutboxStoreFactory() {
     }
 
     static Built build(DataSource dataSource, OutboxProperties.Store p) {
-        StoreType type = p.getType() != null ? p.getType() : detect(dataSource);
+        return build(dataSource, "outbox.store", p);
+    }
+
+    /**
+     * The store of the settings {@code p} over {@code dataSource}; detects the database when {@code p} names no type.
+     *
+     * @param prefix the settings' property prefix, e.g. {@code outbox.store}: a bad value is reported as
+     *               {@code <prefix>.<setting>}
+     * @throws OutboxConfigurationException naming the property of a value the store rejects
+     */
+    public static Built build(DataSource dataSource, String prefix, OutboxProperties.Store p) {
+        StoreType type = p.getType() != null ? p.getType() : detect(dataSource, prefix);
         String className = type == StoreType.POSTGRES ? POSTGRES_CLASS : MYSQL_CLASS;
         if (!ClassUtils.isPresent(className, OutboxStoreFactory.class.getClassLoader())) {
             String artifact = type == StoreType.POSTGRES ? "outbox-store-postgres" : "outbox-store-mysql";
-            throw new OutboxConfigurationException("outbox.store.type", "the store " + type + " needs dev.outbox:"
+            throw new OutboxConfigurationException(prefix + ".type", "the store " + type + " needs dev.outbox:"
                     + artifact + ", which is not on the class path", "add the dependency dev.outbox:" + artifact
-                    + ", or set outbox.store.type to the store of your database", null);
+                    + ", or set " + prefix + ".type to the store of your database", null);
         }
-        return type == StoreType.POSTGRES ? Postgres.build(dataSource, p) : MySql.build(dataSource, p);
+        return type == StoreType.POSTGRES ? Postgres.build(dataSource, prefix, p) : MySql.build(dataSource, prefix, p);
     }
 
-    private static StoreType detect(DataSource dataSource) {
+    private static StoreType detect(DataSource dataSource, String prefix) {
         String product;
         try (Connection c = dataSource.getConnection()) {
             product = c.getMetaData().getDatabaseProductName();
         } catch (SQLException e) {
-            throw new OutboxConfigurationException("outbox.store.type", "not set, and the database could not be"
-                    + " asked which it is: " + e.getMessage(), "set outbox.store.type to postgres or mysql, or"
-                    + " check spring.datasource.*", e);
+            throw new OutboxConfigurationException(prefix + ".type", "not set, and the database could not be"
+                    + " asked which it is: " + e.getMessage(), "set " + prefix + ".type to postgres or mysql, or"
+                    + " check the DataSource's settings", e);
         }
         String p = product == null ? "" : product.toLowerCase(Locale.ROOT);
         if (p.contains("postgres")) {
@@ -55,9 +75,9 @@ final class OutboxStoreFactory {
         if (p.contains("mysql") || p.contains("mariadb")) {
             return StoreType.MYSQL;
         }
-        throw new OutboxConfigurationException("outbox.store.type", "not set, and the DataSource's database ('"
-                + product + "') has no outbox store", "use PostgreSQL, MySQL or MariaDB for the outbox, or set"
-                + " outbox.store.type if the database is one of them behind another name", null);
+        throw new OutboxConfigurationException(prefix + ".type", "not set, and the DataSource's database ('"
+                + product + "') has no outbox store", "use PostgreSQL, MySQL or MariaDB for the outbox, or set "
+                + prefix + ".type if the database is one of them behind another name", null);
     }
 
     /** Applies one {@code outbox.store.*} setting, naming the property when the builder rejects its value. */
@@ -71,16 +91,16 @@ final class OutboxStoreFactory {
     }
 
     private static final class Postgres {
-        static Built build(DataSource dataSource, OutboxProperties.Store p) {
+        static Built build(DataSource dataSource, String prefix, OutboxProperties.Store p) {
             PostgresStore.Builder b = PostgresStore.builder(dataSource);
             if (p.getSchema() != null) {
-                set("outbox.store.schema", p.getSchema(), () -> b.schema(p.getSchema()));
+                set(prefix + ".schema", p.getSchema(), () -> b.schema(p.getSchema()));
             }
-            set("outbox.store.table", p.getTable(), () -> b.table(p.getTable()));
-            set("outbox.store.statement-timeout", p.getStatementTimeout(),
+            set(prefix + ".table", p.getTable(), () -> b.table(p.getTable()));
+            set(prefix + ".statement-timeout", p.getStatementTimeout(),
                     () -> b.statementTimeout(p.getStatementTimeout()));
             if (p.getMaxKeyLength() != null) {
-                set("outbox.store.max-key-length", p.getMaxKeyLength(), () -> b.maxKeyLength(p.getMaxKeyLength()));
+                set(prefix + ".max-key-length", p.getMaxKeyLength(), () -> b.maxKeyLength(p.getMaxKeyLength()));
             }
             PostgresStore store = b.build();
             return new Built(store, StoreType.POSTGRES, store.table(), store.parkedTable(), store::createSchema);
@@ -88,16 +108,16 @@ final class OutboxStoreFactory {
     }
 
     private static final class MySql {
-        static Built build(DataSource dataSource, OutboxProperties.Store p) {
+        static Built build(DataSource dataSource, String prefix, OutboxProperties.Store p) {
             MySqlStore.Builder b = MySqlStore.builder(dataSource);
             if (p.getSchema() != null) {
-                set("outbox.store.schema", p.getSchema(), () -> b.schema(p.getSchema()));
+                set(prefix + ".schema", p.getSchema(), () -> b.schema(p.getSchema()));
             }
-            set("outbox.store.table", p.getTable(), () -> b.table(p.getTable()));
-            set("outbox.store.statement-timeout", p.getStatementTimeout(),
+            set(prefix + ".table", p.getTable(), () -> b.table(p.getTable()));
+            set(prefix + ".statement-timeout", p.getStatementTimeout(),
                     () -> b.statementTimeout(p.getStatementTimeout()));
             if (p.getMaxKeyLength() != null) {
-                set("outbox.store.max-key-length", p.getMaxKeyLength(), () -> b.maxKeyLength(p.getMaxKeyLength()));
+                set(prefix + ".max-key-length", p.getMaxKeyLength(), () -> b.maxKeyLength(p.getMaxKeyLength()));
             }
             MySqlStore store = b.build();
             return new Built(store, StoreType.MYSQL, store.table(), store.parkedTable(), store::createSchema);

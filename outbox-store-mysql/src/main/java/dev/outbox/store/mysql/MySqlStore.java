@@ -2,6 +2,9 @@ package dev.outbox.store.mysql;
 
 import dev.outbox.MessageIds;
 import dev.outbox.OutboxRecord;
+import dev.outbox.Header;
+import dev.outbox.ParkedMessage;
+import dev.outbox.ParkedQuery;
 import dev.outbox.ParkedRecord;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.MarkedRow;
@@ -456,6 +459,71 @@ public final class MySqlStore extends SqlStore {
             log.info("Replayed {} parked row(s) into {}", replayed, names.outbox());
         }
         return replayed;
+    }
+
+    /** The filter of {@link #parked(ParkedQuery)} and {@link #parkedCount(ParkedQuery)}; see {@link #bindFilter}. */
+    private static final String PARKED_FILTER = " WHERE id > ? AND (? IS NULL OR topic = ?)"
+            + " AND (? IS NULL OR `key` = ?) AND (? IS NULL OR LOCATE(?, reason) > 0)";
+
+    @Override
+    public List<ParkedRecord> parked(ParkedQuery query) {
+        Objects.requireNonNull(query, "query must not be null");
+        return inTransaction("listing parked rows of " + names.parked(), handle ->
+                bindFilter(timed(handle.createQuery("SELECT id, topic, `key`, attempts, reason, UNIX_TIMESTAMP(parked_at)"
+                        + " FROM " + names.parked() + PARKED_FILTER + " ORDER BY id LIMIT ?")), query)
+                        .bind(7, query.limit()).map((rs, ctx) -> parkedRecord(rs)).list());
+    }
+
+    @Override
+    public long parkedCount(ParkedQuery query) {
+        Objects.requireNonNull(query, "query must not be null");
+        return inTransaction("counting parked rows of " + names.parked(), handle ->
+                bindFilter(timed(handle.createQuery("SELECT COUNT(*) FROM " + names.parked() + PARKED_FILTER)),
+                        query.after(0)).mapTo(Long.class).one());
+    }
+
+    @Override
+    public Optional<ParkedMessage> parkedMessage(long id) {
+        return inTransaction("reading parked row " + id + " of " + names.parked(), handle ->
+                timed(handle.createQuery("SELECT id, topic, `key`, attempts, reason, UNIX_TIMESTAMP(parked_at),"
+                        + " UNIX_TIMESTAMP(create_time), value, headers FROM " + names.parked() + " WHERE id = ?"))
+                        .bind(0, id).map((rs, ctx) -> {
+                            List<Header> headers = List.of();
+                            String problem = null;
+                            try {
+                                headers = HeadersJson.read(rs.getString(9));
+                            } catch (IllegalArgumentException e) {
+                                problem = e.getMessage();
+                            }
+                            return new ParkedMessage(parkedRecord(rs), RowReader.instant(rs.getBigDecimal(7)),
+                                    rs.getBytes(8), headers, problem);
+                        }).findOne());
+    }
+
+    @Override
+    public int discard(Collection<Long> ids) {
+        List<Long> sorted = ids("ids", ids);
+        if (sorted.isEmpty()) {
+            return 0;
+        }
+        return inTransaction("discarding " + sorted.size() + " parked rows of " + names.parked(), handle -> {
+            int count = 0;
+            for (List<Long> chunk : chunks(sorted, MAX_IDS_PER_STATEMENT)) {
+                count += bindIds(timed(handle.createUpdate("DELETE FROM " + names.parked() + " WHERE id IN ("
+                        + placeholders(chunk.size()) + ")")), 0, chunk).execute();
+            }
+            return count;
+        });
+    }
+
+    private static <S extends SqlStatement<S>> S bindFilter(S statement, ParkedQuery q) {
+        return statement.bind(0, q.afterId()).bind(1, q.topic()).bind(2, q.topic()).bind(3, q.key())
+                .bind(4, q.key()).bind(5, q.reasonContains()).bind(6, q.reasonContains());
+    }
+
+    private static ParkedRecord parkedRecord(java.sql.ResultSet rs) throws SQLException {
+        return new ParkedRecord(rs.getLong(1), rs.getString(2), rs.getString(3), rs.getInt(4), rs.getString(5),
+                RowReader.instant(rs.getBigDecimal(6)));
     }
 
     /**

@@ -1,5 +1,8 @@
 package dev.outbox.store.postgres;
 
+import dev.outbox.Header;
+import dev.outbox.ParkedMessage;
+import dev.outbox.ParkedQuery;
 import dev.outbox.ParkedRecord;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.MarkedRow;
@@ -105,6 +108,9 @@ public final class PostgresStore extends SqlStore {
     private final String backlogSql;
     private final String parkedCountSql;
     private final String oldestSql;
+    private final String parkedFilter;
+    private final String parkedMessageSql;
+    private final String discardSql;
 
     private PostgresStore(Builder builder) {
         super(builder);
@@ -146,6 +152,11 @@ public final class PostgresStore extends SqlStore {
                 + " ELSE 0 END FROM pg_class c WHERE c.oid = to_regclass(?))";
         this.parkedCountSql = "SELECT count(*) FROM " + names.parked();
         this.oldestSql = "SELECT create_time FROM " + names.outbox() + " ORDER BY id LIMIT 1";
+        this.parkedFilter = " WHERE id > ? AND (CAST(? AS text) IS NULL OR topic = ?)"
+                + " AND (CAST(? AS text) IS NULL OR key = ?) AND (CAST(? AS text) IS NULL OR strpos(reason, ?) > 0)";
+        this.parkedMessageSql = "SELECT id, topic, key, attempts, reason, parked_at, create_time, value, header_names,"
+                + " header_values FROM " + p + " WHERE id = ?";
+        this.discardSql = "DELETE FROM " + p + " WHERE id = ANY(?)";
     }
 
     /** Starts a builder for a Postgres store on the connections of {@code jdbi}. */
@@ -317,6 +328,61 @@ public final class PostgresStore extends SqlStore {
                 settingsSql, handle -> handle.createUpdate(replaySql).bind(0, bigints(array)).execute());
         log.info("Replayed {} parked row(s) into {}", replayed, names.outbox());
         return replayed;
+    }
+
+    @Override
+    public List<ParkedRecord> parked(ParkedQuery query) {
+        Objects.requireNonNull(query, "query must not be null");
+        return inTransaction("listing parked rows of " + names.parked(), settingsSql, handle ->
+                bindFilter(handle.createQuery("SELECT id, topic, key, attempts, reason, parked_at FROM " + names.parked()
+                        + parkedFilter + " ORDER BY id LIMIT ?"), query).bind(7, query.limit())
+                        .map((rs, ctx) -> parkedRecord(rs)).list());
+    }
+
+    @Override
+    public long parkedCount(ParkedQuery query) {
+        Objects.requireNonNull(query, "query must not be null");
+        return inTransaction("counting parked rows of " + names.parked(), settingsSql, handle ->
+                bindFilter(handle.createQuery("SELECT count(*) FROM " + names.parked() + parkedFilter),
+                        query.after(0)).mapTo(Long.class).one());
+    }
+
+    @Override
+    public Optional<ParkedMessage> parkedMessage(long id) {
+        return inTransaction("reading parked row " + id + " of " + names.parked(), settingsSql, handle ->
+                handle.createQuery(parkedMessageSql).bind(0, id).map((rs, ctx) -> {
+                    OffsetDateTime created = rs.getObject(7, OffsetDateTime.class);
+                    List<Header> headers = List.of();
+                    String problem = null;
+                    try {
+                        headers = RowReader.headers(rs.getArray(9), rs.getArray(10));
+                    } catch (IllegalArgumentException e) {
+                        problem = e.getMessage();
+                    }
+                    return new ParkedMessage(parkedRecord(rs), created == null ? null : created.toInstant(),
+                            rs.getBytes(8), headers, problem);
+                }).findOne());
+    }
+
+    @Override
+    public int discard(Collection<Long> ids) {
+        Long[] array = ids("ids", ids).toArray(new Long[0]);
+        if (array.length == 0) {
+            return 0;
+        }
+        return inTransaction("discarding " + array.length + " parked rows of " + names.parked(), settingsSql,
+                handle -> handle.createUpdate(discardSql).bind(0, bigints(array)).execute());
+    }
+
+    private static <S extends org.jdbi.v3.core.statement.SqlStatement<S>> S bindFilter(S statement, ParkedQuery q) {
+        return statement.bind(0, q.afterId()).bind(1, q.topic()).bind(2, q.topic()).bind(3, q.key())
+                .bind(4, q.key()).bind(5, q.reasonContains()).bind(6, q.reasonContains());
+    }
+
+    private static ParkedRecord parkedRecord(java.sql.ResultSet rs) throws java.sql.SQLException {
+        OffsetDateTime parkedAt = rs.getObject(6, OffsetDateTime.class);
+        return new ParkedRecord(rs.getLong(1), rs.getString(2), rs.getString(3), rs.getInt(4), rs.getString(5),
+                parkedAt == null ? null : parkedAt.toInstant());
     }
 
     /**

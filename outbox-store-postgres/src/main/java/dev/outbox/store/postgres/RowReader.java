@@ -37,7 +37,8 @@ final class RowReader {
                 maxKeyLength);
     }
 
-    private static List<Header> headers(Array namesArray, Array valuesArray) throws SQLException {
+    /** The headers of the two parallel arrays; throws IllegalArgumentException naming what is wrong. */
+    static List<Header> headers(Array namesArray, Array valuesArray) throws SQLException {
         if (namesArray == null) {
             throw new IllegalArgumentException("header_names is null (use an empty array for no headers)");
         }

@@ -4,6 +4,7 @@ import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.MarkedRow;
 import dev.outbox.spi.SqlStoreSettings;
 import dev.outbox.spi.SqlTableNames;
+import dev.outbox.spi.ParkedRecords;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
 import org.jdbi.v3.core.Handle;
@@ -43,7 +44,7 @@ import dev.outbox.spi.MessageDecorators;
  *
  * <p>For store implementations, not for applications. Subclasses are immutable and thread-safe.
  */
-public abstract class SqlStore implements Store {
+public abstract class SqlStore implements Store, ParkedRecords {
     /** The default table name. */
     public static final String DEFAULT_TABLE = "outbox";
     /** The default statement timeout. */

@@ -1,17 +1,33 @@
 package dev.outbox.store.sql;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.outbox.Header;
+import dev.outbox.OutboxMessage;
+import dev.outbox.OutboxRecord;
+import dev.outbox.ParkedMessage;
+import dev.outbox.ParkedQuery;
+import dev.outbox.ParkedRecord;
+import dev.outbox.spi.ParkedRecords;
 import dev.outbox.spi.Store;
 import dev.outbox.testkit.JdbcTestTransaction;
 import dev.outbox.testkit.StoreContract;
 import dev.outbox.testkit.TestTransaction;
 import dev.outbox.testservers.Jdbc;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 import javax.sql.DataSource;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The store contract for a SQL store, the store on one connection pool and the application's writers on another,
@@ -92,5 +108,83 @@ public abstract class SqlStoreContract extends StoreContract {
     private static String fill(String sql, Store store, String topic, String key) {
         return sql.replace("${table}", ((SqlStore) store).table()).replace("${topic}", topic)
                 .replace("${key}", key);
+    }
+
+    // ---- the operator's view of parked rows (ParkedRecords) ------------------------------------------------
+
+    /** Parks six rows: keys k0..k5, topics "a" (even) and "b" (odd), reasons "too large i" / "rejected i". */
+    private List<OutboxRecord> parkSix() {
+        for (int i = 0; i < 6; i++) {
+            commit(OutboxMessage.builder(i % 2 == 0 ? "a" : "b", "k" + i).value("v" + i).build());
+        }
+        List<OutboxRecord> marked = markAll(UUID.randomUUID());
+        Map<Long, String> reasons = new HashMap<>();
+        for (int i = 0; i < 6; i++) {
+            reasons.put(marked.get(i).id(), (i < 3 ? "too large " : "rejected ") + i);
+        }
+        store.park(reasons);
+        return marked;
+    }
+
+    @Test
+    void parkedRowsAreFilteredByTopicKeyAndReasonAndPagedByIdWithACount() {
+        ParkedRecords parked = (ParkedRecords) store;
+        List<OutboxRecord> marked = parkSix();
+
+        ParkedQuery page = ParkedQuery.first(4);
+        List<ParkedRecord> first = parked.parked(page);
+        assertThat(first).extracting(ParkedRecord::key).containsExactly("k0", "k1", "k2", "k3");
+        assertThat(parked.parked(page.after(first.get(3).id()))).extracting(ParkedRecord::key)
+                .containsExactly("k4", "k5");
+        assertThat(parked.parkedCount(page.after(first.get(3).id()))).as("the count ignores paging").isEqualTo(6);
+
+        ParkedQuery topicA = new ParkedQuery("a", null, null, 0, 10);
+        assertThat(parked.parked(topicA)).extracting(ParkedRecord::key).containsExactly("k0", "k2", "k4");
+        assertThat(parked.parkedCount(topicA)).isEqualTo(3);
+        assertThat(parked.parked(new ParkedQuery(null, "k3", null, 0, 10))).extracting(ParkedRecord::id)
+                .containsExactly(marked.get(3).id());
+        ParkedQuery reason = new ParkedQuery("a", null, "too large", 0, 10);
+        assertThat(parked.parked(reason)).extracting(ParkedRecord::key).containsExactly("k0", "k2");
+        assertThat(parked.parkedCount(reason)).isEqualTo(2);
+        assertThat(parked.parked(new ParkedQuery("c", null, null, 0, 10))).isEmpty();
+        assertThat(parked.parkedCount(new ParkedQuery(null, null, "nothing like it", 0, 10))).isZero();
+        assertThatThrownBy(() -> ParkedQuery.first(0)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("limit");
+    }
+
+    @Test
+    void aParkedMessageIsReadInFullWithPayloadAndHeaders() {
+        ParkedRecords parked = (ParkedRecords) store;
+        commit(OutboxMessage.builder(TOPIC, "k1").value(new byte[]{0, 1, (byte) 0xff})
+                .header("trace", "abc").header("empty", (byte[]) null).build());
+        OutboxRecord r = markAll(UUID.randomUUID()).get(0);
+        store.park(Map.of(r.id(), "poison"));
+
+        ParkedMessage m = parked.parkedMessage(r.id()).orElseThrow();
+
+        assertThat(m.record().reason()).isEqualTo("poison");
+        assertThat(m.record().key()).isEqualTo("k1");
+        assertThat(m.value()).containsExactly(0, 1, 0xff);
+        assertThat(m.createTime()).isNotNull();
+        assertThat(m.headersProblem()).isNull();
+        assertThat(m.headers()).extracting(Header::name).containsExactly("trace", "empty");
+        assertThat(new String(m.headers().get(0).value(), StandardCharsets.UTF_8)).isEqualTo("abc");
+        assertThat(parked.parkedMessage(r.id() + 1_000_000)).isEmpty();
+    }
+
+    @Test
+    void discardDeletesOnlyTheGivenParkedRows() {
+        ParkedRecords parked = (ParkedRecords) store;
+        List<OutboxRecord> marked = parkSix();
+
+        int discarded = parked.discard(List.of(marked.get(0).id(), marked.get(2).id(), 999_999_999L));
+
+        assertThat(discarded).isEqualTo(2);
+        assertThat(parked.parked(ParkedQuery.first(10))).extracting(ParkedRecord::key)
+                .containsExactly("k1", "k3", "k4", "k5");
+        assertThat(parked.discard(List.of())).isZero();
+        assertThat(parked.discard(List.of(marked.get(0).id()))).as("discarding twice").isZero();
+        assertThat(store.parkedCount()).isEqualTo(4);
+        assertThat(store.backlog()).isZero();
     }
 }

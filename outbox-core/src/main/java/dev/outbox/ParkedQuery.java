@@ -1,0 +1,42 @@
+package dev.outbox;
+
+/**
+ * Which parked rows to list: optional filters (all must match) and a page. Immutable and thread-safe.
+ *
+ * @param topic          only rows with exactly this topic, or null for any
+ * @param key            only rows with exactly this key, or null for any
+ * @param reasonContains only rows whose reason contains this text (compared by the database's collation), or null
+ * @param afterId        only rows with a greater id (0 for the first page)
+ * @param limit          the most rows to return, at least 1
+ */
+public record ParkedQuery(String topic, String key, String reasonContains, long afterId, int limit) {
+
+    /**
+     * @throws IllegalArgumentException if {@code limit} is less than 1 or {@code afterId} is negative
+     */
+    public ParkedQuery {
+        if (limit < 1) {
+            throw new IllegalArgumentException("limit must be at least 1: " + limit);
+        }
+        if (afterId < 0) {
+            throw new IllegalArgumentException("afterId must not be negative: " + afterId);
+        }
+        topic = blankToNull(topic);
+        key = blankToNull(key);
+        reasonContains = blankToNull(reasonContains);
+    }
+
+    /** The first {@code limit} parked rows, unfiltered. */
+    public static ParkedQuery first(int limit) {
+        return new ParkedQuery(null, null, null, 0, limit);
+    }
+
+    /** This query for the page after the row with {@code id}. */
+    public ParkedQuery after(long id) {
+        return new ParkedQuery(topic, key, reasonContains, id, limit);
+    }
+
+    private static String blankToNull(String s) {
+        return s == null || s.isEmpty() ? null : s;
+    }
+}

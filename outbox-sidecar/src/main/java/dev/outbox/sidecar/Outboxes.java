@@ -1,0 +1,316 @@
+package dev.outbox.sidecar;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outbox.Dispatcher;
+import dev.outbox.DispatcherConfig;
+import dev.outbox.broker.kafka.KafkaLeaderTransport;
+import dev.outbox.broker.kafka.KafkaMessageBroker;
+import dev.outbox.spring.OutboxConfigurationException;
+import dev.outbox.spring.OutboxKafkaClients;
+import dev.outbox.spring.OutboxProperties;
+import dev.outbox.spring.OutboxStoreFactory;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.DescribeClusterOptions;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.context.SmartLifecycle;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Every outbox of the configuration, built (pools connected, stores and dispatchers created) before the Spring
+ * context starts, so that a bad setting stops the sidecar with one line naming it; run as one {@link SmartLifecycle}:
+ * started with the context, closed (each dispatcher draining its in-flight records) when it stops. Thread-safe.
+ */
+public final class Outboxes implements SmartLifecycle, AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(Outboxes.class);
+    private static final Pattern KAFKA_PROPERTY = Pattern.compile("Kafka property '([^']+)'");
+    /** Outbox names appear in URLs and metric tags. */
+    private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
+
+    private final Map<String, SidecarOutbox> outboxes;
+    private volatile boolean running;
+
+    private Outboxes(Map<String, SidecarOutbox> outboxes) {
+        this.outboxes = outboxes;
+    }
+
+    /** The outboxes by name, in the configuration's order. */
+    public Collection<SidecarOutbox> all() {
+        return outboxes.values();
+    }
+
+    /** The outbox named {@code name}, if configured. */
+    public Optional<SidecarOutbox> get(String name) {
+        return Optional.ofNullable(outboxes.get(name));
+    }
+
+    /**
+     * Builds every outbox of {@code p}; {@code raw} gives a key's value as written in the configuration file.
+     *
+     * @throws SidecarConfigException naming the first bad key; whatever was built is closed
+     */
+    static Outboxes build(SidecarProperties p, Function<String, String> raw, Secrets secrets) {
+        SidecarProperties.Kafka kafka = p.getKafka();
+        if (p.getOutboxes().isEmpty()) {
+            throw new SidecarConfigException("sidecar.outboxes", null, "configure at least one outbox, e.g."
+                    + " sidecar.outboxes.orders.datasource.url", null);
+        }
+        if (kafka.getBootstrapServers() == null || kafka.getBootstrapServers().isBlank()) {
+            throw new SidecarConfigException("sidecar.kafka.bootstrap-servers", kafka.getBootstrapServers(),
+                    "set it to the Kafka cluster to publish to, e.g. kafka-1:9092,kafka-2:9092", null);
+        }
+        Map<String, Object> connection = new LinkedHashMap<>(kafka.getProperties());
+        connection.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.getBootstrapServers());
+        Map<String, SidecarOutbox> built = new LinkedHashMap<>();
+        Outboxes result = new Outboxes(built);
+        try {
+            for (Map.Entry<String, SidecarProperties.Outbox> e : p.getOutboxes().entrySet()) {
+                if (!NAME.matcher(e.getKey()).matches()) {
+                    throw new SidecarConfigException("sidecar.outboxes." + e.getKey(), null, "an outbox name is"
+                            + " lower-case letters, digits, '-' and '_' (it appears in URLs and metrics)", null);
+                }
+                if (!e.getValue().getDispatcher().isEnabled()) {
+                    log.info("Outbox '{}' is disabled (dispatcher.enabled=false)", e.getKey());
+                    continue;
+                }
+                built.put(e.getKey(), buildOne(e.getKey(), e.getValue(), kafka, connection, raw, secrets));
+            }
+            if (built.isEmpty()) {
+                throw new SidecarConfigException("sidecar.outboxes", null, "every outbox is disabled", null);
+            }
+            checkKafka(connection, kafka);
+            return result;
+        } catch (RuntimeException e) {
+            result.close();
+            throw e;
+        }
+    }
+
+    private static SidecarOutbox buildOne(String name, SidecarProperties.Outbox o, SidecarProperties.Kafka kafka,
+                                          Map<String, Object> connection, Function<String, String> raw,
+                                          Secrets secrets) {
+        String prefix = "sidecar.outboxes." + name;
+        HikariDataSource pool = pool(name, prefix + ".datasource", o.getDatasource(), secrets);
+        KafkaMessageBroker broker = null;
+        try {
+            OutboxStoreFactory.Built store;
+            DispatcherConfig config;
+            try {
+                store = OutboxStoreFactory.build(pool, prefix + ".store", o.getStore());
+                if (o.getStore().isCreateSchema()) {
+                    store.createSchema().run();
+                }
+                config = o.getDispatcher().toConfig(prefix + ".dispatcher");
+            } catch (OutboxConfigurationException e) {
+                throw translate(e, raw);
+            }
+            Map<String, Object> producer = new LinkedHashMap<>(connection);
+            producer.putAll(kafka.getProducerProperties());
+            producer.putAll(o.getKafka().getProducerProperties());
+            try {
+                broker = KafkaMessageBroker.builder().properties(producer)
+                        .deliveryTimeout(o.getKafka().getDeliveryTimeout()).build();
+            } catch (IllegalArgumentException | org.apache.kafka.common.KafkaException e) {
+                throw kafkaSetting(e, prefix, raw);
+            }
+            String leaderTopic = o.getKafka().getLeaderTopic() != null ? o.getKafka().getLeaderTopic()
+                    : name + "-outbox-leader";
+            SidecarOutbox.Status status = new SidecarOutbox.Status(Clock.systemUTC());
+            Dispatcher.Builder b = Dispatcher.builder(store.store(), TopicPrefixBroker.of(broker, o.getTopicPrefix()))
+                    .config(config)
+                    .name("outbox".equals(o.getDispatcher().getName()) ? name : o.getDispatcher().getName())
+                    .listener(status);
+            if (o.getDispatcher().isLeaderElection()) {
+                try {
+                    KafkaLeaderTransport transport = OutboxKafkaClients.leaderTransport(connection, leaderTopic,
+                            prefix + ".kafka", o.getKafka(), config, broker);
+                    b.leaderTransport(transport);
+                } catch (OutboxConfigurationException e) {
+                    throw translate(e, raw);
+                }
+            }
+            log.info("Outbox '{}': {} table {} -> Kafka {}{}", name, store.type(), store.table(),
+                    kafka.getBootstrapServers(), o.getTopicPrefix().isEmpty() ? "" : " (topic prefix '"
+                            + o.getTopicPrefix() + "')");
+            return new SidecarOutbox(name, pool, store.store(), b.build(), status);
+        } catch (RuntimeException e) {
+            if (broker != null) {
+                broker.close(Duration.ofSeconds(1));
+            }
+            pool.close();
+            throw e;
+        }
+    }
+
+    private static HikariDataSource pool(String name, String prefix, SidecarProperties.DataSource d, Secrets secrets) {
+        if (d.getUrl() == null || d.getUrl().isBlank()) {
+            throw new SidecarConfigException(prefix + ".url", d.getUrl(), "set the JDBC URL of the outbox's database,"
+                    + " e.g. jdbc:postgresql://db:5432/app or jdbc:mysql://db:3306/app", null);
+        }
+        if (d.getMaximumPoolSize() < 2) {
+            throw new SidecarConfigException(prefix + ".maximum-pool-size", String.valueOf(d.getMaximumPoolSize()),
+                    "at least 2: the dispatcher marks on one connection while it purges on another", null);
+        }
+        HikariConfig c = new HikariConfig();
+        c.setPoolName("outbox-" + name);
+        c.setJdbcUrl(d.getUrl());
+        c.setUsername(d.getUsername());
+        c.setPassword(secrets.read(prefix + ".password", d.getPassword(), prefix + ".password-file",
+                d.getPasswordFile()));
+        c.setMaximumPoolSize(d.getMaximumPoolSize());
+        c.setConnectionTimeout(Math.max(250, d.getConnectionTimeout().toMillis()));
+        // Connect below, where a failure becomes one line naming the URL; the pool itself starts empty.
+        c.setInitializationFailTimeout(-1);
+        HikariDataSource pool;
+        try {
+            pool = new HikariDataSource(c);
+        } catch (RuntimeException e) {
+            throw new SidecarConfigException(prefix + ".url", d.getUrl(), "cannot use it: " + e.getMessage(), e);
+        }
+        try (Connection ignored = pool.getConnection()) {
+            return pool;
+        } catch (SQLException | RuntimeException e) {
+            pool.close();
+            throw new SidecarConfigException(prefix + ".url", d.getUrl(), "cannot connect: " + rootMessage(e), e);
+        }
+    }
+
+    /** Fails unless the Kafka cluster answers within {@code startup-timeout}. */
+    private static void checkKafka(Map<String, Object> connection, SidecarProperties.Kafka kafka) {
+        Duration timeout = kafka.getStartupTimeout();
+        Map<String, Object> admin = new LinkedHashMap<>(connection);
+        admin.keySet().retainAll(AdminClientConfig.configNames());
+        admin.put(AdminClientConfig.CLIENT_ID_CONFIG, "outbox-sidecar-startup-check");
+        int ms = (int) Math.max(1000, Math.min(Integer.MAX_VALUE, timeout.toMillis()));
+        admin.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, ms);
+        admin.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, ms);
+        try (Admin a = Admin.create(admin)) {
+            a.describeCluster(new DescribeClusterOptions().timeoutMs(ms)).nodes().get(ms + 1000L, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new SidecarConfigException("sidecar.kafka.bootstrap-servers", kafka.getBootstrapServers(),
+                    "interrupted while connecting", e);
+        } catch (ExecutionException | TimeoutException | org.apache.kafka.common.KafkaException e) {
+            throw new SidecarConfigException("sidecar.kafka.bootstrap-servers", kafka.getBootstrapServers(),
+                    "Kafka did not answer within sidecar.kafka.startup-timeout (" + timeout.toSeconds() + " s): "
+                            + rootMessage(e), e);
+        }
+    }
+
+    private static SidecarConfigException translate(OutboxConfigurationException e, Function<String, String> raw) {
+        String problem = e.getMessage();
+        int colon = problem.indexOf("': ");
+        if (colon >= 0) {
+            problem = problem.substring(colon + 3);
+        }
+        String value = raw.apply(e.property());
+        String notValid = "'" + value + "' is not valid: ";
+        if (value != null && problem.startsWith(notValid)) {
+            problem = problem.substring(notValid.length()).strip();
+        }
+        return new SidecarConfigException(e.property(), value, problem, e);
+    }
+
+    /** Names the key that set the Kafka client setting a builder rejected. */
+    private static SidecarConfigException kafkaSetting(RuntimeException e, String prefix, Function<String, String> raw) {
+        Matcher m = KAFKA_PROPERTY.matcher(String.valueOf(e.getMessage()));
+        String setting = m.find() ? m.group(1) : null;
+        String key = "sidecar.kafka.properties";
+        if (setting != null) {
+            for (String candidate : List.of(prefix + ".kafka.producer-properties." + setting,
+                    "sidecar.kafka.producer-properties." + setting, "sidecar.kafka.properties." + setting)) {
+                if (raw.apply(candidate) != null) {
+                    key = candidate;
+                    break;
+                }
+            }
+            if (setting.equals(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG) && key.equals("sidecar.kafka.properties")) {
+                key = prefix + ".kafka.delivery-timeout";
+            }
+        }
+        return new SidecarConfigException(key, raw.apply(key), e.getMessage(), e);
+    }
+
+    static String rootMessage(Throwable e) {
+        Throwable t = e;
+        while (t.getCause() != null && t.getCause() != t) {
+            t = t.getCause();
+        }
+        String m = t.getMessage() == null ? t.getClass().getSimpleName() : t.getMessage();
+        return m.replaceAll("[\\r\\n]+", " ");
+    }
+
+    @Override
+    public synchronized void start() {
+        for (SidecarOutbox o : outboxes.values()) {
+            o.dispatcher().start();
+        }
+        running = true;
+        log.info("Harvesting {} outbox(es): {}", outboxes.size(), outboxes.keySet());
+    }
+
+    /** Closes every dispatcher at once (each drains its in-flight records), then the pools. */
+    @Override
+    public synchronized void stop() {
+        if (!running) {
+            return;
+        }
+        running = false;
+        log.info("Closing {} outbox dispatcher(s), draining in-flight records", outboxes.size());
+        List<Thread> closing = new ArrayList<>();
+        for (SidecarOutbox o : outboxes.values()) {
+            Thread t = new Thread(() -> o.dispatcher().close(), "outbox-sidecar-close-" + o.name());
+            t.start();
+            closing.add(t);
+        }
+        for (Thread t : closing) {
+            try {
+                t.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
+        log.info("Every outbox dispatcher is closed");
+    }
+
+    @Override
+    public boolean isRunning() {
+        return running;
+    }
+
+    /** Below the web server's graceful shutdown, as the starter's dispatcher lifecycle. */
+    @Override
+    public int getPhase() {
+        return dev.outbox.spring.OutboxDispatcherLifecycle.PHASE;
+    }
+
+    /** Closes the dispatchers (if still open) and the pools; idempotent. */
+    @Override
+    public synchronized void close() {
+        stop();
+        for (SidecarOutbox o : outboxes.values()) {
+            o.dispatcher().close();
+            o.closePool();
+        }
+    }
+}

@@ -1,0 +1,135 @@
+package dev.outbox.sidecar;
+
+import org.springframework.boot.SpringApplication;
+import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.support.GenericApplicationContext;
+
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * The sidecar's entry point: {@code java -jar outbox-sidecar.jar --config outbox.yaml}.
+ *
+ * <p>It reads and checks the configuration file, connects every outbox's pool, builds its store and dispatcher and
+ * checks that Kafka answers, all before Spring starts, so that a bad configuration ends the process with exit status
+ * {@value #CONFIG_ERROR_EXIT} and one line on standard error naming the key and its value. Then Spring Boot serves
+ * health, Prometheus and the operator API and console, and runs the dispatchers. SIGTERM (or SIGINT) closes the
+ * context: the web server stops, every dispatcher drains its in-flight records, and the process exits with 0.
+ */
+@SpringBootApplication(excludeName = {
+        "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
+        "org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration",
+        "org.springframework.boot.security.autoconfigure.UserDetailsServiceAutoConfiguration"})
+public class SidecarApplication {
+    /** Exit status of a configuration error. */
+    public static final int CONFIG_ERROR_EXIT = 2;
+    /** Exit status of any other start-up failure. */
+    public static final int STARTUP_FAILURE_EXIT = 1;
+
+    /** Starts the sidecar; see the class comment. */
+    public static void main(String[] args) {
+        SidecarLogging.configure();
+        Path config;
+        try {
+            config = configPath(args);
+        } catch (SidecarConfigException e) {
+            fail(e.oneLine(), CONFIG_ERROR_EXIT);
+            return;
+        }
+        Outboxes outboxes;
+        SidecarConfig.Loaded loaded;
+        SidecarWebConfiguration.OperatorCredentials credentials;
+        try {
+            loaded = SidecarConfig.load(config);
+            credentials = SidecarWebConfiguration.operatorCredentials(loaded.properties());
+            outboxes = Outboxes.build(loaded.properties(), loaded::raw, new Secrets());
+        } catch (SidecarConfigException e) {
+            fail(e.oneLine(), CONFIG_ERROR_EXIT);
+            return;
+        }
+        SidecarProperties properties = loaded.properties();
+        credentials.log();
+        SpringApplication app = new SpringApplication(SidecarApplication.class);
+        app.setRegisterShutdownHook(false);
+        app.setDefaultProperties(defaults(properties));
+        app.addInitializers(context -> {
+            GenericApplicationContext c = (GenericApplicationContext) context;
+            c.registerBean(SidecarProperties.class, () -> properties);
+            c.registerBean(Outboxes.class, () -> outboxes);
+            c.registerBean(SidecarWebConfiguration.OperatorCredentials.class, () -> credentials);
+        });
+        AtomicReference<ConfigurableApplicationContext> context = new AtomicReference<>();
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> shutdown(context.get(), outboxes),
+                "outbox-sidecar-shutdown"));
+        try {
+            // No application.properties/yaml of the working directory: the configuration file is the only one.
+            context.set(app.run("--spring.config.location=optional:classpath:/dev/outbox/sidecar/none/"));
+        } catch (RuntimeException e) {
+            outboxes.close();
+            fail("start-up failed: " + Outboxes.rootMessage(e), STARTUP_FAILURE_EXIT);
+        }
+    }
+
+    /** The path after {@code --config}. */
+    private static Path configPath(String[] args) {
+        for (int i = 0; i < args.length; i++) {
+            if (args[i].equals("--config") && i + 1 < args.length) {
+                return Path.of(args[i + 1]);
+            }
+            if (args[i].startsWith("--config=")) {
+                return Path.of(args[i].substring("--config=".length()));
+            }
+        }
+        throw new SidecarConfigException("--config", null, "usage: java -jar outbox-sidecar.jar --config outbox.yaml",
+                null);
+    }
+
+    /** Spring's settings, derived from the sidecar's own keys (the file holds only {@code sidecar.*}). */
+    private static Map<String, Object> defaults(SidecarProperties p) {
+        Map<String, Object> d = new LinkedHashMap<>();
+        d.put("spring.main.banner-mode", "off");
+        d.put("spring.application.name", "outbox-sidecar");
+        d.put("server.shutdown", "graceful");
+        d.put("server.port", p.getHttp().getPort());
+        d.put("server.address", p.getHttp().getAddress());
+        if (p.getManagement().getPort() != null) {
+            d.put("management.server.port", p.getManagement().getPort());
+            d.put("management.server.address", p.getManagement().getAddress());
+        }
+        d.put("management.endpoints.web.exposure.include", "health,prometheus");
+        d.put("management.endpoint.health.probes.enabled", "true");
+        d.put("management.endpoint.health.show-details", "always");
+        d.put("management.endpoint.health.group.readiness.include", "readinessState,outboxReadiness");
+        d.put("management.endpoint.health.group.liveness.include", "livenessState");
+        return d;
+    }
+
+    /** On SIGTERM/SIGINT (or any other JVM exit): close the context, then end with status 0 unless already failing. */
+    private static void shutdown(ConfigurableApplicationContext context, Outboxes outboxes) {
+        if (FAILED.get() != null) {
+            return;
+        }
+        try {
+            if (context != null) {
+                context.close();
+            }
+            outboxes.close();
+        } finally {
+            System.out.flush();
+            System.err.flush();
+            Runtime.getRuntime().halt(0);
+        }
+    }
+
+    private static final AtomicReference<String> FAILED = new AtomicReference<>();
+
+    private static void fail(String line, int status) {
+        FAILED.set(line);
+        System.err.println("outbox-sidecar: " + line);
+        System.err.flush();
+        System.exit(status);
+    }
+}

@@ -1,0 +1,121 @@
+package dev.outbox.sidecar;
+
+import dev.outbox.testservers.JdbcServer;
+import dev.outbox.testservers.TestServers;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Each bad configuration of the issue's list stops the real jar with exit status 2 and one line naming the key and
+ * its value; the database password never appears.
+ */
+class SidecarConfigErrorsTest {
+    private static final String PASSWORD = "Errors-Pa55-never-logged";
+    private static String url;
+
+    @TempDir
+    Path dir;
+
+    @BeforeAll
+    static void database() {
+        JdbcServer postgres = TestServers.postgres();
+        url = postgres.createDatabase("sidecar_errors");
+        postgres.createUser("sidecar_errors", PASSWORD);
+    }
+
+    /** A valid configuration with {@code outbox} (indented lines under the outbox "orders") and Kafka at {@code kafka}. */
+    private static String config(String outbox, String kafka) {
+        return """
+                sidecar:
+                  kafka:
+                    bootstrap-servers: %s
+                    startup-timeout: 3s
+                  outboxes:
+                    orders:
+                %s
+                """.formatted(kafka, outbox.indent(6).stripTrailing());
+    }
+
+    private static String datasource() {
+        return """
+                datasource:
+                  url: %s
+                  username: sidecar_errors
+                  password: ${ERRORS_DB_PASSWORD}
+                """.formatted(url);
+    }
+
+    /**
+     * Runs the jar on {@code yaml}; asserts exit status 2, and an error of one line, the last, after nothing but INFO
+     * lines; returns the error line.
+     */
+    private String fails(String yaml) throws IOException {
+        Path config = dir.resolve("outbox.yaml");
+        Files.writeString(config, yaml);
+        Path log = dir.resolve("sidecar.log");
+        int status = SidecarProcess.runToExit(config, log, Map.of("ERRORS_DB_PASSWORD", PASSWORD),
+                Duration.ofSeconds(90));
+        String output = Files.readString(log).strip();
+        assertThat(status).as("exit status; output:\n%s", output).isEqualTo(SidecarApplication.CONFIG_ERROR_EXIT);
+        assertThat(output).doesNotContain(PASSWORD).doesNotContain("\tat ");
+        List<String> lines = output.lines().toList();
+        String error = lines.get(lines.size() - 1);
+        assertThat(error).startsWith("outbox-sidecar: configuration error: ");
+        assertThat(lines.subList(0, lines.size() - 1)).as("before the error line").allMatch(l -> l.contains(" INFO "));
+        return error;
+    }
+
+    @Test
+    void anUnknownKeyIsNamedWithTheNearestKnownOne() throws IOException {
+        String line = fails(config(datasource() + "dispatcher:\n  mark-batch-sise: 50\n", "127.0.0.1:9"));
+
+        assertThat(line).contains("sidecar.outboxes.orders.dispatcher.mark-batch-sise = '50': unknown key")
+                .contains("did you mean 'sidecar.outboxes.orders.dispatcher.mark-batch-size'?");
+    }
+
+    @Test
+    void anUnknownTopLevelKeyIsNamed() throws IOException {
+        String line = fails(config(datasource(), "127.0.0.1:9") + "sidecr:\n  http:\n    port: 1\n");
+
+        assertThat(line).contains("sidecr.http.port = '1': unknown key (did you mean 'sidecar.http.port'?)");
+    }
+
+    @Test
+    void aMissingDatasourceIsNamed() throws IOException {
+        String line = fails(config("topic-prefix: x.\n", "127.0.0.1:9"));
+
+        assertThat(line).contains("sidecar.outboxes.orders.datasource.url = (not set)");
+    }
+
+    @Test
+    void aBadDurationIsNamedWithItsValue() throws IOException {
+        String line = fails(config(datasource() + "dispatcher:\n  poll-interval: 5 parsecs\n", "127.0.0.1:9"));
+
+        assertThat(line).contains("sidecar.outboxes.orders.dispatcher.poll-interval = '5 parsecs': not a duration");
+    }
+
+    @Test
+    void aBadTableNameIsNamedWithItsValue() throws IOException {
+        String line = fails(config(datasource() + "store:\n  table: Orders-Table\n", "127.0.0.1:9"));
+
+        assertThat(line).contains("sidecar.outboxes.orders.store.table = 'Orders-Table'");
+    }
+
+    @Test
+    void anUnreachableKafkaIsNamed() throws IOException {
+        String kafka = "127.0.0.1:" + SidecarProcess.freePort();
+        String line = fails(config(datasource(), kafka));
+
+        assertThat(line).contains("sidecar.kafka.bootstrap-servers = '" + kafka + "': Kafka did not answer");
+    }
+}
