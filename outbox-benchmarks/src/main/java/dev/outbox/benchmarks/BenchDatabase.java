@@ -38,8 +38,14 @@ interface BenchDatabase extends AutoCloseable {
     /** The server settings that matter for these measurements. */
     Map<String, String> settings();
 
-    /** The arguments a {@link LeaderProcess} needs to build the same store. */
+    /** The arguments a {@link LeaderProcess} needs to build the same store, all but the password. */
     Map<String, String> childProperties();
+
+    /**
+     * The password of the database user, for a child JVM: passed in its environment
+     * ({@link LeaderProcess#PASSWORD_VARIABLE}), never as a system property on its command line.
+     */
+    String password();
 
     @Override
     void close();

@@ -113,9 +113,18 @@ final class BenchmarkOptions implements Callable<Integer> {
     String dbUrl;
     @Option(names = "--db-user", paramLabel = "USER", description = "User for --db-url. Default: none.")
     String dbUser;
-    @Option(names = "--db-password", paramLabel = "PASSWORD", description = "Password for --db-url.",
-            showDefaultValue = CommandLine.Help.Visibility.NEVER)
+    @Option(names = "--db-password-file", paramLabel = "FILE", description = "A file holding the password for"
+            + " --db-url (its first line). Default: the environment variable " + PASSWORD_VARIABLE + ", else empty."
+            + " A password is never taken from the command line, written to the results, or passed to a child JVM"
+            + " on its command line.")
+    Path dbPasswordFile;
+    /** Refused with a message saying where a password goes instead; hidden from {@code --help}. */
+    @Option(names = "--db-password", hidden = true, paramLabel = "PASSWORD")
+    String dbPasswordOnCommandLine;
+    /** The password for --db-url, resolved by {@link #check()} from the file or the environment. */
     String dbPassword = "";
+    /** The environment the password variable is read from; tests give their own. */
+    Map<String, String> environment = System.getenv();
     @Option(names = "--kafka-bootstrap", paramLabel = "HOST:PORT",
             description = "An existing Kafka cluster. Default: none (embedded).")
     String kafkaBootstrap;
@@ -133,6 +142,11 @@ final class BenchmarkOptions implements Callable<Integer> {
     Duration timeout;
     @Option(names = "--seed", paramLabel = "N", description = "Random seed for keys and values.")
     long seed = 42;
+
+    /** The environment variable holding the password for --db-url (unless --db-password-file is given). */
+    static final String PASSWORD_VARIABLE = "OUTBOX_DB_PASSWORD";
+    /** What results show for a password that is set. */
+    static final String MASK = "***";
 
     String command = System.getProperty("bench.command", "java dev.outbox.benchmarks.Benchmark");
 
@@ -154,7 +168,13 @@ final class BenchmarkOptions implements Callable<Integer> {
 
     /** Parses {@code args} and checks the options against each other; for tests. */
     static BenchmarkOptions parse(String[] args) {
+        return parse(args, System.getenv());
+    }
+
+    /** {@link #parse(String[])} with the environment {@code env}. */
+    static BenchmarkOptions parse(String[] args, Map<String, String> env) {
         BenchmarkOptions options = new BenchmarkOptions();
+        options.environment = env;
         commandLine(options).parseArgs(args);
         options.check();
         return options;
@@ -202,6 +222,12 @@ final class BenchmarkOptions implements Callable<Integer> {
         if (dbUrl != null && dbUser == null) {
             throw error("--db-url needs --db-user");
         }
+        if (dbPasswordOnCommandLine != null) {
+            throw error("--db-password is not accepted: a password on a command line shows in ps, in shell history"
+                    + " and in the results; put it in the environment variable " + PASSWORD_VARIABLE
+                    + " or in a file named by --db-password-file");
+        }
+        dbPassword = password();
         if (scenarios.remove("all")) {
             scenarios.addAll(ALL_SCENARIOS);
         }
@@ -215,6 +241,26 @@ final class BenchmarkOptions implements Callable<Integer> {
         if (System.getProperty("bench.command") == null) {
             command = "java dev.outbox.benchmarks.Benchmark" + (args.isEmpty() ? "" : " " + String.join(" ", args));
         }
+    }
+
+    /** The password for --db-url: the first line of --db-password-file, else {@link #PASSWORD_VARIABLE}, else empty. */
+    private String password() {
+        if (dbPasswordFile != null) {
+            try {
+                List<String> lines = java.nio.file.Files.readAllLines(dbPasswordFile,
+                        java.nio.charset.StandardCharsets.UTF_8);
+                return lines.isEmpty() ? "" : lines.get(0);
+            } catch (java.io.IOException e) {
+                throw error("--db-password-file " + dbPasswordFile + " cannot be read: " + e);
+            }
+        }
+        String fromEnv = environment.get(PASSWORD_VARIABLE);
+        return fromEnv == null ? "" : fromEnv;
+    }
+
+    /** {@link #MASK} if a password is set, else empty: what results show. */
+    String maskedPassword() {
+        return dbPassword.isEmpty() ? "" : MASK;
     }
 
     /** Records per writer transaction at {@code rate}: as given, or enough to stay at most at --max-tx-rate. */

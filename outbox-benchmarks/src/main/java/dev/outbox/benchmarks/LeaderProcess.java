@@ -16,10 +16,14 @@ import java.util.UUID;
 
 /**
  * The leader of the take-over benchmark's {@code crash} mode, run as a child JVM so that it can be killed with
- * SIGKILL. Configured by {@code bench.*} system properties (see {@link TakeoverScenario}); prints
+ * SIGKILL. Configured by {@code bench.*} system properties (see {@link TakeoverScenario}) and, for the database
+ * password, the environment variable {@link #PASSWORD_VARIABLE} (a command line shows in {@code ps}); prints
  * {@code LEADER <id>} on standard output when it leads, then harvests until it is killed.
  */
 public final class LeaderProcess {
+    /** The environment variable the parent passes the database password in. */
+    public static final String PASSWORD_VARIABLE = "OUTBOX_BENCH_CHILD_DB_PASSWORD";
+
     private LeaderProcess() {
     }
 
@@ -27,7 +31,7 @@ public final class LeaderProcess {
         HikariConfig pool = new HikariConfig();
         pool.setJdbcUrl(System.getProperty("bench.jdbc.url"));
         pool.setUsername(System.getProperty("bench.jdbc.user"));
-        pool.setPassword(System.getProperty("bench.jdbc.password", ""));
+        pool.setPassword(System.getenv().getOrDefault(PASSWORD_VARIABLE, ""));
         pool.setMaximumPoolSize(4);
         pool.setPoolName("bench-child");
         HikariDataSource ds = new HikariDataSource(pool);

@@ -135,9 +135,14 @@ final class PostgresDatabase implements BenchDatabase {
     }
 
     @Override
+    public String password() {
+        return server.password();
+    }
+
+    @Override
     public Map<String, String> childProperties() {
         return Map.of("bench.database", name(), "bench.jdbc.url", jdbcUrl, "bench.jdbc.user", server.username(),
-                "bench.jdbc.password", server.password(), "bench.table", BenchEnvironment.TABLE);
+                "bench.table", BenchEnvironment.TABLE);
     }
 
     @Override

@@ -192,7 +192,8 @@ final class Report {
                 loadAtStart, loadAtEnd)).append('\n');
         out.append("Java:      ").append(Machine.java()).append(", max heap ").append(Machine.maxHeapMiB())
                 .append(" MiB\n");
-        out.append("Database:  ").append(database).append("; ").append(join(databaseSettings)).append('\n');
+        out.append("Database:  ").append(database).append(credentials()).append("; ").append(join(databaseSettings))
+                .append('\n');
         out.append("Broker:    ").append(kafka).append(", topics of ").append(options.partitions)
                 .append(" partitions, replication factor 1\n");
         out.append("Dispatcher: markBatchSize=").append(dispatcher.markBatchSize()).append(", maxInFlightRecords=")
@@ -394,6 +395,15 @@ final class Report {
                 .append(',').append(value).append('\n');
     }
 
+    /** The user and the masked password of an existing database (--db-url), for the text report. */
+    private String credentials() {
+        if (options.dbUrl == null) {
+            return "";
+        }
+        return ", user " + options.dbUser + (options.dbPassword.isEmpty() ? ", no password"
+                : ", password " + options.maskedPassword());
+    }
+
     Map<String, Object> json() {
         Map<String, Object> root = new LinkedHashMap<>();
         Map<String, Object> meta = new LinkedHashMap<>();
@@ -411,6 +421,10 @@ final class Report {
         machine.put("loadAverageAtEnd", loadAtEnd);
         meta.put("machine", machine);
         meta.put("database", database);
+        if (options.dbUrl != null) {
+            meta.put("databaseUser", options.dbUser);
+            meta.put("databasePassword", options.maskedPassword());
+        }
         meta.put("databaseSettings", databaseSettings);
         meta.put("broker", kafka);
         meta.put("partitions", options.partitions);

@@ -188,6 +188,8 @@ final class TakeoverScenario {
         cmd.add(System.getProperty("java.class.path"));
         cmd.add(LeaderProcess.class.getName());
         ProcessBuilder pb = new ProcessBuilder(cmd);
+        // Not -D: a command line shows in ps.
+        pb.environment().put(LeaderProcess.PASSWORD_VARIABLE, env.database().password());
         pb.redirectError(ProcessBuilder.Redirect.INHERIT);
         pb.redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
         Process p = pb.start();

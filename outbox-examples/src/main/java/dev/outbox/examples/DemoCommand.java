@@ -25,15 +25,22 @@ import java.util.Map;
                 "Exit code: 0 when every order event arrived in order, 1 when one is missing or out of order, 2 for"
                         + " bad options, 3 when the demo could not run."})
 final class DemoCommand {
+    /** The environment variable holding the password for --postgres-url (unless --postgres-password-file is given). */
+    static final String PASSWORD_VARIABLE = "OUTBOX_DEMO_POSTGRES_PASSWORD";
+
     @Option(names = "--postgres-url", paramLabel = "URL", description = "An existing Postgres (environment"
             + " OUTBOX_DEMO_POSTGRES_URL). Default: embedded PostgreSQL 17.")
     String postgresUrl;
     @Option(names = "--postgres-user", paramLabel = "USER",
             description = "User for --postgres-url (environment OUTBOX_DEMO_POSTGRES_USER). Default: postgres.")
     String postgresUser;
-    @Option(names = "--postgres-password", paramLabel = "PASSWORD",
-            description = "Password for --postgres-url (environment OUTBOX_DEMO_POSTGRES_PASSWORD). Default: empty.")
-    String postgresPassword;
+    @Option(names = "--postgres-password-file", paramLabel = "FILE", description = "A file holding the password for"
+            + " --postgres-url (its first line). Default: the environment variable " + PASSWORD_VARIABLE
+            + ", else empty. A password is never taken from the command line (ps and shell history show it).")
+    java.nio.file.Path postgresPasswordFile;
+    /** Refused with a message saying where a password goes instead; hidden from {@code --help}. */
+    @Option(names = "--postgres-password", hidden = true, paramLabel = "PASSWORD")
+    String postgresPasswordOnCommandLine;
     @Option(names = "--kafka-bootstrap", paramLabel = "HOSTS", description = "An existing Kafka (environment"
             + " OUTBOX_DEMO_KAFKA_BOOTSTRAP). Default: Kafka 4.3.1 in this process.")
     String kafkaBootstrap;
@@ -80,12 +87,32 @@ final class DemoCommand {
      * @throws IllegalArgumentException naming an option whose value is out of range
      */
     DemoOptions options(Map<String, String> env) {
+        if (postgresPasswordOnCommandLine != null) {
+            throw new IllegalArgumentException("--postgres-password is not accepted: a password on a command line"
+                    + " shows in ps and in shell history; put it in the environment variable " + PASSWORD_VARIABLE
+                    + " or in a file named by --postgres-password-file");
+        }
         return new DemoOptions(
                 orEnv(postgresUrl, env, "OUTBOX_DEMO_POSTGRES_URL", null),
                 orEnv(postgresUser, env, "OUTBOX_DEMO_POSTGRES_USER", "postgres"),
-                orEnv(postgresPassword, env, "OUTBOX_DEMO_POSTGRES_PASSWORD", ""),
+                password(env),
                 orEnv(kafkaBootstrap, env, "OUTBOX_DEMO_KAFKA_BOOTSTRAP", null),
                 duration, rate, writers, customers, dispatchers, partitions, topic, !noTakeover, drainTimeout);
+    }
+
+    /** The first line of --postgres-password-file, else {@link #PASSWORD_VARIABLE}, else empty. */
+    private String password(Map<String, String> env) {
+        if (postgresPasswordFile == null) {
+            return env.getOrDefault(PASSWORD_VARIABLE, "");
+        }
+        try {
+            java.util.List<String> lines = java.nio.file.Files.readAllLines(postgresPasswordFile,
+                    StandardCharsets.UTF_8);
+            return lines.isEmpty() ? "" : lines.get(0);
+        } catch (IOException e) {
+            throw new IllegalArgumentException("--postgres-password-file " + postgresPasswordFile
+                    + " cannot be read: " + e, e);
+        }
     }
 
     private static String orEnv(String value, Map<String, String> env, String variable, String fallback) {

@@ -9,7 +9,7 @@ import java.util.Map;
  *
  * @param postgresUrl      JDBC URL of an existing Postgres, or null to start an embedded one
  * @param postgresUser     user for {@code postgresUrl}
- * @param postgresPassword password for {@code postgresUrl}
+ * @param postgresPassword password for {@code postgresUrl}; {@link #toString()} shows {@code ***} for it
  * @param kafkaBootstrap   {@code bootstrap.servers} of an existing Kafka, or null to start one in this process
  * @param duration         how long the writers place orders
  * @param rate             orders per second, all writers together; 0 means as fast as they can
@@ -44,6 +44,16 @@ public record DemoOptions(String postgresUrl, String postgresUser, String postgr
         if (topic == null || topic.isBlank()) {
             throw new IllegalArgumentException("--topic must not be blank: '" + topic + "'");
         }
+    }
+
+    /** All settings, the password shown as {@code ***} (or empty if there is none). */
+    @Override
+    public String toString() {
+        return "DemoOptions[postgresUrl=" + postgresUrl + ", postgresUser=" + postgresUser + ", postgresPassword="
+                + (postgresPassword == null || postgresPassword.isEmpty() ? "" : "***") + ", kafkaBootstrap="
+                + kafkaBootstrap + ", duration=" + duration + ", rate=" + rate + ", writers=" + writers
+                + ", customers=" + customers + ", dispatchers=" + dispatchers + ", partitions=" + partitions
+                + ", topic=" + topic + ", takeover=" + takeover + ", drainTimeout=" + drainTimeout + "]";
     }
 
     /** The defaults: embedded servers, 20 s at 1,000 orders/s by 4 writers over 1,000 customers, 3 dispatchers. */

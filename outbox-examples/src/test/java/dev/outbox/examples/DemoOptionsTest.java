@@ -37,6 +37,30 @@ class DemoOptionsTest {
     }
 
     @Test
+    void thePasswordComesFromTheEnvironmentOrAFileNeverTheCommandLine(@org.junit.jupiter.api.io.TempDir
+                                                                       java.nio.file.Path dir) throws Exception {
+        String secret = "s3cr3t-Pa55";
+        DemoOptions fromEnv = DemoOptions.parse(new String[0], Map.of("OUTBOX_DEMO_POSTGRES_PASSWORD", secret));
+        assertThat(fromEnv.postgresPassword()).isEqualTo(secret);
+        assertThat(fromEnv.toString()).contains("postgresPassword=***").doesNotContain(secret);
+
+        java.nio.file.Path file = java.nio.file.Files.writeString(dir.resolve("pw"), secret + "\n");
+        DemoOptions fromFile = DemoOptions.parse(new String[]{"--postgres-password-file", file.toString()},
+                Map.of("OUTBOX_DEMO_POSTGRES_PASSWORD", "from-env"));
+        assertThat(fromFile.postgresPassword()).isEqualTo(secret);
+
+        assertThatThrownBy(() -> DemoOptions.parse(new String[]{"--postgres-password", secret}, Map.of()))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("--postgres-password is not accepted")
+                .hasMessageContaining("OUTBOX_DEMO_POSTGRES_PASSWORD")
+                .hasMessageNotContaining(secret);
+        java.nio.file.Path missing = dir.resolve("missing");
+        assertThatThrownBy(() -> DemoOptions.parse(new String[]{"--postgres-password-file", missing.toString()},
+                Map.of())).isInstanceOf(IllegalArgumentException.class).hasMessageContaining(missing.toString());
+        assertThat(DemoOptions.defaults().toString()).contains("postgresPassword=,");
+    }
+
+    @Test
     void badOptionsAreNamed() {
         assertThatThrownBy(() -> DemoOptions.parse(new String[]{"--writers", "x"}, Map.of()))
                 .hasMessageContaining("--writers").hasMessageContaining("'x'");

@@ -53,7 +53,7 @@ class PostgresKafkaEndToEndTest {
     void leaderClosedThenNextLeaderCrashed() throws Exception {
         long seed = seed();
         try (Scenario s = Scenario.start("leaders", seed)) {
-            warmUp(s);
+            s.warmUp();
             Node first = s.awaitLeader();
             Scenario.Takeover closed = s.handOver("close " + first.name, first, () -> s.closeOrderly(first));
             s.awaitTraffic(2_000);
@@ -78,7 +78,7 @@ class PostgresKafkaEndToEndTest {
     void kafkaBrokerRestartedMidStream() throws Exception {
         long seed = seed();
         try (Scenario s = Scenario.start("kafka_restart", seed)) {
-            warmUp(s);
+            s.warmUp();
             s.awaitLeader();
             long stopping = System.nanoTime();
             s.fault("Kafka restart", () -> s.kafka().stop());
@@ -118,7 +118,7 @@ class PostgresKafkaEndToEndTest {
     void databaseConnectionsKilledMidStream() throws Exception {
         long seed = seed();
         try (Scenario s = Scenario.start("db_kill", seed)) {
-            warmUp(s);
+            s.warmUp();
             s.awaitLeader();
             StringBuilder recovery = new StringBuilder();
             long worst = 0;
@@ -142,12 +142,5 @@ class PostgresKafkaEndToEndTest {
             assertThat(Duration.ofMillis(worst)).as("purging resumed after the kills (seed %d)", seed)
                     .isLessThanOrEqualTo(DATABASE_RECOVERY_BOUND);
         }
-    }
-
-    /** Traffic, then the two poison records (parked), then more traffic: all before any fault. */
-    private static void warmUp(Scenario s) {
-        s.awaitTraffic(1_000);
-        s.injectPoison();
-        s.awaitTraffic(1_000);
     }
 }

@@ -21,6 +21,11 @@ import java.util.concurrent.locks.LockSupport;
  * order each key's messages; the message values carry the key's sequence number and the transaction's token,
  * and the business table {@code e2e_events(key, seq, token)} records what committed — the ground truth the
  * consumed records are checked against. One transaction in twenty is rolled back.
+ *
+ * <p>By default a writer stops at its first failure, and {@link #close()} reports it. While the database itself is
+ * failing ({@link #tolerateFailures()}), a failed transaction is counted instead, and its outcome, which may be
+ * unknown (a commit cut off by a stopped server may or may not have committed), is read back from the business
+ * table once the database answers again: the writer goes on after what really committed.
  */
 final class Writers implements AutoCloseable {
     static final String EVENTS_DDL = "CREATE TABLE e2e_events (key text NOT NULL, seq int NOT NULL, token text NOT NULL,"
@@ -35,7 +40,9 @@ final class Writers implements AutoCloseable {
     private final List<Throwable> failures = new CopyOnWriteArrayList<>();
     private final AtomicInteger committed = new AtomicInteger();
     private final AtomicInteger rolledBack = new AtomicInteger();
+    private final AtomicInteger failedTransactions = new AtomicInteger();
     private volatile boolean running = true;
+    private volatile boolean tolerant;
 
     Writers(DataSource dataSource, Publisher publisher, String topic, int writers, int keysPerWriter,
             long pauseMicros, long seed) {
@@ -48,7 +55,13 @@ final class Writers implements AutoCloseable {
         for (int w = 0; w < writers; w++) {
             int writer = w;
             long writerSeed = seeds.nextLong();
-            threads.add(new Thread(() -> run(writer, new Random(writerSeed)), "e2e-writer-" + w));
+            threads.add(new Thread(() -> {
+                try {
+                    run(writer, new Random(writerSeed));
+                } catch (Throwable t) {
+                    failures.add(t); // a writer that dies says so at close(), never silently
+                }
+            }, "e2e-writer-" + w));
         }
     }
 
@@ -65,48 +78,101 @@ final class Writers implements AutoCloseable {
         return rolledBack.get();
     }
 
+    /** From now on, a failed transaction is counted and its outcome read back, instead of stopping the writer. */
+    void tolerateFailures() {
+        tolerant = true;
+    }
+
+    /** Transactions that failed while {@link #tolerateFailures() tolerated}. */
+    int failedTransactions() {
+        return failedTransactions.get();
+    }
+
     private void run(int writer, Random random) {
         int[] next = new int[keysPerWriter];
+        int mine = 0;
         int tx = 0;
-        try {
-            while (running) {
-                int messages = 1 + random.nextInt(4);
-                boolean rollback = random.nextInt(20) == 0;
-                String token = "w" + writer + "t" + tx++ + (rollback ? "R" : "");
-                int[] seqs = next.clone();
-                List<OutboxMessage> batch = new ArrayList<>(messages);
-                try (Connection c = dataSource.getConnection()) {
-                    c.setAutoCommit(false);
-                    try (PreparedStatement events = c.prepareStatement(
-                            "INSERT INTO e2e_events (key, seq, token) VALUES (?, ?, ?)")) {
-                        for (int m = 0; m < messages; m++) {
-                            int k = random.nextInt(keysPerWriter);
-                            String key = "w" + writer + "-k" + k;
-                            int seq = seqs[k]++;
-                            events.setString(1, key);
-                            events.setInt(2, seq);
-                            events.setString(3, token);
-                            events.addBatch();
-                            batch.add(OutboxMessage.builder(topic, key).value(Values.encode(seq, token))
-                                    .header("token", token).build());
-                        }
-                        events.executeBatch();
+        while (running) {
+            int messages = 1 + random.nextInt(4);
+            boolean rollback = random.nextInt(20) == 0;
+            String token = "w" + writer + "t" + tx++ + (rollback ? "R" : "");
+            int[] seqs = next.clone();
+            List<OutboxMessage> batch = new ArrayList<>(messages);
+            try (Connection c = dataSource.getConnection()) {
+                c.setAutoCommit(false);
+                try (PreparedStatement events = c.prepareStatement(
+                        "INSERT INTO e2e_events (key, seq, token) VALUES (?, ?, ?)")) {
+                    for (int m = 0; m < messages; m++) {
+                        int k = random.nextInt(keysPerWriter);
+                        String key = "w" + writer + "-k" + k;
+                        int seq = seqs[k]++;
+                        events.setString(1, key);
+                        events.setInt(2, seq);
+                        events.setString(3, token);
+                        events.addBatch();
+                        batch.add(OutboxMessage.builder(topic, key).value(Values.encode(seq, token))
+                                .header("token", token).build());
                     }
-                    publisher.publish(c, batch);
-                    if (rollback) {
-                        c.rollback();
-                        rolledBack.addAndGet(messages);
-                    } else {
-                        c.commit();
-                        next = seqs;
-                        committed.addAndGet(messages);
+                    events.executeBatch();
+                }
+                publisher.publish(c, batch);
+                if (rollback) {
+                    c.rollback();
+                    rolledBack.addAndGet(messages);
+                } else {
+                    c.commit();
+                    next = seqs;
+                    mine += messages;
+                    committed.addAndGet(messages);
+                }
+            } catch (SQLException | RuntimeException | AssertionError e) {
+                // AssertionError: with assertions on (-ea, as in tests), pgjdbc asserts that getAutoCommit() does not
+                // throw while it fails a batch, which it does on a connection the server has just closed.
+                if (!tolerant) {
+                    failures.add(e);
+                    return;
+                }
+                failedTransactions.incrementAndGet();
+                int[] recovered = recover(writer);
+                if (recovered == null) {
+                    return; // stopped while the database was away
+                }
+                int rows = recovered[keysPerWriter];
+                committed.addAndGet(rows - mine);
+                mine = rows;
+                next = java.util.Arrays.copyOf(recovered, keysPerWriter);
+                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50)); // the writer's backoff
+            }
+            LockSupport.parkNanos(pauseNanos);
+        }
+    }
+
+    /**
+     * Reads back what writer {@code writer} has committed, asking again every 50 ms until the database answers: the
+     * next sequence number of each of its keys, then (at index {@code keysPerWriter}) how many rows it committed.
+     * Null if the writers were stopped meanwhile.
+     */
+    private int[] recover(int writer) {
+        while (running) {
+            int[] out = new int[keysPerWriter + 1];
+            String prefix = "w" + writer + "-k";
+            try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement(
+                    "SELECT key, max(seq), count(*) FROM e2e_events WHERE key LIKE ? GROUP BY key")) {
+                s.setString(1, prefix + "%");
+                try (java.sql.ResultSet rs = s.executeQuery()) {
+                    while (rs.next()) {
+                        int k = Integer.parseInt(rs.getString(1).substring(prefix.length()));
+                        out[k] = rs.getInt(2) + 1;
+                        out[keysPerWriter] += rs.getInt(3);
                     }
                 }
-                LockSupport.parkNanos(pauseNanos);
+                return out;
+            } catch (SQLException | RuntimeException e) {
+                // The database is still away: this is the writer's backoff, not a wait for time to pass.
+                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
             }
-        } catch (SQLException | RuntimeException e) {
-            failures.add(e);
         }
+        return null;
     }
 
     /** Stops the writers and waits for them; fails if one of them failed. */

@@ -31,6 +31,7 @@ final class DefaultJdbcServer implements JdbcServer {
     private final JdbcBackend backend;
     private final Object lock = new Object();
     private boolean running;
+    private boolean paused;
     private String version;
     private String urlPrefix;
     private String urlParameters;
@@ -158,6 +159,10 @@ final class DefaultJdbcServer implements JdbcServer {
             statements.add("CREATE USER IF NOT EXISTS " + user + " IDENTIFIED BY '" + password + "'");
             statements.add("ALTER USER " + user + " IDENTIFIED BY '" + password + "'");
             statements.add("GRANT ALL PRIVILEGES ON *.* TO " + user + " WITH GRANT OPTION");
+            if (kind() == Kind.MARIADB) {
+                // ALL includes READ_ONLY ADMIN, which writes past read_only: a client is not an administrator.
+                statements.add("REVOKE READ_ONLY ADMIN ON *.* FROM " + user);
+            }
         }
         execute("create user " + name, statements);
     }
@@ -192,9 +197,14 @@ final class DefaultJdbcServer implements JdbcServer {
     private int killMySqlConnections(String column, String value) {
         try (Connection c = adminConnection()) {
             List<Long> ids = new ArrayList<>();
+            // column null: every client session but this one (not the server's own threads).
+            String where = column == null ? "command <> 'Daemon' AND user NOT IN ('system user', 'event_scheduler')"
+                    : column + " = ?";
             try (PreparedStatement s = c.prepareStatement(
-                    "SELECT id FROM information_schema.processlist WHERE " + column + " = ? AND id <> CONNECTION_ID()")) {
-                s.setString(1, value);
+                    "SELECT id FROM information_schema.processlist WHERE " + where + " AND id <> CONNECTION_ID()")) {
+                if (column != null) {
+                    s.setString(1, value);
+                }
                 try (ResultSet rs = s.executeQuery()) {
                     while (rs.next()) {
                         ids.add(rs.getLong(1));
@@ -267,6 +277,7 @@ final class DefaultJdbcServer implements JdbcServer {
         synchronized (lock) {
             if (running) {
                 long t = System.nanoTime();
+                resumeLocked();
                 backend.stop();
                 running = false;
                 LOG.info("{} stopped in {} ms", displayName(kind()), (System.nanoTime() - t) / 1_000_000);
@@ -280,11 +291,121 @@ final class DefaultJdbcServer implements JdbcServer {
         synchronized (lock) {
             long t = System.nanoTime();
             if (running) {
+                resumeLocked();
                 backend.stop();
                 running = false;
             }
             startLocked();
             LOG.info("{} restarted at {} in {} ms", displayName(kind()), jdbcUrl(), (System.nanoTime() - t) / 1_000_000);
+        }
+    }
+
+    @Override
+    public void pause() {
+        requireManaged("pause");
+        synchronized (lock) {
+            if (!running) {
+                throw new IllegalStateException("cannot pause " + displayName(kind()) + " at " + jdbcUrl()
+                        + ": it is stopped");
+            }
+            if (!paused) {
+                backend.pause(true);
+                paused = true;
+                LOG.info("{} paused (SIGSTOP)", displayName(kind()));
+            }
+        }
+    }
+
+    @Override
+    public void resume() {
+        requireManaged("resume");
+        synchronized (lock) {
+            if (paused) {
+                resumeLocked();
+                LOG.info("{} resumed (SIGCONT)", displayName(kind()));
+            }
+        }
+    }
+
+    private void resumeLocked() {
+        if (paused) {
+            backend.pause(false);
+            paused = false;
+        }
+    }
+
+    @Override
+    public void readOnly(boolean readOnly) {
+        requireManaged("make read-only");
+        synchronized (lock) {
+            long t = System.nanoTime();
+            int terminated;
+            if (kind() == Kind.POSTGRES) {
+                execute(readOnly ? "make read-only" : "make writable", List.of(
+                        readOnly ? "ALTER SYSTEM SET default_transaction_read_only = on"
+                                : "ALTER SYSTEM RESET default_transaction_read_only",
+                        "SELECT pg_reload_conf()"));
+                awaitSetting("SHOW default_transaction_read_only", readOnly ? "on" : "off");
+                terminated = readOnly ? terminatePostgresSessions() : 0;
+            } else {
+                List<String> statements = new ArrayList<>();
+                if (kind() == Kind.MYSQL) {
+                    statements.add("SET GLOBAL super_read_only = " + (readOnly ? "ON" : "OFF"));
+                }
+                statements.add("SET GLOBAL read_only = " + (readOnly ? "ON" : "OFF"));
+                execute(readOnly ? "make read-only" : "make writable", statements);
+                terminated = readOnly ? killMySqlConnections(null, null) : 0;
+            }
+            LOG.info("{} made {} in {} ms{}", displayName(kind()), readOnly ? "read-only" : "writable",
+                    (System.nanoTime() - t) / 1_000_000, readOnly ? ", " + terminated + " sessions terminated" : "");
+        }
+    }
+
+    /** Waits until a new session sees {@code expected} from {@code sql} (a configuration reload is asynchronous). */
+    private void awaitSetting(String sql, String expected) {
+        long deadline = System.nanoTime() + KILL_TIMEOUT.toNanos();
+        String actual = null;
+        while (System.nanoTime() - deadline < 0) {
+            try (Connection c = adminConnection(); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
+                rs.next();
+                actual = rs.getString(1);
+                if (expected.equals(actual)) {
+                    return;
+                }
+            } catch (SQLException e) {
+                actual = e.toString();
+            }
+            LockSupport.parkNanos(10_000_000L);
+        }
+        throw new IllegalStateException(sql + " on " + jdbcUrl() + " still answers '" + actual + "', not '" + expected
+                + "', " + KILL_TIMEOUT + " after the change");
+    }
+
+    private int terminatePostgresSessions() {
+        String sql = "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, " + KILL_TIMEOUT.toMillis() + ")) "
+                + "FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()";
+        try (Connection c = adminConnection(); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
+            rs.next();
+            return rs.getInt(1);
+        } catch (SQLException e) {
+            throw new IllegalStateException("cannot terminate the sessions on " + jdbcUrl() + ": " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public String createSmallTablespace(String name, long bytes) {
+        checkName("tablespace name", name, 63);
+        if (kind() != Kind.POSTGRES || mode() != ServerMode.EMBEDDED) {
+            throw new UnsupportedOperationException("a small tablespace needs an embedded Postgres, not "
+                    + displayName(kind()) + " (" + mode() + ")");
+        }
+        synchronized (lock) {
+            execute("drop tablespace " + name, List.of("DROP TABLESPACE IF EXISTS " + name));
+            java.nio.file.Path dir = backend.smallFilesystem(name, bytes);
+            ServerFiles.createDirectories(dir);
+            execute("create tablespace " + name, List.of("CREATE TABLESPACE " + name + " LOCATION '"
+                    + dir.toAbsolutePath().toString().replace("'", "''") + "'"));
+            return name;
         }
     }
 
@@ -294,6 +415,11 @@ final class DefaultJdbcServer implements JdbcServer {
             return;
         }
         synchronized (lock) {
+            try {
+                resumeLocked();
+            } catch (RuntimeException e) {
+                LOG.warn("Could not resume {} before stopping it: {}", displayName(kind()), e.toString());
+            }
             running = false;
             backend.close();
         }

@@ -75,7 +75,7 @@ final class DefaultKafkaServer implements KafkaServer {
                 AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers(),
                 AdminClientConfig.CLIENT_ID_CONFIG, "outbox-test-servers-admin"))) {
             try {
-                admin.createTopics(Set.of(new NewTopic(name, partitions, (short) 1)))
+                admin.createTopics(Set.of(new NewTopic(name, partitions, backend.replicationFactor())))
                         .all().get(TIMEOUT_SECONDS, TimeUnit.SECONDS);
             } catch (ExecutionException e) {
                 if (!(e.getCause() instanceof TopicExistsException)) {
@@ -158,6 +158,35 @@ final class DefaultKafkaServer implements KafkaServer {
             backend.start();
             running = true;
             LOG.info("Kafka restarted at {} in {} ms", bootstrapServers(), (System.nanoTime() - t) / 1_000_000);
+        }
+    }
+
+    @Override
+    public int brokers() {
+        return backend.brokers();
+    }
+
+    @Override
+    public void stopBroker(int index) {
+        singleBroker("stop", index, false);
+    }
+
+    @Override
+    public void startBroker(int index) {
+        singleBroker("start", index, true);
+    }
+
+    private void singleBroker(String what, int index, boolean run) {
+        requireManaged(what + " a broker of");
+        if (backend.brokers() == 1) {
+            throw new UnsupportedOperationException("cannot " + what + " broker " + index + " of the one-broker Kafka"
+                    + " at " + bootstrapServers() + ": use stop() and restart(), or TestServers.kafkaCluster()");
+        }
+        synchronized (lock) {
+            long t = System.nanoTime();
+            backend.broker(index, run);
+            LOG.info("Kafka broker {} of {} {} in {} ms", index, backend.brokers(), run ? "started" : "stopped",
+                    (System.nanoTime() - t) / 1_000_000);
         }
     }
 

@@ -58,6 +58,11 @@ final class DockerJdbcBackend implements JdbcBackend {
     }
 
     @Override
+    public void pause(boolean paused) {
+        DockerServers.pause(container, paused);
+    }
+
+    @Override
     public String jdbcUrl() {
         String host = container.getHost();
         if (kind == JdbcServer.Kind.POSTGRES) {

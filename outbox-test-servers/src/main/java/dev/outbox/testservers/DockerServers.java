@@ -174,6 +174,16 @@ final class DockerServers {
         }
     }
 
+    /** Freezes ({@code docker pause}) or thaws ({@code docker unpause}) the container's processes. */
+    static void pause(GenericContainer<?> container, boolean paused) {
+        DockerClient client = DockerClientFactory.instance().client();
+        if (paused) {
+            client.pauseContainerCmd(container.getContainerId()).exec();
+        } else {
+            client.unpauseContainerCmd(container.getContainerId()).exec();
+        }
+    }
+
     /** Starts a killed container again. */
     static void restart(GenericContainer<?> container) {
         DockerClientFactory.instance().client().startContainerCmd(container.getContainerId()).exec();

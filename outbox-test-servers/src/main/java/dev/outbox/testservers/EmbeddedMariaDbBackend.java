@@ -99,6 +99,11 @@ final class EmbeddedMariaDbBackend implements JdbcBackend {
     }
 
     @Override
+    public void pause(boolean paused) {
+        process.pause(paused);
+    }
+
+    @Override
     public String jdbcUrl() {
         return MySqlFamily.url(port, MySqlFamily.DEFAULT_DATABASE);
     }

@@ -117,6 +117,11 @@ final class EmbeddedMySqlBackend implements JdbcBackend {
     }
 
     @Override
+    public void pause(boolean paused) {
+        process.pause(paused);
+    }
+
+    @Override
     public String jdbcUrl() {
         return MySqlFamily.url(port, MySqlFamily.DEFAULT_DATABASE);
     }

@@ -19,6 +19,7 @@ import java.nio.file.Path;
 final class EmbeddedPostgresBackend implements JdbcBackend {
     private final Path directory = ServerFiles.instance("postgres");
     private final Path binaries = ServerFiles.shared("postgres-binaries");
+    private final SmallFilesystems filesystems = new SmallFilesystems();
     private EmbeddedPostgres postgres;
     private int port;
 
@@ -80,6 +81,39 @@ final class EmbeddedPostgresBackend implements JdbcBackend {
         } finally {
             postgres = null;
         }
+    }
+
+    @Override
+    public void close() {
+        try {
+            stop();
+        } finally {
+            filesystems.unmountAll();
+        }
+    }
+
+    @Override
+    public void pause(boolean paused) {
+        if (postgres == null) {
+            throw new IllegalStateException("embedded Postgres on port " + port + " is not running");
+        }
+        ServerProcess.signal(paused, postmasterPid());
+    }
+
+    private long postmasterPid() {
+        Path file = directory.resolve("data").resolve("postmaster.pid");
+        try {
+            return Long.parseLong(Files.readAllLines(file, StandardCharsets.US_ASCII).get(0).trim());
+        } catch (IOException | RuntimeException e) {
+            throw new IllegalStateException("cannot read the postmaster's pid from " + file + ": " + e, e);
+        }
+    }
+
+    @Override
+    public Path smallFilesystem(String name, long bytes) {
+        Path dir = filesystems.mount(directory.resolve(SmallFilesystems.SUBDIRECTORY).resolve(name), bytes);
+        // Postgres refuses a tablespace directory that is not empty; the mount point itself may not be removed.
+        return dir.resolve("data");
     }
 
     @Override

@@ -35,6 +35,11 @@ final class ExternalJdbcBackend implements JdbcBackend {
     }
 
     @Override
+    public void pause(boolean paused) {
+        throw new UnsupportedOperationException("cannot pause the existing server at " + url);
+    }
+
+    @Override
     public void close() {
         // Not ours.
     }

@@ -32,4 +32,18 @@ interface JdbcBackend {
 
     /** Extra words for the start log line, e.g. the data directory; may be empty. */
     String describe();
+
+    /** Stops (SIGSTOP) or continues (SIGCONT) every process of the running server. */
+    void pause(boolean paused);
+
+    /**
+     * A new, empty directory on a file system of at most {@code bytes} that the server may write; unmounted by
+     * {@link #close()}.
+     *
+     * @throws UnsupportedOperationException if this backend or machine cannot provide one
+     */
+    default java.nio.file.Path smallFilesystem(String name, long bytes) {
+        throw new UnsupportedOperationException(DefaultJdbcServer.displayName(kind()) + " (" + mode()
+                + ") cannot be given a small file system");
+    }
 }

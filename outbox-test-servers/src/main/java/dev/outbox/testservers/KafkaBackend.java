@@ -25,4 +25,19 @@ interface KafkaBackend {
 
     /** Extra words for the start log line, e.g. the data directory; may be empty. */
     String describe();
+
+    /** How many brokers the cluster has. */
+    default int brokers() {
+        return 1;
+    }
+
+    /** The replication factor of topics created for tests. */
+    default short replicationFactor() {
+        return 1;
+    }
+
+    /** Stops ({@code running} false) or starts broker {@code index} (0-based) of a multi-broker cluster. */
+    default void broker(int index, boolean running) {
+        throw new UnsupportedOperationException("a " + mode() + " Kafka cannot stop or start single brokers");
+    }
 }

@@ -1,10 +1,13 @@
 package dev.outbox.testservers;
 
 /**
- * A running Kafka cluster for tests (one broker): its bootstrap address, topics on demand and fault hooks.
+ * A running Kafka cluster for tests: its bootstrap address, topics on demand and fault hooks.
+ * {@link TestServers#kafka()} has one broker, and topics with replication factor 1;
+ * {@link TestServers#kafkaCluster()} has three, and every topic (the internal ones too) has replication factor 3
+ * and {@code min.insync.replicas=2}, so that a producer with {@code acks=all} goes on when one broker is lost.
  *
- * <p>The embedded broker does not create topics automatically (so tests can see what an unknown topic does):
- * create them with {@link #createTopic(String, int)}. Its internal topics have replication factor 1.
+ * <p>The embedded brokers do not create topics automatically (so tests can see what an unknown topic does):
+ * create them with {@link #createTopic(String, int)}.
  *
  * <p>Implementations are thread-safe. {@link #stop()} and {@link #restart()} affect every test of the JVM that
  * shares the broker; tests that call them must not run in parallel with other tests using it.
@@ -21,7 +24,8 @@ public interface KafkaServer {
     String bootstrapServers();
 
     /**
-     * Creates the topic {@code name} with {@code partitions} partitions (replication factor 1) and waits until it
+     * Creates the topic {@code name} with {@code partitions} partitions (replication factor 1, or 3 on the
+     * three-broker cluster) and waits until it
      * is usable. Does nothing if it exists with that many partitions.
      *
      * @throws IllegalArgumentException if {@code partitions < 1}, or the topic exists with another count
@@ -43,4 +47,27 @@ public interface KafkaServer {
      * @throws IllegalStateException if it cannot start again (for example, its port was taken meanwhile)
      */
     void restart();
+
+    /** How many brokers the cluster has: 1, or 3 for {@link TestServers#kafkaCluster()}. */
+    int brokers();
+
+    /**
+     * Stops broker {@code index} (0 to {@link #brokers()} - 1) of a multi-broker cluster, in the middle of whatever
+     * clients do, without a controlled shutdown (as a crash would): its connections close, and once its session
+     * with the controller has expired (2 s) the controller moves the leadership of its partitions to the other
+     * replicas and the partitions' in-sync replica sets shrink. Does nothing if it is stopped.
+     *
+     * @throws IllegalArgumentException if there is no such broker
+     * @throws UnsupportedOperationException if the cluster has one broker (use {@link #stop()}) or is not embedded
+     */
+    void stopBroker(int index);
+
+    /**
+     * Starts a {@linkplain #stopBroker(int) stopped} broker again on the same port with the same data; it catches
+     * up and rejoins the in-sync replicas. Does nothing if it runs.
+     *
+     * @throws IllegalArgumentException if there is no such broker
+     * @throws UnsupportedOperationException if the cluster has one broker or is not embedded
+     */
+    void startBroker(int index);
 }

@@ -53,6 +53,7 @@ final class ServerFiles {
                     })
                     .forEach(stale -> {
                         killOrphan(stale);
+                        SmallFilesystems.unmountLeftovers(stale);
                         deleteQuietly(stale);
                     });
         } catch (IOException e) {

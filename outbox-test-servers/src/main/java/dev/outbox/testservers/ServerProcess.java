@@ -72,6 +72,54 @@ final class ServerProcess {
         process = null;
     }
 
+    /** Stops (SIGSTOP) or continues (SIGCONT) the process and its descendants. */
+    void pause(boolean paused) {
+        if (process == null || !process.isAlive()) {
+            throw new IllegalStateException(name + " is not running");
+        }
+        signal(paused, process.pid());
+    }
+
+    /**
+     * Sends SIGSTOP ({@code paused}) or SIGCONT to process {@code pid} and to all its descendants: the parent
+     * first when stopping (so it forks no new child meanwhile), last when continuing.
+     */
+    static void signal(boolean paused, long pid) {
+        ProcessHandle root = ProcessHandle.of(pid).orElseThrow(() -> new IllegalStateException("no process " + pid));
+        List<String> command = new java.util.ArrayList<>(List.of("kill", paused ? "-STOP" : "-CONT"));
+        List<String> children = root.descendants().map(h -> Long.toString(h.pid())).toList();
+        if (paused) {
+            command.add(Long.toString(pid));
+            command.addAll(children);
+        } else {
+            command.addAll(children);
+            command.add(Long.toString(pid));
+        }
+        runQuick("signalling process " + pid, command);
+    }
+
+    /** Runs a short system command, failing with its output if it fails. */
+    static String runQuick(String what, List<String> command) {
+        try {
+            Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+            String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+            if (!p.waitFor(30, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new IllegalStateException(what + ": " + String.join(" ", command) + " took more than 30 s");
+            }
+            if (p.exitValue() != 0) {
+                throw new IllegalStateException(what + ": " + String.join(" ", command) + " failed with code "
+                        + p.exitValue() + ": " + output);
+            }
+            return output;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot run " + command.get(0) + " for " + what, e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted during " + what, e);
+        }
+    }
+
     /** Runs {@code command} to completion (e.g. initialising a data directory), failing with its output. */
     static void run(String what, List<String> command, Path directory, Path log, long timeoutSeconds) {
         try {

@@ -37,6 +37,7 @@ public final class TestServers {
     private static final Slot<DefaultJdbcServer> MYSQL = new Slot<>("MySQL");
     private static final Slot<DefaultJdbcServer> MARIADB = new Slot<>("MariaDB");
     private static final Slot<DefaultKafkaServer> KAFKA = new Slot<>("Kafka");
+    private static final Slot<DefaultKafkaServer> KAFKA_CLUSTER = new Slot<>("Kafka cluster");
     private static boolean hookInstalled;
 
     private TestServers() {
@@ -60,6 +61,16 @@ public final class TestServers {
     /** The shared single-broker Kafka cluster, started on first call. */
     public static KafkaServer kafka() {
         return KAFKA.get(TestServers::startKafka);
+    }
+
+    /**
+     * The shared three-broker Kafka cluster (KRaft, a separate controller), started on first call: every topic has
+     * replication factor 3 and {@code min.insync.replicas=2}; {@link KafkaServer#stopBroker(int)} takes one broker
+     * away. Always embedded, in this JVM (whatever {@link #MODE_PROPERTY} says): it is what a test of a lost broker
+     * needs, and a fourth container set would cost more than it shows.
+     */
+    public static KafkaServer kafkaCluster() {
+        return KAFKA_CLUSTER.get(() -> DefaultKafkaServer.start(new EmbeddedKafkaBackend("kafka-cluster", 3)));
     }
 
     /** The JDBC server of {@code kind}: {@link #postgres()}, {@link #mysql()} or {@link #mariadb()}. */
@@ -164,6 +175,7 @@ public final class TestServers {
     private static void stopAll() {
         List<Runnable> stops = new ArrayList<>();
         KAFKA.ifStarted(k -> stops.add(k::shutdown));
+        KAFKA_CLUSTER.ifStarted(k -> stops.add(k::shutdown));
         POSTGRES.ifStarted(s -> stops.add(s::shutdown));
         MYSQL.ifStarted(s -> stops.add(s::shutdown));
         MARIADB.ifStarted(s -> stops.add(s::shutdown));

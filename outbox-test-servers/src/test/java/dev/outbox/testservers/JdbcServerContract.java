@@ -122,6 +122,60 @@ abstract class JdbcServerContract {
     }
 
     @Test
+    void pauseHangsStatementsUntilResume() throws Exception {
+        JdbcServer server = server();
+        String url = server.createDatabase("pause_test");
+        execute(server.dataSource(url), "CREATE TABLE t (v INT)");
+        try (Connection open = server.dataSource(url).getConnection()) {
+            server.pause();
+            java.util.concurrent.CompletableFuture<Integer> hanging = java.util.concurrent.CompletableFuture
+                    .supplyAsync(() -> {
+                        try {
+                            return queryInt(open, "SELECT 41 + 1");
+                        } catch (SQLException e) {
+                            throw new java.util.concurrent.CompletionException(e);
+                        }
+                    });
+            try {
+                assertThatThrownBy(() -> hanging.get(1500, java.util.concurrent.TimeUnit.MILLISECONDS))
+                        .isInstanceOf(java.util.concurrent.TimeoutException.class);
+                server.pause(); // idempotent
+            } finally {
+                server.resume();
+            }
+            server.resume(); // idempotent
+            assertThat(hanging.get(30, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(42);
+            execute(server.dataSource(url), "INSERT INTO t VALUES (1)");
+        }
+    }
+
+    @Test
+    void readOnlyRefusesWritesAndCutsSessionsUntilTurnedOff() throws SQLException {
+        JdbcServer server = server();
+        String url = server.createDatabase("read_only_test");
+        server.createUser("ro_client", "secret3");
+        DataSource client = server.dataSource(url, "ro_client", "secret3");
+        execute(client, "CREATE TABLE t (v INT)", "INSERT INTO t VALUES (1)");
+        try (Connection open = client.getConnection()) {
+            server.readOnly(true);
+            try {
+                assertThatThrownBy(() -> queryInt(open, "SELECT 1")).as("the session was cut")
+                        .isInstanceOf(SQLException.class);
+                assertThat(queryInt(client, "SELECT count(*) FROM t")).isEqualTo(1);
+                assertThatThrownBy(() -> execute(client, "INSERT INTO t VALUES (2)"))
+                        .isInstanceOfSatisfying(SQLException.class, e -> assertThat(
+                                server.kind() == JdbcServer.Kind.POSTGRES ? e.getSQLState()
+                                        : Integer.toString(e.getErrorCode()))
+                                .isIn("25006", "1290", "1836"));
+            } finally {
+                server.readOnly(false);
+            }
+        }
+        execute(client, "INSERT INTO t VALUES (2)");
+        assertThat(queryInt(client, "SELECT count(*) FROM t")).isEqualTo(2);
+    }
+
+    @Test
     void anExistingServerCannotBeStoppedOrRestarted() throws SQLException {
         JdbcServer embedded = server();
         JdbcServer external = DefaultJdbcServer.start(new ExternalJdbcBackend(embedded.kind(), embedded.jdbcUrl(),
@@ -133,6 +187,8 @@ abstract class JdbcServerContract {
         assertThatThrownBy(external::stop).isInstanceOf(UnsupportedOperationException.class)
                 .hasMessageContaining(embedded.jdbcUrl());
         assertThatThrownBy(external::restart).isInstanceOf(UnsupportedOperationException.class);
+        assertThatThrownBy(external::pause).isInstanceOf(UnsupportedOperationException.class);
+        assertThatThrownBy(() -> external.readOnly(true)).isInstanceOf(UnsupportedOperationException.class);
     }
 
     static void execute(DataSource ds, String... statements) throws SQLException {

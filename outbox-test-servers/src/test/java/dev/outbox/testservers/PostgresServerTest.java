@@ -27,6 +27,28 @@ class PostgresServerTest extends JdbcServerContract {
     }
 
     @Test
+    void aSmallTablespaceFillsUpWithDiskFull() throws SQLException {
+        JdbcServer server = server();
+        String url = server.createDatabase("disk_full");
+        assertThat(server.createSmallTablespace("tiny_ts", 1024 * 1024)).isEqualTo("tiny_ts");
+        javax.sql.DataSource db = server.dataSource(url);
+        execute(db, "CREATE TABLE t (v TEXT) TABLESPACE tiny_ts", "ALTER TABLE t ALTER COLUMN v SET STORAGE PLAIN");
+        // 2,000 rows of 1 KiB need about 2.3 MiB: more than the tablespace holds.
+        assertThatThrownBy(() -> execute(db, "INSERT INTO t SELECT repeat('x', 1000) FROM generate_series(1, 2000)"))
+                .isInstanceOfSatisfying(SQLException.class, e -> assertThat(e.getSQLState()).isEqualTo("53100"));
+        execute(db, "INSERT INTO t VALUES ('small rows still fit')");
+        execute(db, "DROP TABLE t");
+        assertThatThrownBy(() -> server.createSmallTablespace("bad", 1024))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("1024");
+    }
+
+    @Test
+    void onlyPostgresHasSmallTablespaces() {
+        assertThatThrownBy(() -> TestServers.mariadb().createSmallTablespace("ts", 1 << 20))
+                .isInstanceOf(UnsupportedOperationException.class).hasMessageContaining("MariaDB");
+    }
+
+    @Test
     void killConnectionsByApplicationName() throws SQLException {
         JdbcServer server = server();
         String url = server.createDatabase("kill_by_app");

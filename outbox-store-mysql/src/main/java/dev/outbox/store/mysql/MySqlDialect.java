@@ -8,7 +8,7 @@ import java.util.Set;
 
 /**
  * What MySQL and MariaDB differ in, as data. Retriable: a lost or refused connection, a timeout, a deadlock or lock
- * wait timeout, a server shutting down or read-only during a fail-over. Stateless and thread-safe.
+ * wait timeout, a server shutting down or read-only during a fail-over, a full disk or table. Stateless and thread-safe.
  */
 final class MySqlDialect {
     /** Which failures a retry may cure; messages name the error code and the SQLSTATE. */
@@ -25,6 +25,8 @@ final class MySqlDialect {
             1969, // ER_STATEMENT_TIMEOUT (MariaDB max_statement_time)
             3572, // ER_LOCK_NOWAIT
             1040, // ER_CON_COUNT_ERROR: too many connections
+            1021, // ER_DISK_FULL: retried until an operator frees space (an outage of every key, not a bad record)
+            1114, // ER_RECORD_FILE_FULL: "The table is full", its tablespace cannot grow
             1053, // ER_SERVER_SHUTDOWN
             1077, // ER_NORMAL_SHUTDOWN
             1078, // ER_GOT_SIGNAL

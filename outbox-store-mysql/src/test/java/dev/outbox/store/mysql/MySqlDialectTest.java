@@ -32,6 +32,8 @@ class MySqlDialectTest {
         assertThat(errors.isRetriable(new SQLException("killed", "70100", 1927))).isTrue();
         assertThat(errors.isRetriable(new SQLException("shutdown", "08S01", 1053))).isTrue();
         assertThat(errors.isRetriable(new SQLException("read only", "HY000", 1290))).isTrue();
+        assertThat(errors.isRetriable(new SQLException("Disk full", "HY000", 1021))).isTrue();
+        assertThat(errors.isRetriable(new SQLException("The table 'outbox' is full", "HY000", 1114))).isTrue();
         assertThat(errors.isRetriable(new SQLNonTransientConnectionException("closed", "08003"))).isTrue();
         assertThat(errors.isRetriable(new IllegalStateException("wrapped",
                 new SQLException("gone", "HY000", 2013)))).isTrue();

@@ -20,6 +20,8 @@ final class PostgresDialect {
             "55P03", // lock_not_available: lock_timeout expired
             "25006", // read_only_sql_transaction: connected to a standby, e.g. during a fail-over
             "25P03", // idle_in_transaction_session_timeout
+            "53000", // insufficient_resources
+            "53100", // disk_full: retried until an operator frees space (an outage of every key, not a bad record)
             "53200", // out_of_memory
             "53300", // too_many_connections
             "58030"  // io_error on the server

@@ -24,14 +24,14 @@ class PostgresDialectTest {
     @Test
     void connectionTimeoutAndConcurrencyFailuresAreRetriable() {
         for (String state : new String[]{"08000", "08003", "08006", "08001", "40001", "40P01", "57P01", "57P02",
-                "57P03", "57014", "55P03", "25006", "53300"}) {
+                "57P03", "57014", "55P03", "25006", "53000", "53100", "53200", "53300"}) {
             assertThat(retriable(state)).as(state).isTrue();
         }
     }
 
     @Test
     void errorsThatNeedAHumanAreNotRetriable() {
-        for (String state : new String[]{"42P01", "42501", "23505", "23502", "22021", "53100", "XX000", null, ""}) {
+        for (String state : new String[]{"42P01", "42501", "23505", "23502", "22021", "53400", "XX000", null, ""}) {
             assertThat(retriable(state)).as(String.valueOf(state)).isFalse();
         }
     }
