@@ -173,7 +173,8 @@ class DispatcherTest {
         write(store, 500, 10);
         start(store, broker, fastConfig().build(), newName());
 
-        Await.untilOrFail(() -> store.size() == 0, WAIT, store::toString);
+        Await.untilOrFail(() -> store.size() == 0 && events.parked.size() == 1, WAIT,
+                () -> store + "; parked events: " + events.parked);
         assertThat(broker.deliveredCount()).isEqualTo(500);
         assertThat(store.parkedRows()).singleElement().satisfies(p -> {
             assertThat(p.key()).isEqualTo("poison");
@@ -195,7 +196,8 @@ class DispatcherTest {
         write(store, 300, 10);
         start(store, broker, fastConfig().maxAttempts(3).build(), newName());
 
-        Await.untilOrFail(() -> store.size() == 0, WAIT, store::toString);
+        Await.untilOrFail(() -> store.size() == 0 && events.parked.size() == 2, WAIT,
+                () -> store + "; parked events: " + events.parked);
         assertThat(broker.deliveredCount()).isEqualTo(300);
         assertThat(store.parkedRows()).hasSize(2).allSatisfy(p -> {
             assertThat(p.key()).isEqualTo("cursed");
@@ -215,7 +217,8 @@ class DispatcherTest {
         write(store, 10, 2);
         start(store, broker, fastConfig().build(), newName());
 
-        Await.untilOrFail(() -> store.size() == 0, WAIT, store::toString);
+        Await.untilOrFail(() -> store.size() == 0 && events.parked.size() == 1, WAIT,
+                () -> store + "; parked events: " + events.parked);
         assertThat(broker.deliveredCount()).isEqualTo(20);
         assertThat(store.parkedRows()).singleElement().satisfies(p -> {
             assertThat(p.id()).isEqualTo(bad);
