@@ -66,7 +66,12 @@ class OutboxMetricsTest {
         d.start();
 
         Await.untilOrFail(() -> store.size() == 0 && registry.get(OutboxMetrics.BACKLOG).gauge().value() == 0
-                && registry.get(OutboxMetrics.PARKED).gauge().value() == 2, WAIT,
+                && registry.get(OutboxMetrics.PARKED).gauge().value() == 2
+                // observers hear of a delivery after its row is purged: wait for them too
+                && registry.find(OutboxMetrics.ACK_LATENCY).timer() != null
+                && registry.get(OutboxMetrics.ACK_LATENCY).timer().count() == 30
+                && registry.find(OutboxMetrics.RECORDS_PARKED).tag("topic", "orders").counter() != null
+                && count(registry, OutboxMetrics.RECORDS_PARKED, "orders") == 2, WAIT,
                 () -> store + " " + registry.getMetersAsString());
         assertThat(count(registry, OutboxMetrics.RECORDS_ACKNOWLEDGED, "orders")).isEqualTo(20);
         assertThat(count(registry, OutboxMetrics.RECORDS_ACKNOWLEDGED, "payments")).isEqualTo(10);
@@ -148,8 +153,10 @@ class OutboxMetricsTest {
         metrics.bindTo(registry);
         d.start();
         store.publisher().publish(null, List.of(OutboxMessage.of("orders", "k", "1")));
+        // A topic's counters are all registered at its first send: wait for the acknowledgement itself.
         Await.untilOrFail(() -> registry.find(OutboxMetrics.RECORDS_ACKNOWLEDGED).tag("topic", "orders")
-                .counter() != null, WAIT, registry::getMetersAsString);
+                .counter() != null && count(registry, OutboxMetrics.RECORDS_ACKNOWLEDGED, "orders") == 1,
+                WAIT, registry::getMetersAsString);
 
         metrics.close();
         store.publisher().publish(null, List.of(OutboxMessage.of("orders", "k", "2")));
