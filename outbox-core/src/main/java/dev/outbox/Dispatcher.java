@@ -155,6 +155,10 @@ public interface Dispatcher extends AutoCloseable {
         }
 
         public Dispatcher build() {
+            if (config.harvest() == DispatcherConfig.Harvest.CURSOR && !store.supportsRead()) {
+                throw new IllegalArgumentException("harvest CURSOR needs a store with a cursor read (Store.read),"
+                        + " which " + store.getClass().getName() + " has not: set DispatcherConfig.harvest(MARK)");
+            }
             LeaderTransport t = transport != null ? transport : new SingleInstanceTransport();
             DefaultDispatcher d = new DefaultDispatcher(name, store, broker, t, config, listener, clock);
             observers.forEach(d::addObserver);

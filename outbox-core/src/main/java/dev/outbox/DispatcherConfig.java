@@ -31,9 +31,35 @@ import java.util.Objects;
  *   <tr><td>metricsInterval</td><td>5 s</td><td>period of {@link DispatcherListener#meterRead} events, and of
  *       the leader's samples of the outbox (backlog, parked rows, lag: {@link DispatcherObserver#sampled},
  *       {@link Dispatcher#health()})</td></tr>
+ *   <tr><td>harvest</td><td>{@link Harvest#CURSOR CURSOR}</td><td>how the leader reads the outbox: by a cursor
+ *       held in memory (rows are read, sent, and deleted once acknowledged) or by marking rows in the table
+ *       ({@link Harvest#MARK MARK}, for stores without {@link dev.outbox.spi.Store#read})</td></tr>
+ *   <tr><td>rescanInterval</td><td>30 s</td><td>cursor harvest only: how often a leader that has caught up reads
+ *       the table again from its head, a safety net for rows that appeared below the cursor after the store said
+ *       none could (a sequence reset by hand, a writer transaction longer than the store's late-commit window)
+ *       </td></tr>
  * </table>
  */
 public final class DispatcherConfig {
+
+    /** How the leader finds the rows to send. */
+    public enum Harvest {
+        /**
+         * Read by cursor: the leader reads committed rows above a cursor it keeps in memory, in id order, and
+         * deletes each row once the broker acknowledged it; nothing is written to a row on the way unless its
+         * delivery fails. Ids a read passed without seeing (their writer had not committed) are read again until
+         * the store says they cannot commit any more, so late commits are published, in key order. Needs a
+         * store that {@linkplain dev.outbox.spi.Store#supportsRead() supports it}; the SQL stores do.
+         */
+        CURSOR,
+        /**
+         * Mark, publish, remove: the leader stamps its id on the oldest unmarked rows with one statement, sends
+         * them, and deletes them once acknowledged (goharvest's algorithm). Every row is written once more than
+         * by {@link #CURSOR}; works with any store.
+         */
+        MARK
+    }
+
     private final int markBatchSize;
     private final int maxInFlightRecords;
     private final int purgeBatchSize;
@@ -46,6 +72,8 @@ public final class DispatcherConfig {
     private final int maxAttempts;
     private final Duration drainTimeout;
     private final Duration metricsInterval;
+    private final Harvest harvest;
+    private final Duration rescanInterval;
 
     private DispatcherConfig(Builder b) {
         this.markBatchSize = b.markBatchSize;
@@ -58,6 +86,8 @@ public final class DispatcherConfig {
         this.ioErrorBackoff = b.ioErrorBackoff;
         this.maxIoErrorBackoff = b.maxIoErrorBackoff;
         this.maxAttempts = b.maxAttempts;
+        this.harvest = b.harvest;
+        this.rescanInterval = b.rescanInterval;
         this.drainTimeout = b.drainTimeout;
         this.metricsInterval = b.metricsInterval;
     }
@@ -86,6 +116,8 @@ public final class DispatcherConfig {
         b.maxAttempts = maxAttempts;
         b.drainTimeout = drainTimeout;
         b.metricsInterval = metricsInterval;
+        b.harvest = harvest;
+        b.rescanInterval = rescanInterval;
         return b;
     }
 
@@ -137,6 +169,16 @@ public final class DispatcherConfig {
         return metricsInterval;
     }
 
+    /** How the leader finds the rows to send; see {@link Harvest}. */
+    public Harvest harvest() {
+        return harvest;
+    }
+
+    /** How often a caught-up cursor harvest reads the table again from its head. */
+    public Duration rescanInterval() {
+        return rescanInterval;
+    }
+
     @Override
     public String toString() {
         return "DispatcherConfig{markBatchSize=" + markBatchSize + ", maxInFlightRecords=" + maxInFlightRecords
@@ -144,7 +186,8 @@ public final class DispatcherConfig {
                 + ", markBackoff=" + markBackoff + ", heartbeatTimeout=" + heartbeatTimeout
                 + ", queueTimeout=" + queueTimeout + ", ioErrorBackoff=" + ioErrorBackoff
                 + ", maxIoErrorBackoff=" + maxIoErrorBackoff + ", maxAttempts=" + maxAttempts
-                + ", drainTimeout=" + drainTimeout + ", metricsInterval=" + metricsInterval + '}';
+                + ", drainTimeout=" + drainTimeout + ", metricsInterval=" + metricsInterval + ", harvest=" + harvest
+                + ", rescanInterval=" + rescanInterval + '}';
     }
 
     /** Builds a {@link DispatcherConfig}; not thread-safe. */
@@ -161,6 +204,8 @@ public final class DispatcherConfig {
         private int maxAttempts = 10;
         private Duration drainTimeout = Duration.ofSeconds(10);
         private Duration metricsInterval = Duration.ofSeconds(5);
+        private Harvest harvest = Harvest.CURSOR;
+        private Duration rescanInterval = Duration.ofSeconds(30);
 
         private Builder() {
         }
@@ -222,6 +267,18 @@ public final class DispatcherConfig {
 
         public Builder metricsInterval(Duration value) {
             this.metricsInterval = positive("metricsInterval", value);
+            return this;
+        }
+
+        /** How the leader finds the rows to send; default {@link Harvest#CURSOR}. */
+        public Builder harvest(Harvest value) {
+            this.harvest = Objects.requireNonNull(value, "harvest");
+            return this;
+        }
+
+        /** How often a caught-up cursor harvest reads the table again from its head; default 30 s. */
+        public Builder rescanInterval(Duration value) {
+            this.rescanInterval = positive("rescanInterval", value);
             return this;
         }
 

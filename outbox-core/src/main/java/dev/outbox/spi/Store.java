@@ -55,6 +55,43 @@ public interface Store {
     MarkResult mark(UUID leaderId, int limit);
 
     /**
+     * Whether this store implements {@link #read}, the cursor harvest's read. Stores that do not are harvested by
+     * {@link #mark} ({@code DispatcherConfig.Harvest.MARK}).
+     */
+    default boolean supportsRead() {
+        return false;
+    }
+
+    /**
+     * Reads committed rows for a cursor harvest, changing nothing: the rows with an id above {@code after} or in
+     * one of the {@code recheck} ranges, with the lowest ids first, at most {@code limit}, in ascending id order,
+     * whoever marked them and whatever their next attempt time. A read never waits for, or blocks, a writer.
+     *
+     * <p>The result also tells how far the read could see ({@link ReadResult#gapToken()},
+     * {@link ReadResult#horizon()}): ids are taken when a row is written, rows become visible when their
+     * transaction commits, so a row can appear below an id the harvest has already read. The harvest remembers
+     * the ids it passed without seeing (gaps) and rechecks them until a later read's horizon says they can no
+     * longer commit.
+     *
+     * <ul>
+     *   <li>Never returns a row that is not committed or that was parked.</li>
+     *   <li>A row that cannot be read as a valid message is returned in {@link MarkResult#rejected()}, so that the
+     *       dispatcher parks it.</li>
+     *   <li>Any committed row whose id is below the highest id returned, and that matched the conditions, is
+     *       returned too (the read is one snapshot).</li>
+     * </ul>
+     *
+     * @param after   return rows with ids above this (0 for the head of the table)
+     * @param recheck ranges of ids below {@code after} to return as well, if they hold committed rows; may be empty
+     * @param limit   the most rows to return, at least 1
+     * @throws UnsupportedOperationException if {@link #supportsRead()} is false
+     */
+    default ReadResult read(long after, List<IdRange> recheck, int limit) {
+        throw new UnsupportedOperationException(getClass().getName() + " has no cursor read (Store.read); harvest"
+                + " it with DispatcherConfig.Harvest.MARK");
+    }
+
+    /**
      * Deletes the rows with the given ids, whoever marked them: they have been delivered. Ids that no longer
      * exist are ignored. An empty collection does nothing.
      */
