@@ -5,7 +5,9 @@ import dev.outbox.ParkedMessage;
 import dev.outbox.ParkedQuery;
 import dev.outbox.ParkedRecord;
 import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkedRow;
+import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
 import dev.outbox.store.sql.SqlStore;
@@ -99,6 +101,8 @@ public final class PostgresStore extends SqlStore {
     private final String settingsSql;
     private final String markSettingsSql;
     private final String markSql;
+    private final String readSql;
+    private final String fillMessageIdsSql;
     private final String purgeSql;
     private final String resetSql;
     private final String retryLaterSql;
@@ -128,6 +132,24 @@ public final class PostgresStore extends SqlStore {
                 + " WHERE id = ANY(ARRAY(SELECT id FROM " + t
                 + " WHERE leader_id IS NULL OR leader_id <> ? ORDER BY id LIMIT ?))"
                 + " RETURNING " + RowReader.COLUMNS + ", next_attempt_at";
+        // One statement, so that its rows and its snapshot's transaction ids come from the same snapshot: at READ
+        // COMMITTED every statement takes its own snapshot, and pg_current_snapshot() is the running statement's.
+        // The first branch walks the primary key from the cursor and stops after `limit` rows; the gaps are read
+        // by a nested loop (LATERAL) of index range scans, one per range, so neither branch scans the table. The
+        // last ORDER BY sorts at most limit + (rows in gaps) rows. age('3'::xid) is read once per transaction, at
+        // its first call, which is here, after the snapshot was taken: see gapToken().
+        String columns = RowReader.COLUMNS + ", next_attempt_at";
+        this.readSql = "SELECT s.horizon, s.xmax, s.age3, r.* FROM (SELECT"
+                + " CAST(CAST(pg_snapshot_xmin(c) AS text) AS bigint) AS horizon,"
+                + " CAST(CAST(pg_snapshot_xmax(c) AS text) AS bigint) AS xmax,"
+                + " age(CAST('3' AS xid)) AS age3 FROM pg_current_snapshot() AS c) AS s"
+                + " LEFT JOIN ((SELECT " + columns + " FROM " + t + " WHERE id > ? ORDER BY id LIMIT ?)"
+                + " UNION ALL (SELECT g.* FROM unnest(CAST(? AS bigint[]), CAST(? AS bigint[])) AS r(lo, hi),"
+                + " LATERAL (SELECT " + columns + " FROM " + t + " WHERE id BETWEEN r.lo AND LEAST(r.hi, ?)) AS g)"
+                + " ORDER BY id LIMIT ?) AS r ON true ORDER BY r.id";
+        // Rows older than the message_id column get theirs before they are returned (as the mark does).
+        this.fillMessageIdsSql = "UPDATE " + t + " SET message_id = COALESCE(message_id, " + uuidv7 + "())"
+                + " WHERE id = ANY(?) RETURNING " + columns;
         this.purgeSql = "DELETE FROM " + t + " WHERE id = ANY(?)";
         this.resetSql = "UPDATE " + t + " SET attempts = attempts + 1,"
                 + " leader_id = CASE WHEN leader_id = ? THEN NULL ELSE leader_id END"
@@ -244,6 +266,133 @@ public final class PostgresStore extends SqlStore {
                             });
                     return marked(rows);
                 });
+    }
+
+    @Override
+    public boolean supportsRead() {
+        return true;
+    }
+
+    @Override
+    public ReadResult read(long after, List<IdRange> recheck, int limit) {
+        if (after < 0) {
+            throw new IllegalArgumentException("after must not be negative: " + after);
+        }
+        Objects.requireNonNull(recheck, "recheck must not be null");
+        limit(limit);
+        List<IdRange> ranges = ranges(recheck, after);
+        Long[] from = new Long[ranges.size()];
+        Long[] to = new Long[ranges.size()];
+        for (int i = 0; i < ranges.size(); i++) {
+            from[i] = ranges.get(i).from();
+            to[i] = ranges.get(i).to();
+        }
+        return inTransaction("reading up to " + limit + " rows of " + names.outbox() + " after id " + after,
+                markSettingsSql, handle -> {
+                    TreeMap<Long, MarkedRow> rows = new TreeMap<>();
+                    List<Long> withoutMessageId = new ArrayList<>();
+                    long[] snapshot = new long[3];
+                    bindRead(handle.createQuery(readSql), after, from, to, limit)
+                            .scanResultSet((supplier, context) -> {
+                                var rs = supplier.get();
+                                while (rs.next()) {
+                                    snapshot[0] = rs.getLong(1);
+                                    snapshot[1] = rs.getLong(2);
+                                    snapshot[2] = rs.getInt(3);
+                                    if (rs.getObject(4) == null) {
+                                        continue; // the snapshot's row when nothing was read
+                                    }
+                                    MarkedRow row = RowReader.read(rs, 3, maxKeyLength());
+                                    rows.put(row.id(), row);
+                                    if (rs.getObject(13) == null) {
+                                        withoutMessageId.add(row.id());
+                                    }
+                                }
+                                return null;
+                            });
+                    if (!withoutMessageId.isEmpty()) {
+                        // Rare: rows written before the message_id column. Store their ids, then return them as
+                        // stored (a row deleted meanwhile is not returned).
+                        withoutMessageId.forEach(rows::remove);
+                        handle.createQuery(fillMessageIdsSql).bind(0, bigints(withoutMessageId.toArray(new Long[0])))
+                                .scanResultSet((supplier, context) -> {
+                                    var rs = supplier.get();
+                                    while (rs.next()) {
+                                        MarkedRow row = RowReader.read(rs, maxKeyLength());
+                                        rows.put(row.id(), row);
+                                    }
+                                    return null;
+                                });
+                    }
+                    return new ReadResult(marked(rows.values()), gapToken(snapshot[1], (int) snapshot[2]),
+                            snapshot[0]);
+                });
+    }
+
+    /**
+     * The gap token of a read: the first transaction id not yet assigned when the read's snapshot had been taken,
+     * as a 64-bit {@code xid8}, from the snapshot's {@code xmax} and {@code age3 = age('3'::xid)}.
+     *
+     * <p>Not the snapshot's {@code xmax}: that is one past the latest <em>completed</em> transaction id, and a
+     * transaction that took its id (and then an outbox id below a row the read returned) after the last one that
+     * completed has an id at or above {@code xmax}. It is not in the snapshot's list of running transactions either,
+     * so a later snapshot's {@code xmin} can pass it while it is still running (tested by
+     * {@code PostgresStoreReadTest}). {@code age(xid)} counts from the transaction's own id or, in a transaction that
+     * has none (as this read has when it calls it), from the next id to be assigned, read at its first call in the
+     * transaction: during the read statement, after its snapshot. Every transaction that took an outbox id below the
+     * read's highest row took its transaction id earlier (the id column's default takes the transaction id first),
+     * so its id is below the token. {@code age} is 32 bits; the token is {@code xmax} moved forward by the (small,
+     * non-negative) distance from {@code xmax} to that next id, modulo 2<sup>32</sup>.
+     */
+    static long gapToken(long xmax, int age3) {
+        long next32 = (age3 + 3L) & 0xFFFF_FFFFL;
+        return xmax + ((next32 - (xmax & 0xFFFF_FFFFL)) & 0xFFFF_FFFFL);
+    }
+
+    /** The ranges below or at {@code after}, sorted and merged (so that no row is read twice), clipped to it. */
+    private static List<IdRange> ranges(List<IdRange> recheck, long after) {
+        List<IdRange> sorted = new ArrayList<>(recheck.size());
+        for (int i = 0; i < recheck.size(); i++) {
+            IdRange range = recheck.get(i);
+            if (range == null) {
+                throw new IllegalArgumentException("recheck contains null at position " + i);
+            }
+            if (range.from() <= after) {
+                sorted.add(range);
+            }
+        }
+        sorted.sort(java.util.Comparator.comparingLong(IdRange::from));
+        List<IdRange> merged = new ArrayList<>(sorted.size());
+        for (IdRange range : sorted) {
+            IdRange last = merged.isEmpty() ? null : merged.get(merged.size() - 1);
+            if (last != null && range.from() <= last.to() + 1) {
+                merged.set(merged.size() - 1, new IdRange(last.from(), Math.max(last.to(), range.to())));
+            } else {
+                merged.add(range);
+            }
+        }
+        return merged;
+    }
+
+    private <S extends org.jdbi.v3.core.statement.SqlStatement<S>> S bindRead(S statement, long after, Long[] from,
+                                                                             Long[] to, int limit) {
+        return statement.bind(0, after).bind(1, limit).bind(2, bigints(from)).bind(3, bigints(to)).bind(4, after)
+                .bind(5, limit);
+    }
+
+    /** The read statement, for tests that compare plans. */
+    String readSql() {
+        return readSql;
+    }
+
+    /** The plan Postgres chooses for {@link #read} right now, under the same settings; for tests and diagnosis. */
+    String explainRead(long after, List<IdRange> recheck, int limit) {
+        List<IdRange> ranges = ranges(recheck, after);
+        Long[] from = ranges.stream().map(IdRange::from).toArray(Long[]::new);
+        Long[] to = ranges.stream().map(IdRange::to).toArray(Long[]::new);
+        return inTransaction("explaining the read of " + names.outbox(), markSettingsSql, handle ->
+                String.join("\n", bindRead(handle.createQuery("EXPLAIN " + readSql), after, from, to, limit)
+                        .mapTo(String.class).list()));
     }
 
     /** The mark statement, for tests that compare plans. */
