@@ -15,6 +15,7 @@ import dev.outbox.spi.Heartbeat;
 import dev.outbox.spi.LeaderTransport;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.MessageBroker;
+import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.Store;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -83,6 +84,8 @@ import java.util.function.Supplier;
  */
 public final class DefaultDispatcher implements Dispatcher {
     private static final Logger log = LoggerFactory.getLogger(DefaultDispatcher.class);
+    /** The most gap ranges a cursor harvest rechecks per read; see {@link HarvestCursor}. */
+    static final int MAX_GAPS = 256;
 
     private final String name;
     private final Store store;
@@ -105,6 +108,8 @@ public final class DefaultDispatcher implements Dispatcher {
     private long epoch;
     private boolean forceRemark;
     private final KeySchedule schedule;
+    /** The cursor harvest's position and gaps; null when harvesting by mark. */
+    private final HarvestCursor cursor;
     // ---
 
     private final LinkedBlockingQueue<Completion> completions = new LinkedBlockingQueue<>();
@@ -164,6 +169,7 @@ public final class DefaultDispatcher implements Dispatcher {
         this.schedule = new KeySchedule(config.maxInFlightRecords(), config.ioErrorBackoff(),
                 config.maxIoErrorBackoff(), config.maxAttempts(), clock,
                 () -> ThreadLocalRandom.current().nextDouble());
+        this.cursor = config.harvest() == DispatcherConfig.Harvest.CURSOR ? new HarvestCursor(MAX_GAPS) : null;
         this.sampler = new OutboxSampler(store, clock, config.metricsInterval(), () -> leading, this::onSample,
                 e -> reportFailure("sample", e));
         this.machine = new NeliStateMachine(UUID.randomUUID(), config.heartbeatTimeout(), config.pollInterval(),
@@ -485,6 +491,7 @@ public final class DefaultDispatcher implements Dispatcher {
             epoch++;
             forceRemark = false;
             schedule.start();
+            rewindCursor();
             leading = true;
             markWork.signalAll();
         } finally {
@@ -535,6 +542,7 @@ public final class DefaultDispatcher implements Dispatcher {
                 lastSample = null;
                 epoch++;
                 schedule.stop();
+                rewindCursor();
                 markWork.signalAll();
                 return was;
             } finally {
@@ -548,8 +556,9 @@ public final class DefaultDispatcher implements Dispatcher {
     // ------------------------------------------------------------------------------------------ marking
 
     private void markLoop() {
-        Backoff markFailures = new Backoff(config.ioErrorBackoff(), config.maxIoErrorBackoff());
+        Backoff readFailures = new Backoff(config.ioErrorBackoff(), config.maxIoErrorBackoff());
         Duration idle = config.markBackoff();
+        long lastRescan = System.nanoTime();
         while (!stopMarking) {
             UUID markAs;
             long markEpoch;
@@ -588,52 +597,137 @@ public final class DefaultDispatcher implements Dispatcher {
                 }
                 continue;
             }
-            lock.lock();
-            try {
-                schedule.readStarted();
-            } finally {
-                lock.unlock();
+            int read = cursor != null ? readOnce(room, markEpoch, readFailures)
+                    : markOnce(markAs, markEpoch, readFailures);
+            if (read < 0) {
+                continue; // failed; backed off already
             }
-            MarkResult result;
-            try {
-                long markStart = System.nanoTime();
-                result = store.mark(markAs, config.markBatchSize());
-                callbacks.marked(result.size(), Duration.ofNanos(System.nanoTime() - markStart)); // hook: mark
-                lastMark = clock.instant();
-                markFailures.reset();
-            } catch (RuntimeException e) {
-                endMark();
-                Duration wait = markFailures.next();
-                log.warn("{}: mark failed; taking a fresh leader id and retrying in {}", name, wait, e);
-                reportFailure("mark", e);
-                // Global rewind: the mark may have committed, and rows marked with this id would be skipped by
-                // later marks. A fresh leader id marks every unacknowledged row again, from the head.
-                raiseForceRemark();
-                pause(wait);
-                continue;
-            }
-            if (!result.rejected().isEmpty()) {
-                parkRejected(result.rejected());
-            }
-            lock.lock();
-            try {
-                if (epoch == markEpoch && !forceRemark) {
-                    for (OutboxRecord r : result.records()) {
-                        schedule.offer(r);
-                    }
-                }
-                // else: leadership changed or the lease lapsed meanwhile; the next mark takes these again.
-            } finally {
-                schedule.readEnded();
-                lock.unlock();
-            }
-            if (result.isEmpty()) {
+            if (read == 0) {
                 pause(idle);
                 idle = min(idle.multipliedBy(2), config.pollInterval());
             } else {
                 idle = config.markBackoff();
             }
+            if (cursor != null && read < room
+                    && System.nanoTime() - lastRescan >= config.rescanInterval().toNanos()) {
+                // Caught up: read the table from its head once more, a safety net (see HarvestCursor).
+                lastRescan = System.nanoTime();
+                lock.lock();
+                try {
+                    cursor.rescan();
+                } finally {
+                    lock.unlock();
+                }
+            }
         }
+    }
+
+    /**
+     * One cursor read of up to {@code room} rows: queues the new rows behind their keys and parks unreadable ones.
+     * A failed read changed nothing, so it is only retried after a backoff: the cursor stays where it was.
+     *
+     * @return the rows read, or -1 if the read failed
+     */
+    private int readOnce(int room, long markEpoch, Backoff failures) {
+        HarvestCursor.Request request;
+        lock.lock();
+        try {
+            schedule.readStarted();
+            request = cursor.request(room);
+        } finally {
+            lock.unlock();
+        }
+        ReadResult result;
+        try {
+            long readStart = System.nanoTime();
+            result = store.read(request.after(), request.recheck(), request.limit());
+            callbacks.marked(result.size(), Duration.ofNanos(System.nanoTime() - readStart)); // hook: mark (read)
+            lastMark = clock.instant();
+            failures.reset();
+        } catch (RuntimeException e) {
+            endMark();
+            Duration wait = failures.next();
+            log.warn("{}: read failed; retrying in {}", name, wait, e);
+            reportFailure("read", e);
+            pause(wait);
+            return -1;
+        }
+        if (!result.rows().rejected().isEmpty()) {
+            parkRejected(result.rows().rejected());
+        }
+        int unexpected = 0;
+        lock.lock();
+        try {
+            if (epoch == markEpoch && !forceRemark) {
+                HarvestCursor.Advance advance = cursor.advance(request, result);
+                if (!advance.stale()) {
+                    for (OutboxRecord r : result.rows().records()) {
+                        if (schedule.offer(r) && advance.unexpected().contains(r.id())) {
+                            unexpected++;
+                        }
+                    }
+                }
+            }
+            // else: leadership changed or the lease lapsed meanwhile; the cursor was rewound to the head.
+        } finally {
+            schedule.readEnded();
+            lock.unlock();
+        }
+        if (unexpected > 0) {
+            log.warn("{}: {} rows appeared below the cursor where the store said none could (ids reset by hand, or"
+                    + " a writer transaction longer than the store's late-commit window); publishing them now,"
+                    + " possibly after later rows of their keys", name, unexpected);
+        }
+        return result.size();
+    }
+
+    /**
+     * One mark of up to {@code markBatchSize} rows ({@link DispatcherConfig.Harvest#MARK}): queues the marked rows
+     * behind their keys and parks unreadable ones. A failed mark rewinds globally: it may have committed.
+     *
+     * @return the rows marked, or -1 if the mark failed
+     */
+    private int markOnce(UUID markAs, long markEpoch, Backoff failures) {
+        lock.lock();
+        try {
+            schedule.readStarted();
+        } finally {
+            lock.unlock();
+        }
+        MarkResult result;
+        try {
+            long markStart = System.nanoTime();
+            result = store.mark(markAs, config.markBatchSize());
+            callbacks.marked(result.size(), Duration.ofNanos(System.nanoTime() - markStart)); // hook: mark
+            lastMark = clock.instant();
+            failures.reset();
+        } catch (RuntimeException e) {
+            endMark();
+            Duration wait = failures.next();
+            log.warn("{}: mark failed; taking a fresh leader id and retrying in {}", name, wait, e);
+            reportFailure("mark", e);
+            // Global rewind: the mark may have committed, and rows marked with this id would be skipped by
+            // later marks. A fresh leader id marks every unacknowledged row again, from the head.
+            raiseForceRemark();
+            pause(wait);
+            return -1;
+        }
+        if (!result.rejected().isEmpty()) {
+            parkRejected(result.rejected());
+        }
+        lock.lock();
+        try {
+            if (epoch == markEpoch && !forceRemark) {
+                for (OutboxRecord r : result.records()) {
+                    schedule.offer(r);
+                }
+            }
+            // else: leadership changed or the lease lapsed meanwhile; the next mark takes these again.
+        } finally {
+            schedule.readEnded();
+            lock.unlock();
+        }
+        return result.size();
     }
 
     private void endMark() {
@@ -666,9 +760,17 @@ public final class DefaultDispatcher implements Dispatcher {
         epoch++;
         forceRemark = false;
         schedule.abandon();
+        rewindCursor();
         log.info("{}: leader refreshed, leader id {}", name, fresh);
         currentLeaderId = fresh;
         notifyListener("leaderRefreshed", l -> l.leaderRefreshed(fresh));
+    }
+
+    /** Caller holds lock. What was queued was forgotten: the cursor harvest reads again from the head. */
+    private void rewindCursor() {
+        if (cursor != null) {
+            cursor.rewind();
+        }
     }
 
     /** Whether the leadership lease (last own heartbeat + heartbeat timeout) still holds. */
@@ -746,6 +848,7 @@ public final class DefaultDispatcher implements Dispatcher {
         try {
             forceRemark = true;
             schedule.abandon();
+            rewindCursor();
         } finally {
             lock.unlock();
         }
