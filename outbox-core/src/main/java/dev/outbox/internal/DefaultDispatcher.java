@@ -46,38 +46,48 @@ import java.util.function.Consumer;
 import java.util.function.Supplier;
 
 /**
- * The mark–purge engine behind {@link Dispatcher}. Four threads:
+ * The harvest engine behind {@link Dispatcher}. Four threads:
  * <ul>
  *   <li>{@code <name>-leader} drives the leader transport and the {@link NeliStateMachine}, and emits meter
  *       reads;</li>
- *   <li>{@code <name>-mark} marks rows while leading and sends them, subject to the global in-flight throttle
- *       and the per-key barrier;</li>
+ *   <li>{@code <name>-mark} harvests while leading — reads rows by cursor ({@link DispatcherConfig.Harvest#CURSOR},
+ *       the default) or marks them ({@link DispatcherConfig.Harvest#MARK}) — and sends them, subject to the global
+ *       in-flight throttle and the per-key barrier;</li>
  *   <li>{@code <name>-purge} takes broker completions, purges acknowledged rows in batches, records the failure
  *       of failed ones for a retry of their key (or parks them), and only then lowers their keys' barriers;</li>
  *   <li>{@code <name>-sample} samples the outbox for the observers while leading ({@link OutboxSampler}).</li>
  * </ul>
  *
+ * <h2>Two harvests, one loop</h2>
+ * The cursor harvest reads committed rows above a cursor held in memory ({@link HarvestCursor}: the cursor, and
+ * the ids it passed before they committed, rechecked until the store says they never will); the mark harvest
+ * stamps the leader id on the oldest rows not marked with it. Either way the rows go to the same
+ * {@link KeySchedule}, are sent, and are deleted once acknowledged; the cursor harvest writes nothing to a row on
+ * the way. A failed read changes nothing and is simply retried; a failed mark may have committed, so it rewinds
+ * (below).
+ *
  * <h2>Observation</h2>
  * Listener and observer callbacks all go through {@link #callbacks}, which catches, counts and logs what they
- * throw. The hooks are one-liners at the points they measure: after a mark, after a purge committed, after a
- * send, when a completion is processed, when a record is parked; the figures {@link #health()} reports are
+ * throw. The hooks are one-liners at the points they measure: after a read or mark, after a purge committed, after
+ * a send, when a completion is processed, when a record is parked; the figures {@link #health()} reports are
  * volatile fields written at the same points.
  *
  * <h2>Scheduling state</h2>
- * The per-key state (records marked and queued behind their key, the barrier of one record in flight per key,
- * per-record retry times) lives in one {@link KeySchedule}, guarded by {@link #lock}; its Javadoc states the
- * invariants. This class only coordinates threads around it and calls the store in the order that keeps the table
- * and the schedule in agreement: a key's barrier is lowered only once its record's purge, park or failure
- * ({@code Store.retryLater}) committed.
+ * The per-key state (records read and queued behind their key, the barrier of one record in flight per key,
+ * per-record retry times) lives in one {@link KeySchedule}, the harvest position in one {@link HarvestCursor}, both
+ * guarded by {@link #lock}; their Javadoc states the invariants. This class only coordinates threads around them
+ * and calls the store in the order that keeps the table and the schedule in agreement: a key's barrier is lowered
+ * only once its record's purge, park or failure ({@code Store.retryLater}) committed.
  *
  * <h2>What holds one key, what rewinds everything</h2>
  * A failed delivery holds only its key: the record's attempt count and next attempt time are written to its row,
- * the record goes back to the head of its key, and every other key keeps flowing. Three things still rewind
+ * the record goes back to the head of its key, and every other key keeps flowing. Some things still rewind
  * globally, because after them the schedule may no longer describe the table: a failed mark (a lost connection:
  * the mark may have committed rows this leader never saw), a lapsed lease before a send, and any change of
  * leadership (fenced, revoked, acquired). After them the leader takes a fresh leader id (or stops), abandons
- * every queued record and marks again from the head of the table; records in flight are not queued again while
- * their delivery is under way, and the rows' attempts and next attempt times carry every key's backoff across.
+ * every queued record and reads or marks again from the head of the table; records in flight are not queued again
+ * while their delivery is under way, and the rows' attempts and next attempt times carry every key's backoff
+ * across.
  *
  * <p>Sends happen outside {@link #lock} but under {@link #sendLock}, which fencing also takes: once a fence
  * returns, no send starts until leadership is acquired again.
