@@ -45,13 +45,14 @@ public final class Benchmark {
             Map<String, List<ThroughputScenarios.Run>> runs = new LinkedHashMap<>();
             for (int r = 1; r <= options.repeat; r++) {
                 long seed = options.seed + r;
-                for (String scenario : List.of("drain", "database", "cursor", "broker", "naive")) {
+                for (String scenario : ThroughputScenarios.NAMES) {
                     if (!options.runs(scenario)) {
                         continue;
                     }
                     Progress.say("%s, run %d of %d ...", scenario, r, options.repeat);
                     ThroughputScenarios.Run run = switch (scenario) {
                         case "drain" -> throughput.drain(options.rows, seed);
+                        case "drain-mark" -> throughput.drainByMark(options.rows, seed);
                         case "database" -> throughput.databaseCeiling(options.rows, seed);
                         case "cursor" -> throughput.cursorCeiling(options.rows, seed);
                         case "broker" -> throughput.brokerCeiling(options.rows, seed);
@@ -136,8 +137,14 @@ public final class Benchmark {
         if (options.runs("drain")) {
             throughput.drain(rows, options.seed);
         }
+        if (options.runs("drain-mark")) {
+            throughput.drainByMark(rows, options.seed);
+        }
         if (options.runs("database")) {
             throughput.databaseCeiling(rows, options.seed);
+        }
+        if (options.runs("cursor")) {
+            throughput.cursorCeiling(rows, options.seed);
         }
         if (options.runs("broker")) {
             throughput.brokerCeiling(rows, options.seed);

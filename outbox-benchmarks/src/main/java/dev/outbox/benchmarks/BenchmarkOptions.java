@@ -30,7 +30,7 @@ import java.util.concurrent.Callable;
                 + " results.{txt,csv,json}. Values: --rows 100000 or --rows=100000; seconds as 20, 1.5 or 20s."
                 + " The MySQL headers column codec is measured apart: ./bench.sh headers-codec.")
 final class BenchmarkOptions implements Callable<Integer> {
-    static final List<String> ALL_SCENARIOS = List.of("drain", "database", "cursor", "broker", "naive", "latency",
+    static final List<String> ALL_SCENARIOS = List.of("drain", "drain-mark", "database", "cursor", "broker", "naive", "latency",
             "poison",
             "takeover", "inbox");
     /** The poison scenario's offered rate and healthy keys: one failing key among 1,000 at 5,000 records/s. */
@@ -367,7 +367,7 @@ final class BenchmarkOptions implements Callable<Integer> {
 
     static final class Scenario extends OneOf {
         Scenario() {
-            super("drain", "database", "cursor", "broker", "naive", "latency", "poison", "takeover", "inbox", "all");
+            super("drain", "drain-mark", "database", "cursor", "broker", "naive", "latency", "poison", "takeover", "inbox", "all");
         }
     }
 
