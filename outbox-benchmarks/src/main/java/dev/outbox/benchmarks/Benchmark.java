@@ -82,6 +82,18 @@ public final class Benchmark {
                     ThroughputScenarios.settle();
                 }
             }
+            if (options.runs("latency-mark")) {
+                LatencyScenario latency = new LatencyScenario(env, options);
+                for (int rate : options.rates) {
+                    Progress.say("latency at %,d records/s offered, mark harvest ...", rate);
+                    LatencyScenario.Result result = latency.run(rate, options.keys, false,
+                            dev.outbox.DispatcherConfig.Harvest.MARK);
+                    Progress.say("latency at %,d/s, mark harvest: commit->ack p50 %.1f ms, p99 %.1f ms, max %.1f ms",
+                            rate, result.commitToAck().p50(), result.commitToAck().p99(), result.commitToAck().max());
+                    report.latency.add(result);
+                    ThroughputScenarios.settle();
+                }
+            }
             if (options.runs("poison")) {
                 LatencyScenario latency = new LatencyScenario(env, options);
                 for (boolean poison : new boolean[] {false, true}) {

@@ -359,7 +359,9 @@ final class Report {
         });
         for (LatencyScenario.Result l : latency) {
             String s = "rate_" + l.offeredRate() + (l.poisoned() ? "_poison" : "")
-                    + (l.variant().startsWith(options.keys + " ") ? "" : "_keys_" + l.variant().replaceAll("\\D", ""));
+                    + (l.variant().contains(LatencyScenario.MARK_VARIANT) ? "_mark" : "")
+                    + (l.variant().endsWith(" " + options.keys + " keys") || l.variant().equals(options.keys + " keys")
+                    ? "" : "_keys_" + l.variant().replaceAll("\\D", ""));
             csvLine(out, "latency", s, 1, "offered_per_s", l.offeredRate());
             csvLine(out, "latency", s, 1, "written_per_s", fmt("%.1f", l.achievedRate()));
             csvLine(out, "latency", s, 1, "writers_kept_up", l.writersKeptUp());
