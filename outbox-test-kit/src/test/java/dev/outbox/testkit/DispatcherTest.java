@@ -12,6 +12,8 @@ import dev.outbox.testkit.BrokerFaults.Outcome;
 import dev.outbox.testkit.StoreFaults.Operation;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -276,14 +278,16 @@ class DispatcherTest {
         Await.untilOrFail(() -> store.size() == 0, WAIT, store::toString);
     }
 
-    @Test
-    void aFailingStoreIsRetriedWithExponentialBackoff() {
+    @ParameterizedTest
+    @EnumSource(DispatcherConfig.Harvest.class)
+    void aFailingStoreIsRetriedWithExponentialBackoff(DispatcherConfig.Harvest harvest) {
         InMemoryStore store = new InMemoryStore();
-        store.setFaults(op -> op == Operation.MARK ? StoreFaults.Fault.failBefore() : StoreFaults.Fault.NONE);
+        Operation failing = harvest == DispatcherConfig.Harvest.CURSOR ? Operation.READ : Operation.MARK;
+        store.setFaults(op -> op == failing ? StoreFaults.Fault.failBefore() : StoreFaults.Fault.NONE);
         InMemoryBroker broker = new InMemoryBroker();
         write(store, 5, 5);
         DispatcherConfig config = fastConfig().ioErrorBackoff(Duration.ofMillis(20))
-                .maxIoErrorBackoff(Duration.ofMillis(160)).build();
+                .maxIoErrorBackoff(Duration.ofMillis(160)).harvest(harvest).build();
         start(store, broker, config, newName());
 
         Await.untilOrFail(() -> events.failureTimes.size() >= 7, WAIT, () -> "failures " + events.failures);
