@@ -41,7 +41,16 @@ import java.util.Optional;
  *
  * <h2>Statements</h2>
  * <ul>
- *   <li><b>mark</b> is one statement:
+ *   <li><b>read</b> (the cursor harvest's, {@link #read}) is one {@code SELECT} that changes nothing and locks no
+ *       row: {@code (SELECT ... WHERE id > ? ORDER BY id LIMIT ?) UNION ALL (the rows in each recheck range, by a
+ *       LATERAL index range scan per range) ORDER BY id LIMIT ?}, joined to one row of its own snapshot's transaction
+ *       ids (see <em>Late commits</em> below). Postgres cannot walk an index in order for an {@code OR} of the two
+ *       conditions, hence the union; its first branch walks the primary key from the cursor and stops at the limit.
+ *       The read's transaction switches off sequential and bitmap scans ({@code SET LOCAL}), so that a stale row
+ *       estimate cannot turn that walk into a scan and sort of every row above the cursor. Rows written before the
+ *       {@code message_id} column get theirs stored by a second statement in the same transaction, only when the
+ *       read returned such rows.</li>
+ *   <li><b>mark</b> (the MARK harvest's) is one statement:
  *       {@code UPDATE t SET leader_id = ? WHERE id = ANY(ARRAY(SELECT id FROM t WHERE leader_id IS NULL OR
  *       leader_id <> ? ORDER BY id LIMIT ?)) RETURNING ...}. The array is computed once, by an ordered scan of
  *       the primary key, and the update then fetches exactly those ids through the index. The textbook form
@@ -57,6 +66,20 @@ import java.util.Optional;
  * </ul>
  * Each call runs in its own short transaction on a connection from the {@link Jdbi} (or data source) at the
  * isolation level the connection has by default, which should be Postgres' default, READ COMMITTED.
+ *
+ * <h2>Late commits</h2>
+ * Ids are taken at insert, rows become visible at commit, so a read can pass an id whose row commits later (a gap).
+ * The table's id default takes the writer's transaction id <em>before</em> the sequence value ({@code CASE WHEN
+ * pg_current_xact_id() IS NOT NULL THEN nextval(...) END}; see {@link #schemaSql()}). A transaction that holds an
+ * id below the highest id a read returned therefore took its transaction id before that row's id was taken, hence
+ * before the read's snapshot. Each read reports, from its one snapshot: {@link ReadResult#gapToken()}, the next
+ * transaction id not yet assigned at the snapshot (above every such writer's id; see the comment of
+ * {@code gapToken}), and {@link ReadResult#horizon()}, the snapshot's {@code xmin} (every transaction below it had
+ * ended). A gap passed by a read with token {@code T} is final once a later read's horizon is at least {@code T}:
+ * every transaction that could hold it has ended, and had it committed, that read would have seen it. A
+ * long-running transaction that has a transaction id (in any database of the server) holds every later horizon
+ * back, so gaps stay open and are reread until it ends; a writer that takes its id by hand ({@code nextval} in its
+ * {@code INSERT}) escapes the rule, and its late row may be skipped until the dispatcher's rescan.
  *
  * <h2>Concurrent marks</h2>
  * A mark only returns committed rows and never waits for, or blocks, transactions that insert rows: it locks
@@ -198,7 +221,9 @@ public final class PostgresStore extends SqlStore {
     /**
      * Both tables are created in one transaction, under an advisory lock that serializes concurrent creators. Tables
      * that predate message ids are upgraded in place ({@link #upgradeSql()}) in the same transaction: each statement
-     * only changes the catalog, so writers and dispatchers carry on.
+     * only changes the catalog, so writers and dispatchers carry on. The DDL itself gives a table of an earlier version
+     * the id default that takes the transaction id first (its {@code DO} block), once: only while the column still
+     * has another default.
      */
     @Override
     protected void createTables(String ddl) {
@@ -285,12 +310,8 @@ public final class PostgresStore extends SqlStore {
         Objects.requireNonNull(recheck, "recheck must not be null");
         limit(limit);
         List<IdRange> ranges = ranges(recheck, after);
-        Long[] from = new Long[ranges.size()];
-        Long[] to = new Long[ranges.size()];
-        for (int i = 0; i < ranges.size(); i++) {
-            from[i] = ranges.get(i).from();
-            to[i] = ranges.get(i).to();
-        }
+        Long[] from = ranges.stream().map(IdRange::from).toArray(Long[]::new);
+        Long[] to = ranges.stream().map(IdRange::to).toArray(Long[]::new);
         return inTransaction("reading up to " + limit + " rows of " + names.outbox() + " after id " + after,
                 readSettingsSql, handle -> {
                     TreeMap<Long, MarkedRow> rows = new TreeMap<>();
