@@ -160,7 +160,9 @@ public final class PostgresStore extends SqlStore {
                 + " WHERE leader_id IS NULL OR leader_id <> ? ORDER BY id LIMIT ?))"
                 + " RETURNING " + RowReader.COLUMNS + ", next_attempt_at";
         // One statement, so that its rows and its snapshot's transaction ids come from the same snapshot: at READ
-        // COMMITTED every statement takes its own snapshot, and pg_current_snapshot() is the running statement's.
+        // COMMITTED every statement takes its own snapshot, and pg_current_snapshot() is the running statement's (on
+        // a connection that defaults to REPEATABLE READ, both are the transaction's, taken by the settings statement
+        // just before: the same holds). Tested: PostgresStoreReadTest.
         // The first branch walks the primary key from the cursor and stops after `limit` rows; the gaps are read
         // by a nested loop (LATERAL) of index range scans, one per range, so neither branch scans the table. The
         // last ORDER BY sorts at most limit + (rows in gaps) rows. age('3'::xid) is read once per transaction, at
