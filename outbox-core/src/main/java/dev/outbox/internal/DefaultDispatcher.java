@@ -183,7 +183,7 @@ public final class DefaultDispatcher implements Dispatcher {
         this.sampler = new OutboxSampler(store, clock, config.metricsInterval(), () -> leading, this::onSample,
                 e -> reportFailure("sample", e));
         this.machine = new NeliStateMachine(UUID.randomUUID(), config.heartbeatTimeout(), config.pollInterval(),
-                clock, new NeliStateMachine.Actions() {
+                System::nanoTime, new NeliStateMachine.Actions() {
                     @Override
                     public void acquired(UUID id) {
                         onAcquired(id);
@@ -783,9 +783,12 @@ public final class DefaultDispatcher implements Dispatcher {
         }
     }
 
-    /** Whether the leadership lease (last own heartbeat + heartbeat timeout) still holds. */
+    /**
+     * Whether the leadership lease (last own heartbeat + heartbeat timeout) still holds, on the monotonic clock: a
+     * step of the wall clock changes nothing.
+     */
     private boolean leaseValid() {
-        return !clock.instant().isAfter(machine.leaseExpiry());
+        return machine.leaseValid(System.nanoTime());
     }
 
     private void send(List<KeySchedule.Flight> batch, long markEpoch) {

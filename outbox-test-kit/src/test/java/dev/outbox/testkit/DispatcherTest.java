@@ -87,6 +87,66 @@ class DispatcherTest {
         return byKey;
     }
 
+    /** A wall clock an operator or NTP steps while the dispatcher runs. */
+    static final class SteppedClock extends java.time.Clock {
+        private volatile Duration offset = Duration.ZERO;
+
+        void step(Duration d) {
+            offset = offset.plus(d);
+        }
+
+        @Override
+        public java.time.ZoneId getZone() {
+            return java.time.ZoneOffset.UTC;
+        }
+
+        @Override
+        public java.time.Clock withZone(java.time.ZoneId zone) {
+            return this;
+        }
+
+        @Override
+        public java.time.Instant instant() {
+            return java.time.Instant.now().plus(offset);
+        }
+    }
+
+    @Test
+    void steppingTheWallClockForwardsOrBackwardsNeitherFencesNorStopsTheLeader() {
+        InMemoryStore store = new InMemoryStore();
+        InMemoryBroker broker = new InMemoryBroker();
+        brokers.add(broker);
+        SteppedClock clock = new SteppedClock();
+        Dispatcher d = Dispatcher.builder(store, broker).config(fastConfig().build()).listener(events)
+                .clock(clock).name(newName()).build();
+        dispatchers.add(d);
+        d.start();
+        Await.untilOrFail(d::isLeader, WAIT, () -> d.health().toString());
+        writeFrom(store, 0, 100, 10);
+        Await.untilOrFail(() -> broker.deliveredCount() == 100, WAIT, store::toString);
+
+        clock.step(Duration.ofHours(1)); // far beyond the 300 ms heartbeat timeout, forwards
+        writeFrom(store, 100, 100, 10);
+        Await.untilOrFail(() -> broker.deliveredCount() == 200, WAIT, store::toString);
+        clock.step(Duration.ofHours(-2)); // and backwards
+        writeFrom(store, 200, 100, 10);
+        Await.untilOrFail(() -> broker.deliveredCount() == 300 && store.size() == 0, WAIT, store::toString);
+
+        assertThat(events.fenced.get()).as("fences").isZero();
+        assertThat(events.acquired).as("leadership acquired once").hasSize(1);
+        assertThat(valuesByKey(broker.delivered()).values()).allSatisfy(values ->
+                assertThat(values).isSorted().hasSize(30));
+    }
+
+    private static void writeFrom(InMemoryStore store, int first, int count, int keys) {
+        try (InMemoryStore.Transaction tx = store.begin()) {
+            for (int i = first; i < first + count; i++) {
+                tx.publish(List.of(OutboxMessage.of("t", "k" + (i % keys), String.valueOf(i))));
+            }
+            tx.commit();
+        }
+    }
+
     @Test
     void harvestsEverythingInOrderWithBatchedPurges() {
         InMemoryStore store = new InMemoryStore();
