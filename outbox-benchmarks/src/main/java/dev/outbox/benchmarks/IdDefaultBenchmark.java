@@ -23,7 +23,7 @@ import java.util.UUID;
  *   <li>the raw harvest loops on the same rows: {@code store.read(cursor, [], 1000)} then {@code store.purge(ids)},
  *       against {@code store.mark(leader, 1000)} then {@code store.purge(ids)} (no broker, no pipelining).</li>
  * </ol>
- * Run with {@code BENCH_MAIN=IdDefaultBenchmark ./bench.sh [rows] [rounds]}. Not thread-safe; a main only.
+ * Run with {@code BENCH_MAIN=IdDefaultBenchmark ./bench.sh [rows] [rounds] [all|insert|harvest]}. Not thread-safe; a main only.
  */
 public final class IdDefaultBenchmark {
     private static final int BATCH = 1_000;
@@ -34,6 +34,7 @@ public final class IdDefaultBenchmark {
     public static void main(String[] args) throws Exception {
         int rows = args.length > 0 ? Integer.parseInt(args[0]) : 300_000;
         int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 2;
+        String what = args.length > 2 ? args[2] : "all"; // all, insert or harvest
         JdbcServer server = TestServers.postgres();
         String url = server.createDatabase("bench_id_default");
         try (HikariDataSource pool = BenchEnvironment.pool(url, server.username(), server.password(), 2)) {
@@ -41,15 +42,19 @@ public final class IdDefaultBenchmark {
             PostgresStore plain = PostgresStore.builder(pool).table("plain_nextval").build();
             xidFirst.createSchema();
             plain.createSchema();
-            BenchEnvironment.execute(pool, "ALTER TABLE " + plain.table() + " ALTER COLUMN id SET DEFAULT"
-                    + " nextval(pg_get_serial_sequence('" + plain.table() + "', 'id'))");
+            // bigserial's own default: nextval('<sequence>'::regclass), the sequence resolved once, here.
+            BenchEnvironment.execute(pool, "DO $$ BEGIN EXECUTE format('ALTER TABLE %s ALTER COLUMN id SET DEFAULT"
+                    + " nextval(%L::regclass)', '" + plain.table() + "', pg_get_serial_sequence('" + plain.table()
+                    + "', 'id')); END $$");
+            System.out.println("plain default: " + dev.outbox.testservers.Jdbc.queryString(pool, "SELECT pg_get_expr(adbin,"
+                    + " adrelid) FROM pg_attrdef WHERE adrelid = '" + plain.table() + "'::regclass AND adnum = 1"));
             byte[] value = new byte[100];
             List<OutboxMessage> batch = new ArrayList<>(BATCH);
             for (int i = 0; i < BATCH; i++) {
                 batch.add(OutboxMessage.builder("orders", "key-" + i % 100).value(value).build());
             }
             System.out.printf("%d rows of 100 bytes, transactions of %d rows, %d round(s)%n", rows, BATCH, rounds);
-            for (int round = 1; round <= rounds; round++) {
+            for (int round = 1; round <= rounds && !what.equals("harvest"); round++) {
                 for (PostgresStore store : round % 2 == 1 ? List.of(plain, xidFirst) : List.of(xidFirst, plain)) {
                     BenchEnvironment.execute(pool, "TRUNCATE " + store.table());
                     BenchEnvironment.execute(pool, "VACUUM ANALYZE " + store.table());
@@ -58,7 +63,7 @@ public final class IdDefaultBenchmark {
                             store.table(), seconds, rows / seconds);
                 }
             }
-            for (int round = 1; round <= rounds; round++) {
+            for (int round = 1; round <= rounds && !what.equals("insert"); round++) {
                 for (boolean read : round % 2 == 1 ? List.of(false, true) : List.of(true, false)) {
                     BenchEnvironment.execute(pool, "TRUNCATE " + xidFirst.table());
                     insert(pool, xidFirst, batch, rows);
