@@ -165,7 +165,10 @@ final class Scenario implements AutoCloseable {
         Settings settings = new Settings(url, DISPATCHER_USER, DISPATCHER_PASSWORD, kafka.bootstrapServers(),
                 topic + "-leader", CONFIG, DELIVERY_TIMEOUT, SESSION_TIMEOUT);
         for (int i = 1; i <= 3; i++) {
-            nodes.add(new Node("d" + i, "e2e_" + name + "_d" + i, settings, sendLog, timeline));
+            // d2 harvests by mark, d1 and d3 by cursor (the default): every scenario proves both harvests, and the
+            // hand-overs between them that a rolling upgrade makes.
+            Settings own = i == 2 ? settings.withHarvest(DispatcherConfig.Harvest.MARK) : settings;
+            nodes.add(new Node("d" + i, "e2e_" + name + "_d" + i, own, sendLog, timeline));
         }
         this.watcher = new TopicWatcher(kafka.bootstrapServers(), topic);
         this.inboxes = new InboxSide(name, kafka.bootstrapServers(), topic);

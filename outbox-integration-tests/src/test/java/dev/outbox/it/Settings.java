@@ -7,4 +7,10 @@ import java.time.Duration;
 /** Where a scenario's nodes connect and how they are tuned. */
 record Settings(String jdbcUrl, String dbUser, String dbPassword, String bootstrap, String leaderTopic,
                 DispatcherConfig config, Duration deliveryTimeout, Duration sessionTimeout) {
+
+    /** These settings with the dispatcher harvesting by {@code harvest}. */
+    Settings withHarvest(DispatcherConfig.Harvest harvest) {
+        return new Settings(jdbcUrl, dbUser, dbPassword, bootstrap, leaderTopic,
+                config.toBuilder().harvest(harvest).build(), deliveryTimeout, sessionTimeout);
+    }
 }
