@@ -420,7 +420,7 @@ public final class MySqlStore extends SqlStore {
      * The read statement: {@code id > ?} if {@code head}, and {@code ranges} {@code BETWEEN}s, the lowest ids first.
      * {@code FORCE INDEX} keeps it a range scan of the primary key even when most of a small table matches.
      */
-    private String readSql(boolean head, int ranges) {
+    String readSql(boolean head, int ranges) {
         StringBuilder where = new StringBuilder(head ? "id > ?" : "");
         for (int i = 0; i < ranges; i++) {
             where.append(where.length() == 0 ? "" : " OR ").append("id BETWEEN ? AND ?");
