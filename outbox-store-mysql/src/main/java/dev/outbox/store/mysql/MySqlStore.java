@@ -63,10 +63,10 @@ import java.util.function.Consumer;
  *   <li>{@code SELECT id FROM t WHERE leader_id <> ? ORDER BY id LIMIT ?} — a consistent,
  *       non-locking read of the head of the primary key: it sees only committed rows, never waits for an
  *       application transaction that is still inserting, and locks nothing;</li>
- *   <li>{@code SELECT <columns> FROM t WHERE id IN (...) ORDER BY id FOR UPDATE} — locks exactly those rows
- *       (record locks on primary-key values, taken in ascending id order), reading their latest committed
- *       version; a row deleted meanwhile is gone, a row another mark took meanwhile is taken over unless that
- *       mark used the same leader id;</li>
+ *   <li>{@code SELECT <columns> FROM t FORCE INDEX (PRIMARY) WHERE id IN (...) ORDER BY id FOR UPDATE} — locks
+ *       exactly those rows (record locks on primary-key values, taken in ascending id order), reading their latest
+ *       committed version; a row deleted meanwhile is gone, a row another mark took meanwhile is taken over unless
+ *       that mark used the same leader id;</li>
  *   <li>{@code UPDATE t SET leader_id = ? WHERE id IN (...)}, then {@code COMMIT}.</li>
  * </ol>
  * No lock is held once the call returns, so none is held across a broker call. {@code FOR UPDATE SKIP LOCKED} is
@@ -105,10 +105,13 @@ import java.util.function.Consumer;
  * the outbox shorter than the window, or raise the window above your longest one.
  *
  * <h2>Other calls</h2>
- * Purge ({@code DELETE ... WHERE id IN (...)}), reset, park ({@code INSERT ... SELECT} into the parked table,
- * then {@code DELETE}, in one transaction) and replay (the reverse) take their ids as bound parameters of
- * {@code IN (...)} lists, at most {@value #MAX_IDS_PER_STATEMENT} per statement, all statements of a call in one
- * transaction.
+ * Purge ({@code DELETE FROM t WHERE id IN (...)}, with an index hint), reset, park
+ * ({@code INSERT ... SELECT} into the parked table, then {@code DELETE}, in one transaction) and replay (the reverse)
+ * take their ids as bound parameters of {@code IN (...)} lists, at most {@value #MAX_IDS_PER_STATEMENT} per
+ * statement, all statements of a call in one transaction. Every locking read and {@code DELETE} looks its rows up in
+ * the primary key, by an index hint: on a table the optimizer believes small it would otherwise scan the table,
+ * and a locking read or a {@code DELETE} waits for the lock of every row it scans, including the rows of every
+ * application transaction that has inserted and not yet committed.
  *
  * <h2>Timeouts</h2>
  * Every statement carries the configured {@link Builder#statementTimeout statement timeout} as a JDBC query
@@ -307,7 +310,8 @@ public final class MySqlStore extends SqlStore {
                     Map<Long, UUID> unnamed = new TreeMap<>();
                     for (List<Long> chunk : chunks(candidates, MAX_IDS_PER_STATEMENT)) {
                         bindIds(timed(handle.createQuery("SELECT " + RowReader.COLUMNS + " FROM " + names.outbox()
-                                + " WHERE id IN (" + placeholders(chunk.size()) + ") ORDER BY id FOR UPDATE")), 0,
+                                + " FORCE INDEX (PRIMARY) WHERE id IN (" + placeholders(chunk.size())
+                                + ") ORDER BY id FOR UPDATE")), 0,
                                 chunk)
                                 .scanResultSet((supplier, context) -> {
                                     var rs = supplier.get();
@@ -523,8 +527,8 @@ public final class MySqlStore extends SqlStore {
         }
         inTransaction("purging " + sorted.size() + " rows of " + names.outbox(), handle -> {
             for (List<Long> chunk : chunks(sorted, MAX_IDS_PER_STATEMENT)) {
-                bindIds(timed(handle.createUpdate("DELETE FROM " + names.outbox() + " WHERE id IN ("
-                        + placeholders(chunk.size()) + ")")), 0, chunk).execute();
+                bindIds(timed(handle.createUpdate(deleteSql(names.outbox(), names.table(), chunk.size()))), 0, chunk)
+                        .execute();
             }
             return null;
         });
@@ -614,8 +618,8 @@ public final class MySqlStore extends SqlStore {
                     insert.bind(p++, id).bind(p++, sorted.get(id));
                 }
                 bindIds(insert, p, present).execute();
-                bindIds(timed(handle.createUpdate("DELETE FROM " + names.outbox() + " WHERE id IN ("
-                        + placeholders(present.size()) + ")")), 0, present).execute();
+                bindIds(timed(handle.createUpdate(deleteSql(names.outbox(), names.table(), present.size()))), 0,
+                        present).execute();
             }
             return null;
         });
@@ -647,7 +651,8 @@ public final class MySqlStore extends SqlStore {
                 bindIds(timed(handle.createUpdate("INSERT INTO " + names.outbox()
                         + " (topic, `key`, value, headers, message_id) SELECT topic, `key`, value, headers, message_id"
                         + " FROM " + names.parked() + in + " ORDER BY id")), 0, present).execute();
-                bindIds(timed(handle.createUpdate("DELETE FROM " + names.parked() + in)), 0, present).execute();
+                bindIds(timed(handle.createUpdate(deleteSql(names.parked(), names.parkedTable(), present.size()))), 0,
+                        present).execute();
                 count += present.size();
             }
             return count;
@@ -706,8 +711,8 @@ public final class MySqlStore extends SqlStore {
         return inTransaction("discarding " + sorted.size() + " parked rows of " + names.parked(), handle -> {
             int count = 0;
             for (List<Long> chunk : chunks(sorted, MAX_IDS_PER_STATEMENT)) {
-                count += bindIds(timed(handle.createUpdate("DELETE FROM " + names.parked() + " WHERE id IN ("
-                        + placeholders(chunk.size()) + ")")), 0, chunk).execute();
+                count += bindIds(timed(handle.createUpdate(deleteSql(names.parked(), names.parkedTable(),
+                        chunk.size()))), 0, chunk).execute();
             }
             return count;
         });
@@ -760,8 +765,24 @@ public final class MySqlStore extends SqlStore {
 
     /** Locks the rows of {@code table} with the given ids (ascending); returns the ids that exist. */
     private List<Long> lockIds(Handle handle, String table, List<Long> ids) {
-        return bindIds(timed(handle.createQuery("SELECT id FROM " + table + " WHERE id IN (" + placeholders(ids.size())
-                + ") ORDER BY id FOR UPDATE")), 0, ids).mapTo(Long.class).list();
+        return bindIds(timed(handle.createQuery("SELECT id FROM " + table + " FORCE INDEX (PRIMARY) WHERE id IN ("
+                + placeholders(ids.size()) + ") ORDER BY id FOR UPDATE")), 0, ids).mapTo(Long.class).list();
+    }
+
+    /**
+     * {@code DELETE} of {@code count} ids of {@code table} ({@code name} unqualified), looked up in its primary key.
+     * The index hint matters: on a table the optimizer believes small, a plain {@code DELETE ... WHERE id IN (...)}
+     * scans the whole table, and at READ COMMITTED a {@code DELETE} (unlike an {@code UPDATE}, which reads
+     * semi-consistently) waits for the lock of every row it scans, so it would wait for every application transaction
+     * that has inserted a row and not yet committed. MySQL (8.0.20 and newer) takes the hint as an optimizer hint,
+     * {@code INDEX(t PRIMARY)}, in the single-table form; MariaDB ignores optimizer hints and takes
+     * {@code FORCE INDEX (PRIMARY)} only in the multi-table form, {@code DELETE t FROM t FORCE INDEX (PRIMARY) ...},
+     * which MySQL turns into the single-table form, dropping the index hint. So the statement carries both, MariaDB's
+     * parts in MariaDB-only executable comments ({@code /*M! ...}), which MySQL reads as comments.
+     */
+    static String deleteSql(String table, String name, int count) {
+        return "DELETE /*+ INDEX(`" + name + "` PRIMARY) */ /*M! " + table + " */ FROM " + table
+                + " /*M! FORCE INDEX (PRIMARY) */ WHERE id IN (" + placeholders(count) + ")";
     }
 
     /** Binds {@code ids} to the positional parameters from {@code from} on. */

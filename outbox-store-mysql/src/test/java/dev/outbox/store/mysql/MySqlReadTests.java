@@ -208,6 +208,28 @@ abstract class MySqlReadTests {
         }
     }
 
+    /**
+     * The harvest deletes what it read while applications keep inserting: neither the purge nor a park waits for an
+     * open writer's uncommitted row, even on a table the optimizer believes small (where a plain
+     * {@code DELETE ... WHERE id IN (...)} scans the table and waits for every row's lock). The store's statement
+     * timeout, 5 s, fails a call that waits.
+     */
+    @Test
+    void purgeAndParkAreNotHeldUpByAnOpenWriter() throws SQLException {
+        MySqlStore store = newStore();
+        List<Long> ids = new ArrayList<>(commit(store, "a", "b", "c"));
+        try (Connection open = openWith(store, "open")) {
+            ids.addAll(commit(store, "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s"));
+            store.retryLater(Map.of(ids.get(0), Instant.now(), ids.get(17), Instant.now()));
+            store.park(Map.of(ids.get(1), "parked while a writer is open", ids.get(18), "also"));
+            store.purge(ids);
+            assertThat(values(store.read(0, List.of(), 100))).isEmpty();
+            open.commit();
+        }
+        assertThat(values(store.read(0, List.of(), 100))).containsExactly("open");
+        assertThat(store.parked(10)).hasSize(2);
+    }
+
     @Test
     void theOrdinalsAreMonotonicMillisecondsTheLateCommitWindowApart() {
         MySqlStore store = newStore(Duration.ofSeconds(7));
@@ -286,6 +308,20 @@ abstract class MySqlReadTests {
         }
         List<Long> values = new ArrayList<>(List.of(min + 10, min + 20, min + 30, min + 40, 1_000L));
         assertPrimaryKeyRangeScan(store.readSql(false, 2), values, "ranges only");
+    }
+
+    /** The purge's {@code DELETE} looks its ids up in the primary key, even where the optimizer would scan. */
+    @Test
+    void thePurgeIsAPrimaryKeyLookupOnATableTheOptimizerBelievesSmall() throws SQLException {
+        MySqlStore store = newStore();
+        insertRows(store, 20);
+        long min = MySqlTestSupport.queryLong(admin, "SELECT MIN(id) FROM " + store.table());
+        List<Long> ids = new ArrayList<>();
+        for (int i = 0; i < 19; i++) {
+            ids.add(min + i);
+        }
+        String bare = store.table().substring(1, store.table().length() - 1);
+        assertPrimaryKeyRangeScan(MySqlStore.deleteSql(store.table(), bare, ids.size()), ids, "purge");
     }
 
     private void assertPrimaryKeyRangeScan(String sql, List<Long> values, String what) throws SQLException {
