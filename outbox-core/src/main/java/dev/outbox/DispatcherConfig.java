@@ -10,7 +10,9 @@ import java.util.Objects;
  * <table>
  *   <caption>Settings and defaults</caption>
  *   <tr><th>setting</th><th>default</th><th>meaning</th></tr>
- *   <tr><td>markBatchSize</td><td>100</td><td>rows marked per mark query</td></tr>
+ *   <tr><td>markBatchSize</td><td>100</td><td>rows marked per mark query ({@link Harvest#MARK}); with
+ *       {@link Harvest#CURSOR}, the least free room in flight worth a read, which then reads as many rows as there is
+ *       room for</td></tr>
  *   <tr><td>maxInFlightRecords</td><td>1000</td><td>records sent but not yet acknowledged and purged</td></tr>
  *   <tr><td>purgeBatchSize</td><td>1000</td><td>most ids purged (or failures recorded) by one store call</td></tr>
  *   <tr><td>pollInterval</td><td>100 ms</td><td>leader-election poll and heartbeat interval; the longest

@@ -45,13 +45,14 @@ public final class Benchmark {
             Map<String, List<ThroughputScenarios.Run>> runs = new LinkedHashMap<>();
             for (int r = 1; r <= options.repeat; r++) {
                 long seed = options.seed + r;
-                for (String scenario : List.of("drain", "database", "cursor", "broker", "naive")) {
+                for (String scenario : ThroughputScenarios.NAMES) {
                     if (!options.runs(scenario)) {
                         continue;
                     }
                     Progress.say("%s, run %d of %d ...", scenario, r, options.repeat);
                     ThroughputScenarios.Run run = switch (scenario) {
                         case "drain" -> throughput.drain(options.rows, seed);
+                        case "drain-mark" -> throughput.drainByMark(options.rows, seed);
                         case "database" -> throughput.databaseCeiling(options.rows, seed);
                         case "cursor" -> throughput.cursorCeiling(options.rows, seed);
                         case "broker" -> throughput.brokerCeiling(options.rows, seed);
@@ -77,6 +78,18 @@ public final class Benchmark {
                                     + " %s", rate, result.commitToAck().p50(), result.commitToAck().p99(),
                             result.commitToAck().max(), result.backlogMax(),
                             result.sustainable() ? "sustainable" : "NOT sustainable");
+                    report.latency.add(result);
+                    ThroughputScenarios.settle();
+                }
+            }
+            if (options.runs("latency-mark")) {
+                LatencyScenario latency = new LatencyScenario(env, options);
+                for (int rate : options.rates) {
+                    Progress.say("latency at %,d records/s offered, mark harvest ...", rate);
+                    LatencyScenario.Result result = latency.run(rate, options.keys, false,
+                            dev.outbox.DispatcherConfig.Harvest.MARK);
+                    Progress.say("latency at %,d/s, mark harvest: commit->ack p50 %.1f ms, p99 %.1f ms, max %.1f ms",
+                            rate, result.commitToAck().p50(), result.commitToAck().p99(), result.commitToAck().max());
                     report.latency.add(result);
                     ThroughputScenarios.settle();
                 }
@@ -136,8 +149,14 @@ public final class Benchmark {
         if (options.runs("drain")) {
             throughput.drain(rows, options.seed);
         }
+        if (options.runs("drain-mark")) {
+            throughput.drainByMark(rows, options.seed);
+        }
         if (options.runs("database")) {
             throughput.databaseCeiling(rows, options.seed);
+        }
+        if (options.runs("cursor")) {
+            throughput.cursorCeiling(rows, options.seed);
         }
         if (options.runs("broker")) {
             throughput.brokerCeiling(rows, options.seed);

@@ -30,8 +30,8 @@ import java.util.concurrent.Callable;
                 + " results.{txt,csv,json}. Values: --rows 100000 or --rows=100000; seconds as 20, 1.5 or 20s."
                 + " The MySQL headers column codec is measured apart: ./bench.sh headers-codec.")
 final class BenchmarkOptions implements Callable<Integer> {
-    static final List<String> ALL_SCENARIOS = List.of("drain", "database", "cursor", "broker", "naive", "latency",
-            "poison",
+    static final List<String> ALL_SCENARIOS = List.of("drain", "drain-mark", "database", "cursor", "broker", "naive", "latency",
+            "latency-mark", "poison",
             "takeover", "inbox");
     /** The poison scenario's offered rate and healthy keys: one failing key among 1,000 at 5,000 records/s. */
     static final int POISON_RATE = 5_000;
@@ -58,11 +58,13 @@ final class BenchmarkOptions implements Callable<Integer> {
             description = "Runs of each throughput scenario; the table shows the median.")
     int repeat = 3;
     @Option(names = "--warmup-rows", paramLabel = "N",
-            description = "One unrecorded pass of drain/database/broker first; 0 = none.")
+            description = "One unrecorded pass of each selected throughput scenario first; 0 = none.")
     int warmupRows = 100_000;
     @Option(defaultValue = "all", names = "--scenarios", paramLabel = "LIST", split = ",",
             converter = Scenario.class,
-            description = "Any of drain,database,cursor,broker,naive,latency,poison,takeover,inbox, or all.")
+            description = "Any of drain,drain-mark,database,cursor,broker,naive,latency,latency-mark,poison,takeover,"
+                    + "inbox, or all. drain and latency use the cursor harvest, drain-mark and latency-mark the mark"
+                    + " harvest.")
     Set<String> scenarios;
     @Option(defaultValue = "1000,5000,20000", names = "--rates", paramLabel = "LIST", split = ",",
             description = "Latency: offered records/s, one run each.")
@@ -367,7 +369,8 @@ final class BenchmarkOptions implements Callable<Integer> {
 
     static final class Scenario extends OneOf {
         Scenario() {
-            super("drain", "database", "cursor", "broker", "naive", "latency", "poison", "takeover", "inbox", "all");
+            super("drain", "drain-mark", "database", "cursor", "broker", "naive", "latency", "latency-mark",
+                    "poison", "takeover", "inbox", "all");
         }
     }
 

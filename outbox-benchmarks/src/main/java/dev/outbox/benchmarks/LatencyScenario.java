@@ -1,6 +1,7 @@
 package dev.outbox.benchmarks;
 
 import dev.outbox.Dispatcher;
+import dev.outbox.DispatcherConfig;
 import dev.outbox.OutboxMessage;
 import dev.outbox.OutboxRecord;
 import dev.outbox.Publisher;
@@ -83,6 +84,9 @@ final class LatencyScenario {
     private final BenchEnvironment env;
     private final BenchmarkOptions options;
 
+    /** The prefix of a mark-harvest run's variant. */
+    static final String MARK_VARIANT = "mark harvest, ";
+
     LatencyScenario(BenchEnvironment env, BenchmarkOptions options) {
         this.env = env;
         this.options = options;
@@ -98,6 +102,11 @@ final class LatencyScenario {
      * The healthy keys' latencies are what it measures.
      */
     Result run(int rate, int keyCount, boolean poison) throws Exception {
+        return run(rate, keyCount, poison, DispatcherConfig.Harvest.CURSOR);
+    }
+
+    /** {@link #run(int, int, boolean)} with the given harvest; the mark harvest's variant says so. */
+    Result run(int rate, int keyCount, boolean poison, DispatcherConfig.Harvest harvest) throws Exception {
         new Backlog(env, options).reset();
         String topic = env.newTopic("latency-" + rate);
         int perTx = options.recordsPerTx(rate);
@@ -124,7 +133,7 @@ final class LatencyScenario {
             }
         });
         Dispatcher dispatcher = Dispatcher.builder(env.store(), broker)
-                .config(env.dispatcherConfig())
+                .config(env.dispatcherConfig().toBuilder().harvest(harvest).build())
                 .name("bench-latency")
                 .build();
         ConsumerLoop consumer = new ConsumerLoop(topic, base, consumed, capacity);
@@ -211,7 +220,9 @@ final class LatencyScenario {
                 && missing == 0;
         return new Result(rate, perTx, writers, achieved, writersKeptUp, ackedInWindow / windowSeconds, measured,
                 missing, Stats.of(toAck), Stats.of(scheduledToAck), Stats.of(toConsume), sampler.max(), backlogEnd, slope,
-                sustainable, drainAfter, (poison ? "poison, " : "") + keyCount + " keys", poisonFailures.get());
+                sustainable, drainAfter, (poison ? "poison, " : "")
+                + (harvest == DispatcherConfig.Harvest.MARK ? MARK_VARIANT : "") + keyCount + " keys",
+                poisonFailures.get());
     }
 
     private void write(long first, long end, long interval, int perTx, String topic, long seed, AtomicLong sequences,

@@ -12,12 +12,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
-import dev.outbox.store.mysql.MySqlStore;
-import dev.outbox.store.sql.SqlStore;
 
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -38,6 +33,9 @@ import java.util.function.Consumer;
  * database ceiling, the broker ceiling and the naive baseline. Not thread-safe: one scenario at a time.
  */
 final class ThroughputScenarios {
+    /** The throughput scenarios, in the order they run and are reported. */
+    static final List<String> NAMES = List.of("drain", "drain-mark", "database", "cursor", "broker", "naive");
+
     /** One measured run: {@code records} moved in {@code seconds}, {@code left} rows remaining after it. */
     record Run(String scenario, long records, double seconds, long left, double fillSeconds, String breakdown) {
         double rate() {
@@ -63,6 +61,11 @@ final class ThroughputScenarios {
         return drain("drain", rows, seed, null, d -> { });
     }
 
+    /** The same drain with the mark harvest ({@link DispatcherConfig.Harvest#MARK}), labelled {@code drain-mark}. */
+    Run drainByMark(int rows, long seed) throws InterruptedException {
+        return drain("drain-mark", rows, seed, null, d -> { }, DispatcherConfig.Harvest.MARK);
+    }
+
     /**
      * The same drain, labelled {@code scenario}, every row carrying {@code header} (none if null), with
      * {@code instrument} applied once the backlog is filled and the dispatcher built, before it starts (to bind
@@ -70,12 +73,17 @@ final class ThroughputScenarios {
      */
     Run drain(String scenario, int rows, long seed, dev.outbox.Header header, Consumer<Dispatcher> instrument)
             throws InterruptedException {
+        return drain(scenario, rows, seed, header, instrument, DispatcherConfig.Harvest.CURSOR);
+    }
+
+    private Run drain(String scenario, int rows, long seed, dev.outbox.Header header,
+                      Consumer<Dispatcher> instrument, DispatcherConfig.Harvest harvest) throws InterruptedException {
         String topic = env.newTopic("drain");
         double fill = backlog.fill(topic, rows, seed, header);
         TimingBroker broker = new TimingBroker(env.newBroker("bench-drain"), rows, null);
         TimingStore store = new TimingStore(env.store());
         Dispatcher dispatcher = Dispatcher.builder(store, broker)
-                .config(env.dispatcherConfig())
+                .config(env.dispatcherConfig().toBuilder().harvest(harvest).build())
                 .name("bench-drain")
                 .build();
         instrument.accept(dispatcher);
@@ -94,54 +102,33 @@ final class ThroughputScenarios {
     }
 
     /**
-     * The database alone: the store's own {@code mark} and batched {@code purge} drain the backlog with no
-     * broker, pipelined as the Dispatcher does it (marking on one connection, purging on another, at most
-     * --max-in-flight rows marked and not yet purged).
-     */
-    /**
-     * The ceiling of a cursor harvest: the same backlog read in id order above a cursor kept in memory
-     * ({@code SELECT id, topic, key, value ... WHERE id > ? ORDER BY id LIMIT markBatchSize}, no UPDATE) and deleted
-     * by the store's batched {@code purge}, pipelined as the database ceiling is (one thread reads, another deletes,
-     * at most {@code maxInFlightRecords} read and not deleted). What the engine could reach if it harvested by cursor
-     * instead of marking; the engine does not harvest that way yet.
+     * The ceiling of the cursor harvest: the store's own {@code read} above a cursor kept in memory (no recheck
+     * ranges: a quiet backlog has no gaps) and its batched {@code purge} drain the backlog with no broker, pipelined
+     * as the Dispatcher does it (reading on one thread, purging on another, at most {@code maxInFlightRecords} rows
+     * read and not yet purged, each read as large as the room allows).
      */
     Run cursorCeiling(int rows, long seed) throws InterruptedException {
         String topic = env.newTopic("cursor");
         double fill = backlog.fill(topic, rows, seed);
         TimingStore store = new TimingStore(env.store());
         DispatcherConfig config = env.dispatcherConfig();
-        String table = ((SqlStore) env.store()).table();
-        String key = env.store() instanceof MySqlStore ? "`key`" : "key";
-        String readSql = "SELECT id, topic, " + key + ", value FROM " + table + " WHERE id > ? ORDER BY id LIMIT ?";
         Semaphore room = new Semaphore(config.maxInFlightRecords());
         BlockingQueue<List<Long>> read = new ArrayBlockingQueue<>(config.maxInFlightRecords());
         AtomicLong purged = new AtomicLong();
-        AtomicLong reads = new AtomicLong();
-        AtomicLong readNanos = new AtomicLong();
         AtomicReference<Throwable> failure = new AtomicReference<>();
         CountDownLatch finished = new CountDownLatch(1);
         long started = System.nanoTime();
         Thread readThread = new Thread(() -> {
             long cursor = 0;
-            try (Connection c = env.pool().getConnection(); PreparedStatement s = c.prepareStatement(readSql)) {
-                c.setAutoCommit(true);
+            try {
                 while (true) {
                     room.acquire(config.markBatchSize());
-                    long t0 = System.nanoTime();
-                    s.setLong(1, cursor);
-                    s.setInt(2, config.markBatchSize());
-                    List<Long> ids = new ArrayList<>(config.markBatchSize());
-                    try (ResultSet rs = s.executeQuery()) {
-                        while (rs.next()) { // every column read, as a harvest must
-                            ids.add(rs.getLong(1));
-                            rs.getString(2);
-                            rs.getString(3);
-                            rs.getBytes(4);
-                        }
+                    int limit = config.markBatchSize() + room.drainPermits(); // all the room there is, as the engine
+                    List<Long> ids = new ArrayList<>(limit);
+                    for (OutboxRecord r : store.read(cursor, List.of(), limit).rows().records()) {
+                        ids.add(r.id());
                     }
-                    readNanos.addAndGet(System.nanoTime() - t0);
-                    reads.incrementAndGet();
-                    room.release(config.markBatchSize() - ids.size());
+                    room.release(limit - ids.size());
                     if (ids.isEmpty()) {
                         read.put(List.of());
                         return;
@@ -172,10 +159,7 @@ final class ThroughputScenarios {
             Progress.say("cursor ceiling timed out after %s", options.timeout);
         }
         double seconds = (end - started) / 1e9;
-        return new Run("cursor", purged.get(), seconds, backlog.count(), fill, String.format(
-                "%d reads averaging %.2f ms (%.0f %% of the wall time); %s", reads.get(),
-                reads.get() == 0 ? 0 : readNanos.get() / 1e6 / reads.get(), 100 * readNanos.get() / 1e9 / seconds,
-                store.summary(seconds)));
+        return new Run("cursor", purged.get(), seconds, backlog.count(), fill, store.summary(seconds));
     }
 
     /**

@@ -2,7 +2,9 @@ package dev.outbox.benchmarks;
 
 import dev.outbox.ParkedRecord;
 import dev.outbox.Publisher;
+import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.Store;
 
 import java.util.Collection;
@@ -39,6 +41,22 @@ final class TimingStore implements Store {
     public MarkResult mark(UUID leaderId, int limit) {
         long t = System.nanoTime();
         MarkResult r = delegate.mark(leaderId, limit);
+        markNanos.add(System.nanoTime() - t);
+        marks.increment();
+        marked.add(r.size());
+        return r;
+    }
+
+    @Override
+    public boolean supportsRead() {
+        return delegate.supportsRead();
+    }
+
+    /** Timed like {@link #mark}: the summary's "reads or marks". */
+    @Override
+    public ReadResult read(long after, List<IdRange> recheck, int limit) {
+        long t = System.nanoTime();
+        ReadResult r = delegate.read(after, recheck, limit);
         markNanos.add(System.nanoTime() - t);
         marks.increment();
         marked.add(r.size());
@@ -98,7 +116,7 @@ final class TimingStore implements Store {
     String summary(double seconds) {
         long m = Math.max(1, marks.sum());
         long p = Math.max(1, purges.sum());
-        return Report.fmt("%,d marks of %.0f rows avg, %.1f ms avg, %.0f %% of the time; %,d purges of %.0f rows avg,"
+        return Report.fmt("%,d reads or marks of %.0f rows avg, %.1f ms avg, %.0f %% of the time; %,d purges of %.0f rows avg,"
                         + " %.1f ms avg, %.0f %% of the time", marks.sum(), marked.sum() / (double) m,
                 markNanos.sum() / 1e6 / m, 100 * markNanos.sum() / 1e9 / seconds, purges.sum(),
                 purged.sum() / (double) p, purgeNanos.sum() / 1e6 / p, 100 * purgeNanos.sum() / 1e9 / seconds);

@@ -15,6 +15,7 @@ import dev.outbox.spi.Heartbeat;
 import dev.outbox.spi.LeaderTransport;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.MessageBroker;
+import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.Store;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -45,44 +46,56 @@ import java.util.function.Consumer;
 import java.util.function.Supplier;
 
 /**
- * The mark–purge engine behind {@link Dispatcher}. Four threads:
+ * The harvest engine behind {@link Dispatcher}. Four threads:
  * <ul>
  *   <li>{@code <name>-leader} drives the leader transport and the {@link NeliStateMachine}, and emits meter
  *       reads;</li>
- *   <li>{@code <name>-mark} marks rows while leading and sends them, subject to the global in-flight throttle
- *       and the per-key barrier;</li>
+ *   <li>{@code <name>-mark} harvests while leading — reads rows by cursor ({@link DispatcherConfig.Harvest#CURSOR},
+ *       the default) or marks them ({@link DispatcherConfig.Harvest#MARK}) — and sends them, subject to the global
+ *       in-flight throttle and the per-key barrier;</li>
  *   <li>{@code <name>-purge} takes broker completions, purges acknowledged rows in batches, records the failure
  *       of failed ones for a retry of their key (or parks them), and only then lowers their keys' barriers;</li>
  *   <li>{@code <name>-sample} samples the outbox for the observers while leading ({@link OutboxSampler}).</li>
  * </ul>
  *
+ * <h2>Two harvests, one loop</h2>
+ * The cursor harvest reads committed rows above a cursor held in memory ({@link HarvestCursor}: the cursor, and
+ * the ids it passed before they committed, rechecked until the store says they never will); the mark harvest
+ * stamps the leader id on the oldest rows not marked with it. Either way the rows go to the same
+ * {@link KeySchedule}, are sent, and are deleted once acknowledged; the cursor harvest writes nothing to a row on
+ * the way. A failed read changes nothing and is simply retried; a failed mark may have committed, so it rewinds
+ * (below).
+ *
  * <h2>Observation</h2>
  * Listener and observer callbacks all go through {@link #callbacks}, which catches, counts and logs what they
- * throw. The hooks are one-liners at the points they measure: after a mark, after a purge committed, after a
- * send, when a completion is processed, when a record is parked; the figures {@link #health()} reports are
+ * throw. The hooks are one-liners at the points they measure: after a read or mark, after a purge committed, after
+ * a send, when a completion is processed, when a record is parked; the figures {@link #health()} reports are
  * volatile fields written at the same points.
  *
  * <h2>Scheduling state</h2>
- * The per-key state (records marked and queued behind their key, the barrier of one record in flight per key,
- * per-record retry times) lives in one {@link KeySchedule}, guarded by {@link #lock}; its Javadoc states the
- * invariants. This class only coordinates threads around it and calls the store in the order that keeps the table
- * and the schedule in agreement: a key's barrier is lowered only once its record's purge, park or failure
- * ({@code Store.retryLater}) committed.
+ * The per-key state (records read and queued behind their key, the barrier of one record in flight per key,
+ * per-record retry times) lives in one {@link KeySchedule}, the harvest position in one {@link HarvestCursor}, both
+ * guarded by {@link #lock}; their Javadoc states the invariants. This class only coordinates threads around them
+ * and calls the store in the order that keeps the table and the schedule in agreement: a key's barrier is lowered
+ * only once its record's purge, park or failure ({@code Store.retryLater}) committed.
  *
  * <h2>What holds one key, what rewinds everything</h2>
  * A failed delivery holds only its key: the record's attempt count and next attempt time are written to its row,
- * the record goes back to the head of its key, and every other key keeps flowing. Three things still rewind
+ * the record goes back to the head of its key, and every other key keeps flowing. Some things still rewind
  * globally, because after them the schedule may no longer describe the table: a failed mark (a lost connection:
  * the mark may have committed rows this leader never saw), a lapsed lease before a send, and any change of
  * leadership (fenced, revoked, acquired). After them the leader takes a fresh leader id (or stops), abandons
- * every queued record and marks again from the head of the table; records in flight are not queued again while
- * their delivery is under way, and the rows' attempts and next attempt times carry every key's backoff across.
+ * every queued record and reads or marks again from the head of the table; records in flight are not queued again
+ * while their delivery is under way, and the rows' attempts and next attempt times carry every key's backoff
+ * across.
  *
  * <p>Sends happen outside {@link #lock} but under {@link #sendLock}, which fencing also takes: once a fence
  * returns, no send starts until leadership is acquired again.
  */
 public final class DefaultDispatcher implements Dispatcher {
     private static final Logger log = LoggerFactory.getLogger(DefaultDispatcher.class);
+    /** The most gap ranges a cursor harvest rechecks per read; see {@link HarvestCursor}. */
+    static final int MAX_GAPS = 256;
 
     private final String name;
     private final Store store;
@@ -105,6 +118,8 @@ public final class DefaultDispatcher implements Dispatcher {
     private long epoch;
     private boolean forceRemark;
     private final KeySchedule schedule;
+    /** The cursor harvest's position and gaps; null when harvesting by mark. */
+    private final HarvestCursor cursor;
     // ---
 
     private final LinkedBlockingQueue<Completion> completions = new LinkedBlockingQueue<>();
@@ -164,10 +179,11 @@ public final class DefaultDispatcher implements Dispatcher {
         this.schedule = new KeySchedule(config.maxInFlightRecords(), config.ioErrorBackoff(),
                 config.maxIoErrorBackoff(), config.maxAttempts(), clock,
                 () -> ThreadLocalRandom.current().nextDouble());
+        this.cursor = config.harvest() == DispatcherConfig.Harvest.CURSOR ? new HarvestCursor(MAX_GAPS) : null;
         this.sampler = new OutboxSampler(store, clock, config.metricsInterval(), () -> leading, this::onSample,
                 e -> reportFailure("sample", e));
         this.machine = new NeliStateMachine(UUID.randomUUID(), config.heartbeatTimeout(), config.pollInterval(),
-                clock, new NeliStateMachine.Actions() {
+                System::nanoTime, new NeliStateMachine.Actions() {
                     @Override
                     public void acquired(UUID id) {
                         onAcquired(id);
@@ -485,6 +501,7 @@ public final class DefaultDispatcher implements Dispatcher {
             epoch++;
             forceRemark = false;
             schedule.start();
+            rewindCursor();
             leading = true;
             markWork.signalAll();
         } finally {
@@ -535,6 +552,7 @@ public final class DefaultDispatcher implements Dispatcher {
                 lastSample = null;
                 epoch++;
                 schedule.stop();
+                rewindCursor();
                 markWork.signalAll();
                 return was;
             } finally {
@@ -548,8 +566,9 @@ public final class DefaultDispatcher implements Dispatcher {
     // ------------------------------------------------------------------------------------------ marking
 
     private void markLoop() {
-        Backoff markFailures = new Backoff(config.ioErrorBackoff(), config.maxIoErrorBackoff());
+        Backoff readFailures = new Backoff(config.ioErrorBackoff(), config.maxIoErrorBackoff());
         Duration idle = config.markBackoff();
+        long lastRescan = System.nanoTime();
         while (!stopMarking) {
             UUID markAs;
             long markEpoch;
@@ -588,52 +607,137 @@ public final class DefaultDispatcher implements Dispatcher {
                 }
                 continue;
             }
-            lock.lock();
-            try {
-                schedule.readStarted();
-            } finally {
-                lock.unlock();
+            int read = cursor != null ? readOnce(room, markEpoch, readFailures)
+                    : markOnce(markAs, markEpoch, readFailures);
+            if (read < 0) {
+                continue; // failed; backed off already
             }
-            MarkResult result;
-            try {
-                long markStart = System.nanoTime();
-                result = store.mark(markAs, config.markBatchSize());
-                callbacks.marked(result.size(), Duration.ofNanos(System.nanoTime() - markStart)); // hook: mark
-                lastMark = clock.instant();
-                markFailures.reset();
-            } catch (RuntimeException e) {
-                endMark();
-                Duration wait = markFailures.next();
-                log.warn("{}: mark failed; taking a fresh leader id and retrying in {}", name, wait, e);
-                reportFailure("mark", e);
-                // Global rewind: the mark may have committed, and rows marked with this id would be skipped by
-                // later marks. A fresh leader id marks every unacknowledged row again, from the head.
-                raiseForceRemark();
-                pause(wait);
-                continue;
-            }
-            if (!result.rejected().isEmpty()) {
-                parkRejected(result.rejected());
-            }
-            lock.lock();
-            try {
-                if (epoch == markEpoch && !forceRemark) {
-                    for (OutboxRecord r : result.records()) {
-                        schedule.offer(r);
-                    }
-                }
-                // else: leadership changed or the lease lapsed meanwhile; the next mark takes these again.
-            } finally {
-                schedule.readEnded();
-                lock.unlock();
-            }
-            if (result.isEmpty()) {
+            if (read == 0) {
                 pause(idle);
                 idle = min(idle.multipliedBy(2), config.pollInterval());
             } else {
                 idle = config.markBackoff();
             }
+            if (cursor != null && read < room
+                    && System.nanoTime() - lastRescan >= config.rescanInterval().toNanos()) {
+                // Caught up: read the table from its head once more, a safety net (see HarvestCursor).
+                lastRescan = System.nanoTime();
+                lock.lock();
+                try {
+                    cursor.rescan();
+                } finally {
+                    lock.unlock();
+                }
+            }
         }
+    }
+
+    /**
+     * One cursor read of up to {@code room} rows: queues the new rows behind their keys and parks unreadable ones.
+     * A failed read changed nothing, so it is only retried after a backoff: the cursor stays where it was.
+     *
+     * @return the rows read, or -1 if the read failed
+     */
+    private int readOnce(int room, long markEpoch, Backoff failures) {
+        HarvestCursor.Request request;
+        lock.lock();
+        try {
+            schedule.readStarted();
+            request = cursor.request(room);
+        } finally {
+            lock.unlock();
+        }
+        ReadResult result;
+        try {
+            long readStart = System.nanoTime();
+            result = store.read(request.after(), request.recheck(), request.limit());
+            callbacks.marked(result.size(), Duration.ofNanos(System.nanoTime() - readStart)); // hook: mark (read)
+            lastMark = clock.instant();
+            failures.reset();
+        } catch (RuntimeException e) {
+            endMark();
+            Duration wait = failures.next();
+            log.warn("{}: read failed; retrying in {}", name, wait, e);
+            reportFailure("read", e);
+            pause(wait);
+            return -1;
+        }
+        if (!result.rows().rejected().isEmpty()) {
+            parkRejected(result.rows().rejected());
+        }
+        int unexpected = 0;
+        lock.lock();
+        try {
+            if (epoch == markEpoch && !forceRemark) {
+                HarvestCursor.Advance advance = cursor.advance(request, result);
+                if (!advance.stale()) {
+                    for (OutboxRecord r : result.rows().records()) {
+                        if (schedule.offer(r) && advance.unexpected().contains(r.id())) {
+                            unexpected++;
+                        }
+                    }
+                }
+            }
+            // else: leadership changed or the lease lapsed meanwhile; the cursor was rewound to the head.
+        } finally {
+            schedule.readEnded();
+            lock.unlock();
+        }
+        if (unexpected > 0) {
+            log.warn("{}: {} rows appeared below the cursor where the store said none could (ids reset by hand, or"
+                    + " a writer transaction longer than the store's late-commit window); publishing them now,"
+                    + " possibly after later rows of their keys", name, unexpected);
+        }
+        return result.size();
+    }
+
+    /**
+     * One mark of up to {@code markBatchSize} rows ({@link DispatcherConfig.Harvest#MARK}): queues the marked rows
+     * behind their keys and parks unreadable ones. A failed mark rewinds globally: it may have committed.
+     *
+     * @return the rows marked, or -1 if the mark failed
+     */
+    private int markOnce(UUID markAs, long markEpoch, Backoff failures) {
+        lock.lock();
+        try {
+            schedule.readStarted();
+        } finally {
+            lock.unlock();
+        }
+        MarkResult result;
+        try {
+            long markStart = System.nanoTime();
+            result = store.mark(markAs, config.markBatchSize());
+            callbacks.marked(result.size(), Duration.ofNanos(System.nanoTime() - markStart)); // hook: mark
+            lastMark = clock.instant();
+            failures.reset();
+        } catch (RuntimeException e) {
+            endMark();
+            Duration wait = failures.next();
+            log.warn("{}: mark failed; taking a fresh leader id and retrying in {}", name, wait, e);
+            reportFailure("mark", e);
+            // Global rewind: the mark may have committed, and rows marked with this id would be skipped by
+            // later marks. A fresh leader id marks every unacknowledged row again, from the head.
+            raiseForceRemark();
+            pause(wait);
+            return -1;
+        }
+        if (!result.rejected().isEmpty()) {
+            parkRejected(result.rejected());
+        }
+        lock.lock();
+        try {
+            if (epoch == markEpoch && !forceRemark) {
+                for (OutboxRecord r : result.records()) {
+                    schedule.offer(r);
+                }
+            }
+            // else: leadership changed or the lease lapsed meanwhile; the next mark takes these again.
+        } finally {
+            schedule.readEnded();
+            lock.unlock();
+        }
+        return result.size();
     }
 
     private void endMark() {
@@ -666,14 +770,25 @@ public final class DefaultDispatcher implements Dispatcher {
         epoch++;
         forceRemark = false;
         schedule.abandon();
+        rewindCursor();
         log.info("{}: leader refreshed, leader id {}", name, fresh);
         currentLeaderId = fresh;
         notifyListener("leaderRefreshed", l -> l.leaderRefreshed(fresh));
     }
 
-    /** Whether the leadership lease (last own heartbeat + heartbeat timeout) still holds. */
+    /** Caller holds lock. What was queued was forgotten: the cursor harvest reads again from the head. */
+    private void rewindCursor() {
+        if (cursor != null) {
+            cursor.rewind();
+        }
+    }
+
+    /**
+     * Whether the leadership lease (last own heartbeat + heartbeat timeout) still holds, on the monotonic clock: a
+     * step of the wall clock changes nothing.
+     */
     private boolean leaseValid() {
-        return !clock.instant().isAfter(machine.leaseExpiry());
+        return machine.leaseValid(System.nanoTime());
     }
 
     private void send(List<KeySchedule.Flight> batch, long markEpoch) {
@@ -746,6 +861,7 @@ public final class DefaultDispatcher implements Dispatcher {
         try {
             forceRemark = true;
             schedule.abandon();
+            rewindCursor();
         } finally {
             lock.unlock();
         }

@@ -3,16 +3,17 @@ package dev.outbox.internal;
 import dev.outbox.spi.Heartbeat;
 import dev.outbox.spi.LeaderTransport;
 
-import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.Objects;
 import java.util.UUID;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 /**
  * NELI leader election as pure logic: fed membership events and heartbeats by a {@link LeaderTransport} and
- * time by a {@link Clock}, it decides when this instance leads and tells its {@link Actions}.
+ * time by a monotonic clock (nanoseconds, as {@link System#nanoTime()}), it decides when this instance leads and
+ * tells its {@link Actions}. Every lease is measured on that monotonic clock, never on the wall clock: stepping the
+ * system time forwards or backwards neither fences a leader nor stretches its lease.
  *
  * <ul>
  *   <li>Assigned the leader partition → leader with a fresh leader id.</li>
@@ -57,32 +58,39 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
     private final UUID instanceId;
     private final Duration heartbeatTimeout;
     private final Duration heartbeatInterval;
-    private final Clock clock;
+    private final LongSupplier nanos;
     private final Actions actions;
     private final Supplier<UUID> ids;
 
-    /** When leadership lapses unless a heartbeat arrives; read by other threads. */
-    private volatile Instant leaseExpiry = Instant.MIN;
+    /**
+     * When leadership lapses unless a heartbeat arrives, on the monotonic clock; null without a lease. One volatile
+     * reference, so that other threads read the lease whole. */
+    private volatile Long leaseExpiryNanos;
     private Role role = Role.STANDBY;
     private boolean assigned;
     private UUID leaderId;
-    private Instant lastHeartbeatSeen;
-    private Instant lastHeartbeatSent;
+    private long lastHeartbeatSeen;
+    private boolean heartbeatSent;
+    private long lastHeartbeatSent;
     private long sequence;
     /** While fenced: the lowest heartbeat sequence that may restore leadership (see {@link #polled()}). */
     private long restoreFromSequence = Long.MAX_VALUE;
 
-    public NeliStateMachine(UUID instanceId, Duration heartbeatTimeout, Duration heartbeatInterval, Clock clock,
+    /**
+     * @param nanos a monotonic clock in nanoseconds: {@code System::nanoTime} in production, a hand-moved one in
+     *              tests. Only differences between its values are used.
+     */
+    public NeliStateMachine(UUID instanceId, Duration heartbeatTimeout, Duration heartbeatInterval, LongSupplier nanos,
                             Actions actions) {
-        this(instanceId, heartbeatTimeout, heartbeatInterval, clock, actions, UUID::randomUUID);
+        this(instanceId, heartbeatTimeout, heartbeatInterval, nanos, actions, UUID::randomUUID);
     }
 
-    NeliStateMachine(UUID instanceId, Duration heartbeatTimeout, Duration heartbeatInterval, Clock clock,
+    NeliStateMachine(UUID instanceId, Duration heartbeatTimeout, Duration heartbeatInterval, LongSupplier nanos,
                      Actions actions, Supplier<UUID> ids) {
         this.instanceId = Objects.requireNonNull(instanceId, "instanceId");
         this.heartbeatTimeout = Objects.requireNonNull(heartbeatTimeout, "heartbeatTimeout");
         this.heartbeatInterval = Objects.requireNonNull(heartbeatInterval, "heartbeatInterval");
-        this.clock = Objects.requireNonNull(clock, "clock");
+        this.nanos = Objects.requireNonNull(nanos, "nanos");
         this.actions = Objects.requireNonNull(actions, "actions");
         this.ids = ids;
     }
@@ -101,18 +109,25 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
     }
 
     /**
-     * The instant after which this instance must not publish unless a newer heartbeat arrives: the last own
-     * heartbeat seen plus the heartbeat timeout while leading, {@link Instant#MIN} otherwise. Safe to read from
-     * any thread: a publisher checks it before every send, so that a stalled driving thread (which would fence
-     * late) cannot let it publish past the lease.
+     * Whether this instance may publish at {@code nowNanos} (on the same monotonic clock): it leads, and its last
+     * own heartbeat was seen no longer than the heartbeat timeout before. Safe to call from any thread: a publisher
+     * checks it before every send, so that a stalled driving thread (which would fence late) cannot let it publish
+     * past the lease.
      */
-    public Instant leaseExpiry() {
-        return leaseExpiry;
+    public boolean leaseValid(long nowNanos) {
+        Long expiry = leaseExpiryNanos;
+        return expiry != null && nowNanos - expiry <= 0;
     }
 
-    private void seen(Instant at) {
+    /** Nanoseconds of lease left at {@code nowNanos}, negative once lapsed, {@link Long#MIN_VALUE} without one. */
+    public long leaseLeftNanos(long nowNanos) {
+        Long expiry = leaseExpiryNanos;
+        return expiry != null ? expiry - nowNanos : Long.MIN_VALUE;
+    }
+
+    private void seen(long at) {
         lastHeartbeatSeen = at;
-        leaseExpiry = role == Role.LEADER ? at.plus(heartbeatTimeout) : Instant.MIN;
+        leaseExpiryNanos = role == Role.LEADER ? at + heartbeatTimeout.toNanos() : null;
     }
 
     @Override
@@ -121,8 +136,8 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
             return;
         }
         assigned = true;
-        lastHeartbeatSent = null;
-        becomeLeader(clock.instant());
+        heartbeatSent = false;
+        becomeLeader(nanos.getAsLong());
     }
 
     @Override
@@ -134,7 +149,7 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
         Role was = role;
         role = Role.STANDBY;
         leaderId = null;
-        leaseExpiry = Instant.MIN;
+        leaseExpiryNanos = null;
         if (was == Role.LEADER) {
             actions.revoked();
         }
@@ -149,7 +164,7 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
         Role was = role;
         role = Role.STANDBY;
         leaderId = null;
-        leaseExpiry = Instant.MIN;
+        leaseExpiryNanos = null;
         if (was == Role.LEADER) {
             actions.fenced();
         }
@@ -160,7 +175,7 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
         if (!assigned || !instanceId.equals(heartbeat.instanceId())) {
             return;
         }
-        Instant now = clock.instant();
+        long now = nanos.getAsLong();
         fenceIfLapsed(now);
         if (role == Role.FENCED) {
             if (heartbeat.sequence() < restoreFromSequence) {
@@ -180,9 +195,10 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
         if (!assigned) {
             return null;
         }
-        Instant now = clock.instant();
+        long now = nanos.getAsLong();
         fenceIfLapsed(now);
-        if (lastHeartbeatSent == null || Duration.between(lastHeartbeatSent, now).compareTo(heartbeatInterval) >= 0) {
+        if (!heartbeatSent || now - lastHeartbeatSent >= heartbeatInterval.toNanos()) {
+            heartbeatSent = true;
             lastHeartbeatSent = now;
             return new Heartbeat(instanceId, ++sequence);
         }
@@ -199,17 +215,17 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
         }
     }
 
-    private void fenceIfLapsed(Instant now) {
-        if (role == Role.LEADER && Duration.between(lastHeartbeatSeen, now).compareTo(heartbeatTimeout) > 0) {
+    private void fenceIfLapsed(long now) {
+        if (role == Role.LEADER && now - lastHeartbeatSeen > heartbeatTimeout.toNanos()) {
             role = Role.FENCED;
             leaderId = null;
-            leaseExpiry = Instant.MIN;
+            leaseExpiryNanos = null;
             restoreFromSequence = Long.MAX_VALUE;
             actions.fenced();
         }
     }
 
-    private void becomeLeader(Instant now) {
+    private void becomeLeader(long now) {
         role = Role.LEADER;
         leaderId = ids.get();
         seen(now);

@@ -26,7 +26,7 @@ class NeliStateMachineTest {
 
     @BeforeEach
     void setUp() {
-        machine = new NeliStateMachine(me, TIMEOUT, INTERVAL, clock, new NeliStateMachine.Actions() {
+        machine = new NeliStateMachine(me, TIMEOUT, INTERVAL, clock::nanos, new NeliStateMachine.Actions() {
             @Override
             public void acquired(UUID leaderId) {
                 events.add("acquired " + leaderId);
@@ -126,23 +126,39 @@ class NeliStateMachineTest {
         machine.assigned();
         Heartbeat old = machine.tick();
         clock.advance(TIMEOUT.plusSeconds(3)); // the driving thread stalled: no tick ran
-        assertThat(machine.leaseExpiry()).isBefore(clock.instant());
+        assertThat(machine.leaseValid(clock.nanos())).isFalse();
         machine.heartbeat(old);                // the first poll after the stall returns an old heartbeat
         assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.FENCED);
-        assertThat(machine.leaseExpiry()).isEqualTo(Instant.MIN);
+        assertThat(machine.leaseLeftNanos(clock.nanos())).isEqualTo(Long.MIN_VALUE);
         assertThat(events).last().isEqualTo("fenced");
     }
 
     @Test
     void leaseFollowsOwnHeartbeats() {
-        assertThat(machine.leaseExpiry()).isEqualTo(Instant.MIN);
+        assertThat(machine.leaseValid(clock.nanos())).isFalse();
         machine.assigned();
-        assertThat(machine.leaseExpiry()).isEqualTo(clock.instant().plus(TIMEOUT));
+        assertThat(machine.leaseLeftNanos(clock.nanos())).isEqualTo(TIMEOUT.toNanos());
         clock.advance(Duration.ofSeconds(1));
         machine.heartbeat(machine.tick());
-        assertThat(machine.leaseExpiry()).isEqualTo(clock.instant().plus(TIMEOUT));
+        assertThat(machine.leaseLeftNanos(clock.nanos())).isEqualTo(TIMEOUT.toNanos());
+        assertThat(machine.leaseValid(clock.nanos() + TIMEOUT.toNanos())).isTrue();
+        assertThat(machine.leaseValid(clock.nanos() + TIMEOUT.toNanos() + 1)).isFalse();
         machine.revoked();
-        assertThat(machine.leaseExpiry()).isEqualTo(Instant.MIN);
+        assertThat(machine.leaseValid(clock.nanos())).isFalse();
+    }
+
+    @Test
+    void leasesAreMeasuredOnTheMonotonicClockNotTheWallClock() {
+        machine.assigned();
+        clock.stepWallClock(Duration.ofHours(1));    // an NTP step forwards
+        machine.tick();
+        assertThat(machine.role()).as("a wall-clock step forwards does not fence").isEqualTo(
+                NeliStateMachine.Role.LEADER);
+        clock.stepWallClock(Duration.ofHours(-2));   // and backwards
+        clock.advance(TIMEOUT.plusMillis(1));         // while no heartbeat arrives for longer than the timeout
+        assertThat(machine.leaseValid(clock.nanos())).as("a step backwards does not stretch the lease").isFalse();
+        machine.tick();
+        assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.FENCED);
     }
 
     @Test
@@ -186,9 +202,22 @@ class NeliStateMachineTest {
     /** A clock tests move by hand. */
     static final class MutableClock extends Clock {
         private Instant now = Instant.parse("2026-01-01T00:00:00Z");
+        private long nanos = 123_456_789L;
 
+        /** Moves both the wall clock and the monotonic clock. */
         void advance(Duration d) {
             now = now.plus(d);
+            nanos += d.toNanos();
+        }
+
+        /** Steps the wall clock only, as an NTP correction or an operator would; the monotonic clock runs on. */
+        void stepWallClock(Duration d) {
+            now = now.plus(d);
+        }
+
+        /** The monotonic clock, as {@link System#nanoTime()}. */
+        long nanos() {
+            return nanos;
         }
 
         @Override

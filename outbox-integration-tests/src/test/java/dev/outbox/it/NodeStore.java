@@ -2,7 +2,9 @@ package dev.outbox.it;
 
 import dev.outbox.ParkedRecord;
 import dev.outbox.Publisher;
+import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
 
@@ -50,6 +52,17 @@ final class NodeStore implements Store {
     public MarkResult mark(UUID leaderId, int limit) {
         check("mark");
         return delegate.mark(leaderId, limit);
+    }
+
+    @Override
+    public boolean supportsRead() {
+        return delegate.supportsRead();
+    }
+
+    @Override
+    public ReadResult read(long after, List<IdRange> recheck, int limit) {
+        check("read");
+        return delegate.read(after, recheck, limit);
     }
 
     @Override

@@ -204,7 +204,7 @@ public final class OutboxProperties {
         private boolean leaderElection = true;
         /** Names the dispatcher's threads and log lines. */
         private String name = "outbox";
-        /** Rows marked per mark statement. */
+        /** Rows marked per mark statement (mark harvest); the least room worth a read (cursor harvest). */
         private int markBatchSize = 100;
         /** Records sent but not yet acknowledged and purged. */
         private int maxInFlightRecords = 1000;
@@ -228,6 +228,10 @@ public final class OutboxProperties {
         private Duration drainTimeout = Duration.ofSeconds(10);
         /** Period of throughput readings and outbox samples. */
         private Duration metricsInterval = Duration.ofSeconds(5);
+        /** How the leader reads the outbox: cursor (read, send, delete on acknowledgement) or mark. */
+        private DispatcherConfig.Harvest harvest = DispatcherConfig.Harvest.CURSOR;
+        /** Cursor harvest only: how often a caught-up leader reads the table from its head again. */
+        private Duration rescanInterval = Duration.ofSeconds(30);
 
         public boolean isEnabled() {
             return enabled;
@@ -349,6 +353,22 @@ public final class OutboxProperties {
             this.metricsInterval = metricsInterval;
         }
 
+        public DispatcherConfig.Harvest getHarvest() {
+            return harvest;
+        }
+
+        public void setHarvest(DispatcherConfig.Harvest harvest) {
+            this.harvest = harvest;
+        }
+
+        public Duration getRescanInterval() {
+            return rescanInterval;
+        }
+
+        public void setRescanInterval(Duration rescanInterval) {
+            this.rescanInterval = rescanInterval;
+        }
+
         /**
          * The {@link DispatcherConfig} of these settings.
          *
@@ -371,6 +391,8 @@ public final class OutboxProperties {
             set(prefix + ".max-attempts", maxAttempts, b::maxAttempts);
             set(prefix + ".drain-timeout", drainTimeout, b::drainTimeout);
             set(prefix + ".metrics-interval", metricsInterval, b::metricsInterval);
+            set(prefix + ".harvest", harvest, b::harvest);
+            set(prefix + ".rescan-interval", rescanInterval, b::rescanInterval);
             try {
                 return b.build();
             } catch (IllegalArgumentException e) {

@@ -5,7 +5,9 @@ import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
 import dev.outbox.Publisher;
 import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkedRow;
+import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.RowChecks;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
@@ -81,6 +83,14 @@ public final class InMemoryStore implements Store {
     private final NavigableMap<Long, StoredRow> rows = new TreeMap<>();
     /** Parked rows by their id in the outbox. Guarded by {@link #lock}. */
     private final NavigableMap<Long, StoredRow> parked = new TreeMap<>();
+    /**
+     * Transaction ordinals, as Postgres' transaction ids: a writing transaction takes one before its first id, and
+     * {@link #read} reports the next one as its gap token and the oldest running one as its horizon. Guarded by
+     * {@link #lock}.
+     */
+    private long nextXid = 1;
+    /** The ordinals of the {@link Transaction}s that took one and have not ended. Guarded by {@link #lock}. */
+    private final TreeSet<Long> openXids = new TreeSet<>();
     private final Map<Operation, AtomicLong> calls = new EnumMap<>(Operation.class);
     private final Map<Operation, AtomicLong> injected = new EnumMap<>(Operation.class);
     private final AtomicLong purged = new AtomicLong();
@@ -148,12 +158,12 @@ public final class InMemoryStore implements Store {
      */
     public long insertMalformed(String topic, String key, String reason) {
         Objects.requireNonNull(reason, "reason");
-        long id = sequence.incrementAndGet();
-        StoredRow row = new StoredRow(id, clock.instant(), topic, key, null, reason);
-        synchronized (lock) {
-            rows.put(id, row);
+        synchronized (lock) { // the id is taken and committed at once: a transaction of its own
+            long id = sequence.incrementAndGet();
+            nextXid++;
+            rows.put(id, new StoredRow(id, clock.instant(), topic, key, null, reason));
+            return id;
         }
-        return id;
     }
 
     /**
@@ -165,13 +175,14 @@ public final class InMemoryStore implements Store {
      * @return the row's id
      */
     public long insertRow(String topic, String key, int attempts) {
-        long id = sequence.incrementAndGet();
-        StoredRow row = new StoredRow(id, clock.instant(), topic, key, null, null);
-        row.attempts = attempts;
-        synchronized (lock) {
+        synchronized (lock) { // the id is taken and committed at once: a transaction of its own
+            long id = sequence.incrementAndGet();
+            nextXid++;
+            StoredRow row = new StoredRow(id, clock.instant(), topic, key, null, null);
+            row.attempts = attempts;
             rows.put(id, row);
+            return id;
         }
-        return id;
     }
 
     // ---- the port -------------------------------------------------------------------------------------------
@@ -202,17 +213,7 @@ public final class InMemoryStore implements Store {
                 }
                 row.leaderId = leaderId;
                 taken++;
-                if (row.malformedReason != null) {
-                    rejected.add(new MarkResult.Rejected(row.id, row.topic, row.key, row.attempts,
-                            row.malformedReason));
-                    continue;
-                }
-                OutboxMessage m = row.message;
-                MarkedRow checked = m == null
-                        ? RowChecks.check(row.id, row.createdAt, row.topic, row.key, RAW_VALUE, List::of,
-                                row.attempts, leaderId, maxKeyLength)
-                        : RowChecks.check(row.id, row.createdAt, m.topic(), m.key(), m.value(), m::headers,
-                                row.attempts, leaderId, row.messageId, row.nextAttemptAt, maxKeyLength);
+                MarkedRow checked = check(row, leaderId);
                 if (checked instanceof MarkedRow.Readable readable) {
                     records.add(readable.record());
                 } else {
@@ -222,6 +223,78 @@ public final class InMemoryStore implements Store {
         }
         leave(Operation.MARK, fault, "mark(" + leaderId + ", " + limit + ")");
         return new MarkResult(records, rejected);
+    }
+
+    @Override
+    public boolean supportsRead() {
+        return true;
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Transactions are ordered as on Postgres: a {@link Transaction} takes an ordinal before its first id; the
+     * gap token is the next ordinal, the horizon the oldest ordinal of a transaction still open (or the next one).
+     * An injected failure after the read loses its answer; a read changes nothing either way.
+     */
+    @Override
+    public ReadResult read(long after, List<IdRange> recheck, int limit) {
+        Objects.requireNonNull(recheck, "recheck");
+        if (limit < 1) {
+            throw new IllegalArgumentException("limit must be at least 1: " + limit);
+        }
+        Fault fault = enter(Operation.READ);
+        List<OutboxRecord> records = new ArrayList<>();
+        List<MarkResult.Rejected> rejected = new ArrayList<>();
+        long token;
+        long horizon;
+        synchronized (lock) {
+            token = nextXid;
+            horizon = openXids.isEmpty() ? nextXid : openXids.first();
+            TreeMap<Long, StoredRow> matching = new TreeMap<>();
+            for (IdRange range : recheck) {
+                for (StoredRow row : rows.subMap(range.from(), true, range.to(), true).values()) {
+                    matching.put(row.id, row);
+                    if (matching.size() > limit) {
+                        matching.pollLastEntry();
+                    }
+                }
+            }
+            int taken = 0;
+            for (StoredRow row : rows.tailMap(after, false).values()) {
+                if (taken++ >= limit) {
+                    break;
+                }
+                matching.put(row.id, row);
+            }
+            int n = 0;
+            for (StoredRow row : matching.values()) {
+                if (n++ >= limit) {
+                    break;
+                }
+                MarkedRow checked = check(row, row.leaderId);
+                if (checked instanceof MarkedRow.Readable readable) {
+                    records.add(readable.record());
+                } else {
+                    rejected.add((MarkResult.Rejected) checked);
+                }
+            }
+        }
+        leave(Operation.READ, fault, "read(" + after + ", " + recheck.size() + " ranges, " + limit + ")");
+        return new ReadResult(new MarkResult(records, rejected), token, horizon);
+    }
+
+    /** The row as the dispatcher sees it: a record, or rejected with its reason. Caller holds {@link #lock}. */
+    private MarkedRow check(StoredRow row, UUID leaderId) {
+        if (row.malformedReason != null) {
+            return new MarkResult.Rejected(row.id, row.topic, row.key, row.attempts, row.malformedReason);
+        }
+        OutboxMessage m = row.message;
+        return m == null
+                ? RowChecks.check(row.id, row.createdAt, row.topic, row.key, RAW_VALUE, List::of, row.attempts,
+                        leaderId, maxKeyLength)
+                : RowChecks.check(row.id, row.createdAt, m.topic(), m.key(), m.value(), m::headers, row.attempts,
+                        leaderId, row.messageId, row.nextAttemptAt, maxKeyLength);
     }
 
     @Override
@@ -339,6 +412,7 @@ public final class InMemoryStore implements Store {
         int replayed = 0;
         Instant now = clock.instant();
         synchronized (lock) {
+            nextXid++; // one transaction, committed at once
             for (Long id : new TreeSet<>(nonNull(ids))) {
                 StoredRow old = parked.remove(id);
                 if (old != null) {
@@ -548,6 +622,7 @@ public final class InMemoryStore implements Store {
             List<OutboxMessage> valid = validate(messages);
             Instant now = clock.instant();
             synchronized (lock) {
+                nextXid++; // a transaction that commits at once
                 for (OutboxMessage m : valid) {
                     long id = sequence.incrementAndGet();
                     rows.put(id, StoredRow.of(id, now, m));
@@ -568,6 +643,8 @@ public final class InMemoryStore implements Store {
     public final class Transaction implements TestTransaction {
         private final List<StoredRow> pending = new ArrayList<>();
         private boolean ended;
+        /** This transaction's ordinal, taken before its first id; 0 until then. */
+        private long xid;
 
         private Transaction() {
         }
@@ -576,7 +653,14 @@ public final class InMemoryStore implements Store {
         public long write(OutboxMessage message) {
             checkOpen("publish");
             validate(java.util.Collections.singletonList(message));
-            long id = sequence.incrementAndGet();
+            long id;
+            synchronized (lock) {
+                if (xid == 0) {
+                    xid = nextXid++;
+                    openXids.add(xid);
+                }
+                id = sequence.incrementAndGet();
+            }
             pending.add(StoredRow.of(id, clock.instant(), message));
             return id;
         }
@@ -606,6 +690,7 @@ public final class InMemoryStore implements Store {
                 for (StoredRow row : pending) {
                     rows.put(row.id, row);
                 }
+                openXids.remove(xid);
             }
         }
 
@@ -614,6 +699,9 @@ public final class InMemoryStore implements Store {
             checkOpen("rollback");
             ended = true;
             pending.clear();
+            synchronized (lock) {
+                openXids.remove(xid);
+            }
         }
 
         @Override

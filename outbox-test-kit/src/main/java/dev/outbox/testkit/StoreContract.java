@@ -4,7 +4,9 @@ import dev.outbox.Header;
 import dev.outbox.OutboxMessage;
 import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
+import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.Store;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -390,6 +392,108 @@ public abstract class StoreContract {
 
         assertThat(markAll(UUID.randomUUID())).extracting(this::valueOf).containsExactly("kept");
         assertThat(store.backlog()).isEqualTo(1);
+    }
+
+    // ---- read (cursor harvest) ------------------------------------------------------------------------------
+
+    /** Reads rows above {@code after} with no recheck ranges; requires a store that supports read. */
+    private ReadResult read(long after, int limit) {
+        return store.read(after, List.of(), limit);
+    }
+
+    @Test
+    void readReturnsCommittedRowsAboveTheCursorInIdOrderUpToTheLimitAndChangesNothing() {
+        assertThat(store.supportsRead()).as("supportsRead()").isTrue();
+        for (int i = 0; i < 5; i++) {
+            commit(msg("k" + (i % 2), "v" + i));
+        }
+        ReadResult first = read(0, 3);
+        assertThat(first.rows().records()).extracting(this::valueOf).containsExactly("v0", "v1", "v2");
+        assertThat(first.rows().rejected()).isEmpty();
+        long cursor = first.maxId();
+        assertThat(read(cursor, 10).rows().records()).extracting(this::valueOf).containsExactly("v3", "v4");
+        assertThat(read(0, 10).rows().records()).as("a read marks nothing: the same rows again")
+                .extracting(this::valueOf).containsExactly("v0", "v1", "v2", "v3", "v4");
+        assertThat(store.read(Long.MAX_VALUE - 1, List.of(), 10).rows().isEmpty()).isTrue();
+        assertThat(store.backlog()).isEqualTo(5);
+    }
+
+    @Test
+    void readAlsoReturnsCommittedRowsInTheRecheckRangesBelowTheCursorInOneIdOrder() {
+        for (int i = 0; i < 8; i++) {
+            commit(msg("k", "v" + i));
+        }
+        List<OutboxRecord> all = read(0, 100).rows().records();
+        long[] ids = all.stream().mapToLong(OutboxRecord::id).toArray();
+        ReadResult r = store.read(ids[5], List.of(IdRange.of(ids[1]), new IdRange(ids[3], ids[4])), 100);
+        assertThat(r.rows().records()).extracting(this::valueOf).containsExactly("v1", "v3", "v4", "v6", "v7");
+        ReadResult limited = store.read(ids[5], List.of(IdRange.of(ids[1]), new IdRange(ids[3], ids[4])), 2);
+        assertThat(limited.rows().records()).as("the lowest ids first").extracting(this::valueOf)
+                .containsExactly("v1", "v3");
+    }
+
+    @Test
+    void readNeverReturnsAnUncommittedRowAndReturnsItsLateCommitWhenItsIdIsRechecked() {
+        long lateId;
+        long committedId;
+        ReadResult passed;
+        try (TestTransaction early = begin(store)) {
+            early.publish(msg("late", "taken first, committed last"));
+            commit(msg("other", "committed first"));
+
+            passed = read(0, 10);
+            assertThat(passed.rows().records()).extracting(this::valueOf).containsExactly("committed first");
+            committedId = passed.maxId();
+            ReadResult whileOpen = store.read(committedId, List.of(new IdRange(1, committedId - 1)), 10);
+            assertThat(whileOpen.rows().isEmpty()).as("the open writer's row").isTrue();
+            assertThat(whileOpen.horizon()).as("a writer that took an id below the passed one is still open:"
+                    + " the horizon must not reach the token of the read that passed it")
+                    .isLessThan(passed.gapToken());
+            early.commit();
+        }
+        ReadResult after = store.read(committedId, List.of(new IdRange(1, committedId - 1)), 10);
+        assertThat(after.rows().records()).extracting(this::valueOf).containsExactly("taken first, committed last");
+        lateId = after.maxId();
+        assertThat(lateId).isLessThan(committedId);
+        assertThat(read(committedId, 10).rows().isEmpty()).as("nothing above the cursor").isTrue();
+    }
+
+    @Test
+    void readNeverReturnsRolledBackOrParkedRowsAndReturnsUnreadableOnesAsRejected() {
+        try (TestTransaction tx = begin(store)) {
+            tx.publish(List.of(msg("k", "rolled back")));
+            tx.rollback();
+        }
+        commit(msg("k", "parked"), msg("k", "kept"));
+        insertMalformedRow(store, TOPIC, "bad");
+        List<OutboxRecord> records = read(0, 10).rows().records();
+        store.park(Map.of(records.get(0).id(), "parked by the test"));
+
+        ReadResult r = read(0, 10);
+        assertThat(r.rows().records()).extracting(this::valueOf).containsExactly("kept");
+        assertThat(r.rows().rejected()).hasSize(1);
+        assertThat(r.rows().rejected().get(0).key()).isEqualTo("bad");
+        assertThat(r.maxId()).isEqualTo(r.rows().rejected().get(0).id());
+    }
+
+    @Test
+    void readReturnsAFailedRowWithItsAttemptsAndNextAttemptTime() {
+        commit(msg("k", "failed once"));
+        OutboxRecord r = read(0, 10).rows().records().get(0);
+        Instant next = Instant.now().plusSeconds(60).truncatedTo(java.time.temporal.ChronoUnit.MILLIS);
+        store.retryLater(Map.of(r.id(), next));
+
+        OutboxRecord again = read(0, 10).rows().records().get(0);
+        assertThat(again.attempts()).isEqualTo(1);
+        assertThat(again.nextAttemptAt()).isEqualTo(next);
+        assertThat(again.messageId()).isEqualTo(r.messageId());
+    }
+
+    @Test
+    void readRejectsALimitBelowOneAndNullRanges() {
+        assertThatThrownBy(() -> store.read(0, List.of(), 0)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("0");
+        assertThatThrownBy(() -> store.read(0, null, 1)).isInstanceOf(RuntimeException.class);
     }
 
     // ---- purge --------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import java.util.Set;
 public interface StoreFaults {
 
     /** The store calls a plan can fail. */
-    enum Operation { MARK, PURGE, RESET, RETRY_LATER, PARK, PARKED, REPLAY, BACKLOG, PARKED_COUNT, OLDEST }
+    enum Operation { MARK, READ, PURGE, RESET, RETRY_LATER, PARK, PARKED, REPLAY, BACKLOG, PARKED_COUNT, OLDEST }
 
     /** When an injected failure strikes. */
     enum Failure {
@@ -103,7 +103,7 @@ public interface StoreFaults {
         private double failAfter;
         private double delayProbability;
         private Duration maxDelay = Duration.ZERO;
-        private Set<Operation> operations = EnumSet.of(Operation.MARK, Operation.PURGE, Operation.RESET,
+        private Set<Operation> operations = EnumSet.of(Operation.MARK, Operation.READ, Operation.PURGE, Operation.RESET,
                 Operation.RETRY_LATER, Operation.PARK);
 
         private RandomBuilder(long seed) {

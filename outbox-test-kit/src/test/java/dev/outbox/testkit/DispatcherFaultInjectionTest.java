@@ -8,6 +8,7 @@ import dev.outbox.ParkedRecord;
 import dev.outbox.testkit.BrokerFaults.Fault;
 import dev.outbox.testkit.BrokerFaults.Outcome;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -52,28 +53,32 @@ class DispatcherFaultInjectionTest {
     private static final int KEYS_PER_WRITER = 25;
     private static final int TRANSACTIONS_PER_WRITER = 150;
 
-    static Stream<Long> seeds() {
+    /** Each seed runs with both harvests, so that both prove the same guarantees under the same faults. */
+    static Stream<Arguments> seeds() {
         String one = System.getProperty("outbox.fi.seed");
+        Stream<Long> seeds;
         if (one != null && !one.isBlank()) {
-            return Stream.of(Long.parseLong(one.trim()));
+            seeds = Stream.of(Long.parseLong(one.trim()));
+        } else {
+            int count = Integer.getInteger("outbox.fi.seeds", 8);
+            long base = new Random().nextLong();
+            seeds = LongStream.range(0, count).mapToObj(i -> base + i);
         }
-        int count = Integer.getInteger("outbox.fi.seeds", 8);
-        long base = new Random().nextLong();
-        return LongStream.range(0, count).mapToObj(i -> base + i);
+        return seeds.flatMap(seed -> Stream.of(DispatcherConfig.Harvest.values()).map(h -> Arguments.of(h, seed)));
     }
 
-    @ParameterizedTest(name = "seed {0}")
+    @ParameterizedTest(name = "{0} harvest, seed {1}")
     @MethodSource("seeds")
-    void guaranteesHoldUnderFaults(long seed) throws Exception {
+    void guaranteesHoldUnderFaults(DispatcherConfig.Harvest harvest, long seed) throws Exception {
         try {
-            run(seed);
+            run(harvest, seed);
         } catch (AssertionError | Exception e) {
-            throw new AssertionError("fault injection failed for seed " + seed
+            throw new AssertionError("fault injection failed for the " + harvest + " harvest, seed " + seed
                     + " (re-run with -Doutbox.fi.seed=" + seed + "): " + e.getMessage(), e);
         }
     }
 
-    private void run(long seed) throws Exception {
+    private void run(DispatcherConfig.Harvest harvest, long seed) throws Exception {
         Random random = new Random(seed);
         InMemoryStore store = new InMemoryStore();
         store.setFaults(StoreFaults.random(seed).failBefore(0.02).failAfter(0.02)
@@ -107,6 +112,8 @@ class DispatcherFaultInjectionTest {
                 .maxAttempts(5)
                 .drainTimeout(Duration.ofSeconds(10))
                 .metricsInterval(Duration.ofMillis(200))
+                .harvest(harvest)
+                .rescanInterval(Duration.ofMillis(50 + random.nextInt(500)))
                 .build();
         InMemoryLeaderGroup group = new InMemoryLeaderGroup();
         DispatcherTest.Events events = new DispatcherTest.Events();
@@ -239,11 +246,12 @@ class DispatcherFaultInjectionTest {
             assertThat(o.maxInFlight()).as("in-flight throttle").isLessThanOrEqualTo(48);
         }
         int total = committed.size();
-        log.info("seed {}: {} committed, {} delivered, {} parked, {} duplicates ({} lost acks, {} other), {} leader id"
-                        + " changes, {} fences, {} store faults injected", seed, total, delivered.size(), parked.size(),
+        log.info("{} harvest, seed {}: {} committed, {} delivered, {} parked, {} duplicates ({} lost acks, {} other), {} leader id"
+                        + " changes, {} fences, {} store faults injected", harvest, seed, total, delivered.size(), parked.size(),
                 duplicates,
                 lostAcks.size(), unexplained, leaderIdChanges, events.fenced.get(),
-                store.injectedFailures(StoreFaults.Operation.MARK) + store.injectedFailures(StoreFaults.Operation.PURGE)
+                store.injectedFailures(StoreFaults.Operation.MARK) + store.injectedFailures(StoreFaults.Operation.READ)
+                        + store.injectedFailures(StoreFaults.Operation.PURGE)
                         + store.injectedFailures(StoreFaults.Operation.RETRY_LATER));
     }
 

@@ -15,6 +15,8 @@ import dev.outbox.testkit.StoreFaults.Fault;
 import dev.outbox.testkit.StoreFaults.Operation;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -233,22 +235,27 @@ class DispatcherObservationTest {
         assertThat(standbyRec.statuses).last().isEqualTo(Status.CLOSED);
     }
 
-    @Test
-    void aFailingSampleOrMarkIsReportedAndHarvestingGoesOn() {
+    @ParameterizedTest
+    @EnumSource(DispatcherConfig.Harvest.class)
+    void aFailingSampleOrReadIsReportedAndHarvestingGoesOn(DispatcherConfig.Harvest harvest) {
         InMemoryStore store = new InMemoryStore();
         InMemoryBroker broker = new InMemoryBroker();
-        AtomicInteger markFailures = new AtomicInteger(1);
+        AtomicInteger readFailures = new AtomicInteger(1);
+        boolean cursor = harvest == DispatcherConfig.Harvest.CURSOR;
+        Operation reading = cursor ? Operation.READ : Operation.MARK;
+        String read = cursor ? "read" : "mark";
         store.setFaults(op -> op == Operation.OLDEST ? Fault.failBefore()
-                : op == Operation.MARK && markFailures.getAndDecrement() > 0 ? Fault.failBefore() : Fault.NONE);
+                : op == reading && readFailures.getAndDecrement() > 0 ? Fault.failBefore() : Fault.NONE);
         List<String> failures = new CopyOnWriteArrayList<>();
-        Dispatcher d = started(builder(store, broker).listener(new DispatcherListener() {
+        Dispatcher d = started(builder(store, broker).config(config().toBuilder().harvest(harvest).build())
+                .listener(new DispatcherListener() {
             @Override
             public void failure(String operation, Throwable error) {
                 failures.add(operation);
             }
         }));
-        Await.untilOrFail(() -> failures.contains("mark") && failures.contains("sample"), WAIT, failures::toString);
-        assertThat(d.health().lastFailure()).hasValueSatisfying(f -> assertThat(f.operation()).isIn("mark",
+        Await.untilOrFail(() -> failures.contains(read) && failures.contains("sample"), WAIT, failures::toString);
+        assertThat(d.health().lastFailure()).hasValueSatisfying(f -> assertThat(f.operation()).isIn(read,
                 "sample"));
         write(store, 50, 5);
         Await.untilOrFail(() -> store.size() == 0, WAIT, store::toString);

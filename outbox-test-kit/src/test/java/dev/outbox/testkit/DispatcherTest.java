@@ -12,6 +12,8 @@ import dev.outbox.testkit.BrokerFaults.Outcome;
 import dev.outbox.testkit.StoreFaults.Operation;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -83,6 +85,66 @@ class DispatcherTest {
                     .add(Integer.parseInt(new String(r.message().value())));
         }
         return byKey;
+    }
+
+    /** A wall clock an operator or NTP steps while the dispatcher runs. */
+    static final class SteppedClock extends java.time.Clock {
+        private volatile Duration offset = Duration.ZERO;
+
+        void step(Duration d) {
+            offset = offset.plus(d);
+        }
+
+        @Override
+        public java.time.ZoneId getZone() {
+            return java.time.ZoneOffset.UTC;
+        }
+
+        @Override
+        public java.time.Clock withZone(java.time.ZoneId zone) {
+            return this;
+        }
+
+        @Override
+        public java.time.Instant instant() {
+            return java.time.Instant.now().plus(offset);
+        }
+    }
+
+    @Test
+    void steppingTheWallClockForwardsOrBackwardsNeitherFencesNorStopsTheLeader() {
+        InMemoryStore store = new InMemoryStore();
+        InMemoryBroker broker = new InMemoryBroker();
+        brokers.add(broker);
+        SteppedClock clock = new SteppedClock();
+        Dispatcher d = Dispatcher.builder(store, broker).config(fastConfig().build()).listener(events)
+                .clock(clock).name(newName()).build();
+        dispatchers.add(d);
+        d.start();
+        Await.untilOrFail(d::isLeader, WAIT, () -> d.health().toString());
+        writeFrom(store, 0, 100, 10);
+        Await.untilOrFail(() -> broker.deliveredCount() == 100, WAIT, store::toString);
+
+        clock.step(Duration.ofHours(1)); // far beyond the 300 ms heartbeat timeout, forwards
+        writeFrom(store, 100, 100, 10);
+        Await.untilOrFail(() -> broker.deliveredCount() == 200, WAIT, store::toString);
+        clock.step(Duration.ofHours(-2)); // and backwards
+        writeFrom(store, 200, 100, 10);
+        Await.untilOrFail(() -> broker.deliveredCount() == 300 && store.size() == 0, WAIT, store::toString);
+
+        assertThat(events.fenced.get()).as("fences").isZero();
+        assertThat(events.acquired).as("leadership acquired once").hasSize(1);
+        assertThat(valuesByKey(broker.delivered()).values()).allSatisfy(values ->
+                assertThat(values).isSorted().hasSize(30));
+    }
+
+    private static void writeFrom(InMemoryStore store, int first, int count, int keys) {
+        try (InMemoryStore.Transaction tx = store.begin()) {
+            for (int i = first; i < first + count; i++) {
+                tx.publish(List.of(OutboxMessage.of("t", "k" + (i % keys), String.valueOf(i))));
+            }
+            tx.commit();
+        }
     }
 
     @Test
@@ -276,14 +338,16 @@ class DispatcherTest {
         Await.untilOrFail(() -> store.size() == 0, WAIT, store::toString);
     }
 
-    @Test
-    void aFailingStoreIsRetriedWithExponentialBackoff() {
+    @ParameterizedTest
+    @EnumSource(DispatcherConfig.Harvest.class)
+    void aFailingStoreIsRetriedWithExponentialBackoff(DispatcherConfig.Harvest harvest) {
         InMemoryStore store = new InMemoryStore();
-        store.setFaults(op -> op == Operation.MARK ? StoreFaults.Fault.failBefore() : StoreFaults.Fault.NONE);
+        Operation failing = harvest == DispatcherConfig.Harvest.CURSOR ? Operation.READ : Operation.MARK;
+        store.setFaults(op -> op == failing ? StoreFaults.Fault.failBefore() : StoreFaults.Fault.NONE);
         InMemoryBroker broker = new InMemoryBroker();
         write(store, 5, 5);
         DispatcherConfig config = fastConfig().ioErrorBackoff(Duration.ofMillis(20))
-                .maxIoErrorBackoff(Duration.ofMillis(160)).build();
+                .maxIoErrorBackoff(Duration.ofMillis(160)).harvest(harvest).build();
         start(store, broker, config, newName());
 
         Await.untilOrFail(() -> events.failureTimes.size() >= 7, WAIT, () -> "failures " + events.failures);
