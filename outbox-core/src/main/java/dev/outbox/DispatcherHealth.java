@@ -57,6 +57,7 @@ public final class DispatcherHealth {
     private final OutboxSample lastSample;
     private final int inFlightRecords;
     private final long callbackErrors;
+    private final Instant outageSince;
 
     private DispatcherHealth(Builder b) {
         this.status = Objects.requireNonNull(b.status, "status");
@@ -67,6 +68,7 @@ public final class DispatcherHealth {
         this.lastSample = b.lastSample;
         this.inFlightRecords = b.inFlightRecords;
         this.callbackErrors = b.callbackErrors;
+        this.outageSince = b.outageSince;
         if (status == Status.LEADER && leaderId == null) {
             throw new IllegalArgumentException("a LEADER health needs a leader id");
         }
@@ -130,11 +132,22 @@ public final class DispatcherHealth {
         return callbackErrors;
     }
 
+    /**
+     * When the broker outage under way began: a delivery failed because the broker was unavailable for every
+     * record ({@link dev.outbox.spi.DeliveryException#isOutage()}) and none was acknowledged since. Empty when no
+     * outage is under way. An outage holds every failing key without counting attempts or parking: alert on how
+     * long it lasts.
+     */
+    public Optional<Instant> outageSince() {
+        return Optional.ofNullable(outageSince);
+    }
+
     @Override
     public String toString() {
         return "DispatcherHealth{status=" + status + ", leaderId=" + leaderId + ", lastMark=" + lastMark
                 + ", lastPurge=" + lastPurge + ", lastFailure=" + lastFailure + ", lastSample=" + lastSample
-                + ", inFlightRecords=" + inFlightRecords + ", callbackErrors=" + callbackErrors + '}';
+                + ", inFlightRecords=" + inFlightRecords + ", callbackErrors=" + callbackErrors
+                + (outageSince == null ? "" : ", outageSince=" + outageSince) + '}';
     }
 
     /** Builds a {@link DispatcherHealth}; not thread-safe. Every value but the status is optional. */
@@ -147,6 +160,7 @@ public final class DispatcherHealth {
         private OutboxSample lastSample;
         private int inFlightRecords;
         private long callbackErrors;
+        private Instant outageSince;
 
         private Builder(Status status) {
             this.status = Objects.requireNonNull(status, "status");
@@ -190,6 +204,11 @@ public final class DispatcherHealth {
                 throw new IllegalArgumentException("callbackErrors must not be negative, was " + value);
             }
             this.callbackErrors = value;
+            return this;
+        }
+
+        public Builder outageSince(Instant value) {
+            this.outageSince = value;
             return this;
         }
 

@@ -81,6 +81,15 @@ public final class OutboxRecord {
                 Objects.requireNonNull(nextAttemptAt, "nextAttemptAt"));
     }
 
+    /**
+     * This record to be retried no earlier than {@code nextAttemptAt}, its attempts unchanged: a delivery that
+     * failed through no fault of its own (a broker outage).
+     */
+    public OutboxRecord retryAt(Instant nextAttemptAt) {
+        return new OutboxRecord(id, createdAt, message, attempts, leaderId, messageId,
+                Objects.requireNonNull(nextAttemptAt, "nextAttemptAt"));
+    }
+
     public long id() {
         return id;
     }

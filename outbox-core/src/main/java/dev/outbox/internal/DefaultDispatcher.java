@@ -157,6 +157,11 @@ public final class DefaultDispatcher implements Dispatcher {
     private volatile Instant lastMark;
     private volatile Instant lastPurge;
     private volatile DispatcherHealth.Failure lastFailure;
+    /** When the current broker outage began (an outage failure since the last acknowledgement), or null. */
+    private volatile Instant outageSince;
+    /** When an outage was last logged at WARN: a partial outage that comes and goes logs once a minute. */
+    private Instant lastOutageWarning;
+    private static final Duration OUTAGE_WARNING_INTERVAL = Duration.ofMinutes(1);
     private volatile OutboxSample lastSample;
     /** The status last reported to the observers; see {@link #reportStatus()}. */
     private volatile DispatcherHealth.Status reportedStatus = DispatcherHealth.Status.STARTING;
@@ -404,6 +409,7 @@ public final class DefaultDispatcher implements Dispatcher {
                 .lastSample(status == DispatcherHealth.Status.LEADER ? lastSample : null)
                 .inFlightRecords(inFlightRecords())
                 .callbackErrors(callbacks.errors())
+                .outageSince(status == DispatcherHealth.Status.LEADER ? outageSince : null)
                 .build();
     }
 
@@ -960,15 +966,32 @@ public final class DefaultDispatcher implements Dispatcher {
             Throwable cause = unwrap(c.error);
             lastDeliveryError = cause;
             boolean permanent = cause instanceof DeliveryException d && d.isPermanent();
+            boolean outage = cause instanceof DeliveryException d && d.isOutage();
             KeySchedule.Verdict v;
+            boolean outageBegins;
             lock.lock();
             try {
-                v = schedule.failure(c.flight, permanent);
+                outageBegins = outage && !schedule.inOutage();
+                v = outage ? schedule.outage(c.flight) : schedule.failure(c.flight, permanent);
             } finally {
                 lock.unlock();
             }
             verdicts.put(c.flight, v);
-            if (v.park()) {
+            if (outageBegins) {
+                outageSince = now;
+                boolean warn = lastOutageWarning == null
+                        || !now.isBefore(lastOutageWarning.plus(OUTAGE_WARNING_INTERVAL));
+                if (warn) {
+                    lastOutageWarning = now;
+                }
+                log.atLevel(warn ? org.slf4j.event.Level.WARN : org.slf4j.event.Level.DEBUG).log("{}: the broker is"
+                        + " unavailable ({}); every failing key is held and retried with a shared backoff for as long"
+                        + " as it lasts; nothing is parked or counted during an outage", name, describe(cause));
+            }
+            if (v.outage()) {
+                log.debug("{}: delivery of record {} (key {}) failed in an outage; its key retries at {}", name,
+                        r.id(), r.key(), v.nextAttemptAt(), cause);
+            } else if (v.park()) {
                 String reason = (permanent ? "permanent failure: " : "failed " + v.attempts() + " times, last: ")
                         + describe(cause);
                 parkReasons.put(r.id(), reason);
@@ -999,6 +1022,8 @@ public final class DefaultDispatcher implements Dispatcher {
                 KeySchedule.Verdict v = verdicts.get(c.flight);
                 if (v == null) {
                     schedule.acknowledged(c.flight);
+                } else if (v.outage()) {
+                    schedule.heldByOutage(c.flight, v.nextAttemptAt());
                 } else if (v.park()) {
                     schedule.parked(c.flight);
                 } else {
@@ -1009,6 +1034,12 @@ public final class DefaultDispatcher implements Dispatcher {
             drained.signalAll();
         } finally {
             lock.unlock();
+        }
+        Instant outageBegan = outageSince;
+        if (outageBegan != null && !purgeIds.isEmpty()) {
+            outageSince = null;
+            log.info("{}: the broker is available again after an outage of {}", name,
+                    Duration.between(outageBegan, now));
         }
         acknowledged.addAndGet(purgeIds.size());
         failed.addAndGet(failures);

@@ -99,8 +99,13 @@ public final class KeySchedule {
      * @param park          whether to park the record (too many attempts, or a permanent failure)
      * @param attempts      the record's failed deliveries, this one included
      * @param nextAttemptAt when to try again, null when parking
+     * @param outage        the broker was unavailable for every record: the attempt is not counted
      */
-    public record Verdict(boolean park, int attempts, Instant nextAttemptAt) {
+    public record Verdict(boolean park, int attempts, Instant nextAttemptAt, boolean outage) {
+        /** A verdict on a failure of the record itself. */
+        public Verdict(boolean park, int attempts, Instant nextAttemptAt) {
+            this(park, attempts, nextAttemptAt, false);
+        }
     }
 
     private static final class KeyState {
@@ -125,6 +130,10 @@ public final class KeySchedule {
     private final PriorityQueue<Due> waiting = new PriorityQueue<>(Comparator.comparing(Due::at));
     private final Set<Long> queuedIds = new HashSet<>();
     private int inFlight;
+    /** Outage failures since the last acknowledgement: the exponent of the backoff every key shares. */
+    private int outageStreak;
+    /** When {@link #outageStreak} last grew. */
+    private Instant lastOutageStep = Instant.MIN;
     private boolean active;
     private boolean reading;
     private final Set<Long> settledDuringRead = new HashSet<>();
@@ -300,6 +309,7 @@ public final class KeySchedule {
      * is dropped.
      */
     public void acknowledged(Flight f) {
+        outageStreak = 0;
         settle(f);
     }
 
@@ -330,6 +340,35 @@ public final class KeySchedule {
     }
 
     /**
+     * What to do with a delivery of {@code f} that failed because the broker was unavailable for every record (an
+     * outage): retry it at a time backed off exponentially from the failures since the last acknowledgement of any
+     * record, with jitter; never park, never count the attempt. Apply it with {@link #heldByOutage}; the next
+     * {@linkplain #acknowledged acknowledgement} ends the outage's backoff.
+     */
+    public Verdict outage(Flight f) {
+        Instant now = clock.instant();
+        // Many records fail together in an outage: the backoff doubles at most once per first backoff, not per record.
+        if (outageStreak == 0 || !now.isBefore(lastOutageStep.plus(firstBackoff))) {
+            outageStreak = Math.min(outageStreak + 1, 62);
+            lastOutageStep = now;
+        }
+        return new Verdict(false, f.record.attempts(), now.plus(backoff(outageStreak)), true);
+    }
+
+    /** Whether outage failures were seen since the last acknowledgement. */
+    public boolean inOutage() {
+        return outageStreak > 0;
+    }
+
+    /**
+     * The record failed by an outage ({@link #outage}): it goes back to the head of its key until
+     * {@code nextAttemptAt}, its attempts unchanged; nothing is written to the store.
+     */
+    public void heldByOutage(Flight f, Instant nextAttemptAt) {
+        requeue(f, f.record.retryAt(nextAttemptAt));
+    }
+
+    /**
      * The backoff before the retry that follows failure number {@code attempts}: {@code firstBackoff × 2^(attempts-1)},
      * capped at {@code maxBackoff}, of which a random half is taken off ("equal jitter"), so that keys that failed
      * together do not retry together.
@@ -356,11 +395,14 @@ public final class KeySchedule {
      * {@linkplain #active() inactive} the record is only let go: the next leader reads it from the table.
      */
     public void retryLater(Flight f, Instant nextAttemptAt) {
+        requeue(f, f.record.failedOnce(nextAttemptAt));
+    }
+
+    private void requeue(Flight f, OutboxRecord r) {
         KeyState ks = leaveFlight(f);
         if (!active || ks == null) {
             return;
         }
-        OutboxRecord r = f.record.failedOnce(nextAttemptAt);
         if (queuedIds.remove(r.id())) {
             ks.queue.removeIf(q -> q.id() == r.id());
         }

@@ -2,32 +2,72 @@ package dev.outbox.spi;
 
 import dev.outbox.OutboxException;
 
+import java.util.Objects;
+
 /**
- * Completes a {@link MessageBroker#send} exceptionally. A <em>permanent</em> failure will fail again however
- * often it is retried (too large, unknown or illegal topic, not authorized): the dispatcher parks the record at
- * once. Any other failure — including an exception that is not a {@code DeliveryException} — is retriable: the
- * record is reset and re-sent, and parked only after {@code maxAttempts} failures.
+ * Completes a {@link MessageBroker#send} exceptionally, saying whose fault the failure is ({@link Kind}):
+ * <ul>
+ *   <li><b>permanent</b>: the record will fail again however often it is retried (too large, unknown or illegal
+ *       topic, not authorized): the dispatcher parks it at once;</li>
+ *   <li><b>retriable</b>: this record failed and may succeed later: it is retried after a backoff that grows with
+ *       its attempts, and parked after {@code maxAttempts} failures. An exception that is not a
+ *       {@code DeliveryException} counts as retriable;</li>
+ *   <li><b>outage</b>: the broker (or the topic, or the connection to it) is unavailable for every record, not
+ *       for this one: the record is retried, with a backoff shared by every key, for as long as the outage lasts;
+ *       an outage never counts towards a record's attempts and never parks it, so that an infrastructure failure
+ *       cannot park live records while later records of their keys flow once it is over.</li>
+ * </ul>
  */
 public class DeliveryException extends OutboxException {
     private static final long serialVersionUID = 1L;
-    private final boolean permanent;
 
-    public DeliveryException(String message, Throwable cause, boolean permanent) {
-        super(message, cause);
-        this.permanent = permanent;
+    /** Whose fault a failed delivery is; see the class comment. */
+    public enum Kind {
+        /** This record failed; it may succeed when tried again. Counts towards its attempts. */
+        RETRIABLE,
+        /** This record can never succeed. Parked at once. */
+        PERMANENT,
+        /** The broker is unavailable for every record. Retried for as long as it lasts, never counted. */
+        OUTAGE
     }
 
-    /** A failure that may succeed when tried again. */
+    private final Kind kind;
+
+    public DeliveryException(String message, Throwable cause, boolean permanent) {
+        this(message, cause, permanent ? Kind.PERMANENT : Kind.RETRIABLE);
+    }
+
+    public DeliveryException(String message, Throwable cause, Kind kind) {
+        super(message, cause);
+        this.kind = Objects.requireNonNull(kind, "kind");
+    }
+
+    /** A failure of this record that may succeed when tried again. */
     public static DeliveryException retriable(String message, Throwable cause) {
-        return new DeliveryException(message, cause, false);
+        return new DeliveryException(message, cause, Kind.RETRIABLE);
     }
 
     /** A failure that can never succeed for this record. */
     public static DeliveryException permanent(String message, Throwable cause) {
-        return new DeliveryException(message, cause, true);
+        return new DeliveryException(message, cause, Kind.PERMANENT);
+    }
+
+    /** A failure of the broker for every record, not of this one: broker, topic or connection unavailable. */
+    public static DeliveryException outage(String message, Throwable cause) {
+        return new DeliveryException(message, cause, Kind.OUTAGE);
+    }
+
+    /** Whose fault the failure is. */
+    public Kind kind() {
+        return kind;
     }
 
     public boolean isPermanent() {
-        return permanent;
+        return kind == Kind.PERMANENT;
+    }
+
+    /** Whether the broker was unavailable for every record (see {@link Kind#OUTAGE}). */
+    public boolean isOutage() {
+        return kind == Kind.OUTAGE;
     }
 }

@@ -47,6 +47,45 @@ class KeyScheduleTest {
     }
 
     @Test
+    void anOutageIsNeverCountedNorParkedAndItsSharedBackoffGrowsOncePerFirstBackoffUntilAnAcknowledgement() {
+        for (long id = 1; id <= 4; id++) {
+            schedule.offer(record(id, "k" + id));
+        }
+        List<KeySchedule.Flight> flights = take();
+        KeySchedule.Verdict first = schedule.outage(flights.get(0));
+        KeySchedule.Verdict sameRound = schedule.outage(flights.get(1));
+        assertThat(first.outage()).isTrue();
+        assertThat(first.park()).isFalse();
+        assertThat(first.attempts()).as("not counted").isZero();
+        assertThat(Duration.between(clock.instant(), first.nextAttemptAt())).as("first backoff, half jitter")
+                .isEqualTo(Duration.ofMillis(75));
+        assertThat(sameRound.nextAttemptAt()).as("records failing together share one step")
+                .isEqualTo(first.nextAttemptAt());
+        assertThat(schedule.inOutage()).isTrue();
+        schedule.heldByOutage(flights.get(0), first.nextAttemptAt());
+        schedule.heldByOutage(flights.get(1), sameRound.nextAttemptAt());
+
+        for (int i = 0; i < MAX_ATTEMPTS * 3; i++) { // far more failures than maxAttempts
+            clock.advance(MAX);
+            List<KeySchedule.Flight> again = take();
+            assertThat(ids(again)).containsExactly(1L, 2L);
+            for (KeySchedule.Flight f : again) {
+                KeySchedule.Verdict v = schedule.outage(f);
+                assertThat(v.park()).isFalse();
+                assertThat(Duration.between(clock.instant(), v.nextAttemptAt())).isLessThanOrEqualTo(MAX);
+                schedule.heldByOutage(f, v.nextAttemptAt());
+            }
+        }
+        schedule.acknowledged(flights.get(2));
+        assertThat(schedule.inOutage()).as("an acknowledgement ends it").isFalse();
+        clock.advance(MAX);
+        KeySchedule.Flight held = take().get(0);
+        assertThat(held.record().attempts()).as("still never counted").isZero();
+        assertThat(Duration.between(clock.instant(), schedule.outage(held).nextAttemptAt()))
+                .as("the backoff starts over").isEqualTo(Duration.ofMillis(75));
+    }
+
+    @Test
     void oneRecordPerKeyInFlightAndTheNextOnlyAfterAcknowledgement() {
         schedule.offer(record(1, "a"));
         schedule.offer(record(2, "b"));

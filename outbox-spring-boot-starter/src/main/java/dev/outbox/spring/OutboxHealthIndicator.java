@@ -36,6 +36,7 @@ public final class OutboxHealthIndicator implements HealthIndicator {
         h.lastMark().ifPresent(t -> b.withDetail("lastMark", t.toString()));
         h.lastPurge().ifPresent(t -> b.withDetail("lastPurge", t.toString()));
         h.lastFailure().ifPresent(f -> b.withDetail("lastFailure", f.operation() + " at " + f.at() + ": " + f.error()));
+        h.outageSince().ifPresent(t -> b.withDetail("outageSince", t.toString())); // the broker fails every record
         b.withDetail("inFlightRecords", h.inFlightRecords());
         h.lastSample().ifPresent(s -> {
             b.withDetail("backlog", s.backlog());

@@ -32,6 +32,11 @@ public interface BrokerFaults {
         /** Not accepted; the send completes with a permanent {@link dev.outbox.spi.DeliveryException}. */
         FAIL_PERMANENT,
         /**
+         * Not accepted because the broker is unavailable for every record (an outage); the send completes with a
+         * {@link dev.outbox.spi.DeliveryException#outage} failure, which the dispatcher never counts or parks.
+         */
+        FAIL_OUTAGE,
+        /**
          * Accepted and appended to the log, but the send completes with a retriable failure: the
          * acknowledgement was lost. A retry then delivers the record a second time, a legitimate duplicate.
          */

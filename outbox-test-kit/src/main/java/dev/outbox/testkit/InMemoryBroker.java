@@ -420,6 +420,8 @@ public final class InMemoryBroker implements MessageBroker {
                     + " was accepted but its acknowledgement was lost", null));
             case FAIL_PERMANENT -> fail(p, DeliveryException.permanent("injected fault: record " + id
                     + " can never be accepted", null));
+            case FAIL_OUTAGE -> fail(p, DeliveryException.outage("injected fault: the broker is unavailable; record "
+                    + id + " not accepted", null));
             default -> fail(p, DeliveryException.retriable(why + ": record " + id + " not accepted", null));
         }
         synchronized (lock) {

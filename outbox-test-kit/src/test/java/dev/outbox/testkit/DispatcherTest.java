@@ -148,6 +148,35 @@ class DispatcherTest {
     }
 
     @Test
+    void aBrokerOutageLongerThanMaxAttemptsParksNothingCountsNothingAndKeepsEveryKeysOrder() {
+        InMemoryStore store = new InMemoryStore();
+        java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
+        AtomicInteger outageFailures = new AtomicInteger();
+        InMemoryBroker broker = InMemoryBroker.builder().faults(r -> {
+            if (down.get()) {
+                outageFailures.incrementAndGet();
+                return BrokerFaults.Fault.of(BrokerFaults.Outcome.FAIL_OUTAGE);
+            }
+            return BrokerFaults.Fault.ACK;
+        }).build();
+        writeFrom(store, 0, 100, 10);
+        Dispatcher d = start(store, broker, fastConfig().maxAttempts(3).build(), newName());
+
+        // every key's head fails many times over maxAttempts (3)
+        Await.untilOrFail(() -> outageFailures.get() >= 100, WAIT, () -> "outage failures " + outageFailures);
+        assertThat(d.health().outageSince()).as("an alertable outage").isPresent();
+        assertThat(events.parked).as("nothing parked during an outage").isEmpty();
+        assertThat(store.rows()).as("no attempt counted").allSatisfy(r -> assertThat(r.attempts()).isZero());
+
+        down.set(false);
+        Await.untilOrFail(() -> broker.deliveredCount() == 100 && store.size() == 0, WAIT, store::toString);
+        assertThat(events.parked).isEmpty();
+        assertThat(valuesByKey(broker.delivered()).values()).allSatisfy(values ->
+                assertThat(values).isSorted().hasSize(10));
+        Await.untilOrFail(() -> d.health().outageSince().isEmpty(), WAIT, () -> d.health().toString());
+    }
+
+    @Test
     void harvestsEverythingInOrderWithBatchedPurges() {
         InMemoryStore store = new InMemoryStore();
         InMemoryBroker broker = InMemoryBroker.builder()

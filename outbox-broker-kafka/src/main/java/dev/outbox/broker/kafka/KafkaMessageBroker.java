@@ -172,7 +172,7 @@ public final class KafkaMessageBroker implements MessageBroker {
         Objects.requireNonNull(record, "record");
         CompletableFuture<Void> done = new CompletableFuture<>();
         if (closed) {
-            done.completeExceptionally(DeliveryException.retriable("Kafka broker is closed; record "
+            done.completeExceptionally(DeliveryException.outage("Kafka broker is closed; record "
                     + record.id() + " not sent", null));
             return done;
         }
@@ -243,14 +243,31 @@ public final class KafkaMessageBroker implements MessageBroker {
         pending.remove(done);
     }
 
-    /** Maps a Kafka failure to a retriable or permanent {@link DeliveryException}. */
+    /**
+     * Maps a Kafka failure to a {@link DeliveryException}: permanent for what the record can never pass (too
+     * large, invalid, not authorized for its topic); an outage for what fails every record alike (Kafka's retriable
+     * errors — timeouts, lost leaders, too few in-sync replicas, lost connections — a failed authentication, a
+     * closed producer), which the dispatcher retries for as long as it lasts without counting or parking; retriable
+     * (counted towards the record's attempts) for anything else.
+     */
     static DeliveryException classify(OutboxRecord record, Throwable error) {
         Throwable cause = unwrap(error);
         String what = "record " + record.id() + " (topic '" + record.topic() + "', key '" + record.key() + "')";
         if (isPermanent(cause)) {
             return DeliveryException.permanent("Kafka can never accept " + what + ": " + describe(cause), cause);
         }
+        if (isOutage(cause)) {
+            return DeliveryException.outage("Kafka is unavailable; it did not acknowledge " + what + ": "
+                    + describe(cause), cause);
+        }
         return DeliveryException.retriable("Kafka did not acknowledge " + what + ": " + describe(cause), cause);
+    }
+
+    static boolean isOutage(Throwable cause) {
+        return cause instanceof org.apache.kafka.common.errors.RetriableException
+                || cause instanceof org.apache.kafka.common.errors.AuthenticationException
+                || cause instanceof org.apache.kafka.common.errors.InterruptException
+                || cause instanceof IllegalStateException; // the producer was closed
     }
 
     static boolean isPermanent(Throwable cause) {
@@ -281,7 +298,7 @@ public final class KafkaMessageBroker implements MessageBroker {
             a = admin();
         } catch (RuntimeException e) {
             cause.addSuppressed(e);
-            done.completeExceptionally(DeliveryException.retriable("Kafka did not acknowledge record " + record.id()
+            done.completeExceptionally(DeliveryException.outage("Kafka did not acknowledge record " + record.id()
                     + " and its topic '" + record.topic() + "' could not be checked: " + describe(e), cause));
             pending.remove(done);
             return;
@@ -304,7 +321,7 @@ public final class KafkaMessageBroker implements MessageBroker {
                         if (checked != null) {
                             cause.addSuppressed(checked);
                         }
-                        done.completeExceptionally(DeliveryException.retriable("Kafka did not acknowledge record "
+                        done.completeExceptionally(DeliveryException.outage("Kafka did not acknowledge record "
                                 + record.id() + " (topic '" + record.topic() + "' exists or could not be checked): "
                                 + describe(cause), cause));
                     }

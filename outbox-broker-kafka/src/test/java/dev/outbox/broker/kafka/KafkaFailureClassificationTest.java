@@ -28,7 +28,7 @@ import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** Which Kafka failures park a record at once and which are retried. */
+/** Which Kafka failures park a record at once, which are outages of the broker, and which count as attempts. */
 class KafkaFailureClassificationTest {
     private static final OutboxRecord RECORD = new OutboxRecord(7, Instant.EPOCH,
             OutboxMessage.of("orders", "k-7", "v"), 0, UUID.randomUUID());
@@ -40,7 +40,7 @@ class KafkaFailureClassificationTest {
                 new InvalidRecordException("compacted topic needs a key"), new InvalidTimestampException("old"));
     }
 
-    static Stream<Exception> retriable() {
+    static Stream<Exception> outage() {
         return Stream.of(new TimeoutException("Expiring 1 record(s)"), new NotEnoughReplicasException("isr"),
                 new NotLeaderOrFollowerException("moved"), new DisconnectException("gone"),
                 new CorruptRecordException("crc"), new SaslAuthenticationException("bad password"),
@@ -57,10 +57,24 @@ class KafkaFailureClassificationTest {
     }
 
     @ParameterizedTest
-    @MethodSource("retriable")
-    void retriableFailures(Exception e) {
+    @MethodSource("outage")
+    void failuresOfTheBrokerRatherThanTheRecordAreOutages(Exception e) {
         DeliveryException d = KafkaMessageBroker.classify(RECORD, e);
         assertThat(d.isPermanent()).isFalse();
+        assertThat(d.isOutage()).as("never counted towards the record's attempts, never parked").isTrue();
         assertThat(d.getCause()).isSameAs(e);
+    }
+
+    @ParameterizedTest
+    @MethodSource("unknown")
+    void anythingElseIsRetriableAndCounted(Exception e) {
+        DeliveryException d = KafkaMessageBroker.classify(RECORD, e);
+        assertThat(d.kind()).isEqualTo(DeliveryException.Kind.RETRIABLE);
+        assertThat(d.getCause()).isSameAs(e);
+    }
+
+    static Stream<Exception> unknown() {
+        return Stream.of(new org.apache.kafka.common.KafkaException("something the client cannot name"),
+                new RuntimeException("a bug in a serializer or interceptor"));
     }
 }

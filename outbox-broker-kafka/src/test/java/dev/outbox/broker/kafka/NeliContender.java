@@ -5,7 +5,6 @@ import dev.outbox.spi.Heartbeat;
 import dev.outbox.spi.LeaderTransport;
 import dev.outbox.testkit.LeadershipTimeline;
 
-import java.time.Clock;
 import java.time.Duration;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
@@ -41,7 +40,7 @@ final class NeliContender implements AutoCloseable {
         this.timeline = timeline;
         this.pollInterval = pollInterval;
         UUID instanceId = UUID.randomUUID();
-        this.machine = new NeliStateMachine(instanceId, heartbeatTimeout, pollInterval, Clock.systemUTC(),
+        this.machine = new NeliStateMachine(instanceId, heartbeatTimeout, pollInterval, System::nanoTime,
                 new NeliStateMachine.Actions() {
                     @Override
                     public void acquired(UUID id) {
