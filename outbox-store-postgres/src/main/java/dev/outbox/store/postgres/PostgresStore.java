@@ -5,7 +5,9 @@ import dev.outbox.ParkedMessage;
 import dev.outbox.ParkedQuery;
 import dev.outbox.ParkedRecord;
 import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkedRow;
+import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
 import dev.outbox.store.sql.SqlStore;
@@ -39,7 +41,16 @@ import java.util.Optional;
  *
  * <h2>Statements</h2>
  * <ul>
- *   <li><b>mark</b> is one statement:
+ *   <li><b>read</b> (the cursor harvest's, {@link #read}) is one {@code SELECT} that changes nothing and locks no
+ *       row: {@code (SELECT ... WHERE id > ? ORDER BY id LIMIT ?) UNION ALL (the rows in each recheck range, by a
+ *       LATERAL index range scan per range) ORDER BY id LIMIT ?}, joined to one row of its own snapshot's transaction
+ *       ids (see <em>Late commits</em> below). Postgres cannot walk an index in order for an {@code OR} of the two
+ *       conditions, hence the union; its first branch walks the primary key from the cursor and stops at the limit.
+ *       The read's transaction switches off sequential and bitmap scans ({@code SET LOCAL}), so that a stale row
+ *       estimate cannot turn that walk into a scan and sort of every row above the cursor. Rows written before the
+ *       {@code message_id} column get theirs stored by a second statement in the same transaction, only when the
+ *       read returned such rows.</li>
+ *   <li><b>mark</b> (the MARK harvest's) is one statement:
  *       {@code UPDATE t SET leader_id = ? WHERE id = ANY(ARRAY(SELECT id FROM t WHERE leader_id IS NULL OR
  *       leader_id <> ? ORDER BY id LIMIT ?)) RETURNING ...}. The array is computed once, by an ordered scan of
  *       the primary key, and the update then fetches exactly those ids through the index. The textbook form
@@ -55,6 +66,20 @@ import java.util.Optional;
  * </ul>
  * Each call runs in its own short transaction on a connection from the {@link Jdbi} (or data source) at the
  * isolation level the connection has by default, which should be Postgres' default, READ COMMITTED.
+ *
+ * <h2>Late commits</h2>
+ * Ids are taken at insert, rows become visible at commit, so a read can pass an id whose row commits later (a gap).
+ * The table's id default takes the writer's transaction id <em>before</em> the sequence value ({@code CASE WHEN
+ * pg_current_xact_id() IS NOT NULL THEN nextval(...) END}; see {@link #schemaSql()}). A transaction that holds an
+ * id below the highest id a read returned therefore took its transaction id before that row's id was taken, hence
+ * before the read's snapshot. Each read reports, from its one snapshot: {@link ReadResult#gapToken()}, the next
+ * transaction id not yet assigned at the snapshot (above every such writer's id; see the comment of
+ * {@code gapToken}), and {@link ReadResult#horizon()}, the snapshot's {@code xmin} (every transaction below it had
+ * ended). A gap passed by a read with token {@code T} is final once a later read's horizon is at least {@code T}:
+ * every transaction that could hold it has ended, and had it committed, that read would have seen it. A
+ * long-running transaction that has a transaction id (in any database of the server) holds every later horizon
+ * back, so gaps stay open and are reread until it ends; a writer that takes its id by hand ({@code nextval} in its
+ * {@code INSERT}) escapes the rule, and its late row may be skipped until the dispatcher's rescan.
  *
  * <h2>Concurrent marks</h2>
  * A mark only returns committed rows and never waits for, or blocks, transactions that insert rows: it locks
@@ -98,7 +123,10 @@ public final class PostgresStore extends SqlStore {
 
     private final String settingsSql;
     private final String markSettingsSql;
+    private final String readSettingsSql;
     private final String markSql;
+    private final String readSql;
+    private final String fillMessageIdsSql;
     private final String purgeSql;
     private final String resetSql;
     private final String retryLaterSql;
@@ -123,11 +151,34 @@ public final class PostgresStore extends SqlStore {
         // The timeout is a number we formatted ourselves, never user text.
         this.settingsSql = "SELECT set_config('statement_timeout', '" + statementTimeout().toMillis() + "', true)";
         this.markSettingsSql = settingsSql + ", set_config('enable_seqscan', 'off', true)";
+        // A stale estimate of a few rows makes a bitmap scan of every row above the cursor, then a sort, look
+        // cheaper than walking the primary key in order and stopping at the limit (PostgresMarkPlanTest).
+        this.readSettingsSql = markSettingsSql + ", set_config('enable_bitmapscan', 'off', true)";
         // A row without a message id (written before the column existed) gets one now, stored before it is sent.
         this.markSql = "UPDATE " + t + " SET leader_id = ?, message_id = COALESCE(message_id, " + uuidv7 + "())"
                 + " WHERE id = ANY(ARRAY(SELECT id FROM " + t
                 + " WHERE leader_id IS NULL OR leader_id <> ? ORDER BY id LIMIT ?))"
                 + " RETURNING " + RowReader.COLUMNS + ", next_attempt_at";
+        // One statement, so that its rows and its snapshot's transaction ids come from the same snapshot: at READ
+        // COMMITTED every statement takes its own snapshot, and pg_current_snapshot() is the running statement's (on
+        // a connection that defaults to REPEATABLE READ, both are the transaction's, taken by the settings statement
+        // just before: the same holds). Tested: PostgresStoreReadTest.
+        // The first branch walks the primary key from the cursor and stops after `limit` rows; the gaps are read
+        // by a nested loop (LATERAL) of index range scans, one per range, so neither branch scans the table. The
+        // last ORDER BY sorts at most limit + (rows in gaps) rows. age('3'::xid) is read once per transaction, at
+        // its first call, which is here, after the snapshot was taken: see gapToken().
+        String columns = RowReader.COLUMNS + ", next_attempt_at";
+        this.readSql = "SELECT s.horizon, s.xmax, s.age3, r.* FROM (SELECT"
+                + " CAST(CAST(pg_snapshot_xmin(c) AS text) AS bigint) AS horizon,"
+                + " CAST(CAST(pg_snapshot_xmax(c) AS text) AS bigint) AS xmax,"
+                + " age(CAST('3' AS xid)) AS age3 FROM pg_current_snapshot() AS c) AS s"
+                + " LEFT JOIN ((SELECT " + columns + " FROM " + t + " WHERE id > ? ORDER BY id LIMIT ?)"
+                + " UNION ALL (SELECT g.* FROM unnest(CAST(? AS bigint[]), CAST(? AS bigint[])) AS r(lo, hi),"
+                + " LATERAL (SELECT " + columns + " FROM " + t + " WHERE id BETWEEN r.lo AND LEAST(r.hi, ?)) AS g)"
+                + " ORDER BY id LIMIT ?) AS r ON true ORDER BY r.id";
+        // Rows older than the message_id column get theirs before they are returned (as the mark does).
+        this.fillMessageIdsSql = "UPDATE " + t + " SET message_id = COALESCE(message_id, " + uuidv7 + "())"
+                + " WHERE id = ANY(?) RETURNING " + columns;
         this.purgeSql = "DELETE FROM " + t + " WHERE id = ANY(?)";
         this.resetSql = "UPDATE " + t + " SET attempts = attempts + 1,"
                 + " leader_id = CASE WHEN leader_id = ? THEN NULL ELSE leader_id END"
@@ -172,7 +223,9 @@ public final class PostgresStore extends SqlStore {
     /**
      * Both tables are created in one transaction, under an advisory lock that serializes concurrent creators. Tables
      * that predate message ids are upgraded in place ({@link #upgradeSql()}) in the same transaction: each statement
-     * only changes the catalog, so writers and dispatchers carry on.
+     * only changes the catalog, so writers and dispatchers carry on. The DDL itself gives a table of an earlier version
+     * the id default that takes the transaction id first (its {@code DO} block), once: only while the column still
+     * has another default.
      */
     @Override
     protected void createTables(String ddl) {
@@ -244,6 +297,129 @@ public final class PostgresStore extends SqlStore {
                             });
                     return marked(rows);
                 });
+    }
+
+    @Override
+    public boolean supportsRead() {
+        return true;
+    }
+
+    @Override
+    public ReadResult read(long after, List<IdRange> recheck, int limit) {
+        if (after < 0) {
+            throw new IllegalArgumentException("after must not be negative: " + after);
+        }
+        Objects.requireNonNull(recheck, "recheck must not be null");
+        limit(limit);
+        List<IdRange> ranges = ranges(recheck, after);
+        Long[] from = ranges.stream().map(IdRange::from).toArray(Long[]::new);
+        Long[] to = ranges.stream().map(IdRange::to).toArray(Long[]::new);
+        return inTransaction("reading up to " + limit + " rows of " + names.outbox() + " after id " + after,
+                readSettingsSql, handle -> {
+                    TreeMap<Long, MarkedRow> rows = new TreeMap<>();
+                    List<Long> withoutMessageId = new ArrayList<>();
+                    long[] snapshot = new long[3];
+                    bindRead(handle.createQuery(readSql), after, from, to, limit)
+                            .scanResultSet((supplier, context) -> {
+                                var rs = supplier.get();
+                                while (rs.next()) {
+                                    snapshot[0] = rs.getLong(1);
+                                    snapshot[1] = rs.getLong(2);
+                                    snapshot[2] = rs.getInt(3);
+                                    if (rs.getObject(4) == null) {
+                                        continue; // the snapshot's row when nothing was read
+                                    }
+                                    MarkedRow row = RowReader.read(rs, 3, maxKeyLength());
+                                    rows.put(row.id(), row);
+                                    if (rs.getObject(13) == null) {
+                                        withoutMessageId.add(row.id());
+                                    }
+                                }
+                                return null;
+                            });
+                    if (!withoutMessageId.isEmpty()) {
+                        // Rare: rows written before the message_id column. Store their ids, then return them as
+                        // stored (a row deleted meanwhile is not returned).
+                        withoutMessageId.forEach(rows::remove);
+                        handle.createQuery(fillMessageIdsSql).bind(0, bigints(withoutMessageId.toArray(new Long[0])))
+                                .scanResultSet((supplier, context) -> {
+                                    var rs = supplier.get();
+                                    while (rs.next()) {
+                                        MarkedRow row = RowReader.read(rs, maxKeyLength());
+                                        rows.put(row.id(), row);
+                                    }
+                                    return null;
+                                });
+                    }
+                    return new ReadResult(marked(rows.values()), gapToken(snapshot[1], (int) snapshot[2]),
+                            snapshot[0]);
+                });
+    }
+
+    /**
+     * The gap token of a read: the first transaction id not yet assigned when the read's snapshot had been taken,
+     * as a 64-bit {@code xid8}, from the snapshot's {@code xmax} and {@code age3 = age('3'::xid)}.
+     *
+     * <p>Not the snapshot's {@code xmax}: that is one past the latest <em>completed</em> transaction id, and a
+     * transaction that took its id (and then an outbox id below a row the read returned) after the last one that
+     * completed has an id at or above {@code xmax}. It is not in the snapshot's list of running transactions either,
+     * so a later snapshot's {@code xmin} can pass it while it is still running (tested by
+     * {@code PostgresStoreReadTest}). {@code age(xid)} counts from the transaction's own id or, in a transaction that
+     * has none (as this read has when it calls it), from the next id to be assigned, read at its first call in the
+     * transaction: during the read statement, after its snapshot. Every transaction that took an outbox id below the
+     * read's highest row took its transaction id earlier (the id column's default takes the transaction id first),
+     * so its id is below the token. {@code age} is 32 bits; the token is {@code xmax} moved forward by the (small,
+     * non-negative) distance from {@code xmax} to that next id, modulo 2<sup>32</sup>.
+     */
+    static long gapToken(long xmax, int age3) {
+        long next32 = (age3 + 3L) & 0xFFFF_FFFFL;
+        return xmax + ((next32 - (xmax & 0xFFFF_FFFFL)) & 0xFFFF_FFFFL);
+    }
+
+    /** The ranges below or at {@code after}, sorted and merged (so that no row is read twice), clipped to it. */
+    private static List<IdRange> ranges(List<IdRange> recheck, long after) {
+        List<IdRange> sorted = new ArrayList<>(recheck.size());
+        for (int i = 0; i < recheck.size(); i++) {
+            IdRange range = recheck.get(i);
+            if (range == null) {
+                throw new IllegalArgumentException("recheck contains null at position " + i);
+            }
+            if (range.from() <= after) {
+                sorted.add(range);
+            }
+        }
+        sorted.sort(java.util.Comparator.comparingLong(IdRange::from));
+        List<IdRange> merged = new ArrayList<>(sorted.size());
+        for (IdRange range : sorted) {
+            IdRange last = merged.isEmpty() ? null : merged.get(merged.size() - 1);
+            if (last != null && range.from() <= last.to() + 1) {
+                merged.set(merged.size() - 1, new IdRange(last.from(), Math.max(last.to(), range.to())));
+            } else {
+                merged.add(range);
+            }
+        }
+        return merged;
+    }
+
+    private <S extends org.jdbi.v3.core.statement.SqlStatement<S>> S bindRead(S statement, long after, Long[] from,
+                                                                             Long[] to, int limit) {
+        return statement.bind(0, after).bind(1, limit).bind(2, bigints(from)).bind(3, bigints(to)).bind(4, after)
+                .bind(5, limit);
+    }
+
+    /** The read statement, for tests that compare plans. */
+    String readSql() {
+        return readSql;
+    }
+
+    /** The plan Postgres chooses for {@link #read} right now, under the same settings; for tests and diagnosis. */
+    String explainRead(long after, List<IdRange> recheck, int limit) {
+        List<IdRange> ranges = ranges(recheck, after);
+        Long[] from = ranges.stream().map(IdRange::from).toArray(Long[]::new);
+        Long[] to = ranges.stream().map(IdRange::to).toArray(Long[]::new);
+        return inTransaction("explaining the read of " + names.outbox(), readSettingsSql, handle ->
+                String.join("\n", bindRead(handle.createQuery("EXPLAIN " + readSql), after, from, to, limit)
+                        .mapTo(String.class).list()));
     }
 
     /** The mark statement, for tests that compare plans. */

@@ -29,12 +29,18 @@ final class RowReader {
      * {@code next_attempt_at}.
      */
     static MarkedRow read(ResultSet rs, int maxKeyLength) throws SQLException {
-        OffsetDateTime created = rs.getObject(2, OffsetDateTime.class);
-        OffsetDateTime next = rs.getObject(11, OffsetDateTime.class);
-        return RowChecks.check(rs.getLong(1), created == null ? null : created.toInstant(), rs.getString(3),
-                rs.getString(4), rs.getBytes(5), () -> headers(rs.getArray(6), rs.getArray(7)), rs.getInt(9),
-                rs.getObject(8, UUID.class), rs.getObject(10, UUID.class), next == null ? null : next.toInstant(),
-                maxKeyLength);
+        return read(rs, 0, maxKeyLength);
+    }
+
+    /** As {@link #read(ResultSet, int)}, with the row's columns after the first {@code skip} of the result. */
+    static MarkedRow read(ResultSet rs, int skip, int maxKeyLength) throws SQLException {
+        int c = skip;
+        OffsetDateTime created = rs.getObject(c + 2, OffsetDateTime.class);
+        OffsetDateTime next = rs.getObject(c + 11, OffsetDateTime.class);
+        return RowChecks.check(rs.getLong(c + 1), created == null ? null : created.toInstant(), rs.getString(c + 3),
+                rs.getString(c + 4), rs.getBytes(c + 5), () -> headers(rs.getArray(c + 6), rs.getArray(c + 7)),
+                rs.getInt(c + 9), rs.getObject(c + 8, UUID.class), rs.getObject(c + 10, UUID.class),
+                next == null ? null : next.toInstant(), maxKeyLength);
     }
 
     /** The headers of the two parallel arrays; throws IllegalArgumentException naming what is wrong. */

@@ -1,5 +1,5 @@
 /**
- * The Postgres outbox store: {@link dev.outbox.store.postgres.PostgresStore} (the dispatcher's side: mark,
+ * The Postgres outbox store: {@link dev.outbox.store.postgres.PostgresStore} (the dispatcher's side: read or mark,
  * purge, reset, park) and {@link dev.outbox.store.postgres.PostgresPublisher} (the application's side: writing
  * messages inside its own transaction), on Jdbi 3 and the official PostgreSQL JDBC driver.
  *

@@ -15,10 +15,12 @@ CREATE OR REPLACE FUNCTION ${uuidv7}() RETURNS uuid LANGUAGE sql VOLATILE PARALL
 $$;
 
 -- One row per message. Applications insert (topic, key, value, header_names, header_values) in their own
--- transaction; the dispatcher marks rows (leader_id), deletes delivered ones, and records a failed delivery
--- (attempts, next_attempt_at) so that the key's head record is retried after its backoff, even by a new leader.
+-- transaction; the dispatcher reads rows in id order (or marks them, leader_id, with the MARK harvest), deletes
+-- delivered ones, and records a failed delivery (attempts, next_attempt_at) so that the key's head record is
+-- retried after its backoff, even by a new leader.
 CREATE TABLE IF NOT EXISTS ${outbox} (
-    id            bigserial   PRIMARY KEY,          -- delivery order; the mark walks this index from its head
+    id            bigserial   PRIMARY KEY,          -- delivery order; the harvest walks this index from its head.
+                                                    -- Its default is replaced below: leave it to the default.
     create_time   timestamptz NOT NULL DEFAULT now(),
     topic         text        NOT NULL,
     key           text        NOT NULL,             -- records of one key are delivered in id order
@@ -32,16 +34,20 @@ CREATE TABLE IF NOT EXISTS ${outbox} (
                                                     -- NULL only in rows older than the column: mark assigns one.
     next_attempt_at timestamptz                     -- set by a failed delivery: not retried before this time
 )
--- The table is a queue: rows are inserted, marked (an UPDATE), and deleted within moments, so it carries far
--- more dead row versions than live rows, and its live size swings from millions to zero.
---  * fillfactor: leaves room on each page so that marking and resetting a row writes its new version on the
---    same page (a HOT update, no new index entry). Measured on a 2-core machine with PostgreSQL 15, draining
---    300,000 rows in batches of 1,000 (mark, then delete) took 13.4 s at fillfactor 100 and 5.8 s at 70.
+-- The table is a queue: rows are inserted and deleted within moments, so it carries far more dead row versions
+-- than live rows, and its live size swings from millions to zero.
+--  * fillfactor: leaves room on each page for a row's updated version on the same page (a HOT update, no new
+--    index entry). The MARK harvest updates every row once (measured on a 2-core machine with PostgreSQL 15,
+--    draining 300,000 rows in batches of 1,000, mark then delete: 13.4 s at fillfactor 100, 5.8 s at 70). The
+--    CURSOR harvest (the default) updates no row on the happy path, only a row whose delivery failed, so the room
+--    is mostly unused there: 100 packs more rows per page. 70 stays the default until that is measured; a table
+--    harvested only by CURSOR may take ALTER TABLE ... SET (fillfactor = 100) (it applies to pages filled later).
 --  * autovacuum: the defaults vacuum a table once 20% of its (estimated) rows are dead and throttle the vacuum.
 --    For a queue that estimate is meaningless: after a large backlog the table waits for hundreds of thousands
---    of dead rows, and in the meantime every mark walks over dead index entries at the head of the primary key
---    (measured with autovacuum off: the drain rate fell from ~50k to ~6k rows/s, with 7 s marks). Fixed thresholds and no cost delay
---    keep vacuum frequent and quick; a fixed analyze threshold keeps the planner's row estimates current.
+--    of dead rows, and in the meantime every read or mark walks over dead index entries at the head of the primary
+--    key (measured with autovacuum off: the MARK drain rate fell from ~50k to ~6k rows/s, with 7 s marks). Fixed
+--    thresholds and no cost delay keep vacuum frequent and quick; a fixed analyze threshold keeps the planner's
+--    row estimates current. Deleted rows are dead rows under either harvest, so this advice stands.
 --  These settings apply when the table is created; change them later with ALTER TABLE ... SET (...).
 WITH (
     fillfactor = 70,
@@ -53,6 +59,32 @@ WITH (
     autovacuum_analyze_threshold = 10000,
     autovacuum_vacuum_cost_delay = 0
 );
+
+-- The id default takes the writer's transaction id BEFORE the id: CASE evaluates its condition first, and
+-- pg_current_xact_id() assigns the transaction id that the insert would assign a moment later anyway. So a
+-- transaction that holds an id below a committed row's id took its transaction id earlier, which lets the CURSOR
+-- harvest tell from a snapshot's transaction ids when an id it passed unseen can no longer commit (see
+-- PostgresStore#read). A writer that supplies the id itself (nextval by hand) bypasses this and may be skipped:
+-- leave the id to this default. The block is idempotent: it changes the default only when it is not this one
+-- yet (a table of an earlier version: then it holds the table's lock for an instant; lock_timeout makes it give
+-- up rather than queue behind a long transaction and stall every writer: run it again then).
+DO $$
+DECLARE
+    seq text := pg_get_serial_sequence('${outbox}', 'id');
+    lock_timeout text := current_setting('lock_timeout');
+BEGIN
+    IF seq IS NOT NULL AND NOT EXISTS (SELECT FROM pg_attrdef d
+            JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+            WHERE d.adrelid = CAST('${outbox}' AS regclass) AND a.attname = 'id'
+            AND regexp_replace(pg_get_expr(d.adbin, d.adrelid), '\s+', ' ', 'g')
+                LIKE '%CASE WHEN (pg_current_xact_id() IS NOT NULL) THEN nextval(%') THEN
+        PERFORM set_config('lock_timeout', '5s', true);
+        EXECUTE format('ALTER TABLE %s ALTER COLUMN id SET DEFAULT'
+            ' CASE WHEN pg_current_xact_id() IS NOT NULL THEN nextval(%L::regclass) END', '${outbox}', seq);
+        PERFORM set_config('lock_timeout', lock_timeout, true);
+    END IF;
+END
+$$;
 
 -- Rows that will not be retried: delivery failed too often, the broker rejected them for good, or they could
 -- not be read as messages. The dispatcher never reads this table; an operator lists and replays its rows

@@ -3,6 +3,8 @@ package dev.outbox.store.postgres;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outbox.OutboxMessage;
 import dev.outbox.OutboxRecord;
+import dev.outbox.internal.HarvestCursor;
+import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.StoreException;
 import dev.outbox.testkit.Await;
 import org.junit.jupiter.api.AfterAll;
@@ -121,8 +123,43 @@ class PostgresConcurrencyTest {
      */
     @Test
     void lateCommitsNeverReorderAKeyAndNeverExposeUncommittedRows() throws Exception {
-        long seed = System.nanoTime();
         PostgresStore store = newStore();
+        UUID leader = UUID.randomUUID();
+        harvestWhileWritersCommitLate(store, System.nanoTime(),
+                random -> new Harvest(store.mark(leader, 1 + random.nextInt(40)).records(), true));
+    }
+
+    /**
+     * The same writers, harvested by the cursor read as the dispatcher's CURSOR harvest does: a {@link HarvestCursor}
+     * keeps the cursor and the gaps (ids passed unseen), rereads the gaps, and gives one up only when a read's
+     * horizon says its writer has ended. Every committed row exactly once, never a rolled-back one, each key in the
+     * order written, and no row returned twice.
+     */
+    @Test
+    void lateCommitsNeverReorderAKeyAndNeverExposeUncommittedRowsToTheCursorRead() throws Exception {
+        PostgresStore store = newStore();
+        HarvestCursor cursor = new HarvestCursor(64);
+        List<String> unexpected = new CopyOnWriteArrayList<>();
+        harvestWhileWritersCommitLate(store, System.nanoTime(), random -> {
+            HarvestCursor.Request request = cursor.request(1 + random.nextInt(40));
+            ReadResult result = store.read(request.after(), request.recheck(), request.limit());
+            HarvestCursor.Advance advance = cursor.advance(request, result);
+            if (!advance.unexpected().isEmpty()) {
+                unexpected.add("ids returned again: " + advance.unexpected() + " by " + request);
+            }
+            assertThat(result.rows().rejected()).isEmpty();
+            return new Harvest(result.rows().records(), cursor.gaps().isEmpty());
+        });
+        assertThat(unexpected).isEmpty();
+    }
+
+    /** What one harvest step returned, and whether it holds nothing back (a cursor: no gaps left to recheck). */
+    private record Harvest(List<OutboxRecord> records, boolean settled) {
+    }
+
+    private void harvestWhileWritersCommitLate(PostgresStore store, long seed,
+                                               java.util.function.Function<Random, Harvest> harvest)
+            throws Exception {
         int writers = 4;
         int roundsPerWriter = 40;
         Map<String, List<String>> committedByKey = new ConcurrentHashMap<>();
@@ -131,7 +168,6 @@ class PostgresConcurrencyTest {
         Map<String, List<String>> markedByKey = new ConcurrentHashMap<>();
         List<String> violations = new CopyOnWriteArrayList<>();
         AtomicBoolean writing = new AtomicBoolean(true);
-        UUID leader = UUID.randomUUID();
         ExecutorService threads = Executors.newFixedThreadPool(writers + 1);
         try {
             List<Future<?>> futures = new ArrayList<>();
@@ -158,21 +194,21 @@ class PostgresConcurrencyTest {
                     return null;
                 }));
             }
-            Future<?> marker = threads.submit(() -> {
+            Future<?> harvester = threads.submit(() -> {
                 Random random = new Random(seed - 1);
                 boolean last = false;
                 while (!last) {
                     last = !writing.get();
-                    List<OutboxRecord> marked = store.mark(leader, 1 + random.nextInt(40)).records();
-                    for (OutboxRecord r : marked) {
+                    Harvest step = harvest.apply(random);
+                    for (OutboxRecord r : step.records()) {
                         String value = valueOf(r);
                         if (!committing.contains(value)) {
-                            violations.add("marked " + value + " (id " + r.id() + ") before its commit began");
+                            violations.add("harvested " + value + " (id " + r.id() + ") before its commit began");
                         }
                         markedByKey.computeIfAbsent(r.key(), k -> new CopyOnWriteArrayList<>()).add(value);
                     }
-                    store.purge(marked.stream().map(OutboxRecord::id).toList());
-                    if (last && !marked.isEmpty()) {
+                    store.purge(step.records().stream().map(OutboxRecord::id).toList());
+                    if (last && (!step.records().isEmpty() || !step.settled())) {
                         last = false; // drain what the writers left
                     }
                 }
@@ -185,7 +221,7 @@ class PostgresConcurrencyTest {
             } finally {
                 writing.set(false);
             }
-            marker.get(30, TimeUnit.SECONDS);
+            harvester.get(30, TimeUnit.SECONDS);
         } catch (ExecutionException e) {
             throw new AssertionError("seed " + seed + ": a thread failed: " + e.getCause(), e.getCause());
         } finally {

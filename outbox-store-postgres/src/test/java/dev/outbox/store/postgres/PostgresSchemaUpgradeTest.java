@@ -6,6 +6,8 @@ import dev.outbox.DispatcherConfig;
 import dev.outbox.MessageIds;
 import dev.outbox.OutboxMessage;
 import dev.outbox.OutboxRecord;
+import dev.outbox.spi.IdRange;
+import dev.outbox.spi.ReadResult;
 import dev.outbox.testkit.Await;
 import dev.outbox.testkit.InMemoryBroker;
 import org.junit.jupiter.api.AfterAll;
@@ -150,8 +152,87 @@ class PostgresSchemaUpgradeTest {
         store.createSchema(); // idempotent on the upgraded table
     }
 
+    /**
+     * A table of an earlier version has a plain {@code nextval} id default. {@code createSchema()} gives it the
+     * default that takes the transaction id first, in place (same sequence, same rows, same file), only once: a second
+     * call changes nothing in the catalog. The cursor read then works on it: the old rows (without message ids) are
+     * returned with ids stored for them, and a row held by an open transaction below a committed one is covered by the
+     * read's gap token.
+     */
+    @Test
+    void createSchemaGivesAnOldTableTheTransactionIdFirstIdDefaultInPlace() throws Exception {
+        PostgresStore store = PostgresStore.builder(pool).table("xid_first").build();
+        PostgresTestSupport.execute(pool, oldSchema().replace("${outbox}", store.table())
+                .replace("${parked}", store.parkedTable()));
+        for (int i = 0; i < 3; i++) {
+            oldInsert(store, i);
+        }
+        String defaultSql = "SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d JOIN pg_attribute a"
+                + " ON a.attrelid = d.adrelid AND a.attnum = d.adnum WHERE d.adrelid = '" + store.table()
+                + "'::regclass AND a.attname = 'id'";
+        String attrdefVersion = "SELECT CAST(CAST(d.xmin AS text) AS bigint) FROM pg_attrdef d JOIN pg_attribute a"
+                + " ON a.attrelid = d.adrelid AND a.attnum = d.adnum WHERE d.adrelid = '" + store.table()
+                + "'::regclass AND a.attname = 'id'";
+        String fileSql = "SELECT pg_relation_filenode('" + store.table() + "')";
+        assertThat(text(defaultSql)).doesNotContain("pg_current_xact_id");
+        long file = PostgresTestSupport.queryLong(pool, fileSql);
+
+        store.createSchema();
+
+        assertThat(text(defaultSql).replaceAll("\\s+", " ")).as("the id default")
+                .contains("CASE WHEN (pg_current_xact_id() IS NOT NULL) THEN nextval('xid_first_id_seq'::regclass)");
+        assertThat(PostgresTestSupport.queryLong(pool, fileSql)).as("the table was not rewritten").isEqualTo(file);
+        long version = PostgresTestSupport.queryLong(pool, attrdefVersion);
+        store.createSchema();
+        assertThat(PostgresTestSupport.queryLong(pool, attrdefVersion)).as("a second createSchema() leaves the"
+                + " default alone").isEqualTo(version);
+
+        ReadResult old = store.read(0, List.of(), 10);
+        assertThat(old.rows().records()).extracting(r -> new String(r.message().value(), StandardCharsets.UTF_8))
+                .containsExactly("old-0", "old-1", "old-2");
+        assertThat(old.rows().records()).allSatisfy(r -> assertThat(r.messageId().version()).isEqualTo(7));
+        try (Connection t1 = pool.getConnection(); Connection t0 = pool.getConnection()) {
+            t1.setAutoCommit(false);
+            t0.setAutoCommit(false);
+            long t1Xid = xid(t1);
+            oldInsert(t0, store, 3);
+            long t0Xid = xid(t0);
+            oldInsert(t1, store, 4);
+            t1.commit();
+            ReadResult read = store.read(old.maxId(), List.of(), 10);
+            assertThat(read.rows().records()).extracting(r -> r.id()).containsExactly(old.maxId() + 2);
+            assertThat(read.gapToken()).as("token vs the open writer's xid %s (the other's %s)", t0Xid, t1Xid)
+                    .isGreaterThan(t0Xid);
+            t0.commit();
+        }
+        assertThat(store.read(old.maxId() + 2, List.of(IdRange.of(old.maxId() + 1)), 10).rows().records())
+                .extracting(r -> new String(r.message().value(), StandardCharsets.UTF_8)).containsExactly("old-3");
+    }
+
+    private static long xid(Connection c) throws SQLException {
+        try (PreparedStatement s = c.prepareStatement("SELECT CAST(CAST(pg_current_xact_id() AS text) AS bigint)");
+             ResultSet rs = s.executeQuery()) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
+    private static String text(String sql) throws SQLException {
+        try (Connection c = pool.getConnection(); PreparedStatement s = c.prepareStatement(sql);
+             ResultSet rs = s.executeQuery()) {
+            rs.next();
+            return rs.getString(1);
+        }
+    }
+
     private static void oldInsert(PostgresStore store, int n) throws SQLException {
-        try (Connection c = pool.getConnection(); PreparedStatement s = c.prepareStatement("INSERT INTO "
+        try (Connection c = pool.getConnection()) {
+            oldInsert(c, store, n);
+        }
+    }
+
+    private static void oldInsert(Connection c, PostgresStore store, int n) throws SQLException {
+        try (PreparedStatement s = c.prepareStatement("INSERT INTO "
                 + store.table() + " (topic, key, value, header_names, header_values) VALUES (?, ?, ?, ?, ?)")) {
             s.setString(1, "orders");
             s.setString(2, "key-" + n % 10);
