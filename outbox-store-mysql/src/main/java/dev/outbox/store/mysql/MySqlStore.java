@@ -6,8 +6,10 @@ import dev.outbox.Header;
 import dev.outbox.ParkedMessage;
 import dev.outbox.ParkedQuery;
 import dev.outbox.ParkedRecord;
+import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.MarkedRow;
+import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
 import dev.outbox.store.sql.SqlStore;
@@ -21,10 +23,12 @@ import java.math.BigDecimal;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -59,10 +63,10 @@ import java.util.function.Consumer;
  *   <li>{@code SELECT id FROM t WHERE leader_id <> ? ORDER BY id LIMIT ?} — a consistent,
  *       non-locking read of the head of the primary key: it sees only committed rows, never waits for an
  *       application transaction that is still inserting, and locks nothing;</li>
- *   <li>{@code SELECT <columns> FROM t WHERE id IN (...) ORDER BY id FOR UPDATE} — locks exactly those rows
- *       (record locks on primary-key values, taken in ascending id order), reading their latest committed
- *       version; a row deleted meanwhile is gone, a row another mark took meanwhile is taken over unless that
- *       mark used the same leader id;</li>
+ *   <li>{@code SELECT <columns> FROM t FORCE INDEX (PRIMARY) WHERE id IN (...) ORDER BY id FOR UPDATE} — locks
+ *       exactly those rows (record locks on primary-key values, taken in ascending id order), reading their latest
+ *       committed version; a row deleted meanwhile is gone, a row another mark took meanwhile is taken over unless
+ *       that mark used the same leader id;</li>
  *   <li>{@code UPDATE t SET leader_id = ? WHERE id IN (...)}, then {@code COMMIT}.</li>
  * </ol>
  * No lock is held once the call returns, so none is held across a broker call. {@code FOR UPDATE SKIP LOCKED} is
@@ -72,11 +76,42 @@ import java.util.function.Consumer;
  * row locks, and the rows end up with the leader id of the mark that committed last. If the database reports a
  * deadlock anyway, the call fails with a retriable {@link StoreException} and changed nothing.
  *
+ * <h2>Read (the cursor harvest)</h2>
+ * {@link #read} is one consistent, non-locking read of the primary key, in a READ COMMITTED transaction like every
+ * other call:
+ * {@code SELECT <columns> FROM t FORCE INDEX (PRIMARY) WHERE id > ? OR id BETWEEN ? AND ? OR ... ORDER BY id LIMIT ?},
+ * one {@code BETWEEN} per recheck range (overlapping and adjacent ranges merged first). InnoDB answers it with a
+ * range scan of the primary key in id order, without a sort. It sees only committed rows, locks nothing, and
+ * neither waits for nor blocks an application transaction. Up to {@value #MAX_RECHECK_RANGES_PER_STATEMENT}
+ * ranges go into one statement; a read given more runs one statement per {@value #MAX_RECHECK_RANGES_PER_STATEMENT}
+ * ranges, from the highest ids down (the first with {@code id > ?}), and keeps the lowest {@code limit} ids of all.
+ * Each statement then has its own snapshot, each later than the one before, so a row returned by one statement
+ * has every row committed before it, at a lower id in a range of the read, returned as well (unless the limit
+ * cuts both): a key's causal order holds; a row at a lower id that commits between two statements and is not
+ * returned stays in a gap and is rechecked. A row without a {@code message_id} (a table older than the column) is
+ * given one, stored before the read returns (an {@code UPDATE} of those rows only, in the read's transaction),
+ * exactly as a mark does.
+ *
+ * <p><b>Late commits are bounded by time.</b> InnoDB offers no portable, unprivileged way to learn the oldest
+ * running transaction ({@code information_schema.innodb_trx} needs the {@code PROCESS} privilege), so the read
+ * cannot tell an id whose transaction is still open from one that rolled back. It assumes instead that a writer
+ * transaction commits within the {@link Builder#lateCommitWindow late-commit window} (default 60 s) of taking its
+ * ids: the {@link ReadResult}'s ordinals are milliseconds of a monotonic clock ({@link System#nanoTime()}, never the
+ * wall clock, which can step), {@code horizon} the time before the read and {@code gapToken} the time after it plus
+ * the window. The harvest thus rechecks an id it passed without seeing for at least the window after the read that
+ * passed it, then assumes it rolled back. <b>The limitation:</b> a row whose transaction commits later than that
+ * is published only when the leader next reads the table from its head ({@code DispatcherConfig.rescanInterval},
+ * 30 s by default) — late, and possibly after a later row of its key. Keep writer transactions that publish into
+ * the outbox shorter than the window, or raise the window above your longest one.
+ *
  * <h2>Other calls</h2>
- * Purge ({@code DELETE ... WHERE id IN (...)}), reset, park ({@code INSERT ... SELECT} into the parked table,
- * then {@code DELETE}, in one transaction) and replay (the reverse) take their ids as bound parameters of
- * {@code IN (...)} lists, at most {@value #MAX_IDS_PER_STATEMENT} per statement, all statements of a call in one
- * transaction.
+ * Purge ({@code DELETE FROM t WHERE id IN (...)}, with an index hint), reset, park
+ * ({@code INSERT ... SELECT} into the parked table, then {@code DELETE}, in one transaction) and replay (the reverse)
+ * take their ids as bound parameters of {@code IN (...)} lists, at most {@value #MAX_IDS_PER_STATEMENT} per
+ * statement, all statements of a call in one transaction. Every locking read and {@code DELETE} looks its rows up in
+ * the primary key, by an index hint: on a table the optimizer believes small it would otherwise scan the table,
+ * and a locking read or a {@code DELETE} waits for the lock of every row it scans, including the rows of every
+ * application transaction that has inserted and not yet committed.
  *
  * <h2>Timeouts</h2>
  * Every statement carries the configured {@link Builder#statementTimeout statement timeout} as a JDBC query
@@ -100,6 +135,18 @@ public final class MySqlStore extends SqlStore {
     public static final int MAX_IDS_PER_STATEMENT = 1_000;
     /** Reasons longer than this many characters are cut when a row is parked ({@code TEXT} holds 64 KiB). */
     static final int MAX_REASON_LENGTH = 8_000;
+    /** The default {@link Builder#lateCommitWindow late-commit window}. */
+    public static final Duration DEFAULT_LATE_COMMIT_WINDOW = Duration.ofSeconds(60);
+    /** The longest {@link Builder#lateCommitWindow late-commit window}. */
+    public static final Duration MAX_LATE_COMMIT_WINDOW = Duration.ofDays(1);
+    /**
+     * The most recheck ranges one read statement carries (two placeholders each); a read given more takes several
+     * statements (see the class Javadoc). MySQL's range optimizer keeps this many ranges well inside its default
+     * {@code range_optimizer_max_mem_size}.
+     */
+    static final int MAX_RECHECK_RANGES_PER_STATEMENT = 500;
+    /** The origin of the read's monotonic clock. */
+    private static final long CLOCK_ORIGIN = System.nanoTime();
 
     private static final String READ_COMMITTED = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED";
     /** The {@code leader_id} of a row nobody has marked: 16 zero bytes, the nil UUID. */
@@ -130,10 +177,14 @@ public final class MySqlStore extends SqlStore {
     private final String parkedCountSql;
     private final String oldestSql;
     private final String parkedSql;
+    private final Duration lateCommitWindow;
+    private final long lateCommitWindowMillis;
 
     private MySqlStore(Builder builder) {
         super(builder);
         this.publisher = new MySqlPublisher(names, maxKeyLength(), decorators());
+        this.lateCommitWindow = builder.lateCommitWindow;
+        this.lateCommitWindowMillis = lateCommitWindow.toMillis();
 
         String t = names.outbox();
         this.candidatesSql = "SELECT id FROM " + t + " FORCE INDEX (PRIMARY) WHERE leader_id <> ? ORDER BY id LIMIT ?";
@@ -259,7 +310,8 @@ public final class MySqlStore extends SqlStore {
                     Map<Long, UUID> unnamed = new TreeMap<>();
                     for (List<Long> chunk : chunks(candidates, MAX_IDS_PER_STATEMENT)) {
                         bindIds(timed(handle.createQuery("SELECT " + RowReader.COLUMNS + " FROM " + names.outbox()
-                                + " WHERE id IN (" + placeholders(chunk.size()) + ") ORDER BY id FOR UPDATE")), 0,
+                                + " FORCE INDEX (PRIMARY) WHERE id IN (" + placeholders(chunk.size())
+                                + ") ORDER BY id FOR UPDATE")), 0,
                                 chunk)
                                 .scanResultSet((supplier, context) -> {
                                     var rs = supplier.get();
@@ -267,11 +319,8 @@ public final class MySqlStore extends SqlStore {
                                         if (Arrays.equals(leader, rs.getBytes(7))) {
                                             continue; // a concurrent mark with the same leader id took it
                                         }
-                                        MarkedRow row = RowReader.read(rs, leaderId, maxKeyLength());
-                                        if (row instanceof MarkedRow.Readable readable
-                                                && readable.record().messageId() == null) {
-                                            row = new MarkedRow.Readable(withNewMessageId(readable.record(), unnamed));
-                                        }
+                                        MarkedRow row = readable(RowReader.read(rs, leaderId, maxKeyLength()),
+                                                unnamed);
                                         rows.add(row);
                                         marked.add(row.id());
                                     }
@@ -289,6 +338,158 @@ public final class MySqlStore extends SqlStore {
                 });
     }
 
+    /** True: see the class Javadoc's "Read" section. */
+    @Override
+    public boolean supportsRead() {
+        return true;
+    }
+
+    /**
+     * One consistent, non-locking read of the primary key (several for more than
+     * {@value #MAX_RECHECK_RANGES_PER_STATEMENT} recheck ranges); the ordinals of the result are milliseconds of a
+     * monotonic clock, {@code gapToken} exceeding {@code horizon} by the {@link Builder#lateCommitWindow late-commit
+     * window} and the time the read took. See the class Javadoc's "Read" section, and its limitation for writer
+     * transactions longer than the window.
+     */
+    @Override
+    public ReadResult read(long after, List<IdRange> recheck, int limit) {
+        if (after < 0) {
+            throw new IllegalArgumentException("after must be at least 0: " + after);
+        }
+        List<IdRange> ranges = merged(recheck);
+        limit(limit);
+        long horizon = monotonicMillis();
+        MarkResult rows = inTransaction("reading up to " + limit + " rows of " + names.outbox() + " above id " + after
+                + (ranges.isEmpty() ? "" : " and in " + ranges.size() + " recheck range(s)"),
+                handle -> readRows(handle, after, ranges, limit));
+        return new ReadResult(rows, monotonicMillis() + lateCommitWindowMillis, horizon);
+    }
+
+    /** How long a read's gap is rechecked before it is taken to have rolled back. */
+    public Duration lateCommitWindow() {
+        return lateCommitWindow;
+    }
+
+    /** Milliseconds of the monotonic clock the read's ordinals count, at least 1. */
+    static long monotonicMillis() {
+        return 1 + (System.nanoTime() - CLOCK_ORIGIN) / 1_000_000;
+    }
+
+    /** The rows of {@link #read}: one statement per chunk of ranges, the highest ids first, the lowest kept. */
+    private MarkResult readRows(Handle handle, long after, List<IdRange> ranges, int limit) {
+        TreeMap<Long, MarkedRow> read = new TreeMap<>();
+        List<List<IdRange>> chunks = new ArrayList<>();
+        List<IdRange> descending = new ArrayList<>(ranges);
+        descending.sort(Comparator.comparingLong(IdRange::from).reversed());
+        for (int from = 0; from == 0 || from < descending.size(); from += MAX_RECHECK_RANGES_PER_STATEMENT) {
+            chunks.add(descending.subList(from, Math.min(descending.size(), from + MAX_RECHECK_RANGES_PER_STATEMENT)));
+        }
+        Map<Long, UUID> unnamed = new TreeMap<>();
+        for (int c = 0; c < chunks.size(); c++) {
+            List<IdRange> chunk = chunks.get(c);
+            boolean head = c == 0;
+            var query = timed(handle.createQuery(readSql(head, chunk.size())));
+            int p = 0;
+            if (head) {
+                query.bind(p++, after);
+            }
+            for (IdRange range : chunk) {
+                query.bind(p++, range.from()).bind(p++, range.to());
+            }
+            query.bind(p, limit).scanResultSet((supplier, context) -> {
+                var rs = supplier.get();
+                while (rs.next()) {
+                    if (read.containsKey(rs.getLong(1))) {
+                        continue; // a range above the cursor: the head statement read it already
+                    }
+                    UUID leader = RowReader.uuid(rs.getBytes(7));
+                    MarkedRow row = RowReader.read(rs, NIL.equals(leader) ? null : leader, maxKeyLength());
+                    read.put(row.id(), readable(row, unnamed));
+                }
+                return null;
+            });
+        }
+        while (read.size() > limit) {
+            unnamed.remove(read.pollLastEntry().getKey());
+        }
+        List<MarkedRow> rows = new ArrayList<>(read.values());
+        if (!unnamed.isEmpty()) {
+            assignMessageIds(handle, unnamed);
+            rows = withStoredMessageIds(handle, rows, unnamed.keySet());
+        }
+        return marked(rows);
+    }
+
+    /**
+     * The read statement: {@code id > ?} if {@code head}, and {@code ranges} {@code BETWEEN}s, the lowest ids first.
+     * {@code FORCE INDEX} keeps it a range scan of the primary key even when most of a small table matches.
+     */
+    String readSql(boolean head, int ranges) {
+        StringBuilder where = new StringBuilder(head ? "id > ?" : "");
+        for (int i = 0; i < ranges; i++) {
+            where.append(where.length() == 0 ? "" : " OR ").append("id BETWEEN ? AND ?");
+        }
+        return "SELECT " + RowReader.COLUMNS + " FROM " + names.outbox() + " FORCE INDEX (PRIMARY) WHERE " + where
+                + " ORDER BY id LIMIT ?";
+    }
+
+    /**
+     * {@code rows} with the message ids the database holds for {@code ids}, which this read has just stored unless
+     * a concurrent call stored others first (a read locks no rows until it stores ids).
+     */
+    private List<MarkedRow> withStoredMessageIds(Handle handle, List<MarkedRow> rows, Collection<Long> ids) {
+        Map<Long, UUID> stored = new TreeMap<>();
+        for (List<Long> chunk : chunks(new ArrayList<>(ids), MAX_IDS_PER_STATEMENT)) {
+            bindIds(timed(handle.createQuery("SELECT id, message_id FROM " + names.outbox() + " WHERE id IN ("
+                    + placeholders(chunk.size()) + ")")), 0, chunk).map((rs, ctx) -> {
+                        stored.put(rs.getLong(1), RowReader.uuid(rs.getBytes(2)));
+                        return null;
+                    }).list();
+        }
+        List<MarkedRow> out = new ArrayList<>(rows.size());
+        for (MarkedRow row : rows) {
+            UUID id = stored.get(row.id());
+            if (id != null && row instanceof MarkedRow.Readable readable && !id.equals(readable.record().messageId())) {
+                OutboxRecord r = readable.record();
+                row = new MarkedRow.Readable(new OutboxRecord(r.id(), r.createdAt(), r.message(), r.attempts(),
+                        r.leaderId(), id, r.nextAttemptAt()));
+            }
+            out.add(row);
+        }
+        return out;
+    }
+
+    /** The recheck ranges, checked, ascending, overlapping and adjacent ones merged. */
+    private static List<IdRange> merged(List<IdRange> recheck) {
+        Objects.requireNonNull(recheck, "recheck must not be null");
+        List<IdRange> sorted = new ArrayList<>(recheck.size());
+        for (int i = 0; i < recheck.size(); i++) {
+            if (recheck.get(i) == null) {
+                throw new IllegalArgumentException("recheck contains null at position " + i);
+            }
+            sorted.add(recheck.get(i));
+        }
+        sorted.sort(Comparator.comparingLong(IdRange::from));
+        List<IdRange> merged = new ArrayList<>(sorted.size());
+        for (IdRange range : sorted) {
+            IdRange last = merged.isEmpty() ? null : merged.get(merged.size() - 1);
+            if (last != null && range.from() <= last.to() + 1) {
+                merged.set(merged.size() - 1, new IdRange(last.from(), Math.max(last.to(), range.to())));
+            } else {
+                merged.add(range);
+            }
+        }
+        return merged;
+    }
+
+    /** {@code row}, given a new message id (noted in {@code unnamed}) if it is a record without one. */
+    private static MarkedRow readable(MarkedRow row, Map<Long, UUID> unnamed) {
+        if (row instanceof MarkedRow.Readable readable && readable.record().messageId() == null) {
+            return new MarkedRow.Readable(withNewMessageId(readable.record(), unnamed));
+        }
+        return row;
+    }
+
     /** {@code record} with a new message id, noted in {@code unnamed} to be stored by the mark. */
     private static OutboxRecord withNewMessageId(OutboxRecord record, Map<Long, UUID> unnamed) {
         UUID id = MessageIds.next();
@@ -298,8 +499,8 @@ public final class MySqlStore extends SqlStore {
     }
 
     /**
-     * Stores the message ids the mark gave to rows that had none (rows older than the column), in the mark's
-     * transaction, before any of them is published.
+     * Stores the message ids the mark (or read) gave to rows that had none (rows older than the column), in its
+     * transaction, before any of them is published; a row that has one by now keeps it.
      */
     private void assignMessageIds(Handle handle, Map<Long, UUID> unnamed) {
         List<Long> ids = new ArrayList<>(unnamed.keySet());
@@ -309,7 +510,7 @@ public final class MySqlStore extends SqlStore {
                 cases.append(" WHEN ? THEN ?");
             }
             var update = timed(handle.createUpdate("UPDATE " + names.outbox() + " SET message_id = " + cases
-                    + " END WHERE id IN (" + placeholders(chunk.size()) + ")"));
+                    + " END WHERE id IN (" + placeholders(chunk.size()) + ") AND message_id IS NULL"));
             int p = 0;
             for (Long id : chunk) {
                 update.bind(p++, id.longValue()).bind(p++, RowReader.bytes(unnamed.get(id)));
@@ -326,8 +527,8 @@ public final class MySqlStore extends SqlStore {
         }
         inTransaction("purging " + sorted.size() + " rows of " + names.outbox(), handle -> {
             for (List<Long> chunk : chunks(sorted, MAX_IDS_PER_STATEMENT)) {
-                bindIds(timed(handle.createUpdate("DELETE FROM " + names.outbox() + " WHERE id IN ("
-                        + placeholders(chunk.size()) + ")")), 0, chunk).execute();
+                bindIds(timed(handle.createUpdate(deleteSql(names.outbox(), names.table(), chunk.size()))), 0, chunk)
+                        .execute();
             }
             return null;
         });
@@ -417,8 +618,8 @@ public final class MySqlStore extends SqlStore {
                     insert.bind(p++, id).bind(p++, sorted.get(id));
                 }
                 bindIds(insert, p, present).execute();
-                bindIds(timed(handle.createUpdate("DELETE FROM " + names.outbox() + " WHERE id IN ("
-                        + placeholders(present.size()) + ")")), 0, present).execute();
+                bindIds(timed(handle.createUpdate(deleteSql(names.outbox(), names.table(), present.size()))), 0,
+                        present).execute();
             }
             return null;
         });
@@ -450,7 +651,8 @@ public final class MySqlStore extends SqlStore {
                 bindIds(timed(handle.createUpdate("INSERT INTO " + names.outbox()
                         + " (topic, `key`, value, headers, message_id) SELECT topic, `key`, value, headers, message_id"
                         + " FROM " + names.parked() + in + " ORDER BY id")), 0, present).execute();
-                bindIds(timed(handle.createUpdate("DELETE FROM " + names.parked() + in)), 0, present).execute();
+                bindIds(timed(handle.createUpdate(deleteSql(names.parked(), names.parkedTable(), present.size()))), 0,
+                        present).execute();
                 count += present.size();
             }
             return count;
@@ -509,8 +711,8 @@ public final class MySqlStore extends SqlStore {
         return inTransaction("discarding " + sorted.size() + " parked rows of " + names.parked(), handle -> {
             int count = 0;
             for (List<Long> chunk : chunks(sorted, MAX_IDS_PER_STATEMENT)) {
-                count += bindIds(timed(handle.createUpdate("DELETE FROM " + names.parked() + " WHERE id IN ("
-                        + placeholders(chunk.size()) + ")")), 0, chunk).execute();
+                count += bindIds(timed(handle.createUpdate(deleteSql(names.parked(), names.parkedTable(),
+                        chunk.size()))), 0, chunk).execute();
             }
             return count;
         });
@@ -563,8 +765,27 @@ public final class MySqlStore extends SqlStore {
 
     /** Locks the rows of {@code table} with the given ids (ascending); returns the ids that exist. */
     private List<Long> lockIds(Handle handle, String table, List<Long> ids) {
-        return bindIds(timed(handle.createQuery("SELECT id FROM " + table + " WHERE id IN (" + placeholders(ids.size())
-                + ") ORDER BY id FOR UPDATE")), 0, ids).mapTo(Long.class).list();
+        return bindIds(timed(handle.createQuery("SELECT id FROM " + table + " FORCE INDEX (PRIMARY) WHERE id IN ("
+                + placeholders(ids.size()) + ") ORDER BY id FOR UPDATE")), 0, ids).mapTo(Long.class).list();
+    }
+
+    /**
+     * {@code DELETE} of {@code count} ids of {@code table} ({@code name} unqualified), looked up in its primary key.
+     * The index hint matters: on a table the optimizer believes small, a plain {@code DELETE ... WHERE id IN (...)}
+     * scans the whole table, and at READ COMMITTED a {@code DELETE} (unlike an {@code UPDATE}, which reads
+     * semi-consistently) waits for the lock of every row it scans, so it would wait for every application transaction
+     * that has inserted a row and not yet committed. MySQL (8.0.20 and newer) takes the hint as an optimizer hint,
+     * {@code INDEX(t PRIMARY)}, in the single-table form; MariaDB ignores optimizer hints and takes
+     * {@code FORCE INDEX (PRIMARY)} only in the multi-table form, {@code DELETE t FROM t FORCE INDEX (PRIMARY) ...},
+     * which MySQL turns into the single-table form, dropping the index hint. So the statement carries both, MariaDB's
+     * parts in MariaDB-only executable comments ({@code /*M! ...}), which MySQL reads as comments. The ids stay an
+     * {@code IN} list even where they run consecutively: {@code id BETWEEN ? AND ?} would be cheaper to parse, but a
+     * range scan also locks the first record past the range's end, which may be an open writer's row (tried: the
+     * purge then waited for the writer on both servers).
+     */
+    static String deleteSql(String table, String name, int count) {
+        return "DELETE /*+ INDEX(`" + name + "` PRIMARY) */ /*M! " + table + " */ FROM " + table
+                + " /*M! FORCE INDEX (PRIMARY) */ WHERE id IN (" + placeholders(count) + ")";
     }
 
     /** Binds {@code ids} to the positional parameters from {@code from} on. */
@@ -687,14 +908,41 @@ public final class MySqlStore extends SqlStore {
     }
 
     /**
-     * Configures a {@link MySqlStore}: {@link #schema}, {@link #table}, {@link #statementTimeout} and
+     * Configures a {@link MySqlStore}: {@link #schema}, {@link #table}, {@link #statementTimeout},
      * {@link #maxKeyLength}, whose default here is the schema's column width, {@value MySqlStore#DEFAULT_MAX_KEY_LENGTH}
-     * (set it lower to what your consumers accept, or higher only after widening the {@code key} column). Not
-     * thread-safe; {@link #build()} returns an immutable store. Every setter rejects a bad value at once, naming it.
+     * (set it lower to what your consumers accept, or higher only after widening the {@code key} column), and
+     * {@link #lateCommitWindow}. Not thread-safe; {@link #build()} returns an immutable store. Every setter rejects a
+     * bad value at once, naming it.
      */
     public static final class Builder extends SqlStore.Builder<Builder, MySqlStore> {
+        private Duration lateCommitWindow = DEFAULT_LATE_COMMIT_WINDOW;
+
         private Builder(Jdbi jdbi) {
             super(jdbi, MySqlDialect.DIALECT, MySqlStore::new);
+        }
+
+        /**
+         * How long the cursor harvest rechecks an id it passed without seeing its row (a writer transaction that took
+         * the id had not committed yet, or rolled back) before it takes the id to have rolled back; default 60 s, at
+         * least 1 ms, at most a day. Set it above the longest transaction in which your application writes to the
+         * outbox: a row committed later than this is published only by the harvest's next read from the head of the
+         * table ({@code DispatcherConfig.rescanInterval}), late, and possibly after a later row of its key. A longer
+         * window costs a little: the ids of rolled-back transactions are read again, by primary key, for that long.
+         * See the store's "Read" section.
+         *
+         * @throws IllegalArgumentException naming the bad value
+         */
+        public Builder lateCommitWindow(Duration lateCommitWindow) {
+            Objects.requireNonNull(lateCommitWindow, "lateCommitWindow must not be null");
+            if (lateCommitWindow.compareTo(Duration.ofMillis(1)) < 0) {
+                throw new IllegalArgumentException("lateCommitWindow must be at least 1 ms: " + lateCommitWindow);
+            }
+            if (lateCommitWindow.compareTo(MAX_LATE_COMMIT_WINDOW) > 0) {
+                throw new IllegalArgumentException("lateCommitWindow must be at most " + MAX_LATE_COMMIT_WINDOW + ": "
+                        + lateCommitWindow);
+            }
+            this.lateCommitWindow = lateCommitWindow;
+            return this;
         }
     }
 }
