@@ -185,13 +185,20 @@ public final class KafkaMessageBroker implements MessageBroker {
         Long missingUntil = missingTopics.get(record.topic());
         if (missingUntil != null) {
             if (System.nanoTime() - missingUntil < 0) {
-                done.completeExceptionally(DeliveryException.permanent("record " + record.id() + " not sent: topic '"
-                        + record.topic() + "' does not exist", new UnknownTopicOrPartitionException(
-                        "topic " + record.topic() + " confirmed missing moments ago")));
+                // Confirmed missing moments ago: ask the cluster again (milliseconds) rather than wait for the
+                // producer's metadata (max.block.ms) — the topic may have been created since, e.g. by an operator
+                // before replaying the records parked for it.
+                recheckMissingTopic(record, done);
                 return done;
             }
             missingTopics.remove(record.topic(), missingUntil);
         }
+        produce(record, done);
+        return done;
+    }
+
+    /** A send of a record whose topic is not known to be missing. */
+    private void produce(OutboxRecord record, CompletableFuture<Void> done) {
         pending.add(done);
         long started = System.nanoTime();
         try {
@@ -213,7 +220,37 @@ public final class KafkaMessageBroker implements MessageBroker {
             // producer, an interrupt, a rejected timestamp) becomes a failed stage all the same.
             fail(record, done, e, started);
         }
-        return done;
+    }
+
+    /**
+     * The record's topic was confirmed missing moments ago: fails it permanently if the cluster still says so,
+     * else forgets the topic and sends it.
+     */
+    private void recheckMissingTopic(OutboxRecord record, CompletableFuture<Void> done) {
+        Admin a;
+        try {
+            a = admin();
+        } catch (RuntimeException e) {
+            done.completeExceptionally(DeliveryException.outage("record " + record.id() + " not sent: topic '"
+                    + record.topic() + "' was missing moments ago and could not be checked again: " + describe(e), e));
+            return;
+        }
+        a.describeTopics(List.of(record.topic()), new DescribeTopicsOptions().timeoutMs(
+                        (int) Math.max(100, Math.min(deliveryTimeout.toMillis(), 5_000))))
+                .allTopicNames()
+                .whenComplete((topics, error) -> {
+                    Throwable checked = error == null ? null : unwrap(error);
+                    if (checked instanceof UnknownTopicOrPartitionException) {
+                        done.completeExceptionally(DeliveryException.permanent("record " + record.id()
+                                + " not sent: topic '" + record.topic() + "' does not exist", checked));
+                    } else if (checked != null) {
+                        done.completeExceptionally(classify(record, checked));
+                    } else {
+                        missingTopics.remove(record.topic());
+                        log.info("topic '{}' exists now; sending to it again", record.topic());
+                        produce(record, done);
+                    }
+                });
     }
 
     private ProducerRecord<String, byte[]> toProducerRecord(OutboxRecord record) {

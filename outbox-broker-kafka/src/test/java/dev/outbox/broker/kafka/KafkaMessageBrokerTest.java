@@ -195,6 +195,20 @@ class KafkaMessageBrokerTest {
     }
 
     @Test
+    void aTopicCreatedRightAfterItWasFoundMissingIsSentToAtOnce() throws Exception {
+        // An operator creates the topic and replays the parked records within seconds: the broker must not go on
+        // failing them from its memory of the missing topic.
+        String late = "late-" + UUID.randomUUID();
+        try (KafkaMessageBroker broker = KafkaMessageBroker.builder().bootstrapServers(kafka.bootstrapServers())
+                .property("max.block.ms", 500).build()) {
+            DeliveryException e = failure(broker.send(record(late, "k", "v")), Duration.ofSeconds(15));
+            assertThat(e.isPermanent()).as("%s", e).isTrue();
+            kafka.createTopic(late, 1);
+            broker.send(record(late, "k", "v2")).toCompletableFuture().get(15, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
     void aTopicThatDoesNotExistFailsPermanentlyAtOnceWithAShortDeliveryTimeout() throws Exception {
         // The producer's metadata wait (max.block.ms) must leave the admin check time to confirm that the topic is
         // missing, within delivery.timeout.ms. Otherwise the record fails retriably, is reset and sent again, and
