@@ -25,18 +25,21 @@ class BenchmarkSmokeTest {
 
         Report report = Benchmark.run(options);
 
-        assertThat(report.throughput).containsOnlyKeys("drain", "database", "cursor", "broker", "naive");
+        assertThat(report.throughput).containsOnlyKeys("drain", "drain-mark", "database", "cursor", "broker",
+                "naive");
         for (List<ThroughputScenarios.Run> runs : report.throughput.values()) {
             assertThat(runs).hasSize(1);
             assertThat(runs.get(0).rate()).isPositive();
         }
         assertThat(report.throughput.get("drain").get(0).records()).isEqualTo(3000);
         assertThat(report.throughput.get("drain").get(0).left()).isZero();
+        assertThat(report.throughput.get("drain-mark").get(0).records()).isEqualTo(3000);
+        assertThat(report.throughput.get("drain-mark").get(0).left()).isZero();
         assertThat(report.throughput.get("database").get(0).left()).isZero();
         assertThat(report.throughput.get("cursor").get(0).left()).isZero();
         assertThat(report.throughput.get("naive").get(0).left()).isZero();
-        assertThat(report.latency).as("--rates 500, then the poison scenario without and with the poison key")
-                .hasSize(3).allSatisfy(l -> {
+        assertThat(report.latency).as("--rates 500 with each harvest, then the poison scenario without and with the"
+                + " poison key").hasSize(4).allSatisfy(l -> {
             assertThat(l.unacknowledged()).isZero();
             assertThat(l.commitToAck().count()).isPositive();
         });
@@ -45,9 +48,11 @@ class BenchmarkSmokeTest {
             assertThat(r.records()).isEqualTo(3000 + options.partitions);
             assertThat(r.rate()).isPositive();
         });
-        assertThat(report.latency.get(2).poisoned()).isTrue();
-        assertThat(report.latency.get(2).poisonFailures()).isPositive();
-        assertThat(report.text()).contains("Dispatcher -> Kafka (drain)", "database ceiling", "cursor+purge",
+        assertThat(report.latency.get(1).variant()).startsWith(LatencyScenario.MARK_VARIANT);
+        assertThat(report.latency.get(3).poisoned()).isTrue();
+        assertThat(report.latency.get(3).poisonFailures()).isPositive();
+        assertThat(report.text()).contains("Dispatcher -> Kafka (cursor harvest)", "(mark harvest)",
+                "database ceiling", "read+purge",
                 "poison key", "Goals");
         assertThat(out.resolve("results.txt")).exists();
         assertThat(Files.readString(out.resolve("results.csv"))).startsWith("section,scenario,run,metric,value\n")
