@@ -1021,7 +1021,7 @@ public final class DefaultDispatcher implements Dispatcher {
             Throwable cause = unwrap(c.error);
             boolean permanent = cause instanceof DeliveryException d && d.isPermanent();
             boolean outage = cause instanceof DeliveryException d && d.isOutage();
-            if (!c.held) { // a held completion was counted and logged when it came in; its verdict is recomputed
+            if (c.refusedWrite == null) { // a held completion was counted and logged when it came in; its verdict is recomputed
                 lastDeliveryError = cause;
                 failures++;
             }
@@ -1060,6 +1060,9 @@ public final class DefaultDispatcher implements Dispatcher {
                         r.id(), r.key(), v.attempts(), v.nextAttemptAt(), cause);
             }
         }
+        if (lastDeliveryError != null) { // before the writes: a refused write is the failure health should show
+            lastFailure = new DispatcherHealth.Failure("send", describe(lastDeliveryError), now);
+        }
         Set<Long> refused = new LinkedHashSet<>();
         int purged = 0;
         if (!purgeIds.isEmpty()) {
@@ -1085,15 +1088,14 @@ public final class DefaultDispatcher implements Dispatcher {
             }
         }
         List<Completion> settled = refused.isEmpty() ? batch : new ArrayList<>(batch.size());
-        Set<String> stillRefused = new HashSet<>();
         lock.lock();
         try {
             for (Completion c : batch) {
                 KeySchedule.Verdict v = verdicts.get(c.flight);
                 if (refused.contains(c.flight.record().id())) {
                     // Stays in flight: its row stays in the table and its key waits until the write succeeds.
-                    held.add(c.held ? c : new Completion(c.flight, c.error, c.at, true));
-                    stillRefused.add(v == null ? "purge" : v.park() ? "park" : "retryLater");
+                    held.add(new Completion(c.flight, c.error, c.at,
+                            v == null ? "purge" : v.park() ? "park" : "retryLater"));
                     continue;
                 }
                 if (settled != batch) {
@@ -1121,6 +1123,10 @@ public final class DefaultDispatcher implements Dispatcher {
             log.info("{}: the broker is available again after an outage of {}", name,
                     Duration.between(outageBegan, now));
         }
+        Set<String> stillRefused = new HashSet<>();
+        for (Completion c : held) {
+            stillRefused.add(c.refusedWrite);
+        }
         for (String operation : List.of("purge", "retryLater", "park")) {
             if (!stillRefused.contains(operation) && refusing.remove(operation)) {
                 log.info("{}: the store accepts {} again; the records it held were released", name, operation);
@@ -1128,9 +1134,6 @@ public final class DefaultDispatcher implements Dispatcher {
         }
         acknowledged.addAndGet(purged);
         failed.addAndGet(failures);
-        if (lastDeliveryError != null) {
-            lastFailure = new DispatcherHealth.Failure("send", describe(lastDeliveryError), now);
-        }
         if (callbacks.observed()) {
             observeCompletions(settled, now, nowNanos);
         }
@@ -1312,12 +1315,13 @@ public final class DefaultDispatcher implements Dispatcher {
     // ------------------------------------------------------------------------------------------ types
 
     /**
-     * A broker's answer for one record; {@code at} is its {@link System#nanoTime()}; {@code held} once its store
-     * write was refused for good and it waits in {@link #held}.
+     * A broker's answer for one record; {@code at} is its {@link System#nanoTime()}; {@code refusedWrite} names the
+     * store write ("purge", "park", "retryLater") that was refused for good while it waits in {@link #held}, else
+     * null.
      */
-    private record Completion(KeySchedule.Flight flight, Throwable error, long at, boolean held) {
+    private record Completion(KeySchedule.Flight flight, Throwable error, long at, String refusedWrite) {
         Completion(KeySchedule.Flight flight, Throwable error, long at) {
-            this(flight, error, at, false);
+            this(flight, error, at, null);
         }
     }
 
