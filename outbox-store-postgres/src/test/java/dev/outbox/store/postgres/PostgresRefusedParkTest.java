@@ -86,14 +86,14 @@ class PostgresRefusedParkTest {
                 dispatcher.start();
 
                 // --- no INSERT privilege on the parked table
-                write(admin, adminStore, 0, 10, "p", 5);
+                write(admin, adminStore, 0, 10, 5, "p");
                 long poisonId = idOf(admin, "poison-p");
                 Await.untilOrFail(() -> dispatcher.health().heldRecords() == 1 && deliveredGood(broker) == KEYS * 10,
                         WAIT, () -> "the good records delivered and the poison one held: " + dispatcher.health()
                                 + ", delivered " + deliveredGood(broker));
                 // Other keys keep flowing while the poison key is held; the park is retried meanwhile.
                 int parksBefore = store.parks.get();
-                write(admin, adminStore, 10, 20, null, -1);
+                write(admin, adminStore, 10, 20, -1);
                 Await.untilOrFail(() -> deliveredGood(broker) == KEYS * 20 && store.parks.get() >= parksBefore + 3,
                         WAIT, () -> "delivered " + deliveredGood(broker) + ", parks " + store.parks.get());
                 assertThat(PostgresTestSupport.queryLong(admin, "SELECT count(*) FROM outbox"))
@@ -118,11 +118,14 @@ class PostgresRefusedParkTest {
                 // --- a duplicate id: the sequence reset below an id the parked table holds
                 PostgresTestSupport.execute(admin,
                         "SELECT setval(pg_get_serial_sequence('outbox', 'id'), " + poisonId + ", false)");
-                write(admin, adminStore, 20, 25, "q", 20);
+                // Two poison records, likely parked in one batch: only the one with the duplicate id is held.
+                write(admin, adminStore, 20, 25, 20, "q", "r");
                 assertThat(idOf(admin, "poison-q")).as("the new poison row took the parked row's id").isEqualTo(poisonId);
-                Await.untilOrFail(() -> dispatcher.health().heldRecords() == 1 && deliveredGood(broker) == KEYS * 25,
-                        WAIT, () -> "the good records delivered and the poison one held: " + dispatcher.health()
-                                + ", delivered " + deliveredGood(broker));
+                Await.untilOrFail(() -> dispatcher.health().heldRecords() == 1 && deliveredGood(broker) == KEYS * 25
+                                && events.parked.size() == 2 && delivered(broker, "r").size() == 1, WAIT,
+                        () -> "the good records delivered, poison r parked and poison q held: " + dispatcher.health()
+                                + ", delivered " + deliveredGood(broker) + ", parked " + events.parked);
+                assertThat(events.parked.get(1).key()).isEqualTo("r");
                 assertThat(dispatcher.health().lastFailure()).hasValueSatisfying(f ->
                         assertThat(f.error()).contains("23505"));
                 assertThat(delivered(broker, "q")).as("key q is held behind its poison record").isEmpty();
@@ -131,26 +134,26 @@ class PostgresRefusedParkTest {
                 adminStore.discard(List.of(poisonId)); // the operator discards the stale parked row
                 long discarded = System.nanoTime();
                 Await.untilOrFail(() -> dispatcher.health().heldRecords() == 0 && delivered(broker, "q").size() == 1
-                        && events.parked.size() == 2, WAIT, () -> "the poison row parked: " + dispatcher.health());
+                        && events.parked.size() == 3, WAIT, () -> "the poison row parked: " + dispatcher.health());
                 System.out.printf("refused park (23505): parked %d ms after the stale row was discarded%n",
                         (System.nanoTime() - discarded) / 1_000_000);
                 Await.untilOrFail(() -> adminStore.backlog() == 0, WAIT, () -> "backlog " + adminStore.backlog());
             }
         }
         assertInKeyOrder(broker);
-        assertThat(adminStore.parked(10)).extracting(ParkedRecord::key).containsExactly("q");
+        assertThat(adminStore.parked(10)).extracting(ParkedRecord::key).containsExactly("q", "r");
         assertThat(events.failures.keySet()).containsOnly("park");
     }
 
     /**
-     * Writes rounds {@code from} … {@code to - 1} of every key; with {@code poisonKey}, a poison record and one record
-     * behind it on that key, before round {@code poisonAt}.
+     * Writes rounds {@code from} … {@code to - 1} of every key; for each of {@code poisonKeys}, a poison record and one
+     * record behind it on that key, before round {@code poisonAt}.
      */
-    private static void write(DataSource admin, PostgresStore store, int from, int to, String poisonKey, int poisonAt)
-            throws Exception {
+    private static void write(DataSource admin, PostgresStore store, int from, int to, int poisonAt,
+                              String... poisonKeys) throws Exception {
         List<OutboxMessage> batch = new ArrayList<>();
         for (int round = from; round < to; round++) {
-            if (poisonKey != null && round == poisonAt) {
+            for (String poisonKey : round == poisonAt ? poisonKeys : new String[0]) {
                 batch.add(OutboxMessage.of("orders", poisonKey, "poison-" + poisonKey));
                 batch.add(OutboxMessage.of("orders", poisonKey, poisonKey + "#1"));
             }
