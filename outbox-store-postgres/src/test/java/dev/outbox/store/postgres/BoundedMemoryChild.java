@@ -22,7 +22,8 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The child JVM of {@link PostgresBoundedMemoryTest}: runs a dispatcher over the Postgres store with the heap it was
- * given, until the outbox is empty, and prints {@code DELIVERED <records> ORDER <violations>}. The broker keeps no
+ * given, until the outbox is empty, and prints {@code DELIVERED <records> ORDER <violations> MAX_BYTES_IN_BROKER
+ * <most value bytes sent and not yet acknowledged> MILLIS <from start to drained>}. The broker keeps no
  * payload (a broker's memory is not the dispatcher's): it acknowledges each record 20 ms after the send and
  * remembers only its key and sequence number, to check per-key order.
  *
@@ -57,6 +58,7 @@ public final class BoundedMemoryChild {
         DispatcherConfig built = config.build();
         System.out.println("HEAP " + Runtime.getRuntime().maxMemory() + " MAX_IN_FLIGHT_BYTES "
                 + built.maxInFlightBytes());
+        long start = System.nanoTime();
         try (HikariDataSource ds = new HikariDataSource(pool)) {
             PostgresStore store = PostgresStore.builder(ds).statementTimeout(Duration.ofSeconds(20)).build();
             try (Dispatcher dispatcher = Dispatcher.builder(store, broker).config(built).name("bounded").build()) {
@@ -72,7 +74,8 @@ public final class BoundedMemoryChild {
             broker.close();
         }
         System.out.println("DELIVERED " + broker.acknowledged.get() + " ORDER " + broker.violations.get()
-                + " MAX_BYTES_IN_BROKER " + broker.maxPendingBytes.get());
+                + " MAX_BYTES_IN_BROKER " + broker.maxPendingBytes.get() + " MILLIS "
+                + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
         System.exit(broker.acknowledged.get() >= expected && broker.violations.get() == 0 ? 0 : 1);
     }
 
