@@ -32,6 +32,19 @@ class BenchmarkSecretsTest {
     }
 
     @Test
+    void aPasswordInTheUrlIsRefusedWithoutRepeatingIt() {
+        for (String url : new String[]{"jdbc:postgresql://db.example/app?sslmode=require&password=" + SECRET,
+                "jdbc:mysql://bench:" + SECRET + "@db.example:3306/app"}) {
+            assertThatThrownBy(() -> BenchmarkOptions.parse(new String[]{"--db-url", url, "--db-user", "bench"},
+                    Map.of()))
+                    .isInstanceOf(ParameterException.class)
+                    .hasMessageContaining("--db-url carries a password")
+                    .hasMessageContaining(BenchmarkOptions.PASSWORD_VARIABLE)
+                    .hasMessageNotContaining(SECRET);
+        }
+    }
+
+    @Test
     void thePasswordComesFromTheEnvironmentAndResultsShowStars() {
         BenchmarkOptions options = BenchmarkOptions.parse(EXISTING_DB,
                 Map.of(BenchmarkOptions.PASSWORD_VARIABLE, SECRET));
