@@ -437,6 +437,15 @@ public final class DefaultDispatcher implements Dispatcher {
                 .build();
     }
 
+    /**
+     * The engine's scheduling state, for the deterministic simulation's state hashing: leading or not, the epoch,
+     * the per-key schedule and the cursor. Read without the lock: only meaningful while every other thread of the
+     * dispatcher is stopped, as the simulation's are whenever it asks.
+     */
+    public String simulationState() {
+        return (leaderId != null) + "/" + epoch + "/" + forceRemark + "/" + schedule + "/" + cursor;
+    }
+
     @Override
     public void addObserver(DispatcherObserver observer) {
         callbacks.add(observer);
@@ -860,7 +869,11 @@ public final class DefaultDispatcher implements Dispatcher {
                 sent.incrementAndGet();
                 callbacks.sent(f.record()); // hook: send
                 if (runtime.planted(PlantedBug.PURGE_BEFORE_ACK)) {
-                    store.purge(List.of(f.record().id()));
+                    try {
+                        store.purge(List.of(f.record().id()));
+                    } catch (RuntimeException e) {
+                        log.debug("{}: planted purge failed", name, e);
+                    }
                 }
                 stage.whenComplete((ok, error) -> completions.add(new Completion(f, error, runtime.nanoTime())));
             }

@@ -505,6 +505,23 @@ public final class KeySchedule {
         requeue(f, f.record.failedOnce(nextAttemptAt));
     }
 
+    /** The per-key state, keys in order: what is in flight and what is queued behind it. */
+    @Override
+    public String toString() {
+        StringBuilder sb = new StringBuilder("KeySchedule{").append(active ? "active" : "inactive")
+                .append(", in flight ").append(inFlight);
+        new java.util.TreeMap<>(keys).forEach((key, ks) -> {
+            sb.append(", ").append(key).append(':');
+            if (ks.flight != null) {
+                sb.append('>').append(ks.flight.record.id());
+            }
+            for (OutboxRecord r : ks.queue) {
+                sb.append(' ').append(r.id()).append('a').append(r.attempts());
+            }
+        });
+        return sb.append('}').toString();
+    }
+
     /** {@link PlantedBug#RETRY_OVERTAKES_HEAD}: the simulation's planted bug; false otherwise. */
     boolean retryAtTail;
 
