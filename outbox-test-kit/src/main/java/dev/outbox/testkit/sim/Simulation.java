@@ -130,6 +130,8 @@ public final class Simulation {
         final Map<String, InMemoryStore.Transaction> open = new LinkedHashMap<>();
         final Map<String, List<Long>> openIds = new HashMap<>();
         final Set<Long> committed = new TreeSet<>();
+        final Map<String, Boolean> lateWrites = new HashMap<>();
+        final Map<String, Long> openedAt = new HashMap<>();
         final Set<Long> rolledBack = new TreeSet<>();
         Long poisonId;
 
@@ -232,8 +234,13 @@ public final class Simulation {
             for (Pending p : pending) {
                 list.add(new Action("ack", () -> resolve(p, Resolution.ACK)));
             }
+            String late = null;
             for (String key : open.keySet()) {
-                list.add(new Action("commit " + key, () -> commit(key)));
+                if (isLate(key)) {
+                    late = key; // offered after idle: on the happy path it commits once the others are done
+                } else {
+                    list.add(new Action("commit " + key, () -> commit(key)));
+                }
             }
             for (Map.Entry<String, Integer> e : written.entrySet()) {
                 String key = e.getKey();
@@ -242,6 +249,10 @@ public final class Simulation {
                 }
             }
             list.add(new Action("idle", this::idle));
+            if (late != null) {
+                String key = late;
+                list.add(new Action("commit " + key + " (late)", () -> commit(key)));
+            }
             if (!faultsOn()) {
                 return list;
             }
@@ -268,8 +279,28 @@ public final class Simulation {
             return list;
         }
 
+        /**
+         * Whether {@code key}'s open transaction is one of the configured late commits: the first
+         * {@code lateCommits} transactions of k0, held open while another key has writes left, or for
+         * {@code lateCommitFor} after they began.
+         */
+        boolean isLate(String key) {
+            if (!key.equals("k0") || lateWrites.get(key) == null || !lateWrites.get(key)) {
+                return false;
+            }
+            boolean othersBusy = false;
+            for (Map.Entry<String, Integer> e : written.entrySet()) {
+                if (!e.getKey().equals(key) && (e.getValue() < config.recordsPerKey || open.containsKey(e.getKey()))) {
+                    othersBusy = true;
+                }
+            }
+            return othersBusy || sched.now() - openedAt.get(key) < config.lateCommitFor.toNanos();
+        }
+
         void write(String key) {
             int n = written.get(key);
+            lateWrites.put(key, key.equals("k0") && n < config.lateCommits);
+            openedAt.put(key, sched.now());
             written.put(key, n + 1);
             boolean poison = config.poison && key.equals("k1") && n == 0;
             InMemoryStore.Transaction tx = store.begin();
@@ -668,6 +699,8 @@ public final class Simulation {
         final int leaderChanges;
         final int rollbacks;
         final boolean poison;
+        final int lateCommits;
+        final Duration lateCommitFor;
         final boolean pauseInsideSend;
         final Set<StoreFaults.Operation> storeErrorOps;
         final Set<PlantedBug> bugs;
@@ -691,6 +724,8 @@ public final class Simulation {
             rollbacks = b.rollbacks;
             poison = b.poison;
             pauseInsideSend = b.pauseInsideSend;
+            lateCommits = b.lateCommits;
+            lateCommitFor = b.lateCommitFor;
             storeErrorOps = Collections.unmodifiableSet(EnumSet.copyOf(b.storeErrorOps));
             bugs = Collections.unmodifiableSet(b.bugs.isEmpty() ? EnumSet.noneOf(PlantedBug.class)
                     : EnumSet.copyOf(b.bugs));
@@ -716,6 +751,7 @@ public final class Simulation {
                     + engine.harvest() + "), faults: " + sendFailures + " send failure(s), " + duplicateAcks
                     + " lost ack(s), " + storeErrors + " store error(s), " + leaderChanges + " leader change(s), "
                     + rollbacks + " rollback(s)" + (poison ? ", a poison record" : "")
+                    + (lateCommits > 0 ? ", " + lateCommits + " late commit(s)" : "")
                     + (pauseInsideSend ? ", pauses inside a send" : "")
                     + (bugs.isEmpty() ? "" : ", planted: " + bugs);
         }
@@ -733,6 +769,8 @@ public final class Simulation {
         private int rollbacks;
         private boolean poison;
         private boolean pauseInsideSend;
+        private int lateCommits;
+        private Duration lateCommitFor = Duration.ofMillis(300);
         private Set<StoreFaults.Operation> storeErrorOps = EnumSet.of(StoreFaults.Operation.MARK,
                 StoreFaults.Operation.READ, StoreFaults.Operation.PURGE, StoreFaults.Operation.RESET,
                 StoreFaults.Operation.RETRY_LATER, StoreFaults.Operation.PARK);
@@ -754,8 +792,8 @@ public final class Simulation {
         private Duration deliveryTimeout = Duration.ofMillis(500);
         private Duration sessionTimeout = Duration.ofMillis(1500);
         private Duration idleStep = Duration.ofMillis(50);
-        private Duration timeLimit = Duration.ofSeconds(40);
-        private Duration settle = Duration.ofSeconds(10);
+        private Duration timeLimit = Duration.ofSeconds(20);
+        private Duration settle = Duration.ofSeconds(5);
         private long maxChoices = 200_000;
         private long seed;
 
@@ -787,6 +825,16 @@ public final class Simulation {
 
         public Builder storeErrors(int n) {
             this.storeErrors = n;
+            return this;
+        }
+
+        /**
+         * Makes the first {@code n} transactions of key k0 commit late even on the happy path: after every other
+         * key's writes, and no sooner than 300 ms after they began (any schedule may still commit them earlier or
+         * later).
+         */
+        public Builder lateCommits(int n) {
+            this.lateCommits = n;
             return this;
         }
 
