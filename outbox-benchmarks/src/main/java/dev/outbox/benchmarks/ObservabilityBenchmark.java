@@ -68,6 +68,9 @@ public final class ObservabilityBenchmark {
         List<Double> offCpu = new ArrayList<>();
         List<Double> metricsOnlyCpu = new ArrayList<>();
         List<Double> onCpu = new ArrayList<>();
+        List<Double> offServerCpu = new ArrayList<>();
+        List<Double> metricsOnlyServerCpu = new ArrayList<>();
+        List<Double> onServerCpu = new ArrayList<>();
         double decorateMicros;
         double binderNanos = binderNanosPerRecord();
         try (OpenTelemetrySdk otel = OpenTelemetrySdk.builder()
@@ -84,30 +87,22 @@ public final class ObservabilityBenchmark {
                 Progress.say("warm-up: %,d rows, without and with observability (not recorded) ...",
                         options.warmupRows);
                 throughput.drain(options.warmupRows, options.seed);
-                observed(throughput, options.warmupRows, options.seed, traceparent, new CpuClock());
+                observed(throughput, options.warmupRows, options.seed, traceparent, new CpuClock(null));
                 ThroughputScenarios.settle();
             }
+            ServerCpu server = ServerCpu.of(env.database());
             for (int r = 1; r <= options.repeat; r++) {
                 long seed = options.seed + r;
-                CpuClock cpu = new CpuClock();
+                CpuClock cpu = new CpuClock(server);
                 ThroughputScenarios.Run plain = throughput.drain("drain", options.rows, seed, null,
                         d -> cpu.start());
-                offCpu.add(cpu.microsPer(plain.records()));
-                Progress.say("drain, run %d: %,.0f records/s, %.1f us CPU per record", r, plain.rate(),
-                        offCpu.get(offCpu.size() - 1));
-                off.add(plain.rate());
+                record(plain, cpu, off, offCpu, offServerCpu, "drain", r);
                 ThroughputScenarios.settle();
                 ThroughputScenarios.Run metered = observed(throughput, options.rows, seed, null, cpu);
-                metricsOnlyCpu.add(cpu.microsPer(metered.records()));
-                Progress.say("drain with metrics, run %d: %,.0f records/s, %.1f us CPU per record", r,
-                        metered.rate(), metricsOnlyCpu.get(metricsOnlyCpu.size() - 1));
-                metricsOnly.add(metered.rate());
+                record(metered, cpu, metricsOnly, metricsOnlyCpu, metricsOnlyServerCpu, "drain with metrics", r);
                 ThroughputScenarios.settle();
                 ThroughputScenarios.Run observed = observed(throughput, options.rows, seed, traceparent, cpu);
-                onCpu.add(cpu.microsPer(observed.records()));
-                Progress.say("drain with metrics and tracing, run %d: %,.0f records/s, %.1f us CPU per record", r,
-                        observed.rate(), onCpu.get(onCpu.size() - 1));
-                on.add(observed.rate());
+                record(observed, cpu, on, onCpu, onServerCpu, "drain with metrics and tracing", r);
                 ThroughputScenarios.settle();
             }
         }
@@ -132,6 +127,13 @@ public final class ObservabilityBenchmark {
                         + " (%+.1f %%) us%n", "CPU of this JVM per record, medians", offCpuMedian,
                 metricsOnlyCpuMedian, 100 * (metricsOnlyCpuMedian / offCpuMedian - 1), onCpuMedian,
                 100 * (onCpuMedian / offCpuMedian - 1)));
+        double offServerMedian = Report.median(offServerCpu);
+        double metricsOnlyServerMedian = Report.median(metricsOnlyServerCpu);
+        double onServerMedian = Report.median(onServerCpu);
+        out.append(String.format(Locale.ROOT, "  %-48s off %.2f, metrics %.2f (%+.1f %%), metrics + tracing %.2f"
+                        + " (%+.1f %%) us%n", "CPU of the Postgres server per record, medians", offServerMedian,
+                metricsOnlyServerMedian, 100 * (metricsOnlyServerMedian / offServerMedian - 1), onServerMedian,
+                100 * (onServerMedian / offServerMedian - 1)));
         out.append(String.format(Locale.ROOT, "  %-48s %.0f ns per record (sent + acknowledged, one thread)%n",
                 "OutboxMetrics' observer alone", binderNanos));
         out.append(String.format(Locale.ROOT, "  %-48s %.2f us per message (writer's thread, span current)%n",
@@ -295,18 +297,44 @@ public final class ObservabilityBenchmark {
         return nanos / 1e3 / n;
     }
 
-    /** CPU time of this whole JVM (dispatcher, producer, in-process Kafka broker) from {@link #start()} on. */
+    /** Adds one run's rate and CPU times to the lists and says them, with where the harvest's time went. */
+    private static void record(ThroughputScenarios.Run run, CpuClock cpu, List<Double> rates, List<Double> jvmCpu,
+                               List<Double> serverCpu, String label, int r) {
+        rates.add(run.rate());
+        jvmCpu.add(cpu.microsPer(run.records()));
+        serverCpu.add(cpu.serverMicrosPer(run.records()));
+        Progress.say("%s, run %d: %,.0f records/s, %.1f us CPU per record in this JVM, %.1f us in Postgres; %s",
+                label, r, run.rate(), jvmCpu.get(jvmCpu.size() - 1), serverCpu.get(serverCpu.size() - 1),
+                run.breakdown());
+    }
+
+    /**
+     * CPU time of this whole JVM (dispatcher, producer, in-process Kafka broker) and of the Postgres server (when
+     * it is a local process) from {@link #start()} on. The span includes the end of the drain: the dispatcher's
+     * close, the last purge. Not thread-safe.
+     */
     private static final class CpuClock {
         private final com.sun.management.OperatingSystemMXBean os = (com.sun.management.OperatingSystemMXBean)
                 java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        private final ServerCpu server;
         private long started;
+        private double serverStarted;
+
+        CpuClock(ServerCpu server) {
+            this.server = server;
+        }
 
         void start() {
             started = os.getProcessCpuTime();
+            serverStarted = server == null ? Double.NaN : server.seconds();
         }
 
         double microsPer(long records) {
             return records == 0 ? Double.NaN : (os.getProcessCpuTime() - started) / 1e3 / records;
+        }
+
+        double serverMicrosPer(long records) {
+            return records == 0 || server == null ? Double.NaN : (server.seconds() - serverStarted) * 1e6 / records;
         }
     }
 
