@@ -32,16 +32,13 @@ import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.Condition;
-import java.util.concurrent.locks.ReentrantLock;
+import java.util.concurrent.locks.Lock;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 
@@ -106,12 +103,13 @@ public final class DefaultDispatcher implements Dispatcher {
     private final Clock clock;
     private final Supplier<UUID> ids;
 
-    private final ReentrantLock sendLock = new ReentrantLock();
-    private final ReentrantLock lock = new ReentrantLock();
+    private final EngineRuntime runtime;
+    private final Lock sendLock;
+    private final Lock lock;
     /** Signalled whenever the mark thread may have something to do. */
-    private final Condition markWork = lock.newCondition();
+    private final Condition markWork;
     /** Signalled whenever a record leaves flight. */
-    private final Condition drained = lock.newCondition();
+    private final Condition drained;
 
     // --- guarded by lock
     private UUID leaderId;
@@ -122,15 +120,15 @@ public final class DefaultDispatcher implements Dispatcher {
     private final HarvestCursor cursor;
     // ---
 
-    private final LinkedBlockingQueue<Completion> completions = new LinkedBlockingQueue<>();
+    private final WorkQueue<Completion> completions;
     private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
     private final AtomicReference<Throwable> fatal = new AtomicReference<>();
-    private final CountDownLatch closed = new CountDownLatch(1);
+    private final Latch closed;
     private volatile boolean stopMarking;
     private volatile boolean stopPurging;
     /** Counted down with stopMarking / stopPurging, to cut backoff waits short. */
-    private final CountDownLatch markStopped = new CountDownLatch(1);
-    private final CountDownLatch purgeStopped = new CountDownLatch(1);
+    private final Latch markStopped;
+    private final Latch purgeStopped;
     private volatile boolean stopLeading;
     private volatile boolean leading;
 
@@ -143,10 +141,10 @@ public final class DefaultDispatcher implements Dispatcher {
     /** Incremented by every request to stop publishing, so that a send batch under way stops early. */
     private final AtomicInteger stopRequests = new AtomicInteger();
 
-    private Thread leaderThread;
-    private Thread markThread;
-    private Thread purgeThread;
-    private Thread sampleThread;
+    private EngineRuntime.Worker leaderThread;
+    private EngineRuntime.Worker markThread;
+    private EngineRuntime.Worker purgeThread;
+    private EngineRuntime.Worker sampleThread;
     private final OutboxSampler sampler;
 
     // --- health: written by the engine's threads where the events happen, read by health()
@@ -168,11 +166,36 @@ public final class DefaultDispatcher implements Dispatcher {
 
     public DefaultDispatcher(String name, Store store, MessageBroker broker, LeaderTransport transport,
                              DispatcherConfig config, DispatcherListener listener, Clock clock) {
-        this(name, store, broker, transport, config, listener, clock, UUID::randomUUID);
+        this(name, store, broker, transport, config, listener, EngineRuntime.system(clock));
+    }
+
+    /**
+     * A dispatcher whose threads, locks, clocks and randomness all come from {@code runtime}: the deterministic
+     * simulation's way in. Leader ids are the runtime's random UUIDs.
+     */
+    public DefaultDispatcher(String name, Store store, MessageBroker broker, LeaderTransport transport,
+                             DispatcherConfig config, DispatcherListener listener, EngineRuntime runtime) {
+        this(name, store, broker, transport, config, listener, runtime, runtime::randomUuid);
     }
 
     DefaultDispatcher(String name, Store store, MessageBroker broker, LeaderTransport transport,
                       DispatcherConfig config, DispatcherListener listener, Clock clock, Supplier<UUID> ids) {
+        this(name, store, broker, transport, config, listener, EngineRuntime.system(clock), ids);
+    }
+
+    private DefaultDispatcher(String name, Store store, MessageBroker broker, LeaderTransport transport,
+                              DispatcherConfig config, DispatcherListener listener, EngineRuntime runtime,
+                              Supplier<UUID> ids) {
+        this.runtime = runtime;
+        this.sendLock = runtime.newLock();
+        this.lock = runtime.newLock();
+        this.markWork = lock.newCondition();
+        this.drained = lock.newCondition();
+        this.completions = new WorkQueue<>(runtime);
+        this.closed = new Latch(runtime);
+        this.markStopped = new Latch(runtime);
+        this.purgeStopped = new Latch(runtime);
+        Clock clock = runtime.clock();
         this.name = name;
         this.store = store;
         this.broker = broker;
@@ -183,12 +206,13 @@ public final class DefaultDispatcher implements Dispatcher {
         this.ids = ids;
         this.schedule = new KeySchedule(config.maxInFlightRecords(), config.ioErrorBackoff(),
                 config.maxIoErrorBackoff(), config.maxAttempts(), clock,
-                () -> ThreadLocalRandom.current().nextDouble());
+                runtime::random);
+        schedule.retryAtTail = runtime.planted(PlantedBug.RETRY_OVERTAKES_HEAD);
         this.cursor = config.harvest() == DispatcherConfig.Harvest.CURSOR ? new HarvestCursor(MAX_GAPS) : null;
-        this.sampler = new OutboxSampler(store, clock, config.metricsInterval(), () -> leading, this::onSample,
+        this.sampler = new OutboxSampler(runtime, store, config.metricsInterval(), () -> leading, this::onSample,
                 e -> reportFailure("sample", e));
-        this.machine = new NeliStateMachine(UUID.randomUUID(), config.heartbeatTimeout(), config.pollInterval(),
-                System::nanoTime, new NeliStateMachine.Actions() {
+        this.machine = new NeliStateMachine(runtime.randomUuid(), config.heartbeatTimeout(), config.pollInterval(),
+                runtime::nanoTime, new NeliStateMachine.Actions() {
                     @Override
                     public void acquired(UUID id) {
                         onAcquired(id);
@@ -203,7 +227,7 @@ public final class DefaultDispatcher implements Dispatcher {
                     public void revoked() {
                         onRevoked();
                     }
-                });
+                }, ids);
     }
 
     // ------------------------------------------------------------------------------------------ lifecycle
@@ -219,22 +243,27 @@ public final class DefaultDispatcher implements Dispatcher {
         markThread = newThread("mark", this::markLoop);
         leaderThread = newThread("leader", this::leaderLoop);
         sampleThread = newThread("sample", sampler);
-        purgeThread.start();
-        markThread.start();
-        leaderThread.start();
-        sampleThread.start();
     }
 
-    private Thread newThread(String role, Runnable body) {
-        Thread t = new Thread(() -> {
+    private EngineRuntime.Worker newThread(String role, Runnable body) {
+        return runtime.start(name + "-" + role, () -> {
             try {
                 body.run();
             } catch (Throwable e) {
                 die(role, e);
             }
-        }, name + "-" + role);
-        t.setDaemon(true);
-        return t;
+        });
+    }
+
+    /** Whether the calling thread is one of this dispatcher's. */
+    private boolean onOwnThread() {
+        for (EngineRuntime.Worker w : new EngineRuntime.Worker[] {leaderThread, markThread, purgeThread,
+                sampleThread}) {
+            if (w != null && w.isCurrent()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private void die(String role, Throwable e) {
@@ -246,9 +275,7 @@ public final class DefaultDispatcher implements Dispatcher {
         fatal.compareAndSet(null, e);
         lastFailure = new DispatcherHealth.Failure("dispatcher", role + " thread died: " + describe(e),
                 clock.instant());
-        Thread closer = new Thread(this::close, name + "-closer");
-        closer.setDaemon(true);
-        closer.start();
+        runtime.start(name + "-closer", this::close);
     }
 
     @Override
@@ -256,20 +283,20 @@ public final class DefaultDispatcher implements Dispatcher {
         if (state.compareAndSet(State.NEW, State.CLOSED)) {
             broker.close(config.drainTimeout());
             transport.close();
-            closed.countDown();
+            closed.open();
             return;
         }
         if (!state.compareAndSet(State.RUNNING, State.CLOSING)) {
-            if (Thread.currentThread().getName().startsWith(name + "-")) {
+            if (onOwnThread()) {
                 return; // a dispatcher thread must not wait for itself
             }
             awaitClosedQuietly();
             return;
         }
-        long deadline = System.nanoTime() + config.drainTimeout().toNanos();
+        long deadline = runtime.nanoTime() + config.drainTimeout().toNanos();
         log.info("{}: closing; draining for at most {}", name, config.drainTimeout());
         stopMarking = true;
-        markStopped.countDown();
+        markStopped.open();
         sampler.stop();
         signalMarkThread();
         join(markThread, deadline);
@@ -279,19 +306,19 @@ public final class DefaultDispatcher implements Dispatcher {
         broker.close(remaining(deadline).isZero() ? Duration.ofSeconds(1) : remaining(deadline));
         if (!drainedAll) {
             // The broker failed what was pending: let the purge thread reset those rows for a while.
-            awaitDrained(System.nanoTime() + config.ioErrorBackoff().toNanos() + TimeUnit.SECONDS.toNanos(1));
+            awaitDrained(runtime.nanoTime() + config.ioErrorBackoff().toNanos() + TimeUnit.SECONDS.toNanos(1));
         }
         stopPurging = true;
-        purgeStopped.countDown();
+        purgeStopped.open();
         purgeThread.interrupt();
-        join(purgeThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
+        join(purgeThread, runtime.nanoTime() + TimeUnit.SECONDS.toNanos(5));
         if (wasLeading) {
             log.info("{}: leadership given up on close", name);
             notifyListener("leaderRevoked", DispatcherListener::leaderRevoked);
         }
         stopLeading = true;
-        join(leaderThread, System.nanoTime() + config.drainTimeout().toNanos());
-        join(sampleThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
+        join(leaderThread, runtime.nanoTime() + config.drainTimeout().toNanos());
+        join(sampleThread, runtime.nanoTime() + TimeUnit.SECONDS.toNanos(5));
         int left = inFlightRecords();
         if (left > 0) {
             log.warn("{}: closed with {} records unacknowledged; they stay in the outbox for the next leader",
@@ -299,7 +326,7 @@ public final class DefaultDispatcher implements Dispatcher {
         }
         state.set(State.CLOSED);
         reportStatus();
-        closed.countDown();
+        closed.open();
         log.info("{}: closed", name);
     }
 
@@ -311,18 +338,15 @@ public final class DefaultDispatcher implements Dispatcher {
         }
     }
 
-    private static void join(Thread t, long deadlineNanos) {
+    private void join(EngineRuntime.Worker t, long deadlineNanos) {
         if (t == null) {
             return;
         }
         try {
-            long wait = Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime()));
-            t.join(wait);
-            if (t.isAlive()) {
+            if (!t.join(Math.max(1, deadlineNanos - runtime.nanoTime()))) {
                 t.interrupt();
-                t.join(TimeUnit.SECONDS.toMillis(5));
-                if (t.isAlive()) {
-                    log.error("thread {} did not stop", t.getName());
+                if (!t.join(TimeUnit.SECONDS.toNanos(5))) {
+                    log.error("{}: a thread did not stop", name);
                 }
             }
         } catch (InterruptedException e) {
@@ -330,15 +354,15 @@ public final class DefaultDispatcher implements Dispatcher {
         }
     }
 
-    private static Duration remaining(long deadlineNanos) {
-        return Duration.ofNanos(Math.max(0, deadlineNanos - System.nanoTime()));
+    private Duration remaining(long deadlineNanos) {
+        return Duration.ofNanos(Math.max(0, deadlineNanos - runtime.nanoTime()));
     }
 
     private boolean awaitDrained(long deadlineNanos) {
         lock.lock();
         try {
             while (schedule.inFlight() > 0) {
-                long left = deadlineNanos - System.nanoTime();
+                long left = deadlineNanos - runtime.nanoTime();
                 if (left <= 0) {
                     return false;
                 }
@@ -527,7 +551,8 @@ public final class DefaultDispatcher implements Dispatcher {
 
     private void onRevoked() {
         boolean was = stopPublishing(false);
-        boolean all = awaitDrained(System.nanoTime() + config.drainTimeout().toNanos());
+        boolean all = runtime.planted(PlantedBug.NO_FLUSH_ON_HANDOVER)
+                || awaitDrained(runtime.nanoTime() + config.drainTimeout().toNanos());
         if (!all) {
             log.warn("{}: leadership revoked with {} records still in flight after {}", name, inFlightRecords(),
                     config.drainTimeout());
@@ -574,7 +599,7 @@ public final class DefaultDispatcher implements Dispatcher {
     private void markLoop() {
         Backoff readFailures = new Backoff(config.ioErrorBackoff(), config.maxIoErrorBackoff());
         Duration idle = config.markBackoff();
-        long lastRescan = System.nanoTime();
+        long lastRescan = runtime.nanoTime();
         while (!stopMarking) {
             UUID markAs;
             long markEpoch;
@@ -590,7 +615,7 @@ public final class DefaultDispatcher implements Dispatcher {
                     awaitMarkWork(config.pollInterval());
                     continue;
                 }
-                toSend = schedule.takeReady(Integer.MAX_VALUE, System.nanoTime());
+                toSend = schedule.takeReady(Integer.MAX_VALUE, runtime.nanoTime());
                 room = schedule.room();
                 markAs = leaderId;
                 markEpoch = epoch;
@@ -625,9 +650,9 @@ public final class DefaultDispatcher implements Dispatcher {
                 idle = config.markBackoff();
             }
             if (cursor != null && read < room
-                    && System.nanoTime() - lastRescan >= config.rescanInterval().toNanos()) {
+                    && runtime.nanoTime() - lastRescan >= config.rescanInterval().toNanos()) {
                 // Caught up: read the table from its head once more, a safety net (see HarvestCursor).
-                lastRescan = System.nanoTime();
+                lastRescan = runtime.nanoTime();
                 lock.lock();
                 try {
                     cursor.rescan();
@@ -650,14 +675,17 @@ public final class DefaultDispatcher implements Dispatcher {
         try {
             schedule.readStarted();
             request = cursor.request(room);
+            if (runtime.planted(PlantedBug.CURSOR_SKIPS_OPEN)) {
+                request = new HarvestCursor.Request(request.generation(), request.after(), List.of(), request.limit());
+            }
         } finally {
             lock.unlock();
         }
         ReadResult result;
         try {
-            long readStart = System.nanoTime();
+            long readStart = runtime.nanoTime();
             result = store.read(request.after(), request.recheck(), request.limit());
-            callbacks.marked(result.size(), Duration.ofNanos(System.nanoTime() - readStart)); // hook: mark (read)
+            callbacks.marked(result.size(), Duration.ofNanos(runtime.nanoTime() - readStart)); // hook: mark (read)
             lastMark = clock.instant();
             failures.reset();
         } catch (RuntimeException e) {
@@ -712,9 +740,9 @@ public final class DefaultDispatcher implements Dispatcher {
         }
         MarkResult result;
         try {
-            long markStart = System.nanoTime();
+            long markStart = runtime.nanoTime();
             result = store.mark(markAs, config.markBatchSize());
-            callbacks.marked(result.size(), Duration.ofNanos(System.nanoTime() - markStart)); // hook: mark
+            callbacks.marked(result.size(), Duration.ofNanos(runtime.nanoTime() - markStart)); // hook: mark
             lastMark = clock.instant();
             failures.reset();
         } catch (RuntimeException e) {
@@ -794,7 +822,7 @@ public final class DefaultDispatcher implements Dispatcher {
      * step of the wall clock changes nothing.
      */
     private boolean leaseValid() {
-        return machine.leaseValid(System.nanoTime());
+        return machine.leaseValid(runtime.nanoTime());
     }
 
     private void send(List<KeySchedule.Flight> batch, long markEpoch) {
@@ -823,12 +851,15 @@ public final class DefaultDispatcher implements Dispatcher {
                 try {
                     stage = broker.send(f.record());
                 } catch (RuntimeException e) {
-                    completions.add(new Completion(f, e, System.nanoTime()));
+                    completions.add(new Completion(f, e, runtime.nanoTime()));
                     continue;
                 }
                 sent.incrementAndGet();
                 callbacks.sent(f.record()); // hook: send
-                stage.whenComplete((ok, error) -> completions.add(new Completion(f, error, System.nanoTime())));
+                if (runtime.planted(PlantedBug.PURGE_BEFORE_ACK)) {
+                    store.purge(List.of(f.record().id()));
+                }
+                stage.whenComplete((ok, error) -> completions.add(new Completion(f, error, runtime.nanoTime())));
             }
             if (i < batch.size()) {
                 // Fenced, refreshed or lease lapsed before these were sent: they never leave.
@@ -899,12 +930,12 @@ public final class DefaultDispatcher implements Dispatcher {
      * @return whether it was cut short by a change of leadership or closing
      */
     private boolean pause(Duration d) {
-        long deadline = System.nanoTime() + d.toNanos();
+        long deadline = runtime.nanoTime() + d.toNanos();
         lock.lock();
         try {
             long e0 = epoch;
             while (!stopMarking && epoch == e0) {
-                long left = deadline - System.nanoTime();
+                long left = deadline - runtime.nanoTime();
                 if (left <= 0 || schedule.hasReady()) {
                     return false;
                 }
@@ -923,20 +954,20 @@ public final class DefaultDispatcher implements Dispatcher {
 
     private void purgeLoop() {
         List<Completion> batch = new ArrayList<>();
-        long lastStuckScan = System.nanoTime();
+        long lastStuckScan = runtime.nanoTime();
         while (!stopPurging) {
             Completion first;
             try {
-                first = completions.poll(config.pollInterval().toNanos(), TimeUnit.NANOSECONDS);
+                first = completions.poll(config.pollInterval().toNanos());
             } catch (InterruptedException e) {
                 if (stopPurging) {
                     return;
                 }
                 continue;
             }
-            if (System.nanoTime() - lastStuckScan > config.pollInterval().toNanos()) {
+            if (runtime.nanoTime() - lastStuckScan > config.pollInterval().toNanos()) {
                 reportStuckSends();
-                lastStuckScan = System.nanoTime();
+                lastStuckScan = runtime.nanoTime();
             }
             if (first == null) {
                 continue;
@@ -956,7 +987,7 @@ public final class DefaultDispatcher implements Dispatcher {
         List<ParkedRecord> parkedNow = new ArrayList<>();
         Map<KeySchedule.Flight, KeySchedule.Verdict> verdicts = new HashMap<>();
         Instant now = clock.instant();
-        long nowNanos = System.nanoTime();
+        long nowNanos = runtime.nanoTime();
         for (Completion c : batch) {
             OutboxRecord r = c.flight.record();
             if (c.error == null) {
@@ -1002,10 +1033,14 @@ public final class DefaultDispatcher implements Dispatcher {
                         r.id(), r.key(), v.attempts(), v.nextAttemptAt(), cause);
             }
         }
+        boolean barrierFirst = runtime.planted(PlantedBug.BARRIER_BEFORE_PURGE);
+        if (barrierFirst) {
+            applyVerdicts(batch, verdicts);
+        }
         if (!purgeIds.isEmpty()) {
-            long purgeStart = System.nanoTime();
+            long purgeStart = runtime.nanoTime();
             if (retryUntilDone("purge", () -> store.purge(purgeIds), purgeStopped)) {
-                callbacks.purged(purgeIds.size(), Duration.ofNanos(System.nanoTime() - purgeStart)); // hook: purge
+                callbacks.purged(purgeIds.size(), Duration.ofNanos(runtime.nanoTime() - purgeStart)); // hook: purge
                 lastPurge = clock.instant();
             }
         }
@@ -1016,6 +1051,33 @@ public final class DefaultDispatcher implements Dispatcher {
             parkedNow.clear();
         }
         int failures = batch.size() - purgeIds.size();
+        if (!barrierFirst) {
+            applyVerdicts(batch, verdicts);
+        }
+        Instant outageBegan = outageSince;
+        if (outageBegan != null && !purgeIds.isEmpty()) {
+            outageSince = null;
+            log.info("{}: the broker is available again after an outage of {}", name,
+                    Duration.between(outageBegan, now));
+        }
+        acknowledged.addAndGet(purgeIds.size());
+        failed.addAndGet(failures);
+        if (lastDeliveryError != null) {
+            lastFailure = new DispatcherHealth.Failure("send", describe(lastDeliveryError), now);
+        }
+        if (callbacks.observed()) {
+            observeCompletions(batch, now, nowNanos);
+        }
+        for (ParkedRecord p : parkedNow) {
+            reportParked(p);
+        }
+    }
+
+    /**
+     * Lowers the barriers of the batch's keys, each as its verdict says: only once the store recorded every
+     * verdict (purge, retry time or park), or the table and the schedule would disagree.
+     */
+    private void applyVerdicts(List<Completion> batch, Map<KeySchedule.Flight, KeySchedule.Verdict> verdicts) {
         lock.lock();
         try {
             for (Completion c : batch) {
@@ -1034,23 +1096,6 @@ public final class DefaultDispatcher implements Dispatcher {
             drained.signalAll();
         } finally {
             lock.unlock();
-        }
-        Instant outageBegan = outageSince;
-        if (outageBegan != null && !purgeIds.isEmpty()) {
-            outageSince = null;
-            log.info("{}: the broker is available again after an outage of {}", name,
-                    Duration.between(outageBegan, now));
-        }
-        acknowledged.addAndGet(purgeIds.size());
-        failed.addAndGet(failures);
-        if (lastDeliveryError != null) {
-            lastFailure = new DispatcherHealth.Failure("send", describe(lastDeliveryError), now);
-        }
-        if (callbacks.observed()) {
-            observeCompletions(batch, now, nowNanos);
-        }
-        for (ParkedRecord p : parkedNow) {
-            reportParked(p);
         }
     }
 
@@ -1086,7 +1131,7 @@ public final class DefaultDispatcher implements Dispatcher {
 
     private void reportStuckSends() {
         List<KeySchedule.Flight> stuck = new ArrayList<>();
-        long limit = System.nanoTime() - config.queueTimeout().toNanos();
+        long limit = runtime.nanoTime() - config.queueTimeout().toNanos();
         lock.lock();
         try {
             for (KeySchedule.Flight f : schedule.flights()) {
@@ -1113,14 +1158,14 @@ public final class DefaultDispatcher implements Dispatcher {
      *
      * @return whether the call succeeded
      */
-    private boolean retryUntilDone(String operation, Runnable call, CountDownLatch stop) {
+    private boolean retryUntilDone(String operation, Runnable call, Latch stop) {
         Backoff backoff = new Backoff(config.ioErrorBackoff(), config.maxIoErrorBackoff());
         while (true) {
             try {
                 call.run();
                 return true;
             } catch (RuntimeException e) {
-                if (stop.getCount() == 0) {
+                if (stop.isOpen()) {
                     log.warn("{}: {} failed while closing; rows stay for the next leader", name, operation, e);
                     return false;
                 }
@@ -1128,11 +1173,11 @@ public final class DefaultDispatcher implements Dispatcher {
                 log.warn("{}: {} failed; retrying in {}", name, operation, wait, e);
                 reportFailure(operation, e);
                 try {
-                    if (stop.await(wait.toNanos(), TimeUnit.NANOSECONDS)) {
+                    if (stop.await(wait.toNanos())) {
                         return false;
                     }
                 } catch (InterruptedException ie) {
-                    if (stop.getCount() == 0) {
+                    if (stop.isOpen()) {
                         return false;
                     }
                 }

@@ -398,6 +398,9 @@ public final class KeySchedule {
         requeue(f, f.record.failedOnce(nextAttemptAt));
     }
 
+    /** {@link PlantedBug#RETRY_OVERTAKES_HEAD}: the simulation's planted bug; false otherwise. */
+    boolean retryAtTail;
+
     private void requeue(Flight f, OutboxRecord r) {
         KeyState ks = leaveFlight(f);
         if (!active || ks == null) {
@@ -406,7 +409,11 @@ public final class KeySchedule {
         if (queuedIds.remove(r.id())) {
             ks.queue.removeIf(q -> q.id() == r.id());
         }
-        ks.queue.addFirst(r);
+        if (retryAtTail) {
+            ks.queue.addLast(r); // PlantedBug.RETRY_OVERTAKES_HEAD
+        } else {
+            ks.queue.addFirst(r);
+        }
         queuedIds.add(r.id());
         keys.put(r.key(), ks);
         headChanged(r.key(), ks);

@@ -6,8 +6,6 @@ import dev.outbox.spi.Store;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 
@@ -20,16 +18,17 @@ import java.util.function.Consumer;
 final class OutboxSampler implements Runnable {
     private final Store store;
     private final Clock clock;
+    private final Latch stopped;
     private final Duration interval;
     private final BooleanSupplier leading;
     private final Consumer<OutboxSample> onSample;
     private final Consumer<RuntimeException> onFailure;
-    private final CountDownLatch stopped = new CountDownLatch(1);
 
-    OutboxSampler(Store store, Clock clock, Duration interval, BooleanSupplier leading,
+    OutboxSampler(EngineRuntime runtime, Store store, Duration interval, BooleanSupplier leading,
                   Consumer<OutboxSample> onSample, Consumer<RuntimeException> onFailure) {
         this.store = store;
-        this.clock = clock;
+        this.clock = runtime.clock();
+        this.stopped = new Latch(runtime);
         this.interval = interval;
         this.leading = leading;
         this.onSample = onSample;
@@ -39,7 +38,7 @@ final class OutboxSampler implements Runnable {
     @Override
     public void run() {
         try {
-            while (!stopped.await(interval.toNanos(), TimeUnit.NANOSECONDS)) {
+            while (!stopped.await(interval.toNanos())) {
                 if (leading.getAsBoolean()) {
                     sampleOnce();
                 }
@@ -65,6 +64,6 @@ final class OutboxSampler implements Runnable {
     }
 
     void stop() {
-        stopped.countDown();
+        stopped.open();
     }
 }

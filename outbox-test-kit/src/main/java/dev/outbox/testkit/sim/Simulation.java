@@ -1,0 +1,804 @@
+package dev.outbox.testkit.sim;
+
+import dev.outbox.DispatcherConfig;
+import dev.outbox.DispatcherListener;
+import dev.outbox.OutboxMessage;
+import dev.outbox.OutboxRecord;
+import dev.outbox.ParkedRecord;
+import dev.outbox.internal.DefaultDispatcher;
+import dev.outbox.internal.PlantedBug;
+import dev.outbox.spi.DeliveryException;
+import dev.outbox.spi.MessageBroker;
+import dev.outbox.testkit.InMemoryStore;
+import dev.outbox.testkit.StoreFaults;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.Lock;
+import java.util.function.Consumer;
+
+/**
+ * One configuration of the deterministic simulation: the real engine ({@link DefaultDispatcher}, one per
+ * dispatcher) over an {@link InMemoryStore}, a simulated broker and leader group, all on one
+ * {@link SimScheduler}, and an environment that writes records in transactions that commit late or roll back,
+ * acknowledges or fails sends, and injects faults — every step of it a choice. {@link #run(Chooser)} plays one
+ * run and checks the guarantees after every step and at the end:
+ * <ul>
+ *   <li>G1: every committed record reaches the broker (or, if it is poison, is parked); no rolled-back one does;</li>
+ *   <li>G2: per key, the broker's sequence never goes backwards (a repeat of the latest record is allowed);</li>
+ *   <li>G3: no dispatcher sends after another acquired leadership later than it did;</li>
+ *   <li>G4: a record reaches the broker twice only if a fault or a change of leader happened while it was in
+ *       flight;</li>
+ *   <li>G6: a poison record is parked, and its key's later records and every other key are still delivered.</li>
+ * </ul>
+ * The environment's timing assumptions, as in production: the broker answers every send within
+ * {@code deliveryTimeout}, which is shorter than a dispatcher's drain timeout and than the group's session
+ * timeout, after which a paused or partitioned leader's partition goes to another member; the heartbeat timeout
+ * (the lease) is shorter than the session timeout. Immutable; thread-safe.
+ */
+public final class Simulation {
+    private static final long MS = 1_000_000L;
+    static final String POISON_TOPIC = "poison";
+
+    private final Config config;
+
+    public Simulation(Config config) {
+        this.config = Objects.requireNonNull(config, "config");
+    }
+
+    public Config config() {
+        return config;
+    }
+
+    /** Plays one run with {@code chooser}'s choices. */
+    public Outcome run(Chooser chooser) {
+        return run(chooser, null);
+    }
+
+    /**
+     * Plays one run; {@code onChoice}, if given, sees a fingerprint of the state before every choice (the
+     * exhaustive explorer's state hashing).
+     */
+    public Outcome run(Chooser chooser, Consumer<String> onChoice) {
+        SimScheduler sched = new SimScheduler(chooser, config.seed, config.bugs, config.maxChoices,
+                config.timeLimit.toNanos());
+        Run run = new Run(sched);
+        if (onChoice != null) {
+            sched.beforeEveryChoice(() -> onChoice.accept(run.fingerprint()));
+        }
+        String ended = sched.run(run::main);
+        if (ended != null) {
+            run.violation("the run did not finish: " + ended);
+        }
+        if (sched.uncaught() != null) {
+            java.io.StringWriter w = new java.io.StringWriter();
+            sched.uncaught().printStackTrace(new java.io.PrintWriter(w));
+            run.violation("a worker threw " + w.toString().lines().limit(8)
+                    .collect(java.util.stream.Collectors.joining("\n    ")));
+        }
+        if (run.violations.isEmpty()) {
+            run.checkEnd();
+        }
+        return new Outcome(chooser.made(), chooser.options(), List.copyOf(run.trace), List.copyOf(run.violations),
+                sched.choices());
+    }
+
+    // ------------------------------------------------------------------------------------------ one run
+
+    private final class Run {
+        final SimScheduler sched;
+        final List<String> trace = new ArrayList<>();
+        final List<String> violations = new ArrayList<>();
+        InMemoryStore store;
+        SimLeaderGroup group;
+        final List<DefaultDispatcher> dispatchers = new ArrayList<>();
+        final List<String> names = new ArrayList<>();
+
+        // the broker
+        Lock brokerLock;
+        Condition resolved;
+        final List<Pending> pending = new ArrayList<>();
+        final Map<String, List<Long>> log = new LinkedHashMap<>();
+        final Set<Long> appended = new HashSet<>();
+        final Map<Long, Integer> faultsAtFirstSend = new HashMap<>();
+
+        // leadership, as the listeners report it
+        int acquisitions;
+        final Map<String, Integer> lastAcquired = new HashMap<>();
+        final Set<String> stalled = new HashSet<>();
+
+        // the writers
+        final Map<String, Integer> written = new LinkedHashMap<>();
+        final Map<String, InMemoryStore.Transaction> open = new LinkedHashMap<>();
+        final Map<String, List<Long>> openIds = new HashMap<>();
+        final Set<Long> committed = new TreeSet<>();
+        final Set<Long> rolledBack = new TreeSet<>();
+        Long poisonId;
+
+        // the fault budgets and timed events
+        int faults;
+        int sendFailures = config.sendFailures;
+        int duplicates = config.duplicateAcks;
+        int storeErrors = config.storeErrors;
+        int leaderChanges = config.leaderChanges;
+        int rollbacks = config.rollbacks;
+        final List<Timed> timed = new ArrayList<>();
+
+        Run(SimScheduler sched) {
+            this.sched = sched;
+        }
+
+        void main() {
+            store = new InMemoryStore(sched.clock());
+            store.setFaults(this::storeFault);
+            group = new SimLeaderGroup(sched, stalled::contains);
+            brokerLock = sched.newLock();
+            resolved = brokerLock.newCondition();
+            for (int k = 0; k < config.keys; k++) {
+                written.put("k" + k, 0);
+                log.put("k" + k, new ArrayList<>());
+            }
+            for (int i = 0; i < config.dispatchers; i++) {
+                String name = "d" + i;
+                names.add(name);
+                DefaultDispatcher d = new DefaultDispatcher(name, store, new Broker(name), group.newMember(name),
+                        config.engine, listener(name), sched);
+                dispatchers.add(d);
+            }
+            for (DefaultDispatcher d : dispatchers) {
+                d.start();
+            }
+            long horizon = config.timeLimit.toNanos() - config.settle.toNanos();
+            while (true) {
+                runDue();
+                if (quiescent()) {
+                    break;
+                }
+                if (sched.now() > horizon) {
+                    violation("G1: not drained after " + ms(sched.now()) + ": rows left " + store.rows()
+                            + ", pending sends " + pending.size());
+                    break;
+                }
+                List<Action> actions = actions();
+                int c = sched.choose(actions.size());
+                Action a = actions.get(c);
+                a.run.run();
+                sched.yieldPoint();
+            }
+            for (DefaultDispatcher d : dispatchers) {
+                d.close();
+                try {
+                    d.await();
+                } catch (Exception e) {
+                    violation(d + " stopped with an error: " + e);
+                }
+            }
+        }
+
+        boolean quiescent() {
+            return open.isEmpty() && allWritten() && pending.isEmpty() && store.size() == 0 && timed.isEmpty();
+        }
+
+        boolean allWritten() {
+            for (int n : written.values()) {
+                if (n < config.recordsPerKey) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        // ---- the environment's actions
+
+        record Action(String label, Runnable run) {
+        }
+
+        record Timed(long at, String label, Runnable run) {
+        }
+
+        List<Action> actions() {
+            List<Action> list = new ArrayList<>();
+            for (Map.Entry<String, Integer> e : written.entrySet()) {
+                String key = e.getKey();
+                if (!open.containsKey(key) && e.getValue() < config.recordsPerKey) {
+                    list.add(new Action("write " + key, () -> write(key)));
+                }
+            }
+            for (String key : open.keySet()) {
+                list.add(new Action("commit " + key, () -> commit(key)));
+                if (rollbacks > 0) {
+                    list.add(new Action("roll back " + key, () -> rollBack(key)));
+                }
+            }
+            for (Pending p : pending) {
+                list.add(new Action("ack", () -> resolve(p, Resolution.ACK)));
+                if (sendFailures > 0) {
+                    list.add(new Action("fail", () -> resolve(p, Resolution.FAIL)));
+                }
+                if (duplicates > 0) {
+                    list.add(new Action("append, then fail", () -> resolve(p, Resolution.APPEND_THEN_FAIL)));
+                }
+            }
+            String owner = group.owner();
+            if (leaderChanges > 0 && owner != null && config.dispatchers > 1) {
+                list.add(new Action("revoke", () -> revoke(owner)));
+                list.add(new Action("partition", () -> partition(owner)));
+                list.add(new Action("pause", () -> pause(owner)));
+            }
+            list.add(new Action("idle", this::idle));
+            return list;
+        }
+
+        void write(String key) {
+            int n = written.get(key);
+            written.put(key, n + 1);
+            boolean poison = config.poison && key.equals("k1") && n == 0;
+            InMemoryStore.Transaction tx = store.begin();
+            long id = tx.write(OutboxMessage.of(poison ? POISON_TOPIC : "t", key, key + "-" + n));
+            if (poison) {
+                poisonId = id;
+            }
+            open.put(key, tx);
+            openIds.put(key, List.of(id));
+            event("writer: begins a transaction for " + key + ", writes #" + id + (poison ? " (poison)" : ""));
+        }
+
+        void commit(String key) {
+            open.remove(key).commit();
+            committed.addAll(openIds.get(key));
+            event("writer: commits #" + openIds.get(key));
+        }
+
+        void rollBack(String key) {
+            rollbacks--;
+            open.remove(key).rollback();
+            rolledBack.addAll(openIds.get(key));
+            if (poisonId != null && openIds.get(key).contains(poisonId)) {
+                poisonId = null;
+            }
+            event("writer: rolls back #" + openIds.get(key));
+        }
+
+        void idle() {
+            long until = sched.now() + config.idleStep.toNanos();
+            for (Timed t : timed) {
+                until = Math.min(until, t.at);
+            }
+            for (Pending p : pending) {
+                until = Math.min(until, p.due);
+            }
+            sched.sleepUntil(until);
+        }
+
+        void runDue() {
+            for (Pending p : new ArrayList<>(pending)) {
+                if (p.due <= sched.now()) {
+                    faults++;
+                    resolve(p, Resolution.TIMEOUT);
+                }
+            }
+            for (Timed t : new ArrayList<>(timed)) {
+                if (t.at <= sched.now()) {
+                    timed.remove(t);
+                    event(t.label);
+                    t.run.run();
+                }
+            }
+        }
+
+        void revoke(String owner) {
+            leaderChanges--;
+            faults++;
+            event("group: revokes " + owner + " (an orderly hand-over)");
+            group.revoke();
+        }
+
+        void partition(String owner) {
+            leaderChanges--;
+            faults++;
+            stalled.add(owner);
+            event("group: " + owner + " is cut off; its heartbeats are lost");
+            timed.add(new Timed(sched.now() + config.sessionTimeout.toNanos(),
+                    "group: " + owner + "'s session expired; the partition moves on", () -> {
+                        if (owner.equals(group.owner())) {
+                            group.expire();
+                        }
+                        stalled.remove(owner);
+                    }));
+        }
+
+        void pause(String owner) {
+            leaderChanges--;
+            faults++;
+            long until = sched.now() + config.sessionTimeout.toNanos() + config.engine.heartbeatTimeout().toNanos();
+            sched.pause(owner + "-", until);
+            stalled.add(owner);
+            event(owner + ": the whole process is paused until " + ms(until));
+            timed.add(new Timed(sched.now() + config.sessionTimeout.toNanos(),
+                    "group: " + owner + "'s session expired; the partition moves on", () -> {
+                        if (owner.equals(group.owner())) {
+                            group.expire();
+                        }
+                        stalled.remove(owner);
+                    }));
+        }
+
+        StoreFaults.Fault storeFault(StoreFaults.Operation op) {
+            sched.yieldPoint();
+            switch (op) {
+                case MARK, READ, PURGE, RESET, RETRY_LATER, PARK -> {
+                    if (storeErrors > 0) {
+                        int c = sched.choose(3);
+                        if (c > 0) {
+                            storeErrors--;
+                            faults++;
+                            event(who() + ": " + op + (c == 1 ? " fails" : " commits, but its answer is lost"));
+                            return c == 1 ? StoreFaults.Fault.failBefore() : StoreFaults.Fault.failAfter();
+                        }
+                    }
+                    return StoreFaults.Fault.NONE;
+                }
+                default -> {
+                    return StoreFaults.Fault.NONE;
+                }
+            }
+        }
+
+        // ---- the broker
+
+        enum Resolution { ACK, FAIL, APPEND_THEN_FAIL, TIMEOUT, CLOSED }
+
+        final class Pending {
+            final String sender;
+            final OutboxRecord record;
+            final CompletableFuture<Void> future = new CompletableFuture<>();
+            final long due;
+
+            Pending(String sender, OutboxRecord record, long due) {
+                this.sender = sender;
+                this.record = record;
+                this.due = due;
+            }
+        }
+
+        void resolve(Pending p, Resolution how) {
+            brokerLock.lock();
+            try {
+                if (!pending.remove(p)) {
+                    return;
+                }
+                resolved.signalAll();
+            } finally {
+                brokerLock.unlock();
+            }
+            OutboxRecord r = p.record;
+            switch (how) {
+                case ACK -> {
+                    append(p);
+                    event("broker: acknowledges #" + r.id() + " sent by " + p.sender);
+                    p.future.complete(null);
+                }
+                case FAIL -> {
+                    sendFailures--;
+                    faults++;
+                    event("broker: fails #" + r.id() + " sent by " + p.sender);
+                    p.future.completeExceptionally(DeliveryException.retriable("simulated failure", null));
+                }
+                case APPEND_THEN_FAIL -> {
+                    duplicates--;
+                    faults++;
+                    append(p);
+                    event("broker: appends #" + r.id() + " but its acknowledgement to " + p.sender + " is lost");
+                    p.future.completeExceptionally(DeliveryException.retriable("simulated lost ack", null));
+                }
+                case TIMEOUT -> {
+                    event("broker: #" + r.id() + " sent by " + p.sender + " times out");
+                    p.future.completeExceptionally(DeliveryException.retriable("simulated delivery timeout", null));
+                }
+                case CLOSED -> {
+                    event("broker: #" + r.id() + " fails, " + p.sender + "'s producer closed");
+                    p.future.completeExceptionally(DeliveryException.retriable("producer closed", null));
+                }
+            }
+        }
+
+        void append(Pending p) {
+            OutboxRecord r = p.record;
+            List<Long> seq = log.get(r.key());
+            if (rolledBack.contains(r.id())) {
+                violation("G1: #" + r.id() + " was rolled back, yet it reached the broker");
+            }
+            if (!seq.isEmpty() && seq.get(seq.size() - 1) > r.id()) {
+                violation("G2: key " + r.key() + " went backwards: #" + r.id() + " after " + seq);
+            }
+            if (appended.contains(r.id()) && faults <= faultsAtFirstSend.getOrDefault(r.id(), 0)) {
+                violation("G4: #" + r.id() + " reached the broker twice with no fault or change of leader while it"
+                        + " was in flight");
+            }
+            seq.add(r.id());
+            appended.add(r.id());
+        }
+
+        final class Broker implements MessageBroker {
+            final String name;
+
+            Broker(String name) {
+                this.name = name;
+            }
+
+            @Override
+            public CompletionStage<Void> send(OutboxRecord record) {
+                sched.yieldPoint();
+                Integer mine = lastAcquired.get(name);
+                for (Map.Entry<String, Integer> e : lastAcquired.entrySet()) {
+                    if (!e.getKey().equals(name) && (mine == null || e.getValue() > mine)) {
+                        violation("G3: " + name + " sent #" + record.id() + " after " + e.getKey()
+                                + " acquired leadership");
+                    }
+                }
+                faultsAtFirstSend.putIfAbsent(record.id(), faults);
+                event(name + ": sends #" + record.id() + " (" + record.key() + ")");
+                if (record.topic().equals(POISON_TOPIC)) {
+                    event("broker: rejects #" + record.id() + " for good (poison)");
+                    return CompletableFuture.failedFuture(DeliveryException.permanent("poison", null));
+                }
+                Pending p = new Pending(name, record, sched.now() + config.deliveryTimeout.toNanos());
+                brokerLock.lock();
+                try {
+                    pending.add(p);
+                } finally {
+                    brokerLock.unlock();
+                }
+                return p.future;
+            }
+
+            @Override
+            public boolean flush(Duration timeout) {
+                long left = timeout.toNanos();
+                brokerLock.lock();
+                try {
+                    while (mine() && left > 0) {
+                        left = resolved.awaitNanos(left);
+                    }
+                    return !mine();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return false;
+                } finally {
+                    brokerLock.unlock();
+                }
+            }
+
+            private boolean mine() {
+                for (Pending p : pending) {
+                    if (p.sender.equals(name)) {
+                        return true;
+                    }
+                }
+                return false;
+            }
+
+            @Override
+            public void close(Duration timeout) {
+                flush(timeout);
+                for (Pending p : new ArrayList<>(pending)) {
+                    if (p.sender.equals(name)) {
+                        resolve(p, Resolution.CLOSED);
+                    }
+                }
+            }
+
+            @Override
+            public String toString() {
+                return name;
+            }
+        }
+
+        // ---- leadership
+
+        DispatcherListener listener(String name) {
+            return new DispatcherListener() {
+                @Override
+                public void leaderAcquired(UUID leaderId) {
+                    lastAcquired.put(name, ++acquisitions);
+                    event(name + ": leader acquired");
+                }
+
+                @Override
+                public void leaderRefreshed(UUID leaderId) {
+                    event(name + ": leader id refreshed");
+                }
+
+                @Override
+                public void leaderRevoked() {
+                    event(name + ": leader revoked");
+                }
+
+                @Override
+                public void leaderFenced() {
+                    event(name + ": leader fenced");
+                }
+
+                @Override
+                public void recordParked(ParkedRecord record) {
+                    event(name + ": parks #" + record.id() + " (" + record.reason() + ")");
+                }
+
+                @Override
+                public void failure(String operation, Throwable error) {
+                    event(name + ": " + operation + " failed: " + error.getMessage());
+                }
+            };
+        }
+
+        // ---- checks and reports
+
+        void checkEnd() {
+            Set<Long> parkedIds = new TreeSet<>();
+            for (ParkedRecord p : store.parkedRows()) {
+                parkedIds.add(p.id());
+            }
+            for (long id : committed) {
+                boolean poison = poisonId != null && id == poisonId;
+                if (poison) {
+                    if (!parkedIds.contains(id)) {
+                        violation("G6: poison #" + id + " was not parked");
+                    }
+                    if (appended.contains(id)) {
+                        violation("G6: poison #" + id + " reached the broker");
+                    }
+                } else if (!appended.contains(id)) {
+                    violation("G1: committed #" + id + " never reached the broker" + (parkedIds.contains(id)
+                            ? " (it was parked)" : ""));
+                }
+            }
+        }
+
+        void violation(String what) {
+            String v = "[" + ms(sched.now()) + "] " + what;
+            violations.add(v);
+            trace.add(v + "   <-- VIOLATION");
+        }
+
+        void event(String what) {
+            trace.add("[" + ms(sched.now()) + "] " + what);
+        }
+
+        String who() {
+            String w = sched.currentWorker();
+            return w == null ? "?" : w;
+        }
+
+        String fingerprint() {
+            StringBuilder sb = new StringBuilder();
+            sb.append(store == null ? "" : store.rows()).append('|').append(log).append('|');
+            for (Pending p : pending) {
+                sb.append(p.sender).append(p.record.id()).append('@').append(p.due - sched.now()).append(',');
+            }
+            sb.append('|').append(written).append(open.keySet()).append(committed).append(rolledBack)
+                    .append('|').append(group == null ? "" : group.owner()).append(stalled).append(lastAcquired)
+                    .append('|').append(sendFailures).append(duplicates).append(storeErrors).append(leaderChanges)
+                    .append(rollbacks).append('|');
+            for (Timed t : timed) {
+                sb.append(t.label).append('@').append(t.at - sched.now()).append(',');
+            }
+            sb.append('|').append(sched.workerStates());
+            return sb.toString();
+        }
+    }
+
+    static String ms(long nanos) {
+        return String.format("%8.3fs", nanos / 1e9);
+    }
+
+    // ------------------------------------------------------------------------------------------ results
+
+    /**
+     * What a run did: its choices (which replay it), its trace (what happened, step by step, in virtual time) and
+     * the guarantees it broke.
+     */
+    public record Outcome(List<Integer> choices, List<Integer> options, List<String> trace, List<String> violations,
+                          long choiceCount) {
+        public boolean failed() {
+            return !violations.isEmpty();
+        }
+
+        /** The trace and the violations, one per line. */
+        public String report() {
+            return String.join("\n", trace) + "\n" + (violations.isEmpty() ? "no violation"
+                    : "violations:\n  " + String.join("\n  ", violations));
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------ configuration
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** A simulation configuration. Immutable. */
+    public static final class Config {
+        final int keys;
+        final int recordsPerKey;
+        final int dispatchers;
+        final int sendFailures;
+        final int duplicateAcks;
+        final int storeErrors;
+        final int leaderChanges;
+        final int rollbacks;
+        final boolean poison;
+        final Set<PlantedBug> bugs;
+        final DispatcherConfig engine;
+        final Duration deliveryTimeout;
+        final Duration sessionTimeout;
+        final Duration idleStep;
+        final Duration timeLimit;
+        final Duration settle;
+        final long maxChoices;
+        final long seed;
+
+        private Config(Builder b) {
+            keys = b.keys;
+            recordsPerKey = b.recordsPerKey;
+            dispatchers = b.dispatchers;
+            sendFailures = b.sendFailures;
+            duplicateAcks = b.duplicateAcks;
+            storeErrors = b.storeErrors;
+            leaderChanges = b.leaderChanges;
+            rollbacks = b.rollbacks;
+            poison = b.poison;
+            bugs = Collections.unmodifiableSet(b.bugs.isEmpty() ? EnumSet.noneOf(PlantedBug.class)
+                    : EnumSet.copyOf(b.bugs));
+            engine = b.engine.build();
+            deliveryTimeout = b.deliveryTimeout;
+            sessionTimeout = b.sessionTimeout;
+            idleStep = b.idleStep;
+            timeLimit = b.timeLimit;
+            settle = b.settle;
+            maxChoices = b.maxChoices;
+            seed = b.seed;
+            if (engine.heartbeatTimeout().compareTo(sessionTimeout) >= 0
+                    || deliveryTimeout.compareTo(sessionTimeout) >= 0
+                    || deliveryTimeout.compareTo(engine.drainTimeout()) >= 0) {
+                throw new IllegalArgumentException("the simulation assumes deliveryTimeout < drainTimeout and"
+                        + " deliveryTimeout, heartbeatTimeout < sessionTimeout: " + this);
+            }
+        }
+
+        @Override
+        public String toString() {
+            return keys + " keys x " + recordsPerKey + " records, " + dispatchers + " dispatchers ("
+                    + engine.harvest() + "), faults: " + sendFailures + " send failure(s), " + duplicateAcks
+                    + " lost ack(s), " + storeErrors + " store error(s), " + leaderChanges + " leader change(s), "
+                    + rollbacks + " rollback(s)" + (poison ? ", a poison record" : "")
+                    + (bugs.isEmpty() ? "" : ", planted: " + bugs);
+        }
+    }
+
+    /** Builds a {@link Config}. Defaults: 2 keys x 3 records, 2 dispatchers, no faults. Not thread-safe. */
+    public static final class Builder {
+        private int keys = 2;
+        private int recordsPerKey = 3;
+        private int dispatchers = 2;
+        private int sendFailures;
+        private int duplicateAcks;
+        private int storeErrors;
+        private int leaderChanges;
+        private int rollbacks;
+        private boolean poison;
+        private final Set<PlantedBug> bugs = EnumSet.noneOf(PlantedBug.class);
+        private DispatcherConfig.Builder engine = DispatcherConfig.builder()
+                .pollInterval(Duration.ofMillis(100))
+                .markBackoff(Duration.ofMillis(10))
+                .heartbeatTimeout(Duration.ofMillis(1000))
+                .ioErrorBackoff(Duration.ofMillis(50))
+                .maxIoErrorBackoff(Duration.ofMillis(200))
+                .drainTimeout(Duration.ofMillis(2000))
+                .queueTimeout(Duration.ofSeconds(30))
+                .metricsInterval(Duration.ofHours(1))
+                .rescanInterval(Duration.ofHours(1))
+                .maxAttempts(3)
+                .markBatchSize(4)
+                .maxInFlightRecords(8)
+                .purgeBatchSize(4);
+        private Duration deliveryTimeout = Duration.ofMillis(500);
+        private Duration sessionTimeout = Duration.ofMillis(1500);
+        private Duration idleStep = Duration.ofMillis(50);
+        private Duration timeLimit = Duration.ofSeconds(120);
+        private Duration settle = Duration.ofSeconds(30);
+        private long maxChoices = 200_000;
+        private long seed;
+
+        public Builder keys(int keys, int recordsPerKey) {
+            this.keys = keys;
+            this.recordsPerKey = recordsPerKey;
+            return this;
+        }
+
+        public Builder dispatchers(int n) {
+            this.dispatchers = n;
+            return this;
+        }
+
+        public Builder harvest(DispatcherConfig.Harvest harvest) {
+            engine.harvest(harvest);
+            return this;
+        }
+
+        public Builder sendFailures(int n) {
+            this.sendFailures = n;
+            return this;
+        }
+
+        public Builder lostAcks(int n) {
+            this.duplicateAcks = n;
+            return this;
+        }
+
+        public Builder storeErrors(int n) {
+            this.storeErrors = n;
+            return this;
+        }
+
+        public Builder leaderChanges(int n) {
+            this.leaderChanges = n;
+            return this;
+        }
+
+        public Builder rollbacks(int n) {
+            this.rollbacks = n;
+            return this;
+        }
+
+        public Builder poison(boolean poison) {
+            this.poison = poison;
+            return this;
+        }
+
+        public Builder plant(PlantedBug bug) {
+            bugs.add(bug);
+            return this;
+        }
+
+        public Builder engine(java.util.function.UnaryOperator<DispatcherConfig.Builder> change) {
+            engine = change.apply(engine);
+            return this;
+        }
+
+        public Builder maxChoices(long n) {
+            this.maxChoices = n;
+            return this;
+        }
+
+        public Builder seed(long seed) {
+            this.seed = seed;
+            return this;
+        }
+
+        public Config build() {
+            if (keys < 1 || recordsPerKey < 1 || dispatchers < 1) {
+                throw new IllegalArgumentException("keys, records per key and dispatchers must be positive");
+            }
+            return new Config(this);
+        }
+    }
+
+    static long millis(long nanos) {
+        return TimeUnit.NANOSECONDS.toMillis(nanos);
+    }
+}
