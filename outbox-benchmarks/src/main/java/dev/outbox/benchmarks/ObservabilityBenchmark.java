@@ -32,10 +32,13 @@ import java.util.UUID;
 /**
  * The cost of observability on the drain: in one run, on the same servers, the Dispatcher drains the same
  * backlog in turn without observability, with {@code OutboxMetrics} bound to a Prometheus registry (percentile
- * histograms included), and with the binder and every row carrying the {@code traceparent} header that
- * {@code TracingMessageDecorator} writes; the medians of rate and of this JVM's CPU time per record (it hosts the
- * dispatcher, its producer and the in-process Kafka broker) are compared. Also times the decorator itself on the
- * writer's side. Takes the main benchmark's flags ({@code --rows}, {@code --repeat}, {@code --database}, …).
+ * histograms included), with the binder and every row carrying the {@code traceparent} header that
+ * {@code TracingMessageDecorator} writes, and — the control — with the binder and every value longer by as many
+ * bytes as that header's name and value, so that the header's cost can be told from its bytes'. The rows are written
+ * before each drain's clock starts: the decorator's own cost, on the writer's thread, is timed apart. Reported: the
+ * rates (medians, and the cost of each run against the run without observability just before it), and the CPU time
+ * per record of this JVM (dispatcher, producer and the in-process Kafka broker) and of the Postgres server's
+ * processes (see {@link ServerCpu}), which on a busy machine say more than the rates.
  *
  * <pre>
  * ./bench.sh observability --rows 300000 --repeat 5 --warmup-rows 100000

@@ -11,8 +11,8 @@ import java.util.stream.Stream;
 /**
  * CPU time of a local Postgres server: its postmaster (the first line of {@code postmaster.pid} in its data
  * directory) and every process it forked (backends, WAL writer, checkpointer, ...), read from {@code /proc}. The
- * other half of a drain's cost next to the JVM's own CPU time. Reads nothing, and reports NaN, when the server is
- * not a local Linux process (another database, Docker on another kernel namespace, macOS). Thread-safe.
+ * other half of a drain's cost next to the JVM's own CPU time. Reports NaN when the server is not a local Linux
+ * process (MySQL, a server in Docker, macOS). Thread-safe.
  */
 final class ServerCpu {
     private static final Path PROC = Path.of("/proc");
@@ -24,7 +24,7 @@ final class ServerCpu {
         this.ticksPerSecond = ticksPerSecond;
     }
 
-    /** The clock of the Postgres server behind {@code pool}; one that reads NaN if it cannot be found. */
+    /** The clock of {@code database}'s server if it is a local Postgres; else one that reads NaN. */
     static ServerCpu of(BenchDatabase database) {
         if (!database.name().equals("postgres") || !Files.isDirectory(PROC)) {
             return new ServerCpu(-1, 0);
@@ -33,7 +33,9 @@ final class ServerCpu {
             String dataDirectory = query(database.pool(), "SHOW data_directory");
             List<String> pid = Files.readAllLines(Path.of(dataDirectory, "postmaster.pid"), StandardCharsets.US_ASCII);
             long postmaster = Long.parseLong(pid.get(0).trim());
-            if (!Files.isDirectory(PROC.resolve(Long.toString(postmaster)))) {
+            Path cmdline = PROC.resolve(Long.toString(postmaster)).resolve("cmdline");
+            if (!Files.isReadable(cmdline)
+                    || !Files.readString(cmdline, StandardCharsets.ISO_8859_1).contains("postgres")) {
                 return new ServerCpu(-1, 0);
             }
             return new ServerCpu(postmaster, 100.0); // USER_HZ: 100 on every Linux build the JDK runs on
