@@ -14,6 +14,9 @@ import java.util.Objects;
  *       {@link Harvest#CURSOR}, the least free room in flight worth a read, which then reads as many rows as there is
  *       room for</td></tr>
  *   <tr><td>maxInFlightRecords</td><td>1000</td><td>records sent but not yet acknowledged and purged</td></tr>
+ *   <tr><td>maxInFlightBytes</td><td>an eighth of the heap ({@link #defaultMaxInFlightBytes()})</td><td>bytes
+ *       (value + key + headers) of the records read and not yet acknowledged and purged; the leader stops reading
+ *       when they reach it. A record larger than this is sent alone. See {@link Builder#maxInFlightBytes}</td></tr>
  *   <tr><td>purgeBatchSize</td><td>1000</td><td>most ids purged (or failures recorded) by one store call</td></tr>
  *   <tr><td>pollInterval</td><td>100 ms</td><td>leader-election poll and heartbeat interval; the longest
  *       wait between marks of an idle outbox</td></tr>
@@ -64,6 +67,7 @@ public final class DispatcherConfig {
 
     private final int markBatchSize;
     private final int maxInFlightRecords;
+    private final long maxInFlightBytes;
     private final int purgeBatchSize;
     private final Duration pollInterval;
     private final Duration markBackoff;
@@ -80,6 +84,7 @@ public final class DispatcherConfig {
     private DispatcherConfig(Builder b) {
         this.markBatchSize = b.markBatchSize;
         this.maxInFlightRecords = b.maxInFlightRecords;
+        this.maxInFlightBytes = b.maxInFlightBytes;
         this.purgeBatchSize = b.purgeBatchSize;
         this.pollInterval = b.pollInterval;
         this.markBackoff = b.markBackoff;
@@ -108,6 +113,7 @@ public final class DispatcherConfig {
         Builder b = new Builder();
         b.markBatchSize = markBatchSize;
         b.maxInFlightRecords = maxInFlightRecords;
+        b.maxInFlightBytes = maxInFlightBytes;
         b.purgeBatchSize = purgeBatchSize;
         b.pollInterval = pollInterval;
         b.markBackoff = markBackoff;
@@ -129,6 +135,26 @@ public final class DispatcherConfig {
 
     public int maxInFlightRecords() {
         return maxInFlightRecords;
+    }
+
+    /** The most bytes of records read and not yet acknowledged; see {@link Builder#maxInFlightBytes}. */
+    public long maxInFlightBytes() {
+        return maxInFlightBytes;
+    }
+
+    /**
+     * The default of {@link #maxInFlightBytes()}: an eighth of this JVM's maximum heap ({@link Runtime#maxMemory()}),
+     * at least 1 MiB; 256 MiB if the JVM reports no maximum. An eighth because each byte in flight is held up to three
+     * times at the peak of its journey (the record the store read, the JDBC driver's buffer while the read is decoded,
+     * the broker client's serialized copy until it is acknowledged) and the application shares the heap: the outbox
+     * then takes at most about three eighths of it, whatever the size of the messages.
+     */
+    public static long defaultMaxInFlightBytes() {
+        long heap = Runtime.getRuntime().maxMemory();
+        if (heap == Long.MAX_VALUE) {
+            return 256L << 20;
+        }
+        return Math.max(1L << 20, heap / 8);
     }
 
     public int purgeBatchSize() {
@@ -184,7 +210,8 @@ public final class DispatcherConfig {
     @Override
     public String toString() {
         return "DispatcherConfig{markBatchSize=" + markBatchSize + ", maxInFlightRecords=" + maxInFlightRecords
-                + ", purgeBatchSize=" + purgeBatchSize + ", pollInterval=" + pollInterval
+                + ", maxInFlightBytes=" + maxInFlightBytes + ", purgeBatchSize=" + purgeBatchSize
+                + ", pollInterval=" + pollInterval
                 + ", markBackoff=" + markBackoff + ", heartbeatTimeout=" + heartbeatTimeout
                 + ", queueTimeout=" + queueTimeout + ", ioErrorBackoff=" + ioErrorBackoff
                 + ", maxIoErrorBackoff=" + maxIoErrorBackoff + ", maxAttempts=" + maxAttempts
@@ -196,6 +223,7 @@ public final class DispatcherConfig {
     public static final class Builder {
         private int markBatchSize = 100;
         private int maxInFlightRecords = 1000;
+        private long maxInFlightBytes = defaultMaxInFlightBytes();
         private int purgeBatchSize = 1000;
         private Duration pollInterval = Duration.ofMillis(100);
         private Duration markBackoff = Duration.ofMillis(10);
@@ -219,6 +247,27 @@ public final class DispatcherConfig {
 
         public Builder maxInFlightRecords(int value) {
             this.maxInFlightRecords = positive("maxInFlightRecords", value);
+            return this;
+        }
+
+        /**
+         * The most bytes of records read and not yet acknowledged and purged, queued behind their keys or in flight.
+         * A record's size is that of its value, key and headers. The leader reads no more rows once they reach this
+         * bound, and asks a read for no more rows than fit below it at the mean size of the rows it read last (one
+         * row when it has read none yet). A record larger than the bound is read and sent alone, so nothing stalls.
+         * The store cannot know the sizes of rows before it reads them: if rows suddenly grow far larger than those
+         * read before, one read can overshoot the bound by what they exceed that mean (at most
+         * {@code maxInFlightRecords} rows); reading then waits until the bytes fall below the bound.
+         * Default: {@link DispatcherConfig#defaultMaxInFlightBytes()}, an eighth of the heap.
+         *
+         * @param value bytes, at least 1; {@link Long#MAX_VALUE} turns the bound off
+         * @throws IllegalArgumentException naming the value if it is below 1
+         */
+        public Builder maxInFlightBytes(long value) {
+            if (value < 1) {
+                throw new IllegalArgumentException("maxInFlightBytes must be at least 1 byte, was " + value);
+            }
+            this.maxInFlightBytes = value;
             return this;
         }
 

@@ -42,6 +42,11 @@ public final class Header {
         return value == null ? null : value.clone();
     }
 
+    /** The value's length in bytes, 0 for a null value, without copying it. */
+    public int valueSize() {
+        return value == null ? 0 : value.length;
+    }
+
     /** The value decoded as UTF-8, or {@code null}. */
     public String valueAsString() {
         return value == null ? null : new String(value, StandardCharsets.UTF_8);

@@ -21,6 +21,9 @@ class DispatcherConfigTest {
         assertThat(c.ioErrorBackoff()).isEqualTo(Duration.ofMillis(500));
         assertThat(c.metricsInterval()).isEqualTo(Duration.ofSeconds(5));
         assertThat(c.maxAttempts()).isEqualTo(10);
+        assertThat(c.maxInFlightBytes()).as("an eighth of the heap")
+                .isEqualTo(Runtime.getRuntime().maxMemory() / 8)
+                .isEqualTo(DispatcherConfig.defaultMaxInFlightBytes());
     }
 
     @Test
@@ -30,6 +33,10 @@ class DispatcherConfigTest {
         assertThatThrownBy(() -> DispatcherConfig.builder().pollInterval(Duration.ofMillis(-1)))
                 .hasMessage("pollInterval must be positive, was PT-0.001S");
         assertThatThrownBy(() -> DispatcherConfig.builder().drainTimeout(null)).hasMessage("drainTimeout");
+        assertThatThrownBy(() -> DispatcherConfig.builder().maxInFlightBytes(0))
+                .hasMessage("maxInFlightBytes must be at least 1 byte, was 0");
+        assertThat(DispatcherConfig.builder().maxInFlightBytes(1).build().maxInFlightBytes())
+                .as("smaller than any record: each goes alone").isEqualTo(1);
     }
 
     @Test
@@ -46,7 +53,9 @@ class DispatcherConfigTest {
 
     @Test
     void toBuilderRoundTrips() {
-        DispatcherConfig c = DispatcherConfig.builder().maxAttempts(3).markBatchSize(7).build();
+        DispatcherConfig c = DispatcherConfig.builder().maxAttempts(3).markBatchSize(7)
+                .maxInFlightBytes(12_345).build();
+        assertThat(c.toBuilder().build().maxInFlightBytes()).isEqualTo(12_345);
         assertThat(c.toBuilder().build().toString()).isEqualTo(c.toString());
     }
 }

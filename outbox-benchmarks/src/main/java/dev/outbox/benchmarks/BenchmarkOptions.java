@@ -147,6 +147,9 @@ final class BenchmarkOptions implements Callable<Integer> {
 
     /** The environment variable holding the password for --db-url (unless --db-password-file is given). */
     static final String PASSWORD_VARIABLE = "OUTBOX_DB_PASSWORD";
+    /** A password in a JDBC URL: a {@code password=} parameter, or {@code user:password@} before the host. */
+    static final java.util.regex.Pattern URL_PASSWORD =
+            java.util.regex.Pattern.compile("(?i)[?&;]password=|//[^/?#@]*:[^/?#@]*@");
     /** What results show for a password that is set. */
     static final String MASK = "***";
 
@@ -228,6 +231,11 @@ final class BenchmarkOptions implements Callable<Integer> {
             throw error("--db-password is not accepted: a password on a command line shows in ps, in shell history"
                     + " and in the results; put it in the environment variable " + PASSWORD_VARIABLE
                     + " or in a file named by --db-password-file");
+        }
+        if (dbUrl != null && URL_PASSWORD.matcher(dbUrl).find()) {
+            throw error("--db-url carries a password (a password= parameter or user:password@): the URL is shown in"
+                    + " the results and on the take-over child's command line; remove it from the URL and put it in"
+                    + " the environment variable " + PASSWORD_VARIABLE + " or in a file named by --db-password-file");
         }
         dbPassword = password();
         if (scenarios.remove("all")) {

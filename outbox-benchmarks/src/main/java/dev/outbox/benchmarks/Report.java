@@ -208,7 +208,8 @@ final class Report {
         out.append("Broker:    ").append(kafka).append(", topics of ").append(options.partitions)
                 .append(" partitions, replication factor 1\n");
         out.append("Dispatcher: markBatchSize=").append(dispatcher.markBatchSize()).append(", maxInFlightRecords=")
-                .append(dispatcher.maxInFlightRecords()).append(", purgeBatchSize=")
+                .append(dispatcher.maxInFlightRecords()).append(", maxInFlightBytes=")
+                .append(dispatcher.maxInFlightBytes() >> 20).append(" MiB, purgeBatchSize=")
                 .append(dispatcher.purgeBatchSize()).append(" (other settings default)\n");
         out.append("Producer:  ").append(join(producer)).append('\n');
         out.append(fmt("Workload:  backlog of %,d rows (naive baseline: %,d), %d-byte values, %,d keys drawn at random;"
@@ -444,6 +445,7 @@ final class Report {
         Map<String, Object> d = new LinkedHashMap<>();
         d.put("markBatchSize", dispatcher.markBatchSize());
         d.put("maxInFlightRecords", dispatcher.maxInFlightRecords());
+        d.put("maxInFlightBytes", dispatcher.maxInFlightBytes());
         d.put("purgeBatchSize", dispatcher.purgeBatchSize());
         d.put("all", dispatcher.toString());
         meta.put("dispatcher", d);

@@ -7,6 +7,7 @@ import picocli.CommandLine.ParameterException;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -32,6 +33,19 @@ class BenchmarkSecretsTest {
     }
 
     @Test
+    void aPasswordInTheUrlIsRefusedWithoutRepeatingIt() {
+        for (String url : new String[]{"jdbc:postgresql://db.example/app?sslmode=require&password=" + SECRET,
+                "jdbc:mysql://bench:" + SECRET + "@db.example:3306/app"}) {
+            assertThatThrownBy(() -> BenchmarkOptions.parse(new String[]{"--db-url", url, "--db-user", "bench"},
+                    Map.of()))
+                    .isInstanceOf(ParameterException.class)
+                    .hasMessageContaining("--db-url carries a password")
+                    .hasMessageContaining(BenchmarkOptions.PASSWORD_VARIABLE)
+                    .hasMessageNotContaining(SECRET);
+        }
+    }
+
+    @Test
     void thePasswordComesFromTheEnvironmentAndResultsShowStars() {
         BenchmarkOptions options = BenchmarkOptions.parse(EXISTING_DB,
                 Map.of(BenchmarkOptions.PASSWORD_VARIABLE, SECRET));
@@ -44,6 +58,27 @@ class BenchmarkSecretsTest {
         Map<String, Object> meta = (Map<String, Object>) report.json().get("meta");
         assertThat(meta).containsEntry("databasePassword", "***").containsEntry("databaseUser", "bench");
         assertThat(String.valueOf(report.json())).doesNotContain(SECRET);
+    }
+
+    @Test
+    void theResultFilesHoldNoSecret(@TempDir Path dir) throws Exception {
+        Path file = Files.writeString(dir.resolve("db-password"), SECRET + "\n");
+        BenchmarkOptions options = BenchmarkOptions.parse(concat(EXISTING_DB, "--db-password-file", file.toString(),
+                "--out", dir.resolve("results").toString()), Map.of());
+        assertThat(options.dbPassword).isEqualTo(SECRET);
+
+        report(options).write(options.out);
+
+        try (var files = Files.list(options.out)) {
+            List<Path> written = files.toList();
+            assertThat(written).extracting(p -> p.getFileName().toString())
+                    .containsExactlyInAnyOrder("results.txt", "results.csv", "results.json");
+            for (Path p : written) {
+                assertThat(Files.readString(p)).as(p.toString()).doesNotContain(SECRET);
+            }
+        }
+        assertThat(Files.readString(options.out.resolve("results.txt"))).contains("password ***");
+        assertThat(Files.readString(options.out.resolve("results.json"))).contains("\"databasePassword\" : \"***\"");
     }
 
     @Test

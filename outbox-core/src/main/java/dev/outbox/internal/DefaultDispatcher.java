@@ -204,8 +204,8 @@ public final class DefaultDispatcher implements Dispatcher {
         this.callbacks = new Callbacks(name, listener);
         this.clock = clock;
         this.ids = ids;
-        this.schedule = new KeySchedule(config.maxInFlightRecords(), config.ioErrorBackoff(),
-                config.maxIoErrorBackoff(), config.maxAttempts(), clock,
+        this.schedule = new KeySchedule(config.maxInFlightRecords(), config.maxInFlightBytes(),
+                config.ioErrorBackoff(), config.maxIoErrorBackoff(), config.maxAttempts(), clock,
                 runtime::random);
         schedule.retryAtTail = runtime.planted(PlantedBug.RETRY_OVERTAKES_HEAD);
         this.cursor = config.harvest() == DispatcherConfig.Harvest.CURSOR ? new HarvestCursor(MAX_GAPS) : null;
@@ -437,6 +437,15 @@ public final class DefaultDispatcher implements Dispatcher {
                 .build();
     }
 
+    /**
+     * The engine's scheduling state, for the deterministic simulation's state hashing: leading or not, the epoch,
+     * the per-key schedule and the cursor. Read without the lock: only meaningful while every other thread of the
+     * dispatcher is stopped, as the simulation's are whenever it asks.
+     */
+    public String simulationState() {
+        return (leaderId != null) + "/" + epoch + "/" + forceRemark + "/" + schedule + "/" + cursor;
+    }
+
     @Override
     public void addObserver(DispatcherObserver observer) {
         callbacks.add(observer);
@@ -604,6 +613,7 @@ public final class DefaultDispatcher implements Dispatcher {
             UUID markAs;
             long markEpoch;
             int room;
+            int worthReading;
             List<KeySchedule.Flight> toSend;
             lock.lock();
             try {
@@ -617,6 +627,7 @@ public final class DefaultDispatcher implements Dispatcher {
                 }
                 toSend = schedule.takeReady(Integer.MAX_VALUE, runtime.nanoTime());
                 room = schedule.room();
+                worthReading = schedule.readThreshold(config.markBatchSize());
                 markAs = leaderId;
                 markEpoch = epoch;
             } finally {
@@ -626,8 +637,9 @@ public final class DefaultDispatcher implements Dispatcher {
                 send(toSend, markEpoch);
                 continue;
             }
-            if (room < config.markBatchSize()) {
-                // Throttled: wait until acknowledgements make room for a whole batch, or a retry falls due.
+            if (room < worthReading) {
+                // Throttled (records or bytes): wait until acknowledgements make room for a read, or a retry falls
+                // due.
                 lock.lock();
                 try {
                     if (!schedule.hasReady() && epoch == markEpoch && !forceRemark && !stopMarking) {
@@ -639,7 +651,7 @@ public final class DefaultDispatcher implements Dispatcher {
                 continue;
             }
             int read = cursor != null ? readOnce(room, markEpoch, readFailures)
-                    : markOnce(markAs, markEpoch, readFailures);
+                    : markOnce(markAs, Math.min(room, config.markBatchSize()), markEpoch, readFailures);
             if (read < 0) {
                 continue; // failed; backed off already
             }
@@ -726,12 +738,12 @@ public final class DefaultDispatcher implements Dispatcher {
     }
 
     /**
-     * One mark of up to {@code markBatchSize} rows ({@link DispatcherConfig.Harvest#MARK}): queues the marked rows
+     * One mark of up to {@code limit} rows ({@link DispatcherConfig.Harvest#MARK}): queues the marked rows
      * behind their keys and parks unreadable ones. A failed mark rewinds globally: it may have committed.
      *
      * @return the rows marked, or -1 if the mark failed
      */
-    private int markOnce(UUID markAs, long markEpoch, Backoff failures) {
+    private int markOnce(UUID markAs, int limit, long markEpoch, Backoff failures) {
         lock.lock();
         try {
             schedule.readStarted();
@@ -741,7 +753,7 @@ public final class DefaultDispatcher implements Dispatcher {
         MarkResult result;
         try {
             long markStart = runtime.nanoTime();
-            result = store.mark(markAs, config.markBatchSize());
+            result = store.mark(markAs, limit);
             callbacks.marked(result.size(), Duration.ofNanos(runtime.nanoTime() - markStart)); // hook: mark
             lastMark = clock.instant();
             failures.reset();
@@ -857,7 +869,11 @@ public final class DefaultDispatcher implements Dispatcher {
                 sent.incrementAndGet();
                 callbacks.sent(f.record()); // hook: send
                 if (runtime.planted(PlantedBug.PURGE_BEFORE_ACK)) {
-                    store.purge(List.of(f.record().id()));
+                    try {
+                        store.purge(List.of(f.record().id()));
+                    } catch (RuntimeException e) {
+                        log.debug("{}: planted purge failed", name, e);
+                    }
                 }
                 stage.whenComplete((ok, error) -> completions.add(new Completion(f, error, runtime.nanoTime())));
             }

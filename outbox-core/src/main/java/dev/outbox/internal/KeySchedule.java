@@ -1,5 +1,7 @@
 package dev.outbox.internal;
 
+import dev.outbox.Header;
+import dev.outbox.OutboxMessage;
 import dev.outbox.OutboxRecord;
 
 import java.time.Clock;
@@ -45,6 +47,14 @@ import java.util.function.DoubleSupplier;
  *       queued by that read: the store may have returned it before it was deleted.</li>
  *   <li><b>Bounded</b>: {@link #takeReady} never puts more than {@code maxInFlight} records in flight;
  *       {@link #room()} says how many more may be read.</li>
+ *   <li><b>Bounded in bytes</b>: {@link #room()} is 0 once the {@linkplain #size(OutboxRecord) bytes} of the records
+ *       in flight and queued reach {@code maxBytes}, and otherwise no more rows than fit in the free bytes at the
+ *       {@linkplain #sizeEstimate() size estimate}: the mean size of the rows of the last read that returned any (one
+ *       row while no read has: it teaches the size). Records are counted when read, not when sent, since that is
+ *       when they take up memory. A record larger than {@code maxBytes} is still read once nothing else is queued or
+ *       in flight, and goes alone. The store cannot know the sizes before it reads, so a read can overshoot the bound
+ *       by what its rows exceed the estimate: never when sizes are steady, by at most that one read's rows (at most
+ *       {@code maxInFlight}) when they grow suddenly; the next read waits until the bytes fall below the bound.</li>
  * </ul>
  * {@link #abandon()} forgets every queued record (not those in flight): the dispatcher calls it whenever what it
  * read may no longer be what the table holds for it (a new leader id, a failed read, leadership lost) and reads
@@ -117,6 +127,7 @@ public final class KeySchedule {
     }
 
     private final int maxInFlight;
+    private final long maxBytes;
     private final Duration firstBackoff;
     private final Duration maxBackoff;
     private final int maxAttempts;
@@ -130,6 +141,13 @@ public final class KeySchedule {
     private final PriorityQueue<Due> waiting = new PriorityQueue<>(Comparator.comparing(Due::at));
     private final Set<Long> queuedIds = new HashSet<>();
     private int inFlight;
+    /** Bytes of the records in flight and queued ({@link #size}). */
+    private long bytes;
+    /** Mean record size of the last read that returned rows; 0 until one has. */
+    private long sizeEstimate;
+    /** Rows and bytes offered since {@link #readStarted()}. */
+    private int readRows;
+    private long readBytes;
     /** Outage failures since the last acknowledgement: the exponent of the backoff every key shares. */
     private int outageStreak;
     /** When {@link #outageStreak} last grew. */
@@ -139,6 +157,8 @@ public final class KeySchedule {
     private final Set<Long> settledDuringRead = new HashSet<>();
 
     /**
+     * A schedule bounded in records only.
+     *
      * @param maxInFlight  the most records in flight and queued together
      * @param firstBackoff the wait before the first retry of a record (before jitter)
      * @param maxBackoff   the longest wait before a retry
@@ -148,11 +168,28 @@ public final class KeySchedule {
      */
     public KeySchedule(int maxInFlight, Duration firstBackoff, Duration maxBackoff, int maxAttempts, Clock clock,
                        DoubleSupplier jitter) {
-        if (maxInFlight < 1 || maxAttempts < 1) {
-            throw new IllegalArgumentException("maxInFlight and maxAttempts must be positive: " + maxInFlight
-                    + ", " + maxAttempts);
+        this(maxInFlight, Long.MAX_VALUE, firstBackoff, maxBackoff, maxAttempts, clock, jitter);
+    }
+
+    /**
+     * @param maxInFlight  the most records in flight and queued together
+     * @param maxBytes     the most {@linkplain #size(OutboxRecord) bytes} of records in flight and queued together
+     *                     (see the class documentation for how a read may overshoot it); {@link Long#MAX_VALUE} for
+     *                     no bound in bytes
+     * @param firstBackoff the wait before the first retry of a record (before jitter)
+     * @param maxBackoff   the longest wait before a retry
+     * @param maxAttempts  failed deliveries after which a record is parked
+     * @param clock        the time of next attempts
+     * @param jitter       values in [0, 1); a retry waits between half and all of its backoff
+     */
+    public KeySchedule(int maxInFlight, long maxBytes, Duration firstBackoff, Duration maxBackoff, int maxAttempts,
+                       Clock clock, DoubleSupplier jitter) {
+        if (maxInFlight < 1 || maxAttempts < 1 || maxBytes < 1) {
+            throw new IllegalArgumentException("maxInFlight, maxBytes and maxAttempts must be positive: "
+                    + maxInFlight + ", " + maxBytes + ", " + maxAttempts);
         }
         this.maxInFlight = maxInFlight;
+        this.maxBytes = maxBytes;
         this.firstBackoff = Objects.requireNonNull(firstBackoff, "firstBackoff");
         this.maxBackoff = Objects.requireNonNull(maxBackoff, "maxBackoff");
         this.maxAttempts = maxAttempts;
@@ -186,6 +223,9 @@ public final class KeySchedule {
     public void abandon() {
         for (Iterator<Map.Entry<String, KeyState>> it = keys.entrySet().iterator(); it.hasNext(); ) {
             KeyState ks = it.next().getValue();
+            for (OutboxRecord r : ks.queue) {
+                bytes -= size(r);
+            }
             ks.queue.clear();
             if (ks.flight == null) {
                 it.remove();
@@ -202,12 +242,22 @@ public final class KeySchedule {
     public void readStarted() {
         reading = true;
         settledDuringRead.clear();
+        readRows = 0;
+        readBytes = 0;
     }
 
-    /** The read that {@link #readStarted()} announced ended (queued, failed, or thrown away). */
+    /**
+     * The read that {@link #readStarted()} announced ended (queued, failed, or thrown away). If it offered rows, their
+     * mean size becomes the {@linkplain #sizeEstimate() size estimate} of the next read.
+     */
     public void readEnded() {
         reading = false;
         settledDuringRead.clear();
+        if (readRows > 0) {
+            sizeEstimate = Math.max(1, (readBytes + readRows - 1) / readRows);
+        }
+        readRows = 0;
+        readBytes = 0;
     }
 
     /**
@@ -217,6 +267,9 @@ public final class KeySchedule {
      *         or queued already, or it was settled while the read was under way
      */
     public boolean offer(OutboxRecord r) {
+        long size = size(r);
+        readRows++;
+        readBytes += size;
         if (!active || queuedIds.contains(r.id()) || settledDuringRead.contains(r.id())) {
             return false;
         }
@@ -226,6 +279,7 @@ public final class KeySchedule {
         }
         ks.queue.addLast(r);
         queuedIds.add(r.id());
+        bytes += size;
         if (ks.flight == null && ks.queue.size() == 1) {
             headChanged(r.key(), ks);
         }
@@ -276,9 +330,62 @@ public final class KeySchedule {
         return waiting.isEmpty() ? null : waiting.peek().at();
     }
 
-    /** How many more records may be read: the in-flight limit less what is in flight and queued. */
+    /**
+     * How many more records may be read: the in-flight limit less what is in flight and queued, and no more than fit
+     * in the bytes left below {@code maxBytes} at the {@linkplain #sizeEstimate() size estimate} (one while the size
+     * is unknown). 0 once those bytes reach {@code maxBytes}; at least 1 when nothing is in flight or queued, so that
+     * a record larger than {@code maxBytes} goes alone.
+     */
     public int room() {
-        return maxInFlight - inFlight - queuedIds.size();
+        int records = maxInFlight - inFlight - queuedIds.size();
+        if (maxBytes == Long.MAX_VALUE || records <= 0) {
+            return records;
+        }
+        boolean empty = inFlight == 0 && queuedIds.isEmpty();
+        long fit = sizeEstimate == 0 ? 1 : (maxBytes - bytes) / sizeEstimate;
+        if (fit <= 0) {
+            return empty ? 1 : 0;
+        }
+        return (int) Math.min(records, fit);
+    }
+
+    /**
+     * The least {@link #room()} worth a read: {@code batch}, or less when the bound in bytes holds fewer records than
+     * two batches at the {@linkplain #sizeEstimate() size estimate} — then half of what it holds (at least one), so
+     * that reading overlaps sending without waiting for every record to be acknowledged.
+     *
+     * @param batch the least room worth a read when records are small (the mark batch size)
+     */
+    public int readThreshold(int batch) {
+        if (maxBytes == Long.MAX_VALUE) {
+            return batch;
+        }
+        long holds = sizeEstimate == 0 ? 1 : maxBytes / sizeEstimate;
+        return (int) Math.max(1, Math.min(batch, holds / 2));
+    }
+
+    /** Bytes of the records in flight and queued: the sum of their {@link #size sizes}. */
+    public long bytes() {
+        return bytes;
+    }
+
+    /** The mean size of the rows of the last read that returned any; 0 before such a read. */
+    public long sizeEstimate() {
+        return sizeEstimate;
+    }
+
+    /**
+     * A record's size as the schedule counts it: the bytes of its value and of its headers' values, plus one byte per
+     * character of its key and of its headers' names. Object overheads are not counted: they matter only for tiny
+     * records, which {@code maxInFlight} bounds.
+     */
+    public static long size(OutboxRecord r) {
+        OutboxMessage m = r.message();
+        long n = m.valueSize() + (long) m.key().length();
+        for (Header h : m.headers()) {
+            n += h.name().length() + (long) h.valueSize();
+        }
+        return n;
     }
 
     /** Records in flight. */
@@ -398,6 +505,23 @@ public final class KeySchedule {
         requeue(f, f.record.failedOnce(nextAttemptAt));
     }
 
+    /** The per-key state, keys in order: what is in flight and what is queued behind it. */
+    @Override
+    public String toString() {
+        StringBuilder sb = new StringBuilder("KeySchedule{").append(active ? "active" : "inactive")
+                .append(", in flight ").append(inFlight);
+        new java.util.TreeMap<>(keys).forEach((key, ks) -> {
+            sb.append(", ").append(key).append(':');
+            if (ks.flight != null) {
+                sb.append('>').append(ks.flight.record.id());
+            }
+            for (OutboxRecord r : ks.queue) {
+                sb.append(' ').append(r.id()).append('a').append(r.attempts());
+            }
+        });
+        return sb.append('}').toString();
+    }
+
     /** {@link PlantedBug#RETRY_OVERTAKES_HEAD}: the simulation's planted bug; false otherwise. */
     boolean retryAtTail;
 
@@ -408,6 +532,7 @@ public final class KeySchedule {
         }
         if (queuedIds.remove(r.id())) {
             ks.queue.removeIf(q -> q.id() == r.id());
+            bytes -= size(r);
         }
         if (retryAtTail) {
             ks.queue.addLast(r); // PlantedBug.RETRY_OVERTAKES_HEAD
@@ -415,6 +540,7 @@ public final class KeySchedule {
             ks.queue.addFirst(r);
         }
         queuedIds.add(r.id());
+        bytes += size(r);
         keys.put(r.key(), ks);
         headChanged(r.key(), ks);
     }
@@ -433,6 +559,7 @@ public final class KeySchedule {
         if (head != null && head.id() == f.record.id()) {
             ks.queue.pollFirst(); // its copy, read again meanwhile: delivered already
             queuedIds.remove(head.id());
+            bytes -= size(head);
             headChanged(f.record.key(), ks);
         }
     }
@@ -445,6 +572,7 @@ public final class KeySchedule {
         }
         ks.flight = null;
         inFlight--;
+        bytes -= size(f.record);
         headChanged(f.record.key(), ks);
         return ks;
     }

@@ -275,4 +275,143 @@ class KeyScheduleTest {
         schedule.offer(record(1, "k"));
         assertThat(ids(take())).containsExactly(1L);
     }
+
+    // ------------------------------------------------------------------------------------------ bytes
+
+    private static OutboxRecord sized(long id, String key, int valueBytes) {
+        return new OutboxRecord(id, Instant.EPOCH, OutboxMessage.of("t", key, new byte[valueBytes]), 0,
+                UUID.randomUUID(), null);
+    }
+
+    /** One read of the table, as the dispatcher does it. */
+    private void read(OutboxRecord... records) {
+        schedule.readStarted();
+        for (OutboxRecord r : records) {
+            schedule.offer(r);
+        }
+        schedule.readEnded();
+    }
+
+    private KeySchedule bytesBounded(int maxInFlight, long maxBytes) {
+        KeySchedule s = new KeySchedule(maxInFlight, maxBytes, FIRST, MAX, MAX_ATTEMPTS, clock, () -> jitter);
+        s.start();
+        return s;
+    }
+
+    @Test
+    void aRecordsSizeIsItsValueKeyAndHeaders() {
+        OutboxMessage m = OutboxMessage.builder("topic-not-counted", "key").value(new byte[100])
+                .header("h1", new byte[10]).header("h2", (byte[]) null).build();
+        assertThat(KeySchedule.size(new OutboxRecord(1, Instant.EPOCH, m, 0, UUID.randomUUID(), null)))
+                .isEqualTo(100 + 3 + 2 + 10 + 2);
+        assertThat(KeySchedule.size(new OutboxRecord(2, Instant.EPOCH, OutboxMessage.tombstone("t", "k"), 0,
+                UUID.randomUUID(), null))).isEqualTo(1);
+    }
+
+    @Test
+    void readingStopsOnceTheBytesQueuedAndInFlightReachTheBound() {
+        schedule = bytesBounded(100, 10_000);
+        assertThat(schedule.room()).as("the size is unknown: one row teaches it").isEqualTo(1);
+        assertThat(schedule.readThreshold(50)).isEqualTo(1);
+
+        read(sized(1, "a", 2_999)); // 3,000 bytes with its key
+        assertThat(schedule.sizeEstimate()).isEqualTo(3_000);
+        assertThat(schedule.bytes()).isEqualTo(3_000);
+        assertThat(schedule.room()).as("7,000 bytes free hold two more rows of 3,000").isEqualTo(2);
+        assertThat(schedule.readThreshold(50)).as("the bound holds 3 such rows: read once 1 fits").isEqualTo(1);
+
+        read(sized(2, "b", 2_999), sized(3, "c", 2_999));
+        assertThat(schedule.bytes()).isEqualTo(9_000);
+        assertThat(schedule.room()).as("1,000 bytes free hold no row of 3,000").isZero();
+
+        List<KeySchedule.Flight> flights = take();
+        assertThat(flights).hasSize(3);
+        assertThat(schedule.bytes()).as("sending moves bytes from queued to in flight").isEqualTo(9_000);
+        assertThat(schedule.room()).isZero();
+
+        schedule.acknowledged(flights.get(0));
+        assertThat(schedule.bytes()).isEqualTo(6_000);
+        assertThat(schedule.room()).isEqualTo(1);
+        schedule.acknowledged(flights.get(1));
+        schedule.acknowledged(flights.get(2));
+        assertThat(schedule.bytes()).isZero();
+        assertThat(schedule.room()).isEqualTo(3);
+    }
+
+    @Test
+    void smallRecordsAreBoundedByTheirCountAsBefore() {
+        schedule = bytesBounded(10, 1 << 20);
+        read(sized(1, "a", 99));
+        assertThat(schedule.room()).isEqualTo(9);
+        assertThat(schedule.readThreshold(5)).isEqualTo(5);
+    }
+
+    @Test
+    void aRecordLargerThanTheBoundGoesAloneSoNothingStalls() {
+        schedule = bytesBounded(100, 1_000);
+        read(sized(1, "a", 4_999), sized(2, "b", 4_999)); // the first read knew no size: it overshoots
+        assertThat(schedule.room()).isZero();
+        assertThat(schedule.readThreshold(50)).isEqualTo(1);
+        List<KeySchedule.Flight> flights = take();
+        schedule.acknowledged(flights.get(0));
+        assertThat(schedule.room()).as("one still in flight").isZero();
+        schedule.acknowledged(flights.get(1));
+
+        assertThat(schedule.room()).as("nothing queued or in flight: one row, however large").isEqualTo(1);
+        read(sized(3, "a", 4_999));
+        assertThat(schedule.room()).isZero();
+        KeySchedule.Flight alone = take().get(0);
+        assertThat(schedule.room()).isZero();
+        schedule.acknowledged(alone);
+        assertThat(schedule.room()).isEqualTo(1);
+    }
+
+    @Test
+    void aReadOfRowsLargerThanTheLastOvershootsByThatReadOnly() {
+        schedule = bytesBounded(100, 10_000);
+        read(sized(1, "a", 99));
+        assertThat(schedule.room()).as("9,900 bytes free hold 99 rows of 100").isEqualTo(99);
+        OutboxRecord[] grown = new OutboxRecord[5];
+        for (int i = 0; i < grown.length; i++) {
+            grown[i] = sized(10 + i, "k" + i, 4_998); // 5,000 bytes
+        }
+        read(grown); // the store returned 5 of the 99 rows asked for, each 50 times the estimate
+        assertThat(schedule.bytes()).isEqualTo(25_100);
+        assertThat(schedule.room()).as("no further read until the bytes fall below the bound").isZero();
+        assertThat(schedule.sizeEstimate()).isEqualTo(5_000);
+        List<KeySchedule.Flight> flights = take();
+        for (KeySchedule.Flight f : flights) {
+            schedule.acknowledged(f);
+        }
+        assertThat(schedule.room()).as("the next read asks for rows at the new size").isEqualTo(2);
+    }
+
+    @Test
+    void bytesFollowRetriesOutagesCopiesAndAbandonment() {
+        schedule = bytesBounded(100, 1 << 20);
+        read(sized(1, "a", 9), sized(2, "b", 9), sized(3, "a", 9));
+        assertThat(schedule.bytes()).isEqualTo(30);
+        List<KeySchedule.Flight> flights = take(); // 1 and 2
+        KeySchedule.Verdict v = schedule.failure(flights.get(0), false);
+        schedule.retryLater(flights.get(0), v.nextAttemptAt());
+        assertThat(schedule.bytes()).as("back at the head of its key, counted once").isEqualTo(30);
+        read(sized(1, "a", 9), sized(2, "b", 9), sized(3, "a", 9)); // a rescan: nothing is counted twice
+        assertThat(schedule.bytes()).isEqualTo(30);
+        schedule.acknowledged(flights.get(1));
+        assertThat(schedule.bytes()).isEqualTo(20);
+
+        clock.advance(MAX);
+        KeySchedule.Flight retried = take().get(0);
+        KeySchedule.Verdict outage = schedule.outage(retried);
+        schedule.heldByOutage(retried, outage.nextAttemptAt());
+        assertThat(schedule.bytes()).isEqualTo(20);
+
+        clock.advance(MAX);
+        KeySchedule.Flight again = take().get(0);
+        schedule.abandon();
+        assertThat(schedule.bytes()).as("the queued record is forgotten, the one in flight stays").isEqualTo(10);
+        schedule.unsent(again);
+        assertThat(schedule.bytes()).isZero();
+        assertThat(schedule.queued()).isZero();
+    }
 }

@@ -27,6 +27,9 @@ import java.util.Map;
 final class DemoCommand {
     /** The environment variable holding the password for --postgres-url (unless --postgres-password-file is given). */
     static final String PASSWORD_VARIABLE = "OUTBOX_DEMO_POSTGRES_PASSWORD";
+    /** A password in a JDBC URL: a {@code password=} parameter, or {@code user:password@} before the host. */
+    private static final java.util.regex.Pattern URL_PASSWORD =
+            java.util.regex.Pattern.compile("(?i)[?&;]password=|//[^/?#@]*:[^/?#@]*@");
 
     @Option(names = "--postgres-url", paramLabel = "URL", description = "An existing Postgres (environment"
             + " OUTBOX_DEMO_POSTGRES_URL). Default: embedded PostgreSQL 17.")
@@ -92,8 +95,15 @@ final class DemoCommand {
                     + " shows in ps and in shell history; put it in the environment variable " + PASSWORD_VARIABLE
                     + " or in a file named by --postgres-password-file");
         }
+        String url = orEnv(postgresUrl, env, "OUTBOX_DEMO_POSTGRES_URL", null);
+        if (url != null && URL_PASSWORD.matcher(url).find()) {
+            throw new IllegalArgumentException("--postgres-url (or OUTBOX_DEMO_POSTGRES_URL) carries a password"
+                    + " (a password= parameter or user:password@): the demo prints its URL; remove the password from"
+                    + " it and put it in the environment variable " + PASSWORD_VARIABLE + " or in a file named by"
+                    + " --postgres-password-file");
+        }
         return new DemoOptions(
-                orEnv(postgresUrl, env, "OUTBOX_DEMO_POSTGRES_URL", null),
+                url,
                 orEnv(postgresUser, env, "OUTBOX_DEMO_POSTGRES_USER", "postgres"),
                 password(env),
                 orEnv(kafkaBootstrap, env, "OUTBOX_DEMO_KAFKA_BOOTSTRAP", null),

@@ -58,6 +58,18 @@ class DemoOptionsTest {
         assertThatThrownBy(() -> DemoOptions.parse(new String[]{"--postgres-password-file", missing.toString()},
                 Map.of())).isInstanceOf(IllegalArgumentException.class).hasMessageContaining(missing.toString());
         assertThat(DemoOptions.defaults().toString()).contains("postgresPassword=,");
+        for (String url : new String[]{"jdbc:postgresql://db/app?user=app&password=" + secret,
+                "jdbc:mysql://app:" + secret + "@db/app"}) {
+            assertThatThrownBy(() -> DemoOptions.parse(new String[]{"--postgres-url", url}, Map.of()))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("carries a password")
+                    .hasMessageContaining("OUTBOX_DEMO_POSTGRES_PASSWORD")
+                    .hasMessageNotContaining(secret);
+            assertThatThrownBy(() -> DemoOptions.parse(new String[0], Map.of("OUTBOX_DEMO_POSTGRES_URL", url)))
+                    .hasMessageContaining("carries a password").hasMessageNotContaining(secret);
+        }
+        assertThat(DemoOptions.parse(new String[]{"--postgres-url", "jdbc:postgresql://db:5432/app?ssl=true"},
+                Map.of()).postgresUrl()).as("no password: accepted").endsWith("ssl=true");
     }
 
     @Test

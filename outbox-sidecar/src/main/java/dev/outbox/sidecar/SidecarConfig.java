@@ -116,6 +116,9 @@ final class SidecarConfig {
         if (type.contains("java.time.Duration")) {
             return "not a duration; write e.g. 500ms, 10s, 5m or PT10S";
         }
+        if (type.contains("DataSize")) {
+            return "not a data size; write e.g. 512KB, 64MB or 1GB";
+        }
         if (type.contains("to type [int]") || type.contains("java.lang.Integer")) {
             return "not a whole number";
         }

@@ -105,6 +105,14 @@ class SidecarConfigErrorsTest {
     }
 
     @Test
+    void aBadDataSizeIsNamedWithItsValue() throws IOException {
+        String line = fails(config(datasource() + "dispatcher:\n  max-in-flight-bytes: 64 parsecs\n", "127.0.0.1:9"));
+
+        assertThat(line).contains("sidecar.outboxes.orders.dispatcher.max-in-flight-bytes = '64 parsecs':"
+                + " not a data size");
+    }
+
+    @Test
     void aBadTableNameIsNamedWithItsValue() throws IOException {
         String line = fails(config(datasource() + "store:\n  table: Orders-Table\n", "127.0.0.1:9"));
 

@@ -2,6 +2,7 @@ package dev.outbox.spring;
 
 import dev.outbox.DispatcherConfig;
 import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.util.unit.DataSize;
 
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -208,6 +209,11 @@ public final class OutboxProperties {
         private int markBatchSize = 100;
         /** Records sent but not yet acknowledged and purged. */
         private int maxInFlightRecords = 1000;
+        /**
+         * Bytes (value + key + headers) of records read and not yet acknowledged and purged; the leader stops reading
+         * when they reach it, and a record larger than it is sent alone. Default: an eighth of the JVM's maximum heap.
+         */
+        private DataSize maxInFlightBytes;
         /** Most ids purged (or reset) by one statement. */
         private int purgeBatchSize = 1000;
         /** Leader-election poll and heartbeat interval; the longest wait between marks of an idle outbox. */
@@ -271,6 +277,15 @@ public final class OutboxProperties {
 
         public void setMaxInFlightRecords(int maxInFlightRecords) {
             this.maxInFlightRecords = maxInFlightRecords;
+        }
+
+        /** The bound in bytes, or null for the default (an eighth of the heap). */
+        public DataSize getMaxInFlightBytes() {
+            return maxInFlightBytes;
+        }
+
+        public void setMaxInFlightBytes(DataSize maxInFlightBytes) {
+            this.maxInFlightBytes = maxInFlightBytes;
         }
 
         public int getPurgeBatchSize() {
@@ -381,6 +396,9 @@ public final class OutboxProperties {
             DispatcherConfig.Builder b = DispatcherConfig.builder();
             set(prefix + ".mark-batch-size", markBatchSize, b::markBatchSize);
             set(prefix + ".max-in-flight-records", maxInFlightRecords, b::maxInFlightRecords);
+            if (maxInFlightBytes != null) {
+                set(prefix + ".max-in-flight-bytes", maxInFlightBytes, v -> b.maxInFlightBytes(v.toBytes()));
+            }
             set(prefix + ".purge-batch-size", purgeBatchSize, b::purgeBatchSize);
             set(prefix + ".poll-interval", pollInterval, b::pollInterval);
             set(prefix + ".mark-backoff", markBackoff, b::markBackoff);

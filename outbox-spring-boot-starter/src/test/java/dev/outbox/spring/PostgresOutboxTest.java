@@ -6,6 +6,7 @@ import dev.outbox.testservers.JdbcServer;
 import dev.outbox.testservers.KafkaServer;
 import dev.outbox.testservers.TestServers;
 import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
@@ -20,6 +21,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 class PostgresOutboxTest extends JdbcOutboxContract {
     private static final KafkaServer KAFKA = TestServers.kafka();
 
+    @Autowired
+    OutboxProperties properties;
+
     @DynamicPropertySource
     static void properties(DynamicPropertyRegistry registry) {
         JdbcServer postgres = TestServers.postgres();
@@ -30,6 +34,7 @@ class PostgresOutboxTest extends JdbcOutboxContract {
         registry.add("spring.datasource.password", postgres::password);
         registry.add("spring.kafka.bootstrap-servers", KAFKA::bootstrapServers);
         registry.add("outbox.kafka.leader-topic", () -> "starter-postgres-leader");
+        registry.add("outbox.dispatcher.max-in-flight-bytes", () -> "48MB");
         registry.add("spring.flyway.enabled", () -> "true");
         registry.add("spring.flyway.locations", () -> "classpath:db/migration,classpath:dev/outbox/migrations/postgresql");
     }
@@ -42,5 +47,11 @@ class PostgresOutboxTest extends JdbcOutboxContract {
     @Test
     void theStoreWasDetectedAsPostgres() {
         assertThat(store).isInstanceOf(PostgresStore.class);
+    }
+
+    @Test
+    void maxInFlightBytesIsADataSize() {
+        assertThat(properties.getDispatcher().toConfig("outbox.dispatcher").maxInFlightBytes())
+                .isEqualTo(48L << 20);
     }
 }

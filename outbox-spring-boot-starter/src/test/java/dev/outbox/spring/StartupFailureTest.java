@@ -54,6 +54,15 @@ class StartupFailureTest {
     }
 
     @Test
+    void aZeroMaxInFlightBytesNamesItsProperty(CapturedOutput output) {
+        startFails("spring.kafka.bootstrap-servers=127.0.0.1:1", "outbox.dispatcher.max-in-flight-bytes=0B");
+
+        assertThat(output).contains("APPLICATION FAILED TO START")
+                .contains("Outbox configuration property 'outbox.dispatcher.max-in-flight-bytes': '0B' is not valid")
+                .contains("maxInFlightBytes must be at least 1 byte, was 0");
+    }
+
+    @Test
     void anUnknownStoreTypeNamesOutboxStoreType(CapturedOutput output) {
         startFails("spring.kafka.bootstrap-servers=127.0.0.1:1", "outbox.store.type=oracle");
 

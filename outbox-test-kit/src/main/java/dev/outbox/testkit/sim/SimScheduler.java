@@ -45,6 +45,8 @@ public final class SimScheduler implements EngineRuntime {
 
     private volatile long now;
     private Task current;
+    private static final StackWalker WALKER = StackWalker.getInstance();
+    private boolean trackLocations;
     private long choices;
     private long switches;
     private volatile boolean killing;
@@ -126,15 +128,24 @@ public final class SimScheduler implements EngineRuntime {
         beforeChoice.add(hook);
     }
 
+    /** Makes {@link #workerStates()} say where in the code each worker stopped (slower). Call before a run. */
+    public void trackLocations() {
+        trackLocations = true;
+    }
+
     /** The worker names and what each waits for, for a state fingerprint. */
     public String workerStates() {
         StringBuilder sb = new StringBuilder();
         for (Task t : tasks) {
             sb.append(t.name).append(':').append(t.status);
+            if (t.where != null) {
+                sb.append(" at ").append(t.where);
+            }
             if (t.status == Status.BLOCKED) {
                 sb.append('@').append(t.blockedLabel);
                 if (t.deadline != NONE) {
-                    sb.append('+').append(t.deadline - now);
+                    long left = t.deadline - now;
+                    sb.append('+').append(left > TimeUnit.SECONDS.toNanos(60) ? "long" : String.valueOf(left));
                 }
             }
             if (t.pausedUntil > now) {
@@ -281,6 +292,13 @@ public final class SimScheduler implements EngineRuntime {
         if (killing) {
             throw new Killed();
         }
+        if (trackLocations) {
+            me.where = WALKER.walk(frames -> frames
+                    .filter(f -> !f.getClassName().startsWith("dev.outbox.testkit.sim.SimScheduler")
+                            && !f.getClassName().startsWith("java."))
+                    .limit(3).map(f -> f.getMethodName() + ":" + f.getLineNumber())
+                    .collect(java.util.stream.Collectors.joining("<")));
+        }
         Task next = pickNext();
         if (next == null) {
             endRun(null);
@@ -405,6 +423,7 @@ public final class SimScheduler implements EngineRuntime {
         long deadline = NONE;
         long pausedUntil;
         boolean interrupted;
+        String where;
 
         Task(String name, Runnable body, boolean daemon) {
             this.name = name;

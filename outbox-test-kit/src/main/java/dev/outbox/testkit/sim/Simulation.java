@@ -54,6 +54,8 @@ import java.util.function.Consumer;
 public final class Simulation {
     private static final long MS = 1_000_000L;
     static final String POISON_TOPIC = "poison";
+    /** The environment's turns within which the first fault may come. */
+    private static final int FAULT_DELAY_TURNS = 24;
 
     private final Config config;
 
@@ -79,6 +81,7 @@ public final class Simulation {
                 config.timeLimit.toNanos());
         Run run = new Run(sched);
         if (onChoice != null) {
+            sched.trackLocations();
             sched.beforeEveryChoice(() -> onChoice.accept(run.fingerprint()));
         }
         String ended = sched.run(run::main);
@@ -127,6 +130,8 @@ public final class Simulation {
         final Map<String, InMemoryStore.Transaction> open = new LinkedHashMap<>();
         final Map<String, List<Long>> openIds = new HashMap<>();
         final Set<Long> committed = new TreeSet<>();
+        final Map<String, Boolean> lateWrites = new HashMap<>();
+        final Map<String, Long> openedAt = new HashMap<>();
         final Set<Long> rolledBack = new TreeSet<>();
         Long poisonId;
 
@@ -138,6 +143,12 @@ public final class Simulation {
         int leaderChanges = config.leaderChanges;
         int rollbacks = config.rollbacks;
         final List<Timed> timed = new ArrayList<>();
+        int turns;
+        int faultsFrom;
+
+        boolean faultsOn() {
+            return turns >= faultsFrom;
+        }
 
         Run(SimScheduler sched) {
             this.sched = sched;
@@ -163,6 +174,8 @@ public final class Simulation {
             for (DefaultDispatcher d : dispatchers) {
                 d.start();
             }
+            // Faults begin at an environment turn the run chooses: early in some runs, late in others.
+            faultsFrom = sched.choose(FAULT_DELAY_TURNS);
             long horizon = config.timeLimit.toNanos() - config.settle.toNanos();
             while (true) {
                 runDue();
@@ -177,6 +190,7 @@ public final class Simulation {
                 List<Action> actions = actions();
                 int c = sched.choose(actions.size());
                 Action a = actions.get(c);
+                turns++;
                 a.run.run();
                 sched.yieldPoint();
             }
@@ -211,22 +225,38 @@ public final class Simulation {
         record Timed(long at, String label, Runnable run) {
         }
 
+        /**
+         * The environment's options, the happy path first: a run of first options acknowledges every send and
+         * commits every transaction at once, so that a failing run shrinks towards the faults it needs.
+         */
         List<Action> actions() {
             List<Action> list = new ArrayList<>();
+            for (Pending p : pending) {
+                list.add(new Action("ack", () -> resolve(p, Resolution.ACK)));
+            }
+            String late = null;
+            for (String key : open.keySet()) {
+                if (isLate(key)) {
+                    late = key; // offered after idle: on the happy path it commits once the others are done
+                } else {
+                    list.add(new Action("commit " + key, () -> commit(key)));
+                }
+            }
             for (Map.Entry<String, Integer> e : written.entrySet()) {
                 String key = e.getKey();
                 if (!open.containsKey(key) && e.getValue() < config.recordsPerKey) {
                     list.add(new Action("write " + key, () -> write(key)));
                 }
             }
-            for (String key : open.keySet()) {
-                list.add(new Action("commit " + key, () -> commit(key)));
-                if (rollbacks > 0) {
-                    list.add(new Action("roll back " + key, () -> rollBack(key)));
-                }
+            list.add(new Action("idle", this::idle));
+            if (late != null) {
+                String key = late;
+                list.add(new Action("commit " + key + " (late)", () -> commit(key)));
+            }
+            if (!faultsOn()) {
+                return list;
             }
             for (Pending p : pending) {
-                list.add(new Action("ack", () -> resolve(p, Resolution.ACK)));
                 if (sendFailures > 0) {
                     list.add(new Action("fail", () -> resolve(p, Resolution.FAIL)));
                 }
@@ -234,18 +264,43 @@ public final class Simulation {
                     list.add(new Action("append, then fail", () -> resolve(p, Resolution.APPEND_THEN_FAIL)));
                 }
             }
+            if (rollbacks > 0) {
+                for (String key : open.keySet()) {
+                    list.add(new Action("roll back " + key, () -> rollBack(key)));
+                }
+            }
             String owner = group.owner();
-            if (leaderChanges > 0 && owner != null && config.dispatchers > 1) {
+            // A leader change only where it can matter: while a send is under way or a row waits for its purge.
+            if (leaderChanges > 0 && owner != null && (!pending.isEmpty() || store.size() > 0)) {
                 list.add(new Action("revoke", () -> revoke(owner)));
                 list.add(new Action("partition", () -> partition(owner)));
                 list.add(new Action("pause", () -> pause(owner)));
             }
-            list.add(new Action("idle", this::idle));
             return list;
+        }
+
+        /**
+         * Whether {@code key}'s open transaction is one of the configured late commits: the first
+         * {@code lateCommits} transactions of k0, held open while another key has writes left, or for
+         * {@code lateCommitFor} after they began.
+         */
+        boolean isLate(String key) {
+            if (!key.equals("k0") || lateWrites.get(key) == null || !lateWrites.get(key)) {
+                return false;
+            }
+            boolean othersBusy = false;
+            for (Map.Entry<String, Integer> e : written.entrySet()) {
+                if (!e.getKey().equals(key) && (e.getValue() < config.recordsPerKey || open.containsKey(e.getKey()))) {
+                    othersBusy = true;
+                }
+            }
+            return othersBusy || sched.now() - openedAt.get(key) < config.lateCommitFor.toNanos();
         }
 
         void write(String key) {
             int n = written.get(key);
+            lateWrites.put(key, key.equals("k0") && n < config.lateCommits);
+            openedAt.put(key, sched.now());
             written.put(key, n + 1);
             boolean poison = config.poison && key.equals("k1") && n == 0;
             InMemoryStore.Transaction tx = store.begin();
@@ -342,7 +397,8 @@ public final class Simulation {
             sched.yieldPoint();
             switch (op) {
                 case MARK, READ, PURGE, RESET, RETRY_LATER, PARK -> {
-                    if (storeErrors > 0) {
+                    // Only where there is something to lose: rows in the table.
+                    if (storeErrors > 0 && config.storeErrorOps.contains(op) && store.size() > 0 && faultsOn()) {
                         int c = sched.choose(3);
                         if (c > 0) {
                             storeErrors--;
@@ -443,7 +499,9 @@ public final class Simulation {
 
             @Override
             public CompletionStage<Void> send(OutboxRecord record) {
-                sched.yieldPoint();
+                if (config.pauseInsideSend) {
+                    sched.yieldPoint(); // a pause may fall between the engine's lease check and the send
+                }
                 Integer mine = lastAcquired.get(name);
                 for (Map.Entry<String, Integer> e : lastAcquired.entrySet()) {
                     if (!e.getKey().equals(name) && (mine == null || e.getValue() > mine)) {
@@ -458,12 +516,8 @@ public final class Simulation {
                     return CompletableFuture.failedFuture(DeliveryException.permanent("poison", null));
                 }
                 Pending p = new Pending(name, record, sched.now() + config.deliveryTimeout.toNanos());
-                brokerLock.lock();
-                try {
-                    pending.add(p);
-                } finally {
-                    brokerLock.unlock();
-                }
+                pending.add(p); // at once: the record has left
+                sched.yieldPoint();
                 return p.future;
             }
 
@@ -597,6 +651,9 @@ public final class Simulation {
             for (Timed t : timed) {
                 sb.append(t.label).append('@').append(t.at - sched.now()).append(',');
             }
+            for (DefaultDispatcher d : dispatchers) {
+                sb.append('|').append(d.simulationState());
+            }
             sb.append('|').append(sched.workerStates());
             return sb.toString();
         }
@@ -642,6 +699,10 @@ public final class Simulation {
         final int leaderChanges;
         final int rollbacks;
         final boolean poison;
+        final int lateCommits;
+        final Duration lateCommitFor;
+        final boolean pauseInsideSend;
+        final Set<StoreFaults.Operation> storeErrorOps;
         final Set<PlantedBug> bugs;
         final DispatcherConfig engine;
         final Duration deliveryTimeout;
@@ -662,6 +723,10 @@ public final class Simulation {
             leaderChanges = b.leaderChanges;
             rollbacks = b.rollbacks;
             poison = b.poison;
+            pauseInsideSend = b.pauseInsideSend;
+            lateCommits = b.lateCommits;
+            lateCommitFor = b.lateCommitFor;
+            storeErrorOps = Collections.unmodifiableSet(EnumSet.copyOf(b.storeErrorOps));
             bugs = Collections.unmodifiableSet(b.bugs.isEmpty() ? EnumSet.noneOf(PlantedBug.class)
                     : EnumSet.copyOf(b.bugs));
             engine = b.engine.build();
@@ -686,6 +751,8 @@ public final class Simulation {
                     + engine.harvest() + "), faults: " + sendFailures + " send failure(s), " + duplicateAcks
                     + " lost ack(s), " + storeErrors + " store error(s), " + leaderChanges + " leader change(s), "
                     + rollbacks + " rollback(s)" + (poison ? ", a poison record" : "")
+                    + (lateCommits > 0 ? ", " + lateCommits + " late commit(s)" : "")
+                    + (pauseInsideSend ? ", pauses inside a send" : "")
                     + (bugs.isEmpty() ? "" : ", planted: " + bugs);
         }
     }
@@ -701,6 +768,12 @@ public final class Simulation {
         private int leaderChanges;
         private int rollbacks;
         private boolean poison;
+        private boolean pauseInsideSend;
+        private int lateCommits;
+        private Duration lateCommitFor = Duration.ofMillis(300);
+        private Set<StoreFaults.Operation> storeErrorOps = EnumSet.of(StoreFaults.Operation.MARK,
+                StoreFaults.Operation.READ, StoreFaults.Operation.PURGE, StoreFaults.Operation.RESET,
+                StoreFaults.Operation.RETRY_LATER, StoreFaults.Operation.PARK);
         private final Set<PlantedBug> bugs = EnumSet.noneOf(PlantedBug.class);
         private DispatcherConfig.Builder engine = DispatcherConfig.builder()
                 .pollInterval(Duration.ofMillis(100))
@@ -719,8 +792,8 @@ public final class Simulation {
         private Duration deliveryTimeout = Duration.ofMillis(500);
         private Duration sessionTimeout = Duration.ofMillis(1500);
         private Duration idleStep = Duration.ofMillis(50);
-        private Duration timeLimit = Duration.ofSeconds(120);
-        private Duration settle = Duration.ofSeconds(30);
+        private Duration timeLimit = Duration.ofSeconds(20);
+        private Duration settle = Duration.ofSeconds(5);
         private long maxChoices = 200_000;
         private long seed;
 
@@ -752,6 +825,32 @@ public final class Simulation {
 
         public Builder storeErrors(int n) {
             this.storeErrors = n;
+            return this;
+        }
+
+        /**
+         * Makes the first {@code n} transactions of key k0 commit late even on the happy path: after every other
+         * key's writes, and no sooner than 300 ms after they began (any schedule may still commit them earlier or
+         * later).
+         */
+        public Builder lateCommits(int n) {
+            this.lateCommits = n;
+            return this;
+        }
+
+        /** Store errors only on these operations (by default any write or read of the harvest). */
+        public Builder storeErrors(int n, StoreFaults.Operation first, StoreFaults.Operation... more) {
+            this.storeErrors = n;
+            this.storeErrorOps = EnumSet.of(first, more);
+            return this;
+        }
+
+        /**
+         * Lets a pause fall between the engine's lease check and its send, as a real JVM pause can: the window
+         * that only broker-side fencing closes.
+         */
+        public Builder pauseInsideSend(boolean value) {
+            this.pauseInsideSend = value;
             return this;
         }
 
