@@ -492,25 +492,31 @@ class DispatcherTest {
         final List<ParkedRecord> parked = new CopyOnWriteArrayList<>();
         final List<String> failures = new CopyOnWriteArrayList<>();
         final List<Long> failureTimes = Collections.synchronizedList(new ArrayList<>());
+        /** When any dispatcher's leadership changed (acquired, refreshed, fenced, revoked), by nanoTime. */
+        final List<Long> leadershipTimes = Collections.synchronizedList(new ArrayList<>());
         final AtomicLong meterAcknowledged = new AtomicLong();
 
         @Override
         public void leaderAcquired(UUID leaderId) {
+            leadershipTimes.add(System.nanoTime());
             acquired.add(leaderId);
         }
 
         @Override
         public void leaderRefreshed(UUID leaderId) {
+            leadershipTimes.add(System.nanoTime());
             refreshed.add(leaderId);
         }
 
         @Override
         public void leaderFenced() {
+            leadershipTimes.add(System.nanoTime());
             fenced.incrementAndGet();
         }
 
         @Override
         public void leaderRevoked() {
+            leadershipTimes.add(System.nanoTime());
             revoked.incrementAndGet();
         }
 

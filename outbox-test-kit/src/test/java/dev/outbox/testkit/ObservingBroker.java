@@ -21,6 +21,8 @@ final class ObservingBroker implements MessageBroker {
     private final AtomicInteger maxPerKey = new AtomicInteger();
     private volatile boolean closed;
     private final AtomicInteger sendsAfterClose = new AtomicInteger();
+    /** Each record's sends through this broker, by {@link System#nanoTime()}. */
+    private final Map<Long, java.util.List<Long>> sendTimes = new ConcurrentHashMap<>();
 
     ObservingBroker(MessageBroker delegate) {
         this.delegate = delegate;
@@ -31,6 +33,8 @@ final class ObservingBroker implements MessageBroker {
         if (closed) {
             sendsAfterClose.incrementAndGet();
         }
+        sendTimes.computeIfAbsent(record.id(), x -> new java.util.concurrent.CopyOnWriteArrayList<>())
+                .add(System.nanoTime());
         AtomicInteger k = perKey.computeIfAbsent(record.key(), x -> new AtomicInteger());
         maxPerKey.accumulateAndGet(k.incrementAndGet(), Math::max);
         maxInFlight.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
@@ -63,6 +67,10 @@ final class ObservingBroker implements MessageBroker {
 
     int maxPerKey() {
         return maxPerKey.get();
+    }
+
+    Map<Long, java.util.List<Long>> sendTimes() {
+        return sendTimes;
     }
 
     int sendsAfterClose() {
