@@ -43,10 +43,15 @@ final class Backlog {
 
     /** As {@link #fill(String, int, long)}, every row carrying {@code header} (none if null). */
     double fill(String topic, int rows, long seed, dev.outbox.Header header) {
+        return fill(topic, rows, seed, header, 0);
+    }
+
+    /** As {@link #fill(String, int, long, dev.outbox.Header)}, each value {@code extraValueBytes} longer. */
+    double fill(String topic, int rows, long seed, dev.outbox.Header header, int extraValueBytes) {
         reset();
         long started = System.nanoTime();
         SplittableRandom random = new SplittableRandom(seed);
-        byte[] value = new byte[options.valueBytes];
+        byte[] value = new byte[options.valueBytes + extraValueBytes];
         env.database().fill(topic, rows, new BenchDatabase.RowSource() {
             @Override
             public String nextKey() {

@@ -32,10 +32,13 @@ import java.util.UUID;
 /**
  * The cost of observability on the drain: in one run, on the same servers, the Dispatcher drains the same
  * backlog in turn without observability, with {@code OutboxMetrics} bound to a Prometheus registry (percentile
- * histograms included), and with the binder and every row carrying the {@code traceparent} header that
- * {@code TracingMessageDecorator} writes; the medians of rate and of this JVM's CPU time per record (it hosts the
- * dispatcher, its producer and the in-process Kafka broker) are compared. Also times the decorator itself on the
- * writer's side. Takes the main benchmark's flags ({@code --rows}, {@code --repeat}, {@code --database}, …).
+ * histograms included), with the binder and every row carrying the {@code traceparent} header that
+ * {@code TracingMessageDecorator} writes, and — the control — with the binder and every value longer by as many
+ * bytes as that header's name and value, so that the header's cost can be told from its bytes'. The rows are written
+ * before each drain's clock starts: the decorator's own cost, on the writer's thread, is timed apart. Reported: the
+ * rates (medians, and the cost of each run against the run without observability just before it), and the CPU time
+ * per record of this JVM (dispatcher, producer and the in-process Kafka broker) and of the Postgres server's
+ * processes (see {@link ServerCpu}), which on a busy machine say more than the rates.
  *
  * <pre>
  * ./bench.sh observability --rows 300000 --repeat 5 --warmup-rows 100000
@@ -62,14 +65,9 @@ public final class ObservabilityBenchmark {
 
     /** Runs the comparison, writes observability.txt to --out and returns its text. */
     static String run(BenchmarkOptions options) throws Exception {
-        List<Double> off = new ArrayList<>();
-        List<Double> metricsOnly = new ArrayList<>();
-        List<Double> on = new ArrayList<>();
-        List<Double> offCpu = new ArrayList<>();
-        List<Double> metricsOnlyCpu = new ArrayList<>();
-        List<Double> onCpu = new ArrayList<>();
         double decorateMicros;
         double binderNanos = binderNanosPerRecord();
+        List<Variant> variants;
         try (OpenTelemetrySdk otel = OpenTelemetrySdk.builder()
                 // A processor that exports nowhere: the SDK records spans only when some processor wants them.
                 .setTracerProvider(SdkTracerProvider.builder()
@@ -79,59 +77,50 @@ public final class ObservabilityBenchmark {
             TracingMessageDecorator decorator = TracingMessageDecorator.of(otel);
             decorateMicros = decorateMicros(otel, decorator);
             Header traceparent = traceparent(otel, decorator);
+            int headerBytes = traceparent.name().length() + traceparent.value().length;
+            variants = List.of(
+                    new Variant("drain, no observability", false, null, 0),
+                    new Variant("drain, OutboxMetrics", true, null, 0),
+                    new Variant("drain, OutboxMetrics + traceparent on every row", true, traceparent, 0),
+                    // The control: as many more bytes per row as the header's name and value, in the value.
+                    new Variant("drain, OutboxMetrics + " + headerBytes + " more value bytes", true, null,
+                            headerBytes));
             ThroughputScenarios throughput = new ThroughputScenarios(env, options);
             if (options.warmupRows > 0) {
                 Progress.say("warm-up: %,d rows, without and with observability (not recorded) ...",
                         options.warmupRows);
                 throughput.drain(options.warmupRows, options.seed);
-                observed(throughput, options.warmupRows, options.seed, traceparent, new CpuClock());
+                observed(throughput, options.warmupRows, options.seed, traceparent, 0, new CpuClock(null));
                 ThroughputScenarios.settle();
             }
+            ServerCpu server = ServerCpu.of(env.database());
             for (int r = 1; r <= options.repeat; r++) {
                 long seed = options.seed + r;
-                CpuClock cpu = new CpuClock();
-                ThroughputScenarios.Run plain = throughput.drain("drain", options.rows, seed, null,
-                        d -> cpu.start());
-                offCpu.add(cpu.microsPer(plain.records()));
-                Progress.say("drain, run %d: %,.0f records/s, %.1f us CPU per record", r, plain.rate(),
-                        offCpu.get(offCpu.size() - 1));
-                off.add(plain.rate());
-                ThroughputScenarios.settle();
-                ThroughputScenarios.Run metered = observed(throughput, options.rows, seed, null, cpu);
-                metricsOnlyCpu.add(cpu.microsPer(metered.records()));
-                Progress.say("drain with metrics, run %d: %,.0f records/s, %.1f us CPU per record", r,
-                        metered.rate(), metricsOnlyCpu.get(metricsOnlyCpu.size() - 1));
-                metricsOnly.add(metered.rate());
-                ThroughputScenarios.settle();
-                ThroughputScenarios.Run observed = observed(throughput, options.rows, seed, traceparent, cpu);
-                onCpu.add(cpu.microsPer(observed.records()));
-                Progress.say("drain with metrics and tracing, run %d: %,.0f records/s, %.1f us CPU per record", r,
-                        observed.rate(), onCpu.get(onCpu.size() - 1));
-                on.add(observed.rate());
-                ThroughputScenarios.settle();
+                for (Variant v : variants) {
+                    CpuClock cpu = new CpuClock(server);
+                    ThroughputScenarios.Run run = v.metrics
+                            ? observed(throughput, options.rows, seed, v.header, v.extraValueBytes, cpu)
+                            : throughput.drain("drain", options.rows, seed, null, d -> cpu.start());
+                    v.add(run, cpu, r);
+                    ThroughputScenarios.settle();
+                }
             }
         }
-        double offMedian = Report.median(off);
-        double metricsOnlyMedian = Report.median(metricsOnly);
-        double onMedian = Report.median(on);
+        Variant off = variants.get(0);
         StringBuilder out = new StringBuilder();
         out.append(String.format(Locale.ROOT, "Observability cost on the drain (%s, %,d rows, runs alternate)%n",
                 options.database, options.rows));
-        out.append(String.format(Locale.ROOT, "  %-48s %s%n", "drain, no observability", rates(off, offMedian)));
-        out.append(String.format(Locale.ROOT, "  %-48s %s%n", "drain, OutboxMetrics", rates(metricsOnly,
-                metricsOnlyMedian)));
-        out.append(String.format(Locale.ROOT, "  %-48s %s%n", "drain, OutboxMetrics + traceparent on every row",
-                rates(on, onMedian)));
-        out.append(String.format(Locale.ROOT, "  %-48s metrics %+.1f %%, metrics + tracing %+.1f %% (goal: under 3 %%)%n",
-                "rate cost (1 - on / off, medians)", 100 * (1 - metricsOnlyMedian / offMedian),
-                100 * (1 - onMedian / offMedian)));
-        double offCpuMedian = Report.median(offCpu);
-        double metricsOnlyCpuMedian = Report.median(metricsOnlyCpu);
-        double onCpuMedian = Report.median(onCpu);
-        out.append(String.format(Locale.ROOT, "  %-48s off %.2f, metrics %.2f (%+.1f %%), metrics + tracing %.2f"
-                        + " (%+.1f %%) us%n", "CPU of this JVM per record, medians", offCpuMedian,
-                metricsOnlyCpuMedian, 100 * (metricsOnlyCpuMedian / offCpuMedian - 1), onCpuMedian,
-                100 * (onCpuMedian / offCpuMedian - 1)));
+        for (Variant v : variants) {
+            out.append(String.format(Locale.ROOT, "  %-48s %s%n", v.label, rates(v.rates, Report.median(v.rates))));
+        }
+        out.append(String.format(Locale.ROOT, "  %-48s metrics %+.1f %%, metrics + tracing %+.1f %% (goal: under 3 %%),"
+                        + " metrics + longer values %+.1f %%%n", "rate cost (1 - on / off, medians)",
+                variants.get(1).rateCost(off), variants.get(2).rateCost(off), variants.get(3).rateCost(off)));
+        out.append(String.format(Locale.ROOT, "  %-48s %s%n", "rate cost per run (1 - on / off, same run)",
+                variants.get(1).runCosts(off, "metrics") + "; " + variants.get(2).runCosts(off, "metrics + tracing")));
+        out.append(cpuLine("CPU of this JVM per record, medians", variants, v -> v.jvmCpu));
+        out.append(cpuLine("CPU of the Postgres server per record, medians", variants, v -> v.serverCpu));
+        out.append(cpuLine("CPU of both per record, medians", variants, Variant::totalCpu));
         out.append(String.format(Locale.ROOT, "  %-48s %.0f ns per record (sent + acknowledged, one thread)%n",
                 "OutboxMetrics' observer alone", binderNanos));
         out.append(String.format(Locale.ROOT, "  %-48s %.2f us per message (writer's thread, span current)%n",
@@ -141,22 +130,85 @@ public final class ObservabilityBenchmark {
         return out.toString();
     }
 
+    /** One way of running the drain, and what its runs measured. Not thread-safe. */
+    private static final class Variant {
+        final String label;
+        final boolean metrics;
+        final Header header;
+        final int extraValueBytes;
+        final List<Double> rates = new ArrayList<>();
+        final List<Double> jvmCpu = new ArrayList<>();
+        final List<Double> serverCpu = new ArrayList<>();
+
+        Variant(String label, boolean metrics, Header header, int extraValueBytes) {
+            this.label = label;
+            this.metrics = metrics;
+            this.header = header;
+            this.extraValueBytes = extraValueBytes;
+        }
+
+        void add(ThroughputScenarios.Run run, CpuClock cpu, int r) {
+            rates.add(run.rate());
+            jvmCpu.add(cpu.microsPer(run.records()));
+            serverCpu.add(cpu.serverMicrosPer(run.records()));
+            Progress.say("%s, run %d: %,.0f records/s, %.1f us CPU per record in this JVM, %.1f us in Postgres; %s",
+                    label, r, run.rate(), jvmCpu.get(jvmCpu.size() - 1), serverCpu.get(serverCpu.size() - 1),
+                    run.breakdown());
+        }
+
+        List<Double> totalCpu() {
+            List<Double> total = new ArrayList<>();
+            for (int i = 0; i < jvmCpu.size(); i++) {
+                total.add(jvmCpu.get(i) + serverCpu.get(i));
+            }
+            return total;
+        }
+
+        double rateCost(Variant off) {
+            return 100 * (1 - Report.median(rates) / Report.median(off.rates));
+        }
+
+        String runCosts(Variant off, String name) {
+            StringBuilder s = new StringBuilder(name);
+            for (int i = 0; i < rates.size(); i++) {
+                s.append(String.format(Locale.ROOT, " %+.1f", 100 * (1 - rates.get(i) / off.rates.get(i))));
+            }
+            return s.append(" %").toString();
+        }
+    }
+
+    private static String cpuLine(String title, List<Variant> variants,
+                                  java.util.function.Function<Variant, List<Double>> values) {
+        double off = Report.median(values.apply(variants.get(0)));
+        StringBuilder s = new StringBuilder(String.format(Locale.ROOT, "  %-48s off %.2f", title, off));
+        String[] names = {"metrics", "metrics + tracing", "metrics + longer values"};
+        for (int i = 1; i < variants.size(); i++) {
+            double m = Report.median(values.apply(variants.get(i)));
+            s.append(String.format(Locale.ROOT, ", %s %.2f (%+.1f %%)", names[i - 1], m, 100 * (m / off - 1)));
+        }
+        return s.append(" us").append(System.lineSeparator()).toString();
+    }
+
     /** The drain with the binder bound and, unless {@code traceparent} is null, that header on every row. */
     private static ThroughputScenarios.Run observed(ThroughputScenarios throughput, int rows, long seed,
-                                                    Header traceparent, CpuClock cpu) throws InterruptedException {
+                                                    Header traceparent, int extraValueBytes, CpuClock cpu)
+            throws InterruptedException {
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         java.util.concurrent.atomic.AtomicInteger withHeader = new java.util.concurrent.atomic.AtomicInteger();
         try {
             ThroughputScenarios.Run run = throughput.drain("drain+observability", rows, seed, traceparent,
-                    (Dispatcher d) -> {
+                    extraValueBytes, (Dispatcher d) -> {
                 new OutboxMetrics(d, BenchEnvironment.TABLE).bindTo(registry);
                 if (traceparent != null) {
+                    // Checks the first record sent, then leaves: the traced drain runs with the same observers as
+                    // the metrics-only one, so that only the rows differ.
                     d.addObserver(new DispatcherObserver() {
                         @Override
                         public void sent(OutboxRecord record) {
-                            if (withHeader.get() == 0 && record.message().headers().contains(traceparent)) {
+                            if (record.message().headers().contains(traceparent)) {
                                 withHeader.incrementAndGet();
                             }
+                            d.removeObserver(this);
                         }
                     });
                 }
@@ -295,18 +347,33 @@ public final class ObservabilityBenchmark {
         return nanos / 1e3 / n;
     }
 
-    /** CPU time of this whole JVM (dispatcher, producer, in-process Kafka broker) from {@link #start()} on. */
+    /**
+     * CPU time of this whole JVM (dispatcher, producer, in-process Kafka broker) and of the Postgres server (when
+     * it is a local process) from {@link #start()} on. The span includes the end of the drain: the dispatcher's
+     * close, the last purge. Not thread-safe.
+     */
     private static final class CpuClock {
         private final com.sun.management.OperatingSystemMXBean os = (com.sun.management.OperatingSystemMXBean)
                 java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        private final ServerCpu server;
         private long started;
+        private double serverStarted;
+
+        CpuClock(ServerCpu server) {
+            this.server = server;
+        }
 
         void start() {
             started = os.getProcessCpuTime();
+            serverStarted = server == null ? Double.NaN : server.seconds();
         }
 
         double microsPer(long records) {
             return records == 0 ? Double.NaN : (os.getProcessCpuTime() - started) / 1e3 / records;
+        }
+
+        double serverMicrosPer(long records) {
+            return records == 0 || server == null ? Double.NaN : (server.seconds() - serverStarted) * 1e6 / records;
         }
     }
 

@@ -73,13 +73,24 @@ final class ThroughputScenarios {
      */
     Run drain(String scenario, int rows, long seed, dev.outbox.Header header, Consumer<Dispatcher> instrument)
             throws InterruptedException {
-        return drain(scenario, rows, seed, header, instrument, DispatcherConfig.Harvest.CURSOR);
+        return drain(scenario, rows, seed, header, 0, instrument);
+    }
+
+    /** As above, each row's value {@code extraValueBytes} longer than --value-bytes. */
+    Run drain(String scenario, int rows, long seed, dev.outbox.Header header, int extraValueBytes,
+              Consumer<Dispatcher> instrument) throws InterruptedException {
+        return drain(scenario, rows, seed, header, extraValueBytes, instrument, DispatcherConfig.Harvest.CURSOR);
     }
 
     private Run drain(String scenario, int rows, long seed, dev.outbox.Header header,
                       Consumer<Dispatcher> instrument, DispatcherConfig.Harvest harvest) throws InterruptedException {
+        return drain(scenario, rows, seed, header, 0, instrument, harvest);
+    }
+
+    private Run drain(String scenario, int rows, long seed, dev.outbox.Header header, int extraValueBytes,
+                      Consumer<Dispatcher> instrument, DispatcherConfig.Harvest harvest) throws InterruptedException {
         String topic = env.newTopic("drain");
-        double fill = backlog.fill(topic, rows, seed, header);
+        double fill = backlog.fill(topic, rows, seed, header, extraValueBytes);
         TimingBroker broker = new TimingBroker(env.newBroker("bench-drain"), rows, null);
         TimingStore store = new TimingStore(env.store());
         Dispatcher dispatcher = Dispatcher.builder(store, broker)

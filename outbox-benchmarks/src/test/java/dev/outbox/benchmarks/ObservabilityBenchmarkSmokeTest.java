@@ -18,8 +18,9 @@ class ObservabilityBenchmarkSmokeTest {
         String text = ObservabilityBenchmark.run(options);
 
         assertThat(text).contains("drain, no observability", "drain, OutboxMetrics + traceparent on every row",
-                "drain, OutboxMetrics ", "rate cost (1 - on / off, medians)", "CPU of this JVM per record",
-                "TracingMessageDecorator.decorate");
+                "drain, OutboxMetrics ", "drain, OutboxMetrics + 66 more value bytes",
+                "rate cost (1 - on / off, medians)", "rate cost per run", "CPU of this JVM per record",
+                "CPU of the Postgres server per record", "CPU of both per record", "TracingMessageDecorator.decorate");
         assertThat(out.resolve("observability.txt")).exists();
     }
 }

@@ -165,8 +165,11 @@ public final class PostgresStore extends SqlStore {
         // just before: the same holds). Tested: PostgresStoreReadTest.
         // The first branch walks the primary key from the cursor and stops after `limit` rows; the gaps are read
         // by a nested loop (LATERAL) of index range scans, one per range, so neither branch scans the table. The
-        // last ORDER BY sorts at most limit + (rows in gaps) rows. age('3'::xid) is read once per transaction, at
-        // its first call, which is here, after the snapshot was taken: see gapToken().
+        // last ORDER BY sorts at most limit + (rows in gaps) rows (a merge of the two branches when there is no gap).
+        // The outer query has no ORDER BY: the rows are put in id order in memory (a TreeMap), and a sort there
+        // would copy every row, headers and value included, once more inside the server (a third of the server's time
+        // per row in the read, more with larger rows: PostgresMarkPlanTest checks it stays out). age('3'::xid) is read
+        // once per transaction, at its first call, which is here, after the snapshot was taken: see gapToken().
         String columns = RowReader.COLUMNS + ", next_attempt_at";
         this.readSql = "SELECT s.horizon, s.xmax, s.age3, r.* FROM (SELECT"
                 + " CAST(CAST(pg_snapshot_xmin(c) AS text) AS bigint) AS horizon,"
@@ -175,7 +178,7 @@ public final class PostgresStore extends SqlStore {
                 + " LEFT JOIN ((SELECT " + columns + " FROM " + t + " WHERE id > ? ORDER BY id LIMIT ?)"
                 + " UNION ALL (SELECT g.* FROM unnest(CAST(? AS bigint[]), CAST(? AS bigint[])) AS r(lo, hi),"
                 + " LATERAL (SELECT " + columns + " FROM " + t + " WHERE id BETWEEN r.lo AND LEAST(r.hi, ?)) AS g)"
-                + " ORDER BY id LIMIT ?) AS r ON true ORDER BY r.id";
+                + " ORDER BY id LIMIT ?) AS r ON true";
         // Rows older than the message_id column get theirs before they are returned (as the mark does).
         this.fillMessageIdsSql = "UPDATE " + t + " SET message_id = COALESCE(message_id, " + uuidv7 + "())"
                 + " WHERE id = ANY(?) RETURNING " + columns;
