@@ -58,6 +58,7 @@ public final class DispatcherHealth {
     private final int inFlightRecords;
     private final long callbackErrors;
     private final Instant outageSince;
+    private final int heldRecords;
 
     private DispatcherHealth(Builder b) {
         this.status = Objects.requireNonNull(b.status, "status");
@@ -69,6 +70,7 @@ public final class DispatcherHealth {
         this.inFlightRecords = b.inFlightRecords;
         this.callbackErrors = b.callbackErrors;
         this.outageSince = b.outageSince;
+        this.heldRecords = b.heldRecords;
         if (status == Status.LEADER && leaderId == null) {
             throw new IllegalArgumentException("a LEADER health needs a leader id");
         }
@@ -142,12 +144,24 @@ public final class DispatcherHealth {
         return Optional.ofNullable(outageSince);
     }
 
+    /**
+     * Records held because the store refused their purge, park or failure record with an error a retry cannot cure
+     * (a permission, a constraint; {@link dev.outbox.spi.StoreException#isRetriable()} false): their rows stay in
+     * the table, their keys wait, and the write is tried again with backoff (up to {@code maxIoErrorBackoff}) until
+     * an operator removes the cause; every other key goes on. {@link #lastFailure()} names the error when it began.
+     * Zero normally: alert when it is not.
+     */
+    public int heldRecords() {
+        return heldRecords;
+    }
+
     @Override
     public String toString() {
         return "DispatcherHealth{status=" + status + ", leaderId=" + leaderId + ", lastMark=" + lastMark
                 + ", lastPurge=" + lastPurge + ", lastFailure=" + lastFailure + ", lastSample=" + lastSample
                 + ", inFlightRecords=" + inFlightRecords + ", callbackErrors=" + callbackErrors
-                + (outageSince == null ? "" : ", outageSince=" + outageSince) + '}';
+                + (outageSince == null ? "" : ", outageSince=" + outageSince)
+                + (heldRecords == 0 ? "" : ", heldRecords=" + heldRecords) + '}';
     }
 
     /** Builds a {@link DispatcherHealth}; not thread-safe. Every value but the status is optional. */
@@ -161,6 +175,7 @@ public final class DispatcherHealth {
         private int inFlightRecords;
         private long callbackErrors;
         private Instant outageSince;
+        private int heldRecords;
 
         private Builder(Status status) {
             this.status = Objects.requireNonNull(status, "status");
@@ -209,6 +224,14 @@ public final class DispatcherHealth {
 
         public Builder outageSince(Instant value) {
             this.outageSince = value;
+            return this;
+        }
+
+        public Builder heldRecords(int value) {
+            if (value < 0) {
+                throw new IllegalArgumentException("heldRecords must not be negative, was " + value);
+            }
+            this.heldRecords = value;
             return this;
         }
 

@@ -46,7 +46,9 @@ public interface DispatcherListener {
 
     /**
      * A store or broker operation failed; the dispatcher backs off and retries. {@code operation} names it
-     * ("mark", "purge", "send", …).
+     * ("mark", "purge", "send", …). A purge, park or failure record the store refuses for good (a
+     * {@link dev.outbox.spi.StoreException} that is not retriable) is reported once, when the refusal begins, not
+     * at every retry: its records are held (see {@link DispatcherHealth#heldRecords()}) until the store accepts it.
      */
     default void failure(String operation, Throwable error) {
     }

@@ -17,21 +17,27 @@ import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.MessageBroker;
 import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.Store;
+import dev.outbox.spi.StoreException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -86,6 +92,15 @@ import java.util.function.Supplier;
  * while their delivery is under way, and the rows' attempts and next attempt times carry every key's backoff
  * across.
  *
+ * <h2>A store write refused for good</h2>
+ * A purge, park or {@code retryLater} that fails retriably (a lost connection, a timeout, a full disk) is retried
+ * with backoff until it succeeds, as everything waits on the database anyway. One that the store refuses with an
+ * error a retry cannot cure ({@link StoreException#isRetriable()} false: a permission, a constraint) is narrowed
+ * down by halving the batch, so that only the rows it keeps refusing are <em>held</em>: their records stay in
+ * flight (their keys wait, their rows stay in the table), the refusal is reported once (an ERROR line, the listener,
+ * {@link DispatcherHealth#heldRecords()}), and the purge thread tries their writes again with backoff between its
+ * other work, while every other key flows.
+ *
  * <p>Sends happen outside {@link #lock} but under {@link #sendLock}, which fencing also takes: once a fence
  * returns, no send starts until leadership is acquired again.
  */
@@ -121,6 +136,14 @@ public final class DefaultDispatcher implements Dispatcher {
     // ---
 
     private final WorkQueue<Completion> completions;
+    /** Completions whose store write was refused for good, tried again when due; purge thread only. */
+    private final List<Completion> held = new ArrayList<>();
+    private long heldDueNanos;
+    private final Backoff heldBackoff;
+    /** Records in {@link #held}; guarded by lock, so that a drain can tell them from records still under way. */
+    private int heldRecords;
+    /** Store writes refused for good and not yet done since: each refusal is reported once. */
+    private final Set<String> refusing = ConcurrentHashMap.newKeySet();
     private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
     private final AtomicReference<Throwable> fatal = new AtomicReference<>();
     private final Latch closed;
@@ -209,6 +232,7 @@ public final class DefaultDispatcher implements Dispatcher {
                 runtime::random);
         schedule.retryAtTail = runtime.planted(PlantedBug.RETRY_OVERTAKES_HEAD);
         this.cursor = config.harvest() == DispatcherConfig.Harvest.CURSOR ? new HarvestCursor(MAX_GAPS) : null;
+        this.heldBackoff = new Backoff(config.ioErrorBackoff(), config.maxIoErrorBackoff());
         this.sampler = new OutboxSampler(runtime, store, config.metricsInterval(), () -> leading, this::onSample,
                 e -> reportFailure("sample", e));
         this.machine = new NeliStateMachine(runtime.randomUuid(), config.heartbeatTimeout(), config.pollInterval(),
@@ -361,7 +385,7 @@ public final class DefaultDispatcher implements Dispatcher {
     private boolean awaitDrained(long deadlineNanos) {
         lock.lock();
         try {
-            while (schedule.inFlight() > 0) {
+            while (schedule.inFlight() > heldRecords) { // held records wait for a human, not for the broker
                 long left = deadlineNanos - runtime.nanoTime();
                 if (left <= 0) {
                     return false;
@@ -371,7 +395,7 @@ public final class DefaultDispatcher implements Dispatcher {
             return true;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return schedule.inFlight() == 0;
+            return schedule.inFlight() <= heldRecords;
         } finally {
             lock.unlock();
         }
@@ -416,6 +440,15 @@ public final class DefaultDispatcher implements Dispatcher {
         }
     }
 
+    private int heldRecords() {
+        lock.lock();
+        try {
+            return heldRecords;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     @Override
     public int inFlightKeys() {
         return inFlightRecords(); // one record per key, by construction
@@ -434,6 +467,7 @@ public final class DefaultDispatcher implements Dispatcher {
                 .inFlightRecords(inFlightRecords())
                 .callbackErrors(callbacks.errors())
                 .outageSince(status == DispatcherHealth.Status.LEADER ? outageSince : null)
+                .heldRecords(heldRecords())
                 .build();
     }
 
@@ -900,12 +934,19 @@ public final class DefaultDispatcher implements Dispatcher {
         for (MarkResult.Rejected r : rejected) {
             reasons.put(r.id(), r.reason());
         }
-        if (!retryUntilDone("park", () -> store.park(reasons), markStopped)) {
+        // Refused rows stay in the table, unheld: the next rescan (or, marking, the next leader id) tries again.
+        WriteOutcome outcome = write("park", "park unreadable", reasons, store::park, markStopped);
+        if (outcome.stopped()) {
             return;
+        }
+        if (outcome.refused().isEmpty() && refusing.remove("park unreadable")) {
+            log.info("{}: parking unreadable rows works again", name);
         }
         Instant now = clock.instant();
         for (MarkResult.Rejected r : rejected) {
-            reportParked(new ParkedRecord(r.id(), r.topic(), r.key(), r.attempts(), r.reason(), now));
+            if (!outcome.refused().contains(r.id())) {
+                reportParked(new ParkedRecord(r.id(), r.topic(), r.key(), r.attempts(), r.reason(), now));
+            }
         }
     }
 
@@ -985,13 +1026,26 @@ public final class DefaultDispatcher implements Dispatcher {
                 reportStuckSends();
                 lastStuckScan = runtime.nanoTime();
             }
-            if (first == null) {
+            boolean wasHolding = !held.isEmpty();
+            boolean retryHeld = wasHolding && runtime.nanoTime() - heldDueNanos >= 0;
+            if (first == null && !retryHeld) {
                 continue;
             }
             batch.clear();
-            batch.add(first);
-            completions.drainTo(batch, config.purgeBatchSize() - 1);
+            if (retryHeld) {
+                batch.addAll(held); // their keys have nothing else in flight: no newer completion of theirs here
+                held.clear();
+            }
+            if (first != null) {
+                batch.add(first);
+                completions.drainTo(batch, config.purgeBatchSize() - 1);
+            }
             process(batch);
+            if (held.isEmpty()) {
+                heldBackoff.reset();
+            } else if (retryHeld || !wasHolding) {
+                heldDueNanos = runtime.nanoTime() + heldBackoff.next().toNanos();
+            }
         }
     }
 
@@ -1004,6 +1058,7 @@ public final class DefaultDispatcher implements Dispatcher {
         Map<KeySchedule.Flight, KeySchedule.Verdict> verdicts = new HashMap<>();
         Instant now = clock.instant();
         long nowNanos = runtime.nanoTime();
+        int failures = 0;
         for (Completion c : batch) {
             OutboxRecord r = c.flight.record();
             if (c.error == null) {
@@ -1011,9 +1066,12 @@ public final class DefaultDispatcher implements Dispatcher {
                 continue;
             }
             Throwable cause = unwrap(c.error);
-            lastDeliveryError = cause;
             boolean permanent = cause instanceof DeliveryException d && d.isPermanent();
             boolean outage = cause instanceof DeliveryException d && d.isOutage();
+            if (c.refusedWrite == null) { // a held one was counted when it came in; only its verdict is recomputed
+                lastDeliveryError = cause;
+                failures++;
+            }
             KeySchedule.Verdict v;
             boolean outageBegins;
             lock.lock();
@@ -1049,55 +1107,88 @@ public final class DefaultDispatcher implements Dispatcher {
                         r.id(), r.key(), v.attempts(), v.nextAttemptAt(), cause);
             }
         }
+        if (lastDeliveryError != null) { // before the writes: a refused write is the failure health should show
+            lastFailure = new DispatcherHealth.Failure("send", describe(lastDeliveryError), now);
+        }
         boolean barrierFirst = runtime.planted(PlantedBug.BARRIER_BEFORE_PURGE);
         if (barrierFirst) {
-            applyVerdicts(batch, verdicts);
+            applyVerdicts(batch, verdicts, Set.of());
         }
+        Set<Long> refused = new LinkedHashSet<>();
+        int purged = 0;
         if (!purgeIds.isEmpty()) {
             long purgeStart = runtime.nanoTime();
-            if (retryUntilDone("purge", () -> store.purge(purgeIds), purgeStopped)) {
-                callbacks.purged(purgeIds.size(), Duration.ofNanos(runtime.nanoTime() - purgeStart)); // hook: purge
+            Map<Long, Boolean> ids = new LinkedHashMap<>();
+            purgeIds.forEach(id -> ids.put(id, Boolean.TRUE));
+            WriteOutcome o = write("purge", "purge", ids, m -> store.purge(m.keySet()), purgeStopped);
+            refused.addAll(o.refused());
+            purged = purgeIds.size() - o.refused().size();
+            if (!o.stopped() && purged > 0) {
+                callbacks.purged(purged, Duration.ofNanos(runtime.nanoTime() - purgeStart)); // hook: purge
                 lastPurge = clock.instant();
             }
         }
         if (!retryAt.isEmpty()) {
-            retryUntilDone("retryLater", () -> store.retryLater(retryAt), purgeStopped);
+            refused.addAll(write("retryLater", "retryLater", retryAt, store::retryLater, purgeStopped).refused());
         }
-        if (!parkReasons.isEmpty() && !retryUntilDone("park", () -> store.park(parkReasons), purgeStopped)) {
-            parkedNow.clear();
+        if (!parkReasons.isEmpty()) {
+            WriteOutcome o = write("park", "park", parkReasons, store::park, purgeStopped);
+            refused.addAll(o.refused());
+            if (o.stopped()) {
+                parkedNow.clear();
+            }
         }
-        int failures = batch.size() - purgeIds.size();
-        if (!barrierFirst) {
-            applyVerdicts(batch, verdicts);
-        }
+        List<Completion> settled = barrierFirst ? batch : applyVerdicts(batch, verdicts, refused);
         Instant outageBegan = outageSince;
         if (outageBegan != null && !purgeIds.isEmpty()) {
             outageSince = null;
             log.info("{}: the broker is available again after an outage of {}", name,
                     Duration.between(outageBegan, now));
         }
-        acknowledged.addAndGet(purgeIds.size());
-        failed.addAndGet(failures);
-        if (lastDeliveryError != null) {
-            lastFailure = new DispatcherHealth.Failure("send", describe(lastDeliveryError), now);
+        Set<String> stillRefused = new HashSet<>();
+        for (Completion c : held) {
+            stillRefused.add(c.refusedWrite);
         }
+        for (String operation : List.of("purge", "retryLater", "park")) {
+            if (!stillRefused.contains(operation) && refusing.remove(operation)) {
+                log.info("{}: the store accepts {} again; the records it held were released", name, operation);
+            }
+        }
+        acknowledged.addAndGet(purged);
+        failed.addAndGet(failures);
         if (callbacks.observed()) {
-            observeCompletions(batch, now, nowNanos);
+            observeCompletions(settled, now, nowNanos);
         }
         for (ParkedRecord p : parkedNow) {
-            reportParked(p);
+            if (!refused.contains(p.id())) {
+                reportParked(p);
+            }
         }
     }
 
     /**
      * Lowers the barriers of the batch's keys, each as its verdict says: only once the store recorded every
-     * verdict (purge, retry time or park), or the table and the schedule would disagree.
+     * verdict (purge, retry time or park), or the table and the schedule would disagree. A record whose write the
+     * store {@code refused} for good is held instead: it stays in flight (its key waits) and goes to {@link #held}.
+     *
+     * @return the completions settled, in batch order
      */
-    private void applyVerdicts(List<Completion> batch, Map<KeySchedule.Flight, KeySchedule.Verdict> verdicts) {
+    private List<Completion> applyVerdicts(List<Completion> batch,
+                                           Map<KeySchedule.Flight, KeySchedule.Verdict> verdicts, Set<Long> refused) {
+        List<Completion> settled = refused.isEmpty() ? batch : new ArrayList<>(batch.size());
         lock.lock();
         try {
             for (Completion c : batch) {
                 KeySchedule.Verdict v = verdicts.get(c.flight);
+                if (refused.contains(c.flight.record().id())) {
+                    // Stays in flight: its row stays in the table and its key waits until the write succeeds.
+                    held.add(new Completion(c.flight, c.error, c.at,
+                            v == null ? "purge" : v.park() ? "park" : "retryLater"));
+                    continue;
+                }
+                if (settled != batch) {
+                    settled.add(c);
+                }
                 if (v == null) {
                     schedule.acknowledged(c.flight);
                 } else if (v.outage()) {
@@ -1108,11 +1199,13 @@ public final class DefaultDispatcher implements Dispatcher {
                     schedule.retryLater(c.flight, v.nextAttemptAt());
                 }
             }
+            heldRecords = held.size();
             markWork.signalAll();
             drained.signalAll();
         } finally {
             lock.unlock();
         }
+        return settled;
     }
 
     /** Hooks: acknowledged and failed deliveries, once their rows were purged, retried or parked. */
@@ -1168,19 +1261,85 @@ public final class DefaultDispatcher implements Dispatcher {
     }
 
     /**
-     * Runs a store call until it succeeds, backing off exponentially. Gives up only when {@code stop} is
-     * released (closing), leaving the rows for the next leader, which is safe: nothing is lost, at worst
-     * re-sent.
+     * What became of a batched store write: the ids the store refused for good (narrowed down by halving), and
+     * whether it gave up because the dispatcher is closing (the rows stay for the next leader).
+     */
+    private record WriteOutcome(Set<Long> refused, boolean stopped) {
+    }
+
+    /**
+     * Runs a batched store write over {@code items} with {@link #retryUntilDone}: retriable failures are retried
+     * until they succeed. A batch the store refuses for good is split in halves, each tried on its own (the store
+     * applies each call to all of its rows or none), down to the single rows it keeps refusing, which are
+     * returned. The first refusal of {@code episode} is reported (ERROR, listener, health); later ones, until
+     * the caller ends the episode, only at DEBUG. A refusal of every row costs about twice as many statements as
+     * rows, each failing fast.
+     */
+    private <V> WriteOutcome write(String operation, String episode, Map<Long, V> items, Consumer<Map<Long, V>> call,
+                                   Latch stop) {
+        Set<Long> refused = new LinkedHashSet<>();
+        RuntimeException refusal = null;
+        ArrayDeque<Map<Long, V>> parts = new ArrayDeque<>();
+        parts.push(items);
+        while (!parts.isEmpty()) {
+            Map<Long, V> part = parts.pop();
+            RuntimeException[] error = new RuntimeException[1];
+            if (!retryUntilDone(operation, () -> call.accept(part), stop, error)) {
+                if (error[0] == null) {
+                    return new WriteOutcome(Set.of(), true);
+                }
+                refusal = refusal == null ? error[0] : refusal;
+                if (part.size() == 1) {
+                    refused.addAll(part.keySet());
+                } else {
+                    Map<Long, V> first = new LinkedHashMap<>();
+                    Map<Long, V> second = new LinkedHashMap<>();
+                    for (Map.Entry<Long, V> e : part.entrySet()) {
+                        (first.size() < part.size() / 2 ? first : second).put(e.getKey(), e.getValue());
+                    }
+                    parts.push(second);
+                    parts.push(first);
+                }
+            }
+        }
+        if (refusal != null) {
+            if (refusing.add(episode)) {
+                log.error("{}: the store refused to {} {} of {} row(s) with an error a retry cannot cure; holding those"
+                        + " rows (they stay in the table, their keys wait) and trying again with backoff up to {},"
+                        + " while other keys go on. Reported once until it works: {}", name, operation,
+                        refused.size(), items.size(), config.maxIoErrorBackoff(), refused, refusal);
+                reportFailure(operation, refusal);
+            } else {
+                log.debug("{}: the store still refuses to {} rows {}: {}", name, operation, refused, describe(refusal));
+            }
+        }
+        return new WriteOutcome(refused, false);
+    }
+
+    /** Whether a retry of a failed store call may help: anything but a {@link StoreException} saying it cannot. */
+    private static boolean isRetriable(RuntimeException e) {
+        return !(e instanceof StoreException s) || s.isRetriable();
+    }
+
+    /**
+     * Runs a store call until it succeeds, backing off exponentially. Gives up when {@code stop} is released
+     * (closing), leaving the rows for the next leader, which is safe: nothing is lost, at worst re-sent; and at
+     * once, without a retry, when the store refuses the call for good ({@link StoreException#isRetriable()}
+     * false), putting the error in {@code refusal[0]}.
      *
      * @return whether the call succeeded
      */
-    private boolean retryUntilDone(String operation, Runnable call, Latch stop) {
+    private boolean retryUntilDone(String operation, Runnable call, Latch stop, RuntimeException[] refusal) {
         Backoff backoff = new Backoff(config.ioErrorBackoff(), config.maxIoErrorBackoff());
         while (true) {
             try {
                 call.run();
                 return true;
             } catch (RuntimeException e) {
+                if (!isRetriable(e)) {
+                    refusal[0] = e;
+                    return false;
+                }
                 if (stop.isOpen()) {
                     log.warn("{}: {} failed while closing; rows stay for the next leader", name, operation, e);
                     return false;
@@ -1219,8 +1378,15 @@ public final class DefaultDispatcher implements Dispatcher {
 
     // ------------------------------------------------------------------------------------------ types
 
-    /** A broker's answer for one record; {@code at} is its {@link System#nanoTime()}. */
-    private record Completion(KeySchedule.Flight flight, Throwable error, long at) {
+    /**
+     * A broker's answer for one record; {@code at} is its {@link System#nanoTime()}; {@code refusedWrite} names the
+     * store write ("purge", "park", "retryLater") that was refused for good while it waits in {@link #held}, else
+     * null.
+     */
+    private record Completion(KeySchedule.Flight flight, Throwable error, long at, String refusedWrite) {
+        Completion(KeySchedule.Flight flight, Throwable error, long at) {
+            this(flight, error, at, null);
+        }
     }
 
     /** Exponential backoff, capped. Not thread-safe. */

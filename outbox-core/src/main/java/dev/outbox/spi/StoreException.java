@@ -3,10 +3,15 @@ package dev.outbox.spi;
 import dev.outbox.OutboxException;
 
 /**
- * A store call failed. {@link #isRetriable()} tells the dispatcher whether trying again later may succeed
- * (a lost connection, a timeout, a deadlock) or not (a missing table, a permission error), in which case it is
- * reported as an error that needs a human — the dispatcher still retries with backoff, because nothing may be
- * lost.
+ * A store call failed. {@link #isRetriable()} tells the dispatcher whether trying again soon may succeed (a lost
+ * connection, a timeout, a deadlock, a serialization failure, a full disk, a read-only server during a fail-over)
+ * or not (a missing table, a permission error, a unique or other constraint violation): a human must act first.
+ * The dispatcher retries a retriable purge, park or failure record with backoff until it succeeds; a non-retriable
+ * one is reported once, and only the rows the store keeps refusing are held (their keys wait) and tried again
+ * with a longer backoff, while other keys go on. Nothing is lost either way. An exception that is not a
+ * {@code StoreException} counts as retriable.
+ *
+ * <p>Immutable; thread-safe.
  */
 public class StoreException extends OutboxException {
     private static final long serialVersionUID = 1L;

@@ -93,6 +93,7 @@ public final class OutboxMetrics implements MeterBinder, AutoCloseable {
     public static final String RECORDS_FAILED = "outbox.records.failed";
     public static final String RECORDS_PARKED = "outbox.records.parked";
     public static final String RECORDS_IN_FLIGHT = "outbox.records.in.flight";
+    public static final String RECORDS_HELD = "outbox.records.held";
     public static final String BACKLOG = "outbox.backlog";
     public static final String PARKED = "outbox.parked";
     public static final String LEADER = "outbox.leader";
@@ -107,7 +108,7 @@ public final class OutboxMetrics implements MeterBinder, AutoCloseable {
 
     /** Every meter name this binder registers. */
     public static final Set<String> METER_NAMES = Set.of(RECORDS_SENT, RECORDS_ACKNOWLEDGED, RECORDS_FAILED,
-            RECORDS_PARKED, RECORDS_IN_FLIGHT, BACKLOG, PARKED, LEADER, LAG, ACK_LATENCY, SEND_DURATION,
+            RECORDS_PARKED, RECORDS_IN_FLIGHT, RECORDS_HELD, BACKLOG, PARKED, LEADER, LAG, ACK_LATENCY, SEND_DURATION,
             MARK_DURATION, PURGE_DURATION, MARK_SIZE, PURGE_SIZE, CALLBACK_ERRORS);
 
     /** The tag naming the outbox. */
@@ -151,6 +152,9 @@ public final class OutboxMetrics implements MeterBinder, AutoCloseable {
         Dispatcher d = dispatcher;
         Gauge.builder(RECORDS_IN_FLIGHT, d, Dispatcher::inFlightRecords).tags(tags).strongReference(true)
                 .description("Records sent to the broker and not yet completed").register(registry);
+        Gauge.builder(RECORDS_HELD, d, x -> x.health().heldRecords()).tags(tags).strongReference(true)
+                .description("Records held because the store refused their purge, park or failure record for good")
+                .register(registry);
         Gauge.builder(LEADER, d, x -> x.isLeader() ? 1 : 0).tags(tags).strongReference(true)
                 .description("1 while this instance leads the outbox, else 0").register(registry);
         Gauge.builder(BACKLOG, d, sampled(OutboxSample::backlog)).tags(tags).strongReference(true)

@@ -107,7 +107,7 @@ class OutboxMetricsDashboardTest {
     }
 
     @Test
-    void theAlertRulesUseOnlyRegisteredMetricsAndCoverLagParkedAndNoLeader() {
+    void theAlertRulesUseOnlyRegisteredMetricsAndCoverLagParkedHeldAndNoLeader() {
         Object rules = load(ALERTS);
         List<String> expressions = new ArrayList<>();
         collect(rules, "expr", expressions);
@@ -116,10 +116,11 @@ class OutboxMetricsDashboardTest {
         assertThat(scrapedNames()).as("metrics the binder registers, for the alerts' " + used).containsAll(used);
         List<String> alerts = new ArrayList<>();
         collect(rules, "alert", alerts);
-        assertThat(alerts).containsExactlyInAnyOrder("OutboxLagHigh", "OutboxRecordsParked", "OutboxNoLeader");
+        assertThat(alerts).containsExactlyInAnyOrder("OutboxLagHigh", "OutboxRecordsParked", "OutboxRecordsHeld", "OutboxNoLeader");
         assertThat(expressions).anySatisfy(e -> assertThat(e).contains("outbox_lag_seconds").contains(">"))
                 .anySatisfy(e -> assertThat(e).contains("outbox_parked").contains("> 0"))
-                .anySatisfy(e -> assertThat(e).contains("outbox_leader").contains("< 1"));
+                .anySatisfy(e -> assertThat(e).contains("outbox_leader").contains("< 1"))
+                .anySatisfy(e -> assertThat(e).contains("outbox_records_held").contains("> 0"));
         List<String> durations = new ArrayList<>();
         collect(rules, "for", durations);
         assertThat(durations).contains("1m");

@@ -38,6 +38,9 @@ public final class OutboxHealthIndicator implements HealthIndicator {
         h.lastFailure().ifPresent(f -> b.withDetail("lastFailure", f.operation() + " at " + f.at() + ": " + f.error()));
         h.outageSince().ifPresent(t -> b.withDetail("outageSince", t.toString())); // the broker fails every record
         b.withDetail("inFlightRecords", h.inFlightRecords());
+        if (h.heldRecords() > 0) { // the store refuses their purge or park for good: a human must act
+            b.withDetail("heldRecords", h.heldRecords());
+        }
         h.lastSample().ifPresent(s -> {
             b.withDetail("backlog", s.backlog());
             b.withDetail("parked", s.parked());

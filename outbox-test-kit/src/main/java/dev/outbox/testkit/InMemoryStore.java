@@ -535,6 +535,11 @@ public final class InMemoryStore implements Store {
                 }
             }
         }
+        if (fault.failure() == Failure.REFUSED) {
+            injected.get(operation).incrementAndGet();
+            throw new StoreException("injected fault: " + operation + " refused for good (a permission or constraint"
+                    + " error); not retriable", null, false);
+        }
         if (fault.failure() == Failure.BEFORE) {
             injected.get(operation).incrementAndGet();
             throw new StoreException("injected fault: " + operation + " failed before any change", null, true);

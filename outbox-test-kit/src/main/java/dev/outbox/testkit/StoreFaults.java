@@ -10,7 +10,8 @@ import java.util.Set;
  * Decides, call by call, whether an {@link InMemoryStore} call fails: before it changes anything (a failed
  * statement), or after it has changed the rows (a lost commit acknowledgement: the change is committed but the
  * caller is told it failed, as when the connection drops between COMMIT and its reply). Either way the call
- * throws a retriable {@link dev.outbox.spi.StoreException}. A decision may also delay the call, modelling a slow
+ * throws a retriable {@link dev.outbox.spi.StoreException}. A plan may also have the store refuse a call for good
+ * ({@link Fault#refuse()}: a non-retriable exception, as a database throws on a permission or constraint error). A decision may also delay the call, modelling a slow
  * statement.
  *
  * <p>Plug a plan in with {@link InMemoryStore#setFaults(StoreFaults)}; {@link #random(long)} builds a seeded
@@ -36,7 +37,12 @@ public interface StoreFaults {
         /** Throws before changing anything. */
         BEFORE,
         /** Applies the change, then throws: the caller sees a failure although the change is committed. */
-        AFTER
+        AFTER,
+        /**
+         * Throws a non-retriable {@link dev.outbox.spi.StoreException} before changing anything: the store refuses
+         * the call for good, as a database does on a permission denied or a constraint violation.
+         */
+        REFUSED
     }
 
     /**
@@ -60,6 +66,11 @@ public interface StoreFaults {
         /** Fails before changing anything. */
         public static Fault failBefore() {
             return new Fault(Duration.ZERO, Failure.BEFORE);
+        }
+
+        /** Refuses the call for good (a non-retriable failure) before changing anything. */
+        public static Fault refuse() {
+            return new Fault(Duration.ZERO, Failure.REFUSED);
         }
 
         /** Changes the rows, then fails (a lost commit acknowledgement). */

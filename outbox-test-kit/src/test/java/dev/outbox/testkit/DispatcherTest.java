@@ -177,6 +177,39 @@ class DispatcherTest {
     }
 
     @Test
+    void aPurgeRefusedForGoodHoldsTheDeliveredKeysIsReportedOnceAndIsReleasedWhenTheStoreAcceptsItAgain() {
+        InMemoryStore store = new InMemoryStore();
+        java.util.concurrent.atomic.AtomicBoolean refusing = new java.util.concurrent.atomic.AtomicBoolean(true);
+        AtomicInteger purges = new AtomicInteger();
+        store.setFaults(op -> {
+            if (op != StoreFaults.Operation.PURGE) {
+                return StoreFaults.Fault.NONE;
+            }
+            purges.incrementAndGet();
+            return refusing.get() ? StoreFaults.Fault.refuse() : StoreFaults.Fault.NONE;
+        });
+        InMemoryBroker broker = new InMemoryBroker();
+        writeFrom(store, 0, 100, 10);
+        Dispatcher d = start(store, broker, fastConfig().build(), newName());
+
+        // Every key's head is delivered, its purge refused: held, so no key's second record goes out.
+        Await.untilOrFail(() -> d.health().heldRecords() == 10 && purges.get() > 100, WAIT,
+                () -> d.health() + ", purges " + purges);
+        assertThat(broker.deliveredCount()).as("one record per key, then the keys wait").isEqualTo(10);
+        assertThat(store.size()).as("nothing purged").isEqualTo(100);
+        assertThat(events.failures).as("reported once, not every retry").singleElement()
+                .satisfies(f -> assertThat(f).startsWith("purge: ").contains("not retriable"));
+        assertThat(d.health().lastFailure()).hasValueSatisfying(f -> assertThat(f.operation()).isEqualTo("purge"));
+
+        refusing.set(false);
+        Await.untilOrFail(() -> store.size() == 0 && d.health().heldRecords() == 0, WAIT, store::toString);
+        assertThat(broker.deliveredCount()).as("no duplicates").isEqualTo(100);
+        assertThat(valuesByKey(broker.delivered()).values()).allSatisfy(values ->
+                assertThat(values).isSorted().hasSize(10));
+        assertThat(events.failures).hasSize(1);
+    }
+
+    @Test
     void harvestsEverythingInOrderWithBatchedPurges() {
         InMemoryStore store = new InMemoryStore();
         InMemoryBroker broker = InMemoryBroker.builder()
