@@ -399,12 +399,18 @@ public final class Simulation {
                 case MARK, READ, PURGE, RESET, RETRY_LATER, PARK -> {
                     // Only where there is something to lose: rows in the table.
                     if (storeErrors > 0 && config.storeErrorOps.contains(op) && store.size() > 0 && faultsOn()) {
-                        int c = sched.choose(3);
+                        // A write (not a read) may also be refused for good, as a permission or constraint
+                        // error is: the engine holds the rows it concerns and tries them again later.
+                        boolean write = op == StoreFaults.Operation.PURGE || op == StoreFaults.Operation.PARK
+                                || op == StoreFaults.Operation.RETRY_LATER || op == StoreFaults.Operation.RESET;
+                        int c = sched.choose(write ? 4 : 3);
                         if (c > 0) {
                             storeErrors--;
                             faults++;
-                            event(who() + ": " + op + (c == 1 ? " fails" : " commits, but its answer is lost"));
-                            return c == 1 ? StoreFaults.Fault.failBefore() : StoreFaults.Fault.failAfter();
+                            event(who() + ": " + op + (c == 1 ? " fails" : c == 2 ? " commits, but its answer is lost"
+                                    : " is refused for good (until the next attempt)"));
+                            return c == 1 ? StoreFaults.Fault.failBefore() : c == 2 ? StoreFaults.Fault.failAfter()
+                                    : StoreFaults.Fault.refuse();
                         }
                     }
                     return StoreFaults.Fault.NONE;
