@@ -12,13 +12,27 @@ import java.util.Random;
 public abstract class Chooser {
     private final List<Integer> made = new ArrayList<>();
     private final List<Integer> options = new ArrayList<>();
+    private final List<String> labels = new ArrayList<>();
+    private String label = "";
 
-    /** A choice in {@code [0, n)}, {@code n >= 2}. */
-    public final int choose(int n) {
+    /** A choice in {@code [0, n)}, {@code n >= 2}, of what {@code label} says ("schedule", "env: ack|idle|..."). */
+    public final int choose(int n, String label) {
+        this.label = label;
         int c = pick(made.size(), n);
         made.add(c);
         options.add(n);
+        labels.add(label);
         return c;
+    }
+
+    /** What the choice being made is about: for choosers that steer by it. */
+    protected final String label() {
+        return label;
+    }
+
+    /** What each choice was about. */
+    public final List<String> labels() {
+        return List.copyOf(labels);
     }
 
     protected abstract int pick(int index, int n);

@@ -61,8 +61,11 @@ public final class Explorer {
 
         @Override
         public String toString() {
+            if (failure != null) {
+                return "FAILED at schedule " + schedules + " (" + states + " distinct states so far)";
+            }
             return schedules + " schedules, " + states + " distinct states" + (complete ? ", every schedule within"
-                    + " the bound" : ", stopped by the budget") + (failure != null ? ", FAILED" : "");
+                    + " the bound" : ", stopped by the budget");
         }
     }
 
@@ -73,8 +76,8 @@ public final class Explorer {
      * falls, fewest deviations first. A schedule is not branched further at a choice where it reached a state that
      * an earlier schedule reached with no more deviations spent (state hashing: the store's rows, the broker's log
      * and pending sends, the writers, the group, the fault budgets, each dispatcher's leadership, schedule and
-     * cursor, and where in the code each worker stopped). Stops at the first failure or after
-     * {@code maxSchedules}.
+     * cursor, where in the code each worker stopped, the virtual time, and what the choice is about). Stops at the
+     * first failure or after {@code maxSchedules}.
      */
     public ExhaustiveResult exhaustive(int maxDeviations, long maxSchedules) {
         Map<String, Integer> seen = new HashMap<>(); // state -> the fewest deviations it was reached with

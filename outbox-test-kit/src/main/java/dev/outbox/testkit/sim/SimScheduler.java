@@ -52,7 +52,7 @@ public final class SimScheduler implements EngineRuntime {
     private volatile boolean killing;
     private String endReason;
     private Throwable uncaught;
-    private final List<Runnable> beforeChoice = new ArrayList<>();
+    private final List<java.util.function.Consumer<String>> beforeChoice = new ArrayList<>();
 
     /**
      * @param chooser        makes every choice of the run
@@ -123,8 +123,11 @@ public final class SimScheduler implements EngineRuntime {
         return now;
     }
 
-    /** Runs {@code hook} before every choice (to fingerprint the state, say). Call before {@link #run}. */
-    public void beforeEveryChoice(Runnable hook) {
+    /**
+     * Runs {@code hook} before every choice, with what the choice is about (to fingerprint the state, say). Call
+     * before {@link #run}.
+     */
+    public void beforeEveryChoice(java.util.function.Consumer<String> hook) {
         beforeChoice.add(hook);
     }
 
@@ -160,21 +163,21 @@ public final class SimScheduler implements EngineRuntime {
      * A choice among {@code n} options, made by the chooser (and counted), by the running worker. Not a point
      * where another worker may run.
      */
-    public int choose(int n) {
+    public int choose(int n, String label) {
         if (n <= 1) {
             return 0;
         }
-        return chooseCounted(n);
+        return chooseCounted(n, label);
     }
 
-    private int chooseCounted(int n) {
+    private int chooseCounted(int n, String label) {
         if (++choices > maxChoices) {
             endRun("more than " + maxChoices + " choices");
         }
-        for (Runnable hook : beforeChoice) {
-            hook.run();
+        for (java.util.function.Consumer<String> hook : beforeChoice) {
+            hook.accept(label);
         }
-        int c = chooser.choose(n);
+        int c = chooser.choose(n, label);
         if (c < 0 || c >= n) {
             throw new IllegalStateException("chooser chose " + c + " of " + n);
         }
@@ -339,7 +342,7 @@ public final class SimScheduler implements EngineRuntime {
                 return null;
             }
             if (!runnable.isEmpty()) {
-                return runnable.size() == 1 ? runnable.get(0) : runnable.get(chooseCounted(runnable.size()));
+                return runnable.size() == 1 ? runnable.get(0) : runnable.get(chooseCounted(runnable.size(), "schedule " + runnable));
             }
             if (wake == NONE) {
                 endRun("every worker waits and none has a deadline: " + workerStates());

@@ -82,7 +82,9 @@ public final class Simulation {
         Run run = new Run(sched);
         if (onChoice != null) {
             sched.trackLocations();
-            sched.beforeEveryChoice(() -> onChoice.accept(run.fingerprint()));
+            // The choice's own subject is part of the state: two choices in a row (which worker runs, then whether
+            // the store call it makes fails) must not pass for one state visited twice.
+            sched.beforeEveryChoice(label -> onChoice.accept(label + "|" + run.fingerprint()));
         }
         String ended = sched.run(run::main);
         if (ended != null) {
@@ -175,7 +177,7 @@ public final class Simulation {
                 d.start();
             }
             // Faults begin at an environment turn the run chooses: early in some runs, late in others.
-            faultsFrom = sched.choose(FAULT_DELAY_TURNS);
+            faultsFrom = sched.choose(FAULT_DELAY_TURNS, "faults from turn");
             long horizon = config.timeLimit.toNanos() - config.settle.toNanos();
             while (true) {
                 runDue();
@@ -188,7 +190,8 @@ public final class Simulation {
                     break;
                 }
                 List<Action> actions = actions();
-                int c = sched.choose(actions.size());
+                int c = sched.choose(actions.size(), "env " + actions.stream().map(Action::label)
+                        .collect(java.util.stream.Collectors.joining("|")));
                 Action a = actions.get(c);
                 turns++;
                 a.run.run();
@@ -403,7 +406,7 @@ public final class Simulation {
                         // error is: the engine holds the rows it concerns and tries them again later.
                         boolean write = op == StoreFaults.Operation.PURGE || op == StoreFaults.Operation.PARK
                                 || op == StoreFaults.Operation.RETRY_LATER || op == StoreFaults.Operation.RESET;
-                        int c = sched.choose(write ? 4 : 3);
+                        int c = sched.choose(write ? 4 : 3, "store " + op + " none|fail|lost answer|refuse");
                         if (c > 0) {
                             storeErrors--;
                             faults++;
@@ -646,6 +649,9 @@ public final class Simulation {
 
         String fingerprint() {
             StringBuilder sb = new StringBuilder();
+            // Virtual time is part of the state: the engine's loops keep timing in local variables (backoffs, the
+            // last rescan) that no fingerprint sees, so only runs that reach the same state at the same time merge.
+            sb.append(sched.now()).append('|');
             sb.append(store == null ? "" : store.rows()).append('|').append(log).append('|');
             for (Pending p : pending) {
                 sb.append(p.sender).append(p.record.id()).append('@').append(p.due - sched.now()).append(',');
