@@ -48,7 +48,6 @@ public final class SimScheduler implements EngineRuntime {
     private static final StackWalker WALKER = StackWalker.getInstance();
     private boolean trackLocations;
     private long choices;
-    private long switches;
     private volatile boolean killing;
     private String endReason;
     private Throwable uncaught;
@@ -111,11 +110,6 @@ public final class SimScheduler implements EngineRuntime {
     /** The choices made so far. */
     public long choices() {
         return choices;
-    }
-
-    /** How many times the baton passed from one worker to another. */
-    public long switches() {
-        return switches;
     }
 
     /** Virtual time, in nanoseconds since {@link #EPOCH}. */
@@ -215,7 +209,7 @@ public final class SimScheduler implements EngineRuntime {
         block(me, null, "sleep", until);
     }
 
-    /** Whether the calling thread is a worker of this scheduler named with {@code prefix}. */
+    /** The name of the worker calling, or null if the caller is not one of this scheduler's workers. */
     public String currentWorker() {
         Task me = self();
         return me == null ? null : me.name;
@@ -308,7 +302,6 @@ public final class SimScheduler implements EngineRuntime {
             return;
         }
         if (next != me) {
-            switches++;
             current = next;
             next.baton.release();
             me.baton.acquireUninterruptibly();

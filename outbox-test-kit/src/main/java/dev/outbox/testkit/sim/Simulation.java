@@ -27,7 +27,6 @@ import java.util.TreeSet;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
 import java.util.function.Consumer;
@@ -112,7 +111,6 @@ public final class Simulation {
         InMemoryStore store;
         SimLeaderGroup group;
         final List<DefaultDispatcher> dispatchers = new ArrayList<>();
-        final List<String> names = new ArrayList<>();
 
         // the broker
         Lock brokerLock;
@@ -168,7 +166,6 @@ public final class Simulation {
             }
             for (int i = 0; i < config.dispatchers; i++) {
                 String name = "d" + i;
-                names.add(name);
                 DefaultDispatcher d = new DefaultDispatcher(name, store, new Broker(name), group.newMember(name),
                         config.engine, listener(name), sched);
                 dispatchers.add(d);
@@ -907,9 +904,5 @@ public final class Simulation {
             }
             return new Config(this);
         }
-    }
-
-    static long millis(long nanos) {
-        return TimeUnit.NANOSECONDS.toMillis(nanos);
     }
 }
