@@ -46,6 +46,11 @@ final class EmbeddedPostgresBackend implements JdbcBackend {
                     .setCleanDataDirectory(false)
                     .setRegisterShutdownHook(false)
                     .setServerConfig("listen_addresses", "127.0.0.1")
+                    // The WAL harvest streams from a logical replication slot: logical decoding needs wal_level
+                    // logical (a restart to change), and each streaming leader holds a WAL sender and a slot.
+                    .setServerConfig("wal_level", "logical")
+                    .setServerConfig("max_wal_senders", "20")
+                    .setServerConfig("max_replication_slots", "20")
                     .setOutputRedirector(ProcessBuilder.Redirect.appendTo(log.toFile()))
                     .setErrorRedirector(ProcessBuilder.Redirect.appendTo(log.toFile()));
             if (port != 0) {

@@ -1,0 +1,67 @@
+package dev.outbox.spi;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+
+/**
+ * An open stream of committed messages, in commit order, from a database's log (a Postgres logical replication
+ * slot): the source of a stream harvest. A stream is opened by the leader when it starts harvesting and
+ * closed when it stops; the database remembers the position the harvest {@linkplain #confirm confirmed}, and the
+ * next stream, by this leader or another, starts with the first transaction that ended after it. So every message
+ * is delivered at least once, and a message is delivered again only if it was not confirmed.
+ *
+ * <p>Positions are the log's (on Postgres, LSNs as unsigned 64-bit numbers compared with
+ * {@link Long#compareUnsigned}); within one stream the messages' {@linkplain StreamMessage#endPosition() end
+ * positions} never decrease.
+ *
+ * <p>Thread-safety: {@link #poll} is called by one thread at a time; {@link #confirm}, {@link #readPosition} and
+ * {@link #close} may be called from any thread.
+ */
+public interface CommitStream extends AutoCloseable {
+
+    /**
+     * The next messages of the stream, at most {@code max}, in commit order (all messages of one transaction,
+     * in the order the transaction wrote them, before any message of a later transaction). Waits up to
+     * {@code wait} for the first message; returns an empty list if none arrived in time.
+     *
+     * @throws StoreException if the stream failed or was closed (it stays closed: the harvest opens a new one)
+     */
+    List<StreamMessage> poll(int max, Duration wait);
+
+    /**
+     * Every message of every transaction that ended at or before {@code position} has been handled (published
+     * or parked): the database may forget them, and a stream opened later starts after them. Positions confirmed
+     * must never decrease; a lower one than before is ignored. Sending it to the database may happen later (with
+     * the stream's next status update), never sooner than this call.
+     */
+    void confirm(long position);
+
+    /**
+     * The position up to which this stream has read the log, whether or not it carried messages for this
+     * outbox (transactions of other tables, keep-alives); 0 before anything was read. When no message is
+     * pending, the harvest confirms it, so that an idle outbox does not hold the log back.
+     */
+    long readPosition();
+
+    /** Closes the stream and releases what it holds in the database (the slot), at once. Idempotent. */
+    @Override
+    void close();
+
+    /**
+     * One message of a committed transaction.
+     *
+     * @param position    the message's own position in the log; unique among all messages of the database
+     * @param endPosition the position at which the message's transaction ended (shared by all its messages):
+     *                    what {@link #confirm} is given once all of them are handled
+     * @param commitTime  when the transaction committed
+     * @param payload     the message as the writer emitted it; the harvest decodes it
+     */
+    record StreamMessage(long position, long endPosition, Instant commitTime, byte[] payload) {
+        public StreamMessage {
+            if (commitTime == null || payload == null) {
+                throw new IllegalArgumentException("commitTime and payload must not be null");
+            }
+        }
+    }
+}
