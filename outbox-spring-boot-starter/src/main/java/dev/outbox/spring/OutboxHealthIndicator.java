@@ -44,6 +44,7 @@ public final class OutboxHealthIndicator implements HealthIndicator {
         h.lastSample().ifPresent(s -> {
             b.withDetail("backlog", s.backlog());
             b.withDetail("parked", s.parked());
+            s.retained().ifPresent(bytes -> b.withDetail("retainedBytes", bytes)); // WAL harvest: the slot's WAL
             b.withDetail("sampledAt", s.at().toString());
         });
         h.lag().ifPresent(lag -> b.withDetail("lag", lag.toString()));
