@@ -597,9 +597,11 @@ final class PgOutputStream implements CommitStream {
     private static SlotState slotState(WalStreamSettings settings) {
         try (Connection c = settings.connections().getConnection();
              PreparedStatement s = c.prepareStatement("SELECT plugin, database = current_database(), active_pid, "
-                     + "wal_status, confirmed_flush_lsn::text, to_jsonb(r) ->> 'invalidation_reason' "
+                     + "wal_status, confirmed_flush_lsn::text, to_jsonb(r) ->> 'invalidation_reason', "
+                     + "EXISTS (SELECT 1 FROM pg_publication WHERE pubname = ?) "
                      + "FROM pg_replication_slots r WHERE slot_name = ?")) {
-            s.setString(1, settings.slot());
+            s.setString(1, settings.publication());
+            s.setString(2, settings.slot());
             try (ResultSet rs = s.executeQuery()) {
                 if (!rs.next()) {
                     throw new StoreException("replication slot " + settings.slot() + " does not exist: create it "
@@ -608,6 +610,10 @@ final class PgOutputStream implements CommitStream {
                 if (!"pgoutput".equals(rs.getString(1)) || !rs.getBoolean(2)) {
                     throw new StoreException("replication slot " + settings.slot() + " is not a pgoutput slot of "
                             + "this database (plugin " + rs.getString(1) + ")", null, false);
+                }
+                if (!rs.getBoolean(7)) {
+                    throw new StoreException("publication " + settings.publication() + " (of replication slot "
+                            + settings.slot() + ") does not exist: create it first", null, false);
                 }
                 int pid = rs.getInt(3);
                 String walStatus = rs.getString(4);

@@ -299,12 +299,42 @@ class PgOutputStreamTest {
     }
 
     @Test
-    void openingAMissingSlotNamesIt() {
-        slot = null;
+    void anInvalidatedSlotIsCreatedAgainAndStreams() throws SQLException {
+        WalStreamSettings settings = settings();
+        emitCommitted("lost with the slot");
+        long oldConfirmed = confirmedFlush();
+        try {
+            PostgresTestSupport.execute(admin, "ALTER SYSTEM SET max_slot_wal_keep_size = '1MB'");
+            PostgresTestSupport.execute(admin, "SELECT pg_reload_conf()");
+            Await.untilOrFail(() -> {
+                PostgresTestSupport.execute(admin, "INSERT INTO other (note) VALUES ('wal'); SELECT pg_switch_wal(); "
+                        + "CHECKPOINT");
+                return PostgresTestSupport.queryLong(admin, "SELECT count(*) FROM pg_replication_slots "
+                        + "WHERE slot_name = '" + slot + "' AND wal_status = 'lost'") == 1;
+            }, TIMEOUT, () -> "the slot is invalidated");
+        } finally {
+            PostgresTestSupport.execute(admin, "ALTER SYSTEM RESET max_slot_wal_keep_size");
+            PostgresTestSupport.execute(admin, "SELECT pg_reload_conf()");
+        }
+        PgOutputStream stream = open(settings);
+        assertThat(PostgresTestSupport.queryLong(admin, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '"
+                + slot + "' AND wal_status <> 'lost' AND active_pid IS NOT NULL")).isEqualTo(1);
+        assertThat(confirmedFlush()).isGreaterThan(oldConfirmed);
+        emitCommitted("after");
+        assertThat(texts(pollAtLeast(stream, 1))).containsExactly("after");
+    }
+
+    @Test
+    void openingAMissingSlotOrPublicationNamesIt() {
         WalStreamSettings missing = WalStreamSettings.of(replication(), admin, "walread_missing", PUBLICATION,
                 PREFIX);
         assertThatThrownBy(() -> PgOutputStream.open(missing)).isInstanceOf(StoreException.class)
                 .hasMessageContaining("walread_missing").hasMessageContaining("does not exist")
+                .satisfies(e -> assertThat(((StoreException) e).isRetriable()).isFalse());
+        WalStreamSettings noPublication = WalStreamSettings.of(replication(), admin, settings().slot(),
+                "walread_no_publication", PREFIX);
+        assertThatThrownBy(() -> PgOutputStream.open(noPublication)).isInstanceOf(StoreException.class)
+                .hasMessageContaining("publication walread_no_publication").hasMessageContaining("does not exist")
                 .satisfies(e -> assertThat(((StoreException) e).isRetriable()).isFalse());
     }
 
