@@ -195,6 +195,30 @@ class PgOutputStreamTest {
     // ---- positions ----
 
     @Test
+    void readPositionNeverPassesATransactionPollHasNotReturnedInFull() throws SQLException {
+        PgOutputStream stream = open(settings());
+        try (Connection c = transaction()) {
+            emit(c, "1");
+            emit(c, "2");
+            emit(c, "3");
+            c.commit();
+        }
+        List<StreamMessage> first = new ArrayList<>();
+        long deadline = System.nanoTime() + TIMEOUT.toNanos();
+        while (first.isEmpty() && System.nanoTime() < deadline) {
+            first.addAll(stream.poll(2, Duration.ofMillis(100)));
+        }
+        assertThat(texts(first)).containsExactly("1", "2");
+        long end = first.get(0).endPosition();
+        // Unrelated traffic after the transaction moves the log on; the rest of the transaction is still buffered.
+        PostgresTestSupport.execute(admin, "INSERT INTO other (note) VALUES ('later')");
+        assertThat(Long.compareUnsigned(stream.readPosition(), end)).isNegative();
+        assertThat(texts(stream.poll(2, Duration.ZERO))).containsExactly("3");
+        Await.untilOrFail(() -> Long.compareUnsigned(stream.readPosition(), end) >= 0, TIMEOUT,
+                () -> "readPosition reaches the end of the transaction once all of it was returned");
+    }
+
+    @Test
     void readPositionAdvancesOnUnrelatedTrafficSoConfirmingItReleasesWal() {
         PgOutputStream stream = open(settings());
         long restartBefore = lsn("SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = '" + slot + "'");
