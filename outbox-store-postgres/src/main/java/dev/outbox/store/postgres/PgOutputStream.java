@@ -148,6 +148,11 @@ final class PgOutputStream implements CommitStream {
                 return opened;
             }
             // Someone took the slot between the look and the start: go round (wait, then take over).
+            if (System.nanoTime() - start >= giveUp) {
+                throw new StoreException("replication slot " + settings.slot() + " stays in use after "
+                        + Duration.ofNanos(System.nanoTime() - start), null, true);
+            }
+            pause(backoffMillis);
         }
     }
 

@@ -25,7 +25,7 @@ import java.util.regex.Pattern;
  *                               empty, no NUL character
  * @param statusInterval         how often the stream reports its position to the server, whether or not the
  *                               harvest keeps up; must be well below the server's {@code wal_sender_timeout}
- *                               (60 s by default). At least 10 ms.
+ *                               (60 s by default). From 10 ms to 1 h.
  * @param takeOverTimeout        how long {@link PgOutputStream#open} waits for another connection streaming the
  *                               slot to let it go before it terminates that connection's backend; zero takes over
  *                               at once
@@ -63,8 +63,9 @@ record WalStreamSettings(Supplier<Connection> replicationConnections, DataSource
             throw new IllegalArgumentException("messagePrefix '" + messagePrefix
                     + "' must not be empty nor contain a NUL character");
         }
-        if (statusInterval.compareTo(Duration.ofMillis(10)) < 0) {
-            throw new IllegalArgumentException("statusInterval " + statusInterval + " is below 10 ms");
+        if (statusInterval.compareTo(Duration.ofMillis(10)) < 0 || statusInterval.compareTo(Duration.ofHours(1)) > 0) {
+            throw new IllegalArgumentException("statusInterval " + statusInterval + " is not between 10 ms and 1 h "
+                    + "(it must stay well below the server's wal_sender_timeout)");
         }
         if (takeOverTimeout.isNegative()) {
             throw new IllegalArgumentException("takeOverTimeout " + takeOverTimeout + " is negative");

@@ -164,7 +164,8 @@ class PgOutputStreamTest {
         PgOutputStream stream = open(new WalStreamSettings(PgOutputStream.replicationConnections(url, props), admin,
                 slot, PUBLICATION, PREFIX, Duration.ofMillis(200), defaults.takeOverTimeout(), 2));
         long created = confirmedFlush();
-        PostgresTestSupport.execute(admin, "INSERT INTO other (note) SELECT 'row ' || i FROM generate_series(1, 1000) i");
+        PostgresTestSupport.execute(admin,
+                "INSERT INTO other (note) SELECT 'row ' || i FROM generate_series(1, 1000) i");
         long unrelated = lsn("SELECT pg_current_wal_lsn()");
         for (int i = 0; i < 20; i++) {
             emitCommitted(Integer.toString(i));
@@ -222,7 +223,8 @@ class PgOutputStreamTest {
     void readPositionAdvancesOnUnrelatedTrafficSoConfirmingItReleasesWal() {
         PgOutputStream stream = open(settings());
         long restartBefore = lsn("SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = '" + slot + "'");
-        PostgresTestSupport.execute(admin, "INSERT INTO other (note) SELECT 'row ' || i FROM generate_series(1, 1000) i");
+        PostgresTestSupport.execute(admin,
+                "INSERT INTO other (note) SELECT 'row ' || i FROM generate_series(1, 1000) i");
         long written = lsn("SELECT pg_current_wal_lsn()");
         Await.untilOrFail(() -> stream.readPosition() >= written, TIMEOUT,
                 () -> "readPosition " + PgOutputStream.lsn(stream.readPosition()) + " passes unrelated writes up to "
