@@ -40,10 +40,11 @@ import java.util.function.Supplier;
  * Every other message (other prefixes, non-transactional messages, row changes of published tables) is skipped,
  * but still advances {@link #readPosition()}.
  *
- * <p><b>Threads.</b> One reader thread ({@code outbox-wal-reader-<slot>}) owns the replication connection: it
- * reads without blocking (pgjdbc holds the connection's lock while a blocking read waits, so nothing else could be
- * sent meanwhile), parks for at most {@value #MAX_IDLE_MICROS} µs when nothing is pending, decodes, and
- * puts each committed transaction's messages into a bounded buffer that {@link #poll} takes from. When
+ * <p><b>Threads.</b> One reader thread ({@code outbox-wal-reader-<slot>}) owns the replication connection. It
+ * reads with pgjdbc's {@code readPending()}, which waits at most 1 ms for input (not with the blocking
+ * {@code read()}, which holds the connection's lock while it waits, so that neither a status update nor the goodbye
+ * of {@link #close()} could be sent meanwhile); it decodes, and puts each committed transaction's messages into a
+ * bounded buffer that {@link #poll} takes from. When
  * {@link WalStreamSettings#bufferedMessages()} messages wait there, it stops reading (the server's sends then
  * wait on TCP) but keeps sending status updates every {@link WalStreamSettings#statusInterval()}, so the server
  * never times the stream out ({@code wal_sender_timeout}) while the harvest is slow or stalled. A transaction is
@@ -72,6 +73,7 @@ final class PgOutputStream implements CommitStream {
     private static final long PG_EPOCH_MICROS = 946_684_800_000_000L;
     private static final long MIN_IDLE_MICROS = 50;
     static final long MAX_IDLE_MICROS = 1_000;
+    private static final long QUICK_ANSWER_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
     /** How long close() waits for the reader to say goodbye before it cuts the socket. */
     private static final Duration CLOSE_GRACE = Duration.ofSeconds(2);
     private static final String OBJECT_IN_USE = "55006";
@@ -177,6 +179,11 @@ final class PgOutputStream implements CommitStream {
                     // Never let the driver confirm on its own: only confirm() moves the flush position.
                     .withAutomaticFlush(false)
                     .start();
+            // pgjdbc sets the socket timeout to the status interval, for its blocking read() to wake up and send
+            // status updates; a timeout in the middle of a message would then be taken for "nothing yet" and leave
+            // the stream out of step. This reader never blocks waiting for a message to start (readPending), so
+            // once one started it waits for the rest.
+            connection.setNetworkTimeout(Runnable::run, 0);
             PgOutputStream opened = new PgOutputStream(settings, connection, stream);
             opened.reader.start();
             return opened;
@@ -320,6 +327,7 @@ final class PgOutputStream implements CommitStream {
                     }
                     continue;
                 }
+                long asked = System.nanoTime();
                 ByteBuffer data = stream.readPending();
                 if (data != null) {
                     idleMicros = MIN_IDLE_MICROS;
@@ -333,8 +341,13 @@ final class PgOutputStream implements CommitStream {
                         boundary(List.of(), seen);
                     }
                 }
-                LockSupport.parkNanos(this, TimeUnit.MICROSECONDS.toNanos(idleMicros));
-                idleMicros = Math.min(idleMicros * 2, MAX_IDLE_MICROS);
+                // pgjdbc's replication stream looks for input with a read of up to 1 ms (a socket timeout), which
+                // returns as soon as data arrives: that is the wait. Only if it answered at once (a closed socket
+                // answers at once, until a status update finds it broken) does the reader park, not to spin.
+                if (System.nanoTime() - asked < QUICK_ANSWER_NANOS) {
+                    LockSupport.parkNanos(this, TimeUnit.MICROSECONDS.toNanos(idleMicros));
+                    idleMicros = Math.min(idleMicros * 2, MAX_IDLE_MICROS);
+                }
             }
         } catch (Throwable t) {
             fail(t);
