@@ -95,6 +95,14 @@ final class Scenario implements AutoCloseable {
     static final int KEYS_PER_WRITER = 50;
     static final Duration WAIT = Duration.ofSeconds(90);
     /**
+     * The writers hold while this many committed messages have not reached the slowest consumer (the watcher or an
+     * inbox consumer): two of a dispatcher's in-flight windows, so that the leader always has a full window to send
+     * and the next marked, whatever is injected. Without a limit the writers outran the path downstream (on the
+     * three-broker cluster by far), and a scenario spent most of its time draining and checking what they had
+     * committed beyond what its steps waited for.
+     */
+    static final int MAX_BACKLOG = 2 * CONFIG.maxInFlightRecords();
+    /**
      * Where duplicates go that no injected fault explains but a failed delivery of the record itself does: the
      * producer gave up on it (its delivery timeout expired on a busy machine) though the broker wrote it.
      */
@@ -175,6 +183,7 @@ final class Scenario implements AutoCloseable {
         long pauseMicros = Long.getLong("outbox.e2e.writerPauseMicros", 2_000);
         this.writers = new Writers(appPool, adminStore.publisher(), topic, WRITERS, KEYS_PER_WRITER, pauseMicros,
                 seed);
+        limitBacklog(true);
     }
 
     /** Sets up a scenario named {@code name} (lower case, digits, underscores) and starts everything. */
@@ -240,6 +249,20 @@ final class Scenario implements AutoCloseable {
      */
     void tolerateWriterFailures() {
         writers.tolerateFailures();
+    }
+
+    /**
+     * Whether the writers hold while {@link #MAX_BACKLOG} committed messages have not reached the slowest consumer
+     * (the default), or write on regardless, e.g. to let a backlog grow while Kafka is away.
+     */
+    void limitBacklog(boolean limit) {
+        writers.limitBacklog(this::backlog, limit ? MAX_BACKLOG : Integer.MAX_VALUE);
+    }
+
+    /** Committed messages that the slowest consumer has not seen yet. */
+    private int backlog() {
+        long slowest = Math.min(watcher.distinct(), inboxes.slowestApplied());
+        return (int) Math.max(0, writers.committed() - slowest);
     }
 
     /** Failures the dispatchers have reported to their listeners so far. */
