@@ -117,11 +117,6 @@ final class InboxSide implements AutoCloseable {
         sides.forEach(s -> s.consumer().start());
     }
 
-    /** Messages applied by the inbox consumer that has applied the fewest. */
-    long slowestApplied() {
-        return sides.stream().mapToLong(s -> s.consumer().applied()).min().orElse(0);
-    }
-
     /** Kills the consumers' database connections (on both servers); returns how many. */
     int killConnections() {
         int killed = 0;

@@ -29,10 +29,10 @@ import java.util.function.IntSupplier;
  * table once the database answers again: the writer goes on after what really committed.
  *
  * <p>Flow control: with a {@linkplain #limitBacklog backlog limit}, a writer holds before its next transaction while
- * that many committed messages or more have not yet reached the slowest consumer. The writers thus commit about as
- * fast as the path downstream delivers, whatever the machine: a scenario commits what its steps wait for plus at
- * most the limit, instead of as much as the writers manage in the time the slowest part takes (which all had then
- * to be drained and checked after the writers stopped).
+ * that many committed messages or more have not yet been delivered. The writers thus commit about as fast as the
+ * dispatchers deliver, whatever the machine: a scenario commits what its steps wait for plus at most the limit,
+ * instead of as much as the writers manage in the time the steps take (which all had then to be drained and checked
+ * after the writers stopped).
  */
 final class Writers implements AutoCloseable {
     static final String EVENTS_DDL = "CREATE TABLE e2e_events (key text NOT NULL, seq int NOT NULL, token text NOT NULL,"
@@ -89,8 +89,8 @@ final class Writers implements AutoCloseable {
     }
 
     /**
-     * From now on, a writer holds before a transaction while {@code backlog} (committed messages the slowest
-     * consumer has not seen yet) is {@code max} or more; {@code Integer.MAX_VALUE} lifts the limit.
+     * From now on, a writer holds before a transaction while {@code backlog} (committed messages not delivered
+     * yet) is {@code max} or more; {@code Integer.MAX_VALUE} lifts the limit.
      */
     void limitBacklog(IntSupplier backlog, int max) {
         this.backlog = backlog;
