@@ -147,6 +147,8 @@ final class Scenario implements AutoCloseable {
     private final List<Takeover> takeovers = new ArrayList<>();
     private final List<String> notes = new ArrayList<>();
     private boolean finished;
+    /** From the start of the set-up (servers started on first use, databases, topics, clients) to the writers'. */
+    private long setUpMillis;
 
     private Scenario(String name, long seed, KafkaServer kafka) {
         this.name = name;
@@ -199,6 +201,7 @@ final class Scenario implements AutoCloseable {
             s.watcher.start();
             s.inboxes.start();
             s.nodes.forEach(Node::start);
+            s.setUpMillis = millisSince(s.started);
             s.writers.start();
         } catch (RuntimeException e) {
             s.close();
@@ -596,10 +599,12 @@ final class Scenario implements AutoCloseable {
             faultsText.append(e.getKey()).append(": ").append(e.getValue())
                     .append(inFlight == null ? "" : " of " + inFlight + " in flight");
         }
-        String summary = String.format("E2E %s: %d messages committed by %d writers in %d s (%d rolled back), "
-                        + "%d records consumed, %d duplicates [%s], %d parked, take-over [%s], longest delivery gap "
-                        + "%d ms, drained %d ms after the writers stopped, %d failures reported%s",
-                r.name(), r.committed(), WRITERS, millisSince(started) / 1000, writers.rolledBack(), r.consumed(),
+        String summary = String.format("E2E %s: %d messages committed by %d writers in %d s (%d rolled back; "
+                        + "scenario set up %d s before), %d records consumed, %d duplicates [%s], %d parked, take-over"
+                        + " [%s], longest delivery gap %d ms, drained %d ms after the writers stopped, %d failures"
+                        + " reported%s",
+                r.name(), r.committed(), WRITERS, writers.runMillis() / 1000, writers.rolledBack(),
+                setUpMillis / 1000, r.consumed(),
                 r.duplicates(), faultsText, r.parked(),
                 r.takeovers().stream().map(Takeover::toString).collect(Collectors.joining("; ")),
                 r.longestGapMillis(), drainMillis, r.failuresReported(),

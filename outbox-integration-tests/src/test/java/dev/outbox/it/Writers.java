@@ -53,6 +53,8 @@ final class Writers implements AutoCloseable {
     private volatile boolean tolerant;
     private volatile IntSupplier backlog = () -> 0;
     private volatile int maxBacklog = Integer.MAX_VALUE;
+    private long startedNanos;
+    private long stoppedNanos;
 
     Writers(DataSource dataSource, Publisher publisher, String topic, int writers, int keysPerWriter,
             long pauseMicros, long seed) {
@@ -76,7 +78,14 @@ final class Writers implements AutoCloseable {
     }
 
     void start() {
+        startedNanos = System.nanoTime();
         threads.forEach(Thread::start);
+    }
+
+    /** How long the writers ran, from {@link #start()} until {@link #close()} (or until now). */
+    long runMillis() {
+        long end = stoppedNanos != 0 ? stoppedNanos : System.nanoTime();
+        return startedNanos == 0 ? 0 : TimeUnit.NANOSECONDS.toMillis(end - startedNanos);
     }
 
     /** Messages committed so far. */
@@ -204,6 +213,9 @@ final class Writers implements AutoCloseable {
     /** Stops the writers and waits for them; fails if one of them failed. */
     @Override
     public void close() throws InterruptedException {
+        if (running && startedNanos != 0) {
+            stoppedNanos = System.nanoTime();
+        }
         running = false;
         for (Thread t : threads) {
             t.join(TimeUnit.SECONDS.toMillis(30));
