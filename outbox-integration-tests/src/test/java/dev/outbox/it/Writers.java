@@ -121,7 +121,7 @@ final class Writers implements AutoCloseable {
         int mine = 0;
         int tx = 0;
         while (running) {
-            // Flow control, not a wait for time to pass: the writer goes on as soon as the consumers catch up.
+            // Flow control, not a wait for time to pass: the writer goes on as soon as the consumer catches up.
             while (running && backlog.getAsInt() >= maxBacklog) {
                 LockSupport.parkNanos(BACKLOG_RECHECK_NANOS);
             }
