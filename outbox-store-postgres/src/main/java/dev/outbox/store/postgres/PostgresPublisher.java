@@ -182,12 +182,12 @@ public final class PostgresPublisher extends SqlPublisher {
                 statement.setQueryTimeout(queryTimeoutSeconds);
                 int from = 0;
                 while (from < contents.length) {
-                    int to = from;
-                    long bytes = 0;
-                    while (to < contents.length && (to == from || bytes + contents[to].length <= WAL_CHUNK_BYTES)) {
-                        bytes += contents[to++].length;
+                    int to = chunkEnd(contents, from, WAL_CHUNK_BYTES);
+                    int bytes = 0;
+                    for (int i = from; i < to; i++) {
+                        bytes += contents[i].length;
                     }
-                    byte[] all = new byte[(int) bytes];
+                    byte[] all = new byte[bytes];
                     Integer[] starts = new Integer[to - from];
                     Integer[] lengths = new Integer[to - from];
                     int at = 0;
@@ -209,6 +209,19 @@ public final class PostgresPublisher extends SqlPublisher {
             throw PostgresDialect.ERRORS.translate("emitting " + messages.size() + " message(s) of " + names.outbox()
                     + " to the write-ahead log (prefix " + walPrefix + ")", e);
         }
+    }
+
+    /**
+     * The end (exclusive) of the chunk of {@code contents} that starts at {@code from}: as many contents as fit in
+     * {@code limit} bytes together, and at least one.
+     */
+    static int chunkEnd(byte[][] contents, int from, int limit) {
+        int to = from + 1;
+        long bytes = contents[from].length;
+        while (to < contents.length && bytes + contents[to].length <= limit) {
+            bytes += contents[to++].length;
+        }
+        return to;
     }
 
     private void validate(int index, OutboxMessage message) {
