@@ -3,6 +3,7 @@ package dev.outbox;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
+import java.util.OptionalLong;
 
 /**
  * What the leading dispatcher read from its store at one instant: the backlog, the parked rows, and the age of
@@ -13,8 +14,10 @@ import java.util.Optional;
  * @param parked           rows in the parked area ({@link dev.outbox.spi.Store#parkedCount()})
  * @param oldestCreateTime the creation time of the head of the outbox — the unparked row with the lowest id,
  *                         the next the dispatcher will harvest — or {@code null} if the outbox is empty
+ * @param retainedBytes    the bytes the database keeps for the harvest ({@link dev.outbox.spi.Store#retainedBytes()}:
+ *                         the write-ahead log a replication slot holds back), or -1 for a store that keeps none
  */
-public record OutboxSample(Instant at, long backlog, long parked, Instant oldestCreateTime) {
+public record OutboxSample(Instant at, long backlog, long parked, Instant oldestCreateTime, long retainedBytes) {
 
     public OutboxSample {
         if (at == null) {
@@ -24,6 +27,19 @@ public record OutboxSample(Instant at, long backlog, long parked, Instant oldest
             throw new IllegalArgumentException("backlog (" + backlog + ") and parked (" + parked
                     + ") must not be negative");
         }
+        if (retainedBytes < -1) {
+            throw new IllegalArgumentException("retainedBytes must be -1 (none) or more, was " + retainedBytes);
+        }
+    }
+
+    /** A sample of a store that retains nothing for its harvest (a table). */
+    public OutboxSample(Instant at, long backlog, long parked, Instant oldestCreateTime) {
+        this(at, backlog, parked, oldestCreateTime, -1);
+    }
+
+    /** The bytes the database keeps for the harvest, empty for a store that keeps none. */
+    public OptionalLong retained() {
+        return retainedBytes < 0 ? OptionalLong.empty() : OptionalLong.of(retainedBytes);
     }
 
     /** The creation time of the head of the outbox, empty if the outbox is empty. */

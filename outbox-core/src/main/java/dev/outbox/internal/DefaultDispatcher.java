@@ -643,69 +643,98 @@ public final class DefaultDispatcher implements Dispatcher {
         Backoff readFailures = new Backoff(config.ioErrorBackoff(), config.maxIoErrorBackoff());
         Duration idle = config.markBackoff();
         long lastRescan = runtime.nanoTime();
-        while (!stopMarking) {
-            UUID markAs;
-            long markEpoch;
-            int room;
-            int worthReading;
-            List<KeySchedule.Flight> toSend;
-            lock.lock();
-            try {
-                if (leaderId != null && forceRemark) {
-                    refreshLeaderId();
+        // The epoch the store was last read in, or -1: a store that holds something while it is harvested (a
+        // replication stream) is told by this thread, never during a read, to let go when that epoch ends.
+        long harvestEpoch = -1;
+        try {
+            while (!stopMarking) {
+                UUID markAs;
+                long markEpoch;
+                int room;
+                int worthReading;
+                List<KeySchedule.Flight> toSend;
+                boolean stopHarvest = false;
+                lock.lock();
+                try {
+                    if (leaderId != null && forceRemark) {
+                        refreshLeaderId();
+                    }
+                    if (harvestEpoch != -1 && (leaderId == null || epoch != harvestEpoch)) {
+                        stopHarvest = true; // not leading any more, or in a new epoch: let go first (below)
+                    } else if (leaderId == null || !leaseValid()) {
+                        // Not leading, or the lease lapsed and the leader thread has not fenced yet (stalled?).
+                        awaitMarkWork(config.pollInterval());
+                        continue;
+                    }
+                    toSend = schedule.takeReady(Integer.MAX_VALUE, runtime.nanoTime());
+                    room = schedule.room();
+                    worthReading = schedule.readThreshold(config.markBatchSize());
+                    markAs = leaderId;
+                    markEpoch = epoch;
+                } finally {
+                    lock.unlock();
                 }
-                if (leaderId == null || !leaseValid()) {
-                    // Not leading, or the lease lapsed and the leader thread has not fenced yet (stalled?).
-                    awaitMarkWork(config.pollInterval());
+                if (stopHarvest) {
+                    stopStoreHarvest();
+                    harvestEpoch = -1;
                     continue;
                 }
-                toSend = schedule.takeReady(Integer.MAX_VALUE, runtime.nanoTime());
-                room = schedule.room();
-                worthReading = schedule.readThreshold(config.markBatchSize());
-                markAs = leaderId;
-                markEpoch = epoch;
-            } finally {
-                lock.unlock();
-            }
-            if (!toSend.isEmpty()) {
-                send(toSend, markEpoch);
-                continue;
-            }
-            if (room < worthReading) {
-                // Throttled (records or bytes): wait until acknowledgements make room for a read, or a retry falls
-                // due.
-                lock.lock();
-                try {
-                    if (!schedule.hasReady() && epoch == markEpoch && !forceRemark && !stopMarking) {
-                        awaitMarkWork(untilDue(config.pollInterval()));
+                if (!toSend.isEmpty()) {
+                    send(toSend, markEpoch);
+                    continue;
+                }
+                if (room < worthReading) {
+                    // Throttled (records or bytes): wait until acknowledgements make room for a read, or a retry falls
+                    // due.
+                    lock.lock();
+                    try {
+                        if (!schedule.hasReady() && epoch == markEpoch && !forceRemark && !stopMarking) {
+                            awaitMarkWork(untilDue(config.pollInterval()));
+                        }
+                    } finally {
+                        lock.unlock();
                     }
-                } finally {
-                    lock.unlock();
+                    continue;
                 }
-                continue;
-            }
-            int read = cursor != null ? readOnce(room, markEpoch, readFailures)
-                    : markOnce(markAs, Math.min(room, config.markBatchSize()), markEpoch, readFailures);
-            if (read < 0) {
-                continue; // failed; backed off already
-            }
-            if (read == 0) {
-                pause(idle);
-                idle = min(idle.multipliedBy(2), config.pollInterval());
-            } else {
-                idle = config.markBackoff();
-            }
-            if (cursor != null && read < room
-                    && runtime.nanoTime() - lastRescan >= config.rescanInterval().toNanos()) {
-                // Caught up: read the table from its head once more, a safety net (see HarvestCursor).
-                lastRescan = runtime.nanoTime();
-                lock.lock();
-                try {
-                    cursor.rescan();
-                } finally {
-                    lock.unlock();
+                harvestEpoch = markEpoch;
+                int read = cursor != null ? readOnce(room, markEpoch, readFailures)
+                        : markOnce(markAs, Math.min(room, config.markBatchSize()), markEpoch, readFailures);
+                if (read < 0) {
+                    continue; // failed; backed off already
+                }
+                if (read == 0 && store.readWaits()) {
+                    idle = config.markBackoff(); // the read waited for rows already: read again at once
+                } else if (read == 0) {
+                    pause(idle);
+                    idle = min(idle.multipliedBy(2), config.pollInterval());
+                } else {
+                    idle = config.markBackoff();
+                }
+                if (cursor != null && read < room
+                        && runtime.nanoTime() - lastRescan >= config.rescanInterval().toNanos()) {
+                    // Caught up: read the table from its head once more, a safety net (see HarvestCursor).
+                    lastRescan = runtime.nanoTime();
+                    lock.lock();
+                    try {
+                        cursor.rescan();
+                    } finally {
+                        lock.unlock();
+                    }
                 }
             }
+        } finally {
+            if (harvestEpoch != -1) {
+                stopStoreHarvest();
+            }
+        }
+    }
+
+    /** Tells the store that this instance no longer harvests it (see {@link Store#harvestStopped()}). */
+    private void stopStoreHarvest() {
+        try {
+            store.harvestStopped();
+        } catch (RuntimeException e) {
+            log.warn("{}: the store failed to let go of its harvest", name, e);
         }
     }
 

@@ -55,7 +55,9 @@ final class OutboxSampler implements Runnable {
             Instant oldest = store.oldestCreateTime().orElse(null);
             long backlog = store.backlog();
             long parked = store.parkedCount();
-            sample = new OutboxSample(clock.instant(), Math.max(0, backlog), Math.max(0, parked), oldest);
+            long retained = store.retainedBytes().orElse(-1);
+            sample = new OutboxSample(clock.instant(), Math.max(0, backlog), Math.max(0, parked), oldest,
+                    Math.max(-1, retained));
         } catch (RuntimeException e) {
             onFailure.accept(e);
             return;

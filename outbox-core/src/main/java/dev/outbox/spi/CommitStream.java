@@ -38,9 +38,11 @@ public interface CommitStream extends AutoCloseable {
     void confirm(long position);
 
     /**
-     * The position up to which this stream has read the log, whether or not it carried messages for this
-     * outbox (transactions of other tables, keep-alives); 0 before anything was read. When no message is
-     * pending, the harvest confirms it, so that an idle outbox does not hold the log back.
+     * The position up to which this stream has read the log and handed out every message for this outbox,
+     * whether or not the log carried any there (transactions of other tables, keep-alives); 0 before anything
+     * was read. It never passes the end position of a message that {@link #poll} has not returned yet (a
+     * message read from the database but still buffered by the stream). When no message is pending, the
+     * harvest confirms it, so that an idle outbox does not hold the log back.
      */
     long readPosition();
 

@@ -8,6 +8,7 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.UUID;
 
 /**
@@ -55,6 +56,14 @@ public interface Store {
     MarkResult mark(UUID leaderId, int limit);
 
     /**
+     * Whether this store implements {@link #mark}, the MARK harvest's statement. A store fed by a stream (the
+     * Postgres WAL harvest) has no rows to mark and is harvested by {@link #read} only.
+     */
+    default boolean supportsMark() {
+        return true;
+    }
+
+    /**
      * Whether this store implements {@link #read}, the cursor harvest's read. Stores that do not are harvested by
      * {@link #mark} ({@code DispatcherConfig.Harvest.MARK}).
      */
@@ -89,6 +98,34 @@ public interface Store {
     default ReadResult read(long after, List<IdRange> recheck, int limit) {
         throw new UnsupportedOperationException(getClass().getName() + " has no cursor read (Store.read); harvest"
                 + " it with DispatcherConfig.Harvest.MARK");
+    }
+
+    /**
+     * Whether {@link #read} waits for rows to arrive when none is ready (a store fed by a stream that pushes, such
+     * as a replication slot) instead of returning at once. The dispatcher then reads again straight after an empty
+     * read, instead of backing off up to {@code pollInterval}. A waiting read returns as soon as rows arrive and
+     * waits no longer than a fraction of a second, so that the harvest still notices leadership changes quickly.
+     */
+    default boolean readWaits() {
+        return false;
+    }
+
+    /**
+     * The dispatcher stopped harvesting on this instance (it is no longer leader, its leadership changed epoch, or
+     * it closes): release at once what the harvest holds in the database (a replication stream, a slot), so that
+     * the next leader can take it. Records read and not yet purged are forgotten: a later read finds them again.
+     * Called by the harvesting thread, never concurrently with {@link #read}. The default does nothing.
+     */
+    default void harvestStopped() {
+    }
+
+    /**
+     * The bytes the database keeps for this outbox's harvest that it could otherwise free (the write-ahead log a
+     * replication slot retains), or empty for a store that keeps none. Sampled by the leader every
+     * {@code metricsInterval} ({@link dev.outbox.OutboxSample#retainedBytes()}); an abandoned slot fills the disk.
+     */
+    default OptionalLong retainedBytes() {
+        return OptionalLong.empty();
     }
 
     /**

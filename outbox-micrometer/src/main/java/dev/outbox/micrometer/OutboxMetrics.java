@@ -56,6 +56,9 @@ import java.util.function.ToDoubleFunction;
  *       last sampled by the leader (NaN on a standby)</td></tr>
  *   <tr><td>outbox.parked [outbox_parked]</td><td>gauge</td><td>outbox</td><td>rows in the parked area, as last
  *       sampled by the leader (NaN on a standby)</td></tr>
+ *   <tr><td>outbox.retained [outbox_retained_bytes]</td><td>gauge</td><td>outbox</td><td>write-ahead log the
+ *       outbox's replication slot holds back, as last sampled by the leader (WAL harvest only; NaN otherwise): an
+ *       abandoned or stuck slot fills the disk</td></tr>
  *   <tr><td>outbox.leader [outbox_leader]</td><td>gauge</td><td>outbox</td><td>1 while this instance leads, else
  *       0</td></tr>
  *   <tr><td>outbox.lag [outbox_lag_seconds]</td><td>time gauge</td><td>outbox</td><td>age of the oldest
@@ -96,6 +99,8 @@ public final class OutboxMetrics implements MeterBinder, AutoCloseable {
     public static final String RECORDS_HELD = "outbox.records.held";
     public static final String BACKLOG = "outbox.backlog";
     public static final String PARKED = "outbox.parked";
+    /** Gauge: bytes the database keeps for the harvest (a replication slot's write-ahead log); WAL harvest only. */
+    public static final String RETAINED = "outbox.retained";
     public static final String LEADER = "outbox.leader";
     public static final String LAG = "outbox.lag";
     public static final String ACK_LATENCY = "outbox.ack.latency";
@@ -161,6 +166,10 @@ public final class OutboxMetrics implements MeterBinder, AutoCloseable {
                 .description("Rows waiting in the outbox, as last sampled by the leader").register(registry);
         Gauge.builder(PARKED, d, sampled(OutboxSample::parked)).tags(tags).strongReference(true)
                 .description("Rows in the parked area, as last sampled by the leader").register(registry);
+        Gauge.builder(RETAINED, d, sampled(x -> x.retainedBytes() < 0 ? Double.NaN : x.retainedBytes()))
+                .tags(tags).baseUnit("bytes").strongReference(true)
+                .description("Bytes of write-ahead log the outbox's replication slot holds back (WAL harvest), as last"
+                        + " sampled by the leader").register(registry);
         TimeGauge.builder(LAG, d, TimeUnit.SECONDS, OutboxMetrics::lagSeconds).tags(tags).strongReference(true)
                 .description("Age of the oldest unpublished row, as last sampled by the leader")
                 .register(registry);

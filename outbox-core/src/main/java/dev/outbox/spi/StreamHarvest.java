@@ -1,0 +1,280 @@
+package dev.outbox.spi;
+
+import dev.outbox.OutboxRecord;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.function.Supplier;
+
+/**
+ * The {@link Store} side of a harvest fed by a {@link CommitStream} (a log of committed messages, such as a Postgres
+ * replication slot) instead of a table: what a store's {@link Store#read}, {@link Store#purge},
+ * {@link Store#retryLater} and {@link Store#harvestStopped} delegate to. It keeps the messages the leader has
+ * received and not yet finished in memory, gives each an id, and confirms to the stream the position below which
+ * every message is finished, so that the database may forget them and a later stream starts after them.
+ *
+ * <h2>How the engine sees it</h2>
+ * Ids are assigned in stream order (commit order), one per message, and never reused by this instance; a
+ * {@link #read} returns the pending messages above the cursor in id order, as a table read would. There are no
+ * gaps: a message is in the stream only once its transaction committed, so every read reports a horizon that
+ * closes any gap at once. A message is finished when it is acknowledged ({@link #finished}, from the store's
+ * {@link Store#purge}) or parked (the store writes it to its parked table, then calls {@link #finished}).
+ *
+ * <h2>Confirmation</h2>
+ * A transaction is finished when all its messages are; the stream is confirmed up to the end of the last
+ * transaction that is finished together with every transaction before it. When nothing is pending, the stream's
+ * {@linkplain CommitStream#readPosition() read position} is confirmed, so that an idle outbox in a busy database
+ * does not hold the log back. A message is therefore delivered again, by a later stream, only if it or an earlier
+ * one was not finished: at least once.
+ *
+ * <h2>Leadership</h2>
+ * The first {@link #read} opens a stream; {@link #stop()} closes it and forgets every pending message, and the
+ * next read opens a new one, which starts after the confirmed position. A failed stream is closed and the read
+ * that saw it fails; the next read opens a new one.
+ *
+ * <p>What a failed delivery records ({@link #retryLater}) lives in memory only: a new stream delivers the message
+ * with zero attempts.
+ *
+ * <p>Thread-safe: {@link #read} is called by one thread at a time (the dispatcher's harvest thread); the other
+ * methods may be called from any thread, concurrently with a read.
+ */
+public final class StreamHarvest {
+
+    /**
+     * Turns one streamed message into a row: a {@link MarkedRow.Readable} record with the given id (its creation
+     * time is the commit time, its attempts zero), or a {@link MarkResult.Rejected} row with a reason when the
+     * message cannot be read. Must not throw.
+     */
+    @FunctionalInterface
+    public interface Decoder {
+        MarkedRow decode(long id, CommitStream.StreamMessage message);
+    }
+
+    /**
+     * A message received and not finished yet.
+     *
+     * @param id      the id this harvest gave it
+     * @param message the message as streamed
+     * @param row     what the decoder made of it, with the attempts recorded so far
+     */
+    public record Pending(long id, CommitStream.StreamMessage message, MarkedRow row) {
+    }
+
+    private final Supplier<? extends CommitStream> opener;
+    private final Decoder decoder;
+    private final Duration readWait;
+
+    /** The open stream, or null; replaced only by the reading thread, cleared by stop() from any thread. */
+    private CommitStream stream;
+    /** The pending messages by id, in stream order. Guarded by this. */
+    private final TreeMap<Long, Pending> pending = new TreeMap<>();
+    /** The last id given. Guarded by this. */
+    private long lastId;
+    /** The highest position confirmed to the current stream. Guarded by this. */
+    private long confirmed;
+    /** The distinct transaction end positions received and not confirmed yet, ascending. Guarded by this. */
+    private final TreeSet<Long> ends = new TreeSet<>();
+
+    /**
+     * @param opener   opens a stream, starting after the position last confirmed; called by {@link #read}, may block
+     *                 (a slot held by a deposed leader) and may throw {@link StoreException}
+     * @param decoder  turns messages into rows
+     * @param readWait how long a read waits for the first new message when none is pending above the cursor: the
+     *                 stream pushes, so a read returns as soon as a message arrives
+     */
+    public StreamHarvest(Supplier<? extends CommitStream> opener, Decoder decoder, Duration readWait) {
+        this.opener = Objects.requireNonNull(opener, "opener");
+        this.decoder = Objects.requireNonNull(decoder, "decoder");
+        this.readWait = Objects.requireNonNull(readWait, "readWait");
+        if (readWait.isNegative()) {
+            throw new IllegalArgumentException("readWait must not be negative, was " + readWait);
+        }
+    }
+
+    /**
+     * The {@link Store#read} of a streamed outbox: the pending messages with ids above {@code after} or in the
+     * {@code recheck} ranges, at most {@code limit}, in id order, after taking what the stream has (waiting up to
+     * the read wait when nothing is pending above {@code after}). Opens a stream if none is open.
+     *
+     * @throws StoreException if the stream could not be opened or failed (it is closed; the next read opens another)
+     */
+    public ReadResult read(long after, List<IdRange> recheck, int limit) {
+        if (limit < 1) {
+            throw new IllegalArgumentException("limit must be at least 1, was " + limit);
+        }
+        Objects.requireNonNull(recheck, "recheck");
+        CommitStream s;
+        int above;
+        synchronized (this) {
+            s = stream;
+            above = pending.tailMap(after, false).size();
+        }
+        if (s == null) {
+            s = opener.get();
+            synchronized (this) {
+                stream = s;
+                confirmed = 0;
+                ends.clear();
+            }
+        }
+        List<CommitStream.StreamMessage> got = List.of();
+        if (above < limit) {
+            try {
+                got = s.poll(limit - above, above == 0 ? readWait : Duration.ZERO);
+            } catch (RuntimeException e) {
+                synchronized (this) {
+                    if (stream != s) {
+                        return empty(); // stopped meanwhile: that closed the stream
+                    }
+                    stream = null;
+                    pending.clear();
+                    ends.clear();
+                }
+                s.close();
+                throw e instanceof StoreException se ? se
+                        : new StoreException("the commit stream failed: " + e.getMessage(), e, true);
+            }
+        }
+        TreeMap<Long, MarkedRow> rows = new TreeMap<>();
+        long confirm;
+        synchronized (this) {
+            if (stream != s) {
+                return empty(); // stopped meanwhile: what was polled belongs to a closed stream
+            }
+            for (CommitStream.StreamMessage m : got) {
+                long id = ++lastId;
+                pending.put(id, new Pending(id, m, decoder.decode(id, m)));
+                ends.add(m.endPosition());
+            }
+            confirm = pending.isEmpty() ? confirmable(s) : -1; // idle: let the log go
+            for (Pending p : pending.tailMap(after, false).values()) {
+                if (rows.size() == limit) {
+                    break;
+                }
+                rows.put(p.id(), p.row());
+            }
+            for (IdRange range : recheck) {
+                for (Pending p : pending.subMap(range.from(), true, Math.min(range.to(), after), true).values()) {
+                    rows.put(p.id(), p.row());
+                }
+            }
+        }
+        if (confirm >= 0) {
+            s.confirm(confirm);
+        }
+        return new ReadResult(MarkedRow.result(rows.values()), 0, Long.MAX_VALUE);
+    }
+
+    private static ReadResult empty() {
+        return new ReadResult(MarkResult.of(List.of()), 0, Long.MAX_VALUE);
+    }
+
+    /**
+     * The given messages are finished (acknowledged, or parked by the store): forgets them and confirms the
+     * stream as far as every earlier message is finished too. Unknown ids (of a stream closed since) are ignored.
+     */
+    public void finished(Collection<Long> ids) {
+        CommitStream s;
+        long to;
+        synchronized (this) {
+            for (Long id : ids) {
+                pending.remove(id);
+            }
+            s = stream;
+            to = s == null ? -1 : confirmable(s);
+        }
+        if (to >= 0) {
+            s.confirm(to);
+        }
+    }
+
+    /**
+     * Caller holds this. The position to confirm to {@code s} now, or -1 if it did not move: the end of the last
+     * transaction seen before the first pending message's, whose messages and all earlier ones are therefore
+     * finished; with nothing pending, where the stream has read to.
+     */
+    private long confirmable(CommitStream s) {
+        long to;
+        if (pending.isEmpty()) {
+            to = Math.max(ends.isEmpty() ? 0 : ends.last(), s.readPosition());
+        } else {
+            Long before = ends.lower(pending.firstEntry().getValue().message().endPosition());
+            to = before == null ? 0 : before;
+        }
+        if (to <= confirmed) {
+            return -1;
+        }
+        confirmed = to;
+        ends.headSet(to, true).clear();
+        return to;
+    }
+
+    /**
+     * Records a failed delivery of each given message, in memory ({@link Store#retryLater}): a later read returns
+     * the record with one more attempt and its next attempt time. Unknown ids are ignored.
+     */
+    public synchronized void retryLater(Map<Long, Instant> nextAttempts) {
+        for (Map.Entry<Long, Instant> e : nextAttempts.entrySet()) {
+            Objects.requireNonNull(e.getKey(), "id");
+            Objects.requireNonNull(e.getValue(), "next attempt time");
+            Pending p = pending.get(e.getKey());
+            if (p != null && p.row() instanceof MarkedRow.Readable readable) {
+                OutboxRecord failed = readable.record().failedOnce(e.getValue());
+                pending.put(p.id(), new Pending(p.id(), p.message(), new MarkedRow.Readable(failed)));
+            }
+        }
+    }
+
+    /** The pending messages with the given ids, by id; the store parks them, then calls {@link #finished}. */
+    public synchronized Map<Long, Pending> pending(Collection<Long> ids) {
+        Map<Long, Pending> found = new LinkedHashMap<>();
+        for (Long id : ids) {
+            Pending p = pending.get(id);
+            if (p != null) {
+                found.put(id, p);
+            }
+        }
+        return found;
+    }
+
+    /** How many messages this leader received and has not finished (0 when no stream is open). */
+    public synchronized long pendingCount() {
+        return pending.size();
+    }
+
+    /** The commit time of the oldest pending message, empty when none is pending. */
+    public synchronized Optional<Instant> oldestCommitTime() {
+        return pending.isEmpty() ? Optional.empty()
+                : Optional.of(pending.firstEntry().getValue().message().commitTime());
+    }
+
+    /** Whether a stream is open. */
+    public synchronized boolean streaming() {
+        return stream != null;
+    }
+
+    /**
+     * Closes the stream and forgets every pending message ({@link Store#harvestStopped}): the next read opens a new
+     * stream, which starts after the confirmed position. Idempotent.
+     */
+    public void stop() {
+        CommitStream s;
+        synchronized (this) {
+            s = stream;
+            stream = null;
+            pending.clear();
+            ends.clear();
+        }
+        if (s != null) {
+            s.close();
+        }
+    }
+}

@@ -1,0 +1,223 @@
+package dev.outbox.spi;
+
+import dev.outbox.OutboxMessage;
+import dev.outbox.OutboxRecord;
+import org.junit.jupiter.api.Test;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class StreamHarvestTest {
+
+    /** A log of committed transactions; each stream opened on it starts after the confirmed position. */
+    private static final class Log {
+        final List<CommitStream.StreamMessage> messages = new ArrayList<>();
+        long confirmed;
+        long position;
+        int opened;
+        TestStream current;
+
+        /** Commits a transaction of the given payloads (a null payload makes an unreadable message). */
+        void commit(String... payloads) {
+            long end = position + payloads.length + 1;
+            for (String p : payloads) {
+                messages.add(new CommitStream.StreamMessage(++position, end, Instant.ofEpochSecond(end),
+                        p == null ? new byte[0] : p.getBytes(StandardCharsets.UTF_8)));
+            }
+            position = end;
+        }
+
+        TestStream open() {
+            opened++;
+            current = new TestStream(this);
+            return current;
+        }
+    }
+
+    private static final class TestStream implements CommitStream {
+        final Log log;
+        final Deque<StreamMessage> unread = new ArrayDeque<>();
+        long confirmedHere;
+        long lastQueued;
+        boolean closed;
+        RuntimeException failNext;
+
+        TestStream(Log log) {
+            this.log = log;
+            for (StreamMessage m : log.messages) {
+                if (m.endPosition() > log.confirmed) {
+                    unread.add(m);
+                    lastQueued = m.position();
+                }
+            }
+        }
+
+        /** Takes the messages committed since this stream was opened. */
+        void catchUp() {
+            for (StreamMessage m : log.messages) {
+                if (m.position() > lastQueued) {
+                    unread.add(m);
+                    lastQueued = m.position();
+                }
+            }
+        }
+
+        @Override
+        public List<StreamMessage> poll(int max, Duration wait) {
+            if (failNext != null) {
+                RuntimeException e = failNext;
+                failNext = null;
+                throw e;
+            }
+            if (closed) {
+                throw new StoreException("closed", null, true);
+            }
+            catchUp();
+            List<StreamMessage> out = new ArrayList<>();
+            while (out.size() < max && !unread.isEmpty()) {
+                out.add(unread.poll());
+            }
+            return out;
+        }
+
+        @Override
+        public void confirm(long position) {
+            assertThat(position).as("confirmed positions never go back").isGreaterThan(confirmedHere);
+            confirmedHere = position;
+            log.confirmed = Math.max(log.confirmed, position);
+        }
+
+        @Override
+        public long readPosition() {
+            return unread.isEmpty() ? log.position : unread.getFirst().endPosition() - 1;
+        }
+
+        @Override
+        public void close() {
+            closed = true;
+        }
+    }
+
+    private static StreamHarvest harvest(Log log) {
+        return new StreamHarvest(log::open, (id, m) -> m.payload().length == 0
+                ? new MarkResult.Rejected(id, "", "", 0, "empty message at " + m.position())
+                : new MarkedRow.Readable(new OutboxRecord(id, m.commitTime(),
+                OutboxMessage.of("t", "k", m.payload()), 0, null)), Duration.ZERO);
+    }
+
+    private static List<Long> ids(ReadResult r) {
+        List<Long> ids = new ArrayList<>();
+        r.rows().records().forEach(x -> ids.add(x.id()));
+        r.rows().rejected().forEach(x -> ids.add(x.id()));
+        ids.sort(null);
+        return ids;
+    }
+
+    @Test
+    void readsInCommitOrderAboveTheCursorAndConfirmsOnlyWhatIsFinishedWithEverythingBefore() {
+        Log log = new Log();
+        log.commit("a1", "a2");        // positions 1, 2; ends at 3
+        log.commit("b1");              // 4; ends at 5
+        log.commit("c1", "c2", "c3");  // 6, 7, 8; ends at 9
+        StreamHarvest h = harvest(log);
+
+        ReadResult first = h.read(0, List.of(), 4);
+        assertThat(ids(first)).containsExactly(1L, 2L, 3L, 4L);
+        assertThat(first.horizon()).isEqualTo(Long.MAX_VALUE);
+        assertThat(ids(h.read(4, List.of(), 10))).containsExactly(5L, 6L);
+        assertThat(ids(h.read(0, List.of(), 10))).as("a rewound cursor reads everything pending, then more")
+                .containsExactly(1L, 2L, 3L, 4L, 5L, 6L);
+
+        h.finished(List.of(3L)); // b1 done, but a's are not
+        assertThat(log.confirmed).isZero();
+        h.finished(List.of(2L));
+        assertThat(log.confirmed).isZero();
+        h.finished(List.of(1L)); // a and b finished: up to b's end
+        assertThat(log.confirmed).isEqualTo(5);
+        h.finished(List.of(4L, 5L)); // c1, c2 of three
+        assertThat(log.confirmed).isEqualTo(5);
+        h.finished(List.of(6L));
+        assertThat(log.confirmed).isEqualTo(9);
+        assertThat(h.pendingCount()).isZero();
+    }
+
+    @Test
+    void anIdleStreamConfirmsWhereItHasReadAndAStoppedHarvestStartsAfterTheConfirmedPosition() {
+        Log log = new Log();
+        log.commit("a1");
+        log.commit("b1");
+        StreamHarvest h = harvest(log);
+        assertThat(ids(h.read(0, List.of(), 10))).containsExactly(1L, 2L);
+        h.finished(List.of(1L));
+        assertThat(log.confirmed).isEqualTo(2);
+
+        h.stop();
+        assertThat(log.current.closed).isTrue();
+        assertThat(h.pendingCount()).isZero();
+        h.finished(List.of(2L)); // a late acknowledgement of the stopped stream: ignored
+        assertThat(log.confirmed).isEqualTo(2);
+
+        ReadResult again = h.read(0, List.of(), 10);
+        assertThat(log.opened).isEqualTo(2);
+        assertThat(again.rows().records()).singleElement().satisfies(r -> {
+            assertThat(new String(r.message().value(), StandardCharsets.UTF_8)).isEqualTo("b1");
+            assertThat(r.id()).as("ids are never reused").isEqualTo(3L);
+        });
+        h.finished(List.of(3L));
+        assertThat(log.confirmed).isEqualTo(4);
+        assertThat(h.read(3, List.of(), 10).size()).isZero();
+    }
+
+    @Test
+    void unreadableMessagesAreRejectedAndFailedDeliveriesAreRemembered() {
+        Log log = new Log();
+        log.commit("a1", null);
+        StreamHarvest h = harvest(log);
+        ReadResult r = h.read(0, List.of(), 10);
+        assertThat(r.rows().rejected()).singleElement().satisfies(x -> assertThat(x.id()).isEqualTo(2L));
+        assertThat(h.pending(List.of(2L, 99L))).containsOnlyKeys(2L);
+
+        Instant next = Instant.parse("2030-01-01T00:00:00Z");
+        h.retryLater(Map.of(1L, next));
+        OutboxRecord again = h.read(0, List.of(), 10).rows().records().get(0);
+        assertThat(again.attempts()).isEqualTo(1);
+        assertThat(again.nextAttemptAt()).isEqualTo(next);
+        assertThat(h.oldestCommitTime()).contains(Instant.ofEpochSecond(3));
+    }
+
+    @Test
+    void aFailedStreamIsClosedTheReadFailsAndTheNextReadOpensANewOne() {
+        Log log = new Log();
+        log.commit("a1");
+        StreamHarvest h = harvest(log);
+        assertThat(h.read(0, List.of(), 10).size()).isEqualTo(1);
+        TestStream broken = log.current;
+        broken.failNext = new IllegalStateException("connection reset");
+        assertThatThrownBy(() -> h.read(1, List.of(), 10)).isInstanceOf(StoreException.class)
+                .hasMessageContaining("connection reset");
+        assertThat(broken.closed).isTrue();
+        assertThat(h.streaming()).isFalse();
+        assertThat(ids(h.read(0, List.of(), 10))).as("redelivered under a new id").containsExactly(2L);
+        assertThat(log.opened).isEqualTo(2);
+    }
+
+    @Test
+    void recheckRangesReturnPendingMessagesBelowTheCursorOnce() {
+        Log log = new Log();
+        log.commit("a", "b", "c", "d");
+        StreamHarvest h = harvest(log);
+        h.read(0, List.of(), 10);
+        assertThat(ids(h.read(3, List.of(new IdRange(1, 2), new IdRange(2, 3)), 10))).containsExactly(1L, 2L, 3L, 4L);
+        assertThatThrownBy(() -> h.read(0, List.of(), 0)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("0");
+    }
+}
