@@ -15,8 +15,12 @@
 --                        header_names => ARRAY['trace'], header_values => ARRAY['abc'::bytea]);
 --
 -- Messages emitted by one transaction are delivered in the order it emitted them; transactions in commit order.
--- Executing these functions needs no privilege beyond EXECUTE on them (pg_logical_emit_message is executable
--- by PUBLIC in PostgreSQL 17).
+--
+-- Privileges: calling these functions needs EXECUTE on them, which PostgreSQL grants to PUBLIC on every new
+-- function (REVOKE it, and GRANT it to the writers' roles, to restrict them), and on pg_logical_emit_message,
+-- which PUBLIC has by default too. Note that this means any role that can connect to the database can emit a
+-- message with the outbox's prefix, with or without these functions: unlike an INSERT into the outbox table, a
+-- logical message needs no privilege on any table.
 --
 -- The content of each logical message, format version 1 (dev.outbox.store.postgres.WalCodec reads and writes it;
 -- all integers are signed 32-bit big-endian, as int4send writes them; strings are UTF-8 without a terminator):
