@@ -213,9 +213,8 @@ final class WalCodec {
     /** A cursor over the content; every read checks the bytes are there first. */
     private static final class Reader {
         private final byte[] content;
-        private final CharsetDecoder utf8 = StandardCharsets.UTF_8.newDecoder()
-                .onMalformedInput(CodingErrorAction.REPORT)
-                .onUnmappableCharacter(CodingErrorAction.REPORT);
+        /** Created at the first string that is not ASCII. */
+        private CharsetDecoder utf8;
         private int position;
 
         Reader(byte[] content) {
@@ -287,6 +286,11 @@ final class WalCodec {
             }
             if (ascii) {
                 return new String(content, start, length, StandardCharsets.ISO_8859_1);
+            }
+            if (utf8 == null) {
+                utf8 = StandardCharsets.UTF_8.newDecoder()
+                        .onMalformedInput(CodingErrorAction.REPORT)
+                        .onUnmappableCharacter(CodingErrorAction.REPORT);
             }
             try {
                 CharBuffer chars = utf8.reset().decode(ByteBuffer.wrap(content, start, length));
