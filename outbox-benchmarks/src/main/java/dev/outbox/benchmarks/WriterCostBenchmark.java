@@ -9,6 +9,7 @@ import dev.outbox.testservers.Jdbc;
 import dev.outbox.testservers.JdbcServer;
 import dev.outbox.testservers.TestServers;
 
+import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.lang.reflect.Constructor;
@@ -53,6 +54,16 @@ public final class WriterCostBenchmark {
     public static void main(String[] args) throws Exception {
         double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 5;
         int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 2;
+        // bench.sh passes the arguments after the scenario's name
+        run("./bench.sh writer-cost " + String.join(" ", args), seconds, rounds, System.out);
+        System.exit(0); // the embedded server's threads would keep the JVM alive
+    }
+
+    /**
+     * Runs {@code rounds} rounds (after a warm-up round of at most 1 s per cell) of {@code seconds} per cell,
+     * printing the table to {@code out} line by line, headed by {@code command}.
+     */
+    static void run(String command, double seconds, int rounds, PrintStream out) throws Exception {
         JdbcServer server = TestServers.postgres();
         String url = server.createDatabase("outbox_writer_cost");
         try (HikariDataSource pool = BenchEnvironment.pool(url, server.username(), server.password(), 2)) {
@@ -61,14 +72,13 @@ public final class WriterCostBenchmark {
             Publisher table = store.publisher();
             Publisher wal = walPublisher(store);
             ServerCpu serverCpu = ServerCpu.ofPostgres(pool);
-            // bench.sh passes the arguments after the scenario's name
-            System.out.println("command: ./bench.sh writer-cost " + String.join(" ", args));
-            System.out.println(Machine.describe() + ", load average " + Machine.loadAverage());
-            System.out.printf("%s %s, wal_level=%s; one writer, %.0f s per cell, %d round(s); messages of 100 bytes%n",
+            out.println("command: " + command);
+            out.println(Machine.describe() + ", load average " + Machine.loadAverage());
+            out.printf("%s %s, wal_level=%s; one writer, %s s per cell, %d round(s); messages of 100 bytes%n",
                     server.kind(), server.version(), Jdbc.queryString(pool, "SHOW wal_level"), seconds, rounds);
-            System.out.printf("%-5s %-4s %-3s | %-32s | %-32s | %s%n", "", "", "", "table INSERT", "WAL emit",
+            out.printf("%-5s %-4s %-3s | %-32s | %-32s | %s%n", "", "", "", "table INSERT", "WAL emit",
                     "WAL / table");
-            System.out.printf("%-5s %-4s %-3s | %10s %10s %10s | %10s %10s %10s | %8s %8s%n", "round", "sync", "n",
+            out.printf("%-5s %-4s %-3s | %10s %10s %10s | %10s %10s %10s | %8s %8s%n", "round", "sync", "n",
                     "commits/s", "server µs", "JVM µs", "commits/s", "server µs", "JVM µs", "commits", "server");
             for (int round = 0; round <= rounds; round++) {
                 for (String sync : List.of("off", "on")) {
@@ -86,7 +96,7 @@ public final class WriterCostBenchmark {
                                 tableCost = measure(pool, serverCpu, table, batch, sync, cell);
                             }
                         }
-                        System.out.printf("%-5s %-4s %-3d | %,10.0f %10.1f %10.1f | %,10.0f %10.1f %10.1f"
+                        out.printf("%-5s %-4s %-3d | %,10.0f %10.1f %10.1f | %,10.0f %10.1f %10.1f"
                                         + " | %8.2f %8.2f%n", round == 0 ? "warm" : round, sync, n,
                                 tableCost.commitsPerSecond(), tableCost.serverMicros(), tableCost.jvmMicros(),
                                 walCost.commitsPerSecond(), walCost.serverMicros(), walCost.jvmMicros(),
@@ -95,10 +105,9 @@ public final class WriterCostBenchmark {
                     }
                 }
             }
-            System.out.println("server µs / JVM µs: CPU time per commit of all the Postgres server's processes and of"
+            out.println("server µs / JVM µs: CPU time per commit of all the Postgres server's processes and of"
                     + " the writer's thread; commits/s: wall clock, the figure most disturbed by other load");
         }
-        System.exit(0); // the embedded server's threads would keep the JVM alive
     }
 
     private static List<OutboxMessage> batch(int n) {
