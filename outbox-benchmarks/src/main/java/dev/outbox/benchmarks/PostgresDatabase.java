@@ -101,7 +101,7 @@ final class PostgresDatabase implements BenchDatabase {
      */
     @Override
     public void fillWal(String topic, int rows, int keys, int valueBytes, long seed) {
-        String emit = store.table() + "_emit";
+        String emit = BenchEnvironment.TABLE + "_emit";
         String sql = "SELECT count(" + emit + "(?, 'key-' || floor(random() * ?)::int,"
                 + " substring(decode(repeat(md5(i::text), ?), 'hex') FROM 1 FOR ?)))"
                 + " FROM generate_series(?, ?) AS i";

@@ -240,7 +240,7 @@ final class Report {
         }
         if (!throughput.isEmpty()) {
             out.append('\n');
-            out.append(fmt("%-32s %12s  %-23s %9s  %s%n", "Throughput", "records/s", "(min - max)", "rows left",
+            out.append(fmt("%-36s %12s  %-23s %9s  %s%n", "Throughput", "records/s", "(min - max)", "rows left",
                     "Dispatcher / this"));
             for (String scenario : ThroughputScenarios.NAMES) {
                 List<Double> r = rates(scenario);
@@ -251,7 +251,7 @@ final class Report {
                 double max = r.stream().mapToDouble(Double::doubleValue).max().orElse(0);
                 long left = maxLeft(scenario);
                 String ratio = throughput.containsKey("drain") ? fmt("%.2f", ratio(scenario)) : "-";
-                out.append(fmt("%-32s %,12.0f  %-23s %9s  %s%n", TITLES.get(scenario), medianRate(scenario),
+                out.append(fmt("%-36s %,12.0f  %-23s %9s  %s%n", TITLES.get(scenario), medianRate(scenario),
                         fmt("(%,.0f - %,.0f)", min, max), left < 0 ? "-" : fmt("%,d", left), ratio));
             }
             if (maxLeft("naive") > 0) {
@@ -306,7 +306,7 @@ final class Report {
         if (!goals.isEmpty()) {
             out.append('\n').append("Goals (reported, not asserted)\n");
             for (String[] g : goals) {
-                out.append(fmt("  %-58s %-34s %s%n", g[0], g[1], g[2]));
+                out.append(fmt("  %-68s %-36s %s%n", g[0], g[1], g[2]));
             }
         }
         return out.toString();

@@ -143,7 +143,7 @@ final class ThroughputScenarios {
         PostgresStore wal = (PostgresStore) env.database().walStore();
         wal.harvestStopped();
         return BenchEnvironment.queryLong(env.pool(), "SELECT count(*) FROM pg_logical_slot_peek_binary_changes('"
-                + wal.slot() + "', NULL, NULL, 'proto_version', '1', 'publication_names', '" + wal.table()
+                + wal.slot() + "', NULL, NULL, 'proto_version', '1', 'publication_names', '" + BenchEnvironment.TABLE
                 + "_publication', 'messages', 'true') WHERE get_byte(data, 0) = 77"); // 'M': a logical message
     }
 
