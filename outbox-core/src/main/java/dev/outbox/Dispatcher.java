@@ -159,6 +159,10 @@ public interface Dispatcher extends AutoCloseable {
                 throw new IllegalArgumentException("harvest CURSOR needs a store with a cursor read (Store.read),"
                         + " which " + store.getClass().getName() + " has not: set DispatcherConfig.harvest(MARK)");
             }
+            if (config.harvest() == DispatcherConfig.Harvest.MARK && !store.supportsMark()) {
+                throw new IllegalArgumentException("harvest MARK needs a store that marks rows (Store.mark), which "
+                        + store + " does not: leave DispatcherConfig.harvest at CURSOR");
+            }
             LeaderTransport t = transport != null ? transport : new SingleInstanceTransport();
             DefaultDispatcher d = new DefaultDispatcher(name, store, broker, t, config, listener, clock);
             observers.forEach(d::addObserver);

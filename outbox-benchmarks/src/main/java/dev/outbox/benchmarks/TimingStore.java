@@ -52,6 +52,26 @@ final class TimingStore implements Store {
         return delegate.supportsRead();
     }
 
+    @Override
+    public boolean supportsMark() {
+        return delegate.supportsMark();
+    }
+
+    @Override
+    public boolean readWaits() {
+        return delegate.readWaits();
+    }
+
+    @Override
+    public void harvestStopped() {
+        delegate.harvestStopped();
+    }
+
+    @Override
+    public java.util.OptionalLong retainedBytes() {
+        return delegate.retainedBytes();
+    }
+
     /** Timed like {@link #mark}: the summary's "reads or marks". */
     @Override
     public ReadResult read(long after, List<IdRange> recheck, int limit) {

@@ -336,6 +336,7 @@ public final class DefaultDispatcher implements Dispatcher {
         purgeStopped.open();
         purgeThread.interrupt();
         join(purgeThread, runtime.nanoTime() + TimeUnit.SECONDS.toNanos(5));
+        stopStoreHarvest(); // after the last purge: a stream confirms what was acknowledged before it closes
         if (wasLeading) {
             log.info("{}: leadership given up on close", name);
             notifyListener("leaderRevoked", DispatcherListener::leaderRevoked);
@@ -646,6 +647,7 @@ public final class DefaultDispatcher implements Dispatcher {
         // The epoch the store was last read in, or -1: a store that holds something while it is harvested (a
         // replication stream) is told by this thread, never during a read, to let go when that epoch ends.
         long harvestEpoch = -1;
+        long harvestEndedAt = Long.MIN_VALUE; // when the loop saw that epoch end
         try {
             while (!stopMarking) {
                 UUID markAs;
@@ -660,7 +662,21 @@ public final class DefaultDispatcher implements Dispatcher {
                         refreshLeaderId();
                     }
                     if (harvestEpoch != -1 && (leaderId == null || epoch != harvestEpoch)) {
-                        stopHarvest = true; // not leading any more, or in a new epoch: let go first (below)
+                        // Not leading any more, or in a new epoch: let go (below). Having lost leadership, first
+                        // let what is in flight settle (its acknowledgements reach the store: a stream confirms
+                        // them before it closes, so that an orderly hand-over makes no duplicates), up to the drain
+                        // timeout.
+                        long now = runtime.nanoTime();
+                        if (harvestEndedAt == Long.MIN_VALUE) {
+                            harvestEndedAt = now;
+                        }
+                        if (leaderId == null && schedule.inFlight() > heldRecords
+                                && now - harvestEndedAt < config.drainTimeout().toNanos()) {
+                            awaitMarkWork(config.pollInterval());
+                            continue;
+                        }
+                        harvestEndedAt = Long.MIN_VALUE;
+                        stopHarvest = true;
                     } else if (leaderId == null || !leaseValid()) {
                         // Not leading, or the lease lapsed and the leader thread has not fenced yet (stalled?).
                         awaitMarkWork(config.pollInterval());
@@ -723,8 +739,8 @@ public final class DefaultDispatcher implements Dispatcher {
                 }
             }
         } finally {
-            if (harvestEpoch != -1) {
-                stopStoreHarvest();
+            if (harvestEpoch != -1 && state.get() != State.CLOSING) {
+                stopStoreHarvest(); // on close, close() does it once the acknowledgements in flight were purged
             }
         }
     }

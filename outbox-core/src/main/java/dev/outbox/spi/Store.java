@@ -56,6 +56,14 @@ public interface Store {
     MarkResult mark(UUID leaderId, int limit);
 
     /**
+     * Whether this store implements {@link #mark}, the MARK harvest's statement. A store fed by a stream (the
+     * Postgres WAL harvest) has no rows to mark and is harvested by {@link #read} only.
+     */
+    default boolean supportsMark() {
+        return true;
+    }
+
+    /**
      * Whether this store implements {@link #read}, the cursor harvest's read. Stores that do not are harvested by
      * {@link #mark} ({@code DispatcherConfig.Harvest.MARK}).
      */

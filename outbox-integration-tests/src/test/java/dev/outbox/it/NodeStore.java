@@ -60,6 +60,26 @@ final class NodeStore implements Store {
     }
 
     @Override
+    public boolean supportsMark() {
+        return delegate.supportsMark();
+    }
+
+    @Override
+    public boolean readWaits() {
+        return delegate.readWaits();
+    }
+
+    @Override
+    public void harvestStopped() {
+        delegate.harvestStopped();
+    }
+
+    @Override
+    public java.util.OptionalLong retainedBytes() {
+        return delegate.retainedBytes();
+    }
+
+    @Override
     public ReadResult read(long after, List<IdRange> recheck, int limit) {
         check("read");
         return delegate.read(after, recheck, limit);

@@ -2,6 +2,7 @@ package dev.outbox.spring;
 
 import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherHealth;
+import dev.outbox.OutboxSample;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.boot.health.contributor.Status;
@@ -13,13 +14,31 @@ import java.util.Objects;
  * {@link Dispatcher#health()}: UP while it leads or stands by, UNKNOWN while starting, DOWN while fenced (it lost
  * contact with Kafka and stopped publishing), OUT_OF_SERVICE once closed. Details: status, leader id, last mark and
  * purge, last failure, in-flight records, and the leader's last sample of the outbox (backlog, parked rows, lag).
- * Reading it costs no I/O. Thread-safe.
+ * With the Postgres WAL harvest it is also DOWN while the replication slot holds back more write-ahead log than
+ * {@code maxRetainedBytes} (default {@value #DEFAULT_MAX_RETAINED_BYTES} bytes, 1 GiB): a stuck or abandoned slot
+ * fills the database's disk. Reading it costs no I/O. Thread-safe.
  */
 public final class OutboxHealthIndicator implements HealthIndicator {
+    /** The WAL a slot may hold back before the outbox is reported DOWN: 1 GiB. */
+    public static final long DEFAULT_MAX_RETAINED_BYTES = 1L << 30;
+
     private final Dispatcher dispatcher;
+    private final long maxRetainedBytes;
 
     public OutboxHealthIndicator(Dispatcher dispatcher) {
+        this(dispatcher, DEFAULT_MAX_RETAINED_BYTES);
+    }
+
+    /**
+     * @param maxRetainedBytes the write-ahead log the outbox's replication slot may hold back (WAL harvest) before
+     *                         the indicator reports DOWN; positive
+     */
+    public OutboxHealthIndicator(Dispatcher dispatcher, long maxRetainedBytes) {
         this.dispatcher = Objects.requireNonNull(dispatcher, "dispatcher");
+        if (maxRetainedBytes <= 0) {
+            throw new IllegalArgumentException("maxRetainedBytes must be positive, was " + maxRetainedBytes);
+        }
+        this.maxRetainedBytes = maxRetainedBytes;
     }
 
     @Override
@@ -48,6 +67,11 @@ public final class OutboxHealthIndicator implements HealthIndicator {
             b.withDetail("sampledAt", s.at().toString());
         });
         h.lag().ifPresent(lag -> b.withDetail("lag", lag.toString()));
+        long retained = h.lastSample().map(OutboxSample::retainedBytes).orElse(-1L);
+        if (retained > maxRetainedBytes && h.status() != DispatcherHealth.Status.CLOSED) {
+            // The slot holds back more WAL than allowed: the database's disk is filling up.
+            b.status(Status.DOWN).withDetail("retainedBytesLimit", maxRetainedBytes);
+        }
         return b.build();
     }
 }
