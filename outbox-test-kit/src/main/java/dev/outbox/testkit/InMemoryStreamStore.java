@@ -149,6 +149,11 @@ public final class InMemoryStreamStore implements Store {
     }
 
     @Override
+    public boolean supportsMark() {
+        return false;
+    }
+
+    @Override
     public boolean supportsRead() {
         return true;
     }
