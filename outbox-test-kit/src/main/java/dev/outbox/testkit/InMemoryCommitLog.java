@@ -239,6 +239,17 @@ public final class InMemoryCommitLog {
         }
     }
 
+    /** How many committed messages the slot still holds. */
+    public int retainedCount() {
+        synchronized (lock) {
+            int n = 0;
+            for (int i = log.size() - 1; i >= 0 && log.get(i).message().endPosition() > slotConfirmed; i--) {
+                n++;
+            }
+            return n;
+        }
+    }
+
     /** The bytes of payload the slot still holds. */
     public long retainedBytes() {
         synchronized (lock) {

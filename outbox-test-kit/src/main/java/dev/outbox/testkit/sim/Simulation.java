@@ -37,7 +37,9 @@ import java.util.function.Consumer;
 
 /**
  * One configuration of the deterministic simulation: the real engine ({@link DefaultDispatcher}, one per
- * dispatcher) over an {@link InMemoryStore}, a simulated broker and leader group, all on one
+ * dispatcher) over an {@link InMemoryStore} (or, with {@link Builder#streamHarvest()}, an {@link InMemoryCommitLog}
+ * that each dispatcher streams through its own {@link InMemoryStreamStore}), a simulated broker and leader group,
+ * all on one
  * {@link SimScheduler}, and an environment that writes records in transactions that commit late or roll back,
  * acknowledges or fails sends, and injects faults — every step of it a choice. {@link #run(Chooser)} plays one
  * run and checks the guarantees after every step and at the end:
@@ -469,8 +471,8 @@ public final class Simulation {
             }
             storeErrors--;
             faults++;
-            event(who() + ": the replication stream is lost" + (c == 1 ? ", after its last status update"
-                    : ", and the confirmation it had not sent yet with it"));
+            event(who() + ": the replication connection is lost (a stream open fails)" + (c == 1
+                    ? ", after its last status update" : ", and the confirmation it had not sent yet with it"));
             return c == 1 ? StoreFaults.Fault.failAfter() : StoreFaults.Fault.failBefore();
         }
 
@@ -698,7 +700,7 @@ public final class Simulation {
         /** Committed records the store still holds: rows, or messages the slot retains. */
         int storeSize() {
             if (config.stream) {
-                return commitLog == null ? 0 : commitLog.retained().size();
+                return commitLog == null ? 0 : commitLog.retainedCount();
             }
             return store == null ? 0 : store.size();
         }
