@@ -18,6 +18,8 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -54,9 +56,19 @@ final class InboxSide implements AutoCloseable {
         pgInbox.createSchema();
         sides.add(new Side("postgres", pg, pgDb, consumer(bootstrap, topic, scenario + "-pg", pgDb, pgInbox)));
 
+        // The first scenario of the JVM starts MySQL and MariaDB: both at once, not one after the other.
+        CompletableFuture<JdbcServer> mariadb = new CompletableFuture<>();
+        Thread starter = new Thread(() -> {
+            try {
+                mariadb.complete(TestServers.mariadb());
+            } catch (Throwable e) {
+                mariadb.completeExceptionally(e);
+            }
+        }, "e2e-start-mariadb");
+        starter.start();
         for (JdbcServer.Kind kind : List.of(JdbcServer.Kind.MYSQL, JdbcServer.Kind.MARIADB)) {
             String name = kind == JdbcServer.Kind.MYSQL ? "mysql" : "mariadb";
-            JdbcServer server = TestServers.jdbc(kind);
+            JdbcServer server = kind == JdbcServer.Kind.MYSQL ? TestServers.mysql() : started(mariadb);
             String url = server.createDatabase("e2e_" + scenario + "_inbox");
             server.createUser(CLIENT, PASSWORD);
             DataSource db = server.dataSource(url, CLIENT, PASSWORD);
@@ -64,6 +76,17 @@ final class InboxSide implements AutoCloseable {
             MySqlInbox inbox = MySqlInbox.builder(db).statementTimeout(Duration.ofSeconds(5)).build();
             inbox.createSchema();
             sides.add(new Side(name, server, db, consumer(bootstrap, topic, scenario + "-" + name, db, inbox)));
+        }
+    }
+
+    private static JdbcServer started(CompletableFuture<JdbcServer> server) {
+        try {
+            return server.join();
+        } catch (CompletionException e) {
+            if (e.getCause() instanceof RuntimeException r) {
+                throw r;
+            }
+            throw e;
         }
     }
 

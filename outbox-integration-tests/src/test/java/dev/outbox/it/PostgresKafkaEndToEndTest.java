@@ -90,11 +90,13 @@ class PostgresKafkaEndToEndTest {
                     FENCE_BOUND.plusSeconds(30));
             LeadershipTimeline.Event fence = s.timeline().first(stopping,
                     e -> e.kind() == LeadershipTimeline.Kind.FENCED);
-            // Let the backlog grow while Kafka is away.
+            // Let the backlog grow while Kafka is away (beyond the writers' usual limit).
+            s.limitBacklog(false);
             s.awaitCommitted(2_000);
             long downMillis = Scenario.millisSince(stopping);
             long restarting = System.nanoTime();
             s.kafka().restart();
+            s.limitBacklog(true);
             long restartMillis = Scenario.millisSince(restarting);
             long armed = s.armAll();
             long resumedMillis = s.awaitFirstPublishAfter(armed, "the Kafka restart");

@@ -14,6 +14,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.IntSupplier;
 
 /**
  * Application threads committing business rows and outbox messages in the same transactions, on real JDBC
@@ -26,10 +27,17 @@ import java.util.concurrent.locks.LockSupport;
  * failing ({@link #tolerateFailures()}), a failed transaction is counted instead, and its outcome, which may be
  * unknown (a commit cut off by a stopped server may or may not have committed), is read back from the business
  * table once the database answers again: the writer goes on after what really committed.
+ *
+ * <p>Flow control: with a {@linkplain #limitBacklog backlog limit}, a writer holds before its next transaction while
+ * that many committed messages or more have not yet been delivered. The writers thus commit about as fast as the
+ * dispatchers deliver, whatever the machine: a scenario commits what its steps wait for plus at most the limit,
+ * instead of as much as the writers manage in the time the steps take (which all had then to be drained and checked
+ * after the writers stopped).
  */
 final class Writers implements AutoCloseable {
     static final String EVENTS_DDL = "CREATE TABLE e2e_events (key text NOT NULL, seq int NOT NULL, token text NOT NULL,"
             + " PRIMARY KEY (key, seq))";
+    private static final long BACKLOG_RECHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
 
     private final DataSource dataSource;
     private final Publisher publisher;
@@ -43,6 +51,10 @@ final class Writers implements AutoCloseable {
     private final AtomicInteger failedTransactions = new AtomicInteger();
     private volatile boolean running = true;
     private volatile boolean tolerant;
+    private volatile IntSupplier backlog = () -> 0;
+    private volatile int maxBacklog = Integer.MAX_VALUE;
+    private long startedNanos;
+    private long stoppedNanos;
 
     Writers(DataSource dataSource, Publisher publisher, String topic, int writers, int keysPerWriter,
             long pauseMicros, long seed) {
@@ -66,7 +78,14 @@ final class Writers implements AutoCloseable {
     }
 
     void start() {
+        startedNanos = System.nanoTime();
         threads.forEach(Thread::start);
+    }
+
+    /** How long the writers ran, from {@link #start()} until {@link #close()} (or until now). */
+    long runMillis() {
+        long end = stoppedNanos != 0 ? stoppedNanos : System.nanoTime();
+        return startedNanos == 0 ? 0 : TimeUnit.NANOSECONDS.toMillis(end - startedNanos);
     }
 
     /** Messages committed so far. */
@@ -76,6 +95,15 @@ final class Writers implements AutoCloseable {
 
     int rolledBack() {
         return rolledBack.get();
+    }
+
+    /**
+     * From now on, a writer holds before a transaction while {@code backlog} (committed messages not delivered
+     * yet) is {@code max} or more; {@code Integer.MAX_VALUE} lifts the limit.
+     */
+    void limitBacklog(IntSupplier backlog, int max) {
+        this.backlog = backlog;
+        this.maxBacklog = max;
     }
 
     /** From now on, a failed transaction is counted and its outcome read back, instead of stopping the writer. */
@@ -93,6 +121,13 @@ final class Writers implements AutoCloseable {
         int mine = 0;
         int tx = 0;
         while (running) {
+            // Flow control, not a wait for time to pass: the writer goes on as soon as the consumer catches up.
+            while (running && backlog.getAsInt() >= maxBacklog) {
+                LockSupport.parkNanos(BACKLOG_RECHECK_NANOS);
+            }
+            if (!running) {
+                return;
+            }
             int messages = 1 + random.nextInt(4);
             boolean rollback = random.nextInt(20) == 0;
             String token = "w" + writer + "t" + tx++ + (rollback ? "R" : "");
@@ -178,6 +213,9 @@ final class Writers implements AutoCloseable {
     /** Stops the writers and waits for them; fails if one of them failed. */
     @Override
     public void close() throws InterruptedException {
+        if (running && startedNanos != 0) {
+            stoppedNanos = System.nanoTime();
+        }
         running = false;
         for (Thread t : threads) {
             t.join(TimeUnit.SECONDS.toMillis(30));
