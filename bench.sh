@@ -6,6 +6,7 @@
 #   ./bench.sh --help
 #   ./bench.sh headers-codec [records] [rounds] [mysql|mariadb]   # the MySQL headers column: Jackson vs SQL JSON
 #   ./bench.sh observability --rows 300000 --repeat 5   # the drain without vs with metrics and tracing
+#   ./bench.sh writer-cost [seconds per cell] [rounds]   # Postgres writer: table INSERT vs WAL emit, commits/s
 # Results: a table on standard output, and outbox-benchmarks/target/benchmark/results.{txt,csv,json}.
 # JAVA_OPTS adds JVM options (e.g. JAVA_OPTS="-XX:StartFlightRecording=filename=bench.jfr").
 set -euo pipefail
@@ -21,6 +22,9 @@ if [[ "${1:-}" == "headers-codec" ]]; then
   shift
 elif [[ "${1:-}" == "observability" ]]; then
   main=dev.outbox.benchmarks.ObservabilityBenchmark
+  shift
+elif [[ "${1:-}" == "writer-cost" ]]; then
+  main=dev.outbox.benchmarks.WriterCostBenchmark
   shift
 fi
 module=outbox-benchmarks/target

@@ -26,11 +26,19 @@ final class ServerCpu {
 
     /** The clock of {@code database}'s server if it is a local Postgres; else one that reads NaN. */
     static ServerCpu of(BenchDatabase database) {
-        if (!database.name().equals("postgres") || !Files.isDirectory(PROC)) {
+        if (!database.name().equals("postgres")) {
+            return new ServerCpu(-1, 0);
+        }
+        return ofPostgres(database.pool());
+    }
+
+    /** The clock of the Postgres server {@code pool} connects to if it is local; else one that reads NaN. */
+    static ServerCpu ofPostgres(DataSource pool) {
+        if (!Files.isDirectory(PROC)) {
             return new ServerCpu(-1, 0);
         }
         try {
-            String dataDirectory = query(database.pool(), "SHOW data_directory");
+            String dataDirectory = query(pool, "SHOW data_directory");
             List<String> pid = Files.readAllLines(Path.of(dataDirectory, "postmaster.pid"), StandardCharsets.US_ASCII);
             long postmaster = Long.parseLong(pid.get(0).trim());
             Path cmdline = PROC.resolve(Long.toString(postmaster)).resolve("cmdline");

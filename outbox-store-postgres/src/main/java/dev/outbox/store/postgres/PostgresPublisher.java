@@ -30,19 +30,71 @@ import java.util.Objects;
  * than the store's {@code maxKeyLength}, a U+0000 character, which Postgres text cannot store) is rejected with an
  * {@link IllegalArgumentException} naming it and its index.
  *
+ * <h2>WAL mode</h2>
+ * A store that harvests the write-ahead log instead of the table gives out a publisher in WAL mode: it writes no
+ * row, but emits each message as a transactional logical message, {@code pg_logical_emit_message(true, prefix,
+ * content)}, with the content in the versioned binary format documented in this package's {@code wal.sql}
+ * resource (encoded in Java; the message id assigned as in table mode), on the caller's connection and in its
+ * transaction, as in table mode: the message is harvested if, and only if, the transaction commits. Decorators
+ * and checks are those of table mode, with the same errors (and a string that UTF-8 cannot encode, an unpaired
+ * surrogate, is refused too, naming the message). A batch is one statement, one round trip (one per 64 MiB of
+ * encoded messages, for very large batches), emitting the messages in list order. What differs from table mode:
+ * <ul>
+ *   <li>Order: messages of one transaction are delivered in the order they were emitted, and transactions in the
+ *       order they <em>commit</em> (in table mode, rows are delivered in id order, and ids are taken at insert).</li>
+ *   <li>{@link #insertSql()} is not an {@code INSERT}: a row inserted into the table is never harvested in WAL
+ *       mode. It returns the call of the {@code <table>_emit} function (created with the store's WAL schema), which
+ *       takes the same six parameters in the same order.</li>
+ *   <li>Nothing is visible in the table before delivery: the backlog is in the replication slot, not in a
+ *       table that can be queried.</li>
+ * </ul>
+ *
  * <p>Immutable and thread-safe; a single connection must of course not be used by two threads at once.
  */
 public final class PostgresPublisher extends SqlPublisher {
+    /** A WAL batch is sent in one statement per this many bytes of encoded messages (at least one message). */
+    static final int WAL_CHUNK_BYTES = 64 << 20;
+
+    /** One message: its content is the second parameter. */
+    private static final String EMIT_ONE_SQL = "SELECT pg_logical_emit_message(true, ?, ?)";
+    /**
+     * Many messages: slices of the second parameter, in the order of the arrays. The slices are taken and emitted
+     * as the function scan returns the arrays' elements, which is their order (and the sort, whether the planner
+     * puts it before or after the emits, keeps that order).
+     */
+    private static final String EMIT_MANY_SQL = "SELECT pg_logical_emit_message(true, ?, substring(? FROM m.start"
+            + " FOR m.length)) FROM unnest(CAST(? AS int4[]), CAST(? AS int4[])) WITH ORDINALITY AS m(start, length, n)"
+            + " ORDER BY m.n";
+
     private final SqlTableNames names;
     private final int queryTimeoutSeconds;
     private final String insertSql;
+    /** The logical message prefix in WAL mode; null in table mode. */
+    private final String walPrefix;
 
     PostgresPublisher(SqlTableNames names, int maxKeyLength, int queryTimeoutSeconds, MessageDecorators decorators) {
+        this(names, maxKeyLength, queryTimeoutSeconds, decorators, null);
+    }
+
+    /**
+     * A publisher in table mode ({@code walPrefix} null) or in WAL mode, emitting logical messages with
+     * {@code walPrefix} (normally {@link WalSql#prefix}).
+     */
+    PostgresPublisher(SqlTableNames names, int maxKeyLength, int queryTimeoutSeconds, MessageDecorators decorators,
+                      String walPrefix) {
         super(maxKeyLength, decorators);
         this.names = names;
         this.queryTimeoutSeconds = queryTimeoutSeconds;
-        this.insertSql = "INSERT INTO " + names.outbox()
-                + " (topic, key, value, header_names, header_values, message_id) VALUES (?, ?, ?, ?, ?, ?)";
+        this.walPrefix = walPrefix;
+        if (walPrefix == null) {
+            this.insertSql = "INSERT INTO " + names.outbox()
+                    + " (topic, key, value, header_names, header_values, message_id) VALUES (?, ?, ?, ?, ?, ?)";
+        } else {
+            if (walPrefix.isEmpty()) {
+                throw new IllegalArgumentException("walPrefix must not be empty");
+            }
+            this.insertSql = "SELECT " + WalSql.emitFunction(names) + "(?, ?, ?, ?, ?, ?)";
+        }
     }
 
     /**
@@ -67,6 +119,10 @@ public final class PostgresPublisher extends SqlPublisher {
         if (messages.isEmpty()) {
             return;
         }
+        if (walPrefix != null) {
+            emit(connection, messages);
+            return;
+        }
         try (PreparedStatement statement = connection.prepareStatement(insertSql)) {
             statement.setQueryTimeout(queryTimeoutSeconds);
             if (messages.size() == 1) {
@@ -84,10 +140,88 @@ public final class PostgresPublisher extends SqlPublisher {
         }
     }
 
-    /** The {@code INSERT} statement this publisher runs; any language may write rows the same way. */
+    /**
+     * The {@code INSERT} statement this publisher runs; any language may write rows the same way. In WAL mode, where
+     * an inserted row would never be harvested, the call of the {@code <table>_emit} function instead, with the same
+     * six parameters (topic, key, value, header_names, header_values, message_id; a NULL message_id gets a fresh
+     * id).
+     */
     @Override
     public String insertSql() {
         return insertSql;
+    }
+
+    /**
+     * Emits {@code messages} (decorated and checked) as logical messages, in list order: one statement that emits
+     * a slice of one {@code bytea} parameter per message, the slices' offsets and lengths in two arrays, in order
+     * of their ordinality. One statement per {@link #WAL_CHUNK_BYTES} of content, so no parameter nears Postgres'
+     * 1 GB limit of a value.
+     */
+    private void emit(Connection connection, List<OutboxMessage> messages) {
+        byte[][] contents = new byte[messages.size()][];
+        for (int i = 0; i < contents.length; i++) {
+            OutboxMessage message = messages.get(i);
+            try {
+                contents[i] = WalCodec.encode(message, MessageIds.next());
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("message " + i + " (topic '" + message.topic() + "'): "
+                        + e.getMessage(), e);
+            }
+        }
+        try {
+            if (contents.length == 1) {
+                try (PreparedStatement statement = connection.prepareStatement(EMIT_ONE_SQL)) {
+                    statement.setQueryTimeout(queryTimeoutSeconds);
+                    statement.setString(1, walPrefix);
+                    statement.setBytes(2, contents[0]);
+                    statement.executeQuery().close();
+                }
+                return;
+            }
+            try (PreparedStatement statement = connection.prepareStatement(EMIT_MANY_SQL)) {
+                statement.setQueryTimeout(queryTimeoutSeconds);
+                int from = 0;
+                while (from < contents.length) {
+                    int to = chunkEnd(contents, from, WAL_CHUNK_BYTES);
+                    int bytes = 0;
+                    for (int i = from; i < to; i++) {
+                        bytes += contents[i].length;
+                    }
+                    byte[] all = new byte[bytes];
+                    Integer[] starts = new Integer[to - from];
+                    Integer[] lengths = new Integer[to - from];
+                    int at = 0;
+                    for (int i = from; i < to; i++) {
+                        System.arraycopy(contents[i], 0, all, at, contents[i].length);
+                        starts[i - from] = at + 1; // substring counts from 1
+                        lengths[i - from] = contents[i].length;
+                        at += contents[i].length;
+                    }
+                    statement.setString(1, walPrefix);
+                    statement.setBytes(2, all);
+                    statement.setArray(3, connection.createArrayOf("int4", starts));
+                    statement.setArray(4, connection.createArrayOf("int4", lengths));
+                    statement.executeQuery().close();
+                    from = to;
+                }
+            }
+        } catch (SQLException e) {
+            throw PostgresDialect.ERRORS.translate("emitting " + messages.size() + " message(s) of " + names.outbox()
+                    + " to the write-ahead log (prefix " + walPrefix + ")", e);
+        }
+    }
+
+    /**
+     * The end (exclusive) of the chunk of {@code contents} that starts at {@code from}: as many contents as fit in
+     * {@code limit} bytes together, and at least one.
+     */
+    static int chunkEnd(byte[][] contents, int from, int limit) {
+        int to = from + 1;
+        long bytes = contents[from].length;
+        while (to < contents.length && bytes + contents[to].length <= limit) {
+            bytes += contents[to++].length;
+        }
+        return to;
     }
 
     private void validate(int index, OutboxMessage message) {

@@ -4,12 +4,16 @@ import dev.outbox.Header;
 import dev.outbox.ParkedMessage;
 import dev.outbox.ParkedQuery;
 import dev.outbox.ParkedRecord;
+import dev.outbox.OutboxRecord;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkedRow;
 import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.Store;
+import dev.outbox.spi.SqlTableNames;
 import dev.outbox.spi.StoreException;
+import dev.outbox.spi.StreamHarvest;
+import dev.outbox.spi.CommitStream;
 import dev.outbox.store.sql.SqlStore;
 import org.jdbi.v3.core.Handle;
 import org.jdbi.v3.core.Jdbi;
@@ -27,6 +31,7 @@ import java.util.TreeMap;
 import java.util.UUID;
 import java.time.Instant;
 import java.util.Optional;
+import java.util.OptionalLong;
 
 /**
  * The outbox on PostgreSQL (13 or newer): a {@link Store} on Jdbi 3 and the official JDBC driver.
@@ -105,6 +110,15 @@ import java.util.Optional;
  * MarkResult#rejected()} with a reason naming the bad value, so the dispatcher parks it; other rows and keys
  * carry on.
  *
+ * <h2>The WAL harvest</h2>
+ * With {@link Builder#walHarvest(WalHarvest)} the outbox lives in the write-ahead log instead of the table: the
+ * {@link #publisher()} emits each message as a transactional logical message (format: {@code WalCodec}), and the
+ * leader streams the committed messages in commit order from a logical replication slot ({@code PgOutputStream})
+ * into a {@link StreamHarvest}: {@link #read} returns them, {@link #purge} confirms the slot as far as every earlier
+ * message is finished, {@link #park} writes them to the parked table (under their WAL position as id) and
+ * {@link #replay} re-emits parked messages. {@link #mark} is not supported: harvest it by cursor (the default).
+ * The table is still created (an operator may switch back), and the parked table is shared by both harvests.
+ *
  * <p>Immutable and thread-safe.
  */
 public final class PostgresStore extends SqlStore {
@@ -120,6 +134,23 @@ public final class PostgresStore extends SqlStore {
 
     private final PostgresPublisher publisher;
     private final String uuidv7;
+
+    /** The WAL harvest's settings, or null when the table is harvested. */
+    private final WalHarvest wal;
+    /** The WAL harvest's messages in memory, or null when the table is harvested. */
+    private final StreamHarvest streamed;
+    /** The WAL harvest's message prefix, slot and publication; null when the table is harvested. */
+    private final String walPrefix;
+    private final String slot;
+    private final String publication;
+    /**
+     * Plain connections as the WAL harvest's user (its URL and properties, without replication): for the slot's
+     * creation, its state and the take-over of a deposed leader's stream. Null when the table is harvested.
+     */
+    private final DataSource walConnections;
+    private final String walParkSql;
+    private final String walReplaySql;
+    private final String retainedSql;
 
     private final String settingsSql;
     private final String markSettingsSql;
@@ -142,7 +173,14 @@ public final class PostgresStore extends SqlStore {
 
     private PostgresStore(Builder builder) {
         super(builder);
-        this.publisher = new PostgresPublisher(names, maxKeyLength(), queryTimeoutSeconds(), decorators());
+        this.wal = builder.wal;
+        this.walPrefix = wal == null ? null : WalSql.prefix(names);
+        this.publisher = new PostgresPublisher(names, maxKeyLength(), queryTimeoutSeconds(), decorators(), walPrefix);
+        this.slot = wal == null ? null : wal.slot() != null ? wal.slot() : defaultSlot(wal.url(), names);
+        this.publication = wal == null ? null : wal.publication() != null ? wal.publication()
+                : names.table() + "_publication";
+        this.streamed = wal == null ? null : new StreamHarvest(this::openStream, this::decode, wal.readWait());
+        this.walConnections = wal == null ? null : plainConnections(wal);
 
         String t = names.outbox();
         String p = names.parked();
@@ -211,6 +249,17 @@ public final class PostgresStore extends SqlStore {
         this.parkedMessageSql = "SELECT id, topic, key, attempts, reason, parked_at, create_time, value, header_names,"
                 + " header_values FROM " + p + " WHERE id = ?";
         this.discardSql = "DELETE FROM " + p + " WHERE id = ANY(?)";
+        // A parked WAL message keeps its log position as its id: parking it again (its confirmation was lost and a
+        // new stream delivered it again) changes nothing.
+        this.walParkSql = "INSERT INTO " + p + " (id, create_time, topic, key, value, header_names, header_values,"
+                + " attempts, reason, parked_at, message_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?)"
+                + " ON CONFLICT (id) DO NOTHING";
+        this.walReplaySql = "WITH moved AS (DELETE FROM " + p + " WHERE id = ANY(?)"
+                + " RETURNING id, topic, key, value, header_names, header_values, message_id)"
+                + " SELECT count(pg_logical_emit_message(true, ?, " + WalSql.encodeFunction(names)
+                + "(topic, key, value, header_names, header_values, message_id))) FROM (SELECT * FROM moved ORDER BY id) m";
+        this.retainedSql = "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn) FROM pg_replication_slots"
+                + " WHERE slot_name = ?";
     }
 
     /** Starts a builder for a Postgres store on the connections of {@code jdbi}. */
@@ -255,8 +304,16 @@ public final class PostgresStore extends SqlStore {
                     statement.execute(render(UPGRADE_NEXT_ATTEMPT_RESOURCE));
                 }
             }
+            if (wal != null) {
+                try (Statement statement = handle.getConnection().createStatement()) {
+                    statement.execute(walSchemaSql());
+                }
+            }
             return null;
         });
+        if (wal != null) {
+            createSlot(); // not in the transaction above: a slot cannot be created by a transaction that wrote
+        }
     }
 
     /** Fills in the message-id function, {@code ${uuidv7}}. */
@@ -284,6 +341,10 @@ public final class PostgresStore extends SqlStore {
     public MarkResult mark(UUID leaderId, int limit) {
         Objects.requireNonNull(leaderId, "leaderId must not be null");
         limit(limit);
+        if (wal != null) {
+            throw new UnsupportedOperationException("the WAL harvest of " + names.outbox() + " has no mark: harvest it"
+                    + " with DispatcherConfig.Harvest.CURSOR (the default)");
+        }
         return inTransaction("marking up to " + limit + " rows of " + names.outbox() + " for leader " + leaderId,
                 markSettingsSql, handle -> {
                     List<MarkedRow> rows = new ArrayList<>();
@@ -307,6 +368,40 @@ public final class PostgresStore extends SqlStore {
         return true;
     }
 
+    /** False with the WAL harvest: the messages are not rows that could be marked. */
+    @Override
+    public boolean supportsMark() {
+        return wal == null;
+    }
+
+    /** True with the WAL harvest: a read waits (up to {@link WalHarvest#readWait()}) for a message to arrive. */
+    @Override
+    public boolean readWaits() {
+        return wal != null;
+    }
+
+    /** With the WAL harvest: closes the replication stream, which releases the slot for the next leader. */
+    @Override
+    public void harvestStopped() {
+        if (streamed != null) {
+            streamed.stop();
+        }
+    }
+
+    /**
+     * With the WAL harvest: the write-ahead log the slot holds back ({@code pg_current_wal_lsn() - restart_lsn}),
+     * empty if the slot does not exist; empty with the table harvest.
+     */
+    @Override
+    public OptionalLong retainedBytes() {
+        if (wal == null) {
+            return OptionalLong.empty();
+        }
+        return inTransaction("reading the WAL retained by slot " + slot, settingsSql, handle ->
+                handle.createQuery(retainedSql).bind(0, slot).mapTo(Long.class).findOne()
+                        .map(OptionalLong::of).orElse(OptionalLong.empty()));
+    }
+
     @Override
     public ReadResult read(long after, List<IdRange> recheck, int limit) {
         if (after < 0) {
@@ -314,6 +409,9 @@ public final class PostgresStore extends SqlStore {
         }
         Objects.requireNonNull(recheck, "recheck must not be null");
         limit(limit);
+        if (streamed != null) {
+            return streamed.read(after, recheck, limit);
+        }
         List<IdRange> ranges = ranges(recheck, after);
         Long[] from = ranges.stream().map(IdRange::from).toArray(Long[]::new);
         Long[] to = ranges.stream().map(IdRange::to).toArray(Long[]::new);
@@ -442,6 +540,10 @@ public final class PostgresStore extends SqlStore {
 
     @Override
     public void purge(Collection<Long> ids) {
+        if (streamed != null) {
+            streamed.finished(ids("ids", ids));
+            return;
+        }
         Long[] array = ids("ids", ids).toArray(new Long[0]);
         if (array.length == 0) {
             return;
@@ -453,6 +555,12 @@ public final class PostgresStore extends SqlStore {
     @Override
     public void reset(UUID leaderId, Collection<Long> ids) {
         Objects.requireNonNull(leaderId, "leaderId must not be null");
+        if (streamed != null) {
+            Map<Long, Instant> now = new TreeMap<>();
+            ids("ids", ids).forEach(id -> now.put(id, Instant.now()));
+            streamed.retryLater(now);
+            return;
+        }
         Long[] array = ids("ids", ids).toArray(new Long[0]);
         if (array.length == 0) {
             return;
@@ -464,6 +572,10 @@ public final class PostgresStore extends SqlStore {
     @Override
     public void retryLater(Map<Long, Instant> nextAttempts) {
         TreeMap<Long, Instant> sorted = nextAttempts(nextAttempts);
+        if (streamed != null) {
+            streamed.retryLater(sorted); // in memory: a new stream delivers the message with zero attempts
+            return;
+        }
         if (sorted.isEmpty()) {
             return;
         }
@@ -478,6 +590,10 @@ public final class PostgresStore extends SqlStore {
         // Postgres text cannot hold U+0000.
         Map<Long, String> sorted = reasons(reasons, reason -> reason.replace("\u0000", "\\u0000"));
         if (sorted.isEmpty()) {
+            return;
+        }
+        if (streamed != null) {
+            parkStreamed(sorted);
             return;
         }
         Long[] ids = sorted.keySet().toArray(new Long[0]);
@@ -503,8 +619,12 @@ public final class PostgresStore extends SqlStore {
         if (array.length == 0) {
             return 0;
         }
-        int replayed = inTransaction("replaying " + array.length + " parked rows into " + names.outbox(),
-                settingsSql, handle -> handle.createUpdate(replaySql).bind(0, bigints(array)).execute());
+        int replayed = wal != null
+                ? inTransaction("replaying " + array.length + " parked messages into the WAL of " + names.outbox(),
+                        settingsSql, handle -> handle.createQuery(walReplaySql).bind(0, bigints(array))
+                                .bind(1, walPrefix).mapTo(Integer.class).one())
+                : inTransaction("replaying " + array.length + " parked rows into " + names.outbox(),
+                        settingsSql, handle -> handle.createUpdate(replaySql).bind(0, bigints(array)).execute());
         log.info("Replayed {} parked row(s) into {}", replayed, names.outbox());
         return replayed;
     }
@@ -571,6 +691,9 @@ public final class PostgresStore extends SqlStore {
      */
     @Override
     public long backlog() {
+        if (streamed != null) {
+            return streamed.pendingCount(); // WAL harvest: what this leader received and has not finished
+        }
         return inTransaction("counting the backlog of " + names.outbox(), settingsSql, handle ->
                 handle.createQuery(backlogSql).bind(0, names.outbox()).map((rs, ctx) -> {
                     long counted = rs.getLong(1);
@@ -591,9 +714,165 @@ public final class PostgresStore extends SqlStore {
     /** The {@code create_time} of the row with the lowest id, found through the primary key's index. */
     @Override
     public Optional<Instant> oldestCreateTime() {
+        if (streamed != null) {
+            return streamed.oldestCommitTime(); // WAL harvest: the commit time of the oldest message pending here
+        }
         return inTransaction("reading the head of " + names.outbox(), settingsSql, handle ->
                 handle.createQuery(oldestSql).map((rs, ctx) -> rs.getObject(1, OffsetDateTime.class).toInstant())
                         .findOne());
+    }
+
+    // ------------------------------------------------------------------------------------------ WAL harvest
+
+    /** Whether this store harvests the write-ahead log ({@link Builder#walHarvest}) rather than its table. */
+    public boolean harvestsWal() {
+        return wal != null;
+    }
+
+    /** The replication slot of the WAL harvest, or null when the table is harvested. */
+    public String slot() {
+        return slot;
+    }
+
+    /** The prefix of this outbox's logical messages in the WAL, or null when the table is harvested. */
+    public String walPrefix() {
+        return walPrefix;
+    }
+
+    /** Opens the replication stream of the WAL harvest: called by the first read of a leadership. */
+    private CommitStream openStream() {
+        return PgOutputStream.open(WalStreamSettings.of(
+                        PgOutputStream.replicationConnections(wal.url(), wal.properties()), walConnections, slot,
+                        publication, walPrefix)
+                .withStatusInterval(wal.statusInterval())
+                .withTakeOverTimeout(wal.takeoverTimeout())
+                .withBufferedMessages(wal.maxBuffered()));
+    }
+
+    /**
+     * The default slot name: slots are named per server, not per database, so the name holds the database (from the
+     * URL), the schema if configured, and the table: {@code <database>_[<schema>_]<table>_slot}, in {@code [a-z0-9_]},
+     * shortened with a hash when longer than 63 characters.
+     */
+    static String defaultSlot(String url, SqlTableNames names) {
+        String database = url.replaceFirst("^jdbc:postgresql:(//[^/]*/?)?", "").replaceFirst("[?;].*$", "");
+        String base = (database.isEmpty() ? "" : database + "_") + (names.schema() == null ? "" : names.schema() + "_")
+                + names.table();
+        base = base.toLowerCase(java.util.Locale.ROOT).replaceAll("[^a-z0-9_]", "_");
+        String name = base + "_slot";
+        if (name.length() > 63) {
+            name = base.substring(0, 45) + "_" + String.format("%08x", base.hashCode()) + "_slot";
+        }
+        return name;
+    }
+
+    private static DataSource plainConnections(WalHarvest wal) {
+        org.postgresql.ds.PGSimpleDataSource ds = new org.postgresql.ds.PGSimpleDataSource();
+        ds.setURL(wal.url());
+        wal.properties().forEach((k, v) -> {
+            try {
+                ds.setProperty(String.valueOf(k), String.valueOf(v));
+            } catch (java.sql.SQLException e) {
+                throw new IllegalArgumentException("the WAL harvest's connection property " + k + " is not one the"
+                        + " Postgres driver knows", e);
+            }
+        });
+        return ds;
+    }
+
+    /** Decodes a streamed message: a record, or a rejected row naming what is wrong with it. */
+    private MarkedRow decode(long id, CommitStream.StreamMessage message) {
+        WalCodec.Decoded d = WalCodec.decode(message.payload(), maxKeyLength());
+        if (d.error() != null) {
+            return new MarkResult.Rejected(id, "", "", 0, "undecodable WAL message at LSN "
+                    + lsn(message.position()) + ": " + d.error());
+        }
+        return new MarkedRow.Readable(new OutboxRecord(id, message.commitTime(), d.message(), 0, null,
+                d.messageId()));
+    }
+
+    private static String lsn(long position) {
+        return Long.toHexString(position >>> 32).toUpperCase(java.util.Locale.ROOT) + "/"
+                + Long.toHexString(position & 0xFFFFFFFFL).toUpperCase(java.util.Locale.ROOT);
+    }
+
+    /**
+     * Writes pending WAL messages to the parked table, each under its log position as id, then lets the stream
+     * go past them. A message that cannot be decoded is parked with its raw content as the value, an empty topic
+     * and key, and the decoding error as its reason.
+     */
+    private void parkStreamed(Map<Long, String> reasons) {
+        Map<Long, StreamHarvest.Pending> pending = streamed.pending(reasons.keySet());
+        if (pending.isEmpty()) {
+            return;
+        }
+        inTransaction("parking " + pending.size() + " WAL messages of " + names.outbox(), settingsSql, handle -> {
+            var batch = handle.prepareBatch(walParkSql);
+            for (StreamHarvest.Pending p : pending.values()) {
+                CommitStream.StreamMessage m = p.message();
+                OffsetDateTime created = m.commitTime().atOffset(java.time.ZoneOffset.UTC);
+                batch.bind(0, m.position()).bind(1, created);
+                if (p.row() instanceof MarkedRow.Readable readable) {
+                    OutboxRecord r = readable.record();
+                    List<dev.outbox.Header> headers = r.message().headers();
+                    String[] names = headers.stream().map(dev.outbox.Header::name).toArray(String[]::new);
+                    byte[][] values = headers.stream().map(dev.outbox.Header::value).toArray(byte[][]::new);
+                    batch.bind(2, r.message().topic()).bind(3, r.message().key()).bind(4, r.message().value())
+                            .bind(5, texts(names)).bind(6, byteas(values)).bind(7, r.attempts())
+                            .bind(9, uuid(r.messageId()));
+                } else {
+                    batch.bind(2, "").bind(3, "").bind(4, m.payload()).bind(5, texts(new String[0]))
+                            .bind(6, byteas(new byte[0][])).bind(7, 0).bind(9, uuid(null));
+                }
+                batch.bind(8, reasons.get(p.id())).add();
+            }
+            batch.execute();
+            return null;
+        });
+        streamed.finished(pending.keySet());
+    }
+
+    private static Argument byteas(byte[][] values) {
+        return (position, statement, context) ->
+                statement.setArray(position, statement.getConnection().createArrayOf("bytea", values));
+    }
+
+    /**
+     * Creates the WAL harvest's replication slot (plugin {@code pgoutput}) and publication if they do not exist.
+     * {@link #createSchema()} calls it with the WAL harvest; call it yourself if you run {@link #schemaSql()} and
+     * {@link #walSchemaSql()} with your own migrations. A slot retains WAL from its creation on, whether a
+     * dispatcher reads it or not: create it when the dispatcher is about to run, and drop it
+     * ({@link #dropSlot()}) when the outbox is retired.
+     *
+     * @throws IllegalStateException with the table harvest
+     */
+    public void createSlot() {
+        requireWal("createSlot");
+        PgOutputStream.createSlotAndPublication(walConnections, slot, publication);
+    }
+
+    /**
+     * Drops the WAL harvest's replication slot and publication, if they exist; every message not yet published is
+     * lost with the slot. Fails if a dispatcher is streaming the slot at the time.
+     */
+    public void dropSlot() {
+        requireWal("dropSlot");
+        PgOutputStream.dropSlotAndPublication(walConnections, slot, publication);
+    }
+
+    /**
+     * The DDL of the WAL harvest's functions ({@code <table>_emit} and {@code <table>_wal_encode}, see the
+     * {@code wal.sql} resource): what plain-SQL writers call to publish. Idempotent.
+     */
+    public String walSchemaSql() {
+        return WalSql.render(names, WalSql.prefix(names));
+    }
+
+    private void requireWal(String operation) {
+        if (wal == null) {
+            throw new IllegalStateException(operation + " needs the WAL harvest (PostgresStore.Builder.walHarvest);"
+                    + " " + names.outbox() + " is harvested from its table");
+        }
     }
 
     /**
@@ -638,8 +917,20 @@ public final class PostgresStore extends SqlStore {
      * returns an immutable store. Every setter rejects a bad value at once, naming it.
      */
     public static final class Builder extends SqlStore.Builder<Builder, PostgresStore> {
+        private WalHarvest wal;
+
         private Builder(Jdbi jdbi) {
             super(jdbi, PostgresDialect.DIALECT, PostgresStore::new);
+        }
+
+        /**
+         * Harvests the write-ahead log instead of the table: the publisher emits each message as a transactional
+         * logical message, and the leading dispatcher streams them from a replication slot (see
+         * {@link WalHarvest}). Default: none, the table is harvested.
+         */
+        public Builder walHarvest(WalHarvest wal) {
+            this.wal = Objects.requireNonNull(wal, "wal must not be null");
+            return this;
         }
     }
 }
