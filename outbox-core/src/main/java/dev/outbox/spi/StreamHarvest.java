@@ -38,7 +38,12 @@ import java.util.function.Supplier;
  * <h2>Leadership</h2>
  * The first {@link #read} opens a stream; {@link #stop()} closes it and forgets every pending message, and the
  * next read opens a new one, which starts after the confirmed position. A failed stream is closed and the read
- * that saw it fails; the next read opens a new one.
+ * that saw it fails; the next read opens a new one, and this harvest keeps what it had: the pending messages keep
+ * their ids (the engine still holds them, in flight or queued), the messages the new stream delivers again are
+ * recognised by their positions and skipped (pending or finished already), and the new stream is confirmed at once
+ * as far as the old one was (a confirmation the failed stream had not sent yet is not lost). Redelivering them
+ * under new ids would let a key's later record, queued under its old id, go before an earlier one delivered
+ * again.
  *
  * <p>What a failed delivery records ({@link #retryLater}) lives in memory only: a new stream delivers the message
  * with zero attempts.
@@ -82,6 +87,14 @@ public final class StreamHarvest {
     private long confirmed;
     /** The distinct transaction end positions received and not confirmed yet, ascending. Guarded by this. */
     private final TreeSet<Long> ends = new TreeSet<>();
+    /**
+     * The highest position received since the last {@link #stop()} (0 for none), across streams: a stream opened
+     * after a failure delivers again what lies at or below it, which this harvest has (pending) or finished.
+     * Guarded by this.
+     */
+    private long received;
+    /** The highest position confirmed since the last {@link #stop()}, across streams. Guarded by this. */
+    private long confirmedSinceStop;
 
     /**
      * @param opener   opens a stream, starting after the position last confirmed; called by {@link #read}, may block
@@ -119,10 +132,14 @@ public final class StreamHarvest {
         }
         if (s == null) {
             s = opener.get();
+            long again;
             synchronized (this) {
                 stream = s;
-                confirmed = 0;
-                ends.clear();
+                confirmed = confirmedSinceStop;
+                again = confirmedSinceStop;
+            }
+            if (again > 0) {
+                s.confirm(again); // what the failed stream may not have sent
             }
         }
         List<CommitStream.StreamMessage> got = List.of();
@@ -134,9 +151,7 @@ public final class StreamHarvest {
                     if (stream != s) {
                         return empty(); // stopped meanwhile: that closed the stream
                     }
-                    stream = null;
-                    pending.clear();
-                    ends.clear();
+                    stream = null; // the pending messages stay: the engine holds them, the next stream skips them
                 }
                 s.close();
                 throw e instanceof StoreException se ? se
@@ -150,6 +165,10 @@ public final class StreamHarvest {
                 return empty(); // stopped meanwhile: what was polled belongs to a closed stream
             }
             for (CommitStream.StreamMessage m : got) {
+                if (m.position() <= received) {
+                    continue; // delivered again by a stream opened after a failure: pending or finished already
+                }
+                received = m.position();
                 long id = ++lastId;
                 pending.put(id, new Pending(id, m, decoder.decode(id, m)));
                 ends.add(m.endPosition());
@@ -199,12 +218,15 @@ public final class StreamHarvest {
     /**
      * Caller holds this. The position to confirm to {@code s} now, or -1 if it did not move: the end of the last
      * transaction seen before the first pending message's, whose messages and all earlier ones are therefore
-     * finished; with nothing pending, where the stream has read to.
+     * finished; with nothing pending, where the stream has read to, or the end of the last transaction before the
+     * latest one seen if that is further. The latest transaction seen is not known to be whole (a poll may return
+     * the first part of a transaction, the rest with the next poll): only the stream's read position vouches for it.
      */
     private long confirmable(CommitStream s) {
         long to;
         if (pending.isEmpty()) {
-            to = Math.max(ends.isEmpty() ? 0 : ends.last(), s.readPosition());
+            Long whole = ends.isEmpty() ? null : ends.lower(ends.last());
+            to = Math.max(whole == null ? 0 : whole, s.readPosition());
         } else {
             Long before = ends.lower(pending.firstEntry().getValue().message().endPosition());
             to = before == null ? 0 : before;
@@ -213,6 +235,7 @@ public final class StreamHarvest {
             return -1;
         }
         confirmed = to;
+        confirmedSinceStop = Math.max(confirmedSinceStop, to);
         ends.headSet(to, true).clear();
         return to;
     }
@@ -245,7 +268,7 @@ public final class StreamHarvest {
         return found;
     }
 
-    /** How many messages this leader received and has not finished (0 when no stream is open). */
+    /** How many messages this leader received and has not finished (0 after {@link #stop()}). */
     public synchronized long pendingCount() {
         return pending.size();
     }
@@ -272,6 +295,8 @@ public final class StreamHarvest {
             stream = null;
             pending.clear();
             ends.clear();
+            received = 0;
+            confirmedSinceStop = 0;
         }
         if (s != null) {
             s.close();

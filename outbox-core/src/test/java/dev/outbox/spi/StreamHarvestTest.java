@@ -195,19 +195,49 @@ class StreamHarvestTest {
     }
 
     @Test
-    void aFailedStreamIsClosedTheReadFailsAndTheNextReadOpensANewOne() {
+    void aFailedStreamIsClosedTheReadFailsAndTheNextReadOpensANewOneKeepingWhatThisHarvestHas() {
         Log log = new Log();
-        log.commit("a1");
+        log.commit("a1");   // 1, ends at 2
+        log.commit("b1");   // 3, ends at 4
         StreamHarvest h = harvest(log);
-        assertThat(h.read(0, List.of(), 10).size()).isEqualTo(1);
+        assertThat(ids(h.read(0, List.of(), 10))).containsExactly(1L, 2L);
+        h.finished(List.of(1L));
+        assertThat(log.confirmed).isEqualTo(2);
+        log.confirmed = 0; // the failed stream never sent that confirmation
         TestStream broken = log.current;
         broken.failNext = new IllegalStateException("connection reset");
-        assertThatThrownBy(() -> h.read(1, List.of(), 10)).isInstanceOf(StoreException.class)
+        assertThatThrownBy(() -> h.read(2, List.of(), 10)).isInstanceOf(StoreException.class)
                 .hasMessageContaining("connection reset");
         assertThat(broken.closed).isTrue();
         assertThat(h.streaming()).isFalse();
-        assertThat(ids(h.read(0, List.of(), 10))).as("redelivered under a new id").containsExactly(2L);
+        assertThat(h.pendingCount()).as("the engine still holds b1: it stays pending").isEqualTo(1);
+
+        log.commit("c1");   // 5, ends at 6
+        ReadResult again = h.read(2, List.of(), 10);
         assertThat(log.opened).isEqualTo(2);
+        assertThat(log.confirmed).as("the new stream is confirmed as far as the old one was").isEqualTo(2);
+        assertThat(ids(again)).as("a1 (finished) and b1 (pending as #2) are not delivered again under new ids")
+                .containsExactly(3L);
+        assertThat(new String(again.rows().records().get(0).message().value(), StandardCharsets.UTF_8))
+                .isEqualTo("c1");
+        assertThat(ids(h.read(0, List.of(), 10))).containsExactly(2L, 3L);
+        h.finished(List.of(2L, 3L));
+        assertThat(log.confirmed).isEqualTo(6);
+    }
+
+    @Test
+    void aTransactionReturnedInPartsIsNotConfirmedBeforeItsLastPartWasRead() {
+        Log log = new Log();
+        log.commit("a1", "a2");   // 1, 2; ends at 3
+        StreamHarvest h = harvest(log);
+        assertThat(ids(h.read(0, List.of(), 1))).as("the poll returns the first part only").containsExactly(1L);
+        h.finished(List.of(1L));
+        assertThat(log.confirmed).as("a2 is still to come: a's end is not confirmed").isLessThan(3);
+
+        h.stop(); // a new leader starts after the confirmed position: a2 must come again
+        ReadResult again = h.read(0, List.of(), 10);
+        assertThat(again.rows().records()).extracting(r -> new String(r.message().value(), StandardCharsets.UTF_8))
+                .contains("a2");
     }
 
     @Test

@@ -110,6 +110,15 @@ import java.util.OptionalLong;
  * MarkResult#rejected()} with a reason naming the bad value, so the dispatcher parks it; other rows and keys
  * carry on.
  *
+ * <h2>The WAL harvest</h2>
+ * With {@link Builder#walHarvest(WalHarvest)} the outbox lives in the write-ahead log instead of the table: the
+ * {@link #publisher()} emits each message as a transactional logical message (format: {@code WalCodec}), and the
+ * leader streams the committed messages in commit order from a logical replication slot ({@code PgOutputStream})
+ * into a {@link StreamHarvest}: {@link #read} returns them, {@link #purge} confirms the slot as far as every earlier
+ * message is finished, {@link #park} writes them to the parked table (under their WAL position as id) and
+ * {@link #replay} re-emits parked messages. {@link #mark} is not supported: harvest it by cursor (the default).
+ * The table is still created (an operator may switch back), and the parked table is shared by both harvests.
+ *
  * <p>Immutable and thread-safe.
  */
 public final class PostgresStore extends SqlStore {
