@@ -28,6 +28,7 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 
@@ -142,6 +143,15 @@ final class ThroughputScenarios {
     long walLeft() {
         PostgresStore wal = (PostgresStore) env.database().walStore();
         wal.harvestStopped();
+        // The stream is closed, but its WAL sender may not have let go of the slot yet: a peek would fail.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (BenchEnvironment.queryLong(env.pool(), "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '"
+                + wal.slot() + "' AND active") > 0) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new IllegalStateException("slot " + wal.slot() + " still active 30 s after the stream closed");
+            }
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(5));
+        }
         return BenchEnvironment.queryLong(env.pool(), "SELECT count(*) FROM pg_logical_slot_peek_binary_changes('"
                 + wal.slot() + "', NULL, NULL, 'proto_version', '1', 'publication_names', '" + BenchEnvironment.TABLE
                 + "_publication', 'messages', 'true') WHERE get_byte(data, 0) = 77"); // 'M': a logical message
