@@ -76,7 +76,8 @@ public final class StreamHarvest {
         /** A ledger that keeps nothing: a new leader delivers again everything above the confirmed position. */
         Ledger NONE = new Ledger() {
             @Override
-            public void save(Map<Long, Long> finished) {
+            public long save(Map<Long, Long> finished) {
+                return 0;
             }
 
             @Override
@@ -86,11 +87,14 @@ public final class StreamHarvest {
         };
 
         /**
-         * Replaces what the ledger keeps with {@code finished}: message position → its transaction's end position.
-         * Called before the call that finished the messages returns (so before their keys move on); may throw
-         * {@link StoreException}, which that call then throws.
+         * Replaces what the ledger keeps with the entries of {@code finished} (message position → its transaction's
+         * end position) that end after the position the source itself holds as confirmed (the slot's, not what
+         * this harvest confirmed: a confirmation not received yet is lost with its stream), and returns that
+         * position; the harvest then forgets the entries at or below it. Called before the call that finished the
+         * messages returns (so before their keys move on); may throw {@link StoreException}, which that call then
+         * throws.
          */
-        void save(Map<Long, Long> finished);
+        long save(Map<Long, Long> finished);
 
         /** What the ledger keeps, message position → its transaction's end position; empty if nothing. */
         Map<Long, Long> load();
@@ -304,8 +308,13 @@ public final class StreamHarvest {
                 }
                 snapshot = new TreeMap<>(done);
             }
-            ledger.save(snapshot);
+            long atSource = ledger.save(snapshot);
             savedVersion = version;
+            synchronized (this) {
+                if (done.values().removeIf(end -> end <= atSource)) {
+                    doneVersion++; // the source's position vouches for them now
+                }
+            }
         }
     }
 
@@ -331,10 +340,6 @@ public final class StreamHarvest {
         confirmed = to;
         confirmedSinceStop = Math.max(confirmedSinceStop, to);
         ends.headSet(to, true).clear();
-        long passed = to;
-        if (done.values().removeIf(end -> end <= passed)) {
-            doneVersion++; // the stream's position vouches for them now
-        }
         return to;
     }
 

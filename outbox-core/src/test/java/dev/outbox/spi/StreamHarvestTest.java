@@ -120,13 +120,19 @@ class StreamHarvestTest {
 
     /** A ledger in memory, as a database row would keep it. */
     private static final class MemoryLedger implements StreamHarvest.Ledger {
+        final Log log;
         Map<Long, Long> kept = Map.of();
-        int saves;
+
+        MemoryLedger(Log log) {
+            this.log = log;
+        }
 
         @Override
-        public void save(Map<Long, Long> finished) {
-            kept = Map.copyOf(finished);
-            saves++;
+        public long save(Map<Long, Long> finished) {
+            Map<Long, Long> above = new java.util.TreeMap<>(finished);
+            above.values().removeIf(end -> end <= log.confirmed);
+            kept = Map.copyOf(above);
+            return log.confirmed;
         }
 
         @Override
@@ -147,7 +153,7 @@ class StreamHarvestTest {
         log.commit("k1#1");           // 1; ends at 2
         log.commit("k0#1");           // 3; ends at 4
         log.commit("k0#2");           // 5; ends at 6
-        MemoryLedger ledger = new MemoryLedger();
+        MemoryLedger ledger = new MemoryLedger(log);
         StreamHarvest old = harvest(log, ledger);
         assertThat(values(old.read(0, List.of(), 10))).containsExactly("k1#1", "k0#1", "k0#2");
         old.finished(List.of(2L, 3L)); // k0's two delivered; k1's still queued when leadership moves
@@ -160,7 +166,12 @@ class StreamHarvestTest {
         assertThat(values(r)).as("k0's records are not sent again after k0#2").containsExactly("k1#1");
         next.finished(List.of(r.rows().records().get(0).id()));
         assertThat(log.confirmed).isEqualTo(6);
-        assertThat(ledger.kept).as("the position vouches for them now").isEmpty();
+        assertThat(ledger.kept).as("saved before the confirmation: kept until a save finds them passed")
+                .containsOnlyKeys(1L, 3L, 5L);
+        log.commit("k2#1");
+        ReadResult more = next.read(1, List.of(), 10);
+        next.finished(List.of(more.rows().records().get(0).id()));
+        assertThat(ledger.kept).as("the slot's position vouches for them now").doesNotContainKeys(1L, 3L, 5L);
     }
 
     @Test

@@ -185,8 +185,8 @@ public final class PostgresStore extends SqlStore {
         this.streamed = wal == null ? null : new StreamHarvest(this::openStream, this::decode, wal.readWait(),
                 new StreamHarvest.Ledger() {
                     @Override
-                    public void save(Map<Long, Long> finished) {
-                        saveLedger(finished);
+                    public long save(Map<Long, Long> finished) {
+                        return saveLedger(finished);
                     }
 
                     @Override
@@ -277,9 +277,17 @@ public final class PostgresStore extends SqlStore {
         String ledgerTable = quoted(names, names.table() + "_wal_ledger");
         this.ledgerDdl = "CREATE TABLE IF NOT EXISTS " + ledgerTable + " (slot text PRIMARY KEY,"
                 + " positions bigint[] NOT NULL, ends bigint[] NOT NULL, saved_at timestamptz NOT NULL DEFAULT now())";
-        this.saveLedgerSql = "INSERT INTO " + ledgerTable + " (slot, positions, ends, saved_at) VALUES (?, ?, ?, now())"
-                + " ON CONFLICT (slot) DO UPDATE SET positions = EXCLUDED.positions, ends = EXCLUDED.ends,"
-                + " saved_at = now()";
+        // One statement: the slot's confirmed position (what the server has, not what the stream last sent), the
+        // entries above it, the upsert; it returns the position, below which the harvest forgets its entries.
+        this.saveLedgerSql = "WITH s AS (SELECT COALESCE((SELECT CAST(pg_wal_lsn_diff(confirmed_flush_lsn, '0/0') AS"
+                + " bigint) FROM pg_replication_slots WHERE slot_name = ?), 0) AS c),"
+                + " e AS (SELECT u.p, u.x FROM unnest(CAST(? AS bigint[]), CAST(? AS bigint[])) AS u(p, x), s"
+                + " WHERE u.x > s.c),"
+                + " up AS (INSERT INTO " + ledgerTable + " (slot, positions, ends, saved_at)"
+                + " SELECT ?, COALESCE(array_agg(p ORDER BY p), '{}'), COALESCE(array_agg(x ORDER BY p), '{}'), now()"
+                + " FROM e ON CONFLICT (slot) DO UPDATE SET positions = EXCLUDED.positions, ends = EXCLUDED.ends,"
+                + " saved_at = now() RETURNING 1)"
+                + " SELECT s.c FROM s, up";
         this.loadLedgerSql = "SELECT positions, ends FROM " + ledgerTable + " WHERE slot = ?";
     }
 
@@ -811,12 +819,12 @@ public final class PostgresStore extends SqlStore {
      * Keeps the WAL messages finished above the slot's confirmed position in the ledger table, one row per slot
      * (see {@link StreamHarvest.Ledger}): one statement per purge batch, only when the set changed.
      */
-    private void saveLedger(Map<Long, Long> finished) {
+    private long saveLedger(Map<Long, Long> finished) {
         Long[] positions = finished.keySet().toArray(new Long[0]);
         Long[] ends = finished.values().toArray(new Long[0]);
-        inTransaction("saving the WAL ledger of slot " + slot, settingsSql, handle ->
-                handle.createUpdate(saveLedgerSql).bind(0, slot).bind(1, bigints(positions)).bind(2, bigints(ends))
-                        .execute());
+        return inTransaction("saving the WAL ledger of slot " + slot, settingsSql, handle ->
+                handle.createQuery(saveLedgerSql).bind(0, slot).bind(1, bigints(positions)).bind(2, bigints(ends))
+                        .bind(3, slot).mapTo(Long.class).one());
     }
 
     private Map<Long, Long> loadLedger() {
