@@ -15,6 +15,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
@@ -65,6 +66,8 @@ public final class InMemoryCommitLog {
     /** The stream holding the slot, or null. Guarded by lock. */
     private LogStream holder;
     private long streams;
+    /** The stream harvest's ledger (message position → end position), as the database would keep it. */
+    private Map<Long, Long> ledger = Map.of();
     /** Parked messages by parked id. Guarded by lock. */
     private final TreeMap<Long, ParkedEntry> parked = new TreeMap<>();
     private long parkedIds;
@@ -97,6 +100,8 @@ public final class InMemoryCommitLog {
     public final class Transaction implements TestTransaction {
         private final List<OutboxMessage> messages = new ArrayList<>();
         private final List<Long> ids = new ArrayList<>();
+        /** Each message's position, taken when it is written (as Postgres writes a logical message's WAL record). */
+        private final List<Long> positions = new ArrayList<>();
         private boolean ended;
 
         private Transaction() {
@@ -109,6 +114,9 @@ public final class InMemoryCommitLog {
             long id = writerIds.incrementAndGet();
             messages.add(message);
             ids.add(id);
+            synchronized (lock) {
+                positions.add(++position);
+            }
             return id;
         }
 
@@ -130,7 +138,7 @@ public final class InMemoryCommitLog {
             check("commit");
             ended = true;
             synchronized (lock) {
-                append(messages, ids);
+                append(messages, ids, positions);
             }
         }
 
@@ -154,21 +162,45 @@ public final class InMemoryCommitLog {
         }
     }
 
-    /** Caller holds lock. One committed transaction. */
-    private void append(List<OutboxMessage> messages, List<Long> ids) {
+    /**
+     * Caller holds lock. One committed transaction, its messages at the positions they took when written (a
+     * transaction that wrote early and commits late has positions below those of transactions that committed in
+     * between, as in Postgres), all with the transaction's end position, taken now.
+     */
+    private void append(List<OutboxMessage> messages, List<Long> ids, List<Long> positions) {
         if (messages.isEmpty()) {
             return;
         }
-        long end = position + messages.size() + 1;
+        long end = ++position;
         Instant now = clock.instant();
         for (int i = 0; i < messages.size(); i++) {
             long id = ids.get(i);
-            log.add(new Entry(new CommitStream.StreamMessage(++position, end, now, encode(id, messages.get(i))), id));
+            log.add(new Entry(new CommitStream.StreamMessage(positions.get(i), end, now,
+                    encode(id, messages.get(i))), id));
         }
-        position = end;
     }
 
     // ---- the slot -------------------------------------------------------------------------------------------
+
+    /**
+     * Saves the stream harvest's ledger (see {@code StreamHarvest.Ledger}), replacing what it kept with the entries
+     * that end after the slot's confirmed position; returns that position.
+     */
+    public long saveLedger(Map<Long, Long> finished) {
+        synchronized (lock) {
+            Map<Long, Long> above = new TreeMap<>(finished);
+            above.values().removeIf(end -> end <= slotConfirmed);
+            ledger = Map.copyOf(above);
+            return slotConfirmed;
+        }
+    }
+
+    /** The stream harvest's ledger as last saved. */
+    public Map<Long, Long> loadLedger() {
+        synchronized (lock) {
+            return ledger;
+        }
+    }
 
     /**
      * Opens a stream on the slot, starting with the first transaction that ended after the confirmed position.
@@ -311,7 +343,9 @@ public final class InMemoryCommitLog {
                     ids.add(d.writerId());
                 }
             }
-            append(messages, ids);
+            List<Long> positions = new ArrayList<>();
+            messages.forEach(m -> positions.add(++position));
+            append(messages, ids, positions);
             return messages.size();
         }
     }
@@ -440,7 +474,18 @@ public final class InMemoryCommitLog {
         @Override
         public long readPosition() {
             synchronized (lock) {
-                return next < log.size() ? log.get(next).message().position() - 1 : position;
+                if (next >= log.size()) {
+                    return position;
+                }
+                // The end of the last transaction returned whole: ends ascend in the log.
+                long nextEnd = log.get(next).message().endPosition();
+                for (int i = next - 1; i >= 0; i--) {
+                    long end = log.get(i).message().endPosition();
+                    if (end < nextEnd) {
+                        return end;
+                    }
+                }
+                return slotConfirmed;
             }
         }
 

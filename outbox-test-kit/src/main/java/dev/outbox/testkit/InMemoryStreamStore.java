@@ -74,7 +74,18 @@ public final class InMemoryStreamStore implements Store {
         this.name = Objects.requireNonNull(name, "name");
         this.clock = Objects.requireNonNull(clock, "clock");
         this.takeoverTimeout = Objects.requireNonNull(takeoverTimeout, "takeoverTimeout");
-        this.harvest = new StreamHarvest(this::open, InMemoryStreamStore::decode, Duration.ZERO);
+        this.harvest = new StreamHarvest(this::open, InMemoryStreamStore::decode, Duration.ZERO,
+                new StreamHarvest.Ledger() {
+                    @Override
+                    public long save(Map<Long, Long> finished) {
+                        return log.saveLedger(finished);
+                    }
+
+                    @Override
+                    public Map<Long, Long> load() {
+                        return log.loadLedger();
+                    }
+                });
     }
 
     /** Replaces the fault plan. */
