@@ -134,8 +134,12 @@ final class Scenario implements AutoCloseable {
         WAL
     }
 
-    /** A fault injected from {@code startNanos} until it had taken effect, at {@code endNanos}. */
-    record Fault(String what, long startNanos, long endNanos) {
+    /**
+     * A fault injected from {@code startNanos} until it had taken effect, at {@code endNanos}; in WAL mode
+     * {@code confirmedAtStart} is the slot's confirmed position (as an unsigned number) just before, from which a
+     * stream lost to the fault restarts at the latest (-1 in table mode).
+     */
+    record Fault(String what, long startNanos, long endNanos, long confirmedAtStart) {
     }
 
     /** How long leadership took to move after {@code what}: acquired by the next leader, first record it published. */
@@ -150,7 +154,8 @@ final class Scenario implements AutoCloseable {
     /** What {@link #finish()} measured. */
     record Result(String name, int committed, long consumed, long duplicates, Map<String, Integer> duplicatesByFault,
                   Map<String, Integer> inFlightByFault, List<Takeover> takeovers, long longestGapMillis,
-                  int parked, int failuresReported) {
+                  int parked, int failuresReported, Map<String, Integer> unconfirmedByFault,
+                  Map<String, Integer> acknowledgedDuplicatesByFault, long replayed) {
     }
 
     private final String name;
@@ -176,6 +181,8 @@ final class Scenario implements AutoCloseable {
     /** Messages committed by {@link #openLate} transactions (not by the writers). */
     private int lateCommitted;
     private final List<Late> lates = new ArrayList<>();
+    /** WAL mode: for each committed message ({@code key#seq}), a WAL position at or after its commit record. */
+    private final Map<String, Long> commitLsns = new java.util.concurrent.ConcurrentHashMap<>();
     private boolean finished;
     private boolean slotDropped;
     /** From the start of the set-up (servers started on first use, databases, topics, clients) to the writers'. */
@@ -229,11 +236,11 @@ final class Scenario implements AutoCloseable {
                     : settings;
             nodes.add(new Node("d" + i, "e2e_" + name + "_d" + i, own, sendLog, timeline));
         }
-        this.watcher = new TopicWatcher(kafka.bootstrapServers(), topic);
+        this.watcher = new TopicWatcher(kafka.bootstrapServers(), topic, harvest == Harvest.WAL);
         this.inboxes = new InboxSide(name, kafka.bootstrapServers(), topic);
         long pauseMicros = Long.getLong("outbox.e2e.writerPauseMicros", 2_000);
         this.writers = new Writers(appPool, adminStore.publisher(), topic, WRITERS, KEYS_PER_WRITER, pauseMicros,
-                seed);
+                seed, harvest == Harvest.WAL ? commitLsns : null);
         limitBacklog(true);
     }
 
@@ -392,11 +399,12 @@ final class Scenario implements AutoCloseable {
     Takeover handOver(String what, Node victim, Runnable kill) {
         assertThat(victim.isLeader()).as("%s leads", victim.name).isTrue();
         List<Node> survivors = live().stream().filter(n -> n != victim).toList();
+        long confirmed = confirmedLsn();
         long t0 = System.nanoTime();
         survivors.forEach(n -> n.broker.armFirstAck(t0));
         timeline.add(victim.name, LeadershipTimeline.Kind.STOPPED, null);
         kill.run();
-        faults.add(new Fault(what, t0, System.nanoTime()));
+        faults.add(new Fault(what, t0, System.nanoTime(), confirmed));
         await(() -> survivors.stream().anyMatch(n -> n.broker.firstAckAfterArm() != 0), WAIT,
                 () -> "a record published by one of " + survivors + " after " + what + "\n" + timeline);
         Node next = survivors.stream().filter(n -> n.broker.firstAckAfterArm() != 0)
@@ -426,9 +434,10 @@ final class Scenario implements AutoCloseable {
      * (the fault has taken effect), to attribute duplicates.
      */
     void fault(String what, Runnable action) {
+        long confirmed = confirmedLsn();
         long t0 = System.nanoTime();
         action.run();
-        faults.add(new Fault(what, t0, System.nanoTime()));
+        faults.add(new Fault(what, t0, System.nanoTime(), confirmed));
     }
 
     /** Arms every live node to note its first acknowledgement from now on. */
@@ -486,6 +495,7 @@ final class Scenario implements AutoCloseable {
     /** The transactions of {@link #openLate}. Not thread-safe. */
     final class Late implements AutoCloseable {
         private final List<Connection> open = new ArrayList<>();
+        private final List<List<OutboxMessage>> batches = new ArrayList<>();
         private final int keys;
         private String emitted;
 
@@ -513,6 +523,7 @@ final class Scenario implements AutoCloseable {
                     events.executeBatch();
                 }
                 adminStore.publisher().publish(c, batch);
+                batches.add(batch);
                 try (Statement st = c.createStatement();
                      ResultSet rs = st.executeQuery("SELECT pg_current_wal_insert_lsn()::text")) {
                     rs.next();
@@ -535,9 +546,11 @@ final class Scenario implements AutoCloseable {
         /** Commits the transaction opened last of those still open. */
         void commitNext() throws SQLException {
             Connection c = open.remove(open.size() - 1);
+            List<OutboxMessage> batch = batches.remove(batches.size() - 1);
             try (c; Statement st = c.createStatement()) {
                 st.execute("SET LOCAL synchronous_commit = on");
                 c.commit();
+                Writers.noteCommitLsn(c, batch, commitLsns);
             }
             lateCommitted += keys;
             log.info("{}: a late transaction committed, {} still open", name, open.size());
@@ -554,6 +567,7 @@ final class Scenario implements AutoCloseable {
                 }
             }
             open.clear();
+            batches.clear();
         }
     }
 
@@ -583,6 +597,23 @@ final class Scenario implements AutoCloseable {
             throw new IllegalStateException("could not list the WAL senders", e);
         }
         return out;
+    }
+
+    /** WAL mode: the slot's confirmed position, as an unsigned number; -1 in table mode. */
+    private long confirmedLsn() {
+        if (harvest == Harvest.TABLE) {
+            return -1;
+        }
+        try (Connection c = appPool.getConnection(); java.sql.PreparedStatement st = c.prepareStatement(
+                "SELECT (confirmed_flush_lsn - '0/0'::pg_lsn)::bigint FROM pg_replication_slots WHERE slot_name = ?")) {
+            st.setString(1, slot());
+            try (ResultSet rs = st.executeQuery()) {
+                rs.next();
+                return rs.getLong(1);
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException("could not read slot " + slot(), e);
+        }
     }
 
     /** Waits until the slot's confirmed position has passed WAL position {@code lsn} (text, e.g. {@code 0/1A2B}). */
@@ -729,9 +760,19 @@ final class Scenario implements AutoCloseable {
         Map<String, Integer> dupsByFault = new LinkedHashMap<>();
         Map<String, Integer> inFlightByFault = new LinkedHashMap<>();
         Map<String, Long> purged = sendLog.purgeTimes();
+        // WAL mode: a lost stream restarts at the slot's confirmed position, which lags behind what was acknowledged
+        // (the low-water mark of finished messages in commit order, reported to the server every status interval).
+        // What a fault may make the next stream deliver again is what was sent before it took effect and committed
+        // at or after the position the slot had confirmed when it began.
+        Map<String, Integer> unconfirmedByFault = new LinkedHashMap<>();
+        Map<String, Integer> ackedDupsByFault = new LinkedHashMap<>();
         for (Fault f : faults) {
             dupsByFault.put(f.what(), 0);
             inFlightByFault.put(f.what(), inFlightDuring(f, sends, purged));
+            if (harvest == Harvest.WAL) {
+                unconfirmedByFault.put(f.what(), unconfirmedDuring(f, sends));
+                ackedDupsByFault.put(f.what(), 0);
+            }
         }
         Map<String, List<SendLog.Send>> sendsByRecord = sends.stream().filter(x -> x.seq >= 0)
                 .collect(Collectors.groupingBy(x -> x.key + "#" + x.seq));
@@ -747,6 +788,11 @@ final class Scenario implements AutoCloseable {
                 }
                 duplicates += extra;
                 List<SendLog.Send> ofRecord = sendsByRecord.getOrDefault(e.getKey() + "#" + c.getKey(), List.of());
+                if (harvest == Harvest.WAL) {
+                    attributeResends(e.getKey() + "#" + c.getKey(), c.getValue(), ofRecord, dupsByFault,
+                            ackedDupsByFault, unexplained);
+                    continue;
+                }
                 long first = ofRecord.stream().mapToLong(x -> x.sentNanos).min().orElse(Long.MAX_VALUE);
                 long last = ofRecord.stream().mapToLong(x -> x.sentNanos).max().orElse(Long.MIN_VALUE);
                 Fault cause = faults.stream().filter(f -> f.endNanos() - first > 0 && last - f.startNanos() > 0)
@@ -760,6 +806,11 @@ final class Scenario implements AutoCloseable {
                             + ofRecord);
                 } else if (cause != null) {
                     dupsByFault.merge(cause.what(), extra, Integer::sum);
+                    boolean ackedBefore = ofRecord.stream().anyMatch(x -> x.acknowledged()
+                            && cause.startNanos() - x.doneNanos() > 0);
+                    if (ackedBefore && harvest == Harvest.WAL) {
+                        ackedDupsByFault.merge(cause.what(), extra, Integer::sum);
+                    }
                 } else {
                     dupsByFault.merge(FAILED_DELIVERY, extra, Integer::sum);
                 }
@@ -769,7 +820,8 @@ final class Scenario implements AutoCloseable {
         List<ParkedRecord> parked = adminStore.parked(100);
         int failures = nodes.stream().mapToInt(n -> n.failures.get()).sum();
         Result r = new Result(name, committed, watcher.records(), duplicates, dupsByFault, inFlightByFault,
-                List.copyOf(takeovers), watcher.longestGapMillis(), parked.size(), failures);
+                List.copyOf(takeovers), watcher.longestGapMillis(), parked.size(), failures, unconfirmedByFault,
+                ackedDupsByFault, watcher.replayed());
         print(r, drainMillis);
 
         assertThat(watcher.failure()).as("consumer failure").isNull();
@@ -783,9 +835,17 @@ final class Scenario implements AutoCloseable {
         // G6: the poison records were parked, reported and never published; nothing else was parked.
         assertThat(parked).extracting(ParkedRecord::key).containsExactlyInAnyOrder("poison-big", "poison-missing");
         assertThat(parked).allSatisfy(p -> assertThat(p.reason()).contains("permanent"));
-        assertThat(nodes.stream().flatMap(n -> n.parked.stream()).map(ParkedRecord::id).distinct().sorted().toList())
-                .as("parked records reported to the listener")
-                .isEqualTo(parked.stream().map(ParkedRecord::id).sorted().toList());
+        if (harvest == Harvest.TABLE) {
+            assertThat(nodes.stream().flatMap(n -> n.parked.stream()).map(ParkedRecord::id).distinct().sorted()
+                    .toList()).as("parked records reported to the listener")
+                    .isEqualTo(parked.stream().map(ParkedRecord::id).sorted().toList());
+        } else {
+            // With the WAL harvest the listener is told the id the leader's stream gave the record, while the parked
+            // table holds it under its WAL position (what replay takes): they differ, so compare topic and key.
+            assertThat(nodes.stream().flatMap(n -> n.parked.stream()).map(p -> p.topic() + "/" + p.key()).distinct()
+                    .sorted().toList()).as("parked records reported to the listener")
+                    .isEqualTo(parked.stream().map(p -> p.topic() + "/" + p.key()).sorted().toList());
+        }
         assertThat(watcher.foreign()).as("G6: poison records on the data topic").isEmpty();
         // G3: one leader at a time; per key, one send outstanding at a time across every dispatcher.
         timeline.assertExclusive();
@@ -794,8 +854,13 @@ final class Scenario implements AutoCloseable {
         assertThat(unexplained).as("G4: duplicates of records not in flight at a fault (faults %s, seed %d)",
                 faults, seed).isEmpty();
         for (Fault f : faults) {
-            assertThat(dupsByFault.get(f.what())).as("G4: duplicates after '%s'", f.what())
-                    .isLessThanOrEqualTo(inFlightByFault.get(f.what()));
+            if (harvest == Harvest.TABLE) {
+                assertThat(dupsByFault.get(f.what())).as("G4: duplicates after '%s'", f.what())
+                        .isLessThanOrEqualTo(inFlightByFault.get(f.what()));
+            } else {
+                assertThat(dupsByFault.get(f.what())).as("G4: duplicates after '%s', of records unconfirmed then",
+                        f.what()).isLessThanOrEqualTo(unconfirmedByFault.get(f.what()));
+            }
         }
         assertThat(watcher.duplicates()).as("repeats seen live").isEqualTo(duplicates);
         // Effectively once: each inbox consumer applied every committed message exactly once, duplicates and all.
@@ -804,6 +869,77 @@ final class Scenario implements AutoCloseable {
         System.out.println("E2E " + name + " " + inboxSummary);
         log.info("{}: {}", name, inboxSummary);
         return r;
+    }
+
+    /**
+     * WAL mode, where a record may be delivered again at more than one fault (a stream restarted after a fault
+     * starts behind what was acknowledged, so a record acknowledged once may be sent again at the next fault too):
+     * each send of {@code record} after its first is a re-send caused by the latest fault that began before it and
+     * ended after the send before it, or by a failed delivery of the send before it. The {@code copies - 1}
+     * duplicates are charged to those causes, acknowledged re-sends first (those certainly landed); a duplicate with
+     * no cause, or more copies than sends, is unexplained.
+     */
+    private void attributeResends(String record, int copies, List<SendLog.Send> ofRecord,
+                                  Map<String, Integer> dupsByFault, Map<String, Integer> ackedDupsByFault,
+                                  List<String> unexplained) {
+        List<SendLog.Send> ordered = new ArrayList<>(ofRecord);
+        ordered.sort(Comparator.comparingLong(x -> x.sentNanos));
+        List<String> acked = new ArrayList<>();
+        List<String> others = new ArrayList<>();
+        Set<String> ackedBeforeCause = new HashSet<>();
+        for (int i = 1; i < ordered.size(); i++) {
+            SendLog.Send before = ordered.get(i - 1);
+            SendLog.Send resend = ordered.get(i);
+            Fault cause = faults.stream().filter(f -> f.endNanos() - before.sentNanos > 0
+                    && resend.sentNanos - f.startNanos() > 0).reduce((a, b) -> b).orElse(null);
+            String what;
+            if (cause != null) {
+                what = cause.what();
+                if (ordered.subList(0, i).stream().anyMatch(x -> x.acknowledged()
+                        && cause.startNanos() - x.doneNanos() > 0)) {
+                    ackedBeforeCause.add(what);
+                }
+            } else if (before.doneNanos() != 0 && !before.acknowledged()
+                    && resend.sentNanos - before.doneNanos() >= 0) {
+                what = FAILED_DELIVERY;
+            } else {
+                what = null;
+            }
+            (resend.acknowledged() ? acked : others).add(what);
+        }
+        List<String> causes = new ArrayList<>(acked);
+        causes.addAll(others);
+        int extra = copies - 1;
+        if (causes.size() < extra || causes.subList(0, extra).contains(null)) {
+            unexplained.add(record + " consumed " + copies + " times, sends " + ofRecord);
+            return;
+        }
+        for (String what : causes.subList(0, extra)) {
+            dupsByFault.merge(what, 1, Integer::sum);
+            if (ackedBeforeCause.contains(what)) {
+                ackedDupsByFault.merge(what, 1, Integer::sum);
+            }
+        }
+    }
+
+    /**
+     * WAL mode: records sent before fault {@code f} had taken effect whose transaction committed at or after the
+     * position the slot had confirmed when {@code f} began (their commit positions are noted by the writers), so that
+     * a stream restarted because of {@code f} may deliver them again.
+     */
+    private int unconfirmedDuring(Fault f, List<SendLog.Send> sends) {
+        Set<String> records = new HashSet<>();
+        for (SendLog.Send x : sends) {
+            if (x.seq < 0 || x.sentNanos - f.endNanos() >= 0) {
+                continue;
+            }
+            String record = x.key + "#" + x.seq;
+            Long committedAt = commitLsns.get(record);
+            if (committedAt == null || Long.compareUnsigned(committedAt, f.confirmedAtStart()) >= 0) {
+                records.add(record);
+            }
+        }
+        return records.size();
     }
 
     /** Per key, a send that started before the previous send of the key completed (or that never completed). */
@@ -852,8 +988,11 @@ final class Scenario implements AutoCloseable {
                 faultsText.append(", ");
             }
             Integer inFlight = r.inFlightByFault().get(e.getKey());
+            Integer unconfirmed = r.unconfirmedByFault().get(e.getKey());
             faultsText.append(e.getKey()).append(": ").append(e.getValue())
-                    .append(inFlight == null ? "" : " of " + inFlight + " in flight");
+                    .append(inFlight == null ? "" : " of " + inFlight + " in flight")
+                    .append(unconfirmed == null ? "" : " / " + unconfirmed + " unconfirmed ("
+                            + r.acknowledgedDuplicatesByFault().get(e.getKey()) + " acknowledged before it)");
         }
         String summary = String.format("E2E %s: %d messages committed by %d writers in %d s (%d rolled back; "
                         + "scenario set up %d s before), %d records consumed, %d duplicates [%s], %d parked, take-over"
@@ -864,7 +1003,9 @@ final class Scenario implements AutoCloseable {
                 r.duplicates(), faultsText, r.parked(),
                 r.takeovers().stream().map(Takeover::toString).collect(Collectors.joining("; ")),
                 r.longestGapMillis(), drainMillis, r.failuresReported(),
-                notes.isEmpty() ? "" : "; " + String.join("; ", notes));
+                notes.isEmpty() ? "" : "; " + String.join("; ", notes))
+                + (harvest == Harvest.WAL ? "; WAL harvest: " + r.replayed() + " repeats of a record older than its"
+                        + " key's latest" : "");
         System.out.println(summary);
         log.info(summary);
         log.info("{}: leadership timeline\n{}", name, timeline);

@@ -130,8 +130,10 @@ class WalHarvestEndToEndTest {
                     .isLessThanOrEqualTo(PostgresKafkaEndToEndTest.CRASH_TAKEOVER_BOUND);
             assertThat(Duration.ofMillis(crashed.acquiredMillis())).as("take-over after a crash")
                     .isGreaterThanOrEqualTo(Scenario.CONFIG.heartbeatTimeout());
-            // G4: an orderly hand-over drains first and confirms what it drained, so it makes no duplicates.
-            assertThat(r.duplicatesByFault().get(closed.what())).as("duplicates after an orderly close").isZero();
+            // G4 in WAL mode (asserted by finish()): duplicates per fault at most the records sent before it that the
+            // slot had not confirmed when it began. An orderly close is not free of duplicates here, unlike with the
+            // table harvest: see the README's "End-to-end suite", WAL mode.
+            assertThat(r.unconfirmedByFault()).as("faults measured").containsKey(closed.what());
         }
     }
 }
