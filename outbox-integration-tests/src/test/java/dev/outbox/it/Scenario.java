@@ -66,6 +66,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  *   <li>G6: the poison records were parked, reported to the listener, never published, and every other key
  *       still arrived.</li>
  * </ul>
+ * In {@linkplain Harvest#WAL WAL mode} the outbox is streamed from a logical replication slot, and G2 and G4 take
+ * the WAL harvest's form (see {@link TopicWatcher} and {@link #finish()}).
  * It prints one summary line (records, duplicates, take-over times) for the CI log. Not thread-safe: one test
  * thread drives it.
  */
@@ -715,7 +717,10 @@ final class Scenario implements AutoCloseable {
 
     /**
      * Stops the writers, waits until every committed message was consumed and the outbox is empty, closes the
-     * nodes, prints the numbers, and asserts G1–G4 and G6.
+     * nodes, prints the numbers, and asserts G1–G4 and G6. In WAL mode the outbox is empty once the slot confirmed
+     * past a fence committed after the writers stopped, G2 lets a key replay a run of its records, and G4 bounds
+     * each fault's duplicates by what the slot had not confirmed when it began (the class comment of
+     * {@link WalHarvestEndToEndTest} says why); the slot is dropped.
      */
     Result finish() throws Exception {
         finished = true;
@@ -985,9 +990,8 @@ final class Scenario implements AutoCloseable {
 
     /**
      * WAL mode: records read (and sent, before or after) before fault {@code f} had taken effect whose transaction
-     * committed at or after the
-     * position the slot had confirmed when {@code f} began (their commit positions are noted by the writers), so that
-     * a stream restarted because of {@code f} may deliver them again.
+     * committed at or after the position the slot had confirmed when {@code f} began (the writers note their commit
+     * positions), so that a stream restarted because of {@code f} may deliver them again.
      */
     private int unconfirmedDuring(Fault f, List<SendLog.Send> sends) {
         Set<String> records = new HashSet<>();
