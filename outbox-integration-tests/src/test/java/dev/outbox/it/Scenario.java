@@ -605,24 +605,28 @@ final class Scenario implements AutoCloseable {
     }
 
     /**
-     * WAL mode, when {@code node} has just stopped leading: the records its stream gave it that it never sent (queued
-     * behind an earlier record of their key, or not reached yet), and the records it had acknowledged after the first
-     * of them — which the slot cannot have confirmed, since it confirms only past records finished with all before.
+     * WAL mode, when {@code node} has just stopped leading: the records its stream gave it that it had not finished
+     * (never sent — queued behind an earlier record of their key, or not reached yet — or sent and not acknowledged,
+     * e.g. waiting for a retry after a failed delivery), and the records it had acknowledged after the first of them,
+     * which the slot cannot have confirmed: it confirms only past records finished together with all before them.
      */
     private String heldBack(Node node) {
         java.util.SortedSet<Long> read = node.store.lastRead();
-        Set<Long> sent = sendLog.sends().stream().filter(x -> x.node.equals(node.name)).map(x -> x.id)
-                .collect(Collectors.toSet());
-        List<Long> neverSent = read.stream().filter(id -> !sent.contains(id)).toList();
-        if (neverSent.isEmpty()) {
-            return "had sent every record its stream gave it (" + read.size() + ")";
-        }
-        long first = neverSent.get(0);
+        Map<Long, List<SendLog.Send>> sent = sendLog.sends().stream().filter(x -> x.node.equals(node.name))
+                .collect(Collectors.groupingBy(x -> x.id));
         Map<String, Long> purged = sendLog.purgeTimes();
+        List<Long> unfinished = read.stream().filter(id -> !purged.containsKey(sendLog.recordKey(node.name, id)))
+                .toList();
+        if (unfinished.isEmpty()) {
+            return "had finished every record its stream gave it (" + read.size() + ")";
+        }
+        long neverSent = unfinished.stream().filter(id -> !sent.containsKey(id)).count();
+        long first = unfinished.get(0);
         long ackedAfter = read.tailSet(first).stream()
                 .filter(id -> purged.containsKey(sendLog.recordKey(node.name, id))).count();
-        return "of " + read.size() + " records its stream gave it, " + neverSent.size() + " never sent, the first"
-                + " at id " + first + "; " + ackedAfter + " acknowledged after it";
+        return "of " + read.size() + " records its stream gave it, " + unfinished.size() + " unfinished ("
+                + neverSent + " never sent), the first at id " + first + (sent.containsKey(first) ? " (sent)" : "")
+                + "; " + ackedAfter + " acknowledged after it";
     }
 
     /** WAL mode: the slot's confirmed position, as an unsigned number; -1 in table mode. */
