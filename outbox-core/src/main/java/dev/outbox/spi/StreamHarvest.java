@@ -32,13 +32,20 @@ import java.util.function.Supplier;
  * A transaction is finished when all its messages are; the stream is confirmed up to the end of the last
  * transaction that is finished together with every transaction before it. When nothing is pending, the stream's
  * {@linkplain CommitStream#readPosition() read position} is confirmed, so that an idle outbox in a busy database
- * does not hold the log back. A message is therefore delivered again, by a later stream, only if it or an earlier
- * one was not finished: at least once.
+ * does not hold the log back. A message finished while an earlier one is not (another key's) lies above that
+ * position: it is kept in the {@link Ledger} (before the call that finished it returns), and a later stream, of
+ * this leader or the next, skips it. So a message is delivered again only if it was not finished — at least once,
+ * and never after a later message of its key — as long as the ledger was saved.
  *
  * <h2>Leadership</h2>
  * The first {@link #read} opens a stream; {@link #stop()} closes it and forgets every pending message, and the
  * next read opens a new one, which starts after the confirmed position. A failed stream is closed and the read
- * that saw it fails; the next read opens a new one.
+ * that saw it fails; the next read opens a new one, and this harvest keeps what it had: the pending messages keep
+ * their ids (the engine still holds them, in flight or queued), the messages the new stream delivers again are
+ * recognised by their positions and skipped (pending or finished already), and the new stream is confirmed at once
+ * as far as the old one was (a confirmation the failed stream had not sent yet is not lost). Redelivering them
+ * under new ids would let a key's later record, queued under its old id, go before an earlier one delivered
+ * again.
  *
  * <p>What a failed delivery records ({@link #retryLater}) lives in memory only: a new stream delivers the message
  * with zero attempts.
@@ -59,6 +66,41 @@ public final class StreamHarvest {
     }
 
     /**
+     * Where a harvest keeps, across leaders, the messages it finished above the position the stream is confirmed to.
+     * The stream's one position cannot say that a message above it was finished (acknowledged while an earlier one,
+     * of another key, was not): without the ledger a new leader would deliver it again, after later messages of its
+     * own key that the old leader had delivered too. With it, the new leader skips what the ledger names.
+     * Implementations store it durably, next to the stream's source (the Postgres store: one row per slot).
+     */
+    public interface Ledger {
+        /** A ledger that keeps nothing: a new leader delivers again everything above the confirmed position. */
+        Ledger NONE = new Ledger() {
+            @Override
+            public long save(Map<Long, Long> finished) {
+                return 0;
+            }
+
+            @Override
+            public Map<Long, Long> load() {
+                return Map.of();
+            }
+        };
+
+        /**
+         * Replaces what the ledger keeps with the entries of {@code finished} (message position → its transaction's
+         * end position) that end after the position the source itself holds as confirmed (the slot's, not what
+         * this harvest confirmed: a confirmation not received yet is lost with its stream), and returns that
+         * position; the harvest then forgets the entries at or below it. Called before the call that finished the
+         * messages returns (so before their keys move on); may throw {@link StoreException}, which that call then
+         * throws.
+         */
+        long save(Map<Long, Long> finished);
+
+        /** What the ledger keeps, message position → its transaction's end position; empty if nothing. */
+        Map<Long, Long> load();
+    }
+
+    /**
      * A message received and not finished yet.
      *
      * @param id      the id this harvest gave it
@@ -71,6 +113,9 @@ public final class StreamHarvest {
     private final Supplier<? extends CommitStream> opener;
     private final Decoder decoder;
     private final Duration readWait;
+    private final Ledger ledger;
+    /** Serialises ledger saves, so that an older snapshot never overwrites a newer one. */
+    private final Object saving = new Object();
 
     /** The open stream, or null; replaced only by the reading thread, cleared by stop() from any thread. */
     private CommitStream stream;
@@ -82,6 +127,28 @@ public final class StreamHarvest {
     private long confirmed;
     /** The distinct transaction end positions received and not confirmed yet, ascending. Guarded by this. */
     private final TreeSet<Long> ends = new TreeSet<>();
+    /**
+     * The last message received since the last {@link #stop()}, across streams, as its transaction's end position
+     * and its own position (0 for none): a stream opened after a failure delivers again what lies at or before it,
+     * which this harvest has (pending) or finished. Positions ascend within a transaction, not across transactions
+     * (a transaction's messages take theirs when written, its place in the stream when it commits). Guarded by this.
+     */
+    private long receivedEnd;
+    private long receivedPosition;
+    /**
+     * The messages finished above the confirmed position, message position → transaction end position, including
+     * those a previous leader finished (from the {@link Ledger}): a message streamed again that is named here is
+     * skipped. Guarded by this.
+     */
+    private final TreeMap<Long, Long> done = new TreeMap<>();
+    /** Counts changes of {@link #done}; the ledger is saved when it moved. Guarded by this. */
+    private long doneVersion;
+    /** The version of {@link #done} last saved. Guarded by {@link #saving}. */
+    private long savedVersion;
+    /** Whether {@link #done} was loaded from the ledger since the last stop. Guarded by this. */
+    private boolean loaded;
+    /** The highest position confirmed since the last {@link #stop()}, across streams. Guarded by this. */
+    private long confirmedSinceStop;
 
     /**
      * @param opener   opens a stream, starting after the position last confirmed; called by {@link #read}, may block
@@ -91,9 +158,17 @@ public final class StreamHarvest {
      *                 stream pushes, so a read returns as soon as a message arrives
      */
     public StreamHarvest(Supplier<? extends CommitStream> opener, Decoder decoder, Duration readWait) {
+        this(opener, decoder, readWait, Ledger.NONE);
+    }
+
+    /**
+     * @param ledger where the messages finished above the confirmed position are kept across leaders
+     */
+    public StreamHarvest(Supplier<? extends CommitStream> opener, Decoder decoder, Duration readWait, Ledger ledger) {
         this.opener = Objects.requireNonNull(opener, "opener");
         this.decoder = Objects.requireNonNull(decoder, "decoder");
         this.readWait = Objects.requireNonNull(readWait, "readWait");
+        this.ledger = Objects.requireNonNull(ledger, "ledger");
         if (readWait.isNegative()) {
             throw new IllegalArgumentException("readWait must not be negative, was " + readWait);
         }
@@ -118,11 +193,24 @@ public final class StreamHarvest {
             above = pending.tailMap(after, false).size();
         }
         if (s == null) {
-            s = opener.get();
+            boolean fresh;
             synchronized (this) {
+                fresh = !loaded;
+            }
+            Map<Long, Long> kept = fresh ? ledger.load() : Map.of();
+            s = opener.get();
+            long again;
+            synchronized (this) {
+                if (fresh) {
+                    done.putAll(kept); // what a previous leader finished above the confirmed position
+                    loaded = true;
+                }
                 stream = s;
-                confirmed = 0;
-                ends.clear();
+                confirmed = confirmedSinceStop;
+                again = confirmedSinceStop;
+            }
+            if (again > 0) {
+                s.confirm(again); // what the failed stream may not have sent
             }
         }
         List<CommitStream.StreamMessage> got = List.of();
@@ -134,9 +222,7 @@ public final class StreamHarvest {
                     if (stream != s) {
                         return empty(); // stopped meanwhile: that closed the stream
                     }
-                    stream = null;
-                    pending.clear();
-                    ends.clear();
+                    stream = null; // the pending messages stay: the engine holds them, the next stream skips them
                 }
                 s.close();
                 throw e instanceof StoreException se ? se
@@ -150,9 +236,18 @@ public final class StreamHarvest {
                 return empty(); // stopped meanwhile: what was polled belongs to a closed stream
             }
             for (CommitStream.StreamMessage m : got) {
+                if (m.endPosition() < receivedEnd
+                        || (m.endPosition() == receivedEnd && m.position() <= receivedPosition)) {
+                    continue; // delivered again by a stream opened after a failure: pending or finished already
+                }
+                receivedEnd = m.endPosition();
+                receivedPosition = m.position();
+                ends.add(m.endPosition());
+                if (done.containsKey(m.position())) {
+                    continue; // finished by a previous leader (the ledger): counts as finished, not sent again
+                }
                 long id = ++lastId;
                 pending.put(id, new Pending(id, m, decoder.decode(id, m)));
-                ends.add(m.endPosition());
             }
             confirm = pending.isEmpty() ? confirmable(s) : -1; // idle: let the log go
             for (Pending p : pending.tailMap(after, false).values()) {
@@ -186,25 +281,55 @@ public final class StreamHarvest {
         long to;
         synchronized (this) {
             for (Long id : ids) {
-                pending.remove(id);
+                Pending p = pending.remove(id);
+                if (p != null) {
+                    done.put(p.message().position(), p.message().endPosition());
+                    doneVersion++;
+                }
             }
             s = stream;
             to = s == null ? -1 : confirmable(s);
         }
+        saveLedger(); // before the keys move on, and before the stream is confirmed past them
         if (to >= 0) {
             s.confirm(to);
+        }
+    }
+
+    /** Saves {@link #done} if it changed since the last save; an older snapshot never overwrites a newer one. */
+    private void saveLedger() {
+        synchronized (saving) {
+            Map<Long, Long> snapshot;
+            long version;
+            synchronized (this) {
+                version = doneVersion;
+                if (version == savedVersion) {
+                    return;
+                }
+                snapshot = new TreeMap<>(done);
+            }
+            long atSource = ledger.save(snapshot);
+            savedVersion = version;
+            synchronized (this) {
+                if (done.values().removeIf(end -> end <= atSource)) {
+                    doneVersion++; // the source's position vouches for them now
+                }
+            }
         }
     }
 
     /**
      * Caller holds this. The position to confirm to {@code s} now, or -1 if it did not move: the end of the last
      * transaction seen before the first pending message's, whose messages and all earlier ones are therefore
-     * finished; with nothing pending, where the stream has read to.
+     * finished; with nothing pending, where the stream has read to, or the end of the last transaction before the
+     * latest one seen if that is further. The latest transaction seen is not known to be whole (a poll may return
+     * the first part of a transaction, the rest with the next poll): only the stream's read position vouches for it.
      */
     private long confirmable(CommitStream s) {
         long to;
         if (pending.isEmpty()) {
-            to = Math.max(ends.isEmpty() ? 0 : ends.last(), s.readPosition());
+            Long whole = ends.isEmpty() ? null : ends.lower(ends.last());
+            to = Math.max(whole == null ? 0 : whole, s.readPosition());
         } else {
             Long before = ends.lower(pending.firstEntry().getValue().message().endPosition());
             to = before == null ? 0 : before;
@@ -213,6 +338,7 @@ public final class StreamHarvest {
             return -1;
         }
         confirmed = to;
+        confirmedSinceStop = Math.max(confirmedSinceStop, to);
         ends.headSet(to, true).clear();
         return to;
     }
@@ -245,7 +371,7 @@ public final class StreamHarvest {
         return found;
     }
 
-    /** How many messages this leader received and has not finished (0 when no stream is open). */
+    /** How many messages this leader received and has not finished (0 after {@link #stop()}). */
     public synchronized long pendingCount() {
         return pending.size();
     }
@@ -272,6 +398,11 @@ public final class StreamHarvest {
             stream = null;
             pending.clear();
             ends.clear();
+            receivedEnd = 0;
+            receivedPosition = 0;
+            confirmedSinceStop = 0;
+            done.clear();
+            loaded = false;
         }
         if (s != null) {
             s.close();

@@ -108,11 +108,90 @@ class StreamHarvestTest {
     }
 
     private static StreamHarvest harvest(Log log) {
+        return harvest(log, StreamHarvest.Ledger.NONE);
+    }
+
+    private static StreamHarvest harvest(Log log, StreamHarvest.Ledger ledger) {
         return new StreamHarvest(log::open, (id, m) -> m.payload().length == 0
                 ? new MarkResult.Rejected(id, "", "", 0, "empty message at " + m.position())
                 : new MarkedRow.Readable(new OutboxRecord(id, m.commitTime(),
-                OutboxMessage.of("t", "k", m.payload()), 0, null)), Duration.ZERO);
+                OutboxMessage.of("t", "k", m.payload()), 0, null)), Duration.ZERO, ledger);
     }
+
+    /** A ledger in memory, as a database row would keep it. */
+    private static final class MemoryLedger implements StreamHarvest.Ledger {
+        final Log log;
+        Map<Long, Long> kept = Map.of();
+
+        MemoryLedger(Log log) {
+            this.log = log;
+        }
+
+        @Override
+        public long save(Map<Long, Long> finished) {
+            Map<Long, Long> above = new java.util.TreeMap<>(finished);
+            above.values().removeIf(end -> end <= log.confirmed);
+            kept = Map.copyOf(above);
+            return log.confirmed;
+        }
+
+        @Override
+        public Map<Long, Long> load() {
+            return kept;
+        }
+    }
+
+    private static List<String> values(ReadResult r) {
+        List<String> out = new ArrayList<>();
+        r.rows().records().forEach(x -> out.add(new String(x.message().value(), StandardCharsets.UTF_8)));
+        return out;
+    }
+
+    @Test
+    void aNewLeaderSkipsWhatThePreviousOneFinishedAboveTheConfirmedPosition() {
+        Log log = new Log();
+        log.commit("k1#1");           // 1; ends at 2
+        log.commit("k0#1");           // 3; ends at 4
+        log.commit("k0#2");           // 5; ends at 6
+        MemoryLedger ledger = new MemoryLedger(log);
+        StreamHarvest old = harvest(log, ledger);
+        assertThat(values(old.read(0, List.of(), 10))).containsExactly("k1#1", "k0#1", "k0#2");
+        old.finished(List.of(2L, 3L)); // k0's two delivered; k1's still queued when leadership moves
+        assertThat(log.confirmed).as("k1#1 holds the position back").isZero();
+        assertThat(ledger.kept).containsOnlyKeys(3L, 5L);
+        old.stop();
+
+        StreamHarvest next = harvest(log, ledger);
+        ReadResult r = next.read(0, List.of(), 10);
+        assertThat(values(r)).as("k0's records are not sent again after k0#2").containsExactly("k1#1");
+        next.finished(List.of(r.rows().records().get(0).id()));
+        assertThat(log.confirmed).isEqualTo(6);
+        assertThat(ledger.kept).as("saved before the confirmation: kept until a save finds them passed")
+                .containsOnlyKeys(1L, 3L, 5L);
+        log.commit("k2#1");
+        ReadResult more = next.read(1, List.of(), 10);
+        next.finished(List.of(more.rows().records().get(0).id()));
+        assertThat(ledger.kept).as("the slot's position vouches for them now").doesNotContainKeys(1L, 3L, 5L);
+    }
+
+    @Test
+    void messagesStreamedAgainAfterAFailureAreRecognisedThoughPositionsDoNotAscendAcrossTransactions() {
+        Log log = new Log();
+        // T1 writes at 10 and 11 but commits (ends at 50) after T2, which wrote at 20 and ended at 30.
+        log.messages.add(new CommitStream.StreamMessage(20, 30, Instant.ofEpochSecond(30), "t2".getBytes()));
+        log.messages.add(new CommitStream.StreamMessage(10, 50, Instant.ofEpochSecond(50), "t1a".getBytes()));
+        log.messages.add(new CommitStream.StreamMessage(11, 50, Instant.ofEpochSecond(50), "t1b".getBytes()));
+        log.position = 50;
+        StreamHarvest h = harvest(log);
+        ReadResult first = h.read(0, List.of(), 1);
+        assertThat(values(first)).containsExactly("t2");
+        log.current.failNext = new IllegalStateException("connection reset");
+        assertThatThrownBy(() -> h.read(1, List.of(), 10)).isInstanceOf(StoreException.class);
+        ReadResult again = h.read(1, List.of(), 10);
+        assertThat(values(again)).as("T1 is not taken for a repeat of T2").containsExactly("t1a", "t1b");
+        assertThat(values(h.read(0, List.of(), 10))).as("nothing twice").containsExactly("t2", "t1a", "t1b");
+    }
+
 
     private static List<Long> ids(ReadResult r) {
         List<Long> ids = new ArrayList<>();
@@ -195,19 +274,49 @@ class StreamHarvestTest {
     }
 
     @Test
-    void aFailedStreamIsClosedTheReadFailsAndTheNextReadOpensANewOne() {
+    void aFailedStreamIsClosedTheReadFailsAndTheNextReadOpensANewOneKeepingWhatThisHarvestHas() {
         Log log = new Log();
-        log.commit("a1");
+        log.commit("a1");   // 1, ends at 2
+        log.commit("b1");   // 3, ends at 4
         StreamHarvest h = harvest(log);
-        assertThat(h.read(0, List.of(), 10).size()).isEqualTo(1);
+        assertThat(ids(h.read(0, List.of(), 10))).containsExactly(1L, 2L);
+        h.finished(List.of(1L));
+        assertThat(log.confirmed).isEqualTo(2);
+        log.confirmed = 0; // the failed stream never sent that confirmation
         TestStream broken = log.current;
         broken.failNext = new IllegalStateException("connection reset");
-        assertThatThrownBy(() -> h.read(1, List.of(), 10)).isInstanceOf(StoreException.class)
+        assertThatThrownBy(() -> h.read(2, List.of(), 10)).isInstanceOf(StoreException.class)
                 .hasMessageContaining("connection reset");
         assertThat(broken.closed).isTrue();
         assertThat(h.streaming()).isFalse();
-        assertThat(ids(h.read(0, List.of(), 10))).as("redelivered under a new id").containsExactly(2L);
+        assertThat(h.pendingCount()).as("the engine still holds b1: it stays pending").isEqualTo(1);
+
+        log.commit("c1");   // 5, ends at 6
+        ReadResult again = h.read(2, List.of(), 10);
         assertThat(log.opened).isEqualTo(2);
+        assertThat(log.confirmed).as("the new stream is confirmed as far as the old one was").isEqualTo(2);
+        assertThat(ids(again)).as("a1 (finished) and b1 (pending as #2) are not delivered again under new ids")
+                .containsExactly(3L);
+        assertThat(new String(again.rows().records().get(0).message().value(), StandardCharsets.UTF_8))
+                .isEqualTo("c1");
+        assertThat(ids(h.read(0, List.of(), 10))).containsExactly(2L, 3L);
+        h.finished(List.of(2L, 3L));
+        assertThat(log.confirmed).isEqualTo(6);
+    }
+
+    @Test
+    void aTransactionReturnedInPartsIsNotConfirmedBeforeItsLastPartWasRead() {
+        Log log = new Log();
+        log.commit("a1", "a2");   // 1, 2; ends at 3
+        StreamHarvest h = harvest(log);
+        assertThat(ids(h.read(0, List.of(), 1))).as("the poll returns the first part only").containsExactly(1L);
+        h.finished(List.of(1L));
+        assertThat(log.confirmed).as("a2 is still to come: a's end is not confirmed").isLessThan(3);
+
+        h.stop(); // a new leader starts after the confirmed position: a2 must come again
+        ReadResult again = h.read(0, List.of(), 10);
+        assertThat(again.rows().records()).extracting(r -> new String(r.message().value(), StandardCharsets.UTF_8))
+                .contains("a2");
     }
 
     @Test

@@ -4,6 +4,7 @@ import dev.outbox.spi.Store;
 import dev.outbox.spring.OutboxProperties.StoreType;
 import dev.outbox.store.mysql.MySqlStore;
 import dev.outbox.store.postgres.PostgresStore;
+import dev.outbox.store.postgres.WalHarvest;
 import org.springframework.util.ClassUtils;
 
 import javax.sql.DataSource;
@@ -102,13 +103,42 @@ public final class OutboxStoreFactory {
             if (p.getMaxKeyLength() != null) {
                 set(prefix + ".max-key-length", p.getMaxKeyLength(), () -> b.maxKeyLength(p.getMaxKeyLength()));
             }
+            OutboxProperties.Wal wal = p.getWal();
+            if (wal.getUrl() != null) {
+                b.walHarvest(walHarvest(prefix + ".wal", wal));
+            }
             PostgresStore store = b.build();
             return new Built(store, StoreType.POSTGRES, store.table(), store.parkedTable(), store::createSchema);
+        }
+
+        private static WalHarvest walHarvest(String prefix, OutboxProperties.Wal wal) {
+            WalHarvest.Builder[] w = new WalHarvest.Builder[1];
+            set(prefix + ".url", wal.getUrl(), () -> w[0] = WalHarvest.builder(wal.getUrl()));
+            if (wal.getUsername() != null) {
+                w[0].user(wal.getUsername());
+            }
+            if (wal.getPassword() != null) {
+                w[0].password(wal.getPassword());
+            }
+            if (wal.getSlot() != null) {
+                set(prefix + ".slot", wal.getSlot(), () -> w[0].slot(wal.getSlot()));
+            }
+            if (wal.getPublication() != null) {
+                set(prefix + ".publication", wal.getPublication(), () -> w[0].publication(wal.getPublication()));
+            }
+            set(prefix + ".takeover-timeout", wal.getTakeoverTimeout(),
+                    () -> w[0].takeoverTimeout(wal.getTakeoverTimeout()));
+            return w[0].build();
         }
     }
 
     private static final class MySql {
         static Built build(DataSource dataSource, String prefix, OutboxProperties.Store p) {
+            if (p.getWal().getUrl() != null) {
+                throw new OutboxConfigurationException(prefix + ".wal.url", "is set, but the WAL harvest needs"
+                        + " Postgres and the store is MySQL", "remove " + prefix + ".wal.url: MySQL and MariaDB"
+                        + " are harvested from the table", null);
+            }
             MySqlStore.Builder b = MySqlStore.builder(dataSource);
             if (p.getSchema() != null) {
                 set(prefix + ".schema", p.getSchema(), () -> b.schema(p.getSchema()));

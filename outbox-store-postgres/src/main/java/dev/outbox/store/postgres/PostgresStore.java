@@ -110,6 +110,15 @@ import java.util.OptionalLong;
  * MarkResult#rejected()} with a reason naming the bad value, so the dispatcher parks it; other rows and keys
  * carry on.
  *
+ * <h2>The WAL harvest</h2>
+ * With {@link Builder#walHarvest(WalHarvest)} the outbox lives in the write-ahead log instead of the table: the
+ * {@link #publisher()} emits each message as a transactional logical message (format: {@code WalCodec}), and the
+ * leader streams the committed messages in commit order from a logical replication slot ({@code PgOutputStream})
+ * into a {@link StreamHarvest}: {@link #read} returns them, {@link #purge} confirms the slot as far as every earlier
+ * message is finished, {@link #park} writes them to the parked table (under their WAL position as id) and
+ * {@link #replay} re-emits parked messages. {@link #mark} is not supported: harvest it by cursor (the default).
+ * The table is still created (an operator may switch back), and the parked table is shared by both harvests.
+ *
  * <p>Immutable and thread-safe.
  */
 public final class PostgresStore extends SqlStore {
@@ -140,6 +149,9 @@ public final class PostgresStore extends SqlStore {
      */
     private final DataSource walConnections;
     private final String walParkSql;
+    private final String ledgerDdl;
+    private final String saveLedgerSql;
+    private final String loadLedgerSql;
     private final String walReplaySql;
     private final String retainedSql;
 
@@ -170,7 +182,18 @@ public final class PostgresStore extends SqlStore {
         this.slot = wal == null ? null : wal.slot() != null ? wal.slot() : defaultSlot(wal.url(), names);
         this.publication = wal == null ? null : wal.publication() != null ? wal.publication()
                 : names.table() + "_publication";
-        this.streamed = wal == null ? null : new StreamHarvest(this::openStream, this::decode, wal.readWait());
+        this.streamed = wal == null ? null : new StreamHarvest(this::openStream, this::decode, wal.readWait(),
+                new StreamHarvest.Ledger() {
+                    @Override
+                    public long save(Map<Long, Long> finished) {
+                        return saveLedger(finished);
+                    }
+
+                    @Override
+                    public Map<Long, Long> load() {
+                        return loadLedger();
+                    }
+                });
         this.walConnections = wal == null ? null : plainConnections(wal);
 
         String t = names.outbox();
@@ -251,6 +274,21 @@ public final class PostgresStore extends SqlStore {
                 + "(topic, key, value, header_names, header_values, message_id))) FROM (SELECT * FROM moved ORDER BY id) m";
         this.retainedSql = "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn) FROM pg_replication_slots"
                 + " WHERE slot_name = ?";
+        String ledgerTable = quoted(names, names.table() + "_wal_ledger");
+        this.ledgerDdl = "CREATE TABLE IF NOT EXISTS " + ledgerTable + " (slot text PRIMARY KEY,"
+                + " positions bigint[] NOT NULL, ends bigint[] NOT NULL, saved_at timestamptz NOT NULL DEFAULT now())";
+        // One statement: the slot's confirmed position (what the server has, not what the stream last sent), the
+        // entries above it, the upsert; it returns the position, below which the harvest forgets its entries.
+        this.saveLedgerSql = "WITH s AS (SELECT COALESCE((SELECT CAST(pg_wal_lsn_diff(confirmed_flush_lsn, '0/0') AS"
+                + " bigint) FROM pg_replication_slots WHERE slot_name = ?), 0) AS c),"
+                + " e AS (SELECT u.p, u.x FROM unnest(CAST(? AS bigint[]), CAST(? AS bigint[])) AS u(p, x), s"
+                + " WHERE u.x > s.c),"
+                + " up AS (INSERT INTO " + ledgerTable + " (slot, positions, ends, saved_at)"
+                + " SELECT ?, COALESCE(array_agg(p ORDER BY p), '{}'), COALESCE(array_agg(x ORDER BY p), '{}'), now()"
+                + " FROM e ON CONFLICT (slot) DO UPDATE SET positions = EXCLUDED.positions, ends = EXCLUDED.ends,"
+                + " saved_at = now() RETURNING 1)"
+                + " SELECT s.c FROM s, up";
+        this.loadLedgerSql = "SELECT positions, ends FROM " + ledgerTable + " WHERE slot = ?";
     }
 
     /** Starts a builder for a Postgres store on the connections of {@code jdbi}. */
@@ -298,6 +336,7 @@ public final class PostgresStore extends SqlStore {
             if (wal != null) {
                 try (Statement statement = handle.getConnection().createStatement()) {
                     statement.execute(walSchemaSql());
+                    statement.execute(ledgerDdl);
                 }
             }
             return null;
@@ -771,6 +810,36 @@ public final class PostgresStore extends SqlStore {
         return ds;
     }
 
+    /** A table name in the outbox's schema, quoted. */
+    private static String quoted(SqlTableNames names, String table) {
+        return (names.schema() == null ? "" : '"' + names.schema() + "\".") + '"' + table + '"';
+    }
+
+    /**
+     * Keeps the WAL messages finished above the slot's confirmed position in the ledger table, one row per slot
+     * (see {@link StreamHarvest.Ledger}): one statement per purge batch, only when the set changed.
+     */
+    private long saveLedger(Map<Long, Long> finished) {
+        Long[] positions = finished.keySet().toArray(new Long[0]);
+        Long[] ends = finished.values().toArray(new Long[0]);
+        return inTransaction("saving the WAL ledger of slot " + slot, settingsSql, handle ->
+                handle.createQuery(saveLedgerSql).bind(0, slot).bind(1, bigints(positions)).bind(2, bigints(ends))
+                        .bind(3, slot).mapTo(Long.class).one());
+    }
+
+    private Map<Long, Long> loadLedger() {
+        return inTransaction("loading the WAL ledger of slot " + slot, settingsSql, handle ->
+                handle.createQuery(loadLedgerSql).bind(0, slot).map((rs, ctx) -> {
+                    Long[] positions = (Long[]) rs.getArray(1).getArray();
+                    Long[] ends = (Long[]) rs.getArray(2).getArray();
+                    Map<Long, Long> kept = new TreeMap<>();
+                    for (int i = 0; i < positions.length && i < ends.length; i++) {
+                        kept.put(positions[i], ends[i]);
+                    }
+                    return kept;
+                }).findOne().orElse(new TreeMap<>()));
+    }
+
     /** Decodes a streamed message: a record, or a rejected row naming what is wrong with it. */
     private MarkedRow decode(long id, CommitStream.StreamMessage message) {
         WalCodec.Decoded d = WalCodec.decode(message.payload(), maxKeyLength());
@@ -857,6 +926,16 @@ public final class PostgresStore extends SqlStore {
      */
     public String walSchemaSql() {
         return WalSql.render(names, WalSql.prefix(names));
+    }
+
+    /**
+     * The DDL of the WAL harvest's ledger table, {@code <table>_wal_ledger}: one row per slot naming the messages a
+     * leader finished above the slot's confirmed position, so that the next leader does not send them again (see
+     * {@link StreamHarvest.Ledger}). Idempotent; {@link #createSchema()} runs it with the WAL harvest.
+     */
+    public String walLedgerSql() {
+        requireWal("walLedgerSql");
+        return ledgerDdl;
     }
 
     private void requireWal(String operation) {

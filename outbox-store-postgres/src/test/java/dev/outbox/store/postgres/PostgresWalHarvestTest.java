@@ -262,6 +262,42 @@ class PostgresWalHarvestTest {
     }
 
     @Test
+    void aNewLeaderDoesNotSendAgainWhatTheOldOneFinishedAboveTheSlotsPosition() throws Exception {
+        PostgresStore old = store("wal_ledger", "wal_ledger_old");
+        commit(old, List.of(OutboxMessage.of("orders", "k1", "k1#1")));
+        commit(old, List.of(OutboxMessage.of("orders", "k0", "k0#1")));
+        commit(old, List.of(OutboxMessage.of("orders", "k0", "k0#2")));
+        List<OutboxRecord> read = new ArrayList<>();
+        Await.untilOrFail(() -> {
+            read.addAll(old.read(read.isEmpty() ? 0 : read.get(read.size() - 1).id(), List.of(), 10).rows()
+                    .records());
+            return read.size() >= 3;
+        }, Duration.ofSeconds(20), () -> "read " + read.size());
+        old.purge(List.of(read.get(1).id(), read.get(2).id())); // k0 delivered; k1#1 still queued
+        old.harvestStopped(); // leadership moves
+
+        PostgresStore next = PostgresStore.builder(storePool).table("wal_ledger")
+                .walHarvest(WalHarvest.builder(url).user(PostgresTestSupport.server().username())
+                        .password(PostgresTestSupport.server().password()).readWait(Duration.ofMillis(50)).build())
+                .build();
+        List<OutboxRecord> resumed = new ArrayList<>();
+        try {
+            Await.untilOrFail(() -> {
+                resumed.addAll(next.read(resumed.isEmpty() ? 0 : resumed.get(resumed.size() - 1).id(), List.of(), 10)
+                        .rows().records());
+                return !resumed.isEmpty();
+            }, Duration.ofSeconds(20), () -> "nothing resumed");
+            assertThat(next.read(resumed.get(0).id(), List.of(), 10).size()).as("k0 is not sent again").isZero();
+            assertThat(resumed).extracting(PostgresWalHarvestTest::text).containsExactly("k1#1");
+            assertThat(PostgresTestSupport.queryLong(appPool, "SELECT cardinality(positions) FROM wal_ledger_wal_ledger"))
+                    .as("k0's two records are in the ledger").isEqualTo(2);
+            next.purge(List.of(resumed.get(0).id()));
+        } finally {
+            next.harvestStopped();
+        }
+    }
+
+    @Test
     void theWalTheSlotHoldsBackIsReportedAndAMarkHarvestIsRefused() throws Exception {
         PostgresStore store = store("wal_retained", "wal_retained_stream");
         long before = store.retainedBytes().orElseThrow();

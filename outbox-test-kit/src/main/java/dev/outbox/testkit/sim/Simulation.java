@@ -9,8 +9,12 @@ import dev.outbox.internal.DefaultDispatcher;
 import dev.outbox.internal.PlantedBug;
 import dev.outbox.spi.DeliveryException;
 import dev.outbox.spi.MessageBroker;
+import dev.outbox.spi.Store;
+import dev.outbox.testkit.InMemoryCommitLog;
 import dev.outbox.testkit.InMemoryStore;
+import dev.outbox.testkit.InMemoryStreamStore;
 import dev.outbox.testkit.StoreFaults;
+import dev.outbox.testkit.TestTransaction;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -33,7 +37,9 @@ import java.util.function.Consumer;
 
 /**
  * One configuration of the deterministic simulation: the real engine ({@link DefaultDispatcher}, one per
- * dispatcher) over an {@link InMemoryStore}, a simulated broker and leader group, all on one
+ * dispatcher) over an {@link InMemoryStore} (or, with {@link Builder#streamHarvest()}, an {@link InMemoryCommitLog}
+ * that each dispatcher streams through its own {@link InMemoryStreamStore}), a simulated broker and leader group,
+ * all on one
  * {@link SimScheduler}, and an environment that writes records in transactions that commit late or roll back,
  * acknowledges or fails sends, and injects faults — every step of it a choice. {@link #run(Chooser)} plays one
  * run and checks the guarantees after every step and at the end:
@@ -108,7 +114,11 @@ public final class Simulation {
         final SimScheduler sched;
         final List<String> trace = new ArrayList<>();
         final List<String> violations = new ArrayList<>();
+        /** The table store (table harvests), or null. */
         InMemoryStore store;
+        /** The commit log (stream harvest), or null; then each dispatcher has its own store on it. */
+        InMemoryCommitLog commitLog;
+        final List<InMemoryStreamStore> streamStores = new ArrayList<>();
         SimLeaderGroup group;
         final List<DefaultDispatcher> dispatchers = new ArrayList<>();
 
@@ -127,7 +137,7 @@ public final class Simulation {
 
         // the writers
         final Map<String, Integer> written = new LinkedHashMap<>();
-        final Map<String, InMemoryStore.Transaction> open = new LinkedHashMap<>();
+        final Map<String, TestTransaction> open = new LinkedHashMap<>();
         final Map<String, List<Long>> openIds = new HashMap<>();
         final Set<Long> committed = new TreeSet<>();
         final Map<String, Boolean> lateWrites = new HashMap<>();
@@ -155,8 +165,12 @@ public final class Simulation {
         }
 
         void main() {
-            store = new InMemoryStore(sched.clock());
-            store.setFaults(this::storeFault);
+            if (config.stream) {
+                commitLog = new InMemoryCommitLog(sched.clock());
+            } else {
+                store = new InMemoryStore(sched.clock());
+                store.setFaults(this::storeFault);
+            }
             group = new SimLeaderGroup(sched, stalled::contains);
             brokerLock = sched.newLock();
             resolved = brokerLock.newCondition();
@@ -166,7 +180,16 @@ public final class Simulation {
             }
             for (int i = 0; i < config.dispatchers; i++) {
                 String name = "d" + i;
-                DefaultDispatcher d = new DefaultDispatcher(name, store, new Broker(name), group.newMember(name),
+                Store s = store;
+                if (config.stream) {
+                    InMemoryStreamStore ss = new InMemoryStreamStore(commitLog, name, sched.clock(),
+                            config.takeoverTimeout);
+                    ss.setFaults(this::storeFault);
+                    ss.confirmOnRead(config.confirmOnRead);
+                    streamStores.add(ss);
+                    s = ss;
+                }
+                DefaultDispatcher d = new DefaultDispatcher(name, s, new Broker(name), group.newMember(name),
                         config.engine, listener(name), sched);
                 dispatchers.add(d);
             }
@@ -182,7 +205,7 @@ public final class Simulation {
                     break;
                 }
                 if (sched.now() > horizon) {
-                    violation("G1: not drained after " + ms(sched.now()) + ": rows left " + store.rows()
+                    violation("G1: not drained after " + ms(sched.now()) + ": rows left " + storeState()
                             + ", pending sends " + pending.size());
                     break;
                 }
@@ -205,7 +228,7 @@ public final class Simulation {
         }
 
         boolean quiescent() {
-            return open.isEmpty() && allWritten() && pending.isEmpty() && store.size() == 0 && timed.isEmpty();
+            return open.isEmpty() && allWritten() && pending.isEmpty() && storeSize() == 0 && timed.isEmpty();
         }
 
         boolean allWritten() {
@@ -271,7 +294,7 @@ public final class Simulation {
             }
             String owner = group.owner();
             // A leader change only where it can matter: while a send is under way or a row waits for its purge.
-            if (leaderChanges > 0 && owner != null && (!pending.isEmpty() || store.size() > 0)) {
+            if (leaderChanges > 0 && owner != null && (!pending.isEmpty() || storeSize() > 0)) {
                 list.add(new Action("revoke", () -> revoke(owner)));
                 list.add(new Action("partition", () -> partition(owner)));
                 list.add(new Action("pause", () -> pause(owner)));
@@ -303,8 +326,18 @@ public final class Simulation {
             openedAt.put(key, sched.now());
             written.put(key, n + 1);
             boolean poison = config.poison && key.equals("k1") && n == 0;
-            InMemoryStore.Transaction tx = store.begin();
-            long id = tx.write(OutboxMessage.of(poison ? POISON_TOPIC : "t", key, key + "-" + n));
+            OutboxMessage message = OutboxMessage.of(poison ? POISON_TOPIC : "t", key, key + "-" + n);
+            TestTransaction tx;
+            long id;
+            if (config.stream) {
+                InMemoryCommitLog.Transaction t = commitLog.begin();
+                id = t.write(message);
+                tx = t;
+            } else {
+                InMemoryStore.Transaction t = store.begin();
+                id = t.write(message);
+                tx = t;
+            }
             if (poison) {
                 poisonId = id;
             }
@@ -398,11 +431,14 @@ public final class Simulation {
             switch (op) {
                 case MARK, READ, PURGE, RESET, RETRY_LATER, PARK -> {
                     // Only where there is something to lose: rows in the table.
-                    if (storeErrors > 0 && config.storeErrorOps.contains(op) && store.size() > 0 && faultsOn()) {
+                    if (storeErrors > 0 && config.storeErrorOps.contains(op) && storeSize() > 0 && faultsOn()) {
                         // A write (not a read) may also be refused for good, as a permission or constraint
                         // error is: the engine holds the rows it concerns and tries them again later.
                         boolean write = op == StoreFaults.Operation.PURGE || op == StoreFaults.Operation.PARK
                                 || op == StoreFaults.Operation.RETRY_LATER || op == StoreFaults.Operation.RESET;
+                        if (config.stream && op == StoreFaults.Operation.READ) {
+                            return streamLoss();
+                        }
                         int c = sched.choose(write ? 4 : 3, "store " + op + " none|fail|lost answer|refuse");
                         if (c > 0) {
                             storeErrors--;
@@ -419,6 +455,25 @@ public final class Simulation {
                     return StoreFaults.Fault.NONE;
                 }
             }
+        }
+
+        /**
+         * A stream harvest's read fault: the replication connection is lost (the read fails, the next one opens a new
+         * stream), after its last status update reached the server, or, with {@code lostConfirmations}, also before:
+         * the confirmation it kept for the next update is lost with it.
+         */
+        StoreFaults.Fault streamLoss() {
+            int c = sched.choose(config.lostConfirmations ? 3 : 2, config.lostConfirmations
+                    ? "stream none|lost after its status update|lost with its unsent confirmation"
+                    : "stream none|lost after its status update");
+            if (c == 0) {
+                return StoreFaults.Fault.NONE;
+            }
+            storeErrors--;
+            faults++;
+            event(who() + ": the replication connection is lost (a stream open fails)" + (c == 1
+                    ? ", after its last status update" : ", and the confirmation it had not sent yet with it"));
+            return c == 1 ? StoreFaults.Fault.failAfter() : StoreFaults.Fault.failBefore();
         }
 
         // ---- the broker
@@ -449,31 +504,32 @@ public final class Simulation {
                 brokerLock.unlock();
             }
             OutboxRecord r = p.record;
+            long id = wid(r);
             switch (how) {
                 case ACK -> {
                     append(p);
-                    event("broker: acknowledges #" + r.id() + " sent by " + p.sender);
+                    event("broker: acknowledges #" + id + " sent by " + p.sender);
                     p.future.complete(null);
                 }
                 case FAIL -> {
                     sendFailures--;
                     faults++;
-                    event("broker: fails #" + r.id() + " sent by " + p.sender);
+                    event("broker: fails #" + id + " sent by " + p.sender);
                     p.future.completeExceptionally(DeliveryException.retriable("simulated failure", null));
                 }
                 case APPEND_THEN_FAIL -> {
                     duplicates--;
                     faults++;
                     append(p);
-                    event("broker: appends #" + r.id() + " but its acknowledgement to " + p.sender + " is lost");
+                    event("broker: appends #" + id + " but its acknowledgement to " + p.sender + " is lost");
                     p.future.completeExceptionally(DeliveryException.retriable("simulated lost ack", null));
                 }
                 case TIMEOUT -> {
-                    event("broker: #" + r.id() + " sent by " + p.sender + " times out");
+                    event("broker: #" + id + " sent by " + p.sender + " times out");
                     p.future.completeExceptionally(DeliveryException.retriable("simulated delivery timeout", null));
                 }
                 case CLOSED -> {
-                    event("broker: #" + r.id() + " fails, " + p.sender + "'s producer closed");
+                    event("broker: #" + id + " fails, " + p.sender + "'s producer closed");
                     p.future.completeExceptionally(DeliveryException.retriable("producer closed", null));
                 }
             }
@@ -481,19 +537,20 @@ public final class Simulation {
 
         void append(Pending p) {
             OutboxRecord r = p.record;
+            long id = wid(r);
             List<Long> seq = log.get(r.key());
-            if (rolledBack.contains(r.id())) {
-                violation("G1: #" + r.id() + " was rolled back, yet it reached the broker");
+            if (rolledBack.contains(id)) {
+                violation("G1: #" + id + " was rolled back, yet it reached the broker");
             }
-            if (!seq.isEmpty() && seq.get(seq.size() - 1) > r.id()) {
-                violation("G2: key " + r.key() + " went backwards: #" + r.id() + " after " + seq);
+            if (!seq.isEmpty() && seq.get(seq.size() - 1) > id) {
+                violation("G2: key " + r.key() + " went backwards: #" + id + " after " + seq);
             }
-            if (appended.contains(r.id()) && faults <= faultsAtFirstSend.getOrDefault(r.id(), 0)) {
-                violation("G4: #" + r.id() + " reached the broker twice with no fault or change of leader while it"
+            if (appended.contains(id) && faults <= faultsAtFirstSend.getOrDefault(id, 0)) {
+                violation("G4: #" + id + " reached the broker twice with no fault or change of leader while it"
                         + " was in flight");
             }
-            seq.add(r.id());
-            appended.add(r.id());
+            seq.add(id);
+            appended.add(id);
         }
 
         final class Broker implements MessageBroker {
@@ -511,14 +568,15 @@ public final class Simulation {
                 Integer mine = lastAcquired.get(name);
                 for (Map.Entry<String, Integer> e : lastAcquired.entrySet()) {
                     if (!e.getKey().equals(name) && (mine == null || e.getValue() > mine)) {
-                        violation("G3: " + name + " sent #" + record.id() + " after " + e.getKey()
+                        violation("G3: " + name + " sent #" + wid(record) + " after " + e.getKey()
                                 + " acquired leadership");
                     }
                 }
-                faultsAtFirstSend.putIfAbsent(record.id(), faults);
-                event(name + ": sends #" + record.id() + " (" + record.key() + ")");
+                faultsAtFirstSend.putIfAbsent(wid(record), faults);
+                event(name + ": sends #" + wid(record) + " (" + record.key()
+                        + (config.stream ? ", read as " + record.id() : "") + ")");
                 if (record.topic().equals(POISON_TOPIC)) {
-                    event("broker: rejects #" + record.id() + " for good (poison)");
+                    event("broker: rejects #" + wid(record) + " for good (poison)");
                     return CompletableFuture.failedFuture(DeliveryException.permanent("poison", null));
                 }
                 Pending p = new Pending(name, record, sched.now() + config.deliveryTimeout.toNanos());
@@ -596,7 +654,8 @@ public final class Simulation {
 
                 @Override
                 public void recordParked(ParkedRecord record) {
-                    event(name + ": parks #" + record.id() + " (" + record.reason() + ")");
+                    event(name + ": parks " + (config.stream ? "as parked #" : "#") + record.id() + " ("
+                            + record.reason() + ")");
                 }
 
                 @Override
@@ -610,8 +669,12 @@ public final class Simulation {
 
         void checkEnd() {
             Set<Long> parkedIds = new TreeSet<>();
-            for (ParkedRecord p : store.parkedRows()) {
-                parkedIds.add(p.id());
+            if (config.stream) {
+                parkedIds.addAll(commitLog.parkedWriterIds());
+            } else {
+                for (ParkedRecord p : store.parkedRows()) {
+                    parkedIds.add(p.id());
+                }
             }
             for (long id : committed) {
                 boolean poison = poisonId != null && id == poisonId;
@@ -627,6 +690,34 @@ public final class Simulation {
                             ? " (it was parked)" : ""));
                 }
             }
+        }
+
+        /** The writer's id of a record: its row id, or in the stream harvest the writer id it carries. */
+        long wid(OutboxRecord r) {
+            return config.stream ? InMemoryStreamStore.writerId(r) : r.id();
+        }
+
+        /** Committed records the store still holds: rows, or messages the slot retains. */
+        int storeSize() {
+            if (config.stream) {
+                return commitLog == null ? 0 : commitLog.retainedCount();
+            }
+            return store == null ? 0 : store.size();
+        }
+
+        String storeState() {
+            if (config.stream) {
+                if (commitLog == null) {
+                    return "";
+                }
+                StringBuilder sb = new StringBuilder(commitLog.describe());
+                for (InMemoryStreamStore ss : streamStores) {
+                    sb.append("|pending ").append(ss.harvest().pendingCount())
+                            .append(ss.harvest().streaming() ? " streaming" : "");
+                }
+                return sb.toString();
+            }
+            return store == null ? "" : store.rows().toString();
         }
 
         void violation(String what) {
@@ -649,7 +740,7 @@ public final class Simulation {
             // Virtual time is part of the state: the engine's loops keep timing in local variables (backoffs, the
             // last rescan) that no fingerprint sees, so only runs that reach the same state at the same time merge.
             sb.append(sched.now()).append('|');
-            sb.append(store == null ? "" : store.rows()).append('|').append(log).append('|');
+            sb.append(storeState()).append('|').append(log).append('|');
             for (Pending p : pending) {
                 sb.append(p.sender).append(p.record.id()).append('@').append(p.due - sched.now()).append(',');
             }
@@ -711,6 +802,10 @@ public final class Simulation {
         final int lateCommits;
         final Duration lateCommitFor;
         final boolean pauseInsideSend;
+        final boolean stream;
+        final Duration takeoverTimeout;
+        final boolean confirmOnRead;
+        final boolean lostConfirmations;
         final Set<StoreFaults.Operation> storeErrorOps;
         final Set<PlantedBug> bugs;
         final DispatcherConfig engine;
@@ -733,6 +828,10 @@ public final class Simulation {
             rollbacks = b.rollbacks;
             poison = b.poison;
             pauseInsideSend = b.pauseInsideSend;
+            stream = b.stream;
+            takeoverTimeout = b.takeoverTimeout;
+            confirmOnRead = b.confirmOnRead;
+            lostConfirmations = b.lostConfirmations;
             lateCommits = b.lateCommits;
             lateCommitFor = b.lateCommitFor;
             storeErrorOps = Collections.unmodifiableSet(EnumSet.copyOf(b.storeErrorOps));
@@ -757,12 +856,16 @@ public final class Simulation {
         @Override
         public String toString() {
             return keys + " keys x " + recordsPerKey + " records, " + dispatchers + " dispatchers ("
-                    + engine.harvest() + "), faults: " + sendFailures + " send failure(s), " + duplicateAcks
+                    + (stream ? "STREAM" : engine.harvest()) + "), faults: " + sendFailures + " send failure(s), " + duplicateAcks
                     + " lost ack(s), " + storeErrors + " store error(s), " + leaderChanges + " leader change(s), "
                     + rollbacks + " rollback(s)" + (poison ? ", a poison record" : "")
                     + (lateCommits > 0 ? ", " + lateCommits + " late commit(s)" : "")
                     + (pauseInsideSend ? ", pauses inside a send" : "")
-                    + (bugs.isEmpty() ? "" : ", planted: " + bugs);
+                    + (stream && !takeoverTimeout.equals(Builder.DEFAULT_TAKEOVER)
+                            ? ", takeover after " + takeoverTimeout.toMillis() + " ms" : "")
+                    + (bugs.isEmpty() ? "" : ", planted: " + bugs)
+                    + (lostConfirmations ? ", a lost stream may lose its unsent confirmation" : "")
+                    + (confirmOnRead ? ", planted: the stream confirmed on read" : "");
         }
     }
 
@@ -778,6 +881,12 @@ public final class Simulation {
         private int rollbacks;
         private boolean poison;
         private boolean pauseInsideSend;
+        /** Above the heartbeat timeout, as WalHarvest advises: a live deposed leader lets go by itself first. */
+        static final Duration DEFAULT_TAKEOVER = Duration.ofMillis(3000);
+        private boolean stream;
+        private Duration takeoverTimeout = DEFAULT_TAKEOVER;
+        private boolean confirmOnRead;
+        private boolean lostConfirmations;
         private int lateCommits;
         private Duration lateCommitFor = Duration.ofMillis(300);
         private Set<StoreFaults.Operation> storeErrorOps = EnumSet.of(StoreFaults.Operation.MARK,
@@ -819,6 +928,50 @@ public final class Simulation {
 
         public Builder harvest(DispatcherConfig.Harvest harvest) {
             engine.harvest(harvest);
+            stream = false;
+            return this;
+        }
+
+        /**
+         * Harvests a commit log by streaming, as the Postgres store's WAL harvest does: writers' transactions append
+         * their messages to an {@link InMemoryCommitLog} when they commit, and each dispatcher's own
+         * {@link InMemoryStreamStore} streams it through the real {@code StreamHarvest}, with one replication slot
+         * that one stream holds at a time. Store errors become a lost stream (read), and failed, lost or refused
+         * purges (the confirmation), failure records and parks.
+         */
+        public Builder streamHarvest() {
+            this.stream = true;
+            engine.harvest(DispatcherConfig.Harvest.CURSOR);
+            return this;
+        }
+
+        /**
+         * In the stream harvest, how long a new leader lets another process hold the slot before it terminates that
+         * process's stream (default 3 s: above the heartbeat timeout, so that a deposed leader that is alive lets go
+         * first; a paused one does not).
+         */
+        public Builder takeoverTimeout(Duration timeout) {
+            this.takeoverTimeout = Objects.requireNonNull(timeout, "timeout");
+            return this;
+        }
+
+        /**
+         * Plants a bug in the stream harvest's in-memory stream (not in the engine, not in {@code StreamHarvest}):
+         * every poll confirms the stream up to the last message it returned, before the engine has finished it.
+         */
+        /**
+         * In the stream harvest, lets a lost stream lose the confirmation it kept for its next status update, as a
+         * connection lost between status updates (or a crashed leader) does; by default a store error loses the
+         * stream only after its last status update. A later leader then delivers again what the lost stream's
+         * leader had finished since: a re-run, which breaks G2 and G4 (a known gap, see SimulationTest).
+         */
+        public Builder lostConfirmations(boolean value) {
+            this.lostConfirmations = value;
+            return this;
+        }
+
+        public Builder plantConfirmOnRead() {
+            this.confirmOnRead = true;
             return this;
         }
 

@@ -1,0 +1,507 @@
+package dev.outbox.testkit;
+
+import dev.outbox.OutboxMessage;
+import dev.outbox.spi.CommitStream;
+import dev.outbox.spi.StoreException;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A database's commit log held in memory, as a Postgres WAL with one logical replication slot presents it to a
+ * stream harvest: the database side of {@link InMemoryStreamStore}, shared by every process (every store) of a test.
+ *
+ * <ul>
+ *   <li>A writer's {@link Transaction} appends its messages to the log when it commits, in the order it wrote
+ *       them, each at its own position, followed by the transaction's end position; a rolled-back transaction
+ *       appends nothing. So the log is in commit order: a transaction that began first but commits last comes
+ *       last, and nothing is ever "late".</li>
+ *   <li>The slot remembers a confirmed position. {@link #open} returns a {@link CommitStream} that starts with the
+ *       first transaction ending after it. A stream's {@link CommitStream#confirm confirm} is kept by the stream
+ *       and reaches the slot with its next status update: at its next {@link CommitStream#poll poll}, and when it
+ *       is closed in order. A stream that is terminated or lost first loses it, as on Postgres.</li>
+ *   <li>One stream holds the slot at a time. {@link #open} while another holds it fails, unless the caller asks to
+ *       take it over: the holder is then terminated (as {@code pg_terminate_backend} does), its next poll fails and
+ *       its unsent confirmation is lost.</li>
+ *   <li>The parked area stays a table: parked messages by a parked id, replayed as new committed transactions.</li>
+ * </ul>
+ *
+ * <p>A poll never waits: a test that runs on a deterministic scheduler must not block outside it.
+ *
+ * <p>Thread-safe: every call is atomic under one lock.
+ */
+public final class InMemoryCommitLog {
+
+    /** A message of the log, as the stream delivers it, with the writer's id it carries. */
+    private record Entry(CommitStream.StreamMessage message, long writerId) {
+    }
+
+    /** A parked message. */
+    record ParkedEntry(long parkedId, byte[] payload, String topic, String key, int attempts, String reason,
+                       Instant parkedAt) {
+    }
+
+    private final Object lock = new Object();
+    private final Clock clock;
+    private final AtomicLong writerIds = new AtomicLong();
+    /** The committed messages in commit order. Guarded by lock. */
+    private final List<Entry> log = new ArrayList<>();
+    /** The last position taken. Guarded by lock. */
+    private long position;
+    /** The slot's confirmed position. Guarded by lock. */
+    private long slotConfirmed;
+    /** The stream holding the slot, or null. Guarded by lock. */
+    private LogStream holder;
+    private long streams;
+    /** The stream harvest's ledger (message position → end position), as the database would keep it. */
+    private Map<Long, Long> ledger = Map.of();
+    /** Parked messages by parked id. Guarded by lock. */
+    private final TreeMap<Long, ParkedEntry> parked = new TreeMap<>();
+    private long parkedIds;
+
+    /** An empty log whose commit and parking times come from {@code clock}. */
+    public InMemoryCommitLog(Clock clock) {
+        this.clock = Objects.requireNonNull(clock, "clock");
+    }
+
+    // ---- writing ------------------------------------------------------------------------------------------
+
+    /** Begins a writer's transaction: its messages take writer ids at once and enter the log on commit. */
+    public Transaction begin() {
+        return new Transaction();
+    }
+
+    /** Writes and commits one transaction of {@code messages} at once; returns their writer ids. */
+    public List<Long> commit(List<OutboxMessage> messages) {
+        Transaction tx = begin();
+        for (OutboxMessage m : messages) {
+            tx.write(m);
+        }
+        tx.commit();
+        return tx.ids();
+    }
+
+    /**
+     * A writer's transaction. Not thread-safe, like a connection.
+     */
+    public final class Transaction implements TestTransaction {
+        private final List<OutboxMessage> messages = new ArrayList<>();
+        private final List<Long> ids = new ArrayList<>();
+        /** Each message's position, taken when it is written (as Postgres writes a logical message's WAL record). */
+        private final List<Long> positions = new ArrayList<>();
+        private boolean ended;
+
+        private Transaction() {
+        }
+
+        /** Writes {@code message}; returns its writer id, taken at once (ascending in the order of writes). */
+        public long write(OutboxMessage message) {
+            check("write");
+            Objects.requireNonNull(message, "message");
+            long id = writerIds.incrementAndGet();
+            messages.add(message);
+            ids.add(id);
+            synchronized (lock) {
+                positions.add(++position);
+            }
+            return id;
+        }
+
+        @Override
+        public void publish(List<OutboxMessage> batch) {
+            for (OutboxMessage m : batch) {
+                write(m);
+            }
+        }
+
+        /** The writer ids taken so far. */
+        public List<Long> ids() {
+            return List.copyOf(ids);
+        }
+
+        /** Appends the messages to the log, one transaction. */
+        @Override
+        public void commit() {
+            check("commit");
+            ended = true;
+            synchronized (lock) {
+                append(messages, ids, positions);
+            }
+        }
+
+        @Override
+        public void rollback() {
+            check("roll back");
+            ended = true;
+        }
+
+        @Override
+        public void close() {
+            if (!ended) {
+                rollback();
+            }
+        }
+
+        private void check(String what) {
+            if (ended) {
+                throw new IllegalStateException("cannot " + what + ": the transaction has ended");
+            }
+        }
+    }
+
+    /**
+     * Caller holds lock. One committed transaction, its messages at the positions they took when written (a
+     * transaction that wrote early and commits late has positions below those of transactions that committed in
+     * between, as in Postgres), all with the transaction's end position, taken now.
+     */
+    private void append(List<OutboxMessage> messages, List<Long> ids, List<Long> positions) {
+        if (messages.isEmpty()) {
+            return;
+        }
+        long end = ++position;
+        Instant now = clock.instant();
+        for (int i = 0; i < messages.size(); i++) {
+            long id = ids.get(i);
+            log.add(new Entry(new CommitStream.StreamMessage(positions.get(i), end, now,
+                    encode(id, messages.get(i))), id));
+        }
+    }
+
+    // ---- the slot -------------------------------------------------------------------------------------------
+
+    /**
+     * Saves the stream harvest's ledger (see {@code StreamHarvest.Ledger}), replacing what it kept with the entries
+     * that end after the slot's confirmed position; returns that position.
+     */
+    public long saveLedger(Map<Long, Long> finished) {
+        synchronized (lock) {
+            Map<Long, Long> above = new TreeMap<>(finished);
+            above.values().removeIf(end -> end <= slotConfirmed);
+            ledger = Map.copyOf(above);
+            return slotConfirmed;
+        }
+    }
+
+    /** The stream harvest's ledger as last saved. */
+    public Map<Long, Long> loadLedger() {
+        synchronized (lock) {
+            return ledger;
+        }
+    }
+
+    /**
+     * Opens a stream on the slot, starting with the first transaction that ended after the confirmed position.
+     *
+     * @param owner    who opens it, for messages
+     * @param takeOver whether to terminate a stream that holds the slot (else the open fails while one does)
+     * @throws StoreException if another stream holds the slot and {@code takeOver} is false
+     */
+    public CommitStream open(String owner, boolean takeOver) {
+        synchronized (lock) {
+            if (holder != null) {
+                if (!takeOver) {
+                    throw new StoreException("replication slot is active for " + holder.owner + " (stream "
+                            + holder.number + ")", null, true);
+                }
+                holder.terminated = true; // pg_terminate_backend: its unsent confirmation dies with it
+                holder = null;
+            }
+            int from = 0;
+            while (from < log.size() && log.get(from).message().endPosition() <= slotConfirmed) {
+                from++;
+            }
+            holder = new LogStream(owner, ++streams, from);
+            return holder;
+        }
+    }
+
+    /** Who holds the slot, or null. */
+    public String holder() {
+        synchronized (lock) {
+            return holder == null ? null : holder.owner;
+        }
+    }
+
+    /**
+     * Terminates the stream that holds the slot, if any, as a lost connection does: its next poll fails and its
+     * unsent confirmation is lost. With {@code statusFirst}, its last confirmation reaches the slot first.
+     */
+    public void terminateHolder(boolean statusFirst) {
+        synchronized (lock) {
+            if (holder != null) {
+                if (statusFirst) {
+                    holder.sendStatus();
+                }
+                holder.terminated = true;
+                holder = null;
+            }
+        }
+    }
+
+    /** The slot's confirmed position. */
+    public long confirmedPosition() {
+        synchronized (lock) {
+            return slotConfirmed;
+        }
+    }
+
+    /** The writer ids of the committed messages that the slot still holds (ending after its confirmed position). */
+    public List<Long> retained() {
+        synchronized (lock) {
+            List<Long> ids = new ArrayList<>();
+            for (Entry e : log) {
+                if (e.message().endPosition() > slotConfirmed) {
+                    ids.add(e.writerId());
+                }
+            }
+            return ids;
+        }
+    }
+
+    /** How many committed messages the slot still holds. */
+    public int retainedCount() {
+        synchronized (lock) {
+            int n = 0;
+            for (int i = log.size() - 1; i >= 0 && log.get(i).message().endPosition() > slotConfirmed; i--) {
+                n++;
+            }
+            return n;
+        }
+    }
+
+    /** The bytes of payload the slot still holds. */
+    public long retainedBytes() {
+        synchronized (lock) {
+            long n = 0;
+            for (Entry e : log) {
+                if (e.message().endPosition() > slotConfirmed) {
+                    n += e.message().payload().length;
+                }
+            }
+            return n;
+        }
+    }
+
+    /** The commit time of the oldest message the slot still holds. */
+    Instant oldestRetained() {
+        synchronized (lock) {
+            for (Entry e : log) {
+                if (e.message().endPosition() > slotConfirmed) {
+                    return e.message().commitTime();
+                }
+            }
+            return null;
+        }
+    }
+
+    // ---- the parked area ------------------------------------------------------------------------------------
+
+    /** Parks one message; returns its parked id. */
+    long park(byte[] payload, String topic, String key, int attempts, String reason) {
+        synchronized (lock) {
+            long id = ++parkedIds;
+            parked.put(id, new ParkedEntry(id, payload, topic, key, attempts, reason, clock.instant()));
+            return id;
+        }
+    }
+
+    List<ParkedEntry> parked(int limit) {
+        synchronized (lock) {
+            return parked.values().stream().limit(limit).toList();
+        }
+    }
+
+    long parkedCount() {
+        synchronized (lock) {
+            return parked.size();
+        }
+    }
+
+    /** Removes the given parked messages and appends them to the log as one new committed transaction. */
+    int replay(java.util.Collection<Long> parkedIdsToReplay) {
+        synchronized (lock) {
+            List<OutboxMessage> messages = new ArrayList<>();
+            List<Long> ids = new ArrayList<>();
+            for (Long id : new java.util.TreeSet<>(parkedIdsToReplay)) {
+                ParkedEntry p = parked.remove(id);
+                if (p != null) {
+                    Decoded d = decode(p.payload());
+                    messages.add(d.message());
+                    ids.add(d.writerId());
+                }
+            }
+            List<Long> positions = new ArrayList<>();
+            messages.forEach(m -> positions.add(++position));
+            append(messages, ids, positions);
+            return messages.size();
+        }
+    }
+
+    /** The writer ids of every parked message. */
+    public List<Long> parkedWriterIds() {
+        synchronized (lock) {
+            List<Long> ids = new ArrayList<>();
+            for (ParkedEntry p : parked.values()) {
+                ids.add(decode(p.payload()).writerId());
+            }
+            return ids;
+        }
+    }
+
+    /** What the simulation's state hashing sees: the log's writer ids and ends, the slot, the holder, the parked. */
+    public String describe() {
+        synchronized (lock) {
+            StringBuilder sb = new StringBuilder();
+            for (Entry e : log) {
+                sb.append(e.writerId()).append('/').append(e.message().endPosition()).append(',');
+            }
+            sb.append("|slot ").append(slotConfirmed).append(" held by ")
+                    .append(holder == null ? "-" : holder.owner + "@" + holder.next + "/" + holder.flushed)
+                    .append("|parked ").append(parked.keySet());
+            return sb.toString();
+        }
+    }
+
+    // ---- the encoding ---------------------------------------------------------------------------------------
+
+    /** A message as a writer emitted it, with the writer id it carries. */
+    public record Decoded(long writerId, OutboxMessage message) {
+    }
+
+    /** The in-memory encoding of an emitted message: the writer id, the topic, the key (or none), the value. */
+    static byte[] encode(long writerId, OutboxMessage m) {
+        try (ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+             DataOutputStream out = new DataOutputStream(bytes)) {
+            out.writeLong(writerId);
+            out.writeUTF(m.topic());
+            out.writeBoolean(m.key() != null);
+            if (m.key() != null) {
+                out.writeUTF(m.key());
+            }
+            out.writeInt(m.value() == null ? -1 : m.value().length);
+            if (m.value() != null) {
+                out.write(m.value());
+            }
+            out.flush();
+            return bytes.toByteArray();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** Decodes {@link #encode}'s bytes. */
+    public static Decoded decode(byte[] payload) {
+        try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(payload))) {
+            long id = in.readLong();
+            String topic = in.readUTF();
+            String key = in.readBoolean() ? in.readUTF() : null;
+            int n = in.readInt();
+            byte[] value = n < 0 ? null : in.readNBytes(n);
+            return new Decoded(id, OutboxMessage.of(topic, key, value));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    // ---- the stream -----------------------------------------------------------------------------------------
+
+    /** A stream on the slot. Guarded by the log's lock. */
+    private final class LogStream implements CommitStream {
+        final String owner;
+        final long number;
+        /** The index of the next log entry to return. */
+        int next;
+        /** The confirmation kept for the next status update. */
+        long flushed;
+        boolean terminated;
+        boolean closed;
+
+        LogStream(String owner, long number, int next) {
+            this.owner = owner;
+            this.number = number;
+            this.next = next;
+        }
+
+        @Override
+        public List<StreamMessage> poll(int max, Duration wait) {
+            synchronized (lock) {
+                if (closed || terminated) {
+                    throw new StoreException("the replication stream " + number + " of " + owner + " was "
+                            + (closed ? "closed" : "terminated"), null, true);
+                }
+                sendStatus();
+                List<StreamMessage> out = new ArrayList<>();
+                while (next < log.size() && out.size() < max) {
+                    out.add(log.get(next++).message());
+                }
+                return out;
+            }
+        }
+
+        /** Caller holds lock. The status update: the slot takes the confirmation, if this stream still holds it. */
+        void sendStatus() {
+            if (holder == this && flushed > slotConfirmed) {
+                slotConfirmed = flushed;
+            }
+        }
+
+        @Override
+        public void confirm(long confirmPosition) {
+            synchronized (lock) {
+                if (confirmPosition > flushed) {
+                    flushed = confirmPosition;
+                }
+            }
+        }
+
+        /**
+         * Up to the message before the next one not returned (never at or past the end of a transaction not
+         * returned whole), or the log's end when every message was returned.
+         */
+        @Override
+        public long readPosition() {
+            synchronized (lock) {
+                if (next >= log.size()) {
+                    return position;
+                }
+                // The end of the last transaction returned whole: ends ascend in the log.
+                long nextEnd = log.get(next).message().endPosition();
+                for (int i = next - 1; i >= 0; i--) {
+                    long end = log.get(i).message().endPosition();
+                    if (end < nextEnd) {
+                        return end;
+                    }
+                }
+                return slotConfirmed;
+            }
+        }
+
+        /** An orderly close: the last status update, then the slot is free. */
+        @Override
+        public void close() {
+            synchronized (lock) {
+                if (closed) {
+                    return;
+                }
+                closed = true;
+                if (holder == this) {
+                    sendStatus();
+                    holder = null;
+                }
+            }
+        }
+    }
+}

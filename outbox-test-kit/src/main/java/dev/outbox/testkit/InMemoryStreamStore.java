@@ -1,0 +1,347 @@
+package dev.outbox.testkit;
+
+import dev.outbox.OutboxMessage;
+import dev.outbox.OutboxRecord;
+import dev.outbox.ParkedRecord;
+import dev.outbox.Publisher;
+import dev.outbox.spi.CommitStream;
+import dev.outbox.spi.IdRange;
+import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.MarkedRow;
+import dev.outbox.spi.ReadResult;
+import dev.outbox.spi.Store;
+import dev.outbox.spi.StoreException;
+import dev.outbox.spi.StreamHarvest;
+import dev.outbox.testkit.StoreFaults.Failure;
+import dev.outbox.testkit.StoreFaults.Fault;
+import dev.outbox.testkit.StoreFaults.Operation;
+
+import java.sql.Connection;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.UUID;
+
+/**
+ * One process's {@link Store} over an {@link InMemoryCommitLog}, harvested by streaming, as the Postgres store's WAL
+ * harvest is: {@link #read}, {@link #purge}, {@link #retryLater} and {@link #harvestStopped} delegate to the real
+ * {@link StreamHarvest}; {@link #park} writes the pending message to the log's parked area, then finishes it;
+ * {@link #replay} appends parked messages to the log as a new committed transaction. Give each process (each
+ * dispatcher) its own store on the shared log: what a leader received lives in its memory only.
+ *
+ * <ul>
+ *   <li>Opening the stream while another process holds the slot fails for {@code takeoverTimeout} from this
+ *       process's first try, then takes the slot over (the holder is terminated, as the Postgres store does with
+ *       {@code pg_terminate_backend} once the lease proves the holder deposed).</li>
+ *   <li>{@link #readWaits()} is false: a read never waits, so that a deterministic scheduler stays in control.</li>
+ *   <li>{@link #setFaults} applies a {@link StoreFaults} plan where it means something on a stream: a failed
+ *       {@code READ} loses the stream (before its status update with {@link Failure#BEFORE}, after it with
+ *       {@link Failure#AFTER}): the read fails and the next one opens a new stream; {@code PURGE},
+ *       {@code RETRY_LATER} and {@code PARK} fail before their change, after it, or are refused.</li>
+ *   <li>{@link #confirmOnRead} plants a bug for tests: the stream is confirmed as soon as messages are read.</li>
+ * </ul>
+ *
+ * <p>Thread-safe.
+ */
+public final class InMemoryStreamStore implements Store {
+    private final InMemoryCommitLog log;
+    private final String name;
+    private final Clock clock;
+    private final Duration takeoverTimeout;
+    private final StreamHarvest harvest;
+    private final Publisher publisher = new LogPublisher();
+    private volatile StoreFaults faults = StoreFaults.none();
+    private volatile boolean confirmOnRead;
+    /** When this process first found the slot held by another, in clock millis; -1 when it did not. */
+    private long busySince = -1;
+
+    /**
+     * @param log             the shared log (the database)
+     * @param name            this process's name, for messages
+     * @param clock           the time of takeovers and parking
+     * @param takeoverTimeout how long this process lets another hold the slot before it terminates it
+     */
+    public InMemoryStreamStore(InMemoryCommitLog log, String name, Clock clock, Duration takeoverTimeout) {
+        this.log = Objects.requireNonNull(log, "log");
+        this.name = Objects.requireNonNull(name, "name");
+        this.clock = Objects.requireNonNull(clock, "clock");
+        this.takeoverTimeout = Objects.requireNonNull(takeoverTimeout, "takeoverTimeout");
+        this.harvest = new StreamHarvest(this::open, InMemoryStreamStore::decode, Duration.ZERO,
+                new StreamHarvest.Ledger() {
+                    @Override
+                    public long save(Map<Long, Long> finished) {
+                        return log.saveLedger(finished);
+                    }
+
+                    @Override
+                    public Map<Long, Long> load() {
+                        return log.loadLedger();
+                    }
+                });
+    }
+
+    /** Replaces the fault plan. */
+    public void setFaults(StoreFaults faults) {
+        this.faults = Objects.requireNonNull(faults, "faults");
+    }
+
+    /**
+     * A planted bug, for tests that prove the simulation finds it: every poll confirms the stream up to the last
+     * message it returned, before the engine finished it.
+     */
+    public void confirmOnRead(boolean value) {
+        this.confirmOnRead = value;
+    }
+
+    /** The harvest this store delegates to (to look inside: pending messages, whether it streams). */
+    public StreamHarvest harvest() {
+        return harvest;
+    }
+
+    private CommitStream open() {
+        long now = clock.millis();
+        boolean takeOver;
+        synchronized (this) {
+            String holder = log.holder();
+            if (holder == null) {
+                busySince = -1;
+                takeOver = false;
+            } else {
+                if (busySince < 0) {
+                    busySince = now;
+                }
+                takeOver = now - busySince >= takeoverTimeout.toMillis();
+            }
+        }
+        CommitStream s = log.open(name, takeOver);
+        synchronized (this) {
+            busySince = -1;
+        }
+        return confirmOnRead ? new ConfirmingOnRead(s) : s;
+    }
+
+    private static MarkedRow decode(long id, CommitStream.StreamMessage m) {
+        InMemoryCommitLog.Decoded d;
+        try {
+            d = InMemoryCommitLog.decode(m.payload());
+        } catch (RuntimeException e) {
+            return new MarkResult.Rejected(id, null, null, 0, "undecodable message at " + m.position());
+        }
+        return new MarkedRow.Readable(new OutboxRecord(id, m.commitTime(), d.message(), 0, null,
+                new UUID(0L, d.writerId())));
+    }
+
+    /**
+     * The writer id a record read from this store carries, as its message id ({@code new UUID(0, writerId)}): the
+     * in-memory encoding carries it, as the Postgres store's carries a message id.
+     */
+    public static long writerId(OutboxRecord record) {
+        return record.messageId().getLeastSignificantBits();
+    }
+
+    // ---- the port -------------------------------------------------------------------------------------------
+
+    @Override
+    public Publisher publisher() {
+        return publisher;
+    }
+
+    @Override
+    public MarkResult mark(UUID leaderId, int limit) {
+        throw new UnsupportedOperationException("a stream-harvested store has no mark: use the cursor harvest");
+    }
+
+    @Override
+    public boolean supportsMark() {
+        return false;
+    }
+
+    @Override
+    public boolean supportsRead() {
+        return true;
+    }
+
+    @Override
+    public ReadResult read(long after, List<IdRange> recheck, int limit) {
+        Fault f = faults.decide(Operation.READ);
+        if (f.failure() == Failure.BEFORE || f.failure() == Failure.AFTER) {
+            boolean mine = name.equals(log.holder());
+            if (mine) {
+                log.terminateHolder(f.failure() == Failure.AFTER);
+            } else {
+                throw new StoreException("injected fault: opening the replication stream failed", null, true);
+            }
+        }
+        return harvest.read(after, recheck, limit);
+    }
+
+    @Override
+    public void purge(Collection<Long> ids) {
+        Objects.requireNonNull(ids, "ids");
+        Fault f = before(Operation.PURGE);
+        harvest.finished(ids);
+        after(f, "purge");
+    }
+
+    @Override
+    public void reset(UUID leaderId, Collection<Long> ids) {
+        Objects.requireNonNull(ids, "ids");
+        Map<Long, Instant> now = new LinkedHashMap<>();
+        for (Long id : ids) {
+            now.put(id, clock.instant());
+        }
+        retryLater(now);
+    }
+
+    @Override
+    public void retryLater(Map<Long, Instant> nextAttempts) {
+        Objects.requireNonNull(nextAttempts, "nextAttempts");
+        Fault f = before(Operation.RETRY_LATER);
+        harvest.retryLater(nextAttempts);
+        after(f, "retryLater");
+    }
+
+    @Override
+    public void park(Map<Long, String> reasons) {
+        Objects.requireNonNull(reasons, "reasons");
+        Fault f = before(Operation.PARK);
+        Map<Long, StreamHarvest.Pending> found = harvest.pending(reasons.keySet());
+        for (StreamHarvest.Pending p : found.values()) {
+            String topic = null;
+            String key = null;
+            int attempts = 0;
+            if (p.row() instanceof MarkedRow.Readable r) {
+                topic = r.record().topic();
+                key = r.record().key();
+                attempts = r.record().attempts();
+            } else if (p.row() instanceof MarkResult.Rejected r) {
+                topic = r.topic();
+                key = r.key();
+                attempts = r.attempts();
+            }
+            log.park(p.message().payload(), topic, key, attempts, reasons.get(p.id()));
+        }
+        harvest.finished(found.keySet());
+        after(f, "park");
+    }
+
+    @Override
+    public List<ParkedRecord> parked(int limit) {
+        if (limit < 1) {
+            throw new IllegalArgumentException("limit must be at least 1: " + limit);
+        }
+        List<ParkedRecord> out = new ArrayList<>();
+        for (InMemoryCommitLog.ParkedEntry p : log.parked(limit)) {
+            out.add(new ParkedRecord(p.parkedId(), p.topic(), p.key(), p.attempts(), p.reason(), p.parkedAt()));
+        }
+        return out;
+    }
+
+    @Override
+    public int replay(Collection<Long> ids) {
+        return log.replay(Objects.requireNonNull(ids, "ids"));
+    }
+
+    /** The messages the slot retains (committed, not confirmed). */
+    @Override
+    public long backlog() {
+        return log.retained().size();
+    }
+
+    @Override
+    public long parkedCount() {
+        return log.parkedCount();
+    }
+
+    @Override
+    public Optional<Instant> oldestCreateTime() {
+        return harvest.oldestCommitTime();
+    }
+
+    @Override
+    public boolean readWaits() {
+        return false;
+    }
+
+    @Override
+    public void harvestStopped() {
+        harvest.stop();
+    }
+
+    @Override
+    public OptionalLong retainedBytes() {
+        return OptionalLong.of(log.retainedBytes());
+    }
+
+    @Override
+    public String toString() {
+        return "InMemoryStreamStore{" + name + ", pending=" + harvest.pendingCount() + '}';
+    }
+
+    // ---- internals ------------------------------------------------------------------------------------------
+
+    private Fault before(Operation op) {
+        Fault f = faults.decide(op);
+        if (f.failure() == Failure.REFUSED) {
+            throw new StoreException("injected fault: " + op + " refused for good", null, false);
+        }
+        if (f.failure() == Failure.BEFORE) {
+            throw new StoreException("injected fault: " + op + " failed before any change", null, true);
+        }
+        return f;
+    }
+
+    private static void after(Fault f, String what) {
+        if (f.failure() == Failure.AFTER) {
+            throw new StoreException("injected fault: " + what + " was applied but reported as failed", null, true);
+        }
+    }
+
+    private final class LogPublisher implements Publisher {
+        @Override
+        public void publish(Connection connection, List<OutboxMessage> messages) {
+            log.commit(messages);
+        }
+    }
+
+    /** The planted bug: confirms the stream up to the end of the last message each poll returned. */
+    private static final class ConfirmingOnRead implements CommitStream {
+        private final CommitStream s;
+
+        ConfirmingOnRead(CommitStream s) {
+            this.s = s;
+        }
+
+        @Override
+        public List<StreamMessage> poll(int max, Duration wait) {
+            List<StreamMessage> got = s.poll(max, wait);
+            if (!got.isEmpty()) {
+                s.confirm(got.get(got.size() - 1).endPosition());
+            }
+            return got;
+        }
+
+        @Override
+        public void confirm(long position) {
+            s.confirm(position);
+        }
+
+        @Override
+        public long readPosition() {
+            return s.readPosition();
+        }
+
+        @Override
+        public void close() {
+            s.close();
+        }
+    }
+}
