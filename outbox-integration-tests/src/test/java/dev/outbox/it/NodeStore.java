@@ -26,10 +26,6 @@ final class NodeStore implements Store {
     private final Store delegate;
     private final SendLog log;
     private volatile boolean cut;
-    /** The ids of the records its reads returned since its harvest last started (a stream, in WAL mode). */
-    private final java.util.concurrent.ConcurrentSkipListSet<Long> readSinceStart =
-            new java.util.concurrent.ConcurrentSkipListSet<>();
-    private volatile java.util.SortedSet<Long> readBeforeStop = new java.util.TreeSet<>();
 
     NodeStore(String node, Store delegate, SendLog log) {
         this.node = node;
@@ -75,20 +71,7 @@ final class NodeStore implements Store {
 
     @Override
     public void harvestStopped() {
-        if (!readSinceStart.isEmpty()) {
-            readBeforeStop = new java.util.TreeSet<>(readSinceStart);
-        }
-        readSinceStart.clear();
         delegate.harvestStopped();
-    }
-
-    /**
-     * The ids of the records read since the harvest last started (a failed read restarts it in WAL mode), or, if
-     * nothing was read since, those read before it last stopped.
-     */
-    java.util.SortedSet<Long> lastRead() {
-        java.util.SortedSet<Long> now = new java.util.TreeSet<>(readSinceStart);
-        return now.isEmpty() ? readBeforeStop : now;
     }
 
     @Override
@@ -99,19 +82,7 @@ final class NodeStore implements Store {
     @Override
     public ReadResult read(long after, List<IdRange> recheck, int limit) {
         check("read");
-        ReadResult r;
-        try {
-            r = delegate.read(after, recheck, limit);
-        } catch (RuntimeException e) {
-            readSinceStart.clear(); // a stream that failed is closed: the next read opens another
-            throw e;
-        }
-        List<Long> ids = new java.util.ArrayList<>();
-        r.rows().records().forEach(x -> ids.add(x.id()));
-        r.rows().rejected().forEach(x -> ids.add(x.id()));
-        readSinceStart.addAll(ids);
-        log.read(node, ids);
-        return r;
+        return delegate.read(after, recheck, limit);
     }
 
     @Override

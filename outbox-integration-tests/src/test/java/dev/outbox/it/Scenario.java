@@ -66,8 +66,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  *   <li>G6: the poison records were parked, reported to the listener, never published, and every other key
  *       still arrived.</li>
  * </ul>
- * In {@linkplain Harvest#WAL WAL mode} the outbox is streamed from a logical replication slot, and G2 and G4 take
- * the WAL harvest's form (see {@link TopicWatcher} and {@link #finish()}).
+ * In {@linkplain Harvest#WAL WAL mode} the outbox is streamed from a logical replication slot; the checks mean the
+ * same (see {@link #finish()} for what "the outbox is empty" means there).
  * It prints one summary line (records, duplicates, take-over times) for the CI log. Not thread-safe: one test
  * thread drives it.
  */
@@ -136,12 +136,8 @@ final class Scenario implements AutoCloseable {
         WAL
     }
 
-    /**
-     * A fault injected from {@code startNanos} until it had taken effect, at {@code endNanos}; in WAL mode
-     * {@code confirmedAtStart} is the slot's confirmed position (as an unsigned number) just before, from which a
-     * stream lost to the fault restarts at the latest (-1 in table mode).
-     */
-    record Fault(String what, long startNanos, long endNanos, long confirmedAtStart) {
+    /** A fault injected from {@code startNanos} until it had taken effect, at {@code endNanos}. */
+    record Fault(String what, long startNanos, long endNanos) {
     }
 
     /** How long leadership took to move after {@code what}: acquired by the next leader, first record it published. */
@@ -156,8 +152,7 @@ final class Scenario implements AutoCloseable {
     /** What {@link #finish()} measured. */
     record Result(String name, int committed, long consumed, long duplicates, Map<String, Integer> duplicatesByFault,
                   Map<String, Integer> inFlightByFault, List<Takeover> takeovers, long longestGapMillis,
-                  int parked, int failuresReported, Map<String, Integer> unconfirmedByFault,
-                  Map<String, Integer> acknowledgedDuplicatesByFault, long replayed) {
+                  int parked, int failuresReported) {
     }
 
     private final String name;
@@ -183,8 +178,6 @@ final class Scenario implements AutoCloseable {
     /** Messages committed by {@link #openLate} transactions (not by the writers). */
     private int lateCommitted;
     private final List<Late> lates = new ArrayList<>();
-    /** WAL mode: for each committed message ({@code key#seq}), a WAL position at or after its commit record. */
-    private final Map<String, Long> commitLsns = new java.util.concurrent.ConcurrentHashMap<>();
     private boolean finished;
     private boolean slotDropped;
     /** From the start of the set-up (servers started on first use, databases, topics, clients) to the writers'. */
@@ -238,11 +231,11 @@ final class Scenario implements AutoCloseable {
                     : settings;
             nodes.add(new Node("d" + i, "e2e_" + name + "_d" + i, own, sendLog, timeline));
         }
-        this.watcher = new TopicWatcher(kafka.bootstrapServers(), topic, harvest == Harvest.WAL);
+        this.watcher = new TopicWatcher(kafka.bootstrapServers(), topic);
         this.inboxes = new InboxSide(name, kafka.bootstrapServers(), topic);
         long pauseMicros = Long.getLong("outbox.e2e.writerPauseMicros", 2_000);
         this.writers = new Writers(appPool, adminStore.publisher(), topic, WRITERS, KEYS_PER_WRITER, pauseMicros,
-                seed, harvest == Harvest.WAL ? commitLsns : null);
+                seed);
         limitBacklog(true);
     }
 
@@ -401,15 +394,11 @@ final class Scenario implements AutoCloseable {
     Takeover handOver(String what, Node victim, Runnable kill) {
         assertThat(victim.isLeader()).as("%s leads", victim.name).isTrue();
         List<Node> survivors = live().stream().filter(n -> n != victim).toList();
-        long confirmed = confirmedLsn();
         long t0 = System.nanoTime();
         survivors.forEach(n -> n.broker.armFirstAck(t0));
         timeline.add(victim.name, LeadershipTimeline.Kind.STOPPED, null);
         kill.run();
-        faults.add(new Fault(what, t0, System.nanoTime(), confirmed));
-        if (harvest == Harvest.WAL) {
-            notes.add(what + ": " + heldBack(victim));
-        }
+        faults.add(new Fault(what, t0, System.nanoTime()));
         await(() -> survivors.stream().anyMatch(n -> n.broker.firstAckAfterArm() != 0), WAIT,
                 () -> "a record published by one of " + survivors + " after " + what + "\n" + timeline);
         Node next = survivors.stream().filter(n -> n.broker.firstAckAfterArm() != 0)
@@ -439,10 +428,9 @@ final class Scenario implements AutoCloseable {
      * (the fault has taken effect), to attribute duplicates.
      */
     void fault(String what, Runnable action) {
-        long confirmed = confirmedLsn();
         long t0 = System.nanoTime();
         action.run();
-        faults.add(new Fault(what, t0, System.nanoTime(), confirmed));
+        faults.add(new Fault(what, t0, System.nanoTime()));
     }
 
     /** Arms every live node to note its first acknowledgement from now on. */
@@ -500,7 +488,6 @@ final class Scenario implements AutoCloseable {
     /** The transactions of {@link #openLate}. Not thread-safe. */
     final class Late implements AutoCloseable {
         private final List<Connection> open = new ArrayList<>();
-        private final List<List<OutboxMessage>> batches = new ArrayList<>();
         private final int keys;
         private String emitted;
 
@@ -528,7 +515,6 @@ final class Scenario implements AutoCloseable {
                     events.executeBatch();
                 }
                 adminStore.publisher().publish(c, batch);
-                batches.add(batch);
                 try (Statement st = c.createStatement();
                      ResultSet rs = st.executeQuery("SELECT pg_current_wal_insert_lsn()::text")) {
                     rs.next();
@@ -551,11 +537,9 @@ final class Scenario implements AutoCloseable {
         /** Commits the transaction opened last of those still open. */
         void commitNext() throws SQLException {
             Connection c = open.remove(open.size() - 1);
-            List<OutboxMessage> batch = batches.remove(batches.size() - 1);
             try (c; Statement st = c.createStatement()) {
                 st.execute("SET LOCAL synchronous_commit = on");
                 c.commit();
-                Writers.noteCommitLsn(c, batch, commitLsns);
             }
             lateCommitted += keys;
             log.info("{}: a late transaction committed, {} still open", name, open.size());
@@ -572,7 +556,6 @@ final class Scenario implements AutoCloseable {
                 }
             }
             open.clear();
-            batches.clear();
         }
     }
 
@@ -602,48 +585,6 @@ final class Scenario implements AutoCloseable {
             throw new IllegalStateException("could not list the WAL senders", e);
         }
         return out;
-    }
-
-    /**
-     * WAL mode, when {@code node} has just stopped leading: the records its stream gave it that it had not finished
-     * (never sent — queued behind an earlier record of their key, or not reached yet — or sent and not acknowledged,
-     * e.g. waiting for a retry after a failed delivery), and the records it had acknowledged after the first of them,
-     * which the slot cannot have confirmed: it confirms only past records finished together with all before them.
-     */
-    private String heldBack(Node node) {
-        java.util.SortedSet<Long> read = node.store.lastRead();
-        Map<Long, List<SendLog.Send>> sent = sendLog.sends().stream().filter(x -> x.node.equals(node.name))
-                .collect(Collectors.groupingBy(x -> x.id));
-        Map<String, Long> purged = sendLog.purgeTimes();
-        List<Long> unfinished = read.stream().filter(id -> !purged.containsKey(sendLog.recordKey(node.name, id)))
-                .toList();
-        if (unfinished.isEmpty()) {
-            return "had finished every record its stream gave it (" + read.size() + ")";
-        }
-        long neverSent = unfinished.stream().filter(id -> !sent.containsKey(id)).count();
-        long first = unfinished.get(0);
-        long ackedAfter = read.tailSet(first).stream()
-                .filter(id -> purged.containsKey(sendLog.recordKey(node.name, id))).count();
-        return "of " + read.size() + " records its stream gave it, " + unfinished.size() + " unfinished ("
-                + neverSent + " never sent), the first at id " + first + (sent.containsKey(first) ? " (sent)" : "")
-                + "; " + ackedAfter + " acknowledged after it";
-    }
-
-    /** WAL mode: the slot's confirmed position, as an unsigned number; -1 in table mode. */
-    private long confirmedLsn() {
-        if (harvest == Harvest.TABLE) {
-            return -1;
-        }
-        try (Connection c = appPool.getConnection(); java.sql.PreparedStatement st = c.prepareStatement(
-                "SELECT (confirmed_flush_lsn - '0/0'::pg_lsn)::bigint FROM pg_replication_slots WHERE slot_name = ?")) {
-            st.setString(1, slot());
-            try (ResultSet rs = st.executeQuery()) {
-                rs.next();
-                return rs.getLong(1);
-            }
-        } catch (SQLException e) {
-            throw new IllegalStateException("could not read slot " + slot(), e);
-        }
     }
 
     /** Waits until the slot's confirmed position has passed WAL position {@code lsn} (text, e.g. {@code 0/1A2B}). */
@@ -722,9 +663,7 @@ final class Scenario implements AutoCloseable {
     /**
      * Stops the writers, waits until every committed message was consumed and the outbox is empty, closes the
      * nodes, prints the numbers, and asserts G1–G4 and G6. In WAL mode the outbox is empty once the slot confirmed
-     * past a fence committed after the writers stopped, G2 lets a key replay a run of its records, and G4 bounds
-     * each fault's duplicates by what the slot had not confirmed when it began (the class comment of
-     * {@link WalHarvestEndToEndTest} says why); the slot is dropped.
+     * past a fence committed after the writers stopped; then the slot is dropped.
      */
     Result finish() throws Exception {
         finished = true;
@@ -793,23 +732,9 @@ final class Scenario implements AutoCloseable {
         Map<String, Integer> dupsByFault = new LinkedHashMap<>();
         Map<String, Integer> inFlightByFault = new LinkedHashMap<>();
         Map<String, Long> purged = sendLog.purgeTimes();
-        // WAL mode: a lost stream restarts at the slot's confirmed position, which lags behind what was acknowledged
-        // (the low-water mark of finished messages in commit order, reported to the server every status interval).
-        // What a fault may make the next stream deliver again is what was sent before it took effect and committed
-        // at or after the position the slot had confirmed when it began.
-        Map<String, Integer> unconfirmedByFault = new LinkedHashMap<>();
-        Map<String, Integer> ackedDupsByFault = new LinkedHashMap<>();
-        if (harvest == Harvest.WAL) {
-            faults.addAll(uninjectedStops(writingEnded));
-            faults.sort(Comparator.comparingLong(Fault::startNanos));
-        }
         for (Fault f : faults) {
             dupsByFault.put(f.what(), 0);
             inFlightByFault.put(f.what(), inFlightDuring(f, sends, purged));
-            if (harvest == Harvest.WAL) {
-                unconfirmedByFault.put(f.what(), unconfirmedDuring(f, sends));
-                ackedDupsByFault.put(f.what(), 0);
-            }
         }
         Map<String, List<SendLog.Send>> sendsByRecord = sends.stream().filter(x -> x.seq >= 0)
                 .collect(Collectors.groupingBy(x -> x.key + "#" + x.seq));
@@ -825,11 +750,6 @@ final class Scenario implements AutoCloseable {
                 }
                 duplicates += extra;
                 List<SendLog.Send> ofRecord = sendsByRecord.getOrDefault(e.getKey() + "#" + c.getKey(), List.of());
-                if (harvest == Harvest.WAL) {
-                    attributeResends(e.getKey() + "#" + c.getKey(), c.getValue(), ofRecord, dupsByFault,
-                            ackedDupsByFault, unexplained);
-                    continue;
-                }
                 long first = ofRecord.stream().mapToLong(x -> x.sentNanos).min().orElse(Long.MAX_VALUE);
                 long last = ofRecord.stream().mapToLong(x -> x.sentNanos).max().orElse(Long.MIN_VALUE);
                 Fault cause = faults.stream().filter(f -> f.endNanos() - first > 0 && last - f.startNanos() > 0)
@@ -843,11 +763,6 @@ final class Scenario implements AutoCloseable {
                             + ofRecord);
                 } else if (cause != null) {
                     dupsByFault.merge(cause.what(), extra, Integer::sum);
-                    boolean ackedBefore = ofRecord.stream().anyMatch(x -> x.acknowledged()
-                            && cause.startNanos() - x.doneNanos() > 0);
-                    if (ackedBefore && harvest == Harvest.WAL) {
-                        ackedDupsByFault.merge(cause.what(), extra, Integer::sum);
-                    }
                 } else {
                     dupsByFault.merge(FAILED_DELIVERY, extra, Integer::sum);
                 }
@@ -857,8 +772,7 @@ final class Scenario implements AutoCloseable {
         List<ParkedRecord> parked = adminStore.parked(100);
         int failures = nodes.stream().mapToInt(n -> n.failures.get()).sum();
         Result r = new Result(name, committed, watcher.records(), duplicates, dupsByFault, inFlightByFault,
-                List.copyOf(takeovers), watcher.longestGapMillis(), parked.size(), failures, unconfirmedByFault,
-                ackedDupsByFault, watcher.replayed());
+                List.copyOf(takeovers), watcher.longestGapMillis(), parked.size(), failures);
         print(r, drainMillis);
 
         assertThat(watcher.failure()).as("consumer failure").isNull();
@@ -891,13 +805,8 @@ final class Scenario implements AutoCloseable {
         assertThat(unexplained).as("G4: duplicates of records not in flight at a fault (faults %s, seed %d)",
                 faults, seed).isEmpty();
         for (Fault f : faults) {
-            if (harvest == Harvest.TABLE) {
-                assertThat(dupsByFault.get(f.what())).as("G4: duplicates after '%s'", f.what())
-                        .isLessThanOrEqualTo(inFlightByFault.get(f.what()));
-            } else {
-                assertThat(dupsByFault.get(f.what())).as("G4: duplicates after '%s', of records unconfirmed then",
-                        f.what()).isLessThanOrEqualTo(unconfirmedByFault.get(f.what()));
-            }
+            assertThat(dupsByFault.get(f.what())).as("G4: duplicates after '%s'", f.what())
+                    .isLessThanOrEqualTo(inFlightByFault.get(f.what()));
         }
         assertThat(watcher.duplicates()).as("repeats seen live").isEqualTo(duplicates);
         // Effectively once: each inbox consumer applied every committed message exactly once, duplicates and all.
@@ -906,110 +815,6 @@ final class Scenario implements AutoCloseable {
         System.out.println("E2E " + name + " " + inboxSummary);
         log.info("{}: {}", name, inboxSummary);
         return r;
-    }
-
-    /**
-     * WAL mode, where a record may be delivered again at more than one fault (a stream restarted after a fault
-     * starts behind what was acknowledged, so a record acknowledged once may be sent again at the next fault too):
-     * each send of {@code record} after its first is a re-send caused by the latest fault that began before it and
-     * ended after the send before it had been read (a record read from a stream lost to the fault may still be sent
-     * after the fault, and the next stream gives it again), or by a failed delivery of the send before it. The {@code copies - 1}
-     * duplicates are charged to those causes, acknowledged re-sends first (those certainly landed); a duplicate with
-     * no cause, or more copies than sends, is unexplained.
-     */
-    private void attributeResends(String record, int copies, List<SendLog.Send> ofRecord,
-                                  Map<String, Integer> dupsByFault, Map<String, Integer> ackedDupsByFault,
-                                  List<String> unexplained) {
-        List<SendLog.Send> ordered = new ArrayList<>(ofRecord);
-        ordered.sort(Comparator.comparingLong(x -> x.sentNanos));
-        List<String> acked = new ArrayList<>();
-        List<String> others = new ArrayList<>();
-        Set<String> ackedBeforeCause = new HashSet<>();
-        for (int i = 1; i < ordered.size(); i++) {
-            SendLog.Send before = ordered.get(i - 1);
-            SendLog.Send resend = ordered.get(i);
-            // Read before the fault (and sent before or after it): a stream lost to the fault gave the record, the
-            // next stream gives it again.
-            long read = sendLog.readNanos(before);
-            Fault cause = faults.stream().filter(f -> f.endNanos() - read > 0
-                    && resend.sentNanos - f.startNanos() > 0).reduce((a, b) -> b).orElse(null);
-            String what;
-            if (cause != null) {
-                what = cause.what();
-                if (ordered.subList(0, i).stream().anyMatch(x -> x.acknowledged()
-                        && cause.startNanos() - x.doneNanos() > 0)) {
-                    ackedBeforeCause.add(what);
-                }
-            } else if (before.doneNanos() != 0 && !before.acknowledged()
-                    && resend.sentNanos - before.doneNanos() >= 0) {
-                what = FAILED_DELIVERY;
-            } else {
-                what = null;
-            }
-            (resend.acknowledged() ? acked : others).add(what);
-        }
-        List<String> causes = new ArrayList<>(acked);
-        causes.addAll(others);
-        int extra = copies - 1;
-        if (causes.size() < extra || causes.subList(0, extra).contains(null)) {
-            unexplained.add(record + " consumed " + copies + " times, sends " + ofRecord);
-            return;
-        }
-        for (String what : causes.subList(0, extra)) {
-            dupsByFault.merge(what, 1, Integer::sum);
-            if (ackedBeforeCause.contains(what)) {
-                ackedDupsByFault.merge(what, 1, Integer::sum);
-            }
-        }
-    }
-
-    /**
-     * WAL mode: the leaders that stopped leading (fenced, or revoked) by themselves before {@code until}, outside
-     * the time an injected fault and the fence it causes take — on a loaded machine a leader may miss its heartbeat
-     * timeout (1 s here). In table mode such a stop drains what is in flight and makes no duplicates; in WAL mode
-     * the leader's stream is closed, and the next stream starts at the slot's confirmed position, which may be behind
-     * what the leader acknowledged: it is a fault of its own. Its confirmed position is not known: the last one
-     * sampled before it stands in (lower, so the bound it gives is looser).
-     */
-    private List<Fault> uninjectedStops(long until) {
-        long window = CONFIG.heartbeatTimeout().plusSeconds(2).toNanos();
-        List<Fault> out = new ArrayList<>();
-        for (LeadershipTimeline.Event e : timeline.events()) {
-            if (e.kind() != LeadershipTimeline.Kind.FENCED && e.kind() != LeadershipTimeline.Kind.REVOKED
-                    || e.nanos() - until >= 0) {
-                continue;
-            }
-            boolean injected = faults.stream().anyMatch(f -> e.nanos() - f.startNanos() >= 0
-                    && f.endNanos() + window - e.nanos() >= 0);
-            if (!injected) {
-                long confirmed = faults.stream().filter(f -> e.nanos() - f.startNanos() > 0)
-                        .mapToLong(Fault::confirmedAtStart).max().orElse(0);
-                out.add(new Fault(e.who() + " " + e.kind().name().toLowerCase(java.util.Locale.ROOT)
-                        + " by itself at +" + timeline.millisSinceOrigin(e.nanos()) + " ms", e.nanos(), e.nanos(),
-                        confirmed));
-            }
-        }
-        return out;
-    }
-
-    /**
-     * WAL mode: records read (and sent, before or after) before fault {@code f} had taken effect whose transaction
-     * committed at or after the position the slot had confirmed when {@code f} began (the writers note their commit
-     * positions), so that a stream restarted because of {@code f} may deliver them again.
-     */
-    private int unconfirmedDuring(Fault f, List<SendLog.Send> sends) {
-        Set<String> records = new HashSet<>();
-        for (SendLog.Send x : sends) {
-            if (x.seq < 0 || sendLog.readNanos(x) - f.endNanos() >= 0) {
-                continue;
-            }
-            String record = x.key + "#" + x.seq;
-            Long committedAt = commitLsns.get(record);
-            if (committedAt == null || Long.compareUnsigned(committedAt, f.confirmedAtStart()) >= 0) {
-                records.add(record);
-            }
-        }
-        return records.size();
     }
 
     /** Per key, a send that started before the previous send of the key completed (or that never completed). */
@@ -1058,11 +863,8 @@ final class Scenario implements AutoCloseable {
                 faultsText.append(", ");
             }
             Integer inFlight = r.inFlightByFault().get(e.getKey());
-            Integer unconfirmed = r.unconfirmedByFault().get(e.getKey());
             faultsText.append(e.getKey()).append(": ").append(e.getValue())
-                    .append(inFlight == null ? "" : " of " + inFlight + " in flight")
-                    .append(unconfirmed == null ? "" : " / " + unconfirmed + " unconfirmed ("
-                            + r.acknowledgedDuplicatesByFault().get(e.getKey()) + " acknowledged before it)");
+                    .append(inFlight == null ? "" : " of " + inFlight + " in flight");
         }
         String summary = String.format("E2E %s: %d messages committed by %d writers in %d s (%d rolled back; "
                         + "scenario set up %d s before), %d records consumed, %d duplicates [%s], %d parked, take-over"
@@ -1073,9 +875,7 @@ final class Scenario implements AutoCloseable {
                 r.duplicates(), faultsText, r.parked(),
                 r.takeovers().stream().map(Takeover::toString).collect(Collectors.joining("; ")),
                 r.longestGapMillis(), drainMillis, r.failuresReported(),
-                notes.isEmpty() ? "" : "; " + String.join("; ", notes))
-                + (harvest == Harvest.WAL ? "; WAL harvest: " + r.replayed() + " repeats of a record older than its"
-                        + " key's latest" : "");
+                notes.isEmpty() ? "" : "; " + String.join("; ", notes));
         System.out.println(summary);
         log.info(summary);
         log.info("{}: leadership timeline\n{}", name, timeline);

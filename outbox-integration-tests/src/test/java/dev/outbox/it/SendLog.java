@@ -70,7 +70,6 @@ final class SendLog {
 
     private final Queue<Send> sends = new ConcurrentLinkedQueue<>();
     private final Map<String, Long> purged = new ConcurrentHashMap<>();
-    private final Map<String, Long> read = new ConcurrentHashMap<>();
     private final boolean idsPerNode;
 
     /**
@@ -98,19 +97,6 @@ final class SendLog {
         if (startedNanos - purgesArmedAt.get() > 0) {
             firstPurgeAfterArm.compareAndSet(0, now);
         }
-    }
-
-    /** A read of {@code node} returned the records {@code ids} (the first time counts). */
-    void read(String node, Collection<Long> ids) {
-        long now = System.nanoTime();
-        for (Long id : ids) {
-            read.putIfAbsent(recordKey(node, id), now);
-        }
-    }
-
-    /** When the record of send {@code s} was first read by its node, or when it was sent if that is unknown. */
-    long readNanos(Send s) {
-        return read.getOrDefault(recordKey(s.node, s.id), s.sentNanos);
     }
 
     /** Starts watching for the first purge that starts after {@code nanos} and commits. */

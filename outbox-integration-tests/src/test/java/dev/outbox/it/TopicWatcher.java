@@ -22,9 +22,7 @@ import java.util.concurrent.TimeUnit;
  * while the dispatchers publish, checking each record as it arrives. Per key it keeps the sequence numbers in
  * arrival order, flags at once a record older than the key's latest (a G2 violation: a retry may repeat the
  * latest record, never an older one), counts repeats (duplicates), and notes the longest pause between two
- * records. With the WAL harvest a lost stream makes the next one start at the slot's confirmed position, which may be
- * behind records already delivered: a key may then replay a run of its records, and what is flagged is a record that
- * skips one (see {@link #TopicWatcher(String, String, boolean)}). Thread-safe: the consumer thread updates, the test reads, under the watcher's lock.
+ * records. Thread-safe: the consumer thread updates, the test reads, under the watcher's lock.
  */
 final class TopicWatcher implements AutoCloseable {
 
@@ -37,10 +35,6 @@ final class TopicWatcher implements AutoCloseable {
     private final Thread thread;
     private final Map<String, List<Copy>> byKey = new HashMap<>();
     private final Map<String, Integer> lastSeq = new HashMap<>();
-    private final boolean replays;
-    /** The sequence number of each key's previous arrival (replays only). */
-    private final Map<String, Integer> previousSeq = new HashMap<>();
-    private long replayed;
     private final List<String> violations = new ArrayList<>();
     private final List<String> foreign = new ArrayList<>();
     private long records;
@@ -51,13 +45,8 @@ final class TopicWatcher implements AutoCloseable {
     private volatile boolean running = true;
     private volatile Throwable failure;
 
-    /**
-     * @param replays whether a key may go back to an earlier record and replay its records from there (the WAL
-     *                harvest after a lost stream, see {@link #take}); if not, only the key's latest record may repeat
-     */
-    TopicWatcher(String bootstrap, String topic, boolean replays) {
+    TopicWatcher(String bootstrap, String topic) {
         this.topic = topic;
-        this.replays = replays;
         this.consumer = new KafkaConsumer<>(Map.of(
                 ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
                 ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false,
@@ -104,26 +93,6 @@ final class TopicWatcher implements AutoCloseable {
             String token = Values.tokenOf(r.value());
             byKey.computeIfAbsent(r.key(), k -> new ArrayList<>()).add(new Copy(seq, token, now));
             Integer last = lastSeq.get(r.key());
-            if (replays) {
-                // A key's arrivals are runs of consecutive records: a run may start anywhere at or before the key's
-                // latest (a replay), but never skips a record.
-                int previous = previousSeq.getOrDefault(r.key(), -1);
-                previousSeq.put(r.key(), seq);
-                if (seq > previous + 1) {
-                    violations.add("key " + r.key() + ": seq " + seq + " (" + token + ") arrived after seq " + previous
-                            + ", skipping " + (seq - previous - 1) + " (partition " + r.partition() + ", offset "
-                            + r.offset() + ")");
-                } else if (last == null || seq > last) {
-                    lastSeq.put(r.key(), seq);
-                    distinct++;
-                } else {
-                    duplicates++;
-                    if (seq < last) {
-                        replayed++;
-                    }
-                }
-                continue;
-            }
             if (last == null || seq > last) {
                 lastSeq.put(r.key(), seq);
                 distinct++;
@@ -151,11 +120,6 @@ final class TopicWatcher implements AutoCloseable {
 
     synchronized long duplicates() {
         return duplicates;
-    }
-
-    /** Repeats of a record older than its key's latest (only with replays). */
-    synchronized long replayed() {
-        return replayed;
     }
 
     /** Out-of-order arrivals (G2 violations), described. */

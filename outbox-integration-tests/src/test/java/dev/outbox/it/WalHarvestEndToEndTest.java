@@ -30,21 +30,22 @@ import static org.assertj.core.api.Assertions.assertThat;
  *       acknowledged and confirmed), <b>then the next leader crashed</b> (its WAL sender killed with its other
  *       sessions; the next leader resumes from the slot's confirmed position).</li>
  * </ol>
- * {@link Scenario#finish()} asserts G1, G3, G6 and the inbox consumers' effects as in table mode; the outbox is
- * empty when the slot has confirmed past a fence committed after the writers stopped. Then the slot is dropped.
- *
- * <p>G2 and G4 take the WAL harvest's form. A lost stream (a killed replication connection, a crash, and also an
- * orderly hand-over or a fence) makes the next stream start at the slot's confirmed position: the end of the last
- * transaction finished together with every one before it, as the server last heard it (status updates every second).
- * Records acknowledged after the first one the old stream's leader never finished — one still queued behind an
- * earlier record of its key, say, which a closing leader does not send — are delivered again. So per key a run of
- * records may be replayed (G2: a record never skips one, but may go back to an earlier one), and a fault's duplicates
- * are bounded by what the slot had not confirmed when it began, not by what was in flight (G4). Both are measured
- * and printed per fault (README, "End-to-end suite", WAL mode). Set {@code -Doutbox.e2e.seed=<seed>} to repeat a
- * run's key choices.
+ * {@link Scenario#finish()} asserts G1–G4 and G6 and the inbox consumers' effects, as in table mode: per key no
+ * record older than the key's latest, duplicates only of records in flight at a fault and at most those; the outbox
+ * is empty when the slot has confirmed past a fence committed after the writers stopped. Then the slot is dropped.
+ * Set {@code -Doutbox.e2e.seed=<seed>} to repeat a run's key choices.
  */
 @Timeout(value = 4, unit = TimeUnit.MINUTES)
 class WalHarvestEndToEndTest {
+    /**
+     * G5 after an orderly close, WAL mode: the table mode's bound plus the take-over timeout. The next leader opens a
+     * replication connection, may find the slot still held by the closing leader's WAL sender (it waits up to the
+     * take-over timeout), loads the ledger, and the server decodes from the slot's restart position before it sends
+     * anything. Measured: first record 0.6–2.3 s after the close, once 5.0 s (the stream opened 1.0 s after the
+     * acquisition, the first acknowledgement came 3.8 s later, nothing logged in between; load average about 20).
+     */
+    static final Duration WAL_ORDERLY_TAKEOVER_BOUND = PostgresKafkaEndToEndTest.ORDERLY_TAKEOVER_BOUND
+            .plus(Scenario.WAL_TAKEOVER_TIMEOUT);
     private static final int LATE_TRANSACTIONS = 3;
     private static final int LATE_KEYS = 5;
 
@@ -134,14 +135,14 @@ class WalHarvestEndToEndTest {
                     seed).isLessThanOrEqualTo(PostgresKafkaEndToEndTest.KAFKA_RECOVERY_BOUND);
             assertThat(left).as("the crashed node's WAL sender %s survived it", crashedStream).isEmpty();
             assertThat(Duration.ofMillis(closed.firstPublishMillis())).as("G5 after an orderly close (seed %d)", seed)
-                    .isLessThanOrEqualTo(PostgresKafkaEndToEndTest.ORDERLY_TAKEOVER_BOUND);
+                    .isLessThanOrEqualTo(WAL_ORDERLY_TAKEOVER_BOUND);
             assertThat(Duration.ofMillis(crashed.firstPublishMillis())).as("G5 after a crash (seed %d)", seed)
                     .isLessThanOrEqualTo(PostgresKafkaEndToEndTest.CRASH_TAKEOVER_BOUND);
             assertThat(Duration.ofMillis(crashed.acquiredMillis())).as("take-over after a crash")
                     .isGreaterThanOrEqualTo(Scenario.CONFIG.heartbeatTimeout());
-            // G4 in WAL mode is asserted by finish(): duplicates per fault at most the records read before it that the
-            // slot had not confirmed when it began. An orderly close is not free of duplicates here, unlike with the
-            // table harvest (see the class comment), so there is no zero to assert for it.
+            // G4: an orderly hand-over lets the slot go once what was in flight was acknowledged and purged (what
+            // was finished above the slot's confirmed position is in the ledger), so it makes no duplicates.
+            assertThat(r.duplicatesByFault().get(closed.what())).as("duplicates after an orderly close").isZero();
         }
     }
 }

@@ -9,7 +9,6 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -54,18 +53,11 @@ final class Writers implements AutoCloseable {
     private volatile boolean tolerant;
     private volatile IntSupplier backlog = () -> 0;
     private volatile int maxBacklog = Integer.MAX_VALUE;
-    private final Map<String, Long> commitLsns;
     private long startedNanos;
     private long stoppedNanos;
 
-    /**
-     * @param commitLsns where to note, after each commit, a WAL position at or after its commit record (read on the
-     *                   committing session, {@code pg_current_wal_insert_lsn()}), for each message as {@code key#seq};
-     *                   null not to
-     */
     Writers(DataSource dataSource, Publisher publisher, String topic, int writers, int keysPerWriter,
-            long pauseMicros, long seed, Map<String, Long> commitLsns) {
-        this.commitLsns = commitLsns;
+            long pauseMicros, long seed) {
         this.dataSource = dataSource;
         this.publisher = publisher;
         this.topic = topic;
@@ -164,9 +156,6 @@ final class Writers implements AutoCloseable {
                     rolledBack.addAndGet(messages);
                 } else {
                     c.commit();
-                    if (commitLsns != null) {
-                        noteCommitLsn(c, batch, commitLsns);
-                    }
                     next = seqs;
                     mine += messages;
                     committed.addAndGet(messages);
@@ -190,23 +179,6 @@ final class Writers implements AutoCloseable {
                 LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50)); // the writer's backoff
             }
             LockSupport.parkNanos(pauseNanos);
-        }
-    }
-
-    /**
-     * Notes, for each message of {@code batch} just committed on {@code c}, a WAL position at or after the end of its
-     * commit record: where the session's WAL insert position is now.
-     */
-    static void noteCommitLsn(Connection c, List<OutboxMessage> batch, Map<String, Long> commitLsns)
-            throws SQLException {
-        long lsn;
-        try (java.sql.Statement st = c.createStatement();
-             java.sql.ResultSet rs = st.executeQuery("SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint")) {
-            rs.next();
-            lsn = rs.getLong(1);
-        }
-        for (OutboxMessage m : batch) {
-            commitLsns.put(m.key() + "#" + Values.seqOf(m.value()), lsn);
         }
     }
 
