@@ -268,7 +268,8 @@ public final class PostgresStore extends SqlStore {
         this.walParkSql = "INSERT INTO " + p + " (id, create_time, topic, key, value, header_names, header_values,"
                 + " attempts, reason, parked_at, message_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?)"
                 + " ON CONFLICT (id) DO NOTHING";
-        this.walReplaySql = "WITH moved AS (DELETE FROM " + p + " WHERE id = ANY(?)"
+        // The WAL functions' names exist only for a table short enough for them (WalSql.MAX_TABLE_LENGTH).
+        this.walReplaySql = wal == null ? null : "WITH moved AS (DELETE FROM " + p + " WHERE id = ANY(?)"
                 + " RETURNING id, topic, key, value, header_names, header_values, message_id)"
                 + " SELECT count(pg_logical_emit_message(true, ?, " + WalSql.encodeFunction(names)
                 + "(topic, key, value, header_names, header_values, message_id))) FROM (SELECT * FROM moved ORDER BY id) m";
