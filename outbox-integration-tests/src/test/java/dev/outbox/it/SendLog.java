@@ -71,6 +71,8 @@ final class SendLog {
     private final Queue<Send> sends = new ConcurrentLinkedQueue<>();
     private final Map<String, Long> purged = new ConcurrentHashMap<>();
     private final boolean idsPerNode;
+    private final AtomicLong purgesArmedAt = new AtomicLong(Long.MAX_VALUE);
+    private final AtomicLong firstPurgeAfterArm = new AtomicLong();
 
     /**
      * @param idsPerNode whether record ids are each node's own (the WAL harvest numbers what each node's stream
@@ -79,8 +81,6 @@ final class SendLog {
     SendLog(boolean idsPerNode) {
         this.idsPerNode = idsPerNode;
     }
-    private final AtomicLong purgesArmedAt = new AtomicLong(Long.MAX_VALUE);
-    private final AtomicLong firstPurgeAfterArm = new AtomicLong();
 
     Send sent(String node, OutboxRecord record) {
         Send s = new Send(record, Values.seqOf(record), node);
