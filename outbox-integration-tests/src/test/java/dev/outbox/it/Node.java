@@ -22,9 +22,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * One harvesting "process" of a scenario: its own connection pool (the dispatchers' database user, and an
  * {@code ApplicationName} of its own), a {@code PostgresStore} (harvesting its table, or streaming the scenario's
  * replication slot over a replication connection with the same user and {@code ApplicationName}), a
- * {@code KafkaMessageBroker}, a {@code KafkaLeaderTransport} in the scenario's leader group, and the {@link Dispatcher} over them. Each
- * adapter is wrapped ({@link NodeStore}, {@link NodeBroker}, {@link NodeTransport}) to log what it does and to
- * {@linkplain #crash crash} like a killed process.
+ * {@code KafkaMessageBroker}, a {@code KafkaLeaderTransport} in the scenario's leader group, and the
+ * {@link Dispatcher} over them. Each adapter is wrapped ({@link NodeStore}, {@link NodeBroker},
+ * {@link NodeTransport}) to log what it does and to {@linkplain #crash crash} like a killed process.
  */
 final class Node implements AutoCloseable {
     final String name;
