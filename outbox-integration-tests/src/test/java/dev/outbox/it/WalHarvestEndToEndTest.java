@@ -43,7 +43,7 @@ class WalHarvestEndToEndTest {
      * take-over timeout), loads the ledger, and the server decodes from the slot's restart position before it sends
      * anything. Measured: first record 0.6–2.3 s after the close in most runs, 5.0 s and 6.6 s in two (the stream
      * opened 1.0 s after the acquisition, the first acknowledgement came 3.3–3.8 s later, nothing logged in between;
-     * load average 20–25). The table mode's runs: 0.4–0.7 s.
+     * load average 20–25). The table mode's runs: 0.2–0.7 s.
      */
     static final Duration WAL_ORDERLY_TAKEOVER_BOUND = PostgresKafkaEndToEndTest.ORDERLY_TAKEOVER_BOUND
             .plus(Scenario.WAL_TAKEOVER_TIMEOUT);
