@@ -8,6 +8,7 @@ import dev.outbox.ParkedRecord;
 import dev.outbox.broker.kafka.KafkaLeaderTransport;
 import dev.outbox.broker.kafka.KafkaMessageBroker;
 import dev.outbox.store.postgres.PostgresStore;
+import dev.outbox.store.postgres.WalHarvest;
 import dev.outbox.testkit.LeadershipTimeline;
 import dev.outbox.testservers.JdbcServer;
 
@@ -19,10 +20,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * One harvesting "process" of a scenario: its own connection pool (the dispatchers' database user, and an
- * {@code ApplicationName} of its own), a {@code PostgresStore}, a {@code KafkaMessageBroker}, a
- * {@code KafkaLeaderTransport} in the scenario's leader group, and the {@link Dispatcher} over them. Each
- * adapter is wrapped ({@link NodeStore}, {@link NodeBroker}, {@link NodeTransport}) to log what it does and to
- * {@linkplain #crash crash} like a killed process.
+ * {@code ApplicationName} of its own), a {@code PostgresStore} (harvesting its table, or streaming the scenario's
+ * replication slot over a replication connection with the same user and {@code ApplicationName}), a
+ * {@code KafkaMessageBroker}, a {@code KafkaLeaderTransport} in the scenario's leader group, and the
+ * {@link Dispatcher} over them. Each adapter is wrapped ({@link NodeStore}, {@link NodeBroker},
+ * {@link NodeTransport}) to log what it does and to {@linkplain #crash crash} like a killed process.
  */
 final class Node implements AutoCloseable {
     final String name;
@@ -50,7 +52,18 @@ final class Node implements AutoCloseable {
         hc.setConnectionTimeout(5_000);
         hc.setPoolName("pool-" + client);
         this.pool = new HikariDataSource(hc);
-        PostgresStore pg = PostgresStore.builder(pool).statementTimeout(Duration.ofSeconds(5)).build();
+        PostgresStore.Builder storeBuilder = PostgresStore.builder(pool).statementTimeout(Duration.ofSeconds(5));
+        if (settings.walHarvest()) {
+            // The replication connection carries the node's ApplicationName too, so that killing the node's sessions
+            // (a crash, killConnections) terminates its WAL sender with them.
+            storeBuilder.walHarvest(WalHarvest.builder(settings.jdbcUrl())
+                    .user(settings.dbUser())
+                    .password(settings.dbPassword())
+                    .property("ApplicationName", client)
+                    .takeoverTimeout(Scenario.WAL_TAKEOVER_TIMEOUT)
+                    .build());
+        }
+        PostgresStore pg = storeBuilder.build();
         this.store = new NodeStore(name, pg, log);
         KafkaMessageBroker kafka = KafkaMessageBroker.builder().bootstrapServers(settings.bootstrap())
                 .deliveryTimeout(settings.deliveryTimeout())

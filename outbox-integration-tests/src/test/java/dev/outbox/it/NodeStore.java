@@ -90,7 +90,7 @@ final class NodeStore implements Store {
         check("purge");
         long started = System.nanoTime();
         delegate.purge(ids);
-        log.purged(ids, started);
+        log.purged(node, ids, started);
     }
 
     @Override

@@ -69,9 +69,18 @@ final class SendLog {
     }
 
     private final Queue<Send> sends = new ConcurrentLinkedQueue<>();
-    private final Map<Long, Long> purged = new ConcurrentHashMap<>();
+    private final Map<String, Long> purged = new ConcurrentHashMap<>();
+    private final boolean idsPerNode;
     private final AtomicLong purgesArmedAt = new AtomicLong(Long.MAX_VALUE);
     private final AtomicLong firstPurgeAfterArm = new AtomicLong();
+
+    /**
+     * @param idsPerNode whether record ids are each node's own (the WAL harvest numbers what each node's stream
+     *                   received) rather than the outbox table's row ids, the same for every node
+     */
+    SendLog(boolean idsPerNode) {
+        this.idsPerNode = idsPerNode;
+    }
 
     Send sent(String node, OutboxRecord record) {
         Send s = new Send(record, Values.seqOf(record), node);
@@ -79,11 +88,11 @@ final class SendLog {
         return s;
     }
 
-    /** A purge of {@code ids} that started at {@code startedNanos} has committed. */
-    void purged(Collection<Long> ids, long startedNanos) {
+    /** A purge of {@code ids} by {@code node} that started at {@code startedNanos} has committed. */
+    void purged(String node, Collection<Long> ids, long startedNanos) {
         Long now = System.nanoTime();
         for (Long id : ids) {
-            purged.putIfAbsent(id, now);
+            purged.putIfAbsent(recordKey(node, id), now);
         }
         if (startedNanos - purgesArmedAt.get() > 0) {
             firstPurgeAfterArm.compareAndSet(0, now);
@@ -106,8 +115,18 @@ final class SendLog {
         return new ArrayList<>(sends);
     }
 
-    /** The time each purged row's purge returned (the first time, if purged twice), by row id. */
-    Map<Long, Long> purgeTimes() {
+    /**
+     * The time each purged record's purge returned (the first time, if purged twice), by its {@link #recordKey}.
+     */
+    Map<String, Long> purgeTimes() {
         return Map.copyOf(purged);
+    }
+
+    /**
+     * Which record {@code id} of node {@code node} is: the row id itself when ids are the table's, the node and the
+     * id when each node numbers its own.
+     */
+    String recordKey(String node, long id) {
+        return idsPerNode ? node + "#" + id : Long.toString(id);
     }
 }

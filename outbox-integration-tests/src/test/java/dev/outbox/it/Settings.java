@@ -4,13 +4,16 @@ import dev.outbox.DispatcherConfig;
 
 import java.time.Duration;
 
-/** Where a scenario's nodes connect and how they are tuned. */
+/**
+ * Where a scenario's nodes connect and how they are tuned; {@code walHarvest}: whether their stores stream the
+ * outbox from the database's logical replication slot instead of reading its table.
+ */
 record Settings(String jdbcUrl, String dbUser, String dbPassword, String bootstrap, String leaderTopic,
-                DispatcherConfig config, Duration deliveryTimeout, Duration sessionTimeout) {
+                DispatcherConfig config, Duration deliveryTimeout, Duration sessionTimeout, boolean walHarvest) {
 
     /** These settings with the dispatcher harvesting by {@code harvest}. */
     Settings withHarvest(DispatcherConfig.Harvest harvest) {
         return new Settings(jdbcUrl, dbUser, dbPassword, bootstrap, leaderTopic,
-                config.toBuilder().harvest(harvest).build(), deliveryTimeout, sessionTimeout);
+                config.toBuilder().harvest(harvest).build(), deliveryTimeout, sessionTimeout, walHarvest);
     }
 }
