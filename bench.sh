@@ -7,6 +7,8 @@
 #   ./bench.sh headers-codec [records] [rounds] [mysql|mariadb]   # the MySQL headers column: Jackson vs SQL JSON
 #   ./bench.sh observability --rows 300000 --repeat 5   # the drain without vs with metrics and tracing
 #   ./bench.sh writer-cost [seconds per cell] [rounds]   # Postgres writer: table INSERT vs WAL emit, commits/s
+#   ./bench.sh --scenarios writer-cost,drain,drain-wal,cursor,wal-ceiling,broker,latency,latency-wal \
+#       --rows 300000 --repeat 2 --rates 10,100,5000,20000   # the WAL harvest next to the cursor harvest
 # Results: a table on standard output, and outbox-benchmarks/target/benchmark/results.{txt,csv,json}.
 # JAVA_OPTS adds JVM options (e.g. JAVA_OPTS="-XX:StartFlightRecording=filename=bench.jfr").
 set -euo pipefail

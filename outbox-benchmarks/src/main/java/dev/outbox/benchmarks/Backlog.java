@@ -72,6 +72,24 @@ final class Backlog {
         return (System.nanoTime() - started) / 1e9;
     }
 
+    /** Resets the tables and creates the WAL harvest's functions and a new slot (Postgres only). */
+    void resetWal() {
+        env.database().resetWal();
+    }
+
+    /**
+     * {@link #resetWal()}, then emits {@code rows} messages for {@code topic} into the WAL, after the slot was
+     * created: random keys out of --keys, values of --value-bytes, no headers.
+     *
+     * @return the seconds the fill took
+     */
+    double fillWal(String topic, int rows, long seed) {
+        resetWal();
+        long started = System.nanoTime();
+        env.database().fillWal(topic, rows, options.keys, options.valueBytes, seed);
+        return (System.nanoTime() - started) / 1e9;
+    }
+
     /** Rows in the outbox table, counted exactly. */
     long count() {
         return env.database().count();

@@ -27,6 +27,24 @@ interface BenchDatabase extends AutoCloseable {
     /** Drops the outbox tables and creates them with the store's own DDL. */
     void reset();
 
+    /** The same outbox with the WAL harvest (Postgres only). */
+    default Store walStore() {
+        throw new UnsupportedOperationException("the WAL harvest needs --database postgres, not " + name());
+    }
+
+    /** {@link #reset()}, then the WAL harvest's functions, slot and publication (Postgres only). */
+    default void resetWal() {
+        throw new UnsupportedOperationException("the WAL harvest needs --database postgres, not " + name());
+    }
+
+    /**
+     * Emits {@code rows} messages of {@code topic} into the WAL after {@link #resetWal()}, as fast as the database
+     * takes them (Postgres only).
+     */
+    default void fillWal(String topic, int rows, int keys, int valueBytes, long seed) {
+        throw new UnsupportedOperationException("the WAL harvest needs --database postgres, not " + name());
+    }
+
     /**
      * Fills the (just reset) outbox with {@code rows} rows of {@code topic}, keys drawn by {@code keyOf}, values
      * by {@code valueOf}, as fast as the database takes them, then refreshes its statistics.

@@ -15,6 +15,7 @@ import java.util.Map;
  * <pre>
  * ./bench.sh                      # everything, embedded servers, 1,000,000 rows
  * ./bench.sh --rows 100000 --repeat 1 --scenarios drain,database
+ * ./bench.sh --rows 300000 --scenarios drain,drain-wal,cursor,wal-ceiling,broker,latency,latency-wal
  * ./bench.sh --help
  * </pre>
  */
@@ -38,6 +39,19 @@ public final class Benchmark {
         report.loadAtStart = Machine.loadAverage();
         try (BenchEnvironment env = new BenchEnvironment(options)) {
             report.describeEnvironment(env);
+            if (options.runs("writer-cost")) {
+                Progress.say("writer cost: table INSERT vs WAL emit, %s per cell, %d round(s) ...",
+                        options.writerCostTime, options.repeat);
+                java.io.ByteArrayOutputStream table = new java.io.ByteArrayOutputStream();
+                try (java.io.PrintStream print = new java.io.PrintStream(table, true,
+                        java.nio.charset.StandardCharsets.UTF_8)) {
+                    report.writerCost = WriterCostBenchmark.run(options.command,
+                            options.writerCostTime.toMillis() / 1000.0, options.repeat, print);
+                }
+                report.writerCostTable = table.toString(java.nio.charset.StandardCharsets.UTF_8);
+                System.err.print(report.writerCostTable);
+                ThroughputScenarios.settle();
+            }
             ThroughputScenarios throughput = new ThroughputScenarios(env, options);
             if (options.warmupRows > 0) {
                 warmUp(options, throughput);
@@ -53,6 +67,8 @@ public final class Benchmark {
                     ThroughputScenarios.Run run = switch (scenario) {
                         case "drain" -> throughput.drain(options.rows, seed);
                         case "drain-mark" -> throughput.drainByMark(options.rows, seed);
+                        case "drain-wal" -> throughput.drainWal(options.rows, seed);
+                        case "wal-ceiling" -> throughput.walCeiling(options.rows, seed);
                         case "database" -> throughput.databaseCeiling(options.rows, seed);
                         case "cursor" -> throughput.cursorCeiling(options.rows, seed);
                         case "broker" -> throughput.brokerCeiling(options.rows, seed);
@@ -78,6 +94,18 @@ public final class Benchmark {
                                     + " %s", rate, result.commitToAck().p50(), result.commitToAck().p99(),
                             result.commitToAck().max(), result.backlogMax(),
                             result.sustainable() ? "sustainable" : "NOT sustainable");
+                    report.latency.add(result);
+                    ThroughputScenarios.settle();
+                }
+            }
+            if (options.runs("latency-wal")) {
+                LatencyScenario latency = new LatencyScenario(env, options);
+                for (int rate : options.rates) {
+                    Progress.say("latency at %,d records/s offered, WAL harvest ...", rate);
+                    LatencyScenario.Result result = latency.runWal(rate);
+                    Progress.say("latency at %,d/s, WAL harvest: commit->ack p50 %.1f ms, p99 %.1f ms, max %.1f ms;"
+                                    + " %s", rate, result.commitToAck().p50(), result.commitToAck().p99(),
+                            result.commitToAck().max(), result.sustainable() ? "sustainable" : "NOT sustainable");
                     report.latency.add(result);
                     ThroughputScenarios.settle();
                 }
@@ -157,6 +185,12 @@ public final class Benchmark {
         }
         if (options.runs("cursor")) {
             throughput.cursorCeiling(rows, options.seed);
+        }
+        if (options.runs("drain-wal")) {
+            throughput.drainWal(rows, options.seed);
+        }
+        if (options.runs("wal-ceiling")) {
+            throughput.walCeiling(rows, options.seed);
         }
         if (options.runs("broker")) {
             throughput.brokerCeiling(rows, options.seed);

@@ -30,9 +30,10 @@ import java.util.concurrent.Callable;
                 + " results.{txt,csv,json}. Values: --rows 100000 or --rows=100000; seconds as 20, 1.5 or 20s."
                 + " The MySQL headers column codec is measured apart: ./bench.sh headers-codec.")
 final class BenchmarkOptions implements Callable<Integer> {
-    static final List<String> ALL_SCENARIOS = List.of("drain", "drain-mark", "database", "cursor", "broker", "naive", "latency",
-            "latency-mark", "poison",
-            "takeover", "inbox");
+    static final List<String> ALL_SCENARIOS = List.of("writer-cost", "drain", "drain-mark", "drain-wal", "database", "cursor",
+            "wal-ceiling", "broker", "naive", "latency", "latency-wal", "latency-mark", "poison", "takeover", "inbox");
+    /** The scenarios of the WAL harvest: Postgres only ({@code all} leaves them out on MySQL and MariaDB). */
+    static final List<String> WAL_SCENARIOS = List.of("writer-cost", "drain-wal", "wal-ceiling", "latency-wal");
     /** The poison scenario's offered rate and healthy keys: one failing key among 1,000 at 5,000 records/s. */
     static final int POISON_RATE = 5_000;
     static final int POISON_HEALTHY_KEYS = 1_000;
@@ -62,10 +63,16 @@ final class BenchmarkOptions implements Callable<Integer> {
     int warmupRows = 100_000;
     @Option(defaultValue = "all", names = "--scenarios", paramLabel = "LIST", split = ",",
             converter = Scenario.class,
-            description = "Any of drain,drain-mark,database,cursor,broker,naive,latency,latency-mark,poison,takeover,"
-                    + "inbox, or all. drain and latency use the cursor harvest, drain-mark and latency-mark the mark"
-                    + " harvest.")
+            description = "Any of writer-cost,drain,drain-mark,drain-wal,database,cursor,wal-ceiling,broker,naive,latency,"
+                    + "latency-wal,latency-mark,poison,takeover,inbox, or all. drain and latency use the cursor harvest,"
+                    + " drain-mark and latency-mark the mark harvest, drain-wal and latency-wal the WAL harvest"
+                    + " (Postgres); wal-ceiling is the WAL stream read and confirmed with no broker; writer-cost is the"
+                    + " writer's commits/s with an INSERT vs a WAL emit (Postgres).")
     Set<String> scenarios;
+    @Option(defaultValue = "5", names = "--writer-cost-seconds", paramLabel = "S", converter = Seconds.class,
+            description = "writer-cost: seconds per cell (publisher x synchronous_commit x messages per transaction),"
+                    + " --repeat rounds after a warm-up round.")
+    Duration writerCostTime;
     @Option(defaultValue = "1000,5000,20000", names = "--rates", paramLabel = "LIST", split = ",",
             description = "Latency: offered records/s, one run each.")
     List<Integer> rates;
@@ -219,6 +226,7 @@ final class BenchmarkOptions implements Callable<Integer> {
         }
         positive("--naive-seconds", naiveTime);
         positive("--duration", duration);
+        positive("--writer-cost-seconds", writerCostTime);
         positive("--timeout", timeout);
         if (markBatchSize > maxInFlightRecords) {
             throw error("--mark-batch (" + markBatchSize + ") must not exceed --max-in-flight (" + maxInFlightRecords
@@ -240,6 +248,14 @@ final class BenchmarkOptions implements Callable<Integer> {
         dbPassword = password();
         if (scenarios.remove("all")) {
             scenarios.addAll(ALL_SCENARIOS);
+            if (!database.equals("postgres")) {
+                WAL_SCENARIOS.forEach(scenarios::remove);
+            }
+        }
+        for (String wal : WAL_SCENARIOS) {
+            if (scenarios.contains(wal) && !database.equals("postgres")) {
+                throw error("--scenarios " + wal + " needs --database postgres (the WAL harvest), not " + database);
+            }
         }
         if (scenarios.isEmpty()) {
             throw error("--scenarios selects nothing");
@@ -377,8 +393,8 @@ final class BenchmarkOptions implements Callable<Integer> {
 
     static final class Scenario extends OneOf {
         Scenario() {
-            super("drain", "drain-mark", "database", "cursor", "broker", "naive", "latency", "latency-mark",
-                    "poison", "takeover", "inbox", "all");
+            super("writer-cost", "drain", "drain-mark", "drain-wal", "database", "cursor", "wal-ceiling", "broker", "naive",
+                    "latency", "latency-wal", "latency-mark", "poison", "takeover", "inbox", "all");
         }
     }
 

@@ -7,6 +7,7 @@ import dev.outbox.OutboxRecord;
 import dev.outbox.Publisher;
 import dev.outbox.spi.DeliveryException;
 import dev.outbox.spi.MessageBroker;
+import dev.outbox.spi.Store;
 import org.HdrHistogram.Histogram;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -86,6 +87,8 @@ final class LatencyScenario {
 
     /** The prefix of a mark-harvest run's variant. */
     static final String MARK_VARIANT = "mark harvest, ";
+    /** The prefix of a WAL-harvest run's variant. */
+    static final String WAL_VARIANT = "WAL harvest, ";
 
     LatencyScenario(BenchEnvironment env, BenchmarkOptions options) {
         this.env = env;
@@ -107,7 +110,28 @@ final class LatencyScenario {
 
     /** {@link #run(int, int, boolean)} with the given harvest; the mark harvest's variant says so. */
     Result run(int rate, int keyCount, boolean poison, DispatcherConfig.Harvest harvest) throws Exception {
-        new Backlog(env, options).reset();
+        return run(rate, keyCount, poison, harvest, false);
+    }
+
+    /**
+     * {@link #run(int)} with the WAL harvest ({@link BenchDatabase#walStore()}, Postgres): the writers emit logical
+     * messages and the Dispatcher streams them from the slot; the backlog sampled is what the leader received and
+     * has not finished.
+     */
+    Result runWal(int rate) throws Exception {
+        return run(rate, options.keys, false, DispatcherConfig.Harvest.CURSOR, true);
+    }
+
+    private Result run(int rate, int keyCount, boolean poison, DispatcherConfig.Harvest harvest, boolean wal)
+            throws Exception {
+        Store store;
+        if (wal) {
+            new Backlog(env, options).resetWal();
+            store = env.database().walStore();
+        } else {
+            new Backlog(env, options).reset();
+            store = env.store();
+        }
         String topic = env.newTopic("latency-" + rate);
         int perTx = options.recordsPerTx(rate);
         int writers = options.writers;
@@ -132,7 +156,7 @@ final class LatencyScenario {
                 ackCount.incrementAndGet();
             }
         });
-        Dispatcher dispatcher = Dispatcher.builder(env.store(), broker)
+        Dispatcher dispatcher = Dispatcher.builder(store, broker)
                 .config(env.dispatcherConfig().toBuilder().harvest(harvest).build())
                 .name("bench-latency")
                 .build();
@@ -149,12 +173,12 @@ final class LatencyScenario {
         for (int w = 0; w < writers; w++) {
             long offset = interval * w / writers;
             long writerSeed = options.seed + w;
-            Thread t = new Thread(() -> write(start + offset, end, interval, perTx, topic, writerSeed, sequences,
-                    scheduled, committed, base, capacity, failure, keyCount, poison), "bench-writer-" + w);
+            Thread t = new Thread(() -> write(store, start + offset, end, interval, perTx, topic, writerSeed,
+                    sequences, scheduled, committed, base, capacity, failure, keyCount, poison), "bench-writer-" + w);
             t.setDaemon(true);
             threads.add(t);
         }
-        BacklogSampler sampler = new BacklogSampler(start, warmNanos);
+        BacklogSampler sampler = new BacklogSampler(store, start, warmNanos);
         threads.forEach(Thread::start);
         sampler.start();
         for (Thread t : threads) {
@@ -221,14 +245,15 @@ final class LatencyScenario {
         return new Result(rate, perTx, writers, achieved, writersKeptUp, ackedInWindow / windowSeconds, measured,
                 missing, Stats.of(toAck), Stats.of(scheduledToAck), Stats.of(toConsume), sampler.max(), backlogEnd, slope,
                 sustainable, drainAfter, (poison ? "poison, " : "")
-                + (harvest == DispatcherConfig.Harvest.MARK ? MARK_VARIANT : "") + keyCount + " keys",
+                + (harvest == DispatcherConfig.Harvest.MARK ? MARK_VARIANT : "") + (wal ? WAL_VARIANT : "")
+                + keyCount + " keys",
                 poisonFailures.get());
     }
 
-    private void write(long first, long end, long interval, int perTx, String topic, long seed, AtomicLong sequences,
-                       AtomicLongArray scheduled, AtomicLongArray committed, long base, int capacity,
-                       AtomicReference<Throwable> failure, int keyCount, boolean poison) {
-        Publisher publisher = env.store().publisher();
+    private void write(Store store, long first, long end, long interval, int perTx, String topic, long seed,
+                       AtomicLong sequences, AtomicLongArray scheduled, AtomicLongArray committed, long base,
+                       int capacity, AtomicReference<Throwable> failure, int keyCount, boolean poison) {
+        Publisher publisher = store.publisher();
         String[] keys = Backlog.keys(keyCount);
         SplittableRandom random = new SplittableRandom(seed);
         try (Connection c = env.pool().getConnection()) {
@@ -371,14 +396,16 @@ final class LatencyScenario {
     }
 
     /** Samples the backlog (rows in the outbox) every 250 ms while the writers run. */
-    private final class BacklogSampler implements Runnable {
+    private static final class BacklogSampler implements Runnable {
+        private final Store store;
         private final long start;
         private final long warmNanos;
         private final List<long[]> samples = new ArrayList<>(); // {nanos since start, rows}
         private volatile boolean stop;
         private Thread thread;
 
-        BacklogSampler(long start, long warmNanos) {
+        BacklogSampler(Store store, long start, long warmNanos) {
+            this.store = store;
             this.start = start;
             this.warmNanos = warmNanos;
         }
@@ -397,7 +424,7 @@ final class LatencyScenario {
         @Override
         public void run() {
             while (!stop) {
-                long rows = env.store().backlog();
+                long rows = store.backlog();
                 synchronized (samples) {
                     samples.add(new long[] {System.nanoTime() - start, rows});
                 }

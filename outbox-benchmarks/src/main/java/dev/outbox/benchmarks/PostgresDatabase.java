@@ -3,6 +3,7 @@ package dev.outbox.benchmarks;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outbox.store.postgres.PostgresStore;
+import dev.outbox.store.postgres.WalHarvest;
 import dev.outbox.testservers.JdbcServer;
 import org.postgresql.PGConnection;
 import org.postgresql.copy.CopyIn;
@@ -16,7 +17,10 @@ import java.sql.Statement;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
-/** The benchmark database on Postgres: {@link PostgresStore}, filled with {@code COPY}. Thread-safe. */
+/**
+ * The benchmark database on Postgres: {@link PostgresStore}, filled with {@code COPY}; and the same outbox with the
+ * WAL harvest ({@link #walStore()}), filled with {@code <table>_emit} in the server. Thread-safe.
+ */
 final class PostgresDatabase implements BenchDatabase {
     private static final char[] HEX = "0123456789abcdef".toCharArray();
 
@@ -24,6 +28,7 @@ final class PostgresDatabase implements BenchDatabase {
     private final String jdbcUrl;
     private final HikariDataSource pool;
     private final PostgresStore store;
+    private final PostgresStore walStore;
 
     /**
      * @param synchronousCommit the database's {@code synchronous_commit}, or "server" to keep the server's
@@ -37,6 +42,9 @@ final class PostgresDatabase implements BenchDatabase {
         }
         this.pool = BenchEnvironment.pool(jdbcUrl, server.username(), server.password(), poolSize);
         this.store = PostgresStore.builder(pool).table(BenchEnvironment.TABLE).build();
+        this.walStore = PostgresStore.builder(pool).table(BenchEnvironment.TABLE)
+                .walHarvest(WalHarvest.builder(jdbcUrl).user(server.username()).password(server.password()).build())
+                .build();
     }
 
     @Override
@@ -64,11 +72,61 @@ final class PostgresDatabase implements BenchDatabase {
         return store;
     }
 
+    /** The same outbox harvested from the write-ahead log: its slot exists only after {@link #resetWal()}. */
+    @Override
+    public PostgresStore walStore() {
+        return walStore;
+    }
+
+    /** Also drops the WAL harvest's slot, if any: it would hold back the WAL the table scenarios write. */
     @Override
     public void reset() {
+        walStore.harvestStopped();
+        walStore.dropSlot();
         BenchEnvironment.execute(pool, "DROP TABLE IF EXISTS " + store.table() + ", " + store.parkedTable());
         store.createSchema();
     }
+
+    /** {@link #reset()}, then the WAL harvest's schema: its functions, and a new slot and publication. */
+    @Override
+    public void resetWal() {
+        reset();
+        walStore.createSchema();
+    }
+
+    /**
+     * Emits {@code rows} messages into the WAL (after {@link #resetWal()}), in transactions of {@value #WAL_FILL_TX}:
+     * {@code SELECT <table>_emit(...) FROM generate_series(...)} in the server, random keys out of {@code keys},
+     * values of {@code valueBytes} bytes (md5 hashes of the row number, random enough for Kafka), no headers.
+     */
+    @Override
+    public void fillWal(String topic, int rows, int keys, int valueBytes, long seed) {
+        String emit = BenchEnvironment.TABLE + "_emit";
+        String sql = "SELECT count(" + emit + "(?, 'key-' || floor(random() * ?)::int,"
+                + " substring(decode(repeat(md5(i::text), ?), 'hex') FROM 1 FOR ?)))"
+                + " FROM generate_series(?, ?) AS i";
+        try (Connection c = pool.getConnection()) {
+            c.setAutoCommit(true);
+            try (Statement s = c.createStatement()) {
+                s.execute("SELECT setseed(" + (seed % 1000) / 1000.0 + ")");
+            }
+            try (var s = c.prepareStatement(sql)) {
+                for (int from = 1; from <= rows; from += WAL_FILL_TX) {
+                    s.setString(1, topic);
+                    s.setInt(2, keys);
+                    s.setInt(3, valueBytes / 16 + 1);
+                    s.setInt(4, valueBytes);
+                    s.setInt(5, from);
+                    s.setInt(6, Math.min(rows, from + WAL_FILL_TX - 1));
+                    s.executeQuery().close();
+                }
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException("emitting " + rows + " WAL messages failed: " + e.getMessage(), e);
+        }
+    }
+
+    private static final int WAL_FILL_TX = 1_000;
 
     @Override
     public void fill(String topic, int rows, RowSource source) {
@@ -147,6 +205,8 @@ final class PostgresDatabase implements BenchDatabase {
 
     @Override
     public void close() {
+        walStore.harvestStopped();
+        walStore.dropSlot();
         pool.close();
     }
 }

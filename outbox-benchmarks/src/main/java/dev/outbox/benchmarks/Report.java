@@ -43,8 +43,10 @@ final class Report {
     private static final Map<String, String> TITLES = Map.of(
             "drain", "Dispatcher -> Kafka (cursor harvest)",
             "drain-mark", "Dispatcher -> Kafka (mark harvest)",
+            "drain-wal", "Dispatcher -> Kafka (WAL harvest)",
             "database", "database ceiling (mark+purge)",
             "cursor", "database ceiling (read+purge)",
+            "wal-ceiling", "WAL ceiling (stream read+confirm)",
             "broker", "broker ceiling (bare producer)",
             "naive", "naive baseline (1 row/stmt)");
 
@@ -62,6 +64,9 @@ final class Report {
     List<LatencyScenario.Result> latency = new ArrayList<>();
     List<TakeoverScenario.Result> takeover = new ArrayList<>();
     List<InboxScenario.Result> inbox = new ArrayList<>();
+    /** The writer-cost cells, and the table {@link WriterCostBenchmark} printed (empty if not run). */
+    List<WriterCostBenchmark.Cell> writerCost = new ArrayList<>();
+    String writerCostTable = "";
 
     Report(BenchmarkOptions options) {
         this.options = options;
@@ -152,6 +157,18 @@ final class Report {
             double r = ratio("naive");
             g.add(new String[] {"drain rate >= 10 x the naive baseline", fmt("%.1f x", r), verdict(r >= 10)});
         }
+        if (throughput.containsKey("drain-wal")) {
+            double rate = medianRate("drain-wal");
+            double broker = throughput.containsKey("broker") ? medianRate("broker") : Double.NaN;
+            double goal = Double.isNaN(broker) ? 300_000 : Math.min(300_000, broker);
+            g.add(new String[] {"WAL drain >= 300,000 records/s, or the bare producer's rate if lower",
+                    fmt("%,.0f records/s (goal %,.0f)", rate, goal), verdict(rate >= goal)});
+        }
+        latency.stream().filter(l -> l.variant().startsWith(LatencyScenario.WAL_VARIANT))
+                .min(java.util.Comparator.comparingInt(LatencyScenario.Result::offeredRate)).ifPresent(l ->
+                        g.add(new String[] {"WAL harvest, idle: p50 commit->ack < 2 ms",
+                                fmt("p50 %.2f ms at %,d records/s", l.commitToAck().p50(), l.offeredRate()),
+                                verdict(l.commitToAck().p50() < 2)}));
         LatencyScenario.Result clean = latency.stream()
                 .filter(l -> !l.poisoned() && l.variant().startsWith(BenchmarkOptions.POISON_HEALTHY_KEYS + " "))
                 .findFirst().orElse(null);
@@ -216,9 +233,14 @@ final class Report {
                         + " median of %d run(s)%s\n", options.rows, Math.min(options.naiveRows, options.rows),
                 options.valueBytes, options.keys, options.repeat,
                 options.warmupRows > 0 ? fmt(" after a warm-up of %,d rows", options.warmupRows) : ", no warm-up"));
+        if (!writerCostTable.isEmpty()) {
+            out.append('\n').append("Writer cost: the same transaction with a table INSERT vs a WAL emit"
+                    + " (database outbox_writer_cost, one writer, back to back)\n");
+            writerCostTable.lines().filter(l -> !l.startsWith("command: ")).forEach(l -> out.append(l).append('\n'));
+        }
         if (!throughput.isEmpty()) {
             out.append('\n');
-            out.append(fmt("%-32s %12s  %-23s %9s  %s%n", "Throughput", "records/s", "(min - max)", "rows left",
+            out.append(fmt("%-36s %12s  %-23s %9s  %s%n", "Throughput", "records/s", "(min - max)", "rows left",
                     "Dispatcher / this"));
             for (String scenario : ThroughputScenarios.NAMES) {
                 List<Double> r = rates(scenario);
@@ -229,7 +251,7 @@ final class Report {
                 double max = r.stream().mapToDouble(Double::doubleValue).max().orElse(0);
                 long left = maxLeft(scenario);
                 String ratio = throughput.containsKey("drain") ? fmt("%.2f", ratio(scenario)) : "-";
-                out.append(fmt("%-32s %,12.0f  %-23s %9s  %s%n", TITLES.get(scenario), medianRate(scenario),
+                out.append(fmt("%-36s %,12.0f  %-23s %9s  %s%n", TITLES.get(scenario), medianRate(scenario),
                         fmt("(%,.0f - %,.0f)", min, max), left < 0 ? "-" : fmt("%,d", left), ratio));
             }
             if (maxLeft("naive") > 0) {
@@ -239,14 +261,17 @@ final class Report {
         }
         if (!latency.isEmpty()) {
             out.append('\n');
-            out.append(fmt("Latency under load: %s of writing per rate after %s of warm-up, %d writer threads,"
-                            + " single-instance Dispatcher%n", seconds(options.duration.toMillis()),
-                    seconds(options.latencyWarmup.toMillis()), options.writers));
-            out.append(fmt("%-22s %9s %9s %6s %9s  %-24s %-27s %-24s %-15s %9s  %s%n", "keys", "offered/s",
+            String sync = databaseSettings.get("synchronous_commit");
+            out.append(fmt("Latency under load: %s of writing per rate after %s of warm-up, %d writer threads%s,"
+                            + " single-instance Dispatcher, producer linger.ms=%s%n",
+                    seconds(options.duration.toMillis()), seconds(options.latencyWarmup.toMillis()), options.writers,
+                    sync == null ? "" : " (committing with synchronous_commit=" + sync + ")",
+                    producer.get("linger.ms")));
+            out.append(fmt("%-25s %9s %9s %6s %9s  %-24s %-27s %-24s %-15s %9s  %s%n", "harvest, keys", "offered/s",
                     "written/s", "rec/tx", "acked/s", "commit->ack ms p50/p99/max", "scheduled->ack CO-corrected",
                     "commit->consume p50/p99/max", "backlog max/end", "growth/s", "sustainable"));
             for (LatencyScenario.Result l : latency) {
-                out.append(fmt("%-22s %,9d %,9.0f %6d %,9.0f  %-24s %-27s %-24s %-15s %,9d  %s%n",
+                out.append(fmt("%-25s %,9d %,9.0f %6d %,9.0f  %-24s %-27s %-24s %-15s %,9d  %s%n",
                         l.variant() + (l.poisoned() ? fmt(" (%,d fails)", l.poisonFailures()) : ""),
                         l.offeredRate(),
                         l.achievedRate(), l.recordsPerTx(), l.ackRate(), stats(l.commitToAck()),
@@ -281,7 +306,7 @@ final class Report {
         if (!goals.isEmpty()) {
             out.append('\n').append("Goals (reported, not asserted)\n");
             for (String[] g : goals) {
-                out.append(fmt("  %-58s %-34s %s%n", g[0], g[1], g[2]));
+                out.append(fmt("  %-68s %-36s %s%n", g[0], g[1], g[2]));
             }
         }
         return out.toString();
@@ -344,6 +369,20 @@ final class Report {
 
     String csv() {
         StringBuilder out = new StringBuilder("section,scenario,run,metric,value\n");
+        for (WriterCostBenchmark.Cell c : writerCost) {
+            String s = "sync_" + c.sync() + "_n_" + c.messages();
+            Map<String, WriterCostBenchmark.Cost> both = new LinkedHashMap<>();
+            both.put("table", c.table());
+            both.put("wal", c.wal());
+            both.forEach((publisher, cost) -> {
+                csvLine(out, "writer_cost", s, c.round(), publisher + "_commits_per_s",
+                        fmt("%.1f", cost.commitsPerSecond()));
+                csvLine(out, "writer_cost", s, c.round(), publisher + "_server_us_per_commit",
+                        fmt("%.2f", cost.serverMicros()));
+                csvLine(out, "writer_cost", s, c.round(), publisher + "_jvm_us_per_commit",
+                        fmt("%.2f", cost.jvmMicros()));
+            });
+        }
         throughput.forEach((scenario, runs) -> {
             int i = 1;
             for (ThroughputScenarios.Run r : runs) {
@@ -361,6 +400,7 @@ final class Report {
         for (LatencyScenario.Result l : latency) {
             String s = "rate_" + l.offeredRate() + (l.poisoned() ? "_poison" : "")
                     + (l.variant().contains(LatencyScenario.MARK_VARIANT) ? "_mark" : "")
+                    + (l.variant().contains(LatencyScenario.WAL_VARIANT) ? "_wal" : "")
                     + (l.variant().endsWith(" " + options.keys + " keys") || l.variant().equals(options.keys + " keys")
                     ? "" : "_keys_" + l.variant().replaceAll("\\D", ""));
             csvLine(out, "latency", s, 1, "offered_per_s", l.offeredRate());
@@ -459,6 +499,18 @@ final class Report {
         workload.put("warmupRows", options.warmupRows);
         meta.put("workload", workload);
         root.put("meta", meta);
+
+        List<Object> writers = new ArrayList<>();
+        for (WriterCostBenchmark.Cell c : writerCost) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("round", c.round());
+            m.put("synchronousCommit", c.sync());
+            m.put("messagesPerTransaction", c.messages());
+            m.put("table", c.table());
+            m.put("wal", c.wal());
+            writers.add(m);
+        }
+        root.put("writerCost", writers);
 
         Map<String, Object> tp = new LinkedHashMap<>();
         throughput.forEach((scenario, runs) -> {

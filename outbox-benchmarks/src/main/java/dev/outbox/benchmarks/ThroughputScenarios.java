@@ -5,6 +5,8 @@ import dev.outbox.DispatcherConfig;
 import dev.outbox.OutboxRecord;
 import dev.outbox.broker.kafka.KafkaMessageBroker;
 import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.ReadResult;
+import dev.outbox.store.postgres.PostgresStore;
 import dev.outbox.spi.Store;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -26,7 +28,9 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
+import java.util.function.LongSupplier;
 
 /**
  * The drain of a pre-filled backlog by the Dispatcher, and the three references it is judged against: the
@@ -34,7 +38,8 @@ import java.util.function.Consumer;
  */
 final class ThroughputScenarios {
     /** The throughput scenarios, in the order they run and are reported. */
-    static final List<String> NAMES = List.of("drain", "drain-mark", "database", "cursor", "broker", "naive");
+    static final List<String> NAMES = List.of("drain", "drain-mark", "drain-wal", "database", "cursor", "wal-ceiling",
+            "broker", "naive");
 
     /** One measured run: {@code records} moved in {@code seconds}, {@code left} rows remaining after it. */
     record Run(String scenario, long records, double seconds, long left, double fillSeconds, String breakdown) {
@@ -91,8 +96,27 @@ final class ThroughputScenarios {
                       Consumer<Dispatcher> instrument, DispatcherConfig.Harvest harvest) throws InterruptedException {
         String topic = env.newTopic("drain");
         double fill = backlog.fill(topic, rows, seed, header, extraValueBytes);
+        return deliver(scenario, rows, fill, env.store(), harvest, instrument, backlog::count);
+    }
+
+    /**
+     * The Dispatcher over the WAL harvest ({@link BenchDatabase#walStore()}) delivers {@code rows} messages that
+     * were emitted into the WAL after its slot was created; timed from its first send to its last
+     * acknowledgement, like {@link #drain}. Left: the messages the slot still holds after the Dispatcher closed
+     * ({@link #walLeft()}).
+     */
+    Run drainWal(int rows, long seed) throws InterruptedException {
+        String topic = env.newTopic("drain-wal");
+        double fill = backlog.fillWal(topic, rows, seed);
+        return deliver("drain-wal", rows, fill, env.database().walStore(), DispatcherConfig.Harvest.CURSOR,
+                d -> { }, this::walLeft);
+    }
+
+    /** The Dispatcher harvests the backlog just filled from {@code raw} into Kafka; see {@link #drain}. */
+    private Run deliver(String scenario, int rows, double fill, Store raw, DispatcherConfig.Harvest harvest,
+                        Consumer<Dispatcher> instrument, LongSupplier left) throws InterruptedException {
         TimingBroker broker = new TimingBroker(env.newBroker("bench-drain"), rows, null);
-        TimingStore store = new TimingStore(env.store());
+        TimingStore store = new TimingStore(raw);
         Dispatcher dispatcher = Dispatcher.builder(store, broker)
                 .config(env.dispatcherConfig().toBuilder().harvest(harvest).build())
                 .name("bench-drain")
@@ -109,7 +133,103 @@ final class ThroughputScenarios {
         double seconds = (end - broker.firstSendNanos()) / 1e9;
         String breakdown = store.summary(seconds) + Report.fmt("; send calls %.0f %% of the time",
                 100 * broker.sendNanos() / 1e9 / seconds);
-        return new Run(scenario, Math.min(rows, broker.acks()), seconds, backlog.count(), fill, breakdown);
+        return new Run(scenario, Math.min(rows, broker.acks()), seconds, left.getAsLong(), fill, breakdown);
+    }
+
+    /**
+     * The messages the WAL harvest's slot holds after its confirmed position, counted by the server
+     * ({@code pg_logical_slot_peek_binary_changes}, the stream closed first): what a new leader would deliver again.
+     */
+    long walLeft() {
+        PostgresStore wal = (PostgresStore) env.database().walStore();
+        wal.harvestStopped();
+        // The stream is closed, but its WAL sender may not have let go of the slot yet: a peek would fail.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (BenchEnvironment.queryLong(env.pool(), "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '"
+                + wal.slot() + "' AND active") > 0) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new IllegalStateException("slot " + wal.slot() + " still active 30 s after the stream closed");
+            }
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(5));
+        }
+        return BenchEnvironment.queryLong(env.pool(), "SELECT count(*) FROM pg_logical_slot_peek_binary_changes('"
+                + wal.slot() + "', NULL, NULL, 'proto_version', '1', 'publication_names', '" + BenchEnvironment.TABLE
+                + "_publication', 'messages', 'true') WHERE get_byte(data, 0) = 77"); // 'M': a logical message
+    }
+
+    /**
+     * The ceiling of the WAL harvest: the WAL store's own {@code read} (its replication stream, decoded) and
+     * {@code purge} (which confirms the slot as far as everything before is finished) take {@code rows} messages
+     * emitted into the WAL with no broker, pipelined like {@link #cursorCeiling}. Timed from the first read (which
+     * opens the stream) to the last purge.
+     */
+    Run walCeiling(int rows, long seed) throws InterruptedException {
+        String topic = env.newTopic("wal-ceiling");
+        double fill = backlog.fillWal(topic, rows, seed);
+        TimingStore store = new TimingStore(env.database().walStore());
+        DispatcherConfig config = env.dispatcherConfig();
+        Semaphore room = new Semaphore(config.maxInFlightRecords());
+        BlockingQueue<List<Long>> read = new ArrayBlockingQueue<>(config.maxInFlightRecords());
+        AtomicLong purged = new AtomicLong();
+        AtomicLong firstMessage = new AtomicLong();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        CountDownLatch finished = new CountDownLatch(1);
+        long started = System.nanoTime();
+        long deadline = started + options.timeout.toNanos();
+        Thread readThread = new Thread(() -> {
+            long cursor = 0;
+            long total = 0;
+            try {
+                while (total < rows && System.nanoTime() - deadline < 0) {
+                    room.acquire(config.markBatchSize());
+                    int limit = config.markBatchSize() + room.drainPermits();
+                    List<Long> ids = new ArrayList<>(limit);
+                    ReadResult result = store.read(cursor, List.of(), limit);
+                    for (OutboxRecord r : result.rows().records()) {
+                        ids.add(r.id());
+                    }
+                    for (MarkResult.Rejected r : result.rows().rejected()) {
+                        ids.add(r.id());
+                    }
+                    room.release(limit - ids.size());
+                    if (ids.isEmpty()) {
+                        continue; // the stream is still opening, or the server is still decoding
+                    }
+                    firstMessage.compareAndSet(0, System.nanoTime());
+                    ids.sort(null);
+                    cursor = ids.get(ids.size() - 1);
+                    total += ids.size();
+                    read.put(ids);
+                }
+                read.put(List.of());
+            } catch (Throwable e) {
+                failure.compareAndSet(null, e);
+                finished.countDown();
+            }
+        }, "bench-wal-read");
+        Thread purgeThread = purger("bench-wal-purge", read, store, config, room, purged, failure, finished);
+        readThread.setDaemon(true);
+        purgeThread.setDaemon(true);
+        readThread.start();
+        purgeThread.start();
+        boolean done = finished.await(options.timeout.toSeconds() + 10, TimeUnit.SECONDS);
+        long end = System.nanoTime();
+        readThread.interrupt();
+        purgeThread.interrupt();
+        readThread.join(10_000);
+        purgeThread.join(10_000);
+        if (failure.get() != null) {
+            throw new IllegalStateException("WAL ceiling failed: " + failure.get(), failure.get());
+        }
+        if (!done || purged.get() < rows) {
+            Progress.say("WAL ceiling timed out after %s with %,d of %,d messages", options.timeout, purged.get(),
+                    rows);
+        }
+        double seconds = (end - started) / 1e9;
+        String breakdown = store.summary(seconds) + (firstMessage.get() == 0 ? ""
+                : Report.fmt("; first message read %.0f ms after the first read began",
+                (firstMessage.get() - started) / 1e6));
+        return new Run("wal-ceiling", purged.get(), seconds, walLeft(), fill, breakdown);
     }
 
     /**

@@ -3,8 +3,8 @@ package dev.outbox.benchmarks;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outbox.OutboxMessage;
 import dev.outbox.Publisher;
-import dev.outbox.store.postgres.PostgresPublisher;
 import dev.outbox.store.postgres.PostgresStore;
+import dev.outbox.store.postgres.WalHarvest;
 import dev.outbox.testservers.Jdbc;
 import dev.outbox.testservers.JdbcServer;
 import dev.outbox.testservers.TestServers;
@@ -12,9 +12,6 @@ import dev.outbox.testservers.TestServers;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
-import java.lang.reflect.Constructor;
-import java.lang.reflect.Field;
-import java.lang.reflect.Method;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -47,7 +44,11 @@ public final class WriterCostBenchmark {
     }
 
     /** What one cell measured: commits per second, and CPU microseconds per commit. */
-    private record Cost(double commitsPerSecond, double serverMicros, double jvmMicros) {
+    record Cost(double commitsPerSecond, double serverMicros, double jvmMicros) {
+    }
+
+    /** One line of the table: a round ({@code warm} or its number), a synchronous_commit, n, both publishers. */
+    record Cell(String round, String sync, int messages, Cost table, Cost wal) {
     }
 
     /** Runs the measurement; see the class comment for the arguments. */
@@ -62,15 +63,22 @@ public final class WriterCostBenchmark {
     /**
      * Runs {@code rounds} rounds (after a warm-up round of at most 1 s per cell) of {@code seconds} per cell,
      * printing the table to {@code out} line by line, headed by {@code command}.
+     *
+     * @return the measured cells, the warm-up round's included
      */
-    static void run(String command, double seconds, int rounds, PrintStream out) throws Exception {
+    static List<Cell> run(String command, double seconds, int rounds, PrintStream out) throws Exception {
+        List<Cell> cells = new ArrayList<>();
         JdbcServer server = TestServers.postgres();
         String url = server.createDatabase("outbox_writer_cost");
         try (HikariDataSource pool = BenchEnvironment.pool(url, server.username(), server.password(), 2)) {
             PostgresStore store = PostgresStore.builder(pool).build();
             store.createSchema();
             Publisher table = store.publisher();
-            Publisher wal = walPublisher(store);
+            PostgresStore walStore = PostgresStore.builder(pool).walHarvest(WalHarvest.builder(url)
+                    .user(server.username()).password(server.password()).build()).build();
+            walStore.createSchema(); // the emit functions, and a slot and publication ...
+            walStore.dropSlot();     // ... dropped: with no reader, a slot only holds WAL back
+            Publisher wal = walStore.publisher();
             ServerCpu serverCpu = ServerCpu.ofPostgres(pool);
             out.println("command: " + command);
             out.println(Machine.describe() + ", load average " + Machine.loadAverage());
@@ -96,6 +104,8 @@ public final class WriterCostBenchmark {
                                 tableCost = measure(pool, serverCpu, table, batch, sync, cell);
                             }
                         }
+                        cells.add(new Cell(round == 0 ? "warm" : String.valueOf(round), sync, n, tableCost,
+                                walCost));
                         out.printf("%-5s %-4s %-3d | %,10.0f %10.1f %10.1f | %,10.0f %10.1f %10.1f"
                                         + " | %8.2f %8.2f%n", round == 0 ? "warm" : round, sync, n,
                                 tableCost.commitsPerSecond(), tableCost.serverMicros(), tableCost.jvmMicros(),
@@ -108,6 +118,7 @@ public final class WriterCostBenchmark {
             out.println("server µs / JVM µs: CPU time per commit of all the Postgres server's processes and of"
                     + " the writer's thread; commits/s: wall clock, the figure most disturbed by other load");
         }
+        return cells;
     }
 
     private static List<OutboxMessage> batch(int n) {
@@ -152,32 +163,5 @@ public final class WriterCostBenchmark {
             return new Cost(commits / ((now - started) / 1e9), serverSeconds * 1e6 / commits,
                     jvmNanos / 1e3 / commits);
         }
-    }
-
-    /**
-     * The store's publisher in WAL mode. Its constructor is package-private until the store's builder can choose
-     * the WAL harvest; this calls it with the store's own settings (names, maxKeyLength, query timeout,
-     * decorators) and the prefix {@code WalSql.prefix} gives those names.
-     */
-    private static Publisher walPublisher(PostgresStore store) throws ReflectiveOperationException {
-        PostgresPublisher tablePublisher = store.publisher();
-        Class<?> namesType = Class.forName("dev.outbox.spi.SqlTableNames");
-        Class<?> decoratorsType = Class.forName("dev.outbox.spi.MessageDecorators");
-        Object names = field(tablePublisher, PostgresPublisher.class, "names");
-        Method prefix = Class.forName("dev.outbox.store.postgres.WalSql").getDeclaredMethod("prefix", namesType);
-        prefix.setAccessible(true);
-        Constructor<PostgresPublisher> constructor = PostgresPublisher.class.getDeclaredConstructor(namesType,
-                int.class, int.class, decoratorsType, String.class);
-        constructor.setAccessible(true);
-        return constructor.newInstance(names, store.maxKeyLength(),
-                field(tablePublisher, PostgresPublisher.class, "queryTimeoutSeconds"),
-                field(tablePublisher, dev.outbox.store.sql.SqlPublisher.class, "decorators"),
-                prefix.invoke(null, names));
-    }
-
-    private static Object field(Object target, Class<?> owner, String name) throws ReflectiveOperationException {
-        Field field = owner.getDeclaredField(name);
-        field.setAccessible(true);
-        return field.get(target);
     }
 }

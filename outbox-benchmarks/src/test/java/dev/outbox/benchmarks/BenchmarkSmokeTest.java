@@ -19,14 +19,14 @@ class BenchmarkSmokeTest {
         Path out = Path.of("target", "benchmark-smoke");
         BenchmarkOptions options = BenchmarkOptions.parse(new String[] {
                 "--rows", "3000", "--naive-rows", "100", "--repeat", "1", "--warmup-rows", "0",
-                "--rates", "500", "--duration", "1.5", "--latency-warmup", "0.5", "--writers", "2",
+                "--rates", "500", "--duration", "1.5", "--writer-cost-seconds", "0.05", "--latency-warmup", "0.5", "--writers", "2",
                 "--takeover-modes", "close", "--takeover-repeat", "1", "--takeover-rate", "200",
                 "--out", out.toString()});
 
         Report report = Benchmark.run(options);
 
-        assertThat(report.throughput).containsOnlyKeys("drain", "drain-mark", "database", "cursor", "broker",
-                "naive");
+        assertThat(report.throughput).containsOnlyKeys("drain", "drain-mark", "drain-wal", "database", "cursor",
+                "wal-ceiling", "broker", "naive");
         for (List<ThroughputScenarios.Run> runs : report.throughput.values()) {
             assertThat(runs).hasSize(1);
             assertThat(runs.get(0).rate()).isPositive();
@@ -37,9 +37,15 @@ class BenchmarkSmokeTest {
         assertThat(report.throughput.get("drain-mark").get(0).left()).isZero();
         assertThat(report.throughput.get("database").get(0).left()).isZero();
         assertThat(report.throughput.get("cursor").get(0).left()).isZero();
+        assertThat(report.throughput.get("drain-wal").get(0).records()).isEqualTo(3000);
+        assertThat(report.throughput.get("drain-wal").get(0).left()).as("left in the slot").isZero();
+        assertThat(report.throughput.get("wal-ceiling").get(0).records()).isEqualTo(3000);
+        assertThat(report.throughput.get("wal-ceiling").get(0).left()).as("left in the slot").isZero();
+        assertThat(report.writerCost).as("warm-up and one round: sync off/on x 1, 10 messages").hasSize(8)
+                .allSatisfy(c -> assertThat(c.wal().commitsPerSecond()).isPositive());
         assertThat(report.throughput.get("naive").get(0).left()).isZero();
-        assertThat(report.latency).as("--rates 500 with each harvest, then the poison scenario without and with the"
-                + " poison key").hasSize(4).allSatisfy(l -> {
+        assertThat(report.latency).as("--rates 500 with each harvest (cursor, WAL, mark), then the poison scenario"
+                + " without and with the poison key").hasSize(5).allSatisfy(l -> {
             assertThat(l.unacknowledged()).isZero();
             assertThat(l.commitToAck().count()).isPositive();
         });
@@ -48,15 +54,21 @@ class BenchmarkSmokeTest {
             assertThat(r.records()).isEqualTo(3000 + options.partitions);
             assertThat(r.rate()).isPositive();
         });
-        assertThat(report.latency.get(1).variant()).startsWith(LatencyScenario.MARK_VARIANT);
-        assertThat(report.latency.get(3).poisoned()).isTrue();
-        assertThat(report.latency.get(3).poisonFailures()).isPositive();
-        assertThat(report.text()).contains("Dispatcher -> Kafka (cursor harvest)", "(mark harvest)",
+        assertThat(report.latency.get(1).variant()).startsWith(LatencyScenario.WAL_VARIANT);
+        assertThat(report.latency.get(2).variant()).startsWith(LatencyScenario.MARK_VARIANT);
+        assertThat(report.latency.get(4).poisoned()).isTrue();
+        assertThat(report.latency.get(4).poisonFailures()).isPositive();
+        assertThat(report.text()).contains("Writer cost", "table INSERT", "WAL emit", "wal_level=logical",
+                "synchronous_commit=on", "Dispatcher -> Kafka (cursor harvest)", "(mark harvest)", "(WAL harvest)",
+                "WAL ceiling",
                 "database ceiling", "read+purge",
                 "poison key", "Goals");
         assertThat(out.resolve("results.txt")).exists();
         assertThat(Files.readString(out.resolve("results.csv"))).startsWith("section,scenario,run,metric,value\n")
-                .contains("throughput,drain,1,records_per_s,", "consumer,inbox,1,records_per_s,");
-        assertThat(Files.readString(out.resolve("results.json"))).contains("\"throughput\"", "\"dispatcherRatio\"");
+                .contains("throughput,drain,1,records_per_s,", "throughput,drain-wal,1,records_per_s,",
+                        "latency,rate_500_wal,1,commit_to_ack_p50_ms,", "writer_cost,sync_on_n_10,1,wal_commits_per_s,",
+                        "consumer,inbox,1,records_per_s,");
+        assertThat(Files.readString(out.resolve("results.json"))).contains("\"throughput\"", "\"dispatcherRatio\"",
+                "\"writerCost\"");
     }
 }
