@@ -299,6 +299,9 @@ final class PgOutputStream implements CommitStream {
         LOG.info("Closed the stream of replication slot {} (confirmed {})", settings.slot(), lsn(confirmed.get()));
     }
 
+    /** The least time between two status updates sent because the confirmed position moved. */
+    private static final long CONFIRM_GAP_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+
     // ---- the reader thread ----
 
     private void readLoop() {
@@ -315,6 +318,12 @@ final class PgOutputStream implements CommitStream {
                     stream.setFlushedLSN(LogSequenceNumber.valueOf(toConfirm));
                     stream.setAppliedLSN(LogSequenceNumber.valueOf(toConfirm));
                     pushed = toConfirm;
+                    // A confirmation goes out at once (at most one status update per CONFIRM_GAP_NANOS): what the
+                    // slot has not heard of is what the harvest's ledger must keep, and rewrite at every purge.
+                    if (System.nanoTime() - lastForced >= CONFIRM_GAP_NANOS) {
+                        stream.forceUpdateStatus();
+                        lastForced = System.nanoTime();
+                    }
                 }
                 if (closed) {
                     stream.forceUpdateStatus();
