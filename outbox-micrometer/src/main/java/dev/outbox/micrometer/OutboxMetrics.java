@@ -114,7 +114,7 @@ public final class OutboxMetrics implements MeterBinder, AutoCloseable {
     /** Every meter name this binder registers. */
     public static final Set<String> METER_NAMES = Set.of(RECORDS_SENT, RECORDS_ACKNOWLEDGED, RECORDS_FAILED,
             RECORDS_PARKED, RECORDS_IN_FLIGHT, RECORDS_HELD, BACKLOG, PARKED, LEADER, LAG, ACK_LATENCY, SEND_DURATION,
-            MARK_DURATION, PURGE_DURATION, MARK_SIZE, PURGE_SIZE, CALLBACK_ERRORS);
+            MARK_DURATION, PURGE_DURATION, MARK_SIZE, PURGE_SIZE, CALLBACK_ERRORS, RETAINED);
 
     /** The tag naming the outbox. */
     public static final String OUTBOX_TAG = "outbox";

@@ -116,8 +116,10 @@ class OutboxMetricsDashboardTest {
         assertThat(scrapedNames()).as("metrics the binder registers, for the alerts' " + used).containsAll(used);
         List<String> alerts = new ArrayList<>();
         collect(rules, "alert", alerts);
-        assertThat(alerts).containsExactlyInAnyOrder("OutboxLagHigh", "OutboxRecordsParked", "OutboxRecordsHeld", "OutboxNoLeader");
+        assertThat(alerts).containsExactlyInAnyOrder("OutboxLagHigh", "OutboxRecordsParked", "OutboxRecordsHeld",
+                "OutboxNoLeader", "OutboxWalSlotRetainsTooMuch");
         assertThat(expressions).anySatisfy(e -> assertThat(e).contains("outbox_lag_seconds").contains(">"))
+                .anySatisfy(e -> assertThat(e).contains("outbox_retained_bytes").contains("> 1073741824"))
                 .anySatisfy(e -> assertThat(e).contains("outbox_parked").contains("> 0"))
                 .anySatisfy(e -> assertThat(e).contains("outbox_leader").contains("< 1"))
                 .anySatisfy(e -> assertThat(e).contains("outbox_records_held").contains("> 0"));
