@@ -123,8 +123,6 @@ public final class StreamHarvest {
     private final TreeMap<Long, Pending> pending = new TreeMap<>();
     /** The last id given. Guarded by this. */
     private long lastId;
-    /** The highest position confirmed to the current stream. Guarded by this. */
-    private long confirmed;
     /** The distinct transaction end positions received and not confirmed yet, ascending. Guarded by this. */
     private final TreeSet<Long> ends = new TreeSet<>();
     /**
@@ -147,8 +145,11 @@ public final class StreamHarvest {
     private long savedVersion;
     /** Whether {@link #done} was loaded from the ledger since the last stop. Guarded by this. */
     private boolean loaded;
-    /** The highest position confirmed since the last {@link #stop()}, across streams. Guarded by this. */
-    private long confirmedSinceStop;
+    /**
+     * The highest position confirmed since the last {@link #stop()}, across streams: a stream opened after a failure
+     * is confirmed this far at once. Guarded by this.
+     */
+    private long confirmed;
 
     /**
      * @param opener   opens a stream, starting after the position last confirmed; called by {@link #read}, may block
@@ -206,8 +207,7 @@ public final class StreamHarvest {
                     loaded = true;
                 }
                 stream = s;
-                confirmed = confirmedSinceStop;
-                again = confirmedSinceStop;
+                again = confirmed;
             }
             if (again > 0) {
                 s.confirm(again); // what the failed stream may not have sent
@@ -338,7 +338,6 @@ public final class StreamHarvest {
             return -1;
         }
         confirmed = to;
-        confirmedSinceStop = Math.max(confirmedSinceStop, to);
         ends.headSet(to, true).clear();
         return to;
     }
@@ -400,7 +399,7 @@ public final class StreamHarvest {
             ends.clear();
             receivedEnd = 0;
             receivedPosition = 0;
-            confirmedSinceStop = 0;
+            confirmed = 0;
             done.clear();
             loaded = false;
         }
