@@ -24,6 +24,7 @@ import java.sql.Statement;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -185,8 +186,8 @@ public final class PostgresStore extends SqlStore {
         this.streamed = wal == null ? null : new StreamHarvest(this::openStream, this::decode, wal.readWait(),
                 new StreamHarvest.Ledger() {
                     @Override
-                    public long save(Map<Long, Long> finished) {
-                        return saveLedger(finished);
+                    public long append(Map<Long, Long> finished) {
+                        return appendLedger(finished);
                     }
 
                     @Override
@@ -276,19 +277,20 @@ public final class PostgresStore extends SqlStore {
         this.retainedSql = "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn) FROM pg_replication_slots"
                 + " WHERE slot_name = ?";
         String ledgerTable = quoted(names, names.table() + "_wal_ledger");
-        this.ledgerDdl = "CREATE TABLE IF NOT EXISTS " + ledgerTable + " (slot text PRIMARY KEY,"
-                + " positions bigint[] NOT NULL, ends bigint[] NOT NULL, saved_at timestamptz NOT NULL DEFAULT now())";
+        // One row per append (a purge batch), so that a purge pays for what it finished, not for everything kept.
+        this.ledgerDdl = "CREATE TABLE IF NOT EXISTS " + ledgerTable + " (slot text NOT NULL, max_end bigint NOT NULL,"
+                + " positions bigint[] NOT NULL, ends bigint[] NOT NULL, saved_at timestamptz NOT NULL DEFAULT now());"
+                + " CREATE INDEX IF NOT EXISTS \"" + names.table() + "_wal_ledger_slot\" ON " + ledgerTable
+                + " (slot, max_end)";
         // One statement: the slot's confirmed position (what the server has, not what the stream last sent), the
-        // entries above it, the upsert; it returns the position, below which the harvest forgets its entries.
+        // rows it vouches for deleted, the new entries inserted as one row unless the position vouches for them
+        // too; it returns the position, below which the harvest forgets its entries.
         this.saveLedgerSql = "WITH s AS (SELECT COALESCE((SELECT CAST(pg_wal_lsn_diff(confirmed_flush_lsn, '0/0') AS"
                 + " bigint) FROM pg_replication_slots WHERE slot_name = ?), 0) AS c),"
-                + " e AS (SELECT u.p, u.x FROM unnest(CAST(? AS bigint[]), CAST(? AS bigint[])) AS u(p, x), s"
-                + " WHERE u.x > s.c),"
-                + " up AS (INSERT INTO " + ledgerTable + " (slot, positions, ends, saved_at)"
-                + " SELECT ?, COALESCE(array_agg(p ORDER BY p), '{}'), COALESCE(array_agg(x ORDER BY p), '{}'), now()"
-                + " FROM e ON CONFLICT (slot) DO UPDATE SET positions = EXCLUDED.positions, ends = EXCLUDED.ends,"
-                + " saved_at = now() RETURNING 1)"
-                + " SELECT s.c FROM s, up";
+                + " gone AS (DELETE FROM " + ledgerTable + " WHERE slot = ? AND max_end <= (SELECT c FROM s)),"
+                + " added AS (INSERT INTO " + ledgerTable + " (slot, max_end, positions, ends)"
+                + " SELECT ?, ?, ?, ? FROM s WHERE ? > s.c)"
+                + " SELECT c FROM s";
         this.loadLedgerSql = "SELECT positions, ends FROM " + ledgerTable + " WHERE slot = ?";
     }
 
@@ -817,28 +819,38 @@ public final class PostgresStore extends SqlStore {
     }
 
     /**
-     * Keeps the WAL messages finished above the slot's confirmed position in the ledger table, one row per slot
-     * (see {@link StreamHarvest.Ledger}): one statement per purge batch, only when the set changed.
+     * Adds the WAL messages just finished to the ledger table as one row, and deletes the rows the slot's confirmed
+     * position vouches for (see {@link StreamHarvest.Ledger}): one statement per purge batch, whose cost is that of
+     * the batch, not of everything the ledger keeps.
      */
-    private long saveLedger(Map<Long, Long> finished) {
-        Long[] positions = finished.keySet().toArray(new Long[0]);
-        Long[] ends = finished.values().toArray(new Long[0]);
+    private long appendLedger(Map<Long, Long> finished) {
+        Long[] positions = new Long[finished.size()];
+        Long[] ends = new Long[finished.size()];
+        long maxEnd = 0;
+        int i = 0;
+        for (Map.Entry<Long, Long> e : finished.entrySet()) {
+            positions[i] = e.getKey();
+            ends[i++] = e.getValue();
+            maxEnd = Math.max(maxEnd, e.getValue());
+        }
+        long last = maxEnd;
         return inTransaction("saving the WAL ledger of slot " + slot, settingsSql, handle ->
-                handle.createQuery(saveLedgerSql).bind(0, slot).bind(1, bigints(positions)).bind(2, bigints(ends))
-                        .bind(3, slot).mapTo(Long.class).one());
+                handle.createQuery(saveLedgerSql).bind(0, slot).bind(1, slot).bind(2, slot).bind(3, last)
+                        .bind(4, bigints(positions)).bind(5, bigints(ends)).bind(6, last).mapTo(Long.class).one());
     }
 
     private Map<Long, Long> loadLedger() {
-        return inTransaction("loading the WAL ledger of slot " + slot, settingsSql, handle ->
+        Map<Long, Long> kept = new HashMap<>();
+        inTransaction("loading the WAL ledger of slot " + slot, settingsSql, handle ->
                 handle.createQuery(loadLedgerSql).bind(0, slot).map((rs, ctx) -> {
                     Long[] positions = (Long[]) rs.getArray(1).getArray();
                     Long[] ends = (Long[]) rs.getArray(2).getArray();
-                    Map<Long, Long> kept = new TreeMap<>();
-                    for (int i = 0; i < positions.length && i < ends.length; i++) {
-                        kept.put(positions[i], ends[i]);
+                    for (int n = 0; n < positions.length && n < ends.length; n++) {
+                        kept.put(positions[n], ends[n]);
                     }
-                    return kept;
-                }).findOne().orElse(new TreeMap<>()));
+                    return positions.length;
+                }).list());
+        return kept;
     }
 
     /** Decodes a streamed message: a record, or a rejected row naming what is wrong with it. */
@@ -930,7 +942,7 @@ public final class PostgresStore extends SqlStore {
     }
 
     /**
-     * The DDL of the WAL harvest's ledger table, {@code <table>_wal_ledger}: one row per slot naming the messages a
+     * The DDL of the WAL harvest's ledger table, {@code <table>_wal_ledger}: rows per slot naming the messages a
      * leader finished above the slot's confirmed position, so that the next leader does not send them again (see
      * {@link StreamHarvest.Ledger}). Idempotent; {@link #createSchema()} runs it with the WAL harvest.
      */
