@@ -151,6 +151,8 @@ public final class PostgresStore extends SqlStore {
     private final DataSource walConnections;
     private final String walParkSql;
     private final String ledgerDdl;
+    /** The channel the publisher notifies and the leader listens on; null when commit notifications are off. */
+    private final String notifyChannel;
     private final String saveLedgerSql;
     private final String loadLedgerSql;
     private final String walReplaySql;
@@ -179,7 +181,10 @@ public final class PostgresStore extends SqlStore {
         super(builder);
         this.wal = builder.wal;
         this.walPrefix = wal == null ? null : WalSql.prefix(names);
-        this.publisher = new PostgresPublisher(names, maxKeyLength(), queryTimeoutSeconds(), decorators(), walPrefix);
+        this.notifyChannel = wal == null && builder.commitNotifications
+                ? PgCommitListener.channel(names.schema(), names.table()) : null;
+        this.publisher = new PostgresPublisher(names, maxKeyLength(), queryTimeoutSeconds(), decorators(), walPrefix,
+                notifyChannel);
         this.slot = wal == null ? null : wal.slot() != null ? wal.slot() : defaultSlot(wal.url(), names);
         this.publication = wal == null ? null : wal.publication() != null ? wal.publication()
                 : names.table() + "_publication";
@@ -411,6 +416,16 @@ public final class PostgresStore extends SqlStore {
     @Override
     public boolean readWaits() {
         return wal != null;
+    }
+
+    /**
+     * With commit notifications on (the default, see {@link Builder#commitNotifications}) and the table harvested:
+     * listens on this outbox's channel with one connection of the store's pool, held until the subscription is
+     * closed. Null otherwise (the WAL harvest's read waits for messages instead).
+     */
+    @Override
+    public CommitWatch watchCommits(Runnable wakeUp) {
+        return notifyChannel == null ? null : new PgCommitListener(jdbi(), notifyChannel, wakeUp);
     }
 
     /** With the WAL harvest: closes the replication stream, which releases the slot for the next leader. */
@@ -942,6 +957,36 @@ public final class PostgresStore extends SqlStore {
     }
 
     /**
+     * The channel this outbox's commits are notified on ({@code LISTEN}/{@code pg_notify}): the table's name,
+     * schema-qualified if a schema is set; empty when commit notifications are off or the WAL is harvested.
+     */
+    public Optional<String> notifyChannel() {
+        return Optional.ofNullable(notifyChannel);
+    }
+
+    /**
+     * The DDL of an optional statement-level trigger that notifies this outbox's channel after every
+     * {@code INSERT} into its table, whoever writes it: for plain-SQL writers in any language, so that their rows
+     * wake the leader too (this store's own publisher notifies without it; with both, Postgres folds the two
+     * notifications of a transaction into one). Idempotent (Postgres 14 or later). Not applied by
+     * {@link #createSchema()}.
+     *
+     * @throws IllegalStateException if commit notifications are off or the WAL is harvested
+     */
+    public String notifyTriggerSql() {
+        if (notifyChannel == null) {
+            throw new IllegalStateException("notifyTriggerSql needs commit notifications on a table harvest"
+                    + " (PostgresStore.Builder.commitNotifications), and " + names.outbox() + " has none");
+        }
+        String function = (names.schema() == null ? "" : '"' + names.schema() + "\".") + '"' + names.table()
+                + "_notify\"";
+        return "CREATE OR REPLACE FUNCTION " + function + "() RETURNS trigger LANGUAGE plpgsql AS $$"
+                + " BEGIN PERFORM pg_notify('" + notifyChannel + "', ''); RETURN NULL; END $$;"
+                + " CREATE OR REPLACE TRIGGER \"" + names.table() + "_notify\" AFTER INSERT ON " + names.outbox()
+                + " FOR EACH STATEMENT EXECUTE FUNCTION " + function + "()";
+    }
+
+    /**
      * The DDL of the WAL harvest's ledger table, {@code <table>_wal_ledger}: rows per slot naming the messages a
      * leader finished above the slot's confirmed position, so that the next leader does not send them again (see
      * {@link StreamHarvest.Ledger}). Idempotent; {@link #createSchema()} runs it with the WAL harvest.
@@ -1001,6 +1046,21 @@ public final class PostgresStore extends SqlStore {
      */
     public static final class Builder extends SqlStore.Builder<Builder, PostgresStore> {
         private WalHarvest wal;
+        private boolean commitNotifications = true;
+
+        /**
+         * Whether the leader is woken by Postgres' {@code LISTEN/NOTIFY} when rows are committed, so that an idle
+         * outbox publishes within milliseconds instead of at the leader's next poll (up to {@code pollInterval}).
+         * With it on, this store's publisher calls {@code pg_notify} in the writer's transaction (Postgres delivers
+         * it at commit, one per transaction), and the leader holds one connection of the store's pool for as long
+         * as it leads, listening. Polling stays the safety net: a notification lost with a connection delays a row,
+         * never loses it. Plain-SQL writers notify through {@link PostgresStore#notifyTriggerSql()}. Ignored by the
+         * WAL harvest, which is pushed to anyway. Default: on.
+         */
+        public Builder commitNotifications(boolean on) {
+            this.commitNotifications = on;
+            return this;
+        }
 
         private Builder(Jdbi jdbi) {
             super(jdbi, PostgresDialect.DIALECT, PostgresStore::new);

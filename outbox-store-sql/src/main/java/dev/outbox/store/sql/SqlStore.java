@@ -79,6 +79,11 @@ public abstract class SqlStore implements Store, ParkedRecords {
     }
 
     /** The decorators the publisher applies to every message, in order ({@link Builder#decorator}). */
+    /** The connections this store works on, for an adapter that must hold one of its own (a listener). */
+    protected final Jdbi jdbi() {
+        return jdbi;
+    }
+
     protected final MessageDecorators decorators() {
         return decorators;
     }
