@@ -42,6 +42,8 @@ final class PgCommitListener implements Store.CommitWatch {
     private final Thread thread;
     private volatile boolean closed;
     private volatile boolean listening;
+    /** The listening connection's server process id, 0 while none; for tests. */
+    private volatile int backendPid;
 
     /**
      * Starts listening on {@code channel} (a notification channel name, not quoted) with a connection of
@@ -61,6 +63,11 @@ final class PgCommitListener implements Store.CommitWatch {
         return listening;
     }
 
+    /** The listening connection's server process id, 0 while none. */
+    int backendPid() {
+        return backendPid;
+    }
+
     @Override
     public void close() {
         closed = true;
@@ -75,6 +82,7 @@ final class PgCommitListener implements Store.CommitWatch {
                 Connection connection = handle.getConnection();
                 PGConnection pg = connection.unwrap(PGConnection.class);
                 execute(connection, "LISTEN " + quote(channel));
+                backendPid = pg.getBackendPID();
                 listening = true;
                 if (down) {
                     log.info("Listening for commits on channel {} again", channel);
@@ -86,6 +94,7 @@ final class PgCommitListener implements Store.CommitWatch {
                     listen(connection, pg);
                 } finally {
                     listening = false;
+                    backendPid = 0;
                     if (!connection.isClosed()) {
                         execute(connection, "UNLISTEN " + quote(channel)); // the connection goes back to the pool
                     }

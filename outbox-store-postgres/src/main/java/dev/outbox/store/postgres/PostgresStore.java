@@ -185,6 +185,7 @@ public final class PostgresStore extends SqlStore {
                 ? PgCommitListener.channel(names.schema(), names.table()) : null;
         this.publisher = new PostgresPublisher(names, maxKeyLength(), queryTimeoutSeconds(), decorators(), walPrefix,
                 notifyChannel);
+        wakeOnCommitted(publisher);
         this.slot = wal == null ? null : wal.slot() != null ? wal.slot() : defaultSlot(wal.url(), names);
         this.publication = wal == null ? null : wal.publication() != null ? wal.publication()
                 : names.table() + "_publication";
@@ -421,11 +422,15 @@ public final class PostgresStore extends SqlStore {
     /**
      * With commit notifications on (the default, see {@link Builder#commitNotifications}) and the table harvested:
      * listens on this outbox's channel with one connection of the store's pool, held until the subscription is
-     * closed. Null otherwise (the WAL harvest's read waits for messages instead).
+     * closed. With them off, this process's publishers only ({@link dev.outbox.Publisher#committed()}). Null with
+     * the WAL harvest, whose read waits for messages instead.
      */
     @Override
     public CommitWatch watchCommits(Runnable wakeUp) {
-        return notifyChannel == null ? null : new PgCommitListener(jdbi(), notifyChannel, wakeUp);
+        if (wal != null) {
+            return null;
+        }
+        return notifyChannel == null ? localCommitWatch(wakeUp) : new PgCommitListener(jdbi(), notifyChannel, wakeUp);
     }
 
     /** With the WAL harvest: closes the replication stream, which releases the slot for the next leader. */
