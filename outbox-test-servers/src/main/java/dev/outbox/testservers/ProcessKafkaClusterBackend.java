@@ -22,6 +22,7 @@ import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.DescribeClusterOptions;
 import org.apache.kafka.clients.admin.ListTopicsOptions;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.common.Node;
@@ -60,6 +61,8 @@ final class ProcessKafkaClusterBackend implements KafkaBackend {
     static final int BROKERS = 3;
     static final int CONTROLLER_ID = 1000;
     private static final long START_TIMEOUT_SECONDS = 120;
+    /** The controller's {@code broker.session.timeout.ms}. */
+    private static final long SESSION_MILLIS = 2_000;
     /**
      * Start-up costs CPU, not waiting: each node spends about 4.5 s of CPU loading and running Kafka's start-up code
      * (measured on the 2-core build machine), so four nodes need 18 s of CPU, and on two cores at least 9 s. Only
@@ -76,6 +79,8 @@ final class ProcessKafkaClusterBackend implements KafkaBackend {
     private final String clusterId = Uuid.randomUuid().toString();
     private final int[] brokerPorts = new int[BROKERS];
     private final ServerProcess[] brokers = new ServerProcess[BROKERS];
+    /** When each broker was last killed ({@link System#nanoTime()}), or 0. */
+    private final long[] killedAt = new long[BROKERS];
     private int controllerPort;
     private ServerProcess controller;
     private String bootstrapServers;
@@ -147,7 +152,7 @@ final class ProcessKafkaClusterBackend implements KafkaBackend {
         p.put("log.dirs", nodeDirectory(nodeId).resolve("data").toString());
         // A killed broker is fenced (and a restarted one may register again) once its session expired: 9 s by
         // default, 2 s here.
-        p.put("broker.session.timeout.ms", "2000");
+        p.put("broker.session.timeout.ms", Long.toString(SESSION_MILLIS));
         p.put("broker.heartbeat.interval.ms", "500");
         // Topic defaults: the controller applies them when it creates a topic, the leader when it appends.
         p.put("default.replication.factor", Integer.toString(BROKERS));
@@ -254,6 +259,7 @@ final class ProcessKafkaClusterBackend implements KafkaBackend {
             awaitBrokers(Set.of(index), true);
         } else {
             brokers[index].kill();
+            killedAt[index] = System.nanoTime();
         }
     }
 
@@ -261,6 +267,10 @@ final class ProcessKafkaClusterBackend implements KafkaBackend {
      * Waits until the controller counts {@code expected} among its live (registered, unfenced) brokers and, with
      * {@code inSync}, until each of them is in the in-sync replicas of every partition it holds; fails with the end
      * of a node's log if its process has exited.
+     *
+     * <p>A broker killed a moment ago is still registered, unfenced and in sync until its session expires: the
+     * controller has not noticed yet. So for a killed broker, the new process counts only once the old one has been
+     * seen fenced (or gone), or its session has certainly expired; the new process cannot register before that anyway.
      */
     private void awaitBrokers(Set<Integer> expected, boolean inSync) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(START_TIMEOUT_SECONDS);
@@ -270,6 +280,12 @@ final class ProcessKafkaClusterBackend implements KafkaBackend {
                 AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 2_000,
                 AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 3_000,
                 AdminClientConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, 200))) {
+            Set<Integer> stale = new TreeSet<>();
+            for (int i : expected) {
+                if (killedAt[i] != 0) {
+                    stale.add(i);
+                }
+            }
             Supplier<String> state = () -> "brokers " + expected + " of the Kafka cluster at " + bootstrapServers
                     + (inSync ? " back in sync" : " registered") + " within " + START_TIMEOUT_SECONDS + " s; see "
                     + directory;
@@ -278,7 +294,8 @@ final class ProcessKafkaClusterBackend implements KafkaBackend {
                 for (int i : expected) {
                     brokers[i].checkAlive();
                 }
-                if (ready(admin, expected, inSync)) {
+                forget(admin, stale);
+                if (stale.isEmpty() && ready(admin, expected, inSync)) {
                     return;
                 }
                 if (System.nanoTime() - deadline > 0) {
@@ -286,6 +303,28 @@ final class ProcessKafkaClusterBackend implements KafkaBackend {
                 }
                 LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
             }
+        }
+    }
+
+    /**
+     * Removes from {@code stale} each broker whose old registration the controller has fenced (or dropped), or whose
+     * session has certainly expired (twice the session timeout after the kill).
+     */
+    private void forget(Admin admin, Set<Integer> stale) {
+        if (stale.isEmpty()) {
+            return;
+        }
+        stale.removeIf(i -> System.nanoTime() - killedAt[i] >= TimeUnit.MILLISECONDS.toNanos(2 * SESSION_MILLIS));
+        try {
+            Collection<Node> all = admin.describeCluster(new DescribeClusterOptions().includeFencedBrokers(true))
+                    .nodes().get(3, TimeUnit.SECONDS);
+            Set<Integer> unfenced = all.stream().filter(n -> !n.isFenced()).map(Node::id).collect(Collectors.toSet());
+            stale.removeIf(i -> !unfenced.contains(i));
+        } catch (ExecutionException | TimeoutException e) {
+            // ask again
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while waiting for the Kafka cluster", e);
         }
     }
 
