@@ -34,7 +34,9 @@ public interface KafkaServer {
 
     /**
      * Stops the broker; clients see a broker that is gone. Committed records are kept. The embedded broker shuts
-     * down (its controller keeps running); a Docker broker is killed. Does nothing if it is already stopped.
+     * down (its controller keeps running); a Docker broker is killed, and so are the three brokers of
+     * {@link TestServers#kafkaCluster()} (SIGKILL; the controller keeps running). Does nothing if it is already
+     * stopped.
      *
      * @throws UnsupportedOperationException if the broker is {@link ServerMode#EXTERNAL}
      */
