@@ -139,7 +139,8 @@ final class ProcessKafkaClusterBackend implements KafkaBackend {
                 nodeDirectory(CONTROLLER_ID).resolve("server.log"));
         for (int i = 0; i < BROKERS; i++) {
             writeNode(i, brokerProperties(i));
-            brokers[i] = new ServerProcess("Kafka broker " + i, nodeDirectory(i), nodeDirectory(i).resolve("server.log"));
+            brokers[i] = new ServerProcess("Kafka broker " + i, nodeDirectory(i),
+                    nodeDirectory(i).resolve("server.log"));
         }
     }
 
