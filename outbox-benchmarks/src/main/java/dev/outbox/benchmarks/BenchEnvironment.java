@@ -71,7 +71,8 @@ final class BenchEnvironment implements AutoCloseable {
         } finally {
             System.setOut(stdout);
         }
-        int poolSize = Math.max(8, options.writers + 4);
+        // The writers hold one each; the leader reads, purges, samples and (Postgres, commit notifications) listens.
+        int poolSize = Math.max(9, options.writers + 5);
         this.database = kind.equals("postgres")
                 ? new PostgresDatabase(server, options.synchronousCommit, poolSize)
                 : new MySqlDatabase(kind, server, options.synchronousCommit, poolSize);

@@ -141,7 +141,8 @@ final class LatencyScenario {
             store = env.database().walStore();
         } else {
             new Backlog(env, options).reset();
-            store = polling ? env.database().pollingStore() : env.store();
+            store = polling || !Boolean.parseBoolean(System.getProperty("bench.notify", "true"))
+                    ? env.database().pollingStore() : env.store();
         }
         String topic = env.newTopic("latency-" + rate);
         int perTx = options.recordsPerTx(rate);
@@ -166,7 +167,7 @@ final class LatencyScenario {
             if (seq >= 0 && seq < capacity && acked.compareAndSet((int) seq, 0, nanos - base + 1)) {
                 ackCount.incrementAndGet();
             }
-        }, !polling);
+        }, !polling && Boolean.parseBoolean(System.getProperty("bench.sendPending", "true")));
         Dispatcher dispatcher = Dispatcher.builder(store, broker)
                 .config(env.dispatcherConfig().toBuilder().harvest(harvest).build())
                 .name("bench-latency")
@@ -265,7 +266,7 @@ final class LatencyScenario {
     private void write(Store store, long first, long end, long interval, int perTx, String topic, long seed,
                        AtomicLong sequences, AtomicLongArray scheduled, AtomicLongArray committed, long base,
                        int capacity, AtomicReference<Throwable> failure, int keyCount, boolean poison) {
-        Publisher publisher = store.publisher();
+        Publisher publisher = Boolean.getBoolean("bench.writersNotify") ? env.store().publisher() : store.publisher();
         String[] keys = Backlog.keys(keyCount);
         SplittableRandom random = new SplittableRandom(seed);
         try (Connection c = env.pool().getConnection()) {

@@ -150,6 +150,13 @@ public final class DefaultDispatcher implements Dispatcher {
     private volatile boolean stopMarking;
     /** Counts the store's commit wake-ups ({@link Store#watchCommits}); an idle pause ends when it moves. */
     private final AtomicLong commitSignals = new AtomicLong();
+    /**
+     * Whether the harvest thread is in an idle pause that a commit wake-up ends: set before it checks
+     * {@link #commitSignals}, so that a wake-up either is seen by that check or signals the pause.
+     */
+    private volatile boolean idlePause;
+    /** What the commit watch was last told ({@link #watchNeeded}); a new watch starts needed. Harvest thread. */
+    private boolean watchIsNeeded = true;
     /** Whether the last cursor read returned as many rows as it asked for. Harvest thread only. */
     private boolean readFull;
     /** The store's commit wake-ups while this instance harvests, or null. Written by the harvest thread. */
@@ -741,10 +748,12 @@ public final class DefaultDispatcher implements Dispatcher {
                 if (read == 0 && store.readWaits()) {
                     idle = config.markBackoff(); // the read waited for rows already: read again at once
                 } else if (read == 0) {
+                    watchNeeded(true);
                     pauseUnlessCommitted(idle, signalsBefore);
                     idle = min(idle.multipliedBy(2), config.pollInterval());
                 } else {
                     idle = config.markBackoff();
+                    watchNeeded(false); // busy: it reads again at once, wake-ups would be wasted
                 }
                 if (cursor != null && read < room
                         && runtime.nanoTime() - lastRescan >= config.rescanInterval().toNanos()) {
@@ -773,14 +782,30 @@ public final class DefaultDispatcher implements Dispatcher {
         if (commitWatch != null) {
             return;
         }
+        watchIsNeeded = true;
         try {
             commitWatch = store.watchCommits(() -> {
                 commitSignals.incrementAndGet();
-                signalMarkThread();
+                if (idlePause) {
+                    signalMarkThread(); // else the harvest thread is busy: it reads again anyway
+                }
             });
         } catch (RuntimeException e) {
             log.warn("{}: the store's commit wake-ups could not start; polling every {} instead", name,
                     config.pollInterval(), e);
+        }
+    }
+
+    /** Tells the commit watch, if any, whether wake-ups are needed (see {@link Store.CommitWatch#needed}). */
+    private void watchNeeded(boolean needed) {
+        Store.CommitWatch watch = commitWatch;
+        if (watch != null && watchIsNeeded != needed) {
+            watchIsNeeded = needed;
+            try {
+                watch.needed(needed);
+            } catch (RuntimeException e) {
+                log.warn("{}: the store's commit wake-ups failed to change", name, e);
+            }
         }
     }
 
@@ -1091,6 +1116,7 @@ public final class DefaultDispatcher implements Dispatcher {
     private boolean pauseUnlessCommitted(Duration d, long signalsSeen) {
         long deadline = runtime.nanoTime() + d.toNanos();
         lock.lock();
+        idlePause = signalsSeen >= 0;
         try {
             long e0 = epoch;
             while (!stopMarking && epoch == e0) {
@@ -1106,6 +1132,7 @@ public final class DefaultDispatcher implements Dispatcher {
             stopMarking = true;
             return true;
         } finally {
+            idlePause = false;
             lock.unlock();
         }
     }

@@ -139,6 +139,16 @@ public interface Store {
          */
         boolean listening();
 
+        /**
+         * Whether the dispatcher needs wake-ups now: false while it reads back to back (a busy outbox; a wake-up
+         * would be wasted, and listening costs the database work per commit), true before it pauses idle. A watch
+         * may stop listening while not needed; when needed again it must listen again and then wake the dispatcher
+         * once, for what was committed meanwhile. Called by the harvest thread, on changes only. The default
+         * ignores it.
+         */
+        default void needed(boolean needed) {
+        }
+
         /** Ends the subscription and releases what it holds (a connection, a thread); idempotent, never throws. */
         @Override
         void close();

@@ -23,7 +23,9 @@ import java.util.concurrent.locks.LockSupport;
  * the optional trigger's). A lost connection is opened again with a backoff from 100 ms to 5 s; meanwhile the
  * dispatcher polls, and the wake-up is called once after each (re)connection, for what was committed while it was
  * down. An idle connection is checked with {@code SELECT 1} every few seconds, so that a silently dead one is
- * noticed. Closing it {@code UNLISTEN}s before the connection goes back to the pool.
+ * noticed. While the dispatcher is busy ({@link #needed} false: it reads back to back) it {@code UNLISTEN}s, so that
+ * the server does not signal it at every commit for nothing; needed again, it listens again and wakes the
+ * dispatcher once. Closing it {@code UNLISTEN}s before the connection goes back to the pool.
  *
  * <p>Thread-safe.
  */
@@ -41,7 +43,10 @@ final class PgCommitListener implements Store.CommitWatch {
     private final Runnable wakeUp;
     private final Thread thread;
     private volatile boolean closed;
+    /** Whether the connection is up (listening, or ready to listen again when needed). */
     private volatile boolean listening;
+    /** Whether the dispatcher wants wake-ups now ({@link #needed}). */
+    private volatile boolean wanted = true;
     /** The listening connection's server process id, 0 while none; for tests. */
     private volatile int backendPid;
 
@@ -69,6 +74,12 @@ final class PgCommitListener implements Store.CommitWatch {
     }
 
     @Override
+    public void needed(boolean needed) {
+        wanted = needed;
+        LockSupport.unpark(thread);
+    }
+
+    @Override
     public void close() {
         closed = true;
         LockSupport.unpark(thread);
@@ -81,15 +92,14 @@ final class PgCommitListener implements Store.CommitWatch {
             try (Handle handle = jdbi.open()) {
                 Connection connection = handle.getConnection();
                 PGConnection pg = connection.unwrap(PGConnection.class);
-                execute(connection, "LISTEN " + quote(channel));
                 backendPid = pg.getBackendPID();
+                execute(connection, "SELECT 1");
                 listening = true;
                 if (down) {
                     log.info("Listening for commits on channel {} again", channel);
                     down = false;
                 }
                 backoff = FIRST_BACKOFF;
-                wakeUp.run(); // whatever was committed before this connection listened
                 try {
                     listen(connection, pg);
                 } finally {
@@ -116,14 +126,34 @@ final class PgCommitListener implements Store.CommitWatch {
         }
     }
 
+    /**
+     * Listens while wanted (waking the dispatcher once each time it starts, for what was committed before), stops
+     * listening while not, and checks an idle connection now and then.
+     */
     private void listen(Connection connection, PGConnection pg) throws SQLException {
         long lastHeard = System.nanoTime();
+        boolean on = false;
         while (!closed) {
-            PGNotification[] got = pg.getNotifications(WAIT_MILLIS);
-            if (got != null && got.length > 0) {
-                wakeUp.run();
+            boolean want = wanted;
+            if (want != on) {
+                execute(connection, (want ? "LISTEN " : "UNLISTEN ") + quote(channel));
+                on = want;
+                if (on) {
+                    wakeUp.run(); // whatever was committed before this connection listened
+                }
                 lastHeard = System.nanoTime();
-            } else if (System.nanoTime() - lastHeard > CHECK_NANOS) {
+            }
+            if (on) {
+                PGNotification[] got = pg.getNotifications(WAIT_MILLIS);
+                if (got != null && got.length > 0) {
+                    wakeUp.run();
+                    lastHeard = System.nanoTime();
+                    continue;
+                }
+            } else {
+                LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(WAIT_MILLIS));
+            }
+            if (System.nanoTime() - lastHeard > CHECK_NANOS) {
                 execute(connection, "SELECT 1"); // a connection that died silently fails here
                 lastHeard = System.nanoTime();
             }

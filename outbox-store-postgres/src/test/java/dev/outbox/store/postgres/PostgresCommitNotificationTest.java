@@ -62,6 +62,20 @@ class PostgresCommitNotificationTest {
             commit(store, List.of(OutboxMessage.of("orders", "k", "v1"), OutboxMessage.of("orders", "k", "v2")));
             Await.untilOrFail(() -> wakeUps.get() > before, WAIT, () -> "no wake-up after a commit");
 
+            // Not needed (the dispatcher is busy): it stops listening; needed again, it listens and wakes once.
+            watch.needed(false);
+            int busyPid = ((PgCommitListener) watch).backendPid();
+            Await.untilOrFail(() -> PostgresTestSupport.queryLong(appPool, "SELECT count(*) FROM pg_stat_activity"
+                    + " WHERE pid = " + busyPid + " AND query = 'UNLISTEN \"notified\"'") == 1, WAIT,
+                    () -> "still listening while not needed");
+            assertThat(watch.listening()).as("connected, ready to listen again").isTrue();
+            int whileBusy = wakeUps.get();
+            watch.needed(true);
+            Await.untilOrFail(() -> wakeUps.get() > whileBusy, WAIT, () -> "no wake-up on listening again");
+            int relistened = wakeUps.get();
+            commit(store, List.of(OutboxMessage.of("orders", "k", "v2b")));
+            Await.untilOrFail(() -> wakeUps.get() > relistened, WAIT, () -> "no wake-up after listening again");
+
             // The listening connection is terminated: the listener opens another and wakes the harvest once, for
             // what it may not have heard meanwhile; commits wake it again afterwards.
             int pid = ((PgCommitListener) watch).backendPid();
