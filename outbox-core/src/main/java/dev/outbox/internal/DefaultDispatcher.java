@@ -18,6 +18,7 @@ import dev.outbox.spi.MessageBroker;
 import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
+import dev.outbox.spi.StoreFencedException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -101,6 +102,15 @@ import java.util.function.Supplier;
  * {@link DispatcherHealth#heldRecords()}), and the purge thread tries their writes again with backoff between its
  * other work, while every other key flows.
  *
+ * <h2>Storage fencing</h2>
+ * With a store that fences ({@link Store#supportsFencing()}), the mark thread takes the outbox's leader epoch in the
+ * database ({@link Store#acquireEpoch()}) once per leadership, before its first read or mark, and every store write
+ * of the leader (mark, purge, failure record, park) goes through {@link Store#fencedBy} that epoch. A write the
+ * store refuses as fenced ({@link StoreFencedException}: a successor took the epoch since, so this instance is a
+ * deposed leader that was paused or cut off) is treated as a lost lease: the records it concerned leave flight
+ * without a verdict (their rows are the successor's), the dispatcher stops publishing, reports it (the
+ * {@code failure} and {@code leaderFenced} events, a WARN line) and waits to be elected again.
+ *
  * <p>Sends happen outside {@link #lock} but under {@link #sendLock}, which fencing also takes: once a fence
  * returns, no send starts until leadership is acquired again.
  */
@@ -129,6 +139,8 @@ public final class DefaultDispatcher implements Dispatcher {
     // --- guarded by lock
     private UUID leaderId;
     private long epoch;
+    /** Leaderships acquired so far: the mark thread takes a new epoch in a fencing store for each. */
+    private long leaderships;
     private boolean forceRemark;
     private final KeySchedule schedule;
     /** The cursor harvest's position and gaps; null when harvesting by mark. */
@@ -169,6 +181,12 @@ public final class DefaultDispatcher implements Dispatcher {
     private EngineRuntime.Worker purgeThread;
     private EngineRuntime.Worker sampleThread;
     private final OutboxSampler sampler;
+    /** Whether the store fences deposed leaders ({@link Store#supportsFencing()}). */
+    private final boolean fencing;
+    /** The store as this leader writes to it: fenced by its epoch once taken, else the store itself. */
+    private volatile Store writes;
+    /** Store writes refused as fenced, since the start. */
+    private final AtomicLong fencedWrites = new AtomicLong();
 
     // --- health: written by the engine's threads where the events happen, read by health()
     /** The leader id while leading: a copy of {@link #leaderId} readable without the lock. */
@@ -233,6 +251,8 @@ public final class DefaultDispatcher implements Dispatcher {
         schedule.retryAtTail = runtime.planted(PlantedBug.RETRY_OVERTAKES_HEAD);
         this.cursor = config.harvest() == DispatcherConfig.Harvest.CURSOR ? new HarvestCursor(MAX_GAPS) : null;
         this.heldBackoff = new Backoff(config.ioErrorBackoff(), config.maxIoErrorBackoff());
+        this.fencing = store.supportsFencing();
+        this.writes = store;
         this.sampler = new OutboxSampler(runtime, store, config.metricsInterval(), () -> leading, this::onSample,
                 e -> reportFailure("sample", e));
         this.machine = new NeliStateMachine(runtime.randomUuid(), config.heartbeatTimeout(), config.pollInterval(),
@@ -573,6 +593,7 @@ public final class DefaultDispatcher implements Dispatcher {
             currentLeaderId = id;
             fenced = false;
             epoch++;
+            leaderships++;
             forceRemark = false;
             schedule.start();
             rewindCursor();
@@ -648,10 +669,12 @@ public final class DefaultDispatcher implements Dispatcher {
         // replication stream) is told by this thread, never during a read, to let go when that epoch ends.
         long harvestEpoch = -1;
         long harvestEndedAt = Long.MIN_VALUE; // when the loop saw that epoch end
+        long epochTakenFor = 0; // the leadership for which a fencing store's epoch was taken (0: none yet)
         try {
             while (!stopMarking) {
                 UUID markAs;
                 long markEpoch;
+                long leadership;
                 int room;
                 int worthReading;
                 List<KeySchedule.Flight> toSend;
@@ -687,12 +710,21 @@ public final class DefaultDispatcher implements Dispatcher {
                     worthReading = schedule.readThreshold(config.markBatchSize());
                     markAs = leaderId;
                     markEpoch = epoch;
+                    leadership = leaderships;
                 } finally {
                     lock.unlock();
                 }
                 if (stopHarvest) {
                     stopStoreHarvest();
                     harvestEpoch = -1;
+                    continue;
+                }
+                if (fencing && epochTakenFor != leadership) {
+                    // A new leadership: take the epoch in the database before reading anything (see the class
+                    // Javadoc); nothing is queued yet, so nothing is sent before it.
+                    if (takeEpoch(readFailures)) {
+                        epochTakenFor = leadership;
+                    }
                     continue;
                 }
                 if (!toSend.isEmpty()) {
@@ -742,6 +774,46 @@ public final class DefaultDispatcher implements Dispatcher {
             if (harvestEpoch != -1 && state.get() != State.CLOSING) {
                 stopStoreHarvest(); // on close, close() does it once the acknowledgements in flight were purged
             }
+        }
+    }
+
+    /**
+     * Takes the outbox's leader epoch in a fencing store: from now on this leader's writes are fenced by it.
+     *
+     * @return whether it was taken; if not, the failure was reported and backed off
+     */
+    private boolean takeEpoch(Backoff failures) {
+        long taken;
+        try {
+            taken = store.acquireEpoch();
+            failures.reset();
+        } catch (RuntimeException e) {
+            Duration wait = failures.next();
+            log.warn("{}: taking the outbox's leader epoch in the database failed; retrying in {}", name, wait, e);
+            reportFailure("fence", e);
+            pause(wait);
+            return false;
+        }
+        writes = store.fencedBy(taken);
+        log.info("{}: took leader epoch {} in the database: writes of earlier leaders are refused from now on", name,
+                taken);
+        return true;
+    }
+
+    /**
+     * A store write was refused as fenced: a successor took the outbox's epoch, so this instance is a deposed leader.
+     * Counts and reports it, and stops publishing as a lapsed lease does (until elected again).
+     */
+    private void fencedByStore(String operation, StoreFencedException e) {
+        long n = fencedWrites.incrementAndGet();
+        reportFailure(operation, e);
+        if (stopPublishing(true)) {
+            fenced = true;
+            log.warn("{}: the database refused a {} ({} refused so far): {}; stopped publishing until elected again",
+                    name, operation, n, e.getMessage());
+            notifyListener("leaderFenced", DispatcherListener::leaderFenced);
+        } else {
+            log.info("{}: the database refused a {} of the deposed leadership ({} refused so far)", name, operation, n);
         }
     }
 
@@ -832,10 +904,14 @@ public final class DefaultDispatcher implements Dispatcher {
         MarkResult result;
         try {
             long markStart = runtime.nanoTime();
-            result = store.mark(markAs, limit);
+            result = writes.mark(markAs, limit);
             callbacks.marked(result.size(), Duration.ofNanos(runtime.nanoTime() - markStart)); // hook: mark
             lastMark = clock.instant();
             failures.reset();
+        } catch (StoreFencedException e) {
+            endMark();
+            fencedByStore("mark", e);
+            return -1;
         } catch (RuntimeException e) {
             endMark();
             Duration wait = failures.next();
@@ -980,7 +1056,11 @@ public final class DefaultDispatcher implements Dispatcher {
             reasons.put(r.id(), r.reason());
         }
         // Refused rows stay in the table, unheld: the next rescan (or, marking, the next leader id) tries again.
-        WriteOutcome outcome = write("park", "park unreadable", reasons, store::park, markStopped);
+        WriteOutcome outcome = write("park", "park unreadable", reasons, m -> writes.park(m), markStopped);
+        if (outcome.fenced() != null) {
+            fencedByStore("park", outcome.fenced());
+            return;
+        }
         if (outcome.stopped()) {
             return;
         }
@@ -1157,33 +1237,53 @@ public final class DefaultDispatcher implements Dispatcher {
         }
         boolean barrierFirst = runtime.planted(PlantedBug.BARRIER_BEFORE_PURGE);
         if (barrierFirst) {
-            applyVerdicts(batch, verdicts, Set.of());
+            applyVerdicts(batch, verdicts, Set.of(), Set.of());
         }
         Set<Long> refused = new LinkedHashSet<>();
+        // Writes refused as fenced: their records leave flight without a verdict, and this instance stands down.
+        Set<Long> fencedIds = new LinkedHashSet<>();
+        StoreFencedException fence = null;
+        String fencedOperation = null;
         int purged = 0;
         if (!purgeIds.isEmpty()) {
             long purgeStart = runtime.nanoTime();
             Map<Long, Boolean> ids = new LinkedHashMap<>();
             purgeIds.forEach(id -> ids.put(id, Boolean.TRUE));
-            WriteOutcome o = write("purge", "purge", ids, m -> store.purge(m.keySet()), purgeStopped);
+            WriteOutcome o = write("purge", "purge", ids, m -> writes.purge(m.keySet()), purgeStopped);
             refused.addAll(o.refused());
-            purged = purgeIds.size() - o.refused().size();
+            if (o.fenced() != null) {
+                fence = o.fenced();
+                fencedOperation = "purge";
+                fencedIds.addAll(purgeIds);
+            }
+            purged = o.fenced() != null ? 0 : purgeIds.size() - o.refused().size();
             if (!o.stopped() && purged > 0) {
                 callbacks.purged(purged, Duration.ofNanos(runtime.nanoTime() - purgeStart)); // hook: purge
                 lastPurge = clock.instant();
             }
         }
         if (!retryAt.isEmpty()) {
-            refused.addAll(write("retryLater", "retryLater", retryAt, store::retryLater, purgeStopped).refused());
+            WriteOutcome o = write("retryLater", "retryLater", retryAt, m -> writes.retryLater(m), purgeStopped);
+            refused.addAll(o.refused());
+            if (o.fenced() != null) {
+                fence = o.fenced();
+                fencedOperation = "retryLater";
+                fencedIds.addAll(retryAt.keySet());
+            }
         }
         if (!parkReasons.isEmpty()) {
-            WriteOutcome o = write("park", "park", parkReasons, store::park, purgeStopped);
+            WriteOutcome o = write("park", "park", parkReasons, m -> writes.park(m), purgeStopped);
             refused.addAll(o.refused());
-            if (o.stopped()) {
+            if (o.fenced() != null) {
+                fence = o.fenced();
+                fencedOperation = "park";
+                fencedIds.addAll(parkReasons.keySet());
+            }
+            if (o.stopped() || o.fenced() != null) {
                 parkedNow.clear();
             }
         }
-        List<Completion> settled = barrierFirst ? batch : applyVerdicts(batch, verdicts, refused);
+        List<Completion> settled = barrierFirst ? batch : applyVerdicts(batch, verdicts, refused, fencedIds);
         Instant outageBegan = outageSince;
         if (outageBegan != null && !purgeIds.isEmpty()) {
             outageSince = null;
@@ -1209,22 +1309,31 @@ public final class DefaultDispatcher implements Dispatcher {
                 reportParked(p);
             }
         }
+        if (fence != null) {
+            fencedByStore(fencedOperation, fence);
+        }
     }
 
     /**
      * Lowers the barriers of the batch's keys, each as its verdict says: only once the store recorded every
      * verdict (purge, retry time or park), or the table and the schedule would disagree. A record whose write the
-     * store {@code refused} for good is held instead: it stays in flight (its key waits) and goes to {@link #held}.
+     * store {@code refused} for good is held instead: it stays in flight (its key waits) and goes to {@link #held}. A
+     * record whose write was refused as {@code fenced} leaves flight without a verdict: its row is a successor's.
      *
      * @return the completions settled, in batch order
      */
     private List<Completion> applyVerdicts(List<Completion> batch,
-                                           Map<KeySchedule.Flight, KeySchedule.Verdict> verdicts, Set<Long> refused) {
-        List<Completion> settled = refused.isEmpty() ? batch : new ArrayList<>(batch.size());
+                                           Map<KeySchedule.Flight, KeySchedule.Verdict> verdicts, Set<Long> refused,
+                                           Set<Long> fenced) {
+        List<Completion> settled = refused.isEmpty() && fenced.isEmpty() ? batch : new ArrayList<>(batch.size());
         lock.lock();
         try {
             for (Completion c : batch) {
                 KeySchedule.Verdict v = verdicts.get(c.flight);
+                if (fenced.contains(c.flight.record().id())) {
+                    schedule.unsent(c.flight); // a deposed leader's record: the successor reads its row again
+                    continue;
+                }
                 if (refused.contains(c.flight.record().id())) {
                     // Stays in flight: its row stays in the table and its key waits until the write succeeds.
                     held.add(new Completion(c.flight, c.error, c.at,
@@ -1309,7 +1418,10 @@ public final class DefaultDispatcher implements Dispatcher {
      * What became of a batched store write: the ids the store refused for good (narrowed down by halving), and
      * whether it gave up because the dispatcher is closing (the rows stay for the next leader).
      */
-    private record WriteOutcome(Set<Long> refused, boolean stopped) {
+    private record WriteOutcome(Set<Long> refused, boolean stopped, StoreFencedException fenced) {
+        WriteOutcome(Set<Long> refused, boolean stopped) {
+            this(refused, stopped, null);
+        }
     }
 
     /**
@@ -1332,6 +1444,9 @@ public final class DefaultDispatcher implements Dispatcher {
             if (!retryUntilDone(operation, () -> call.accept(part), stop, error)) {
                 if (error[0] == null) {
                     return new WriteOutcome(Set.of(), true);
+                }
+                if (error[0] instanceof StoreFencedException fenced) {
+                    return new WriteOutcome(Set.of(), false, fenced); // not narrowed down: every row is refused
                 }
                 refusal = refusal == null ? error[0] : refusal;
                 if (part.size() == 1) {
