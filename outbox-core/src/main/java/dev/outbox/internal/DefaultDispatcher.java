@@ -107,9 +107,13 @@ import java.util.function.Supplier;
  * database ({@link Store#acquireEpoch()}) once per leadership, before its first read or mark, and every store write
  * of the leader (mark, purge, failure record, park) goes through {@link Store#fencedBy} that epoch. A write the
  * store refuses as fenced ({@link StoreFencedException}: a successor took the epoch since, so this instance is a
- * deposed leader that was paused or cut off) is treated as a lost lease: the records it concerned leave flight
- * without a verdict (their rows are the successor's), the dispatcher stops publishing, reports it (the
- * {@code failure} and {@code leaderFenced} events, a WARN line) and waits to be elected again.
+ * deposed leader that was paused or cut off) is treated as a lapsed lease: the records it concerned leave flight
+ * without a verdict (their rows are the successor's), the leader rewinds (a fresh leader id, nothing queued), reports
+ * it (the {@code failure} event, a WARN line with the count) and stands down — it neither reads nor sends — for a
+ * backoff ({@code ioErrorBackoff} doubling up to {@code maxIoErrorBackoff}); then, if its election still says it
+ * leads with a valid lease, it takes a new epoch and carries on. A deposed leader's election soon says otherwise; and
+ * a successor that was fenced by an ex-leader which briefly believed it led again (a paused process that resumes
+ * hears of the lost partition only at its next rebalance) wins the epoch back instead of stalling.
  *
  * <p>Sends happen outside {@link #lock} but under {@link #sendLock}, which fencing also takes: once a fence
  * returns, no send starts until leadership is acquired again.
@@ -141,6 +145,8 @@ public final class DefaultDispatcher implements Dispatcher {
     private long epoch;
     /** Leaderships acquired so far: the mark thread takes a new epoch in a fencing store for each. */
     private long leaderships;
+    /** A write was refused as fenced since the epoch was taken: stand down, then take a new one. */
+    private boolean epochLost;
     private boolean forceRemark;
     private final KeySchedule schedule;
     /** The cursor harvest's position and gaps; null when harvesting by mark. */
@@ -670,11 +676,14 @@ public final class DefaultDispatcher implements Dispatcher {
         long harvestEpoch = -1;
         long harvestEndedAt = Long.MIN_VALUE; // when the loop saw that epoch end
         long epochTakenFor = 0; // the leadership for which a fencing store's epoch was taken (0: none yet)
+        Backoff fencedBackoff = new Backoff(config.ioErrorBackoff(), config.maxIoErrorBackoff());
         try {
             while (!stopMarking) {
                 UUID markAs;
                 long markEpoch;
                 long leadership;
+                boolean needEpoch;
+                boolean standDown;
                 int room;
                 int worthReading;
                 List<KeySchedule.Flight> toSend;
@@ -705,7 +714,11 @@ public final class DefaultDispatcher implements Dispatcher {
                         awaitMarkWork(config.pollInterval());
                         continue;
                     }
-                    toSend = schedule.takeReady(Integer.MAX_VALUE, runtime.nanoTime());
+                    // A fencing store's epoch is taken once per leadership (and again after a write was refused as
+                    // fenced) before anything is read or sent.
+                    needEpoch = fencing && (epochTakenFor != leaderships || epochLost);
+                    standDown = needEpoch && epochLost && epochTakenFor == leaderships;
+                    toSend = needEpoch ? List.of() : schedule.takeReady(Integer.MAX_VALUE, runtime.nanoTime());
                     room = schedule.room();
                     worthReading = schedule.readThreshold(config.markBatchSize());
                     markAs = leaderId;
@@ -719,11 +732,22 @@ public final class DefaultDispatcher implements Dispatcher {
                     harvestEpoch = -1;
                     continue;
                 }
-                if (fencing && epochTakenFor != leadership) {
-                    // A new leadership: take the epoch in the database before reading anything (see the class
-                    // Javadoc); nothing is queued yet, so nothing is sent before it.
-                    if (takeEpoch(readFailures)) {
-                        epochTakenFor = leadership;
+                if (needEpoch) {
+                    if (epochTakenFor != leadership) {
+                        fencedBackoff.reset(); // a new leadership
+                    }
+                    if (standDown && pause(fencedBackoff.next())) {
+                        continue; // leadership changed or closing meanwhile
+                    }
+                    if ((standDown && !leaseValid()) || !takeEpoch(readFailures)) {
+                        continue;
+                    }
+                    epochTakenFor = leadership;
+                    lock.lock();
+                    try {
+                        epochLost = false;
+                    } finally {
+                        lock.unlock();
                     }
                     continue;
                 }
@@ -801,19 +825,29 @@ public final class DefaultDispatcher implements Dispatcher {
     }
 
     /**
-     * A store write was refused as fenced: a successor took the outbox's epoch, so this instance is a deposed leader.
-     * Counts and reports it, and stops publishing as a lapsed lease does (until elected again).
+     * A store write was refused as fenced: another dispatcher took the outbox's epoch since this one did. Counts and
+     * reports it, rewinds, and has the mark thread stand down before it takes a new epoch (see the class Javadoc).
      */
     private void fencedByStore(String operation, StoreFencedException e) {
         long n = fencedWrites.incrementAndGet();
         reportFailure(operation, e);
-        if (stopPublishing(true)) {
-            fenced = true;
-            log.warn("{}: the database refused a {} ({} refused so far): {}; stopped publishing until elected again",
-                    name, operation, n, e.getMessage());
-            notifyListener("leaderFenced", DispatcherListener::leaderFenced);
+        boolean first;
+        lock.lock();
+        try {
+            first = !epochLost;
+            epochLost = true;
+            forceRemark = leaderId != null;
+            schedule.abandon();
+            rewindCursor();
+            markWork.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        if (first) {
+            log.warn("{}: the database refused a {} ({} writes refused so far): {}; standing down, then taking a new"
+                    + " epoch if this instance still leads", name, operation, n, e.getMessage());
         } else {
-            log.info("{}: the database refused a {} of the deposed leadership ({} refused so far)", name, operation, n);
+            log.info("{}: the database refused a {} of an earlier epoch ({} refused so far)", name, operation, n);
         }
     }
 
