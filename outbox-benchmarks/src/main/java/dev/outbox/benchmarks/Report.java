@@ -406,6 +406,7 @@ final class Report {
             String s = "rate_" + l.offeredRate() + (l.poisoned() ? "_poison" : "")
                     + (l.variant().contains(LatencyScenario.MARK_VARIANT) ? "_mark" : "")
                     + (l.variant().contains(LatencyScenario.WAL_VARIANT) ? "_wal" : "")
+                    + (l.variant().contains(LatencyScenario.POLL_VARIANT) ? "_poll" : "")
                     + (l.variant().endsWith(" " + options.keys + " keys") || l.variant().equals(options.keys + " keys")
                     ? "" : "_keys_" + l.variant().replaceAll("\\D", ""));
             csvLine(out, "latency", s, 1, "offered_per_s", l.offeredRate());
