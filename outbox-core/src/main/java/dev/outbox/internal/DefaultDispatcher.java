@@ -195,6 +195,8 @@ public final class DefaultDispatcher implements Dispatcher {
     private final boolean fencing;
     /** The store as this leader writes to it: fenced by its epoch once taken, else the store itself. */
     private volatile Store writes;
+    /** The epoch {@link #writes} is fenced by, or 0. */
+    private volatile long takenEpoch;
     /** Store writes refused as fenced, since the start. */
     private final AtomicLong fencedWrites = new AtomicLong();
 
@@ -832,6 +834,7 @@ public final class DefaultDispatcher implements Dispatcher {
             pause(wait);
             return false;
         }
+        takenEpoch = taken;
         writes = store.fencedBy(taken);
         log.info("{}: took leader epoch {} in the database: writes of earlier leaders are refused from now on", name,
                 taken);
@@ -845,6 +848,12 @@ public final class DefaultDispatcher implements Dispatcher {
     private void fencedByStore(String operation, StoreFencedException e) {
         long n = fencedWrites.incrementAndGet();
         reportFailure(operation, e);
+        if (e.epoch() != takenEpoch) {
+            // A write begun under an epoch this instance has since replaced: nothing to stand down for.
+            log.info("{}: the database refused a {} of an earlier epoch of this instance ({} refused so far)", name,
+                    operation, n);
+            return;
+        }
         boolean first;
         lock.lock();
         try {
