@@ -378,6 +378,7 @@ final class Report {
             String s = "sync_" + c.sync() + "_n_" + c.messages();
             Map<String, WriterCostBenchmark.Cost> both = new LinkedHashMap<>();
             both.put("table", c.table());
+            both.put("table_notify", c.notifying());
             both.put("wal", c.wal());
             both.forEach((publisher, cost) -> {
                 csvLine(out, "writer_cost", s, c.round(), publisher + "_commits_per_s",
@@ -513,6 +514,7 @@ final class Report {
             m.put("synchronousCommit", c.sync());
             m.put("messagesPerTransaction", c.messages());
             m.put("table", c.table());
+            m.put("tableNotify", c.notifying());
             m.put("wal", c.wal());
             writers.add(m);
         }

@@ -168,6 +168,8 @@ public final class DefaultDispatcher implements Dispatcher {
     private volatile boolean stopMarking;
     /** Counts the store's commit wake-ups ({@link Store#watchCommits}); an idle pause ends when it moves. */
     private final AtomicLong commitSignals = new AtomicLong();
+    /** Whether the last cursor read returned as many rows as it asked for. Harvest thread only. */
+    private boolean readFull;
     /** The store's commit wake-ups while this instance harvests, or null. Written by the harvest thread. */
     private volatile Store.CommitWatch commitWatch;
     private volatile boolean stopPurging;
@@ -694,6 +696,7 @@ public final class DefaultDispatcher implements Dispatcher {
                 int room;
                 int worthReading;
                 List<KeySchedule.Flight> toSend;
+                boolean brokerIdle;
                 boolean stopHarvest = false;
                 lock.lock();
                 try {
@@ -721,6 +724,7 @@ public final class DefaultDispatcher implements Dispatcher {
                         awaitMarkWork(config.pollInterval());
                         continue;
                     }
+                    brokerIdle = schedule.inFlight() == 0;
                     // A fencing store's epoch is taken once per leadership (and again after a write was refused as
                     // fenced) before anything is read or sent.
                     needEpoch = fencing && (epochTakenFor != leaderships || epochLost);
@@ -760,8 +764,10 @@ public final class DefaultDispatcher implements Dispatcher {
                 }
                 if (!toSend.isEmpty()) {
                     send(toSend, markEpoch);
-                    if (!lastReadFull) {
-                        broker.sendPending(); // caught up: nothing will fill the broker's batch soon
+                    if (brokerIdle && !lastReadFull) {
+                        // Caught up, and nothing else in flight: nothing will fill the broker's batch soon. With
+                        // records in flight, a lingering batch fills while they complete (a busy outbox batches).
+                        broker.sendPending();
                     }
                     continue;
                 }
@@ -783,13 +789,13 @@ public final class DefaultDispatcher implements Dispatcher {
                 }
                 harvestEpoch = markEpoch;
                 long signalsBefore = commitSignals.get();
-                int limit = cursor != null ? room : Math.min(room, config.markBatchSize());
+                int limit = Math.min(room, config.markBatchSize()); // a mark's; a read's is its request's
                 int read = cursor != null ? readOnce(room, markEpoch, readFailures)
                         : markOnce(markAs, limit, markEpoch, readFailures);
                 if (read < 0) {
                     continue; // failed; backed off already
                 }
-                lastReadFull = read >= limit;
+                lastReadFull = cursor != null ? readFull : read >= limit;
                 if (read == 0 && store.readWaits()) {
                     idle = config.markBackoff(); // the read waited for rows already: read again at once
                 } else if (read == 0) {
@@ -970,6 +976,7 @@ public final class DefaultDispatcher implements Dispatcher {
                     + " a writer transaction longer than the store's late-commit window); publishing them now,"
                     + " possibly after later rows of their keys", name, unexpected);
         }
+        readFull = result.size() >= request.limit();
         return result.size();
     }
 

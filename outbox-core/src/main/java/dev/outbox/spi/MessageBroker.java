@@ -45,9 +45,9 @@ public interface MessageBroker extends AutoCloseable {
 
     /**
      * Asks the broker to send the records it holds back now, without waiting for more to fill a batch (Kafka's
-     * {@code linger.ms}): the dispatcher calls it when it has sent what it read and expects nothing more soon (its
-     * last read was not full), so that an idle outbox's first record does not wait for a batch that will not fill,
-     * while a draining one keeps batching. Must not wait for the records; cheap enough to be called after every
+     * {@code linger.ms}): the dispatcher calls it when it has sent what it read, had nothing else in flight and
+     * expects nothing more soon (its last read was not full), so that an idle outbox's record does not wait for a
+     * batch that will not fill, while a busy one keeps batching. Must not wait for the records; cheap enough to be called after every
      * batch of sends. The default does nothing.
      */
     default void sendPending() {
