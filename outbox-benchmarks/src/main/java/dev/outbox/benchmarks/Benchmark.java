@@ -66,6 +66,7 @@ public final class Benchmark {
                     Progress.say("%s, run %d of %d ...", scenario, r, options.repeat);
                     ThroughputScenarios.Run run = switch (scenario) {
                         case "drain" -> throughput.drain(options.rows, seed);
+                        case "drain-unfenced" -> throughput.drainUnfenced(options.rows, seed);
                         case "drain-mark" -> throughput.drainByMark(options.rows, seed);
                         case "drain-wal" -> throughput.drainWal(options.rows, seed);
                         case "wal-ceiling" -> throughput.walCeiling(options.rows, seed);
@@ -187,6 +188,9 @@ public final class Benchmark {
         Progress.say("warm-up: %,d rows through each throughput scenario (not recorded) ...", rows);
         if (options.runs("drain")) {
             throughput.drain(rows, options.seed);
+        }
+        if (options.runs("drain-unfenced")) {
+            throughput.drainUnfenced(rows, options.seed);
         }
         if (options.runs("drain-mark")) {
             throughput.drainByMark(rows, options.seed);

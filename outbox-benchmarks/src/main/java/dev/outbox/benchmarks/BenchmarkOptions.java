@@ -30,8 +30,9 @@ import java.util.concurrent.Callable;
                 + " results.{txt,csv,json}. Values: --rows 100000 or --rows=100000; seconds as 20, 1.5 or 20s."
                 + " The MySQL headers column codec is measured apart: ./bench.sh headers-codec.")
 final class BenchmarkOptions implements Callable<Integer> {
-    static final List<String> ALL_SCENARIOS = List.of("writer-cost", "drain", "drain-mark", "drain-wal", "database", "cursor",
-            "wal-ceiling", "broker", "naive", "latency", "latency-wal", "latency-poll", "latency-mark", "poison", "takeover", "inbox");
+    static final List<String> ALL_SCENARIOS = List.of("writer-cost", "drain", "drain-unfenced", "drain-mark", "drain-wal",
+            "database", "cursor", "wal-ceiling", "broker", "naive", "latency", "latency-wal", "latency-poll", "latency-mark",
+            "poison", "takeover", "inbox");
     /** The scenarios of the WAL harvest: Postgres only ({@code all} leaves them out on MySQL and MariaDB). */
     static final List<String> WAL_SCENARIOS = List.of("writer-cost", "drain-wal", "wal-ceiling", "latency-wal");
     /** The poison scenario's offered rate and healthy keys: one failing key among 1,000 at 5,000 records/s. */
@@ -63,9 +64,11 @@ final class BenchmarkOptions implements Callable<Integer> {
     int warmupRows = 100_000;
     @Option(defaultValue = "all", names = "--scenarios", paramLabel = "LIST", split = ",",
             converter = Scenario.class,
-            description = "Any of writer-cost,drain,drain-mark,drain-wal,database,cursor,wal-ceiling,broker,naive,latency,"
-                    + "latency-wal,latency-poll,latency-mark,poison,takeover,inbox, or all. drain and latency use the cursor"
-                    + " harvest with commit wake-ups, latency-poll the same polling (no wake-ups, the producer lingering),"
+            description = "Any of writer-cost,drain,drain-unfenced,drain-mark,drain-wal,database,cursor,wal-ceiling,broker,"
+                    + "naive,latency,latency-wal,latency-poll,latency-mark,poison,takeover,inbox, or all. drain and latency"
+                    + " use the cursor harvest with commit wake-ups, latency-poll the same polling (no wake-ups, the"
+                    + " producer lingering), drain-unfenced the cursor harvest with storage fencing off (its cost: next"
+                    + " to drain),"
                     + " drain-mark and latency-mark the mark harvest, drain-wal and latency-wal the WAL harvest"
                     + " (Postgres); wal-ceiling is the WAL stream read and confirmed with no broker; writer-cost is the"
                     + " writer's commits/s with an INSERT vs a WAL emit (Postgres).")
@@ -394,8 +397,9 @@ final class BenchmarkOptions implements Callable<Integer> {
 
     static final class Scenario extends OneOf {
         Scenario() {
-            super("writer-cost", "drain", "drain-mark", "drain-wal", "database", "cursor", "wal-ceiling", "broker", "naive",
-                    "latency", "latency-wal", "latency-poll", "latency-mark", "poison", "takeover", "inbox", "all");
+            super("writer-cost", "drain", "drain-unfenced", "drain-mark", "drain-wal", "database", "cursor", "wal-ceiling",
+                    "broker", "naive", "latency", "latency-wal", "latency-poll", "latency-mark", "poison", "takeover",
+                    "inbox", "all");
         }
     }
 

@@ -42,6 +42,7 @@ final class Report {
 
     private static final Map<String, String> TITLES = Map.of(
             "drain", "Dispatcher -> Kafka (cursor harvest)",
+            "drain-unfenced", "Dispatcher -> Kafka (cursor, storage fencing off)",
             "drain-mark", "Dispatcher -> Kafka (mark harvest)",
             "drain-wal", "Dispatcher -> Kafka (WAL harvest)",
             "database", "database ceiling (mark+purge)",
@@ -147,6 +148,10 @@ final class Report {
             double rate = medianRate("drain");
             g.add(new String[] {"drain >= 150,000 records/s (Postgres, this machine)", fmt("%,.0f records/s", rate),
                     verdict(rate >= 150_000)});
+        }
+        if (throughput.containsKey("drain") && throughput.containsKey("drain-unfenced")) {
+            double r = ratio("drain-unfenced");
+            g.add(new String[] {"storage fencing keeps >= 95 % of the unfenced drain", pct(r), verdict(r >= 0.95)});
         }
         if (throughput.containsKey("drain") && throughput.containsKey("drain-mark")) {
             double r = ratio("drain-mark");

@@ -38,7 +38,7 @@ import java.util.function.LongSupplier;
  */
 final class ThroughputScenarios {
     /** The throughput scenarios, in the order they run and are reported. */
-    static final List<String> NAMES = List.of("drain", "drain-mark", "drain-wal", "database", "cursor", "wal-ceiling",
+    static final List<String> NAMES = List.of("drain", "drain-unfenced", "drain-mark", "drain-wal", "database", "cursor", "wal-ceiling",
             "broker", "naive");
 
     /** One measured run: {@code records} moved in {@code seconds}, {@code left} rows remaining after it. */
@@ -64,6 +64,17 @@ final class ThroughputScenarios {
      */
     Run drain(int rows, long seed) throws InterruptedException {
         return drain("drain", rows, seed, null, d -> { });
+    }
+
+    /**
+     * The same drain with storage fencing off (the store's writes unchecked, as before fencing), labelled
+     * {@code drain-unfenced}: next to {@code drain} it gives the cost of fencing.
+     */
+    Run drainUnfenced(int rows, long seed) throws InterruptedException {
+        String topic = env.newTopic("drain");
+        double fill = backlog.fill(topic, rows, seed, null, 0);
+        return deliver("drain-unfenced", rows, fill, env.store(), DispatcherConfig.Harvest.CURSOR, d -> { },
+                backlog::count, false);
     }
 
     /** The same drain with the mark harvest ({@link DispatcherConfig.Harvest#MARK}), labelled {@code drain-mark}. */
@@ -96,7 +107,7 @@ final class ThroughputScenarios {
                       Consumer<Dispatcher> instrument, DispatcherConfig.Harvest harvest) throws InterruptedException {
         String topic = env.newTopic("drain");
         double fill = backlog.fill(topic, rows, seed, header, extraValueBytes);
-        return deliver(scenario, rows, fill, env.store(), harvest, instrument, backlog::count);
+        return deliver(scenario, rows, fill, env.store(), harvest, instrument, backlog::count, true);
     }
 
     /**
@@ -109,14 +120,15 @@ final class ThroughputScenarios {
         String topic = env.newTopic("drain-wal");
         double fill = backlog.fillWal(topic, rows, seed);
         return deliver("drain-wal", rows, fill, env.database().walStore(), DispatcherConfig.Harvest.CURSOR,
-                d -> { }, this::walLeft);
+                d -> { }, this::walLeft, true);
     }
 
     /** The Dispatcher harvests the backlog just filled from {@code raw} into Kafka; see {@link #drain}. */
     private Run deliver(String scenario, int rows, double fill, Store raw, DispatcherConfig.Harvest harvest,
-                        Consumer<Dispatcher> instrument, LongSupplier left) throws InterruptedException {
+                        Consumer<Dispatcher> instrument, LongSupplier left, boolean fencing)
+            throws InterruptedException {
         TimingBroker broker = new TimingBroker(env.newBroker("bench-drain"), rows, null);
-        TimingStore store = new TimingStore(raw);
+        TimingStore store = new TimingStore(raw, fencing);
         Dispatcher dispatcher = Dispatcher.builder(store, broker)
                 .config(env.dispatcherConfig().toBuilder().harvest(harvest).build())
                 .name("bench-drain")
@@ -166,7 +178,7 @@ final class ThroughputScenarios {
     Run walCeiling(int rows, long seed) throws InterruptedException {
         String topic = env.newTopic("wal-ceiling");
         double fill = backlog.fillWal(topic, rows, seed);
-        TimingStore store = new TimingStore(env.database().walStore());
+        TimingStore store = new TimingStore(env.database().walStore(), false);
         DispatcherConfig config = env.dispatcherConfig();
         Semaphore room = new Semaphore(config.maxInFlightRecords());
         BlockingQueue<List<Long>> read = new ArrayBlockingQueue<>(config.maxInFlightRecords());
@@ -241,7 +253,7 @@ final class ThroughputScenarios {
     Run cursorCeiling(int rows, long seed) throws InterruptedException {
         String topic = env.newTopic("cursor");
         double fill = backlog.fill(topic, rows, seed);
-        TimingStore store = new TimingStore(env.store());
+        TimingStore store = new TimingStore(env.store(), false);
         DispatcherConfig config = env.dispatcherConfig();
         Semaphore room = new Semaphore(config.maxInFlightRecords());
         BlockingQueue<List<Long>> read = new ArrayBlockingQueue<>(config.maxInFlightRecords());
@@ -335,7 +347,7 @@ final class ThroughputScenarios {
     Run databaseCeiling(int rows, long seed) throws InterruptedException {
         String topic = env.newTopic("database");
         double fill = backlog.fill(topic, rows, seed);
-        TimingStore store = new TimingStore(env.store());
+        TimingStore store = new TimingStore(env.store(), false);
         DispatcherConfig config = env.dispatcherConfig();
         Semaphore room = new Semaphore(config.maxInFlightRecords());
         BlockingQueue<List<Long>> marked = new ArrayBlockingQueue<>(config.maxInFlightRecords());

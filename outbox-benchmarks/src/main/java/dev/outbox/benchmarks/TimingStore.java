@@ -21,15 +21,54 @@ import java.util.Optional;
  */
 final class TimingStore implements Store {
     private final Store delegate;
-    final LongAdder marks = new LongAdder();
-    final LongAdder markNanos = new LongAdder();
-    final LongAdder marked = new LongAdder();
-    final LongAdder purges = new LongAdder();
-    final LongAdder purgeNanos = new LongAdder();
-    final LongAdder purged = new LongAdder();
+    private final boolean fencing;
+    final LongAdder marks;
+    final LongAdder markNanos;
+    final LongAdder marked;
+    final LongAdder purges;
+    final LongAdder purgeNanos;
+    final LongAdder purged;
 
-    TimingStore(Store delegate) {
+    /**
+     * @param fencing whether to pass on the store's storage fencing ({@link Store#supportsFencing()}); false hides
+     *                it, so that the Dispatcher writes unfenced, as before fencing existed
+     */
+    TimingStore(Store delegate, boolean fencing) {
         this.delegate = delegate;
+        this.fencing = fencing;
+        this.marks = new LongAdder();
+        this.markNanos = new LongAdder();
+        this.marked = new LongAdder();
+        this.purges = new LongAdder();
+        this.purgeNanos = new LongAdder();
+        this.purged = new LongAdder();
+    }
+
+    /** {@code delegate} (a fenced view) timed into the counters of {@code shared}. */
+    private TimingStore(Store delegate, TimingStore shared) {
+        this.delegate = delegate;
+        this.fencing = shared.fencing;
+        this.marks = shared.marks;
+        this.markNanos = shared.markNanos;
+        this.marked = shared.marked;
+        this.purges = shared.purges;
+        this.purgeNanos = shared.purgeNanos;
+        this.purged = shared.purged;
+    }
+
+    @Override
+    public boolean supportsFencing() {
+        return fencing && delegate.supportsFencing();
+    }
+
+    @Override
+    public long acquireEpoch() {
+        return delegate.acquireEpoch();
+    }
+
+    @Override
+    public Store fencedBy(long epoch) {
+        return new TimingStore(delegate.fencedBy(epoch), this);
     }
 
     @Override

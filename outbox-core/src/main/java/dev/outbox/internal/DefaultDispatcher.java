@@ -18,6 +18,7 @@ import dev.outbox.spi.MessageBroker;
 import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
+import dev.outbox.spi.StoreFencedException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -101,6 +102,19 @@ import java.util.function.Supplier;
  * {@link DispatcherHealth#heldRecords()}), and the purge thread tries their writes again with backoff between its
  * other work, while every other key flows.
  *
+ * <h2>Storage fencing</h2>
+ * With a store that fences ({@link Store#supportsFencing()}), the mark thread takes the outbox's leader epoch in the
+ * database ({@link Store#acquireEpoch()}) once per leadership, before its first read or mark, and every store write
+ * of the leader (mark, purge, failure record, park) goes through {@link Store#fencedBy} that epoch. A write the
+ * store refuses as fenced ({@link StoreFencedException}: a successor took the epoch since, so this instance is a
+ * deposed leader that was paused or cut off) is treated as a lapsed lease: the records it concerned leave flight
+ * without a verdict (their rows are the successor's), the leader rewinds (a fresh leader id, nothing queued), reports
+ * it (the {@code failure} event, a WARN line with the count) and stands down — it neither reads nor sends — for a
+ * backoff ({@code ioErrorBackoff} doubling up to {@code maxIoErrorBackoff}); then, if its election still says it
+ * leads with a valid lease, it takes a new epoch and carries on. A deposed leader's election soon says otherwise; and
+ * a successor that was fenced by an ex-leader which briefly believed it led again (a paused process that resumes
+ * hears of the lost partition only at its next rebalance) wins the epoch back instead of stalling.
+ *
  * <p>Sends happen outside {@link #lock} but under {@link #sendLock}, which fencing also takes: once a fence
  * returns, no send starts until leadership is acquired again.
  */
@@ -129,6 +143,10 @@ public final class DefaultDispatcher implements Dispatcher {
     // --- guarded by lock
     private UUID leaderId;
     private long epoch;
+    /** Leaderships acquired so far: the mark thread takes a new epoch in a fencing store for each. */
+    private long leaderships;
+    /** A write was refused as fenced since the epoch was taken: stand down, then take a new one. */
+    private boolean epochLost;
     private boolean forceRemark;
     private final KeySchedule schedule;
     /** The cursor harvest's position and gaps; null when harvesting by mark. */
@@ -182,6 +200,14 @@ public final class DefaultDispatcher implements Dispatcher {
     private EngineRuntime.Worker purgeThread;
     private EngineRuntime.Worker sampleThread;
     private final OutboxSampler sampler;
+    /** Whether the store fences deposed leaders ({@link Store#supportsFencing()}). */
+    private final boolean fencing;
+    /** The store as this leader writes to it: fenced by its epoch once taken, else the store itself. */
+    private volatile Store writes;
+    /** The epoch {@link #writes} is fenced by, or 0. */
+    private volatile long takenEpoch;
+    /** Store writes refused as fenced, since the start. */
+    private final AtomicLong fencedWrites = new AtomicLong();
 
     // --- health: written by the engine's threads where the events happen, read by health()
     /** The leader id while leading: a copy of {@link #leaderId} readable without the lock. */
@@ -246,6 +272,8 @@ public final class DefaultDispatcher implements Dispatcher {
         schedule.retryAtTail = runtime.planted(PlantedBug.RETRY_OVERTAKES_HEAD);
         this.cursor = config.harvest() == DispatcherConfig.Harvest.CURSOR ? new HarvestCursor(MAX_GAPS) : null;
         this.heldBackoff = new Backoff(config.ioErrorBackoff(), config.maxIoErrorBackoff());
+        this.fencing = store.supportsFencing();
+        this.writes = store;
         this.sampler = new OutboxSampler(runtime, store, config.metricsInterval(), () -> leading, this::onSample,
                 e -> reportFailure("sample", e));
         this.machine = new NeliStateMachine(runtime.randomUuid(), config.heartbeatTimeout(), config.pollInterval(),
@@ -586,6 +614,7 @@ public final class DefaultDispatcher implements Dispatcher {
             currentLeaderId = id;
             fenced = false;
             epoch++;
+            leaderships++;
             forceRemark = false;
             schedule.start();
             rewindCursor();
@@ -662,10 +691,15 @@ public final class DefaultDispatcher implements Dispatcher {
         // replication stream) is told by this thread, never during a read, to let go when that epoch ends.
         long harvestEpoch = -1;
         long harvestEndedAt = Long.MIN_VALUE; // when the loop saw that epoch end
+        long epochTakenFor = 0; // the leadership for which a fencing store's epoch was taken (0: none yet)
+        Backoff fencedBackoff = new Backoff(config.ioErrorBackoff(), config.maxIoErrorBackoff());
         try {
             while (!stopMarking) {
                 UUID markAs;
                 long markEpoch;
+                long leadership;
+                boolean needEpoch;
+                boolean standDown;
                 int room;
                 int worthReading;
                 List<KeySchedule.Flight> toSend;
@@ -698,17 +732,41 @@ public final class DefaultDispatcher implements Dispatcher {
                         continue;
                     }
                     brokerIdle = schedule.inFlight() == 0;
-                    toSend = schedule.takeReady(Integer.MAX_VALUE, runtime.nanoTime());
+                    // A fencing store's epoch is taken once per leadership (and again after a write was refused as
+                    // fenced) before anything is read or sent.
+                    needEpoch = fencing && (epochTakenFor != leaderships || epochLost);
+                    standDown = needEpoch && epochLost && epochTakenFor == leaderships;
+                    toSend = needEpoch ? List.of() : schedule.takeReady(Integer.MAX_VALUE, runtime.nanoTime());
                     room = schedule.room();
                     worthReading = schedule.readThreshold(config.markBatchSize());
                     markAs = leaderId;
                     markEpoch = epoch;
+                    leadership = leaderships;
                 } finally {
                     lock.unlock();
                 }
                 if (stopHarvest) {
                     stopStoreHarvest();
                     harvestEpoch = -1;
+                    continue;
+                }
+                if (needEpoch) {
+                    if (epochTakenFor != leadership) {
+                        fencedBackoff.reset(); // a new leadership
+                    }
+                    if (standDown && pause(fencedBackoff.next())) {
+                        continue; // leadership changed or closing meanwhile
+                    }
+                    if ((standDown && !leaseValid()) || !takeEpoch(readFailures)) {
+                        continue;
+                    }
+                    epochTakenFor = leadership;
+                    lock.lock();
+                    try {
+                        epochLost = false;
+                    } finally {
+                        lock.unlock();
+                    }
                     continue;
                 }
                 if (!toSend.isEmpty()) {
@@ -771,6 +829,63 @@ public final class DefaultDispatcher implements Dispatcher {
             if (harvestEpoch != -1 && state.get() != State.CLOSING) {
                 stopStoreHarvest(); // on close, close() does it once the acknowledgements in flight were purged
             }
+        }
+    }
+
+    /**
+     * Takes the outbox's leader epoch in a fencing store: from now on this leader's writes are fenced by it.
+     *
+     * @return whether it was taken; if not, the failure was reported and backed off
+     */
+    private boolean takeEpoch(Backoff failures) {
+        long taken;
+        try {
+            taken = store.acquireEpoch();
+            failures.reset();
+        } catch (RuntimeException e) {
+            Duration wait = failures.next();
+            log.warn("{}: taking the outbox's leader epoch in the database failed; retrying in {}", name, wait, e);
+            reportFailure("fence", e);
+            pause(wait);
+            return false;
+        }
+        takenEpoch = taken;
+        writes = store.fencedBy(taken);
+        log.info("{}: took leader epoch {} in the database: writes of earlier leaders are refused from now on", name,
+                taken);
+        return true;
+    }
+
+    /**
+     * A store write was refused as fenced: another dispatcher took the outbox's epoch since this one did. Counts and
+     * reports it, rewinds, and has the mark thread stand down before it takes a new epoch (see the class Javadoc).
+     */
+    private void fencedByStore(String operation, StoreFencedException e) {
+        long n = fencedWrites.incrementAndGet();
+        reportFailure(operation, e);
+        if (e.epoch() != takenEpoch) {
+            // A write begun under an epoch this instance has since replaced: nothing to stand down for.
+            log.info("{}: the database refused a {} of an earlier epoch of this instance ({} refused so far)", name,
+                    operation, n);
+            return;
+        }
+        boolean first;
+        lock.lock();
+        try {
+            first = !epochLost;
+            epochLost = true;
+            forceRemark = leaderId != null;
+            schedule.abandon();
+            rewindCursor();
+            markWork.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        if (first) {
+            log.warn("{}: the database refused a {} ({} writes refused so far): {}; standing down, then taking a new"
+                    + " epoch if this instance still leads", name, operation, n, e.getMessage());
+        } else {
+            log.info("{}: the database refused a {} of an earlier epoch ({} refused so far)", name, operation, n);
         }
     }
 
@@ -906,10 +1021,14 @@ public final class DefaultDispatcher implements Dispatcher {
         MarkResult result;
         try {
             long markStart = runtime.nanoTime();
-            result = store.mark(markAs, limit);
+            result = writes.mark(markAs, limit);
             callbacks.marked(result.size(), Duration.ofNanos(runtime.nanoTime() - markStart)); // hook: mark
             lastMark = clock.instant();
             failures.reset();
+        } catch (StoreFencedException e) {
+            endMark();
+            fencedByStore("mark", e);
+            return -1;
         } catch (RuntimeException e) {
             endMark();
             Duration wait = failures.next();
@@ -1054,7 +1173,11 @@ public final class DefaultDispatcher implements Dispatcher {
             reasons.put(r.id(), r.reason());
         }
         // Refused rows stay in the table, unheld: the next rescan (or, marking, the next leader id) tries again.
-        WriteOutcome outcome = write("park", "park unreadable", reasons, store::park, markStopped);
+        WriteOutcome outcome = write("park", "park unreadable", reasons, m -> writes.park(m), markStopped);
+        if (outcome.fenced() != null) {
+            fencedByStore("park", outcome.fenced());
+            return;
+        }
         if (outcome.stopped()) {
             return;
         }
@@ -1241,33 +1364,53 @@ public final class DefaultDispatcher implements Dispatcher {
         }
         boolean barrierFirst = runtime.planted(PlantedBug.BARRIER_BEFORE_PURGE);
         if (barrierFirst) {
-            applyVerdicts(batch, verdicts, Set.of());
+            applyVerdicts(batch, verdicts, Set.of(), Set.of());
         }
         Set<Long> refused = new LinkedHashSet<>();
+        // Writes refused as fenced: their records leave flight without a verdict, and this instance stands down.
+        Set<Long> fencedIds = new LinkedHashSet<>();
+        StoreFencedException fence = null;
+        String fencedOperation = null;
         int purged = 0;
         if (!purgeIds.isEmpty()) {
             long purgeStart = runtime.nanoTime();
             Map<Long, Boolean> ids = new LinkedHashMap<>();
             purgeIds.forEach(id -> ids.put(id, Boolean.TRUE));
-            WriteOutcome o = write("purge", "purge", ids, m -> store.purge(m.keySet()), purgeStopped);
+            WriteOutcome o = write("purge", "purge", ids, m -> writes.purge(m.keySet()), purgeStopped);
             refused.addAll(o.refused());
-            purged = purgeIds.size() - o.refused().size();
+            if (o.fenced() != null) {
+                fence = o.fenced();
+                fencedOperation = "purge";
+                fencedIds.addAll(purgeIds);
+            }
+            purged = o.fenced() != null ? 0 : purgeIds.size() - o.refused().size();
             if (!o.stopped() && purged > 0) {
                 callbacks.purged(purged, Duration.ofNanos(runtime.nanoTime() - purgeStart)); // hook: purge
                 lastPurge = clock.instant();
             }
         }
         if (!retryAt.isEmpty()) {
-            refused.addAll(write("retryLater", "retryLater", retryAt, store::retryLater, purgeStopped).refused());
+            WriteOutcome o = write("retryLater", "retryLater", retryAt, m -> writes.retryLater(m), purgeStopped);
+            refused.addAll(o.refused());
+            if (o.fenced() != null) {
+                fence = o.fenced();
+                fencedOperation = "retryLater";
+                fencedIds.addAll(retryAt.keySet());
+            }
         }
         if (!parkReasons.isEmpty()) {
-            WriteOutcome o = write("park", "park", parkReasons, store::park, purgeStopped);
+            WriteOutcome o = write("park", "park", parkReasons, m -> writes.park(m), purgeStopped);
             refused.addAll(o.refused());
-            if (o.stopped()) {
+            if (o.fenced() != null) {
+                fence = o.fenced();
+                fencedOperation = "park";
+                fencedIds.addAll(parkReasons.keySet());
+            }
+            if (o.stopped() || o.fenced() != null) {
                 parkedNow.clear();
             }
         }
-        List<Completion> settled = barrierFirst ? batch : applyVerdicts(batch, verdicts, refused);
+        List<Completion> settled = barrierFirst ? batch : applyVerdicts(batch, verdicts, refused, fencedIds);
         Instant outageBegan = outageSince;
         if (outageBegan != null && !purgeIds.isEmpty()) {
             outageSince = null;
@@ -1293,22 +1436,31 @@ public final class DefaultDispatcher implements Dispatcher {
                 reportParked(p);
             }
         }
+        if (fence != null) {
+            fencedByStore(fencedOperation, fence);
+        }
     }
 
     /**
      * Lowers the barriers of the batch's keys, each as its verdict says: only once the store recorded every
      * verdict (purge, retry time or park), or the table and the schedule would disagree. A record whose write the
-     * store {@code refused} for good is held instead: it stays in flight (its key waits) and goes to {@link #held}.
+     * store {@code refused} for good is held instead: it stays in flight (its key waits) and goes to {@link #held}. A
+     * record whose write was refused as {@code fenced} leaves flight without a verdict: its row is a successor's.
      *
      * @return the completions settled, in batch order
      */
     private List<Completion> applyVerdicts(List<Completion> batch,
-                                           Map<KeySchedule.Flight, KeySchedule.Verdict> verdicts, Set<Long> refused) {
-        List<Completion> settled = refused.isEmpty() ? batch : new ArrayList<>(batch.size());
+                                           Map<KeySchedule.Flight, KeySchedule.Verdict> verdicts, Set<Long> refused,
+                                           Set<Long> fenced) {
+        List<Completion> settled = refused.isEmpty() && fenced.isEmpty() ? batch : new ArrayList<>(batch.size());
         lock.lock();
         try {
             for (Completion c : batch) {
                 KeySchedule.Verdict v = verdicts.get(c.flight);
+                if (fenced.contains(c.flight.record().id())) {
+                    schedule.unsent(c.flight); // a deposed leader's record: the successor reads its row again
+                    continue;
+                }
                 if (refused.contains(c.flight.record().id())) {
                     // Stays in flight: its row stays in the table and its key waits until the write succeeds.
                     held.add(new Completion(c.flight, c.error, c.at,
@@ -1393,7 +1545,10 @@ public final class DefaultDispatcher implements Dispatcher {
      * What became of a batched store write: the ids the store refused for good (narrowed down by halving), and
      * whether it gave up because the dispatcher is closing (the rows stay for the next leader).
      */
-    private record WriteOutcome(Set<Long> refused, boolean stopped) {
+    private record WriteOutcome(Set<Long> refused, boolean stopped, StoreFencedException fenced) {
+        WriteOutcome(Set<Long> refused, boolean stopped) {
+            this(refused, stopped, null);
+        }
     }
 
     /**
@@ -1416,6 +1571,9 @@ public final class DefaultDispatcher implements Dispatcher {
             if (!retryUntilDone(operation, () -> call.accept(part), stop, error)) {
                 if (error[0] == null) {
                     return new WriteOutcome(Set.of(), true);
+                }
+                if (error[0] instanceof StoreFencedException fenced) {
+                    return new WriteOutcome(Set.of(), false, fenced); // not narrowed down: every row is refused
                 }
                 refusal = refusal == null ? error[0] : refusal;
                 if (part.size() == 1) {

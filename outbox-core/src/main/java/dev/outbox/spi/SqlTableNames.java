@@ -23,6 +23,11 @@ import java.util.regex.Pattern;
 public final class SqlTableNames {
     /** Appended to the outbox table's name to name its parked table. */
     public static final String PARKED_SUFFIX = "_parked";
+    /**
+     * Appended to the outbox table's name to name its leader table (storage fencing's epoch); as long as
+     * {@link #PARKED_SUFFIX}, so that every valid table name leaves room for it.
+     */
+    public static final String LEADER_SUFFIX = "_leader";
 
     private static final Pattern IDENTIFIER = Pattern.compile("[a-z_][a-z0-9_]*");
 
@@ -30,6 +35,7 @@ public final class SqlTableNames {
     private final String table;
     private final String outbox;
     private final String parked;
+    private final String leader;
 
     private SqlTableNames(Dialect dialect, String schema, String table) {
         this.schema = schema == null ? null : dialect.validateSchema(schema);
@@ -37,6 +43,7 @@ public final class SqlTableNames {
         String prefix = schema == null ? "" : dialect.quote(schema) + ".";
         this.outbox = prefix + dialect.quote(table);
         this.parked = prefix + dialect.quote(table + PARKED_SUFFIX);
+        this.leader = prefix + dialect.quote(table + LEADER_SUFFIX);
     }
 
     /** The schema as configured (bare), or null when the tables are found through the connection's defaults. */
@@ -52,6 +59,16 @@ public final class SqlTableNames {
     /** The parked table's bare name. */
     public String parkedTable() {
         return table + PARKED_SUFFIX;
+    }
+
+    /** The leader table's bare name (storage fencing's epoch). */
+    public String leaderTable() {
+        return table + LEADER_SUFFIX;
+    }
+
+    /** The leader table as it appears in SQL: quoted and, if a schema was given, qualified. */
+    public String leader() {
+        return leader;
     }
 
     /** The outbox table as it appears in SQL: quoted and, if a schema was given, qualified. */

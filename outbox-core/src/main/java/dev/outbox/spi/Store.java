@@ -173,6 +173,41 @@ public interface Store {
     }
 
     /**
+     * Whether this store fences deposed leaders in the database ({@link #acquireEpoch()}, {@link #fencedBy}). A
+     * store that does not (the default) is written to as before; the dispatcher then relies on its lease alone.
+     */
+    default boolean supportsFencing() {
+        return false;
+    }
+
+    /**
+     * Takes the outbox's leadership in the database: increments the outbox's leader epoch and returns the new value,
+     * committed when this returns. From then on every write {@linkplain #fencedBy fenced} by an older epoch changes
+     * nothing and fails with {@link StoreFencedException}; a write fenced by an older epoch that was under way when
+     * the increment began either committed before it or changes nothing (the increment and the fenced writes
+     * serialize on the epoch's row lock). The dispatcher calls it once per leadership, when it becomes leader and
+     * before it reads or marks a row.
+     *
+     * @throws UnsupportedOperationException if {@link #supportsFencing()} is false
+     */
+    default long acquireEpoch() {
+        throw new UnsupportedOperationException(getClass().getName() + " does not fence (Store.supportsFencing)");
+    }
+
+    /**
+     * This store as a leader holding {@code epoch} writes to it: its {@link #mark}, {@link #purge}, {@link #reset},
+     * {@link #retryLater} and {@link #park} each check, in the same statement (or under a lock held by the same
+     * transaction, which {@link #acquireEpoch()} waits for), that the outbox's epoch is still {@code epoch}; if not,
+     * they change nothing and throw {@link StoreFencedException}. Every other method is this store's own. Cheap to
+     * call: the dispatcher takes one view per leadership.
+     *
+     * @throws UnsupportedOperationException if {@link #supportsFencing()} is false
+     */
+    default Store fencedBy(long epoch) {
+        throw new UnsupportedOperationException(getClass().getName() + " does not fence (Store.supportsFencing)");
+    }
+
+    /**
      * Deletes the rows with the given ids, whoever marked them: they have been delivered. Ids that no longer
      * exist are ignored. An empty collection does nothing.
      */

@@ -151,6 +151,7 @@ public class OutboxAutoConfiguration {
             Map<String, String> placeholders = new LinkedHashMap<>(configuration.getPlaceholders());
             placeholders.putIfAbsent("outbox_table", d.table());
             placeholders.putIfAbsent("outbox_parked_table", d.parkedTable());
+            placeholders.putIfAbsent("outbox_leader_table", d.leaderTable());
             configuration.placeholders(placeholders);
         }
     }

@@ -30,8 +30,10 @@ public final class OutboxStoreFactory {
      * @param table        the outbox table as it appears in SQL
      * @param parkedTable  the parked table as it appears in SQL
      * @param createSchema creates the tables if they are missing
+     * @param leaderTable  the leader table (storage fencing's epoch) as it appears in SQL
      */
-    public record Built(Store store, StoreType type, String table, String parkedTable, Runnable createSchema) {
+    public record Built(Store store, StoreType type, String table, String parkedTable, Runnable createSchema,
+                        String leaderTable) {
     }
 
     private OutboxStoreFactory() {
@@ -109,7 +111,8 @@ public final class OutboxStoreFactory {
                 b.walHarvest(walHarvest(prefix + ".wal", wal));
             }
             PostgresStore store = b.build();
-            return new Built(store, StoreType.POSTGRES, store.table(), store.parkedTable(), store::createSchema);
+            return new Built(store, StoreType.POSTGRES, store.table(), store.parkedTable(), store::createSchema,
+                    store.leaderTable());
         }
 
         private static WalHarvest walHarvest(String prefix, OutboxProperties.Wal wal) {
@@ -151,7 +154,8 @@ public final class OutboxStoreFactory {
                 set(prefix + ".max-key-length", p.getMaxKeyLength(), () -> b.maxKeyLength(p.getMaxKeyLength()));
             }
             MySqlStore store = b.build();
-            return new Built(store, StoreType.MYSQL, store.table(), store.parkedTable(), store::createSchema);
+            return new Built(store, StoreType.MYSQL, store.table(), store.parkedTable(), store::createSchema,
+                    store.leaderTable());
         }
     }
 }

@@ -24,7 +24,7 @@ class ShippedMigrationsTest {
             "dev/outbox/store/mysql/schema.sql, dev/outbox/migrations/mysql/R__outbox_tables.sql"})
     void theMigrationIsTheStoresSchemaWithRenamedPlaceholders(String schema, String migration) throws IOException {
         String expected = body(resource(schema)).replace("${outbox}", "${outbox_table}")
-                .replace("${parked}", "${outbox_parked_table}")
+                .replace("${parked}", "${outbox_parked_table}").replace("${leader}", "${outbox_leader_table}")
                 .replace("${uuidv7}", schema.contains("/mysql/") ? MySqlStore.UUIDV7_EXPRESSION : "outbox_uuidv7");
 
         assertThat(body(resource(migration))).isEqualTo(expected);

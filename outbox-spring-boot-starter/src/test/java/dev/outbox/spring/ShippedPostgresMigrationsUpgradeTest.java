@@ -26,7 +26,8 @@ class ShippedPostgresMigrationsUpgradeTest {
     void flywayUpgradesTheIdDefaultOfAnExistingTable() throws Exception {
         DataSource db = oldTable("migrations_flyway");
         Flyway flyway = Flyway.configure().dataSource(db).locations("classpath:dev/outbox/migrations/postgresql")
-                .placeholders(Map.of("outbox_table", "\"outbox\"", "outbox_parked_table", "\"outbox_parked\""))
+                .placeholders(Map.of("outbox_table", "\"outbox\"", "outbox_parked_table", "\"outbox_parked\"",
+                        "outbox_leader_table", "\"outbox_leader\""))
                 .baselineOnMigrate(true).load();
         flyway.migrate();
 

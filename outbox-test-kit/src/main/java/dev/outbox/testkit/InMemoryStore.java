@@ -11,6 +11,7 @@ import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.RowChecks;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
+import dev.outbox.spi.StoreFencedException;
 import dev.outbox.testkit.StoreFaults.Fault;
 import dev.outbox.testkit.StoreFaults.Failure;
 import dev.outbox.testkit.StoreFaults.Operation;
@@ -47,6 +48,10 @@ import java.util.concurrent.locks.LockSupport;
  *   <li>{@link #setFaults} plugs in a {@link StoreFaults} plan that fails calls before or after their change,
  *       or delays them.</li>
  *   <li>{@link #rows()}, {@link #size()}, {@link #parkedRows()} and {@link #calls} let a test look inside.</li>
+ *   <li>{@link #setFencing(boolean) With fencing on} (off by default) it models storage fencing as the SQL stores
+ *       do it: {@link #acquireEpoch()} increments the outbox's epoch, and the writes of a {@link #fencedBy} view
+ *       check it under the same lock as their change, so a write of an older epoch changes nothing and throws
+ *       {@link StoreFencedException}; {@link #fencedWrites()} counts them.</li>
  * </ul>
  *
  * <p>Thread-safe: every call is atomic under one lock (injected delays are spent outside it).
@@ -97,6 +102,12 @@ public final class InMemoryStore implements Store {
     private final java.util.Set<Runnable> commitWatchers = new java.util.concurrent.CopyOnWriteArraySet<>();
     private volatile boolean commitNotifications;
     private volatile StoreFaults faults = StoreFaults.none();
+    private volatile boolean fencing;
+    /** The outbox's leader epoch ({@link #acquireEpoch()}). Guarded by {@link #lock}. */
+    private long epoch;
+    private final AtomicLong fencedWrites = new AtomicLong();
+    /** An unfenced write: no epoch is checked. */
+    private static final long UNFENCED = -1;
     private final Publisher publisher = new InMemoryPublisher();
 
     /** An empty store whose timestamps come from the system clock. */
@@ -123,6 +134,26 @@ public final class InMemoryStore implements Store {
         for (Operation op : Operation.values()) {
             calls.put(op, new AtomicLong());
             injected.put(op, new AtomicLong());
+        }
+    }
+
+    /**
+     * Turns storage fencing on or off (off by default): with it on, {@link #supportsFencing()} is true and the
+     * writes of {@link #fencedBy} views check the epoch. Set it before a dispatcher starts on this store.
+     */
+    public void setFencing(boolean on) {
+        this.fencing = on;
+    }
+
+    /** Writes refused as fenced so far. */
+    public long fencedWrites() {
+        return fencedWrites.get();
+    }
+
+    /** The outbox's leader epoch: 0 until the first {@link #acquireEpoch()}. */
+    public long epoch() {
+        synchronized (lock) {
+            return epoch;
         }
     }
 
@@ -238,6 +269,10 @@ public final class InMemoryStore implements Store {
      */
     @Override
     public MarkResult mark(UUID leaderId, int limit) {
+        return mark(leaderId, limit, UNFENCED);
+    }
+
+    private MarkResult mark(UUID leaderId, int limit, long fence) {
         if (leaderId == null) {
             throw new IllegalArgumentException("leaderId must not be null");
         }
@@ -248,6 +283,7 @@ public final class InMemoryStore implements Store {
         List<OutboxRecord> records = new ArrayList<>();
         List<MarkResult.Rejected> rejected = new ArrayList<>();
         synchronized (lock) {
+            checkFence(fence, "mark");
             int taken = 0;
             for (Iterator<StoredRow> it = rows.values().iterator(); it.hasNext() && taken < limit; ) {
                 StoredRow row = it.next();
@@ -342,9 +378,14 @@ public final class InMemoryStore implements Store {
 
     @Override
     public void purge(Collection<Long> ids) {
+        purge(ids, UNFENCED);
+    }
+
+    private void purge(Collection<Long> ids, long fence) {
         Objects.requireNonNull(ids, "ids");
         Fault fault = enter(Operation.PURGE);
         synchronized (lock) {
+            checkFence(fence, "purge");
             for (Long id : ids) {
                 if (id != null && rows.remove(id) != null) {
                     purged.incrementAndGet();
@@ -356,12 +397,17 @@ public final class InMemoryStore implements Store {
 
     @Override
     public void reset(UUID leaderId, Collection<Long> ids) {
+        reset(leaderId, ids, UNFENCED);
+    }
+
+    private void reset(UUID leaderId, Collection<Long> ids, long fence) {
         if (leaderId == null) {
             throw new IllegalArgumentException("leaderId must not be null");
         }
         Objects.requireNonNull(ids, "ids");
         Fault fault = enter(Operation.RESET);
         synchronized (lock) {
+            checkFence(fence, "reset");
             for (Long id : new TreeSet<>(nonNull(ids))) {
                 StoredRow row = rows.get(id);
                 if (row != null) {
@@ -377,6 +423,10 @@ public final class InMemoryStore implements Store {
 
     @Override
     public void retryLater(Map<Long, Instant> nextAttempts) {
+        retryLater(nextAttempts, UNFENCED);
+    }
+
+    private void retryLater(Map<Long, Instant> nextAttempts, long fence) {
         Objects.requireNonNull(nextAttempts, "nextAttempts");
         TreeMap<Long, Instant> sorted = new TreeMap<>();
         for (Map.Entry<Long, Instant> e : nextAttempts.entrySet()) {
@@ -390,6 +440,7 @@ public final class InMemoryStore implements Store {
         }
         Fault fault = enter(Operation.RETRY_LATER);
         synchronized (lock) {
+            checkFence(fence, "retryLater");
             for (Map.Entry<Long, Instant> e : sorted.entrySet()) {
                 StoredRow row = rows.get(e.getKey());
                 if (row != null) {
@@ -403,10 +454,15 @@ public final class InMemoryStore implements Store {
 
     @Override
     public void park(Map<Long, String> reasons) {
+        park(reasons, UNFENCED);
+    }
+
+    private void park(Map<Long, String> reasons, long fence) {
         Objects.requireNonNull(reasons, "reasons");
         Fault fault = enter(Operation.PARK);
         Instant now = clock.instant();
         synchronized (lock) {
+            checkFence(fence, "park");
             for (Map.Entry<Long, String> e : reasons.entrySet()) {
                 if (e.getKey() == null) {
                     continue;
@@ -421,6 +477,47 @@ public final class InMemoryStore implements Store {
             }
         }
         leave(Operation.PARK, fault, "park of " + reasons.size() + " ids");
+    }
+
+    @Override
+    public boolean supportsFencing() {
+        return fencing;
+    }
+
+    /** {@inheritDoc} An injected failure after the change leaves the epoch incremented. */
+    @Override
+    public long acquireEpoch() {
+        requireFencing("acquireEpoch");
+        Fault fault = enter(Operation.ACQUIRE_EPOCH);
+        long taken;
+        synchronized (lock) {
+            taken = ++epoch;
+        }
+        leave(Operation.ACQUIRE_EPOCH, fault, "acquireEpoch()");
+        return taken;
+    }
+
+    @Override
+    public Store fencedBy(long epoch) {
+        requireFencing("fencedBy");
+        if (epoch < 1) {
+            throw new IllegalArgumentException("epoch must be at least 1 (one acquireEpoch() returned): " + epoch);
+        }
+        return new Fenced(epoch);
+    }
+
+    private void requireFencing(String operation) {
+        if (!fencing) {
+            throw new UnsupportedOperationException(operation + ": fencing is off (InMemoryStore.setFencing)");
+        }
+    }
+
+    /** Refuses a write fenced by an epoch other than the outbox's. Caller holds {@link #lock}, before any change. */
+    private void checkFence(long fence, String operation) {
+        if (fence != UNFENCED && fence != epoch) {
+            fencedWrites.incrementAndGet();
+            throw new StoreFencedException(operation, fence, epoch);
+        }
     }
 
     @Override
@@ -627,6 +724,105 @@ public final class InMemoryStore implements Store {
             copy.add(m);
         }
         return copy;
+    }
+
+    /** This store's writes fenced by one epoch; everything else is the store's own. */
+    private final class Fenced implements Store {
+        private final long fence;
+
+        Fenced(long fence) {
+            this.fence = fence;
+        }
+
+        @Override
+        public Publisher publisher() {
+            return InMemoryStore.this.publisher();
+        }
+
+        @Override
+        public MarkResult mark(UUID leaderId, int limit) {
+            return InMemoryStore.this.mark(leaderId, limit, fence);
+        }
+
+        @Override
+        public boolean supportsRead() {
+            return true;
+        }
+
+        @Override
+        public ReadResult read(long after, List<IdRange> recheck, int limit) {
+            return InMemoryStore.this.read(after, recheck, limit);
+        }
+
+        @Override
+        public CommitWatch watchCommits(Runnable wakeUp) {
+            return InMemoryStore.this.watchCommits(wakeUp);
+        }
+
+        @Override
+        public boolean supportsFencing() {
+            return InMemoryStore.this.supportsFencing();
+        }
+
+        @Override
+        public long acquireEpoch() {
+            return InMemoryStore.this.acquireEpoch();
+        }
+
+        @Override
+        public Store fencedBy(long epoch) {
+            return InMemoryStore.this.fencedBy(epoch);
+        }
+
+        @Override
+        public void purge(Collection<Long> ids) {
+            InMemoryStore.this.purge(ids, fence);
+        }
+
+        @Override
+        public void reset(UUID leaderId, Collection<Long> ids) {
+            InMemoryStore.this.reset(leaderId, ids, fence);
+        }
+
+        @Override
+        public void retryLater(Map<Long, Instant> nextAttempts) {
+            InMemoryStore.this.retryLater(nextAttempts, fence);
+        }
+
+        @Override
+        public void park(Map<Long, String> reasons) {
+            InMemoryStore.this.park(reasons, fence);
+        }
+
+        @Override
+        public List<ParkedRecord> parked(int limit) {
+            return InMemoryStore.this.parked(limit);
+        }
+
+        @Override
+        public int replay(Collection<Long> ids) {
+            return InMemoryStore.this.replay(ids);
+        }
+
+        @Override
+        public long backlog() {
+            return InMemoryStore.this.backlog();
+        }
+
+        @Override
+        public long parkedCount() {
+            return InMemoryStore.this.parkedCount();
+        }
+
+        @Override
+        public Optional<Instant> oldestCreateTime() {
+            return InMemoryStore.this.oldestCreateTime();
+        }
+
+        @Override
+        public String toString() {
+            return InMemoryStore.this + " fenced by epoch " + fence;
+        }
     }
 
     /** A row as held; fields other than the final ones are guarded by {@link #lock}. */

@@ -8,6 +8,7 @@ import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.Store;
+import dev.outbox.spi.StoreFencedException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -644,6 +645,93 @@ public abstract class StoreContract {
         OutboxRecord row = markAll(UUID.randomUUID()).get(0);
         assertThat(row.attempts()).isZero();
         assertThat(row.nextAttemptAt()).isNull();
+    }
+
+    // ---- storage fencing ------------------------------------------------------------------------------------
+
+    /**
+     * A store that fences passes the fencing cases below; one that does not says so and refuses to take an epoch or
+     * a fenced view, rather than pretending to fence.
+     */
+    @Test
+    void aStoreThatDoesNotFenceRefusesToTakeAnEpoch() {
+        if (store.supportsFencing()) {
+            long first = store.acquireEpoch();
+            assertThat(first).as("the first epoch").isPositive();
+            assertThat(store.acquireEpoch()).as("each acquisition increments the epoch").isEqualTo(first + 1);
+        } else {
+            assertThatThrownBy(() -> store.acquireEpoch()).isInstanceOf(UnsupportedOperationException.class);
+            assertThatThrownBy(() -> store.fencedBy(1)).isInstanceOf(UnsupportedOperationException.class);
+        }
+    }
+
+    @Test
+    void writesFencedByTheCurrentEpochWorkAsUnfencedOnes() {
+        if (!store.supportsFencing()) {
+            return; // aStoreThatDoesNotFenceRefusesToTakeAnEpoch covers it
+        }
+        commit(msg("a", "1"), msg("b", "2"), msg("c", "3"), msg("d", "4"));
+        Store leader = store.fencedBy(store.acquireEpoch());
+        UUID id = UUID.randomUUID();
+        List<OutboxRecord> marked = leader.mark(id, 10).records();
+        assertThat(marked).extracting(this::valueOf).containsExactly("1", "2", "3", "4");
+        Instant later = Instant.parse("2030-01-02T03:04:05Z");
+
+        leader.retryLater(Map.of(marked.get(1).id(), later, UNKNOWN_ID, later));
+        leader.reset(id, List.of(marked.get(2).id(), UNKNOWN_ID));
+        leader.park(Map.of(marked.get(3).id(), "poison", UNKNOWN_ID, "unknown"));
+        leader.purge(List.of(marked.get(0).id(), UNKNOWN_ID));
+        leader.purge(List.of());
+
+        assertThat(store.parked(10)).extracting(ParkedRecord::id).containsExactly(marked.get(3).id());
+        List<OutboxRecord> left = markAll(UUID.randomUUID());
+        assertThat(left).extracting(this::valueOf).containsExactly("2", "3");
+        assertThat(left).extracting(OutboxRecord::attempts).containsExactly(1, 1);
+        assertThat(left.get(0).nextAttemptAt()).isEqualTo(later);
+        assertThat(leader.mark(UUID.randomUUID(), 10).records()).as("a fenced mark by the current epoch")
+                .extracting(this::valueOf).containsExactly("2", "3");
+    }
+
+    @Test
+    void writesFencedByAnEarlierEpochChangeNothingAndAreRefusedAsFenced() {
+        if (!store.supportsFencing()) {
+            return; // aStoreThatDoesNotFenceRefusesToTakeAnEpoch covers it
+        }
+        commit(msg("a", "1"), msg("b", "2"), msg("c", "3"));
+        long old = store.acquireEpoch();
+        Store deposed = store.fencedBy(old);
+        UUID oldId = UUID.randomUUID();
+        List<OutboxRecord> marked = deposed.mark(oldId, 10).records();
+        assertThat(marked).hasSize(3);
+        long current = store.acquireEpoch();
+        assertThat(current).isGreaterThan(old);
+        List<Long> ids = ids(marked);
+        Instant later = Instant.parse("2030-01-02T03:04:05Z");
+
+        assertFenced(() -> deposed.purge(ids), old, current);
+        assertFenced(() -> deposed.purge(List.of(UNKNOWN_ID)), old, current);
+        assertFenced(() -> deposed.retryLater(Map.of(ids.get(0), later)), old, current);
+        assertFenced(() -> deposed.reset(oldId, ids), old, current);
+        assertFenced(() -> deposed.park(Map.of(ids.get(1), "poison")), old, current);
+        commit(msg("e", "5"));
+        assertFenced(() -> deposed.mark(UUID.randomUUID(), 10), old, current);
+
+        assertThat(store.parked(10)).as("nothing parked").isEmpty();
+        List<OutboxRecord> rows = store.fencedBy(current).mark(UUID.randomUUID(), 10).records();
+        assertThat(rows).as("every row still there, as it was").extracting(this::valueOf)
+                .containsExactly("1", "2", "3", "5");
+        assertThat(rows).extracting(OutboxRecord::attempts).containsOnly(0);
+        assertThat(rows).extracting(OutboxRecord::nextAttemptAt).containsOnlyNulls();
+        assertThat(markAll(oldId)).as("the deposed leader's mark of row 5 did not happen either")
+                .extracting(this::valueOf).containsExactly("1", "2", "3", "5");
+    }
+
+    private static void assertFenced(Runnable write, long epoch, long current) {
+        assertThatThrownBy(write::run).isInstanceOfSatisfying(StoreFencedException.class, e -> {
+            assertThat(e.epoch()).isEqualTo(epoch);
+            assertThat(e.currentEpoch()).isEqualTo(current);
+            assertThat(e.isRetriable()).isFalse();
+        });
     }
 
     // ---- park and replay ------------------------------------------------------------------------------------

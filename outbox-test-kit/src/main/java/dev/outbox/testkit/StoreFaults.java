@@ -28,7 +28,8 @@ import java.util.Set;
 public interface StoreFaults {
 
     /** The store calls a plan can fail. */
-    enum Operation { MARK, READ, PURGE, RESET, RETRY_LATER, PARK, PARKED, REPLAY, BACKLOG, PARKED_COUNT, OLDEST }
+    enum Operation { MARK, READ, PURGE, RESET, RETRY_LATER, PARK, PARKED, REPLAY, BACKLOG, PARKED_COUNT, OLDEST,
+        ACQUIRE_EPOCH }
 
     /** When an injected failure strikes. */
     enum Failure {

@@ -147,6 +147,38 @@ class DispatcherTest {
         }
     }
 
+    /**
+     * Storage fencing: another dispatcher takes the outbox's epoch between this leader's taking it and its first
+     * purge. The purge is refused and changes nothing; the leader stands down, takes a new epoch (its own election
+     * still says it leads), reads the rows again and delivers every one.
+     */
+    @Test
+    void aPurgeRefusedAsFencedStandsTheLeaderDownUntilItTakesANewEpoch() {
+        InMemoryStore store = new InMemoryStore();
+        store.setFencing(true);
+        java.util.concurrent.atomic.AtomicBoolean bumped = new java.util.concurrent.atomic.AtomicBoolean();
+        store.setFaults(op -> {
+            if (op == StoreFaults.Operation.PURGE && bumped.compareAndSet(false, true)) {
+                store.acquireEpoch(); // a successor's, just before this purge
+            }
+            return StoreFaults.Fault.NONE;
+        });
+        InMemoryBroker broker = new InMemoryBroker();
+        Dispatcher d = start(store, broker, fastConfig().build(), newName());
+        Await.untilOrFail(d::isLeader, WAIT, () -> d.health().toString());
+        writeFrom(store, 0, 100, 10);
+
+        Await.untilOrFail(() -> store.size() == 0, WAIT, store::toString);
+        // The purges of every batch under way with the earlier epoch are refused, however many.
+        assertThat(store.fencedWrites()).as("purges refused as fenced").isPositive();
+        assertThat(store.epoch()).as("the leader's epoch, the successor's, the leader's again")
+                .isGreaterThanOrEqualTo(3);
+        assertThat(broker.deliveredCount()).as("every record, the refused purge's again").isGreaterThanOrEqualTo(100);
+        assertThat(d.isLeader()).isTrue();
+        assertThat(d.health().lastFailure()).hasValueSatisfying(f -> assertThat(f.error())
+                .contains("StoreFencedException"));
+    }
+
     @Test
     void aBrokerOutageLongerThanMaxAttemptsParksNothingCountsNothingAndKeepsEveryKeysOrder() {
         InMemoryStore store = new InMemoryStore();

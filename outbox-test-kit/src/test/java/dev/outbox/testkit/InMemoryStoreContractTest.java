@@ -8,12 +8,16 @@ class InMemoryStoreContractTest extends StoreContract {
 
     @Override
     protected Store createStore() {
-        return new InMemoryStore();
+        InMemoryStore store = new InMemoryStore();
+        store.setFencing(true);
+        return store;
     }
 
     @Override
     protected Store createStore(int maxKeyLength) {
-        return new InMemoryStore(Clock.systemUTC(), maxKeyLength);
+        InMemoryStore store = new InMemoryStore(Clock.systemUTC(), maxKeyLength);
+        store.setFencing(true);
+        return store;
     }
 
     @Override

@@ -1,6 +1,7 @@
 -- Outbox tables for dev.outbox (MySQL 8.0 or MariaDB 10.6 or newer), as a Flyway repeatable migration and a Liquibase SQL file.
--- Placeholders (Flyway) / changelog parameters (Liquibase): outbox_table and outbox_parked_table, the tables as
--- they appear in SQL (the Spring Boot starter fills both in from outbox.store.* for Flyway). The same DDL as the
+-- Placeholders (Flyway) / changelog parameters (Liquibase): outbox_table, outbox_parked_table and outbox_leader_table, the
+-- tables as
+-- they appear in SQL (the Spring Boot starter fills them in from outbox.store.* for Flyway). The same DDL as the
 -- store's schema.sql resource; every statement is idempotent.
 
 -- One row per message. Applications insert (topic, `key`, value, headers) in their own transaction; the
@@ -43,3 +44,14 @@ CREATE TABLE IF NOT EXISTS ${outbox_parked_table} (
     message_id  BINARY(16)    NULL,                     -- as in the outbox; replay keeps it
     PRIMARY KEY (id)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
+-- Storage fencing (the store's fencing setting, on by default): the outbox's leader epoch, in one row. A dispatcher
+-- that becomes leader increments it (which takes the row's lock) before it reads a row; every purge, failure record,
+-- park and mark of a leader first reads the row with a share lock in the same transaction and changes nothing if
+-- the epoch is no longer its own. So once an increment commits, a deposed leader's writes are refused.
+CREATE TABLE IF NOT EXISTS ${outbox_leader_table} (
+    id          TINYINT       NOT NULL,                 -- always 1
+    epoch       BIGINT        NOT NULL,
+    acquired_at TIMESTAMP(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6), -- when the current epoch was taken
+    PRIMARY KEY (id)
+) ENGINE = InnoDB;

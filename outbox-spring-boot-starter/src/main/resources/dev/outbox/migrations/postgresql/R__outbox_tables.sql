@@ -1,6 +1,7 @@
 -- Outbox tables for dev.outbox (PostgreSQL 13 or newer), as a Flyway repeatable migration and a Liquibase SQL file.
--- Placeholders (Flyway) / changelog parameters (Liquibase): outbox_table and outbox_parked_table, the tables as
--- they appear in SQL (the Spring Boot starter fills both in from outbox.store.* for Flyway). The same DDL as the
+-- Placeholders (Flyway) / changelog parameters (Liquibase): outbox_table, outbox_parked_table and outbox_leader_table, the
+-- tables as
+-- they appear in SQL (the Spring Boot starter fills them in from outbox.store.* for Flyway). The same DDL as the
 -- store's schema.sql resource; every statement is idempotent, and it also upgrades an outbox table of an earlier
 -- version (the id default, below), so it is safe to run again whenever it changes (Flyway: a repeatable migration;
 -- Liquibase: runOnChange, sent as one statement so that the DO block is not split at its semicolons).
@@ -103,4 +104,14 @@ CREATE TABLE IF NOT EXISTS ${outbox_parked_table} (
     reason        text        NOT NULL,             -- why it was parked, for a human
     parked_at     timestamptz NOT NULL DEFAULT now(),
     message_id    uuid                              -- as in the outbox; replay keeps it
+);
+
+-- Storage fencing (the store's fencing setting, on by default): the outbox's leader epoch, in one row. A dispatcher
+-- that becomes leader increments it (an UPDATE, which takes the row's lock) before it reads a row; every purge,
+-- failure record, park and mark of a leader reads the row FOR SHARE in the same statement and changes nothing if
+-- the epoch is no longer its own. So once an increment commits, a deposed leader's writes are refused.
+CREATE TABLE IF NOT EXISTS ${outbox_leader_table} (
+    id          smallint    PRIMARY KEY CHECK (id = 1),
+    epoch       bigint      NOT NULL,
+    acquired_at timestamptz NOT NULL DEFAULT now()   -- when the current epoch was taken
 );

@@ -113,6 +113,16 @@ import java.util.function.Consumer;
  * and a locking read or a {@code DELETE} waits for the lock of every row it scans, including the rows of every
  * application transaction that has inserted and not yet committed.
  *
+ * <h2>Storage fencing</h2>
+ * With {@link Builder#fencing} on (the default), the leader table ({@code <table>_leader}, one row) holds the outbox's
+ * leader epoch. {@link #acquireEpoch()} increments it ({@code INSERT ... ON DUPLICATE KEY UPDATE}, which takes the
+ * row's exclusive lock). MySQL has no data-modifying CTE, so a write of a {@linkplain #fencedBy fenced view} (mark,
+ * purge, reset, failure record, park) begins its transaction with a locking read of the row
+ * ({@code LOCK IN SHARE MODE}), held until it commits, and changes nothing unless the epoch is its own. The increment
+ * and the fenced writes serialize on the row: a write that holds the share lock commits before the increment can, and
+ * a write whose read waited for the increment reads the new epoch and fails with
+ * {@link dev.outbox.spi.StoreFencedException}. One more statement per write transaction.
+ *
  * <h2>Timeouts</h2>
  * Every statement carries the configured {@link Builder#statementTimeout statement timeout} as a JDBC query
  * timeout (whole seconds, rounded up; Connector/J then cancels the statement with {@code KILL QUERY}, which also
@@ -177,6 +187,9 @@ public final class MySqlStore extends SqlStore {
     private final String parkedCountSql;
     private final String oldestSql;
     private final String parkedSql;
+    private final String takeEpochSql;
+    private final String epochSql;
+    private final String fenceSql;
     private final Duration lateCommitWindow;
     private final long lateCommitWindowMillis;
 
@@ -195,6 +208,40 @@ public final class MySqlStore extends SqlStore {
                 + " ORDER BY id LIMIT ?";
         this.parkedCountSql = "SELECT COUNT(*) FROM " + names.parked();
         this.oldestSql = "SELECT UNIX_TIMESTAMP(create_time) FROM " + names.outbox() + " ORDER BY id LIMIT 1";
+        String l = names.leader();
+        this.takeEpochSql = "INSERT INTO " + l + " (id, epoch) VALUES (1, 1) ON DUPLICATE KEY UPDATE epoch = epoch + 1,"
+                + " acquired_at = CURRENT_TIMESTAMP(6)";
+        this.epochSql = "SELECT epoch FROM " + l + " WHERE id = 1";
+        // MariaDB has no FOR SHARE before 10.10; both servers take LOCK IN SHARE MODE.
+        this.fenceSql = epochSql + " LOCK IN SHARE MODE";
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>An upsert of the leader row ({@code INSERT ... ON DUPLICATE KEY UPDATE epoch = epoch + 1}), which takes the
+     * row's exclusive lock, and a read of the new epoch, in one transaction.
+     */
+    @Override
+    protected long takeEpoch() {
+        return inTransaction("taking the leader epoch in " + names.leader() + " (storage fencing: the table is created"
+                + " by createSchema() and the shipped migrations; Builder.fencing(false) turns fencing off)", handle -> {
+                    timed(handle.createUpdate(takeEpochSql)).execute();
+                    return timed(handle.createQuery(epochSql)).mapTo(Long.class).one();
+                });
+    }
+
+    /**
+     * The fence of a write, its transaction's first statement: reads the leader row with a share lock, held until
+     * the transaction ends, and refuses the write unless the epoch is {@code fence}. An increment of the epoch waits
+     * for the lock (so the write commits first), or the read waits for the increment's lock and then reads the new
+     * epoch (a locking read reads the latest committed version). Nothing for an unfenced write.
+     */
+    private void fence(Handle handle, String operation, long fence) {
+        if (fence == UNFENCED) {
+            return;
+        }
+        checkFence(operation, fence, timed(handle.createQuery(fenceSql)).mapTo(Long.class).findOne().orElse(null));
     }
 
     /**
@@ -285,13 +332,17 @@ public final class MySqlStore extends SqlStore {
     }
 
     @Override
-    public MarkResult mark(UUID leaderId, int limit) {
-        return mark(leaderId, limit, handle -> {
+    protected MarkResult mark(UUID leaderId, int limit, long fence) {
+        return mark(leaderId, limit, fence, handle -> {
         });
     }
 
     /** {@link #mark}, running {@code whileLocked} after the update and before the commit; for tests. */
     MarkResult mark(UUID leaderId, int limit, Consumer<Handle> whileLocked) {
+        return mark(leaderId, limit, UNFENCED, whileLocked);
+    }
+
+    private MarkResult mark(UUID leaderId, int limit, long fence, Consumer<Handle> whileLocked) {
         Objects.requireNonNull(leaderId, "leaderId must not be null");
         if (leaderId.equals(NIL)) {
             throw new IllegalArgumentException("leaderId must not be the nil UUID " + NIL
@@ -299,8 +350,10 @@ public final class MySqlStore extends SqlStore {
         }
         limit(limit);
         byte[] leader = RowReader.bytes(leaderId);
-        return inTransaction("marking up to " + limit + " rows of " + names.outbox() + " for leader " + leaderId,
+        String operation = "marking up to " + limit + " rows of " + names.outbox() + " for leader " + leaderId;
+        return inTransaction(operation,
                 handle -> {
+                    fence(handle, operation, fence);
                     List<Long> candidates = timed(handle.createQuery(candidatesSql))
                             .bind(0, leader).bind(1, limit).mapTo(Long.class).list();
                     if (candidates.isEmpty()) {
@@ -521,12 +574,14 @@ public final class MySqlStore extends SqlStore {
     }
 
     @Override
-    public void purge(Collection<Long> ids) {
+    protected void purge(Collection<Long> ids, long fence) {
         List<Long> sorted = ids("ids", ids);
         if (sorted.isEmpty()) {
             return;
         }
-        inTransaction("purging " + sorted.size() + " rows of " + names.outbox(), handle -> {
+        String operation = "purging " + sorted.size() + " rows of " + names.outbox();
+        inTransaction(operation, handle -> {
+            fence(handle, operation, fence);
             for (List<Long> chunk : chunks(sorted, MAX_IDS_PER_STATEMENT)) {
                 bindIds(timed(handle.createUpdate(deleteSql(names.outbox(), names.table(), chunk.size()))), 0, chunk)
                         .execute();
@@ -536,14 +591,16 @@ public final class MySqlStore extends SqlStore {
     }
 
     @Override
-    public void reset(UUID leaderId, Collection<Long> ids) {
+    protected void reset(UUID leaderId, Collection<Long> ids, long fence) {
         Objects.requireNonNull(leaderId, "leaderId must not be null");
         List<Long> sorted = ids("ids", ids);
         if (sorted.isEmpty()) {
             return;
         }
         byte[] leader = RowReader.bytes(leaderId);
-        inTransaction("resetting " + sorted.size() + " rows of " + names.outbox(), handle -> {
+        String operation = "resetting " + sorted.size() + " rows of " + names.outbox();
+        inTransaction(operation, handle -> {
+            fence(handle, operation, fence);
             for (List<Long> chunk : chunks(sorted, MAX_IDS_PER_STATEMENT)) {
                 // attempts is assigned first: MySQL evaluates assignments left to right, and leader_id's
                 // expression must see the row's leader id as it was.
@@ -560,13 +617,15 @@ public final class MySqlStore extends SqlStore {
      * END WHERE id IN (...)} per {@value #MAX_IDS_PER_STATEMENT} / 2 rows, all in one transaction.
      */
     @Override
-    public void retryLater(Map<Long, Instant> nextAttempts) {
+    protected void retryLater(Map<Long, Instant> nextAttempts, long fence) {
         TreeMap<Long, Instant> sorted = nextAttempts(nextAttempts);
         if (sorted.isEmpty()) {
             return;
         }
         List<Long> all = new ArrayList<>(sorted.keySet());
-        inTransaction("recording failed deliveries of " + all.size() + " rows of " + names.outbox(), handle -> {
+        String operation = "recording failed deliveries of " + all.size() + " rows of " + names.outbox();
+        inTransaction(operation, handle -> {
+            fence(handle, operation, fence);
             for (List<Long> chunk : chunks(all, MAX_IDS_PER_STATEMENT / 2)) {
                 StringBuilder cases = new StringBuilder("CASE id");
                 for (int i = 0; i < chunk.size(); i++) {
@@ -590,14 +649,16 @@ public final class MySqlStore extends SqlStore {
     }
 
     @Override
-    public void park(Map<Long, String> reasons) {
+    protected void park(Map<Long, String> reasons, long fence) {
         TreeMap<Long, String> sorted = reasons(reasons, MySqlStore::storable);
         if (sorted.isEmpty()) {
             return;
         }
         List<Long> all = new ArrayList<>(sorted.keySet());
         int chunkSize = MAX_IDS_PER_STATEMENT / 2;
-        inTransaction("parking " + all.size() + " rows of " + names.outbox(), handle -> {
+        String operation = "parking " + all.size() + " rows of " + names.outbox();
+        inTransaction(operation, handle -> {
+            fence(handle, operation, fence);
             for (List<Long> chunk : chunks(all, chunkSize)) {
                 List<Long> present = lockIds(handle, names.outbox(), chunk);
                 if (present.isEmpty()) {

@@ -1,5 +1,6 @@
 -- Outbox tables for dev.outbox (outbox-store-mysql); needs MySQL 8.0 or MariaDB 10.6 or newer, InnoDB.
--- ${outbox} and ${parked} stand for the configured table and its parked table ("<table>_parked"), quoted and
+-- ${outbox}, ${parked} and ${leader} stand for the configured table, its parked table ("<table>_parked") and
+-- its leader table ("<table>_leader"), quoted and
 -- optionally database-qualified; ${uuidv7} for the message-id expression (see message_id below); MySqlStore.schemaSql() renders this file, MySqlStore.createSchema() applies it.
 -- Every statement is idempotent: running the script again changes nothing. Statements end with ";" at the end
 -- of a line.
@@ -44,3 +45,14 @@ CREATE TABLE IF NOT EXISTS ${parked} (
     message_id  BINARY(16)    NULL,                     -- as in the outbox; replay keeps it
     PRIMARY KEY (id)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
+-- Storage fencing (the store's fencing setting, on by default): the outbox's leader epoch, in one row. A dispatcher
+-- that becomes leader increments it (which takes the row's lock) before it reads a row; every purge, failure record,
+-- park and mark of a leader first reads the row with a share lock in the same transaction and changes nothing if
+-- the epoch is no longer its own. So once an increment commits, a deposed leader's writes are refused.
+CREATE TABLE IF NOT EXISTS ${leader} (
+    id          TINYINT       NOT NULL,                 -- always 1
+    epoch       BIGINT        NOT NULL,
+    acquired_at TIMESTAMP(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6), -- when the current epoch was taken
+    PRIMARY KEY (id)
+) ENGINE = InnoDB;

@@ -84,7 +84,7 @@ abstract class MySqlStoreTests extends SqlStoreTests<MySqlStore, MySqlStore.Buil
         assertThat(store.publisher().insertSql())
                 .isEqualTo("INSERT INTO `app`.`events` (topic, `key`, value, headers, message_id)"
                         + " VALUES (?, ?, ?, ?, ?)");
-        assertThat(MySqlStore.statements(store.schemaSql())).hasSize(2)
+        assertThat(MySqlStore.statements(store.schemaSql())).hasSize(3) // the outbox, parked and leader tables
                 .allSatisfy(s -> assertThat(s).startsWith("CREATE TABLE IF NOT EXISTS").doesNotEndWith(";"));
     }
 
@@ -97,7 +97,8 @@ abstract class MySqlStoreTests extends SqlStoreTests<MySqlStore, MySqlStore.Buil
         MySqlStore store = builder().schema(otherDatabase).build();
         store.createSchema();
         assertThat(MySqlTestSupport.queryLong(admin, "SELECT COUNT(*) FROM information_schema.TABLES"
-                + " WHERE TABLE_SCHEMA = '" + otherDatabase + "' AND ENGINE = 'InnoDB'")).isEqualTo(2);
+                + " WHERE TABLE_SCHEMA = '" + otherDatabase + "' AND ENGINE = 'InnoDB'"))
+                .as("the outbox, parked and leader tables").isEqualTo(3);
         String ddl = showCreateTable(store.table());
         assertThat(ddl).as("create_time must not change when a row is marked").doesNotContainIgnoringCase("ON UPDATE");
         assertThat(ddl).containsIgnoringCase("AUTO_INCREMENT").containsIgnoringCase("utf8mb4");

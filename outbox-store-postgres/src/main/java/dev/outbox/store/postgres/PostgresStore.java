@@ -111,6 +111,16 @@ import java.util.OptionalLong;
  * MarkResult#rejected()} with a reason naming the bad value, so the dispatcher parks it; other rows and keys
  * carry on.
  *
+ * <h2>Storage fencing</h2>
+ * With {@link Builder#fencing} on (the default) and the table harvest, the leader table ({@code <table>_leader}, one
+ * row) holds the outbox's leader epoch. {@link #acquireEpoch()} increments it with an upsert, whose {@code UPDATE}
+ * takes the row's lock; every write of a {@linkplain #fencedBy fenced view} (mark, purge, reset, failure record,
+ * park) is one statement that first reads the row {@code FOR SHARE} in a CTE and changes rows only if the epoch is
+ * its own, and returns the epoch it saw. The increment and the fenced writes serialize on the row: a write that
+ * locked it first commits before the increment can, and one that waited for the increment re-reads the row after it
+ * committed (READ COMMITTED) and changes nothing; it then fails with {@link dev.outbox.spi.StoreFencedException}.
+ * The WAL harvest is not fenced here: its slot already admits one reader at a time.
+ *
  * <h2>The WAL harvest</h2>
  * With {@link Builder#walHarvest(WalHarvest)} the outbox lives in the write-ahead log instead of the table: the
  * {@link #publisher()} emits each message as a transactional logical message (format: {@code WalCodec}), and the
@@ -176,6 +186,12 @@ public final class PostgresStore extends SqlStore {
     private final String parkedFilter;
     private final String parkedMessageSql;
     private final String discardSql;
+    private final String takeEpochSql;
+    private final String fencedMarkSql;
+    private final String fencedPurgeSql;
+    private final String fencedResetSql;
+    private final String fencedRetryLaterSql;
+    private final String fencedParkSql;
 
     private PostgresStore(Builder builder) {
         super(builder);
@@ -270,6 +286,27 @@ public final class PostgresStore extends SqlStore {
         this.parkedMessageSql = "SELECT id, topic, key, attempts, reason, parked_at, create_time, value, header_names,"
                 + " header_values FROM " + p + " WHERE id = ?";
         this.discardSql = "DELETE FROM " + p + " WHERE id = ANY(?)";
+        // Storage fencing. The bump is an upsert whose UPDATE takes the leader row's lock; every fenced write reads
+        // the row FOR SHARE in a CTE (f) of its own statement and does its work only if the epoch is the writer's.
+        // The two serialize on the row: a write that locked it first commits before the bump can; a write that
+        // waits for the bump's lock re-reads the row once the bump commits (READ COMMITTED re-checks a row that
+        // changed while it waited; REPEATABLE READ fails with a serialization error, retriable) and sees the new
+        // epoch. The statement returns the epoch it saw, so that a refused write is told apart from one with no row
+        // left to change.
+        String l = names.leader();
+        this.takeEpochSql = "INSERT INTO " + l + " (id, epoch) VALUES (1, 1) ON CONFLICT (id) DO UPDATE"
+                + " SET epoch = " + l + ".epoch + 1, acquired_at = now() RETURNING epoch";
+        String fence = "WITH f AS (SELECT epoch, epoch = CAST(? AS bigint) AS ok FROM " + l
+                + " WHERE id = 1 FOR SHARE), ";
+        String seen = " SELECT (SELECT epoch FROM f)";
+        this.fencedMarkSql = fence + "m AS (" + markSql.replace(" RETURNING ", " AND (SELECT ok FROM f) RETURNING ")
+                + ") SELECT (SELECT epoch FROM f), m.* FROM (SELECT 1) AS one LEFT JOIN m ON true";
+        this.fencedPurgeSql = fence + "d AS (" + purgeSql + " AND (SELECT ok FROM f) RETURNING 1)" + seen;
+        this.fencedResetSql = fence + "u AS (" + resetSql + " AND (SELECT ok FROM f) RETURNING 1)" + seen;
+        this.fencedRetryLaterSql = fence + "u AS (" + retryLaterSql + " AND (SELECT ok FROM f) RETURNING 1)" + seen;
+        this.fencedParkSql = fence + parkSql.substring("WITH ".length())
+                .replace(" WHERE o.id = r.id RETURNING ", " WHERE o.id = r.id AND (SELECT ok FROM f) RETURNING ")
+                .replace(" INSERT INTO " + p, ", i AS (INSERT INTO " + p) + " RETURNING 1)" + seen;
         // A parked WAL message keeps its log position as its id: parking it again (its confirmation was lost and a
         // new stream delivered it again) changes nothing.
         this.walParkSql = "INSERT INTO " + p + " (id, create_time, topic, key, value, header_names, header_values,"
@@ -376,30 +413,76 @@ public final class PostgresStore extends SqlStore {
         return publisher;
     }
 
+    /**
+     * Whether storage fencing is on ({@link Builder#fencing}) for the table harvest. The WAL harvest is not fenced by
+     * the database: its replication slot already admits one reader at a time, and a deposed leader's stream is
+     * terminated by its successor's take-over.
+     */
     @Override
-    public MarkResult mark(UUID leaderId, int limit) {
+    public boolean supportsFencing() {
+        return super.supportsFencing() && wal == null;
+    }
+
+    @Override
+    protected long takeEpoch() {
+        return inTransaction("taking the leader epoch in " + names.leader() + " (storage fencing: the table is created"
+                + " by createSchema() and the shipped migrations; Builder.fencing(false) turns fencing off)",
+                settingsSql, handle -> handle.createQuery(takeEpochSql).mapTo(Long.class).one());
+    }
+
+    @Override
+    protected MarkResult mark(UUID leaderId, int limit, long fence) {
         Objects.requireNonNull(leaderId, "leaderId must not be null");
         limit(limit);
         if (wal != null) {
             throw new UnsupportedOperationException("the WAL harvest of " + names.outbox() + " has no mark: harvest it"
                     + " with DispatcherConfig.Harvest.CURSOR (the default)");
         }
-        return inTransaction("marking up to " + limit + " rows of " + names.outbox() + " for leader " + leaderId,
-                markSettingsSql, handle -> {
-                    List<MarkedRow> rows = new ArrayList<>();
-                    handle.createQuery(markSql)
-                            .bind(0, uuid(leaderId))
-                            .bind(1, uuid(leaderId))
-                            .bind(2, limit)
-                            .scanResultSet((supplier, context) -> {
-                                var rs = supplier.get();
-                                while (rs.next()) {
-                                    rows.add(RowReader.read(rs, maxKeyLength()));
+        String operation = "marking up to " + limit + " rows of " + names.outbox() + " for leader " + leaderId;
+        boolean fenced = fence != UNFENCED;
+        int p = fenced ? 1 : 0;
+        return inTransaction(operation, markSettingsSql, handle -> {
+            List<MarkedRow> rows = new ArrayList<>();
+            Long[] seen = {null};
+            var query = handle.createQuery(fenced ? fencedMarkSql : markSql);
+            if (fenced) {
+                query.bind(0, fence);
+            }
+            query.bind(p, uuid(leaderId))
+                    .bind(p + 1, uuid(leaderId))
+                    .bind(p + 2, limit)
+                    .scanResultSet((supplier, context) -> {
+                        var rs = supplier.get();
+                        while (rs.next()) {
+                            if (fenced) {
+                                seen[0] = (Long) rs.getObject(1);
+                                if (rs.getObject(2) == null) {
+                                    continue; // the row of the epoch when nothing was marked
                                 }
-                                return null;
-                            });
-                    return marked(rows);
-                });
+                            }
+                            rows.add(RowReader.read(rs, p, maxKeyLength()));
+                        }
+                        return null;
+                    });
+            if (fenced) {
+                checkFence(operation, fence, seen[0]);
+            }
+            return marked(rows);
+        });
+    }
+
+    /**
+     * Runs a fenced write ({@code fence} bound first, then {@code binder}'s parameters) and refuses it if the epoch
+     * it saw is not {@code fence}.
+     */
+    private void fencedWrite(String operation, String sql, long fence,
+                             java.util.function.Consumer<org.jdbi.v3.core.statement.Query> binder) {
+        inTransaction(operation, settingsSql, handle -> {
+            var query = handle.createQuery(sql).bind(0, fence);
+            binder.accept(query);
+            checkFence(operation, fence, query.mapTo(Long.class).findOne().orElse(null));
+            return null;
+        });
     }
 
     @Override
@@ -592,7 +675,7 @@ public final class PostgresStore extends SqlStore {
     }
 
     @Override
-    public void purge(Collection<Long> ids) {
+    protected void purge(Collection<Long> ids, long fence) {
         if (streamed != null) {
             streamed.finished(ids("ids", ids));
             return;
@@ -601,12 +684,16 @@ public final class PostgresStore extends SqlStore {
         if (array.length == 0) {
             return;
         }
-        inTransaction("purging " + array.length + " rows of " + names.outbox(), settingsSql, handle ->
-                handle.createUpdate(purgeSql).bind(0, bigints(array)).execute());
+        String operation = "purging " + array.length + " rows of " + names.outbox();
+        if (fence != UNFENCED) {
+            fencedWrite(operation, fencedPurgeSql, fence, q -> q.bind(1, bigints(array)));
+            return;
+        }
+        inTransaction(operation, settingsSql, handle -> handle.createUpdate(purgeSql).bind(0, bigints(array)).execute());
     }
 
     @Override
-    public void reset(UUID leaderId, Collection<Long> ids) {
+    protected void reset(UUID leaderId, Collection<Long> ids, long fence) {
         Objects.requireNonNull(leaderId, "leaderId must not be null");
         if (streamed != null) {
             Map<Long, Instant> now = new TreeMap<>();
@@ -618,12 +705,17 @@ public final class PostgresStore extends SqlStore {
         if (array.length == 0) {
             return;
         }
-        inTransaction("resetting " + array.length + " rows of " + names.outbox(), settingsSql, handle ->
+        String operation = "resetting " + array.length + " rows of " + names.outbox();
+        if (fence != UNFENCED) {
+            fencedWrite(operation, fencedResetSql, fence, q -> q.bind(1, uuid(leaderId)).bind(2, bigints(array)));
+            return;
+        }
+        inTransaction(operation, settingsSql, handle ->
                 handle.createUpdate(resetSql).bind(0, uuid(leaderId)).bind(1, bigints(array)).execute());
     }
 
     @Override
-    public void retryLater(Map<Long, Instant> nextAttempts) {
+    protected void retryLater(Map<Long, Instant> nextAttempts, long fence) {
         TreeMap<Long, Instant> sorted = nextAttempts(nextAttempts);
         if (streamed != null) {
             streamed.retryLater(sorted); // in memory: a new stream delivers the message with zero attempts
@@ -634,12 +726,17 @@ public final class PostgresStore extends SqlStore {
         }
         Long[] ids = sorted.keySet().toArray(new Long[0]);
         String[] times = sorted.values().stream().map(Instant::toString).toArray(String[]::new);
-        inTransaction("recording failed deliveries of " + ids.length + " rows of " + names.outbox(), settingsSql,
+        String operation = "recording failed deliveries of " + ids.length + " rows of " + names.outbox();
+        if (fence != UNFENCED) {
+            fencedWrite(operation, fencedRetryLaterSql, fence, q -> q.bind(1, bigints(ids)).bind(2, texts(times)));
+            return;
+        }
+        inTransaction(operation, settingsSql,
                 handle -> handle.createUpdate(retryLaterSql).bind(0, bigints(ids)).bind(1, texts(times)).execute());
     }
 
     @Override
-    public void park(Map<Long, String> reasons) {
+    protected void park(Map<Long, String> reasons, long fence) {
         // Postgres text cannot hold U+0000.
         Map<Long, String> sorted = reasons(reasons, reason -> reason.replace("\u0000", "\\u0000"));
         if (sorted.isEmpty()) {
@@ -651,7 +748,12 @@ public final class PostgresStore extends SqlStore {
         }
         Long[] ids = sorted.keySet().toArray(new Long[0]);
         String[] texts = sorted.values().toArray(new String[0]);
-        inTransaction("parking " + ids.length + " rows of " + names.outbox(), settingsSql, handle ->
+        String operation = "parking " + ids.length + " rows of " + names.outbox();
+        if (fence != UNFENCED) {
+            fencedWrite(operation, fencedParkSql, fence, q -> q.bind(1, bigints(ids)).bind(2, texts(texts)));
+            return;
+        }
+        inTransaction(operation, settingsSql, handle ->
                 handle.createUpdate(parkSql).bind(0, bigints(ids)).bind(1, texts(texts)).execute());
     }
 

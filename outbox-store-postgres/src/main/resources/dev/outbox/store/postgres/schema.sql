@@ -1,5 +1,6 @@
 -- Outbox tables for dev.outbox (outbox-store-postgres); needs PostgreSQL 13 or newer.
--- ${outbox} and ${parked} stand for the configured table and its parked table ("<table>_parked"), quoted and
+-- ${outbox}, ${parked} and ${leader} stand for the configured table, its parked table ("<table>_parked") and
+-- its leader table ("<table>_leader"), quoted and
 -- schema-qualified; PostgresStore.schemaSql() renders this file, PostgresStore.createSchema() applies it.
 -- ${uuidv7} stands for the message-id function, outbox_uuidv7, in the same schema.
 -- Every statement is idempotent: running the script again changes nothing.
@@ -102,4 +103,14 @@ CREATE TABLE IF NOT EXISTS ${parked} (
     reason        text        NOT NULL,             -- why it was parked, for a human
     parked_at     timestamptz NOT NULL DEFAULT now(),
     message_id    uuid                              -- as in the outbox; replay keeps it
+);
+
+-- Storage fencing (the store's fencing setting, on by default): the outbox's leader epoch, in one row. A dispatcher
+-- that becomes leader increments it (an UPDATE, which takes the row's lock) before it reads a row; every purge,
+-- failure record, park and mark of a leader reads the row FOR SHARE in the same statement and changes nothing if
+-- the epoch is no longer its own. So once an increment commits, a deposed leader's writes are refused.
+CREATE TABLE IF NOT EXISTS ${leader} (
+    id          smallint    PRIMARY KEY CHECK (id = 1),
+    epoch       bigint      NOT NULL,
+    acquired_at timestamptz NOT NULL DEFAULT now()   -- when the current epoch was taken
 );

@@ -64,7 +64,7 @@ class PostgresRefusedParkTest {
         // A dispatcher role with what the harvest needs, and no more: not a superuser, which bypasses privileges.
         PostgresTestSupport.execute(admin, "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '" + ROLE
                 + "') THEN CREATE ROLE " + ROLE + " LOGIN PASSWORD 'refused'; END IF; END $$");
-        PostgresTestSupport.execute(admin, "GRANT SELECT, INSERT, UPDATE, DELETE ON outbox, outbox_parked TO " + ROLE);
+        PostgresTestSupport.execute(admin, "GRANT SELECT, INSERT, UPDATE, DELETE ON outbox, outbox_parked, outbox_leader TO " + ROLE);
         PostgresTestSupport.execute(admin, "REVOKE INSERT ON outbox_parked FROM " + ROLE);
 
         InMemoryBroker broker = InMemoryBroker.builder().faults(record -> value(record).startsWith("poison")

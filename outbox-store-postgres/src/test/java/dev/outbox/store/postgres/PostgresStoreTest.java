@@ -50,7 +50,7 @@ class PostgresStoreTest extends SqlStoreTests<PostgresStore, PostgresStore.Build
         PostgresStore store = builder().schema("app").build();
         store.createSchema();
         assertThat(PostgresTestSupport.queryLong(admin, "SELECT count(*) FROM pg_tables WHERE schemaname = 'app'"
-                + " AND tablename LIKE 't_%'")).isEqualTo(2);
+                + " AND tablename LIKE 't_%'")).as("the outbox, parked and leader tables").isEqualTo(3);
         assertThat(PostgresTestSupport.queryLong(admin, "SELECT count(*) FROM pg_class"
                 + " WHERE oid = '" + store.table() + "'::regclass AND 'fillfactor=70' = ANY(reloptions)"
                 + " AND 'autovacuum_vacuum_scale_factor=0' = ANY(reloptions)"))

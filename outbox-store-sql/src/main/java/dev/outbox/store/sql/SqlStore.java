@@ -1,6 +1,11 @@
 package dev.outbox.store.sql;
 
+import dev.outbox.ParkedRecord;
+import dev.outbox.Publisher;
+import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.ReadResult;
+import dev.outbox.spi.StoreFencedException;
 import dev.outbox.spi.MarkedRow;
 import dev.outbox.spi.SqlStoreSettings;
 import dev.outbox.spi.SqlTableNames;
@@ -28,6 +33,9 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.UUID;
 import java.util.TreeMap;
 import java.util.Set;
 import java.util.TreeSet;
@@ -69,6 +77,7 @@ public abstract class SqlStore implements Store, ParkedRecords {
     private final int networkTimeoutMillis;
     private final int maxKeyLength;
     private final MessageDecorators decorators;
+    private final boolean fencing;
 
     /** Takes the builder's settings; the builder validated each of them. */
     protected SqlStore(Builder<?, ?> builder) {
@@ -80,6 +89,226 @@ public abstract class SqlStore implements Store, ParkedRecords {
         this.networkTimeoutMillis = (int) Math.min(Integer.MAX_VALUE, statementTimeout.toMillis() * 2);
         this.maxKeyLength = builder.maxKeyLength;
         this.decorators = MessageDecorators.of(builder.decorators);
+        this.fencing = builder.fencing;
+    }
+
+    // ------------------------------------------------------------------------------------------ storage fencing
+
+    /** An unfenced write: no epoch is checked. */
+    protected static final long UNFENCED = -1;
+
+    /** Whether {@link Builder#fencing storage fencing} is on. */
+    @Override
+    public boolean supportsFencing() {
+        return fencing;
+    }
+
+    /** The leader table as it appears in SQL (storage fencing's epoch, one row). */
+    public final String leaderTable() {
+        return names.leader();
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>An upsert of the leader table's one row ({@link #leaderTable()}): an {@code UPDATE} of an existing row, which
+     * takes the row's lock and so waits for every fenced write under way (each holds a share lock of the row until
+     * it commits).
+     */
+    @Override
+    public final long acquireEpoch() {
+        requireFencing("acquireEpoch");
+        return takeEpoch();
+    }
+
+    /** Increments the epoch in the leader table and returns it, committed. */
+    protected abstract long takeEpoch();
+
+    @Override
+    public final Store fencedBy(long epoch) {
+        requireFencing("fencedBy");
+        if (epoch < 1) {
+            throw new IllegalArgumentException("epoch must be at least 1 (one acquireEpoch() returned): " + epoch);
+        }
+        return new Fenced(epoch);
+    }
+
+    private void requireFencing(String operation) {
+        if (!supportsFencing()) {
+            throw new UnsupportedOperationException(operation + ": storage fencing is off for " + names.outbox()
+                    + (fencing ? " (the WAL harvest is not fenced)" : " (Builder.fencing(false))"));
+        }
+    }
+
+    /**
+     * What a fenced write of {@code operation} saw: nothing if the leader table's epoch was {@code epoch} (the
+     * statement then did its work), else a {@link StoreFencedException} (it changed nothing).
+     *
+     * @param seen the epoch the statement read under its share lock, null if the row is missing
+     */
+    protected static void checkFence(String operation, long epoch, Long seen) {
+        if (seen == null || seen != epoch) {
+            throw new StoreFencedException(operation, epoch, seen == null ? -1 : seen);
+        }
+    }
+
+    /** {@link #mark}, fenced by {@code fence} unless it is {@link #UNFENCED}. */
+    protected abstract MarkResult mark(UUID leaderId, int limit, long fence);
+
+    /** {@link #purge}, fenced by {@code fence} unless it is {@link #UNFENCED}. */
+    protected abstract void purge(Collection<Long> ids, long fence);
+
+    /** {@link #reset}, fenced by {@code fence} unless it is {@link #UNFENCED}. */
+    protected abstract void reset(UUID leaderId, Collection<Long> ids, long fence);
+
+    /** {@link #retryLater}, fenced by {@code fence} unless it is {@link #UNFENCED}. */
+    protected abstract void retryLater(Map<Long, Instant> nextAttempts, long fence);
+
+    /** {@link #park}, fenced by {@code fence} unless it is {@link #UNFENCED}. */
+    protected abstract void park(Map<Long, String> reasons, long fence);
+
+    @Override
+    public final MarkResult mark(UUID leaderId, int limit) {
+        return mark(leaderId, limit, UNFENCED);
+    }
+
+    @Override
+    public final void purge(Collection<Long> ids) {
+        purge(ids, UNFENCED);
+    }
+
+    @Override
+    public final void reset(UUID leaderId, Collection<Long> ids) {
+        reset(leaderId, ids, UNFENCED);
+    }
+
+    @Override
+    public final void retryLater(Map<Long, Instant> nextAttempts) {
+        retryLater(nextAttempts, UNFENCED);
+    }
+
+    @Override
+    public final void park(Map<Long, String> reasons) {
+        park(reasons, UNFENCED);
+    }
+
+    /** The store's writes fenced by one epoch; everything else is the store's own. Immutable, thread-safe. */
+    private final class Fenced implements Store {
+        private final long fence;
+
+        Fenced(long fence) {
+            this.fence = fence;
+        }
+
+        @Override
+        public Publisher publisher() {
+            return SqlStore.this.publisher();
+        }
+
+        @Override
+        public MarkResult mark(UUID leaderId, int limit) {
+            return SqlStore.this.mark(leaderId, limit, fence);
+        }
+
+        @Override
+        public boolean supportsMark() {
+            return SqlStore.this.supportsMark();
+        }
+
+        @Override
+        public boolean supportsRead() {
+            return SqlStore.this.supportsRead();
+        }
+
+        @Override
+        public ReadResult read(long after, List<IdRange> recheck, int limit) {
+            return SqlStore.this.read(after, recheck, limit);
+        }
+
+        @Override
+        public boolean readWaits() {
+            return SqlStore.this.readWaits();
+        }
+
+        @Override
+        public CommitWatch watchCommits(Runnable wakeUp) {
+            return SqlStore.this.watchCommits(wakeUp);
+        }
+
+        @Override
+        public void harvestStopped() {
+            SqlStore.this.harvestStopped();
+        }
+
+        @Override
+        public OptionalLong retainedBytes() {
+            return SqlStore.this.retainedBytes();
+        }
+
+        @Override
+        public boolean supportsFencing() {
+            return true;
+        }
+
+        @Override
+        public long acquireEpoch() {
+            return SqlStore.this.acquireEpoch();
+        }
+
+        @Override
+        public Store fencedBy(long epoch) {
+            return SqlStore.this.fencedBy(epoch);
+        }
+
+        @Override
+        public void purge(Collection<Long> ids) {
+            SqlStore.this.purge(ids, fence);
+        }
+
+        @Override
+        public void reset(UUID leaderId, Collection<Long> ids) {
+            SqlStore.this.reset(leaderId, ids, fence);
+        }
+
+        @Override
+        public void retryLater(Map<Long, Instant> nextAttempts) {
+            SqlStore.this.retryLater(nextAttempts, fence);
+        }
+
+        @Override
+        public void park(Map<Long, String> reasons) {
+            SqlStore.this.park(reasons, fence);
+        }
+
+        @Override
+        public List<ParkedRecord> parked(int limit) {
+            return SqlStore.this.parked(limit);
+        }
+
+        @Override
+        public int replay(Collection<Long> ids) {
+            return SqlStore.this.replay(ids);
+        }
+
+        @Override
+        public long backlog() {
+            return SqlStore.this.backlog();
+        }
+
+        @Override
+        public long parkedCount() {
+            return SqlStore.this.parkedCount();
+        }
+
+        @Override
+        public Optional<Instant> oldestCreateTime() {
+            return SqlStore.this.oldestCreateTime();
+        }
+
+        @Override
+        public String toString() {
+            return SqlStore.this + " fenced by epoch " + fence;
+        }
     }
 
     /** The decorators the publisher applies to every message, in order ({@link Builder#decorator}). */
@@ -150,7 +379,7 @@ public abstract class SqlStore implements Store, ParkedRecords {
 
     /**
      * A DDL template of the store's class path ({@code resource}) with the configured names filled in: the tables'
-     * ({@code ${outbox}}, {@code ${parked}}) and the store's own ({@link #fillIn}).
+     * ({@code ${outbox}}, {@code ${parked}}, {@code ${leader}}) and the store's own ({@link #fillIn}).
      */
     protected final String render(String resource) {
         String template;
@@ -162,7 +391,8 @@ public abstract class SqlStore implements Store, ParkedRecords {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot read " + resource, e);
         }
-        return fillIn(template.replace("${outbox}", names.outbox()).replace("${parked}", names.parked()));
+        return fillIn(template.replace("${outbox}", names.outbox()).replace("${parked}", names.parked())
+                .replace("${leader}", names.leader()));
     }
 
     /**
@@ -393,6 +623,7 @@ public abstract class SqlStore implements Store, ParkedRecords {
         private Duration statementTimeout = DEFAULT_STATEMENT_TIMEOUT;
         private int maxKeyLength;
         private final List<MessageDecorator> decorators = new ArrayList<>();
+        private boolean fencing = true;
 
         /**
          * @param jdbi    where the store takes its connections
@@ -455,6 +686,19 @@ public abstract class SqlStore implements Store, ParkedRecords {
          */
         public final B decorator(MessageDecorator decorator) {
             decorators.add(Objects.requireNonNull(decorator, "decorator must not be null"));
+            return (B) this;
+        }
+
+        /**
+         * Storage fencing: whether the dispatcher takes the outbox's leader epoch in the database when it becomes
+         * leader, and every purge, failure record, park and mark of a leader checks that epoch in the same statement
+         * (Postgres) or transaction (MySQL), so that a deposed leader's writes (a process paused past its lease, or
+         * cut off, that resumes after a successor took over) change nothing. Default on: the check costs little (see
+         * the README's "Failure modes"). Needs the leader table, {@code <table>_leader}, which {@code createSchema()}
+         * and the shipped migrations create; turn it off only for a schema without it.
+         */
+        public final B fencing(boolean fencing) {
+            this.fencing = fencing;
             return (B) this;
         }
 

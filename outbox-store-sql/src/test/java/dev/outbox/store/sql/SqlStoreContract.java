@@ -1,5 +1,14 @@
 package dev.outbox.store.sql;
 
+import dev.outbox.spi.StoreFencedException;
+import java.sql.Connection;
+import java.sql.Statement;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outbox.Header;
 import dev.outbox.OutboxMessage;
@@ -92,7 +101,7 @@ public abstract class SqlStoreContract extends StoreContract {
     @Override
     protected final void disposeStore(Store store) {
         SqlStore sql = (SqlStore) store;
-        Jdbc.execute(admin, "DROP TABLE " + sql.table() + ", " + sql.parkedTable());
+        Jdbc.execute(admin, "DROP TABLE " + sql.table() + ", " + sql.parkedTable() + ", " + sql.leaderTable());
     }
 
     @Override
@@ -108,6 +117,45 @@ public abstract class SqlStoreContract extends StoreContract {
     private static String fill(String sql, Store store, String topic, String key) {
         return sql.replace("${table}", ((SqlStore) store).table()).replace("${topic}", topic)
                 .replace("${key}", key);
+    }
+
+    // ---- storage fencing under concurrency ------------------------------------------------------------------
+
+    /**
+     * The race fencing exists for, on the real server: a deposed leader's purge that runs while a successor's epoch
+     * increment is under way (its transaction holds the leader row's lock, not yet committed) waits for it, and once
+     * it commits changes nothing and is refused as fenced: after the increment commits, no write of the earlier epoch
+     * can commit. (The other order, a fenced write holding the row's share lock first, makes the increment wait for
+     * the write's commit: the write then commits before the new epoch exists.)
+     */
+    @Test
+    void aFencedWriteThatMeetsAnEpochIncrementUnderWayWaitsForItAndIsRefused() throws Exception {
+        SqlStore sql = (SqlStore) store;
+        commit(msg("k", "v"));
+        long old = store.acquireEpoch();
+        Store deposed = store.fencedBy(old);
+        long id = deposed.mark(UUID.randomUUID(), 10).records().get(0).id();
+        ExecutorService purger = Executors.newSingleThreadExecutor();
+        try (Connection successor = admin.getConnection()) {
+            successor.setAutoCommit(false);
+            try (Statement st = successor.createStatement()) {
+                st.executeUpdate("UPDATE " + sql.leaderTable() + " SET epoch = epoch + 1 WHERE id = 1");
+            }
+            Future<?> purge = purger.submit(() -> deposed.purge(List.of(id)));
+            assertThatThrownBy(() -> purge.get(500, TimeUnit.MILLISECONDS)).as("the purge waits for the increment")
+                    .isInstanceOf(TimeoutException.class);
+            successor.commit();
+            assertThatThrownBy(() -> purge.get(30, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                    .cause().isInstanceOfSatisfying(StoreFencedException.class, e -> {
+                        assertThat(e.epoch()).isEqualTo(old);
+                        assertThat(e.currentEpoch()).isEqualTo(old + 1);
+                    });
+        } finally {
+            purger.shutdownNow();
+        }
+        assertThat(store.backlog()).as("the row was not purged").isEqualTo(1);
+        store.fencedBy(old + 1).purge(List.of(id));
+        assertThat(store.backlog()).isZero();
     }
 
     // ---- the operator's view of parked rows (ParkedRecords) ------------------------------------------------

@@ -170,6 +170,7 @@ public final class Simulation {
             } else {
                 store = new InMemoryStore(sched.clock());
                 store.setFaults(this::storeFault);
+                store.setFencing(config.storageFencing);
             }
             group = new SimLeaderGroup(sched, stalled::contains);
             brokerLock = sched.newLock();
@@ -802,6 +803,7 @@ public final class Simulation {
         final int lateCommits;
         final Duration lateCommitFor;
         final boolean pauseInsideSend;
+        final boolean storageFencing;
         final boolean stream;
         final Duration takeoverTimeout;
         final boolean confirmOnRead;
@@ -828,6 +830,7 @@ public final class Simulation {
             rollbacks = b.rollbacks;
             poison = b.poison;
             pauseInsideSend = b.pauseInsideSend;
+            storageFencing = b.storageFencing;
             stream = b.stream;
             takeoverTimeout = b.takeoverTimeout;
             confirmOnRead = b.confirmOnRead;
@@ -861,6 +864,7 @@ public final class Simulation {
                     + rollbacks + " rollback(s)" + (poison ? ", a poison record" : "")
                     + (lateCommits > 0 ? ", " + lateCommits + " late commit(s)" : "")
                     + (pauseInsideSend ? ", pauses inside a send" : "")
+                    + (storageFencing ? ", storage fencing" : "")
                     + (stream && !takeoverTimeout.equals(Builder.DEFAULT_TAKEOVER)
                             ? ", takeover after " + takeoverTimeout.toMillis() + " ms" : "")
                     + (bugs.isEmpty() ? "" : ", planted: " + bugs)
@@ -881,6 +885,7 @@ public final class Simulation {
         private int rollbacks;
         private boolean poison;
         private boolean pauseInsideSend;
+        private boolean storageFencing;
         /** Above the heartbeat timeout, as WalHarvest advises: a live deposed leader lets go by itself first. */
         static final Duration DEFAULT_TAKEOVER = Duration.ofMillis(3000);
         private boolean stream;
@@ -1004,6 +1009,15 @@ public final class Simulation {
         public Builder storeErrors(int n, StoreFaults.Operation first, StoreFaults.Operation... more) {
             this.storeErrors = n;
             this.storeErrorOps = EnumSet.of(first, more);
+            return this;
+        }
+
+        /**
+         * Storage fencing in the table store ({@code InMemoryStore.setFencing}): each leadership takes an epoch, and
+         * a deposed leader's purges, failure records, parks and marks are refused (the engine then stands down).
+         */
+        public Builder storageFencing(boolean value) {
+            this.storageFencing = value;
             return this;
         }
 

@@ -1,0 +1,150 @@
+package dev.outbox.it;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outbox.Dispatcher;
+import dev.outbox.DispatcherListener;
+import dev.outbox.OutboxRecord;
+import dev.outbox.broker.kafka.KafkaLeaderTransport;
+import dev.outbox.broker.kafka.KafkaMessageBroker;
+import dev.outbox.spi.MessageBroker;
+import dev.outbox.spi.StoreFencedException;
+import dev.outbox.store.postgres.PostgresStore;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+
+/**
+ * The leader of {@link FencedLeaderEndToEndTest}, in a JVM of its own so that the test can freeze it (SIGSTOP): a
+ * dispatcher over a {@code PostgresStore} (storage fencing on, the default), a {@code KafkaMessageBroker} and a
+ * {@code KafkaLeaderTransport}, with the test's tuning. It reads commands on standard input: {@code HOLD} — from now
+ * on hold back the broker's acknowledgements (the records are on the broker; the dispatcher hears of it only on
+ * {@code RELEASE}), as a leader paused between an acknowledgement and its purge would; {@code RELEASE}; {@code STOP}.
+ * It reports on standard output, each line starting with {@value #PREFIX}: {@code LEADER}, {@code HOLDING},
+ * {@code RELEASED n}, {@code FENCED <operation>} for every write the database refused as fenced, {@code STOOD_DOWN}.
+ * The database password comes from the environment ({@value #PASSWORD_VARIABLE}).
+ */
+public final class FencedLeaderChild {
+    static final String PREFIX = "@@ ";
+    static final String PASSWORD_VARIABLE = "OUTBOX_TEST_DB_PASSWORD";
+
+    private FencedLeaderChild() {
+    }
+
+    static synchronized void report(String line) {
+        System.out.println(PREFIX + line);
+        System.out.flush();
+    }
+
+    /** Arguments: JDBC URL, database user, Kafka bootstrap servers, data topic (unused here), leader topic. */
+    public static void main(String[] args) throws Exception {
+        HikariConfig hc = new HikariConfig();
+        hc.setJdbcUrl(args[0]);
+        hc.setUsername(args[1]);
+        hc.setPassword(System.getenv(PASSWORD_VARIABLE));
+        hc.setMaximumPoolSize(4);
+        hc.setConnectionTimeout(5_000);
+        try (HikariDataSource pool = new HikariDataSource(hc)) {
+            Dispatcher dispatcher = FencedLeaderEndToEndTest.dispatcher("zombie", pool, args[2], args[4],
+                    kafka -> new HoldingBroker(kafka), new DispatcherListener() {
+                        @Override
+                        public void leaderAcquired(UUID leaderId) {
+                            report("LEADER");
+                        }
+
+                        @Override
+                        public void leaderFenced() {
+                            report("STOOD_DOWN");
+                        }
+
+                        @Override
+                        public void failure(String operation, Throwable error) {
+                            if (error instanceof StoreFencedException) {
+                                report("FENCED " + operation);
+                            }
+                        }
+                    });
+            HoldingBroker broker = HoldingBroker.last;
+            dispatcher.start();
+            BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+            for (String line = in.readLine(); line != null && !line.equals("STOP"); line = in.readLine()) {
+                if (line.equals("HOLD")) {
+                    broker.hold();
+                    report("HOLDING");
+                } else if (line.equals("RELEASE")) {
+                    report("RELEASED " + broker.release());
+                }
+            }
+            dispatcher.close();
+        }
+    }
+
+    /** The Kafka broker, whose acknowledgements can be held back. Thread-safe. */
+    static final class HoldingBroker implements MessageBroker {
+        static volatile HoldingBroker last;
+        private final MessageBroker delegate;
+        private final List<Runnable> held = new ArrayList<>();
+        private boolean holding;
+
+        HoldingBroker(KafkaMessageBroker delegate) {
+            this.delegate = delegate;
+            last = this;
+        }
+
+        synchronized void hold() {
+            holding = true;
+        }
+
+        /** Stops holding and passes on what was held; returns how many. */
+        int release() {
+            List<Runnable> out;
+            synchronized (this) {
+                holding = false;
+                out = new ArrayList<>(held);
+                held.clear();
+            }
+            out.forEach(Runnable::run);
+            return out.size();
+        }
+
+        @Override
+        public CompletionStage<Void> send(OutboxRecord record) {
+            CompletableFuture<Void> answer = new CompletableFuture<>();
+            delegate.send(record).whenComplete((ok, error) -> {
+                Runnable pass = () -> {
+                    if (error == null) {
+                        answer.complete(null);
+                    } else {
+                        answer.completeExceptionally(error);
+                    }
+                };
+                synchronized (this) {
+                    if (holding) {
+                        held.add(pass);
+                        return;
+                    }
+                }
+                pass.run();
+            });
+            return answer;
+        }
+
+        @Override
+        public boolean flush(Duration timeout) {
+            return delegate.flush(timeout);
+        }
+
+        @Override
+        public void close(Duration timeout) {
+            release();
+            delegate.close(timeout);
+        }
+    }
+}

@@ -1,0 +1,235 @@
+package dev.outbox.it;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outbox.Dispatcher;
+import dev.outbox.DispatcherListener;
+import dev.outbox.OutboxMessage;
+import dev.outbox.broker.kafka.KafkaLeaderTransport;
+import dev.outbox.broker.kafka.KafkaMessageBroker;
+import dev.outbox.spi.MessageBroker;
+import dev.outbox.spi.StoreFencedException;
+import dev.outbox.store.postgres.PostgresStore;
+import dev.outbox.testservers.JdbcServer;
+import dev.outbox.testservers.KafkaServer;
+import dev.outbox.testservers.TestServers;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Storage fencing against a paused leader, on the real Postgres and Kafka: a leader dispatcher in a child JVM
+ * ({@link FencedLeaderChild}) has one record of every key on the broker, acknowledged, when it is frozen (SIGSTOP)
+ * before it heard of the acknowledgements: a leader paused between acknowledgement and purge. A second dispatcher,
+ * in this JVM, takes over once the leader group expires the frozen one, takes the next leader epoch in the database,
+ * and publishes and purges everything, including more records written meanwhile. Then the first is let run on
+ * (SIGCONT) and hears of its acknowledgements: the database refuses its purges (each refusal counted: it stands
+ * down), nothing is lost and no key goes backwards.
+ */
+@Timeout(value = 3, unit = TimeUnit.MINUTES)
+class FencedLeaderEndToEndTest {
+    private static final int KEYS = 20;
+    private static final Duration WAIT = Duration.ofSeconds(60);
+
+    /** The dispatchers' tuning: as the end-to-end scenarios'. */
+    static Dispatcher dispatcher(String name, HikariDataSource pool, String bootstrap, String leaderTopic,
+                                 Function<KafkaMessageBroker, MessageBroker> wrap, DispatcherListener listener) {
+        PostgresStore store = PostgresStore.builder(pool).statementTimeout(Duration.ofSeconds(5)).build();
+        KafkaMessageBroker kafka = KafkaMessageBroker.builder().bootstrapServers(bootstrap)
+                .deliveryTimeout(Scenario.DELIVERY_TIMEOUT).property("client.id", "fence-" + name).build();
+        KafkaLeaderTransport election = KafkaLeaderTransport.builder().bootstrapServers(bootstrap)
+                .topic(leaderTopic)
+                .dispatcherConfig(Scenario.CONFIG)
+                .deliveryTimeoutOf(kafka)
+                .consumerProperty("session.timeout.ms", (int) Scenario.SESSION_TIMEOUT.toMillis())
+                .consumerProperty("max.poll.interval.ms", (int) Scenario.SESSION_TIMEOUT.toMillis())
+                .consumerProperty("client.id", "fence-" + name + "-leader")
+                .build();
+        return Dispatcher.builder(store, wrap.apply(kafka)).leaderTransport(election).config(Scenario.CONFIG)
+                .name(name).listener(listener).build();
+    }
+
+    @Test
+    void aPausedLeadersPurgesAreRefusedByTheDatabaseOnceItsSuccessorTookOver() throws Exception {
+        JdbcServer pg = TestServers.postgres();
+        KafkaServer kafka = TestServers.kafka();
+        String url = pg.createDatabase("e2e_fence_sigstop");
+        String topic = "e2e-fence-sigstop-" + Long.toHexString(System.nanoTime() & 0xffffffL);
+        kafka.createTopic(topic, 4);
+        String leaderTopic = topic + "-leader";
+        Map<String, Integer> lastSeq = new HashMap<>();
+        try (HikariDataSource pool = pool(pg, url, "fence_app", 2);
+             TopicWatcher watcher = new TopicWatcher(kafka.bootstrapServers(), topic)) {
+            PostgresStore admin = PostgresStore.builder(pool).build();
+            admin.createSchema();
+            watcher.start();
+            List<String> reports = new CopyOnWriteArrayList<>();
+            ProcessBuilder pb = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "-Xmx128m", "-cp", System.getProperty("java.class.path"), FencedLeaderChild.class.getName(),
+                    url, pg.username(), kafka.bootstrapServers(), topic, leaderTopic).redirectErrorStream(true);
+            pb.environment().put(FencedLeaderChild.PASSWORD_VARIABLE, pg.password());
+            Process child = pb.start();
+            Thread reader = readReports(child, reports);
+            Writer commands = new java.io.OutputStreamWriter(child.getOutputStream(), StandardCharsets.UTF_8);
+            Dispatcher successor = null;
+            HikariDataSource successorPool = pool(pg, url, "fence_successor", 4);
+            try {
+                await(() -> reports.contains("LEADER"), "the child leads");
+                // Phase 1: delivered and purged by the child.
+                write(admin, pool, topic, lastSeq, 3);
+                await(() -> watcher.reached(lastSeq) && admin.backlog() == 0, "the child drained phase 1");
+                // Phase 2: one record per key, on the broker, its acknowledgement held back in the child; then freeze.
+                command(commands, "HOLD");
+                await(() -> reports.contains("HOLDING"), "the child holds acknowledgements");
+                write(admin, pool, topic, lastSeq, 1);
+                await(() -> watcher.reached(lastSeq), "phase 2 on the broker");
+                assertThat(admin.backlog()).as("phase 2 unpurged").isEqualTo(KEYS);
+                signal(child, "-STOP");
+                long paused = System.nanoTime();
+
+                AtomicInteger refusedHere = new AtomicInteger();
+                successor = dispatcher("successor", successorPool, kafka.bootstrapServers(),
+                        leaderTopic, k -> k, new DispatcherListener() {
+                            @Override
+                            public void failure(String operation, Throwable error) {
+                                if (error instanceof StoreFencedException) {
+                                    refusedHere.incrementAndGet();
+                                }
+                            }
+                        });
+                successor.start();
+                Dispatcher s = successor;
+                await(s::isLeader, "the successor leads");
+                long tookOver = System.nanoTime();
+                write(admin, pool, topic, lastSeq, 2); // phase 3, by the successor alone
+                await(() -> watcher.reached(lastSeq) && admin.backlog() == 0, "the successor drained phases 2 and 3");
+
+                signal(child, "-CONT");
+                command(commands, "RELEASE");
+                await(() -> reports.stream().anyMatch(r -> r.startsWith("RELEASED")), "the child released");
+                await(() -> reports.stream().anyMatch(r -> r.startsWith("FENCED")), "the child's refused purge");
+                // Its election stops it (the lapsed lease, then the lost partition): wait until it no longer leads.
+                await(() -> lastOf(reports, "LEADER", "STOOD_DOWN").equals("STOOD_DOWN")
+                        && watcher.reached(lastSeq), "the child stood down");
+                String released = reports.stream().filter(r -> r.startsWith("RELEASED")).findFirst().orElseThrow();
+
+                write(admin, pool, topic, lastSeq, 1); // phase 4: the successor still leads and delivers
+                await(() -> watcher.reached(lastSeq) && admin.backlog() == 0, "the successor drained phase 4");
+                long refused = reports.stream().filter(r -> r.startsWith("FENCED")).count();
+                assertThat(watcher.violations()).as("per-key order").isEmpty();
+                assertThat(watcher.distinct()).as("every committed record consumed, none lost")
+                        .isEqualTo((long) KEYS * 7);
+                assertThat(refused).as("the child's writes refused by the database").isPositive();
+                assertThat(successor.isLeader()).isTrue();
+                assertThat(admin.parked(10)).isEmpty();
+                System.out.printf("storage fencing, a leader paused (SIGSTOP) between acknowledgement and purge: the"
+                        + " successor led %d ms after the pause; after SIGCONT the child's %s acknowledgements led to"
+                        + " %d purge(s) refused by the database, it stood down; the successor's writes refused: %d"
+                        + " (an ex-leader that briefly leads again takes an epoch too); %d records consumed once each,"
+                        + " %d copies in all, 0 lost, 0 per-key order violations%n",
+                        (tookOver - paused) / 1_000_000, released.substring("RELEASED ".length()), refused,
+                        refusedHere.get(), watcher.distinct(), watcher.records());
+            } finally {
+                if (successor != null) {
+                    successor.close();
+                }
+                successorPool.close();
+                signal(child, "-CONT");
+                child.destroyForcibly();
+                child.waitFor(10, TimeUnit.SECONDS);
+                reader.join(5_000);
+            }
+        }
+    }
+
+    /** Writes {@code perKey} records of every key, one transaction each, with the next sequence numbers. */
+    private static void write(PostgresStore store, HikariDataSource pool, String topic, Map<String, Integer> lastSeq,
+                              int perKey) throws Exception {
+        for (int n = 0; n < perKey; n++) {
+            for (int k = 0; k < KEYS; k++) {
+                String key = "k" + k;
+                int seq = lastSeq.getOrDefault(key, 0) + 1;
+                try (Connection c = pool.getConnection()) {
+                    c.setAutoCommit(false);
+                    store.publisher().publish(c, OutboxMessage.builder(topic, key).value(Values.encode(seq, key))
+                            .build());
+                    c.commit();
+                }
+                lastSeq.put(key, seq);
+            }
+        }
+    }
+
+    private static HikariDataSource pool(JdbcServer pg, String url, String name, int size) {
+        HikariConfig hc = new HikariConfig();
+        hc.setJdbcUrl(url);
+        hc.setUsername(pg.username());
+        hc.setPassword(pg.password());
+        hc.setMaximumPoolSize(size);
+        hc.setPoolName(name);
+        return new HikariDataSource(hc);
+    }
+
+    private static Thread readReports(Process child, List<String> reports) {
+        Thread t = new Thread(() -> {
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(child.getInputStream(),
+                    StandardCharsets.UTF_8))) {
+                for (String line = in.readLine(); line != null; line = in.readLine()) {
+                    if (line.startsWith(FencedLeaderChild.PREFIX)) {
+                        reports.add(line.substring(FencedLeaderChild.PREFIX.length()));
+                    }
+                    if (line.startsWith(FencedLeaderChild.PREFIX) || line.contains(" WARN ")
+                            || line.contains(" ERROR ")) {
+                        System.out.println("child: " + line);
+                    }
+                }
+            } catch (IOException e) {
+                // the child was killed
+            }
+        }, "fence-child-output");
+        t.setDaemon(true);
+        t.start();
+        return t;
+    }
+
+    /** Which of {@code a} and {@code b} was reported last, or "" if neither. */
+    private static String lastOf(List<String> reports, String a, String b) {
+        for (int i = reports.size() - 1; i >= 0; i--) {
+            if (reports.get(i).equals(a) || reports.get(i).equals(b)) {
+                return reports.get(i);
+            }
+        }
+        return "";
+    }
+
+    private static void command(Writer commands, String command) throws IOException {
+        commands.write(command + "\n");
+        commands.flush();
+    }
+
+    private static void signal(Process child, String signal) throws Exception {
+        Process kill = new ProcessBuilder("kill", signal, Long.toString(child.pid())).inheritIO().start();
+        assertThat(kill.waitFor(10, TimeUnit.SECONDS)).isTrue();
+    }
+
+    private static void await(java.util.function.BooleanSupplier condition, String what) {
+        Scenario.await(condition, WAIT, () -> what);
+    }
+}
