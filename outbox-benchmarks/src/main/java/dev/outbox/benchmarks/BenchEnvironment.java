@@ -74,7 +74,8 @@ final class BenchEnvironment implements AutoCloseable {
         int poolSize = Math.max(8, options.writers + 4);
         this.database = kind.equals("postgres")
                 ? new PostgresDatabase(server, options.synchronousCommit, poolSize)
-                : new MySqlDatabase(kind, server, options.synchronousCommit, poolSize);
+                : new MySqlDatabase(kind, server, options.synchronousCommit, poolSize, options.jdbcOptions,
+                        options.serverSettings);
     }
 
     BenchDatabase database() {

@@ -28,8 +28,16 @@ final class TimingStore implements Store {
     final LongAdder purgeNanos = new LongAdder();
     final LongAdder purged = new LongAdder();
 
+    private final boolean skipPurge;
+
     TimingStore(Store delegate) {
+        this(delegate, false);
+    }
+
+    /** With {@code skipPurge}, {@link #purge} deletes nothing (the drain-nopurge upper bound). */
+    TimingStore(Store delegate, boolean skipPurge) {
         this.delegate = delegate;
+        this.skipPurge = skipPurge;
     }
 
     @Override
@@ -86,7 +94,9 @@ final class TimingStore implements Store {
     @Override
     public void purge(Collection<Long> ids) {
         long t = System.nanoTime();
-        delegate.purge(ids);
+        if (!skipPurge) {
+            delegate.purge(ids);
+        }
         purgeNanos.add(System.nanoTime() - t);
         purges.increment();
         purged.add(ids.size());
