@@ -35,4 +35,15 @@ public interface Publisher {
      * @throws OutboxException          if the database rejects the write
      */
     void publish(Connection connection, List<OutboxMessage> messages);
+
+    /**
+     * Tells a dispatcher of the same outbox leading in this process that a transaction which published with this
+     * publisher has just committed, so that an idle leader reads at once instead of at its next poll. For stores
+     * whose database cannot notify the leader itself (MySQL, MariaDB); harmless elsewhere. Call it after the
+     * commit, never before: the Spring Boot starter does it for you. Optional: without it, the leader finds the
+     * messages at its next poll (within {@code pollInterval}). Cheap, thread-safe, never throws. The default does
+     * nothing.
+     */
+    default void committed() {
+    }
 }

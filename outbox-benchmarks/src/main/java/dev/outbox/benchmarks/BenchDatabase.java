@@ -27,6 +27,14 @@ interface BenchDatabase extends AutoCloseable {
     /** Drops the outbox tables and creates them with the store's own DDL. */
     void reset();
 
+    /**
+     * The same outbox with no commit wake-ups (the harvest polls, as before the wake-ups existed); {@link #store()}
+     * where the store has none.
+     */
+    default Store pollingStore() {
+        return store();
+    }
+
     /** The same outbox with the WAL harvest (Postgres only). */
     default Store walStore() {
         throw new UnsupportedOperationException("the WAL harvest needs --database postgres, not " + name());

@@ -111,6 +111,17 @@ public final class Benchmark {
                     ThroughputScenarios.settle();
                 }
             }
+            if (options.runs("latency-poll")) {
+                LatencyScenario latency = new LatencyScenario(env, options);
+                for (int rate : options.rates) {
+                    Progress.say("latency at %,d records/s offered, polling ...", rate);
+                    LatencyScenario.Result result = latency.runPolling(rate);
+                    Progress.say("latency at %,d/s, polling: commit->ack p50 %.1f ms, p99 %.1f ms, max %.1f ms", rate,
+                            result.commitToAck().p50(), result.commitToAck().p99(), result.commitToAck().max());
+                    report.latency.add(result);
+                    ThroughputScenarios.settle();
+                }
+            }
             if (options.runs("latency-mark")) {
                 LatencyScenario latency = new LatencyScenario(env, options);
                 for (int rate : options.rates) {

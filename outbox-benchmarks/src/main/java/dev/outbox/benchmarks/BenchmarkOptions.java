@@ -31,7 +31,7 @@ import java.util.concurrent.Callable;
                 + " The MySQL headers column codec is measured apart: ./bench.sh headers-codec.")
 final class BenchmarkOptions implements Callable<Integer> {
     static final List<String> ALL_SCENARIOS = List.of("writer-cost", "drain", "drain-mark", "drain-wal", "database", "cursor",
-            "wal-ceiling", "broker", "naive", "latency", "latency-wal", "latency-mark", "poison", "takeover", "inbox");
+            "wal-ceiling", "broker", "naive", "latency", "latency-wal", "latency-poll", "latency-mark", "poison", "takeover", "inbox");
     /** The scenarios of the WAL harvest: Postgres only ({@code all} leaves them out on MySQL and MariaDB). */
     static final List<String> WAL_SCENARIOS = List.of("writer-cost", "drain-wal", "wal-ceiling", "latency-wal");
     /** The poison scenario's offered rate and healthy keys: one failing key among 1,000 at 5,000 records/s. */
@@ -64,10 +64,12 @@ final class BenchmarkOptions implements Callable<Integer> {
     @Option(defaultValue = "all", names = "--scenarios", paramLabel = "LIST", split = ",",
             converter = Scenario.class,
             description = "Any of writer-cost,drain,drain-mark,drain-nopurge,drain-wal,database,cursor,wal-ceiling,"
-                    + "broker,naive,latency,latency-wal,latency-mark,poison,takeover,inbox, or all. drain and latency"
-                    + " use the cursor harvest, drain-mark and latency-mark the mark harvest, drain-wal and latency-wal"
-                    + " the WAL harvest (Postgres); drain-nopurge is the cursor drain with every purge skipped (an upper"
-                    + " bound on what a cheaper purge could give; not in all); wal-ceiling is the WAL stream read and confirmed with no broker; writer-cost is the"
+                    + "broker,naive,latency,latency-wal,latency-poll,latency-mark,poison,takeover,inbox, or all. drain"
+                    + " and latency use the cursor harvest with commit wake-ups, latency-poll the same polling (no"
+                    + " wake-ups, the producer lingering), drain-mark and latency-mark the mark harvest, drain-wal and"
+                    + " latency-wal the WAL harvest (Postgres); drain-nopurge is the cursor drain with every purge"
+                    + " skipped (an upper bound on what a cheaper purge could give; not in all); wal-ceiling is the WAL"
+                    + " stream read and confirmed with no broker; writer-cost is the"
                     + " writer's commits/s with an INSERT vs a WAL emit (Postgres).")
     Set<String> scenarios;
     @Option(defaultValue = "5", names = "--writer-cost-seconds", paramLabel = "S", converter = Seconds.class,
@@ -403,8 +405,9 @@ final class BenchmarkOptions implements Callable<Integer> {
 
     static final class Scenario extends OneOf {
         Scenario() {
-            super("writer-cost", "drain", "drain-mark", "drain-nopurge", "drain-wal", "database", "cursor", "wal-ceiling", "broker", "naive",
-                    "latency", "latency-wal", "latency-mark", "poison", "takeover", "inbox", "all");
+            super("writer-cost", "drain", "drain-mark", "drain-nopurge", "drain-wal", "database", "cursor",
+                    "wal-ceiling", "broker", "naive", "latency", "latency-wal", "latency-poll", "latency-mark", "poison",
+                    "takeover", "inbox", "all");
         }
     }
 

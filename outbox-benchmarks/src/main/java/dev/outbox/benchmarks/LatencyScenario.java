@@ -89,6 +89,8 @@ final class LatencyScenario {
     static final String MARK_VARIANT = "mark harvest, ";
     /** The prefix of a WAL-harvest run's variant. */
     static final String WAL_VARIANT = "WAL harvest, ";
+    /** The prefix of a polling run's variant (no commit wake-ups, the producer lingers). */
+    static final String POLL_VARIANT = "polling, ";
 
     LatencyScenario(BenchEnvironment env, BenchmarkOptions options) {
         this.env = env;
@@ -110,7 +112,16 @@ final class LatencyScenario {
 
     /** {@link #run(int, int, boolean)} with the given harvest; the mark harvest's variant says so. */
     Result run(int rate, int keyCount, boolean poison, DispatcherConfig.Harvest harvest) throws Exception {
-        return run(rate, keyCount, poison, harvest, false);
+        return run(rate, keyCount, poison, harvest, false, false);
+    }
+
+    /**
+     * {@link #run(int)} as the harvest ran before commit wake-ups: the store's {@link BenchDatabase#pollingStore()}
+     * (the leader backs off up to {@code pollInterval} while idle), and the producer lingers ({@code linger.ms})
+     * whatever the dispatcher asks.
+     */
+    Result runPolling(int rate) throws Exception {
+        return run(rate, options.keys, false, DispatcherConfig.Harvest.CURSOR, false, true);
     }
 
     /**
@@ -119,18 +130,18 @@ final class LatencyScenario {
      * has not finished.
      */
     Result runWal(int rate) throws Exception {
-        return run(rate, options.keys, false, DispatcherConfig.Harvest.CURSOR, true);
+        return run(rate, options.keys, false, DispatcherConfig.Harvest.CURSOR, true, false);
     }
 
-    private Result run(int rate, int keyCount, boolean poison, DispatcherConfig.Harvest harvest, boolean wal)
-            throws Exception {
+    private Result run(int rate, int keyCount, boolean poison, DispatcherConfig.Harvest harvest, boolean wal,
+                       boolean polling) throws Exception {
         Store store;
         if (wal) {
             new Backlog(env, options).resetWal();
             store = env.database().walStore();
         } else {
             new Backlog(env, options).reset();
-            store = env.store();
+            store = polling ? env.database().pollingStore() : env.store();
         }
         String topic = env.newTopic("latency-" + rate);
         int perTx = options.recordsPerTx(rate);
@@ -155,7 +166,7 @@ final class LatencyScenario {
             if (seq >= 0 && seq < capacity && acked.compareAndSet((int) seq, 0, nanos - base + 1)) {
                 ackCount.incrementAndGet();
             }
-        });
+        }, !polling);
         Dispatcher dispatcher = Dispatcher.builder(store, broker)
                 .config(env.dispatcherConfig().toBuilder().harvest(harvest).build())
                 .name("bench-latency")
@@ -246,6 +257,7 @@ final class LatencyScenario {
                 missing, Stats.of(toAck), Stats.of(scheduledToAck), Stats.of(toConsume), sampler.max(), backlogEnd, slope,
                 sustainable, drainAfter, (poison ? "poison, " : "")
                 + (harvest == DispatcherConfig.Harvest.MARK ? MARK_VARIANT : "") + (wal ? WAL_VARIANT : "")
+                + (polling ? POLL_VARIANT : "")
                 + keyCount + " keys",
                 poisonFailures.get());
     }
@@ -315,6 +327,11 @@ final class LatencyScenario {
         @Override
         public boolean flush(Duration timeout) {
             return delegate.flush(timeout);
+        }
+
+        @Override
+        public void sendPending() {
+            delegate.sendPending();
         }
 
         @Override

@@ -28,6 +28,7 @@ final class PostgresDatabase implements BenchDatabase {
     private final String jdbcUrl;
     private final HikariDataSource pool;
     private final PostgresStore store;
+    private final PostgresStore pollingStore;
     private final PostgresStore walStore;
 
     /**
@@ -42,6 +43,8 @@ final class PostgresDatabase implements BenchDatabase {
         }
         this.pool = BenchEnvironment.pool(jdbcUrl, server.username(), server.password(), poolSize);
         this.store = PostgresStore.builder(pool).table(BenchEnvironment.TABLE).build();
+        this.pollingStore = PostgresStore.builder(pool).table(BenchEnvironment.TABLE).commitNotifications(false)
+                .build();
         this.walStore = PostgresStore.builder(pool).table(BenchEnvironment.TABLE)
                 .walHarvest(WalHarvest.builder(jdbcUrl).user(server.username()).password(server.password()).build())
                 .build();
@@ -70,6 +73,12 @@ final class PostgresDatabase implements BenchDatabase {
     @Override
     public PostgresStore store() {
         return store;
+    }
+
+    /** The same outbox with commit notifications off: its leader polls. */
+    @Override
+    public PostgresStore pollingStore() {
+        return pollingStore;
     }
 
     /** The same outbox harvested from the write-ahead log: its slot exists only after {@link #resetWal()}. */

@@ -374,6 +374,7 @@ final class Report {
             String s = "sync_" + c.sync() + "_n_" + c.messages();
             Map<String, WriterCostBenchmark.Cost> both = new LinkedHashMap<>();
             both.put("table", c.table());
+            both.put("table_notify", c.notifying());
             both.put("wal", c.wal());
             both.forEach((publisher, cost) -> {
                 csvLine(out, "writer_cost", s, c.round(), publisher + "_commits_per_s",
@@ -402,6 +403,7 @@ final class Report {
             String s = "rate_" + l.offeredRate() + (l.poisoned() ? "_poison" : "")
                     + (l.variant().contains(LatencyScenario.MARK_VARIANT) ? "_mark" : "")
                     + (l.variant().contains(LatencyScenario.WAL_VARIANT) ? "_wal" : "")
+                    + (l.variant().contains(LatencyScenario.POLL_VARIANT) ? "_poll" : "")
                     + (l.variant().endsWith(" " + options.keys + " keys") || l.variant().equals(options.keys + " keys")
                     ? "" : "_keys_" + l.variant().replaceAll("\\D", ""));
             csvLine(out, "latency", s, 1, "offered_per_s", l.offeredRate());
@@ -508,6 +510,7 @@ final class Report {
             m.put("synchronousCommit", c.sync());
             m.put("messagesPerTransaction", c.messages());
             m.put("table", c.table());
+            m.put("tableNotify", c.notifying());
             m.put("wal", c.wal());
             writers.add(m);
         }

@@ -28,15 +28,25 @@ final class TimingBroker implements MessageBroker {
     private final AtomicLong failures = new AtomicLong();
     private final java.util.concurrent.atomic.LongAdder sendNanos = new java.util.concurrent.atomic.LongAdder();
     private final long target;
+    private final boolean sendPending;
     private final CountDownLatch reached = new CountDownLatch(1);
 
     /**
      * @param target acknowledgements after which {@link #awaitAcks} returns; 0 for none
      */
     TimingBroker(MessageBroker delegate, long target, AckListener ackListener) {
+        this(delegate, target, ackListener, true);
+    }
+
+    /**
+     * @param sendPending whether {@link #sendPending()} reaches the broker; false keeps the producer lingering as it
+     *                    did before the dispatcher asked it not to (the polling baseline)
+     */
+    TimingBroker(MessageBroker delegate, long target, AckListener ackListener, boolean sendPending) {
         this.delegate = delegate;
         this.target = target;
         this.ackListener = ackListener;
+        this.sendPending = sendPending;
     }
 
     @Override
@@ -66,6 +76,13 @@ final class TimingBroker implements MessageBroker {
     @Override
     public boolean flush(Duration timeout) {
         return delegate.flush(timeout);
+    }
+
+    @Override
+    public void sendPending() {
+        if (sendPending) {
+            delegate.sendPending();
+        }
     }
 
     @Override

@@ -71,6 +71,11 @@ final class TimingStore implements Store {
     }
 
     @Override
+    public CommitWatch watchCommits(Runnable wakeUp) {
+        return delegate.watchCommits(wakeUp);
+    }
+
+    @Override
     public void harvestStopped() {
         delegate.harvestStopped();
     }

@@ -47,8 +47,11 @@ public final class WriterCostBenchmark {
     record Cost(double commitsPerSecond, double serverMicros, double jvmMicros) {
     }
 
-    /** One line of the table: a round ({@code warm} or its number), a synchronous_commit, n, both publishers. */
-    record Cell(String round, String sync, int messages, Cost table, Cost wal) {
+    /**
+     * One line of the table: a round ({@code warm} or its number), a synchronous_commit, n, the three publishers
+     * (the table's without and with commit notifications, the WAL's).
+     */
+    record Cell(String round, String sync, int messages, Cost table, Cost notifying, Cost wal) {
     }
 
     /** Runs the measurement; see the class comment for the arguments. */
@@ -71,9 +74,10 @@ public final class WriterCostBenchmark {
         JdbcServer server = TestServers.postgres();
         String url = server.createDatabase("outbox_writer_cost");
         try (HikariDataSource pool = BenchEnvironment.pool(url, server.username(), server.password(), 2)) {
-            PostgresStore store = PostgresStore.builder(pool).build();
+            PostgresStore store = PostgresStore.builder(pool).commitNotifications(false).build();
             store.createSchema();
             Publisher table = store.publisher();
+            Publisher notifying = PostgresStore.builder(pool).build().publisher(); // pg_notify in the INSERT
             PostgresStore walStore = PostgresStore.builder(pool).walHarvest(WalHarvest.builder(url)
                     .user(server.username()).password(server.password()).build()).build();
             walStore.createSchema(); // the emit functions, and a slot and publication ...
@@ -84,32 +88,42 @@ public final class WriterCostBenchmark {
             out.println(Machine.describe() + ", load average " + Machine.loadAverage());
             out.printf("%s %s, wal_level=%s; one writer, %s s per cell, %d round(s); messages of 100 bytes%n",
                     server.kind(), server.version(), Jdbc.queryString(pool, "SHOW wal_level"), seconds, rounds);
-            out.printf("%-5s %-4s %-3s | %-32s | %-32s | %s%n", "", "", "", "table INSERT", "WAL emit",
-                    "WAL / table");
-            out.printf("%-5s %-4s %-3s | %10s %10s %10s | %10s %10s %10s | %8s %8s%n", "round", "sync", "n",
-                    "commits/s", "server µs", "JVM µs", "commits/s", "server µs", "JVM µs", "commits", "server");
+            out.printf("%-5s %-4s %-3s | %-32s | %-32s | %-32s | %-17s | %s%n", "", "", "", "table INSERT",
+                    "table INSERT + pg_notify", "WAL emit", "notify / INSERT", "WAL / INSERT");
+            out.printf("%-5s %-4s %-3s | %10s %10s %10s | %10s %10s %10s | %10s %10s %10s | %8s %8s | %8s %8s%n",
+                    "round", "sync", "n", "commits/s", "server µs", "JVM µs", "commits/s", "server µs", "JVM µs",
+                    "commits/s", "server µs", "JVM µs", "commits", "server", "commits", "server");
             for (int round = 0; round <= rounds; round++) {
                 for (String sync : List.of("off", "on")) {
                     for (int n : MESSAGES_PER_TRANSACTION) {
                         List<OutboxMessage> batch = batch(n);
                         double cell = round == 0 ? Math.min(1, seconds) : seconds;
-                        Cost tableCost = null;
-                        Cost walCost = null;
-                        for (boolean walCell : round % 2 == 0 ? List.of(false, true) : List.of(true, false)) {
-                            if (walCell) {
-                                walCost = measure(pool, serverCpu, wal, batch, sync, cell);
+                        Cost[] costs = new Cost[3]; // table, notifying table, WAL
+                        // The order rotates round by round, so that no publisher always runs first.
+                        for (int k = 0; k < 3; k++) {
+                            int which = (k + round) % 3;
+                            if (which == 2) {
+                                costs[2] = measure(pool, serverCpu, wal, batch, sync, cell);
                             } else {
                                 BenchEnvironment.execute(pool, "TRUNCATE " + store.table());
                                 BenchEnvironment.execute(pool, "VACUUM ANALYZE " + store.table());
-                                tableCost = measure(pool, serverCpu, table, batch, sync, cell);
+                                costs[which] = measure(pool, serverCpu, which == 0 ? table : notifying, batch, sync,
+                                        cell);
                             }
                         }
+                        Cost tableCost = costs[0];
+                        Cost notifyCost = costs[1];
+                        Cost walCost = costs[2];
                         cells.add(new Cell(round == 0 ? "warm" : String.valueOf(round), sync, n, tableCost,
-                                walCost));
+                                notifyCost, walCost));
                         out.printf("%-5s %-4s %-3d | %,10.0f %10.1f %10.1f | %,10.0f %10.1f %10.1f"
-                                        + " | %8.2f %8.2f%n", round == 0 ? "warm" : round, sync, n,
+                                        + " | %,10.0f %10.1f %10.1f | %8.2f %8.2f | %8.2f %8.2f%n",
+                                round == 0 ? "warm" : round, sync, n,
                                 tableCost.commitsPerSecond(), tableCost.serverMicros(), tableCost.jvmMicros(),
+                                notifyCost.commitsPerSecond(), notifyCost.serverMicros(), notifyCost.jvmMicros(),
                                 walCost.commitsPerSecond(), walCost.serverMicros(), walCost.jvmMicros(),
+                                notifyCost.commitsPerSecond() / tableCost.commitsPerSecond(),
+                                notifyCost.serverMicros() / tableCost.serverMicros(),
                                 walCost.commitsPerSecond() / tableCost.commitsPerSecond(),
                                 walCost.serverMicros() / tableCost.serverMicros());
                     }

@@ -148,6 +148,12 @@ public final class DefaultDispatcher implements Dispatcher {
     private final AtomicReference<Throwable> fatal = new AtomicReference<>();
     private final Latch closed;
     private volatile boolean stopMarking;
+    /** Counts the store's commit wake-ups ({@link Store#watchCommits}); an idle pause ends when it moves. */
+    private final AtomicLong commitSignals = new AtomicLong();
+    /** Whether the last cursor read returned as many rows as it asked for. Harvest thread only. */
+    private boolean readFull;
+    /** The store's commit wake-ups while this instance harvests, or null. Written by the harvest thread. */
+    private volatile Store.CommitWatch commitWatch;
     private volatile boolean stopPurging;
     /** Counted down with stopMarking / stopPurging, to cut backoff waits short. */
     private final Latch markStopped;
@@ -644,6 +650,7 @@ public final class DefaultDispatcher implements Dispatcher {
         Backoff readFailures = new Backoff(config.ioErrorBackoff(), config.maxIoErrorBackoff());
         Duration idle = config.markBackoff();
         long lastRescan = runtime.nanoTime();
+        boolean lastReadFull = true; // until a read says otherwise, a send may be followed by more
         // The epoch the store was last read in, or -1: a store that holds something while it is harvested (a
         // replication stream) is told by this thread, never during a read, to let go when that epoch ends.
         long harvestEpoch = -1;
@@ -655,6 +662,7 @@ public final class DefaultDispatcher implements Dispatcher {
                 int room;
                 int worthReading;
                 List<KeySchedule.Flight> toSend;
+                boolean brokerIdle;
                 boolean stopHarvest = false;
                 lock.lock();
                 try {
@@ -682,6 +690,7 @@ public final class DefaultDispatcher implements Dispatcher {
                         awaitMarkWork(config.pollInterval());
                         continue;
                     }
+                    brokerIdle = schedule.inFlight() == 0;
                     toSend = schedule.takeReady(Integer.MAX_VALUE, runtime.nanoTime());
                     room = schedule.room();
                     worthReading = schedule.readThreshold(config.markBatchSize());
@@ -697,6 +706,11 @@ public final class DefaultDispatcher implements Dispatcher {
                 }
                 if (!toSend.isEmpty()) {
                     send(toSend, markEpoch);
+                    if (brokerIdle && !lastReadFull) {
+                        // Caught up, and nothing else in flight: nothing will fill the broker's batch soon. With
+                        // records in flight, a lingering batch fills while they complete (a busy outbox batches).
+                        broker.sendPending();
+                    }
                     continue;
                 }
                 if (room < worthReading) {
@@ -712,16 +726,22 @@ public final class DefaultDispatcher implements Dispatcher {
                     }
                     continue;
                 }
+                if (harvestEpoch == -1) {
+                    watchCommits();
+                }
                 harvestEpoch = markEpoch;
+                long signalsBefore = commitSignals.get();
+                int limit = Math.min(room, config.markBatchSize()); // a mark's; a read's is its request's
                 int read = cursor != null ? readOnce(room, markEpoch, readFailures)
-                        : markOnce(markAs, Math.min(room, config.markBatchSize()), markEpoch, readFailures);
+                        : markOnce(markAs, limit, markEpoch, readFailures);
                 if (read < 0) {
                     continue; // failed; backed off already
                 }
+                lastReadFull = cursor != null ? readFull : read >= limit;
                 if (read == 0 && store.readWaits()) {
                     idle = config.markBackoff(); // the read waited for rows already: read again at once
                 } else if (read == 0) {
-                    pause(idle);
+                    pauseUnlessCommitted(idle, signalsBefore);
                     idle = min(idle.multipliedBy(2), config.pollInterval());
                 } else {
                     idle = config.markBackoff();
@@ -745,8 +765,36 @@ public final class DefaultDispatcher implements Dispatcher {
         }
     }
 
+    /**
+     * Subscribes to the store's commit wake-ups ({@link Store#watchCommits}), if it has them, as this instance starts
+     * harvesting: an idle pause then ends as soon as something may have been committed.
+     */
+    private void watchCommits() {
+        if (commitWatch != null) {
+            return;
+        }
+        try {
+            commitWatch = store.watchCommits(() -> {
+                commitSignals.incrementAndGet();
+                signalMarkThread();
+            });
+        } catch (RuntimeException e) {
+            log.warn("{}: the store's commit wake-ups could not start; polling every {} instead", name,
+                    config.pollInterval(), e);
+        }
+    }
+
     /** Tells the store that this instance no longer harvests it (see {@link Store#harvestStopped()}). */
     private void stopStoreHarvest() {
+        Store.CommitWatch watch = commitWatch;
+        commitWatch = null;
+        if (watch != null) {
+            try {
+                watch.close();
+            } catch (RuntimeException e) {
+                log.warn("{}: the store's commit wake-ups failed to close", name, e);
+            }
+        }
         try {
             store.harvestStopped();
         } catch (RuntimeException e) {
@@ -813,6 +861,7 @@ public final class DefaultDispatcher implements Dispatcher {
                     + " a writer transaction longer than the store's late-commit window); publishing them now,"
                     + " possibly after later rows of their keys", name, unexpected);
         }
+        readFull = result.size() >= request.limit();
         return result.size();
     }
 
@@ -1032,13 +1081,21 @@ public final class DefaultDispatcher implements Dispatcher {
      * @return whether it was cut short by a change of leadership or closing
      */
     private boolean pause(Duration d) {
+        return pauseUnlessCommitted(d, -1);
+    }
+
+    /**
+     * {@link #pause}, cut short too when the store signals a commit after {@code signalsSeen} (the count of commit
+     * wake-ups read before the read that found nothing; -1: not watched).
+     */
+    private boolean pauseUnlessCommitted(Duration d, long signalsSeen) {
         long deadline = runtime.nanoTime() + d.toNanos();
         lock.lock();
         try {
             long e0 = epoch;
             while (!stopMarking && epoch == e0) {
                 long left = deadline - runtime.nanoTime();
-                if (left <= 0 || schedule.hasReady()) {
+                if (left <= 0 || schedule.hasReady() || (signalsSeen >= 0 && commitSignals.get() != signalsSeen)) {
                     return false;
                 }
                 markWork.awaitNanos(Math.min(left, untilDue(d).toNanos()));

@@ -44,6 +44,16 @@ public interface MessageBroker extends AutoCloseable {
     boolean flush(Duration timeout);
 
     /**
+     * Asks the broker to send the records it holds back now, without waiting for more to fill a batch (Kafka's
+     * {@code linger.ms}): the dispatcher calls it when it has sent what it read, had nothing else in flight and
+     * expects nothing more soon (its last read was not full), so that an idle outbox's record does not wait for a
+     * batch that will not fill, while a busy one keeps batching. Must not wait for the records; cheap enough to be called after every
+     * batch of sends. The default does nothing.
+     */
+    default void sendPending() {
+    }
+
+    /**
      * Flushes for at most {@code timeout}, then releases the broker's resources and threads. Records still
      * pending when the timeout expires are failed (their stages complete exceptionally) and are never
      * delivered afterwards. Idempotent.

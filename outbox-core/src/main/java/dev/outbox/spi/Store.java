@@ -111,6 +111,40 @@ public interface Store {
     }
 
     /**
+     * Asks to be told when rows may have been committed to the outbox, so that an idle leader reads at once instead
+     * of at its next poll. Optional: a store that cannot tell returns null (the default) and is polled as before,
+     * backing off up to {@code pollInterval} while idle. A store that can (Postgres: {@code LISTEN/NOTIFY}) calls
+     * {@code wakeUp} from any thread after such a commit; it may call it spuriously or more than once per commit,
+     * and should call it once after it (re)connects, since it cannot know what was committed while it was not
+     * listening. The polling stays the safety net: a lost or late call delays a record until the next poll, never
+     * loses it.
+     *
+     * <p>The dispatcher's harvesting thread subscribes when it starts harvesting (it became leader) and closes the
+     * subscription when it stops ({@link #harvestStopped()}), so only the leader listens.
+     *
+     * @param wakeUp what to call; cheap, non-blocking and thread-safe
+     * @return the subscription, closed when the harvest stops; or null if this store cannot tell
+     */
+    default CommitWatch watchCommits(Runnable wakeUp) {
+        return null;
+    }
+
+    /**
+     * A subscription to commit wake-ups ({@link #watchCommits}). Thread-safe.
+     */
+    interface CommitWatch extends AutoCloseable {
+        /**
+         * Whether the store is listening now; false while its listening connection is down and being re-opened
+         * (the dispatcher polls meanwhile). For health reports.
+         */
+        boolean listening();
+
+        /** Ends the subscription and releases what it holds (a connection, a thread); idempotent, never throws. */
+        @Override
+        void close();
+    }
+
+    /**
      * The dispatcher stopped harvesting on this instance (it is no longer leader, its leadership changed epoch, or
      * it closes): release at once what the harvest holds in the database (a replication stream, a slot), so that
      * the next leader can take it. Records read and not yet purged are forgotten: a later read finds them again.

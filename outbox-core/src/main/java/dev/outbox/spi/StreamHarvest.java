@@ -4,7 +4,9 @@ import dev.outbox.OutboxRecord;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -76,7 +78,7 @@ public final class StreamHarvest {
         /** A ledger that keeps nothing: a new leader delivers again everything above the confirmed position. */
         Ledger NONE = new Ledger() {
             @Override
-            public long save(Map<Long, Long> finished) {
+            public long append(Map<Long, Long> finished) {
                 return 0;
             }
 
@@ -87,16 +89,21 @@ public final class StreamHarvest {
         };
 
         /**
-         * Replaces what the ledger keeps with the entries of {@code finished} (message position → its transaction's
-         * end position) that end after the position the source itself holds as confirmed (the slot's, not what
-         * this harvest confirmed: a confirmation not received yet is lost with its stream), and returns that
-         * position; the harvest then forgets the entries at or below it. Called before the call that finished the
-         * messages returns (so before their keys move on); may throw {@link StoreException}, which that call then
-         * throws.
+         * Adds the entries of {@code finished} (message position → its transaction's end position) to what the
+         * ledger keeps, durably, and may forget every entry that ends at or before the position the source itself
+         * holds as confirmed (the slot's, not what this harvest confirmed: a confirmation not received yet is lost
+         * with its stream); returns that position, at or below which the harvest forgets its entries too. The cost
+         * should be that of the entries added, not of everything kept: a busy harvest keeps tens of thousands of
+         * entries while the source's position trails its acknowledgements. Called before the call that finished
+         * the messages returns (so before their keys move on), one call at a time; may throw
+         * {@link StoreException}, which that call then throws (the entries are added again with the next call).
          */
-        long save(Map<Long, Long> finished);
+        long append(Map<Long, Long> finished);
 
-        /** What the ledger keeps, message position → its transaction's end position; empty if nothing. */
+        /**
+         * What the ledger keeps, message position → its transaction's end position; empty if nothing. May include
+         * entries at or below the source's confirmed position (a stream never delivers those again).
+         */
         Map<Long, Long> load();
     }
 
@@ -114,7 +121,7 @@ public final class StreamHarvest {
     private final Decoder decoder;
     private final Duration readWait;
     private final Ledger ledger;
-    /** Serialises ledger saves, so that an older snapshot never overwrites a newer one. */
+    /** Serialises ledger appends: a finished call returns only once what it finished is in the ledger. */
     private final Object saving = new Object();
 
     /** The open stream, or null; replaced only by the reading thread, cleared by stop() from any thread. */
@@ -138,11 +145,11 @@ public final class StreamHarvest {
      * those a previous leader finished (from the {@link Ledger}): a message streamed again that is named here is
      * skipped. Guarded by this.
      */
-    private final TreeMap<Long, Long> done = new TreeMap<>();
-    /** Counts changes of {@link #done}; the ledger is saved when it moved. Guarded by this. */
-    private long doneVersion;
-    /** The version of {@link #done} last saved. Guarded by {@link #saving}. */
-    private long savedVersion;
+    private final HashMap<Long, Long> done = new HashMap<>();
+    /** The positions in {@link #done} by their transaction's end position, to forget them in order. Guarded by this. */
+    private final TreeMap<Long, List<Long>> doneByEnd = new TreeMap<>();
+    /** The entries of {@link #done} not appended to the ledger yet. Guarded by this. */
+    private final Map<Long, Long> unsaved = new HashMap<>();
     /** Whether {@link #done} was loaded from the ledger since the last stop. Guarded by this. */
     private boolean loaded;
     /**
@@ -203,7 +210,7 @@ public final class StreamHarvest {
             long again;
             synchronized (this) {
                 if (fresh) {
-                    done.putAll(kept); // what a previous leader finished above the confirmed position
+                    kept.forEach(this::remember); // what a previous leader finished above the confirmed position
                     loaded = true;
                 }
                 stream = s;
@@ -283,37 +290,55 @@ public final class StreamHarvest {
             for (Long id : ids) {
                 Pending p = pending.remove(id);
                 if (p != null) {
-                    done.put(p.message().position(), p.message().endPosition());
-                    doneVersion++;
+                    remember(p.message().position(), p.message().endPosition());
+                    unsaved.put(p.message().position(), p.message().endPosition());
                 }
             }
             s = stream;
             to = s == null ? -1 : confirmable(s);
         }
-        saveLedger(); // before the keys move on, and before the stream is confirmed past them
+        appendToLedger(); // before the keys move on, and before the stream is confirmed past them
         if (to >= 0) {
             s.confirm(to);
         }
     }
 
-    /** Saves {@link #done} if it changed since the last save; an older snapshot never overwrites a newer one. */
-    private void saveLedger() {
+    /** Caller holds this. Names a finished message, so that a stream delivering it again skips it. */
+    private void remember(long position, long end) {
+        if (done.put(position, end) == null) {
+            doneByEnd.computeIfAbsent(end, e -> new ArrayList<>()).add(position);
+        }
+    }
+
+    /**
+     * Appends what was finished and not appended yet to the ledger (one call at a time; a failed append puts its
+     * entries back for the next), then forgets every entry the source's confirmed position vouches for.
+     */
+    private void appendToLedger() {
         synchronized (saving) {
-            Map<Long, Long> snapshot;
-            long version;
+            Map<Long, Long> added;
             synchronized (this) {
-                version = doneVersion;
-                if (version == savedVersion) {
+                if (unsaved.isEmpty()) {
                     return;
                 }
-                snapshot = new TreeMap<>(done);
+                added = new HashMap<>(unsaved);
+                unsaved.clear();
             }
-            long atSource = ledger.save(snapshot);
-            savedVersion = version;
-            synchronized (this) {
-                if (done.values().removeIf(end -> end <= atSource)) {
-                    doneVersion++; // the source's position vouches for them now
+            long atSource;
+            try {
+                atSource = ledger.append(added);
+            } catch (RuntimeException e) {
+                synchronized (this) {
+                    added.forEach(unsaved::putIfAbsent);
                 }
+                throw e;
+            }
+            synchronized (this) {
+                Map<Long, List<Long>> vouched = doneByEnd.headMap(atSource, true);
+                for (List<Long> positions : vouched.values()) {
+                    positions.forEach(done::remove);
+                }
+                vouched.clear(); // the source's position vouches for them now
             }
         }
     }
@@ -401,6 +426,8 @@ public final class StreamHarvest {
             receivedPosition = 0;
             confirmed = 0;
             done.clear();
+            doneByEnd.clear();
+            unsaved.clear();
             loaded = false;
         }
         if (s != null) {

@@ -128,8 +128,9 @@ class StreamHarvestTest {
         }
 
         @Override
-        public long save(Map<Long, Long> finished) {
-            Map<Long, Long> above = new java.util.TreeMap<>(finished);
+        public long append(Map<Long, Long> finished) {
+            Map<Long, Long> above = new java.util.TreeMap<>(kept);
+            above.putAll(finished);
             above.values().removeIf(end -> end <= log.confirmed);
             kept = Map.copyOf(above);
             return log.confirmed;
@@ -172,6 +173,45 @@ class StreamHarvestTest {
         ReadResult more = next.read(1, List.of(), 10);
         next.finished(List.of(more.rows().records().get(0).id()));
         assertThat(ledger.kept).as("the slot's position vouches for them now").doesNotContainKeys(1L, 3L, 5L);
+    }
+
+    @Test
+    void whatAFailedAppendHeldIsAppendedByTheNextFinishedCallAndOnlyWhatIsNewEachTime() {
+        Log log = new Log();
+        log.commit("k1#1");           // 1; ends at 2
+        log.commit("k0#1");           // 3; ends at 4
+        log.commit("k0#2");           // 5; ends at 6
+        log.commit("k2#1");           // 7; ends at 8
+        MemoryLedger memory = new MemoryLedger(log);
+        List<Map<Long, Long>> appended = new ArrayList<>();
+        boolean[] fail = {true};
+        StreamHarvest harvest = harvest(log, new StreamHarvest.Ledger() {
+            @Override
+            public long append(Map<Long, Long> finished) {
+                if (fail[0]) {
+                    fail[0] = false;
+                    throw new StoreException("connection lost", null, true);
+                }
+                appended.add(Map.copyOf(finished));
+                return memory.append(finished);
+            }
+
+            @Override
+            public Map<Long, Long> load() {
+                return memory.load();
+            }
+        });
+        assertThat(values(harvest.read(0, List.of(), 10))).containsExactly("k1#1", "k0#1", "k0#2", "k2#1");
+        assertThatThrownBy(() -> harvest.finished(List.of(2L))).isInstanceOf(StoreException.class);
+        assertThat(memory.kept).as("nothing appended yet").isEmpty();
+        harvest.finished(List.of(3L));
+        assertThat(appended).as("the failed call's entry goes with the next call's")
+                .containsExactly(Map.of(3L, 4L, 5L, 6L));
+        harvest.finished(List.of(4L));
+        assertThat(appended).as("each append carries only what is new").hasSize(2).last()
+                .isEqualTo(Map.of(7L, 8L));
+        assertThat(memory.kept).containsOnlyKeys(3L, 5L, 7L);
+        assertThat(log.confirmed).as("k1#1 holds the position back").isZero();
     }
 
     @Test

@@ -456,6 +456,11 @@ public final class OrdersDemo {
         }
 
         @Override
+        public void sendPending() {
+            delegate.sendPending();
+        }
+
+        @Override
         public void close(Duration timeout) {
             delegate.close(timeout);
         }

@@ -73,6 +73,11 @@ final class NodeBroker implements MessageBroker {
     }
 
     @Override
+    public void sendPending() {
+        delegate.sendPending();
+    }
+
+    @Override
     public void close(Duration timeout) {
         delegate.close(timeout);
     }

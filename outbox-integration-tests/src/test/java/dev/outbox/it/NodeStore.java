@@ -70,6 +70,11 @@ final class NodeStore implements Store {
     }
 
     @Override
+    public CommitWatch watchCommits(Runnable wakeUp) {
+        return delegate.watchCommits(wakeUp);
+    }
+
+    @Override
     public void harvestStopped() {
         delegate.harvestStopped();
     }

@@ -48,6 +48,11 @@ final class TopicPrefixBroker implements MessageBroker {
     }
 
     @Override
+    public void sendPending() {
+        broker.sendPending();
+    }
+
+    @Override
     public void close(Duration timeout) {
         broker.close(timeout);
     }

@@ -7,6 +7,7 @@ import dev.outbox.spi.PayloadSerializer;
 import org.springframework.jdbc.datasource.ConnectionHolder;
 import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.transaction.IllegalTransactionStateException;
+import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 import javax.sql.DataSource;
@@ -89,6 +90,7 @@ public final class OutboxPublisher {
             } finally {
                 DataSourceUtils.releaseConnection(c, dataSource);
             }
+            wakeAfterCommit();
             return;
         }
         if (TransactionSynchronizationManager.isActualTransactionActive()) {
@@ -115,10 +117,35 @@ public final class OutboxPublisher {
             if (!autoCommit) {
                 c.commit();
             }
+            publisher.committed();
         } catch (SQLException e) {
             throw new OutboxException("could not commit " + messages.size() + " outbox message(s)", e);
         } finally {
             DataSourceUtils.releaseConnection(c, dataSource);
+        }
+    }
+
+    /**
+     * Once per transaction: after it commits, tells the publisher ({@link Publisher#committed()}), so that a leading
+     * dispatcher in this process reads at once (what wakes it on MySQL/MariaDB, which cannot notify).
+     */
+    private void wakeAfterCommit() {
+        if (!TransactionSynchronizationManager.isSynchronizationActive()) {
+            return;
+        }
+        for (TransactionSynchronization s : TransactionSynchronizationManager.getSynchronizations()) {
+            if (s instanceof CommitNudge nudge && nudge.publisher == publisher) {
+                return; // this transaction's already
+            }
+        }
+        TransactionSynchronizationManager.registerSynchronization(new CommitNudge(publisher));
+    }
+
+    /** Tells the publisher of a commit ({@link #wakeAfterCommit}); suspended and resumed with its transaction. */
+    private record CommitNudge(Publisher publisher) implements TransactionSynchronization {
+        @Override
+        public void afterCommit() {
+            publisher.committed();
         }
     }
 

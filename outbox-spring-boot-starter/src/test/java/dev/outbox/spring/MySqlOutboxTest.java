@@ -1,5 +1,6 @@
 package dev.outbox.spring;
 
+import dev.outbox.spi.Store;
 import dev.outbox.spring.app.TestApplication;
 import dev.outbox.store.mysql.MySqlStore;
 import dev.outbox.testservers.JdbcServer;
@@ -10,7 +11,10 @@ import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
+import java.util.concurrent.atomic.AtomicInteger;
+
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The starter on a MySQL 8 and an in-process Kafka: the store type is detected from the JDBC metadata, the outbox
@@ -42,5 +46,20 @@ class MySqlOutboxTest extends JdbcOutboxContract {
     @Test
     void theStoreWasDetectedAsMySql() {
         assertThat(store).isInstanceOf(MySqlStore.class);
+    }
+
+    /**
+     * MySQL cannot notify the leader of a commit: the starter's publisher does, after the transaction commits
+     * (once per transaction), through the store's local commit watch; a rolled-back transaction wakes nothing.
+     */
+    @Test
+    void aCommittedTransactionWakesALeaderInThisProcessAndARolledBackOneDoesNot() {
+        AtomicInteger wakeUps = new AtomicInteger();
+        try (Store.CommitWatch watch = store.watchCommits(wakeUps::incrementAndGet)) {
+            orders.place(1001, "wake-up", false);
+            assertThat(wakeUps).as("after the commit").hasValue(1);
+            assertThatThrownBy(() -> orders.place(1002, "wake-up", true)).isInstanceOf(IllegalStateException.class);
+            assertThat(wakeUps).as("a rollback wakes nothing").hasValue(1);
+        }
     }
 }

@@ -183,14 +183,15 @@ public final class InMemoryCommitLog {
     // ---- the slot -------------------------------------------------------------------------------------------
 
     /**
-     * Saves the stream harvest's ledger (see {@code StreamHarvest.Ledger}), replacing what it kept with the entries
-     * that end after the slot's confirmed position; returns that position.
+     * Appends to the stream harvest's ledger (see {@code StreamHarvest.Ledger}) the entries that end after the slot's
+     * confirmed position, forgets those that no longer do, and returns that position.
      */
-    public long saveLedger(Map<Long, Long> finished) {
+    public long appendLedger(Map<Long, Long> finished) {
         synchronized (lock) {
-            Map<Long, Long> above = new TreeMap<>(finished);
-            above.values().removeIf(end -> end <= slotConfirmed);
-            ledger = Map.copyOf(above);
+            Map<Long, Long> kept = new TreeMap<>(ledger);
+            kept.putAll(finished);
+            kept.values().removeIf(end -> end <= slotConfirmed);
+            ledger = Map.copyOf(kept);
             return slotConfirmed;
         }
     }

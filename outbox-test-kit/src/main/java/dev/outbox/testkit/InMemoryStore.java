@@ -94,6 +94,8 @@ public final class InMemoryStore implements Store {
     private final Map<Operation, AtomicLong> calls = new EnumMap<>(Operation.class);
     private final Map<Operation, AtomicLong> injected = new EnumMap<>(Operation.class);
     private final AtomicLong purged = new AtomicLong();
+    private final java.util.Set<Runnable> commitWatchers = new java.util.concurrent.CopyOnWriteArraySet<>();
+    private volatile boolean commitNotifications;
     private volatile StoreFaults faults = StoreFaults.none();
     private final Publisher publisher = new InMemoryPublisher();
 
@@ -121,6 +123,47 @@ public final class InMemoryStore implements Store {
         for (Operation op : Operation.values()) {
             calls.put(op, new AtomicLong());
             injected.put(op, new AtomicLong());
+        }
+    }
+
+    /**
+     * Models a database that tells the leader of commits (Postgres' {@code NOTIFY}): when on,
+     * {@link #watchCommits} subscribes, and every committed write (a publisher call, a {@link Transaction#commit()})
+     * wakes the subscribers after it committed. Off by default: {@code watchCommits} returns null and the dispatcher
+     * polls, as the simulation expects.
+     */
+    public void commitNotifications(boolean on) {
+        this.commitNotifications = on;
+    }
+
+    @Override
+    public CommitWatch watchCommits(Runnable wakeUp) {
+        Objects.requireNonNull(wakeUp, "wakeUp");
+        if (!commitNotifications) {
+            return null;
+        }
+        commitWatchers.add(wakeUp);
+        return new CommitWatch() {
+            @Override
+            public boolean listening() {
+                return commitWatchers.contains(wakeUp);
+            }
+
+            @Override
+            public void close() {
+                commitWatchers.remove(wakeUp);
+            }
+        };
+    }
+
+    /** How many commit watches are open now ({@link #watchCommits}). */
+    public int commitWatches() {
+        return commitWatchers.size();
+    }
+
+    private void wakeCommitWatchers() {
+        for (Runnable wakeUp : commitWatchers) {
+            wakeUp.run();
         }
     }
 
@@ -633,6 +676,7 @@ public final class InMemoryStore implements Store {
                     rows.put(id, StoredRow.of(id, now, m));
                 }
             }
+            wakeCommitWatchers();
         }
 
         @Override
@@ -697,6 +741,7 @@ public final class InMemoryStore implements Store {
                 }
                 openXids.remove(xid);
             }
+            wakeCommitWatchers();
         }
 
         @Override

@@ -77,8 +77,8 @@ public final class InMemoryStreamStore implements Store {
         this.harvest = new StreamHarvest(this::open, InMemoryStreamStore::decode, Duration.ZERO,
                 new StreamHarvest.Ledger() {
                     @Override
-                    public long save(Map<Long, Long> finished) {
-                        return log.saveLedger(finished);
+                    public long append(Map<Long, Long> finished) {
+                        return log.appendLedger(finished);
                     }
 
                     @Override

@@ -56,6 +56,11 @@ final class ObservingBroker implements MessageBroker {
     }
 
     @Override
+    public void sendPending() {
+        delegate.sendPending();
+    }
+
+    @Override
     public void close(Duration timeout) {
         closed = true;
         delegate.flush(timeout);

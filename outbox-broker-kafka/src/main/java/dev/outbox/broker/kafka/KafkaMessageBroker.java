@@ -38,6 +38,8 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * Publishes outbox records to Kafka with a single idempotent {@link KafkaProducer}.
@@ -131,6 +133,12 @@ public final class KafkaMessageBroker implements MessageBroker {
     private final Object adminLock = new Object();
     private Admin admin;
     private volatile boolean closed;
+    /** The producer's {@code linger.ms}: with 0 it holds nothing back, and {@link #sendPending} has nothing to do. */
+    private final long lingerMs;
+    /** Set by {@link #sendPending}, taken by the sending thread. */
+    private final AtomicBoolean sendNow = new AtomicBoolean();
+    /** The thread that flushes the producer on {@link #sendPending}, started by the first call. */
+    private Thread sender;
 
     private KafkaMessageBroker(Builder b, Map<String, Object> producerConfig, Map<String, Object> adminConfig) {
         this.timestamp = b.timestamp;
@@ -139,6 +147,7 @@ public final class KafkaMessageBroker implements MessageBroker {
         this.deliveryTimeout = Duration.ofMillis(((Number) producerConfig.get(
                 ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG)).longValue());
         this.adminConfig = adminConfig;
+        this.lingerMs = ((Number) producerConfig.get(ProducerConfig.LINGER_MS_CONFIG)).longValue();
         try {
             this.producer = new KafkaProducer<>(producerConfig, new StringSerializer(), new ByteArraySerializer());
         } catch (KafkaException e) {
@@ -412,6 +421,48 @@ public final class KafkaMessageBroker implements MessageBroker {
     }
 
     /**
+     * {@inheritDoc}
+     *
+     * <p>Flushes the producer on a thread of its own (started by the first call, one per broker): the batches it
+     * holds back for {@code linger.ms} become ready at once, and this method returns without waiting. Calls made
+     * while a flush is under way are served by one flush after it. With {@code linger.ms=0} it does nothing.
+     */
+    @Override
+    public void sendPending() {
+        if (lingerMs == 0 || closed) {
+            return;
+        }
+        if (sendNow.compareAndSet(false, true)) {
+            LockSupport.unpark(senderThread());
+        }
+    }
+
+    private synchronized Thread senderThread() {
+        if (sender == null) {
+            sender = new Thread(this::sendPendingLoop, "outbox-kafka-send-pending");
+            sender.setDaemon(true);
+            sender.start();
+        }
+        return sender;
+    }
+
+    private void sendPendingLoop() {
+        while (!closed) {
+            if (!sendNow.getAndSet(false)) {
+                LockSupport.park(this);
+                continue;
+            }
+            try {
+                producer.flush(); // waits for the acknowledgements too, on this thread only
+            } catch (RuntimeException e) {
+                if (!closed) {
+                    log.debug("flushing the Kafka producer failed", e);
+                }
+            }
+        }
+    }
+
+    /**
      * Stops accepting records, lets the producer deliver what it holds for at most {@code timeout}, then closes
      * it forcibly: records still pending fail, and when this method returns the producer's I/O thread has
      * ended and its connections are closed, so none of its retries can reach Kafka afterwards. Idempotent.
@@ -423,6 +474,9 @@ public final class KafkaMessageBroker implements MessageBroker {
             return;
         }
         closed = true;
+        if (sender != null) {
+            LockSupport.unpark(sender);
+        }
         long started = System.nanoTime();
         try {
             producer.close(timeout.isNegative() ? Duration.ZERO : timeout);

@@ -184,6 +184,7 @@ public final class MySqlStore extends SqlStore {
     private MySqlStore(Builder builder) {
         super(builder);
         this.publisher = new MySqlPublisher(names, maxKeyLength(), decorators());
+        wakeOnCommitted(publisher); // MySQL cannot notify: a publisher in this process can (Publisher.committed)
         this.lateCommitWindow = builder.lateCommitWindow;
         this.lateCommitWindowMillis = lateCommitWindow.toMillis();
 

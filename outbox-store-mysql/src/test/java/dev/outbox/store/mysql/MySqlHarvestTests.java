@@ -305,6 +305,11 @@ abstract class MySqlHarvestTests {
         }
 
         @Override
+        public void sendPending() {
+            delegate.sendPending();
+        }
+
+        @Override
         public void close(Duration timeout) {
             delegate.close(timeout);
         }
@@ -329,6 +334,11 @@ abstract class MySqlHarvestTests {
         @Override
         public boolean flush(Duration timeout) {
             return delegate.flush(timeout);
+        }
+
+        @Override
+        public void sendPending() {
+            delegate.sendPending();
         }
 
         @Override

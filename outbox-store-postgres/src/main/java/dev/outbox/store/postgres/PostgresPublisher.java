@@ -69,19 +69,23 @@ public final class PostgresPublisher extends SqlPublisher {
     private final SqlTableNames names;
     private final int queryTimeoutSeconds;
     private final String insertSql;
+    /** The statement this publisher runs in table mode: {@link #insertSql}, with the commit notification if any. */
+    private final String writeSql;
     /** The logical message prefix in WAL mode; null in table mode. */
     private final String walPrefix;
 
     PostgresPublisher(SqlTableNames names, int maxKeyLength, int queryTimeoutSeconds, MessageDecorators decorators) {
-        this(names, maxKeyLength, queryTimeoutSeconds, decorators, null);
+        this(names, maxKeyLength, queryTimeoutSeconds, decorators, null, null);
     }
 
     /**
      * A publisher in table mode ({@code walPrefix} null) or in WAL mode, emitting logical messages with
-     * {@code walPrefix} (normally {@link WalSql#prefix}).
+     * {@code walPrefix} (normally {@link WalSql#prefix}). In table mode, a non-null {@code notifyChannel} makes
+     * every write also {@code pg_notify} that channel, which Postgres delivers to the listening leader when the
+     * writer's transaction commits (and folds into one per transaction).
      */
     PostgresPublisher(SqlTableNames names, int maxKeyLength, int queryTimeoutSeconds, MessageDecorators decorators,
-                      String walPrefix) {
+                      String walPrefix, String notifyChannel) {
         super(maxKeyLength, decorators);
         this.names = names;
         this.queryTimeoutSeconds = queryTimeoutSeconds;
@@ -89,11 +93,16 @@ public final class PostgresPublisher extends SqlPublisher {
         if (walPrefix == null) {
             this.insertSql = "INSERT INTO " + names.outbox()
                     + " (topic, key, value, header_names, header_values, message_id) VALUES (?, ?, ?, ?, ?, ?)";
+            this.writeSql = notifyChannel == null ? insertSql
+                    : "WITH n AS (SELECT pg_notify('" + notifyChannel.replace("'", "''") + "', '')) INSERT INTO "
+                    + names.outbox() + " (topic, key, value, header_names, header_values, message_id)"
+                    + " SELECT ?, ?, ?, ?, ?, ? FROM n";
         } else {
             if (walPrefix.isEmpty()) {
                 throw new IllegalArgumentException("walPrefix must not be empty");
             }
             this.insertSql = "SELECT " + WalSql.emitFunction(names) + "(?, ?, ?, ?, ?, ?)";
+            this.writeSql = insertSql;
         }
     }
 
@@ -123,7 +132,7 @@ public final class PostgresPublisher extends SqlPublisher {
             emit(connection, messages);
             return;
         }
-        try (PreparedStatement statement = connection.prepareStatement(insertSql)) {
+        try (PreparedStatement statement = connection.prepareStatement(writeSql)) {
             statement.setQueryTimeout(queryTimeoutSeconds);
             if (messages.size() == 1) {
                 bind(connection, statement, messages.get(0));
@@ -144,7 +153,9 @@ public final class PostgresPublisher extends SqlPublisher {
      * The {@code INSERT} statement this publisher runs; any language may write rows the same way. In WAL mode, where
      * an inserted row would never be harvested, the call of the {@code <table>_emit} function instead, with the same
      * six parameters (topic, key, value, header_names, header_values, message_id; a NULL message_id gets a fresh
-     * id).
+     * id). With commit notifications on ({@link PostgresStore.Builder#commitNotifications}), this publisher's own
+     * statement also calls {@code pg_notify}; a plain-SQL writer wakes the leader with the trigger of
+     * {@link PostgresStore#notifyTriggerSql()}, or is found by the leader's next poll.
      */
     @Override
     public String insertSql() {

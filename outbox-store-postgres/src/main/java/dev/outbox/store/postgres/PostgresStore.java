@@ -24,6 +24,7 @@ import java.sql.Statement;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -150,6 +151,8 @@ public final class PostgresStore extends SqlStore {
     private final DataSource walConnections;
     private final String walParkSql;
     private final String ledgerDdl;
+    /** The channel the publisher notifies and the leader listens on; null when commit notifications are off. */
+    private final String notifyChannel;
     private final String saveLedgerSql;
     private final String loadLedgerSql;
     private final String walReplaySql;
@@ -178,15 +181,19 @@ public final class PostgresStore extends SqlStore {
         super(builder);
         this.wal = builder.wal;
         this.walPrefix = wal == null ? null : WalSql.prefix(names);
-        this.publisher = new PostgresPublisher(names, maxKeyLength(), queryTimeoutSeconds(), decorators(), walPrefix);
+        this.notifyChannel = wal == null && builder.commitNotifications
+                ? PgCommitListener.channel(names.schema(), names.table()) : null;
+        this.publisher = new PostgresPublisher(names, maxKeyLength(), queryTimeoutSeconds(), decorators(), walPrefix,
+                notifyChannel);
+        wakeOnCommitted(publisher);
         this.slot = wal == null ? null : wal.slot() != null ? wal.slot() : defaultSlot(wal.url(), names);
         this.publication = wal == null ? null : wal.publication() != null ? wal.publication()
                 : names.table() + "_publication";
         this.streamed = wal == null ? null : new StreamHarvest(this::openStream, this::decode, wal.readWait(),
                 new StreamHarvest.Ledger() {
                     @Override
-                    public long save(Map<Long, Long> finished) {
-                        return saveLedger(finished);
+                    public long append(Map<Long, Long> finished) {
+                        return appendLedger(finished);
                     }
 
                     @Override
@@ -276,19 +283,20 @@ public final class PostgresStore extends SqlStore {
         this.retainedSql = "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn) FROM pg_replication_slots"
                 + " WHERE slot_name = ?";
         String ledgerTable = quoted(names, names.table() + "_wal_ledger");
-        this.ledgerDdl = "CREATE TABLE IF NOT EXISTS " + ledgerTable + " (slot text PRIMARY KEY,"
-                + " positions bigint[] NOT NULL, ends bigint[] NOT NULL, saved_at timestamptz NOT NULL DEFAULT now())";
+        // One row per append (a purge batch), so that a purge pays for what it finished, not for everything kept.
+        this.ledgerDdl = "CREATE TABLE IF NOT EXISTS " + ledgerTable + " (slot text NOT NULL, max_end bigint NOT NULL,"
+                + " positions bigint[] NOT NULL, ends bigint[] NOT NULL, saved_at timestamptz NOT NULL DEFAULT now());"
+                + " CREATE INDEX IF NOT EXISTS \"" + names.table() + "_wal_ledger_slot\" ON " + ledgerTable
+                + " (slot, max_end)";
         // One statement: the slot's confirmed position (what the server has, not what the stream last sent), the
-        // entries above it, the upsert; it returns the position, below which the harvest forgets its entries.
+        // rows it vouches for deleted, the new entries inserted as one row unless the position vouches for them
+        // too; it returns the position, below which the harvest forgets its entries.
         this.saveLedgerSql = "WITH s AS (SELECT COALESCE((SELECT CAST(pg_wal_lsn_diff(confirmed_flush_lsn, '0/0') AS"
                 + " bigint) FROM pg_replication_slots WHERE slot_name = ?), 0) AS c),"
-                + " e AS (SELECT u.p, u.x FROM unnest(CAST(? AS bigint[]), CAST(? AS bigint[])) AS u(p, x), s"
-                + " WHERE u.x > s.c),"
-                + " up AS (INSERT INTO " + ledgerTable + " (slot, positions, ends, saved_at)"
-                + " SELECT ?, COALESCE(array_agg(p ORDER BY p), '{}'), COALESCE(array_agg(x ORDER BY p), '{}'), now()"
-                + " FROM e ON CONFLICT (slot) DO UPDATE SET positions = EXCLUDED.positions, ends = EXCLUDED.ends,"
-                + " saved_at = now() RETURNING 1)"
-                + " SELECT s.c FROM s, up";
+                + " gone AS (DELETE FROM " + ledgerTable + " WHERE slot = ? AND max_end <= (SELECT c FROM s)),"
+                + " added AS (INSERT INTO " + ledgerTable + " (slot, max_end, positions, ends)"
+                + " SELECT ?, ?, ?, ? FROM s WHERE ? > s.c)"
+                + " SELECT c FROM s";
         this.loadLedgerSql = "SELECT positions, ends FROM " + ledgerTable + " WHERE slot = ?";
     }
 
@@ -409,6 +417,20 @@ public final class PostgresStore extends SqlStore {
     @Override
     public boolean readWaits() {
         return wal != null;
+    }
+
+    /**
+     * With commit notifications on (the default, see {@link Builder#commitNotifications}) and the table harvested:
+     * listens on this outbox's channel with one connection of the store's pool, held until the subscription is
+     * closed. With them off, this process's publishers only ({@link dev.outbox.Publisher#committed()}). Null with
+     * the WAL harvest, whose read waits for messages instead.
+     */
+    @Override
+    public CommitWatch watchCommits(Runnable wakeUp) {
+        if (wal != null) {
+            return null;
+        }
+        return notifyChannel == null ? localCommitWatch(wakeUp) : new PgCommitListener(jdbi(), notifyChannel, wakeUp);
     }
 
     /** With the WAL harvest: closes the replication stream, which releases the slot for the next leader. */
@@ -817,28 +839,38 @@ public final class PostgresStore extends SqlStore {
     }
 
     /**
-     * Keeps the WAL messages finished above the slot's confirmed position in the ledger table, one row per slot
-     * (see {@link StreamHarvest.Ledger}): one statement per purge batch, only when the set changed.
+     * Adds the WAL messages just finished to the ledger table as one row, and deletes the rows the slot's confirmed
+     * position vouches for (see {@link StreamHarvest.Ledger}): one statement per purge batch, whose cost is that of
+     * the batch, not of everything the ledger keeps.
      */
-    private long saveLedger(Map<Long, Long> finished) {
-        Long[] positions = finished.keySet().toArray(new Long[0]);
-        Long[] ends = finished.values().toArray(new Long[0]);
+    private long appendLedger(Map<Long, Long> finished) {
+        Long[] positions = new Long[finished.size()];
+        Long[] ends = new Long[finished.size()];
+        long maxEnd = 0;
+        int i = 0;
+        for (Map.Entry<Long, Long> e : finished.entrySet()) {
+            positions[i] = e.getKey();
+            ends[i++] = e.getValue();
+            maxEnd = Math.max(maxEnd, e.getValue());
+        }
+        long last = maxEnd;
         return inTransaction("saving the WAL ledger of slot " + slot, settingsSql, handle ->
-                handle.createQuery(saveLedgerSql).bind(0, slot).bind(1, bigints(positions)).bind(2, bigints(ends))
-                        .bind(3, slot).mapTo(Long.class).one());
+                handle.createQuery(saveLedgerSql).bind(0, slot).bind(1, slot).bind(2, slot).bind(3, last)
+                        .bind(4, bigints(positions)).bind(5, bigints(ends)).bind(6, last).mapTo(Long.class).one());
     }
 
     private Map<Long, Long> loadLedger() {
-        return inTransaction("loading the WAL ledger of slot " + slot, settingsSql, handle ->
+        Map<Long, Long> kept = new HashMap<>();
+        inTransaction("loading the WAL ledger of slot " + slot, settingsSql, handle ->
                 handle.createQuery(loadLedgerSql).bind(0, slot).map((rs, ctx) -> {
                     Long[] positions = (Long[]) rs.getArray(1).getArray();
                     Long[] ends = (Long[]) rs.getArray(2).getArray();
-                    Map<Long, Long> kept = new TreeMap<>();
-                    for (int i = 0; i < positions.length && i < ends.length; i++) {
-                        kept.put(positions[i], ends[i]);
+                    for (int n = 0; n < positions.length && n < ends.length; n++) {
+                        kept.put(positions[n], ends[n]);
                     }
-                    return kept;
-                }).findOne().orElse(new TreeMap<>()));
+                    return positions.length;
+                }).list());
+        return kept;
     }
 
     /** Decodes a streamed message: a record, or a rejected row naming what is wrong with it. */
@@ -930,7 +962,37 @@ public final class PostgresStore extends SqlStore {
     }
 
     /**
-     * The DDL of the WAL harvest's ledger table, {@code <table>_wal_ledger}: one row per slot naming the messages a
+     * The channel this outbox's commits are notified on ({@code LISTEN}/{@code pg_notify}): the table's name,
+     * schema-qualified if a schema is set; empty when commit notifications are off or the WAL is harvested.
+     */
+    public Optional<String> notifyChannel() {
+        return Optional.ofNullable(notifyChannel);
+    }
+
+    /**
+     * The DDL of an optional statement-level trigger that notifies this outbox's channel after every
+     * {@code INSERT} into its table, whoever writes it: for plain-SQL writers in any language, so that their rows
+     * wake the leader too (this store's own publisher notifies without it; with both, Postgres folds the two
+     * notifications of a transaction into one). Idempotent (Postgres 14 or later). Not applied by
+     * {@link #createSchema()}.
+     *
+     * @throws IllegalStateException if commit notifications are off or the WAL is harvested
+     */
+    public String notifyTriggerSql() {
+        if (notifyChannel == null) {
+            throw new IllegalStateException("notifyTriggerSql needs commit notifications on a table harvest"
+                    + " (PostgresStore.Builder.commitNotifications), and " + names.outbox() + " has none");
+        }
+        String function = (names.schema() == null ? "" : '"' + names.schema() + "\".") + '"' + names.table()
+                + "_notify\"";
+        return "CREATE OR REPLACE FUNCTION " + function + "() RETURNS trigger LANGUAGE plpgsql AS $$"
+                + " BEGIN PERFORM pg_notify('" + notifyChannel + "', ''); RETURN NULL; END $$;"
+                + " CREATE OR REPLACE TRIGGER \"" + names.table() + "_notify\" AFTER INSERT ON " + names.outbox()
+                + " FOR EACH STATEMENT EXECUTE FUNCTION " + function + "()";
+    }
+
+    /**
+     * The DDL of the WAL harvest's ledger table, {@code <table>_wal_ledger}: rows per slot naming the messages a
      * leader finished above the slot's confirmed position, so that the next leader does not send them again (see
      * {@link StreamHarvest.Ledger}). Idempotent; {@link #createSchema()} runs it with the WAL harvest.
      */
@@ -989,6 +1051,21 @@ public final class PostgresStore extends SqlStore {
      */
     public static final class Builder extends SqlStore.Builder<Builder, PostgresStore> {
         private WalHarvest wal;
+        private boolean commitNotifications = true;
+
+        /**
+         * Whether the leader is woken by Postgres' {@code LISTEN/NOTIFY} when rows are committed, so that an idle
+         * outbox publishes within milliseconds instead of at the leader's next poll (up to {@code pollInterval}).
+         * With it on, this store's publisher calls {@code pg_notify} in the writer's transaction (Postgres delivers
+         * it at commit, one per transaction), and the leader holds one connection of the store's pool for as long
+         * as it leads, listening. Polling stays the safety net: a notification lost with a connection delays a row,
+         * never loses it. Plain-SQL writers notify through {@link PostgresStore#notifyTriggerSql()}. Ignored by the
+         * WAL harvest, which is pushed to anyway. Default: on.
+         */
+        public Builder commitNotifications(boolean on) {
+            this.commitNotifications = on;
+            return this;
+        }
 
         private Builder(Jdbi jdbi) {
             super(jdbi, PostgresDialect.DIALECT, PostgresStore::new);

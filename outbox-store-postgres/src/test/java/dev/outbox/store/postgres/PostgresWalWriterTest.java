@@ -379,7 +379,7 @@ class PostgresWalWriterTest {
     }
 
     private PostgresPublisher walPublisher(MessageDecorators decorators, int maxKeyLength) {
-        return new PostgresPublisher(names, maxKeyLength, 30, decorators, prefix);
+        return new PostgresPublisher(names, maxKeyLength, 30, decorators, prefix, null);
     }
 
     private static MessageDecorators rejectTopic(String topic) {

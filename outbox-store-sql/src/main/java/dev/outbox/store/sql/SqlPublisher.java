@@ -19,6 +19,8 @@ import java.util.Objects;
 public abstract class SqlPublisher implements Publisher {
     private final int maxKeyLength;
     private final MessageDecorators decorators;
+    /** What {@link #committed()} wakes: the store's local commit watchers, once the store set it. */
+    volatile Runnable onCommitted = () -> { };
 
     protected SqlPublisher(int maxKeyLength) {
         this(maxKeyLength, MessageDecorators.none());
@@ -49,6 +51,12 @@ public abstract class SqlPublisher implements Publisher {
     public final void publish(Handle handle, List<OutboxMessage> messages) {
         Objects.requireNonNull(handle, "handle must not be null");
         publish(handle.getConnection(), messages);
+    }
+
+    /** Wakes the leading dispatcher of this store in this process, if any (see {@link Publisher#committed()}). */
+    @Override
+    public final void committed() {
+        onCommitted.run();
     }
 
     /** The single-row {@code INSERT} statement; any language may write rows the same way. */

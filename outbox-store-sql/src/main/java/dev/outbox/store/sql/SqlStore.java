@@ -29,7 +29,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
+import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.CopyOnWriteArraySet;
 import java.util.concurrent.Executor;
 import java.util.function.Function;
 import java.util.function.UnaryOperator;
@@ -58,6 +60,8 @@ public abstract class SqlStore implements Store, ParkedRecords {
     protected final Logger log = LoggerFactory.getLogger(getClass());
     /** The validated, quoted table names. */
     protected final SqlTableNames names;
+    /** The wake-ups of this process's dispatchers that watch commits locally ({@link #localCommitWatch}). */
+    private final Set<Runnable> localWatchers = new CopyOnWriteArraySet<>();
     private final SqlDialect dialect;
     private final Jdbi jdbi;
     private final Duration statementTimeout;
@@ -79,6 +83,59 @@ public abstract class SqlStore implements Store, ParkedRecords {
     }
 
     /** The decorators the publisher applies to every message, in order ({@link Builder#decorator}). */
+    /**
+     * Makes {@code publisher}'s {@link SqlPublisher#committed()} wake this store's local commit watchers
+     * ({@link #localCommitWatch}); a store calls it with the publisher it creates.
+     */
+    protected final void wakeOnCommitted(SqlPublisher publisher) {
+        publisher.onCommitted = this::committedHere;
+    }
+
+    private void committedHere() {
+        for (Runnable wakeUp : localWatchers) {
+            try {
+                wakeUp.run();
+            } catch (RuntimeException e) {
+                log.warn("A commit wake-up failed", e);
+            }
+        }
+    }
+
+    /**
+     * A commit watch fed by this process's publishers only ({@link dev.outbox.Publisher#committed()}): what a store
+     * whose database cannot notify offers from {@link #watchCommits}. It hears nothing of other processes' writers,
+     * which the dispatcher's polling finds.
+     */
+    protected final CommitWatch localCommitWatch(Runnable wakeUp) {
+        Objects.requireNonNull(wakeUp, "wakeUp");
+        localWatchers.add(wakeUp);
+        return new CommitWatch() {
+            @Override
+            public boolean listening() {
+                return localWatchers.contains(wakeUp);
+            }
+
+            @Override
+            public void close() {
+                localWatchers.remove(wakeUp);
+            }
+        };
+    }
+
+    /**
+     * This process's publishers' commits ({@link #localCommitWatch}); a store with notifications of its own
+     * overrides it.
+     */
+    @Override
+    public CommitWatch watchCommits(Runnable wakeUp) {
+        return localCommitWatch(wakeUp);
+    }
+
+    /** The connections this store works on, for an adapter that must hold one of its own (a listener). */
+    protected final Jdbi jdbi() {
+        return jdbi;
+    }
+
     protected final MessageDecorators decorators() {
         return decorators;
     }

@@ -1,0 +1,158 @@
+package dev.outbox.store.postgres;
+
+import dev.outbox.spi.Store;
+import org.jdbi.v3.core.Handle;
+import org.jdbi.v3.core.Jdbi;
+import org.postgresql.PGConnection;
+import org.postgresql.PGNotification;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The Postgres store's commit wake-ups ({@link Store#watchCommits}): one connection of the store's pool, held for
+ * as long as the subscription lasts, {@code LISTEN}s on the outbox's channel, and a thread of its own calls the
+ * wake-up whenever a notification arrives (the publisher's {@code pg_notify}, delivered by Postgres at commit, or
+ * the optional trigger's). A lost connection is opened again with a backoff from 100 ms to 5 s; meanwhile the
+ * dispatcher polls, and the wake-up is called once after each (re)connection, for what was committed while it was
+ * down. An idle connection is checked with {@code SELECT 1} every few seconds, so that a silently dead one is
+ * noticed. Closing it {@code UNLISTEN}s before the connection goes back to the pool.
+ *
+ * <p>Thread-safe.
+ */
+final class PgCommitListener implements Store.CommitWatch {
+    private static final Logger log = LoggerFactory.getLogger(PgCommitListener.class);
+    /** How long one wait for notifications lasts: how soon a close is noticed. */
+    private static final int WAIT_MILLIS = 250;
+    /** How long an idle listening connection goes unchecked. */
+    private static final long CHECK_NANOS = TimeUnit.SECONDS.toNanos(5);
+    private static final Duration FIRST_BACKOFF = Duration.ofMillis(100);
+    private static final Duration MAX_BACKOFF = Duration.ofSeconds(5);
+
+    private final Jdbi jdbi;
+    private final String channel;
+    private final Runnable wakeUp;
+    private final Thread thread;
+    private volatile boolean closed;
+    private volatile boolean listening;
+    /** The listening connection's server process id, 0 while none; for tests. */
+    private volatile int backendPid;
+
+    /**
+     * Starts listening on {@code channel} (a notification channel name, not quoted) with a connection of
+     * {@code jdbi}, calling {@code wakeUp} on every notification.
+     */
+    PgCommitListener(Jdbi jdbi, String channel, Runnable wakeUp) {
+        this.jdbi = Objects.requireNonNull(jdbi, "jdbi");
+        this.channel = Objects.requireNonNull(channel, "channel");
+        this.wakeUp = Objects.requireNonNull(wakeUp, "wakeUp");
+        this.thread = new Thread(this::run, "outbox-listen-" + channel);
+        this.thread.setDaemon(true);
+        this.thread.start();
+    }
+
+    @Override
+    public boolean listening() {
+        return listening;
+    }
+
+    /** The listening connection's server process id, 0 while none. */
+    int backendPid() {
+        return backendPid;
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        LockSupport.unpark(thread);
+    }
+
+    private void run() {
+        Duration backoff = FIRST_BACKOFF;
+        boolean down = false;
+        while (!closed) {
+            try (Handle handle = jdbi.open()) {
+                Connection connection = handle.getConnection();
+                PGConnection pg = connection.unwrap(PGConnection.class);
+                execute(connection, "LISTEN " + quote(channel));
+                backendPid = pg.getBackendPID();
+                listening = true;
+                if (down) {
+                    log.info("Listening for commits on channel {} again", channel);
+                    down = false;
+                }
+                backoff = FIRST_BACKOFF;
+                wakeUp.run(); // whatever was committed before this connection listened
+                try {
+                    listen(connection, pg);
+                } finally {
+                    listening = false;
+                    backendPid = 0;
+                    if (!connection.isClosed()) {
+                        execute(connection, "UNLISTEN " + quote(channel)); // the connection goes back to the pool
+                    }
+                }
+            } catch (SQLException | RuntimeException e) {
+                listening = false;
+                if (closed) {
+                    break;
+                }
+                if (!down) {
+                    log.warn("Lost the connection listening for commits on channel {}; polling until it is back"
+                            + " (retrying in {}): {}", channel, backoff, e.toString());
+                    down = true;
+                }
+                wakeUp.run(); // a commit may have gone unheard
+                LockSupport.parkNanos(this, backoff.toNanos());
+                backoff = backoff.multipliedBy(2).compareTo(MAX_BACKOFF) > 0 ? MAX_BACKOFF : backoff.multipliedBy(2);
+            }
+        }
+    }
+
+    private void listen(Connection connection, PGConnection pg) throws SQLException {
+        long lastHeard = System.nanoTime();
+        while (!closed) {
+            PGNotification[] got = pg.getNotifications(WAIT_MILLIS);
+            if (got != null && got.length > 0) {
+                wakeUp.run();
+                lastHeard = System.nanoTime();
+            } else if (System.nanoTime() - lastHeard > CHECK_NANOS) {
+                execute(connection, "SELECT 1"); // a connection that died silently fails here
+                lastHeard = System.nanoTime();
+            }
+        }
+    }
+
+    private static void execute(Connection connection, String sql) throws SQLException {
+        try (Statement statement = connection.createStatement()) {
+            statement.setQueryTimeout(10);
+            statement.execute(sql);
+        }
+        if (!connection.getAutoCommit()) {
+            connection.commit(); // LISTEN takes effect at commit
+        }
+    }
+
+    private static String quote(String identifier) {
+        return '"' + identifier.replace("\"", "\"\"") + '"';
+    }
+
+    /**
+     * The notification channel of an outbox: its table's name, schema-qualified if a schema is set, shortened with
+     * a hash past Postgres' 63-byte identifier limit.
+     */
+    static String channel(String schema, String table) {
+        String full = (schema == null ? "" : schema + ".") + table;
+        if (full.length() <= 63) {
+            return full;
+        }
+        return full.substring(0, 54) + "_" + String.format("%08x", full.hashCode());
+    }
+}
