@@ -43,7 +43,7 @@ final class Report {
     private static final Map<String, String> TITLES = Map.of(
             "drain", "Dispatcher -> Kafka (cursor harvest)",
             "drain-mark", "Dispatcher -> Kafka (mark harvest)",
-            "drain-nopurge", "Dispatcher -> Kafka (cursor, purge skipped)",
+            "drain-nopurge", "cursor drain, purges skipped (bound)",
             "drain-wal", "Dispatcher -> Kafka (WAL harvest)",
             "database", "database ceiling (mark+purge)",
             "cursor", "database ceiling (read+purge)",
