@@ -235,8 +235,8 @@ final class Report {
                 options.valueBytes, options.keys, options.repeat,
                 options.warmupRows > 0 ? fmt(" after a warm-up of %,d rows", options.warmupRows) : ", no warm-up"));
         if (!writerCostTable.isEmpty()) {
-            out.append('\n').append("Writer cost: the same transaction with a table INSERT vs a WAL emit"
-                    + " (database outbox_writer_cost, one writer, back to back)\n");
+            out.append('\n').append("Writer cost: the same transaction with a table INSERT, an INSERT with"
+                    + " pg_notify, and a WAL emit (database outbox_writer_cost, one writer, back to back)\n");
             writerCostTable.lines().filter(l -> !l.startsWith("command: ")).forEach(l -> out.append(l).append('\n'));
         }
         if (!throughput.isEmpty()) {

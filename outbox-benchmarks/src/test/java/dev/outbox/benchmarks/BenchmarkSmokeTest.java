@@ -42,10 +42,13 @@ class BenchmarkSmokeTest {
         assertThat(report.throughput.get("wal-ceiling").get(0).records()).isEqualTo(3000);
         assertThat(report.throughput.get("wal-ceiling").get(0).left()).as("left in the slot").isZero();
         assertThat(report.writerCost).as("warm-up and one round: sync off/on x 1, 10 messages").hasSize(8)
-                .allSatisfy(c -> assertThat(c.wal().commitsPerSecond()).isPositive());
+                .allSatisfy(c -> {
+                    assertThat(c.wal().commitsPerSecond()).isPositive();
+                    assertThat(c.notifying().commitsPerSecond()).isPositive();
+                });
         assertThat(report.throughput.get("naive").get(0).left()).isZero();
-        assertThat(report.latency).as("--rates 500 with each harvest (cursor, WAL, mark), then the poison scenario"
-                + " without and with the poison key").hasSize(5).allSatisfy(l -> {
+        assertThat(report.latency).as("--rates 500 with each harvest (cursor, WAL, polling, mark), then the poison"
+                + " scenario without and with the poison key").hasSize(6).allSatisfy(l -> {
             assertThat(l.unacknowledged()).isZero();
             assertThat(l.commitToAck().count()).isPositive();
         });
@@ -55,9 +58,10 @@ class BenchmarkSmokeTest {
             assertThat(r.rate()).isPositive();
         });
         assertThat(report.latency.get(1).variant()).startsWith(LatencyScenario.WAL_VARIANT);
-        assertThat(report.latency.get(2).variant()).startsWith(LatencyScenario.MARK_VARIANT);
-        assertThat(report.latency.get(4).poisoned()).isTrue();
-        assertThat(report.latency.get(4).poisonFailures()).isPositive();
+        assertThat(report.latency.get(2).variant()).startsWith(LatencyScenario.POLL_VARIANT);
+        assertThat(report.latency.get(3).variant()).startsWith(LatencyScenario.MARK_VARIANT);
+        assertThat(report.latency.get(5).poisoned()).isTrue();
+        assertThat(report.latency.get(5).poisonFailures()).isPositive();
         assertThat(report.text()).contains("Writer cost", "table INSERT", "WAL emit", "wal_level=logical",
                 "synchronous_commit=on", "Dispatcher -> Kafka (cursor harvest)", "(mark harvest)", "(WAL harvest)",
                 "WAL ceiling",
@@ -66,7 +70,8 @@ class BenchmarkSmokeTest {
         assertThat(out.resolve("results.txt")).exists();
         assertThat(Files.readString(out.resolve("results.csv"))).startsWith("section,scenario,run,metric,value\n")
                 .contains("throughput,drain,1,records_per_s,", "throughput,drain-wal,1,records_per_s,",
-                        "latency,rate_500_wal,1,commit_to_ack_p50_ms,", "writer_cost,sync_on_n_10,1,wal_commits_per_s,",
+                        "latency,rate_500_wal,1,commit_to_ack_p50_ms,", "latency,rate_500_poll,1,commit_to_ack_p50_ms,",
+                        "writer_cost,sync_on_n_10,1,wal_commits_per_s,", "writer_cost,sync_on_n_10,1,table_notify_commits_per_s,",
                         "consumer,inbox,1,records_per_s,");
         assertThat(Files.readString(out.resolve("results.json"))).contains("\"throughput\"", "\"dispatcherRatio\"",
                 "\"writerCost\"");

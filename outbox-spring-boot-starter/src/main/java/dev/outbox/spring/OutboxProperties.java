@@ -64,6 +64,12 @@ public final class OutboxProperties {
          * the DDL with your migrations instead (Flyway and Liquibase migrations are included).
          */
         private boolean createSchema = false;
+        /**
+         * Postgres: wake the leader with {@code LISTEN/NOTIFY} when outbox rows are committed (the leader holds one
+         * connection of the pool while it leads). Off: the leader polls. MySQL and MariaDB cannot notify; there the
+         * publisher wakes a leader in the same process after each commit either way.
+         */
+        private boolean commitNotifications = true;
         /** The Postgres WAL harvest: set {@code url} to harvest the write-ahead log instead of the table. */
         private final Wal wal = new Wal();
 
@@ -117,6 +123,14 @@ public final class OutboxProperties {
 
         public void setCreateSchema(boolean createSchema) {
             this.createSchema = createSchema;
+        }
+
+        public boolean isCommitNotifications() {
+            return commitNotifications;
+        }
+
+        public void setCommitNotifications(boolean commitNotifications) {
+            this.commitNotifications = commitNotifications;
         }
     }
 

@@ -103,6 +103,7 @@ public final class OutboxStoreFactory {
             if (p.getMaxKeyLength() != null) {
                 set(prefix + ".max-key-length", p.getMaxKeyLength(), () -> b.maxKeyLength(p.getMaxKeyLength()));
             }
+            b.commitNotifications(p.isCommitNotifications());
             OutboxProperties.Wal wal = p.getWal();
             if (wal.getUrl() != null) {
                 b.walHarvest(walHarvest(prefix + ".wal", wal));

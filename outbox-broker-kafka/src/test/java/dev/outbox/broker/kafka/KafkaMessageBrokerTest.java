@@ -56,6 +56,30 @@ class KafkaMessageBrokerTest {
         return record(OutboxMessage.of(topic, key, value), Instant.now());
     }
 
+    /**
+     * With a linger far longer than the wait, a record is acknowledged only because {@code sendPending} flushed the
+     * producer's batch; the call itself returns at once (the flush runs on the broker's own thread).
+     */
+    @Test
+    void sendPendingSendsALingeringBatchAtOnceWithoutWaitingForIt() throws Exception {
+        String topic = newTopic(1);
+        try (KafkaMessageBroker broker = KafkaMessageBroker.builder().bootstrapServers(kafka.bootstrapServers())
+                .property("linger.ms", 60_000).deliveryTimeout(Duration.ofMinutes(2)).build()) {
+            broker.send(record(topic, "k", "warm-up")); // metadata fetched; its batch lingers
+            CompletionStage<Void> lingering = broker.send(record(topic, "k", "lingering"));
+            long started = System.nanoTime();
+            broker.sendPending();
+            broker.sendPending(); // coalesced with the first while its flush runs
+            assertThat(Duration.ofNanos(System.nanoTime() - started)).as("sendPending does not wait")
+                    .isLessThan(Duration.ofSeconds(5));
+            lingering.toCompletableFuture().get(20, TimeUnit.SECONDS); // not 60 s: the batch was sent
+            CompletionStage<Void> next = broker.send(record(topic, "k", "next"));
+            broker.sendPending();
+            next.toCompletableFuture().get(20, TimeUnit.SECONDS);
+        }
+        assertThat(KafkaReader.readToEnd(kafka.bootstrapServers(), topic, Duration.ofSeconds(20))).hasSize(3);
+    }
+
     private static DeliveryException failure(CompletionStage<Void> stage, Duration timeout) throws Exception {
         try {
             stage.toCompletableFuture().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
