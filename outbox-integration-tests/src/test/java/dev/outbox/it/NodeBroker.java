@@ -21,6 +21,7 @@ final class NodeBroker implements MessageBroker {
     private final SendLog log;
     private final AtomicLong armedAt = new AtomicLong(Long.MAX_VALUE);
     private final AtomicLong firstAckAfterArm = new AtomicLong();
+    private final AtomicLong firstAckOfSendAfterArm = new AtomicLong();
     private volatile boolean crashed;
 
     NodeBroker(String node, MessageBroker delegate, SendLog log) {
@@ -44,8 +45,12 @@ final class NodeBroker implements MessageBroker {
         }
         return stage.whenComplete((ok, error) -> {
             s.done(error);
-            if (error == null && s.doneNanos() - armedAt.get() > 0) {
+            long armed = armedAt.get();
+            if (error == null && s.doneNanos() - armed > 0) {
                 firstAckAfterArm.compareAndSet(0, s.doneNanos());
+                if (s.sentNanos - armed > 0) {
+                    firstAckOfSendAfterArm.compareAndSet(0, s.doneNanos());
+                }
             }
         });
     }
@@ -53,12 +58,21 @@ final class NodeBroker implements MessageBroker {
     /** Starts watching for the first acknowledgement after {@code nanos} ({@link System#nanoTime()}). */
     void armFirstAck(long nanos) {
         firstAckAfterArm.set(0);
+        firstAckOfSendAfterArm.set(0);
         armedAt.set(nanos);
     }
 
     /** When the first acknowledgement after {@link #armFirstAck} arrived, or 0 if none yet. */
     long firstAckAfterArm() {
         return firstAckAfterArm.get();
+    }
+
+    /**
+     * When the first acknowledgement of a record sent after {@link #armFirstAck} arrived, or 0 if none yet (an
+     * acknowledgement of a record already on its way when the arm was set does not count).
+     */
+    long firstAckOfSendAfterArm() {
+        return firstAckOfSendAfterArm.get();
     }
 
     /** Stops sending and closes the producer at once, without flushing. */

@@ -449,6 +449,48 @@ final class Scenario implements AutoCloseable {
         return TimeUnit.NANOSECONDS.toMillis(first - armedAt);
     }
 
+    /**
+     * Milliseconds from {@code armedAt} to the first acknowledgement any live node received for a record it sent after
+     * {@code armedAt}: when acknowledgements flow again for new sends, not only for those already on their way.
+     */
+    long awaitFirstAckOfSendAfter(long armedAt, String what) {
+        await(() -> live().stream().anyMatch(n -> n.broker.firstAckOfSendAfterArm() != 0), WAIT,
+                () -> "a record sent and acknowledged after " + what + "; leaders " + live() + "\n" + timeline);
+        long first = live().stream().mapToLong(n -> n.broker.firstAckOfSendAfterArm()).filter(v -> v != 0).min()
+                .orElseThrow();
+        return TimeUnit.NANOSECONDS.toMillis(first - armedAt);
+    }
+
+    /** Waits until a send that any node made, whenever, has been reported failed after {@code nanos}. */
+    void awaitFailedSendAfter(long nanos, String what) {
+        await(() -> sendLog.sends().stream().anyMatch(x -> x.doneNanos() != 0 && !x.acknowledged()
+                && x.doneNanos() - nanos > 0), WAIT, () -> "a delivery failed after " + what + "\n" + timeline);
+    }
+
+    /**
+     * Waits until the outbox has stopped publishing because of a fault: no live node leads (the leader fenced itself
+     * and nobody took over), or a leader's {@code health()} reports an outage; says which, and when.
+     */
+    String awaitPaused(String what) {
+        long t0 = System.nanoTime();
+        String[] how = new String[1];
+        await(() -> {
+            for (Node n : live()) {
+                if (n.isLeader() && n.dispatcher.health().outageSince().isPresent()) {
+                    how[0] = n.name + " leads and reports an outage (health) since "
+                            + n.dispatcher.health().outageSince().get();
+                    return true;
+                }
+            }
+            if (live().stream().noneMatch(Node::isLeader)) {
+                how[0] = "no dispatcher leads (" + live() + ")";
+                return true;
+            }
+            return false;
+        }, WAIT, () -> "the outbox paused after " + what + "; leaders " + live() + "\n" + timeline);
+        return how[0] + " " + millisSince(t0) + " ms after the delivery failed";
+    }
+
     /** Waits until the writers have committed {@code messages} more messages. */
     void awaitCommitted(int messages) {
         int target = writers.committed() + messages;

@@ -14,39 +14,19 @@ import org.apache.kafka.server.common.Feature;
 import org.apache.kafka.server.common.MetadataVersion;
 
 /**
- * A KRaft cluster inside this JVM, built by Kafka's own {@link KafkaClusterTestKit} from the
- * {@code kafka-test-common-runtime} artifact, with the production metadata version: either one node (combined
- * broker and controller, replication factor 1) or three brokers and a separate controller, where every topic
- * (the internal ones too) has replication factor 3 and {@code min.insync.replicas=2}. Data under
- * {@code target/outbox-test-servers/<name>-<pid>}.
+ * A single-node KRaft cluster (combined broker and controller, replication factor 1) inside this JVM, built by
+ * Kafka's own {@link KafkaClusterTestKit} from the {@code kafka-test-common-runtime} artifact, with the production
+ * metadata version. Data under {@code target/outbox-test-servers/kafka-<pid>}. (The three-broker cluster runs its
+ * nodes as child JVMs, so that a broker can be killed: {@link ProcessKafkaClusterBackend}.)
  *
- * <p>{@link #stop()} shuts the brokers down while the controller keeps running; {@link #start()} starts the same
- * brokers again on the same ports (the test kit rebinds them) with the same log directories;
- * {@link #broker(int, boolean)} does that to one broker of three. In the three-broker cluster a stopped broker is
- * lost without a controlled shutdown: it does not hand its partitions' leadership over first, the controller moves
- * it once the broker's session ({@code broker.session.timeout.ms}, 2 s) has expired.
+ * <p>{@link #stop()} shuts the broker down while its controller keeps running; {@link #start()} starts the same
+ * broker again on the same port (the test kit rebinds it) with the same log directory.
  */
 final class EmbeddedKafkaBackend implements KafkaBackend {
-    private final Path directory;
-    private final int brokers;
-    private final boolean[] running;
+    private final Path directory = ServerFiles.instance("kafka");
     private KafkaClusterTestKit cluster;
+    private boolean brokerRunning;
     private String bootstrapServers;
-
-    /** One combined broker and controller. */
-    EmbeddedKafkaBackend() {
-        this("kafka", 1);
-    }
-
-    /** {@code brokers} brokers (1, or 3 with a separate controller), files in {@code target/.../<name>-<pid>}. */
-    EmbeddedKafkaBackend(String name, int brokers) {
-        if (brokers != 1 && brokers != 3) {
-            throw new IllegalArgumentException("an embedded Kafka has 1 or 3 brokers, not " + brokers);
-        }
-        this.directory = ServerFiles.instance(name);
-        this.brokers = brokers;
-        this.running = new boolean[brokers];
-    }
 
     @Override
     public ServerMode mode() {
@@ -70,15 +50,11 @@ final class EmbeddedKafkaBackend implements KafkaBackend {
                     closeQuietly();
                     throw e;
                 }
-            } else {
-                for (int i = 0; i < brokers; i++) {
-                    if (!running[i]) {
-                        broker(i).startup();
-                    }
-                }
+            } else if (!brokerRunning) {
+                broker().startup();
             }
             cluster.waitForReadyBrokers();
-            java.util.Arrays.fill(running, true);
+            brokerRunning = true;
             if (bootstrapServers == null) {
                 bootstrapServers = cluster.bootstrapServers();
             }
@@ -98,27 +74,17 @@ final class EmbeddedKafkaBackend implements KafkaBackend {
         Map<String, Short> features = Feature.PRODUCTION_FEATURES.stream().collect(Collectors.toMap(
                 Feature::featureName, f -> f.defaultLevel(version), (a, b) -> a, TreeMap::new));
         TestKitNodes nodes = new TestKitNodes.Builder(BootstrapMetadata.fromVersions(version, features, "outbox"))
-                .setCombined(brokers == 1)
-                .setNumBrokerNodes(brokers)
+                .setCombined(true)
+                .setNumBrokerNodes(1)
                 .setNumControllerNodes(1)
                 .setBaseDirectory(directory)
                 .build();
-        String replicas = Short.toString(replicationFactor());
-        String minIsr = brokers == 1 ? "1" : "2";
-        KafkaClusterTestKit.Builder builder = new KafkaClusterTestKit.Builder(nodes);
-        if (brokers > 1) {
-            // A stopped broker of the cluster is lost as a crash loses it: it does not hand its partitions over
-            // first; the controller moves their leadership when the broker's session expires.
-            builder.setConfigProp("controlled.shutdown.enable", "false");
-        }
-        return builder
+        return new KafkaClusterTestKit.Builder(nodes)
                 .setDeleteOnClose(false)
-                .setConfigProp("offsets.topic.replication.factor", replicas)
+                .setConfigProp("offsets.topic.replication.factor", "1")
                 .setConfigProp("offsets.topic.num.partitions", "5")
-                .setConfigProp("transaction.state.log.replication.factor", replicas)
-                .setConfigProp("transaction.state.log.min.isr", minIsr)
-                .setConfigProp("default.replication.factor", replicas)
-                .setConfigProp("min.insync.replicas", minIsr)
+                .setConfigProp("transaction.state.log.replication.factor", "1")
+                .setConfigProp("transaction.state.log.min.isr", "1")
                 .setConfigProp("transaction.state.log.num.partitions", "5")
                 .setConfigProp("group.initial.rebalance.delay.ms", "0")
                 .setConfigProp("auto.create.topics.enable", "false")
@@ -132,56 +98,16 @@ final class EmbeddedKafkaBackend implements KafkaBackend {
                 .build();
     }
 
-    private BrokerServer broker(int index) {
-        return new TreeMap<>(cluster.brokers()).values().stream().skip(index).findFirst().orElseThrow();
-    }
-
-    @Override
-    public int brokers() {
-        return brokers;
-    }
-
-    @Override
-    public short replicationFactor() {
-        return (short) brokers;
-    }
-
-    @Override
-    public void broker(int index, boolean run) {
-        if (index < 0 || index >= brokers) {
-            throw new IllegalArgumentException("broker " + index + " does not exist: the cluster has brokers 0 to "
-                    + (brokers - 1));
-        }
-        if (cluster == null) {
-            throw new IllegalStateException("embedded Kafka in " + directory + " is not running");
-        }
-        if (run == running[index]) {
-            return;
-        }
-        if (run) {
-            broker(index).startup();
-            running[index] = true;
-            try {
-                cluster.waitForReadyBrokers();
-            } catch (ExecutionException | InterruptedException e) {
-                if (e instanceof InterruptedException) {
-                    Thread.currentThread().interrupt();
-                }
-                throw new IllegalStateException("broker " + index + " did not start again: " + e, e);
-            }
-        } else {
-            broker(index).shutdown();
-            broker(index).awaitShutdown();
-            running[index] = false;
-        }
+    private BrokerServer broker() {
+        return cluster.brokers().values().iterator().next();
     }
 
     @Override
     public void stop() {
-        if (cluster != null) {
-            for (int i = 0; i < brokers; i++) {
-                broker(i, false);
-            }
+        if (cluster != null && brokerRunning) {
+            broker().shutdown();
+            broker().awaitShutdown();
+            brokerRunning = false;
         }
     }
 
@@ -194,7 +120,7 @@ final class EmbeddedKafkaBackend implements KafkaBackend {
                 throw new IllegalStateException("cannot stop embedded Kafka: " + e, e);
             } finally {
                 cluster = null;
-                java.util.Arrays.fill(running, false);
+                brokerRunning = false;
             }
         }
     }

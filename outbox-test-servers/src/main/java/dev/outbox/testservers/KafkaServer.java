@@ -34,7 +34,9 @@ public interface KafkaServer {
 
     /**
      * Stops the broker; clients see a broker that is gone. Committed records are kept. The embedded broker shuts
-     * down (its controller keeps running); a Docker broker is killed. Does nothing if it is already stopped.
+     * down (its controller keeps running); a Docker broker is killed, and so are the three brokers of
+     * {@link TestServers#kafkaCluster()} (SIGKILL; the controller keeps running). Does nothing if it is already
+     * stopped.
      *
      * @throws UnsupportedOperationException if the broker is {@link ServerMode#EXTERNAL}
      */
@@ -52,10 +54,12 @@ public interface KafkaServer {
     int brokers();
 
     /**
-     * Stops broker {@code index} (0 to {@link #brokers()} - 1) of a multi-broker cluster, in the middle of whatever
-     * clients do, without a controlled shutdown (as a crash would): its connections close, and once its session
-     * with the controller has expired (2 s) the controller moves the leadership of its partitions to the other
-     * replicas and the partitions' in-sync replica sets shrink. Does nothing if it is stopped.
+     * Kills broker {@code index} (0 to {@link #brokers()} - 1, the broker's node id) of a multi-broker cluster with
+     * SIGKILL, in the middle of whatever clients do: no controlled shutdown, no flush, its connections reset. Once
+     * its session with the controller has expired (2 s) the controller fences it, moves the leadership of its
+     * partitions to the other replicas and removes it from the partitions' in-sync replicas; until then a producer
+     * with {@code acks=all} waits on every partition that still lists it in sync. Returns once the process has
+     * exited. Does nothing if it is stopped.
      *
      * @throws IllegalArgumentException if there is no such broker
      * @throws UnsupportedOperationException if the cluster has one broker (use {@link #stop()}) or is not embedded
@@ -63,8 +67,9 @@ public interface KafkaServer {
     void stopBroker(int index);
 
     /**
-     * Starts a {@linkplain #stopBroker(int) stopped} broker again on the same port with the same data; it catches
-     * up and rejoins the in-sync replicas. Does nothing if it runs.
+     * Starts a {@linkplain #stopBroker(int) killed} broker again on the same port with the same data (it recovers
+     * its log as after a crash) and returns once it has caught up and is back in the in-sync replicas of every
+     * partition it holds. Does nothing if it runs.
      *
      * @throws IllegalArgumentException if there is no such broker
      * @throws UnsupportedOperationException if the cluster has one broker or is not embedded

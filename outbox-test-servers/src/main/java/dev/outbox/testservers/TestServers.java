@@ -17,7 +17,7 @@ import org.slf4j.LoggerFactory;
  *       {@code outbox.test.mysql.*}, {@code outbox.test.mariadb.*}, and {@code outbox.test.kafka.bootstrap}: use
  *       that existing server ({@link ServerMode#EXTERNAL}); it is never stopped or restarted.</li>
  *   <li>otherwise {@code outbox.test.servers}: {@code embedded} starts the server from Maven artifacts, in this
- *       JVM (Kafka) or as a child process (databases), with its files under
+ *       JVM (Kafka; the three-broker cluster as child JVMs) or as a child process (databases), with its files under
  *       {@code target/outbox-test-servers}; {@code docker} starts it with Testcontainers; {@code auto}, the
  *       default, uses Docker when a Docker engine answers and embedded servers otherwise.</li>
  * </ul>
@@ -65,12 +65,13 @@ public final class TestServers {
 
     /**
      * The shared three-broker Kafka cluster (KRaft, a separate controller), started on first call: every topic has
-     * replication factor 3 and {@code min.insync.replicas=2}; {@link KafkaServer#stopBroker(int)} takes one broker
-     * away. Always embedded, in this JVM (whatever {@link #MODE_PROPERTY} says): it is what a test of a lost broker
-     * needs, and a fourth container set would cost more than it shows.
+     * replication factor 3 and {@code min.insync.replicas=2}; {@link KafkaServer#stopBroker(int)} kills one broker
+     * (SIGKILL) and {@link KafkaServer#startBroker(int)} starts it again. Always embedded, each node a child JVM
+     * (whatever {@link #MODE_PROPERTY} says): it is what a test of a lost broker needs, and a fourth container set
+     * would cost more than it shows.
      */
     public static KafkaServer kafkaCluster() {
-        return KAFKA_CLUSTER.get(() -> DefaultKafkaServer.start(new EmbeddedKafkaBackend("kafka-cluster", 3)));
+        return KAFKA_CLUSTER.get(() -> DefaultKafkaServer.start(new ProcessKafkaClusterBackend()));
     }
 
     /** The JDBC server of {@code kind}: {@link #postgres()}, {@link #mysql()} or {@link #mariadb()}. */

@@ -16,7 +16,10 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.Test;
 
-/** The three-broker cluster: replication factor 3, {@code min.insync.replicas=2}, one broker at a time lost. */
+/**
+ * The three-broker cluster (child JVMs): replication factor 3, {@code min.insync.replicas=2}, one broker at a time
+ * killed and started again.
+ */
 class KafkaClusterTest {
 
     private static KafkaServer cluster() {
@@ -63,6 +66,22 @@ class KafkaClusterTest {
             for (int i = 0; i < 10; i++) {
                 producer.send(new ProducerRecord<>("one_lost", "k" + i, "after")).get(30, TimeUnit.SECONDS);
             }
+        }
+    }
+
+    @Test
+    void aBrokerKilledAndStartedAtOnceIsBackInSyncWhenStartBrokerReturns() throws Exception {
+        cluster().createTopic("restarted", 2);
+        cluster().stopBroker(2);
+        // The controller still counts the killed broker as live and in sync until its session expires (2 s):
+        // startBroker must not mistake that for the new process being back.
+        cluster().startBroker(2);
+        try (Admin admin = admin()) {
+            TopicDescription topic = admin.describeTopics(Set.of("restarted")).allTopicNames()
+                    .get(30, TimeUnit.SECONDS).get("restarted");
+            assertThat(topic.partitions()).allSatisfy(p -> assertThat(p.isr()).extracting(n -> n.id()).contains(2));
+            assertThat(admin.describeCluster().nodes().get(30, TimeUnit.SECONDS)).extracting(n -> n.id())
+                    .containsExactlyInAnyOrder(0, 1, 2);
         }
     }
 
