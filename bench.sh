@@ -9,6 +9,7 @@
 #   ./bench.sh writer-cost [seconds per cell] [rounds]   # Postgres writer: table INSERT vs WAL emit, commits/s
 #   ./bench.sh --scenarios writer-cost,drain,drain-wal,cursor,wal-ceiling,broker,latency,latency-wal \
 #       --rows 300000 --repeat 2 --rates 10,100,5000,20000   # the WAL harvest next to the cursor harvest
+#   BENCH_MAIN=PurgeShapeBenchmark ./bench.sh 100000 mysql all 2000 scattered 2   # MySQL purge: statement shapes
 # Results: a table on standard output, and outbox-benchmarks/target/benchmark/results.{txt,csv,json}.
 # JAVA_OPTS adds JVM options (e.g. JAVA_OPTS="-XX:StartFlightRecording=filename=bench.jfr").
 set -euo pipefail

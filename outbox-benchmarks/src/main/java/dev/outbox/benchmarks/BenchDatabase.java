@@ -64,6 +64,11 @@ interface BenchDatabase extends AutoCloseable {
     /** The server settings that matter for these measurements. */
     Map<String, String> settings();
 
+    /** Cumulative server counters worth a delta over a drain (what it waited for); none by default. */
+    default Map<String, Long> counters() {
+        return Map.of();
+    }
+
     /** The arguments a {@link LeaderProcess} needs to build the same store, all but the password. */
     Map<String, String> childProperties();
 

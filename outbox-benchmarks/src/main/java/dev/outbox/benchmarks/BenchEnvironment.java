@@ -75,7 +75,8 @@ final class BenchEnvironment implements AutoCloseable {
         int poolSize = Math.max(9, options.writers + 5);
         this.database = kind.equals("postgres")
                 ? new PostgresDatabase(server, options.synchronousCommit, poolSize)
-                : new MySqlDatabase(kind, server, options.synchronousCommit, poolSize);
+                : new MySqlDatabase(kind, server, options.synchronousCommit, poolSize, options.jdbcOptions,
+                        options.serverSettings);
     }
 
     BenchDatabase database() {

@@ -68,6 +68,7 @@ public final class Benchmark {
                         case "drain" -> throughput.drain(options.rows, seed);
                         case "drain-unfenced" -> throughput.drainUnfenced(options.rows, seed);
                         case "drain-mark" -> throughput.drainByMark(options.rows, seed);
+                        case "drain-nopurge" -> throughput.drainWithoutPurge(options.rows, seed);
                         case "drain-wal" -> throughput.drainWal(options.rows, seed);
                         case "wal-ceiling" -> throughput.walCeiling(options.rows, seed);
                         case "database" -> throughput.databaseCeiling(options.rows, seed);
@@ -194,6 +195,9 @@ public final class Benchmark {
         }
         if (options.runs("drain-mark")) {
             throughput.drainByMark(rows, options.seed);
+        }
+        if (options.runs("drain-nopurge")) {
+            throughput.drainWithoutPurge(rows, options.seed);
         }
         if (options.runs("database")) {
             throughput.databaseCeiling(rows, options.seed);

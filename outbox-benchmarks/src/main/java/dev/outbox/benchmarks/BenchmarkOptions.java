@@ -64,13 +64,14 @@ final class BenchmarkOptions implements Callable<Integer> {
     int warmupRows = 100_000;
     @Option(defaultValue = "all", names = "--scenarios", paramLabel = "LIST", split = ",",
             converter = Scenario.class,
-            description = "Any of writer-cost,drain,drain-unfenced,drain-mark,drain-wal,database,cursor,wal-ceiling,broker,"
-                    + "naive,latency,latency-wal,latency-poll,latency-mark,poison,takeover,inbox, or all. drain and latency"
-                    + " use the cursor harvest with commit wake-ups, latency-poll the same polling (no wake-ups, the"
-                    + " producer lingering), drain-unfenced the cursor harvest with storage fencing off (its cost: next"
-                    + " to drain),"
-                    + " drain-mark and latency-mark the mark harvest, drain-wal and latency-wal the WAL harvest"
-                    + " (Postgres); wal-ceiling is the WAL stream read and confirmed with no broker; writer-cost is the"
+            description = "Any of writer-cost,drain,drain-unfenced,drain-mark,drain-nopurge,drain-wal,database,cursor,"
+                    + "wal-ceiling,broker,naive,latency,latency-wal,latency-poll,latency-mark,poison,takeover,inbox, or"
+                    + " all. drain and latency use the cursor harvest with commit wake-ups, latency-poll the same"
+                    + " polling (no wake-ups, the producer lingering), drain-unfenced the cursor harvest with storage"
+                    + " fencing off (its cost: next to drain), drain-mark and latency-mark the mark harvest, drain-wal"
+                    + " and latency-wal the WAL harvest (Postgres); drain-nopurge is the cursor drain with every purge"
+                    + " skipped (an upper bound on what a cheaper purge could give; not in all); wal-ceiling is the WAL"
+                    + " stream read and confirmed with no broker; writer-cost is the"
                     + " writer's commits/s with an INSERT vs a WAL emit (Postgres).")
     Set<String> scenarios;
     @Option(defaultValue = "5", names = "--writer-cost-seconds", paramLabel = "S", converter = Seconds.class,
@@ -146,6 +147,15 @@ final class BenchmarkOptions implements Callable<Integer> {
                     + " remote_apply); MySQL/MariaDB: innodb_flush_log_at_trx_commit 1 (on) or 2 (off), server-wide;"
                     + " server keeps the server's setting.")
     String synchronousCommit = "on";
+    @Option(names = "--jdbc-options", paramLabel = "K=V&K=V",
+            description = "MySQL/MariaDB: Connector/J properties appended to the store's JDBC URL (e.g."
+                    + " useServerPrepStmts=true&cachePrepStmts=true). Default: none (the benchmark adds only"
+                    + " rewriteBatchedStatements=true, which the store's statements do not use).")
+    String jdbcOptions = "";
+    @Option(names = "--server-setting", paramLabel = "NAME=VALUE",
+            description = "MySQL/MariaDB: a global server variable set before the run (SET GLOBAL NAME = VALUE;"
+                    + " repeatable; e.g. innodb_redo_log_capacity=104857600). Reported with the settings.")
+    List<String> serverSettings = new java.util.ArrayList<>();
     @Option(defaultValue = "${sys:bench.out:-target/benchmark}", names = "--out", paramLabel = "DIR",
             description = "Where results.{txt,csv,json} go; with --database mysql or mariadb, -mysql or -mariadb is"
                     + " appended to the default.")
@@ -397,9 +407,9 @@ final class BenchmarkOptions implements Callable<Integer> {
 
     static final class Scenario extends OneOf {
         Scenario() {
-            super("writer-cost", "drain", "drain-unfenced", "drain-mark", "drain-wal", "database", "cursor", "wal-ceiling",
-                    "broker", "naive", "latency", "latency-wal", "latency-poll", "latency-mark", "poison", "takeover",
-                    "inbox", "all");
+            super("writer-cost", "drain", "drain-unfenced", "drain-mark", "drain-nopurge", "drain-wal", "database",
+                    "cursor", "wal-ceiling", "broker", "naive", "latency", "latency-wal", "latency-poll", "latency-mark",
+                    "poison", "takeover", "inbox", "all");
         }
     }
 

@@ -11,6 +11,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -26,13 +27,15 @@ final class MySqlDatabase implements BenchDatabase {
     private final String jdbcUrl;
     private final HikariDataSource pool;
     private final MySqlStore store;
+    private final List<String> settingNames = new java.util.ArrayList<>();
 
     /**
      * @param synchronousCommit on: {@code innodb_flush_log_at_trx_commit=1} (flush at every commit, the
      *                          default of a MySQL server); off: 2 (write at commit, flush once a second);
      *                          server: keep the server's
      */
-    MySqlDatabase(String name, JdbcServer server, String synchronousCommit, int poolSize) {
+    MySqlDatabase(String name, JdbcServer server, String synchronousCommit, int poolSize, String jdbcOptions,
+                  List<String> serverSettings) {
         this.name = name;
         this.server = server;
         this.jdbcUrl = server.createDatabase(BenchEnvironment.DATABASE);
@@ -40,7 +43,20 @@ final class MySqlDatabase implements BenchDatabase {
             BenchEnvironment.execute(server.dataSource(jdbcUrl), "SET GLOBAL innodb_flush_log_at_trx_commit = "
                     + (synchronousCommit.equals("off") ? 2 : 1));
         }
-        String url = jdbcUrl + (jdbcUrl.contains("?") ? "&" : "?") + "rewriteBatchedStatements=true";
+        for (String setting : serverSettings) {
+            int eq = setting.indexOf('=');
+            if (eq < 1 || !setting.substring(0, eq).matches("[a-z_]+")) {
+                throw new IllegalArgumentException("--server-setting must be name=value: " + setting);
+            }
+            this.settingNames.add(setting.substring(0, eq));
+            BenchEnvironment.execute(server.dataSource(jdbcUrl), "SET GLOBAL " + setting.substring(0, eq) + " = "
+                    + setting.substring(eq + 1));
+        }
+        // Counted by counters(); off by default in InnoDB's metrics table.
+        BenchEnvironment.execute(server.dataSource(jdbcUrl),
+                "SET GLOBAL innodb_monitor_enable = 'buffer_flush_sync_waits'");
+        String url = jdbcUrl + (jdbcUrl.contains("?") ? "&" : "?") + "rewriteBatchedStatements=true"
+                + (jdbcOptions.isEmpty() ? "" : "&" + jdbcOptions);
         this.pool = BenchEnvironment.pool(url, server.username(), server.password(), poolSize);
         this.store = MySqlStore.builder(pool).table(BenchEnvironment.TABLE).build();
     }
@@ -115,7 +131,9 @@ final class MySqlDatabase implements BenchDatabase {
         try (Connection c = pool.getConnection(); Statement s = c.createStatement();
              ResultSet rs = s.executeQuery("SHOW GLOBAL VARIABLES WHERE Variable_name IN"
                      + " ('innodb_flush_log_at_trx_commit', 'sync_binlog', 'log_bin', 'innodb_buffer_pool_size',"
-                     + " 'innodb_redo_log_capacity', 'innodb_log_file_size', 'transaction_isolation')")) {
+                     + " 'innodb_redo_log_capacity', 'innodb_log_file_size', 'transaction_isolation'"
+                     + settingNames.stream().map(n -> ", '" + n + "'").collect(java.util.stream.Collectors.joining())
+                     + ")")) {
             while (rs.next()) {
                 settings.put(rs.getString(1), rs.getString(2));
             }
@@ -123,6 +141,35 @@ final class MySqlDatabase implements BenchDatabase {
             settings.put("error", e.getMessage());
         }
         return settings;
+    }
+
+    /**
+     * InnoDB's counters of what a drain waits for: row lock waits and their time (ms), waits for the redo log buffer,
+     * for a free page, for a synchronous flush (the redo log full), and the redo log's fsyncs.
+     */
+    @Override
+    public Map<String, Long> counters() {
+        Map<String, Long> counters = new LinkedHashMap<>();
+        try (Connection c = pool.getConnection(); Statement s = c.createStatement()) {
+            try (ResultSet rs = s.executeQuery("SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_row_lock_waits',"
+                    + " 'Innodb_row_lock_time', 'Innodb_log_waits', 'Innodb_buffer_pool_wait_free',"
+                    + " 'Innodb_os_log_fsyncs')")) {
+                while (rs.next()) {
+                    counters.put(rs.getString(1), rs.getLong(2));
+                }
+            }
+            try (ResultSet rs = s.executeQuery("SELECT name, count FROM information_schema.INNODB_METRICS"
+                    + " WHERE name = 'buffer_flush_sync_waits'")) {
+                while (rs.next()) {
+                    counters.put(rs.getString(1), rs.getLong(2));
+                }
+            } catch (SQLException e) {
+                // MariaDB may not have it
+            }
+        } catch (SQLException e) {
+            return Map.of();
+        }
+        return counters;
     }
 
     @Override

@@ -44,6 +44,7 @@ final class Report {
             "drain", "Dispatcher -> Kafka (cursor harvest)",
             "drain-unfenced", "Dispatcher -> Kafka (cursor, storage fencing off)",
             "drain-mark", "Dispatcher -> Kafka (mark harvest)",
+            "drain-nopurge", "cursor drain, purges skipped (bound)",
             "drain-wal", "Dispatcher -> Kafka (WAL harvest)",
             "database", "database ceiling (mark+purge)",
             "cursor", "database ceiling (read+purge)",

@@ -12,7 +12,7 @@ import java.util.stream.Stream;
  * CPU time of a local Postgres server: its postmaster (the first line of {@code postmaster.pid} in its data
  * directory) and every process it forked (backends, WAL writer, checkpointer, ...), read from {@code /proc}. The
  * other half of a drain's cost next to the JVM's own CPU time. Reports NaN when the server is not a local Linux
- * process (MySQL, a server in Docker, macOS). Thread-safe.
+ * process (a server in Docker, macOS). A local MySQL or MariaDB is one process ({@link #ofMySql}). Thread-safe.
  */
 final class ServerCpu {
     private static final Path PROC = Path.of("/proc");
@@ -27,7 +27,7 @@ final class ServerCpu {
     /** The clock of {@code database}'s server if it is a local Postgres; else one that reads NaN. */
     static ServerCpu of(BenchDatabase database) {
         if (!database.name().equals("postgres")) {
-            return new ServerCpu(-1, 0);
+            return ofMySql(database.pool());
         }
         return ofPostgres(database.pool());
     }
@@ -47,6 +47,23 @@ final class ServerCpu {
                 return new ServerCpu(-1, 0);
             }
             return new ServerCpu(postmaster, 100.0); // USER_HZ: 100 on every Linux build the JDK runs on
+        } catch (IOException | RuntimeException e) {
+            return new ServerCpu(-1, 0);
+        }
+    }
+
+    /** The clock of the MySQL or MariaDB server {@code pool} connects to if it is local (one process, {@code @@pid_file}). */
+    static ServerCpu ofMySql(DataSource pool) {
+        if (!Files.isDirectory(PROC)) {
+            return new ServerCpu(-1, 0);
+        }
+        try {
+            long pid = Long.parseLong(Files.readString(Path.of(query(pool, "SELECT @@pid_file")),
+                    StandardCharsets.US_ASCII).trim());
+            Path cmdline = PROC.resolve(Long.toString(pid)).resolve("cmdline");
+            String command = Files.isReadable(cmdline) ? Files.readString(cmdline, StandardCharsets.ISO_8859_1) : "";
+            return command.contains("mysqld") || command.contains("mariadbd") ? new ServerCpu(pid, 100.0)
+                    : new ServerCpu(-1, 0);
         } catch (IOException | RuntimeException e) {
             return new ServerCpu(-1, 0);
         }

@@ -38,8 +38,8 @@ import java.util.function.LongSupplier;
  */
 final class ThroughputScenarios {
     /** The throughput scenarios, in the order they run and are reported. */
-    static final List<String> NAMES = List.of("drain", "drain-unfenced", "drain-mark", "drain-wal", "database", "cursor", "wal-ceiling",
-            "broker", "naive");
+    static final List<String> NAMES = List.of("drain", "drain-unfenced", "drain-mark", "drain-nopurge", "drain-wal",
+            "database", "cursor", "wal-ceiling", "broker", "naive");
 
     /** One measured run: {@code records} moved in {@code seconds}, {@code left} rows remaining after it. */
     record Run(String scenario, long records, double seconds, long left, double fillSeconds, String breakdown) {
@@ -74,12 +74,24 @@ final class ThroughputScenarios {
         String topic = env.newTopic("drain");
         double fill = backlog.fill(topic, rows, seed, null, 0);
         return deliver("drain-unfenced", rows, fill, env.store(), DispatcherConfig.Harvest.CURSOR, d -> { },
-                backlog::count, false);
+                backlog::count, false, false);
     }
 
     /** The same drain with the mark harvest ({@link DispatcherConfig.Harvest#MARK}), labelled {@code drain-mark}. */
     Run drainByMark(int rows, long seed) throws InterruptedException {
         return drain("drain-mark", rows, seed, null, d -> { }, DispatcherConfig.Harvest.MARK);
+    }
+
+    /**
+     * The cursor drain with every purge skipped ({@code drain-nopurge}): the rows stay in the table, the Dispatcher
+     * goes on as if they had been deleted. Not a mode anyone should run; an upper bound on what a cheaper purge could
+     * give the drain on this machine.
+     */
+    Run drainWithoutPurge(int rows, long seed) throws InterruptedException {
+        String topic = env.newTopic("drain");
+        double fill = backlog.fill(topic, rows, seed, null, 0);
+        return deliver("drain-nopurge", rows, fill, env.store(), DispatcherConfig.Harvest.CURSOR, d -> { },
+                backlog::count, true, true);
     }
 
     /**
@@ -107,7 +119,7 @@ final class ThroughputScenarios {
                       Consumer<Dispatcher> instrument, DispatcherConfig.Harvest harvest) throws InterruptedException {
         String topic = env.newTopic("drain");
         double fill = backlog.fill(topic, rows, seed, header, extraValueBytes);
-        return deliver(scenario, rows, fill, env.store(), harvest, instrument, backlog::count, true);
+        return deliver(scenario, rows, fill, env.store(), harvest, instrument, backlog::count, true, false);
     }
 
     /**
@@ -120,20 +132,26 @@ final class ThroughputScenarios {
         String topic = env.newTopic("drain-wal");
         double fill = backlog.fillWal(topic, rows, seed);
         return deliver("drain-wal", rows, fill, env.database().walStore(), DispatcherConfig.Harvest.CURSOR,
-                d -> { }, this::walLeft, true);
+                d -> { }, this::walLeft, true, false);
     }
 
     /** The Dispatcher harvests the backlog just filled from {@code raw} into Kafka; see {@link #drain}. */
     private Run deliver(String scenario, int rows, double fill, Store raw, DispatcherConfig.Harvest harvest,
-                        Consumer<Dispatcher> instrument, LongSupplier left, boolean fencing)
+                        Consumer<Dispatcher> instrument, LongSupplier left, boolean fencing, boolean skipPurge)
             throws InterruptedException {
         TimingBroker broker = new TimingBroker(env.newBroker("bench-drain"), rows, null);
-        TimingStore store = new TimingStore(raw, fencing);
+        TimingStore store = new TimingStore(raw, fencing, skipPurge);
         Dispatcher dispatcher = Dispatcher.builder(store, broker)
                 .config(env.dispatcherConfig().toBuilder().harvest(harvest).build())
                 .name("bench-drain")
                 .build();
         instrument.accept(dispatcher);
+        ServerCpu serverCpu = ServerCpu.of(env.database());
+        com.sun.management.OperatingSystemMXBean os = (com.sun.management.OperatingSystemMXBean)
+                java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        Map<String, Long> counters = env.database().counters();
+        double server0 = serverCpu.seconds();
+        long jvm0 = os.getProcessCpuTime();
         dispatcher.start();
         boolean done;
         try {
@@ -143,8 +161,21 @@ final class ThroughputScenarios {
         }
         long end = done ? broker.lastAckNanos() : System.nanoTime();
         double seconds = (end - broker.firstSendNanos()) / 1e9;
+        double jvm = (os.getProcessCpuTime() - jvm0) / 1e9;
+        double server = serverCpu.seconds() - server0;
+        long n = Math.max(1, broker.acks());
+        StringBuilder waits = new StringBuilder();
+        env.database().counters().forEach((k, v) -> {
+            Long before = counters.get(k);
+            if (before != null) {
+                waits.append(waits.length() == 0 ? "; server counters: " : ", ").append(k).append(' ')
+                        .append(v - before);
+            }
+        });
         String breakdown = store.summary(seconds) + Report.fmt("; send calls %.0f %% of the time",
-                100 * broker.sendNanos() / 1e9 / seconds);
+                100 * broker.sendNanos() / 1e9 / seconds)
+                + Report.fmt("; CPU a record: this JVM %.0f us, the database server %s", jvm * 1e6 / n,
+                Double.isNaN(server) ? "unknown" : Report.fmt("%.0f us", server * 1e6 / n)) + waits;
         return new Run(scenario, Math.min(rows, broker.acks()), seconds, left.getAsLong(), fill, breakdown);
     }
 

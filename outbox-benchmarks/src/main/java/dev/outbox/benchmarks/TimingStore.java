@@ -22,6 +22,7 @@ import java.util.Optional;
 final class TimingStore implements Store {
     private final Store delegate;
     private final boolean fencing;
+    private final boolean skipPurge;
     final LongAdder marks;
     final LongAdder markNanos;
     final LongAdder marked;
@@ -34,8 +35,14 @@ final class TimingStore implements Store {
      *                it, so that the Dispatcher writes unfenced, as before fencing existed
      */
     TimingStore(Store delegate, boolean fencing) {
+        this(delegate, fencing, false);
+    }
+
+    /** With {@code skipPurge}, {@link #purge} deletes nothing (the drain-nopurge upper bound). */
+    TimingStore(Store delegate, boolean fencing, boolean skipPurge) {
         this.delegate = delegate;
         this.fencing = fencing;
+        this.skipPurge = skipPurge;
         this.marks = new LongAdder();
         this.markNanos = new LongAdder();
         this.marked = new LongAdder();
@@ -48,6 +55,7 @@ final class TimingStore implements Store {
     private TimingStore(Store delegate, TimingStore shared) {
         this.delegate = delegate;
         this.fencing = shared.fencing;
+        this.skipPurge = shared.skipPurge;
         this.marks = shared.marks;
         this.markNanos = shared.markNanos;
         this.marked = shared.marked;
@@ -130,7 +138,9 @@ final class TimingStore implements Store {
     @Override
     public void purge(Collection<Long> ids) {
         long t = System.nanoTime();
-        delegate.purge(ids);
+        if (!skipPurge) {
+            delegate.purge(ids);
+        }
         purgeNanos.add(System.nanoTime() - t);
         purges.increment();
         purged.add(ids.size());

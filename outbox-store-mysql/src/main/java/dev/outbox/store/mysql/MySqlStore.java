@@ -21,6 +21,7 @@ import org.jdbi.v3.core.statement.SqlStatement;
 import javax.sql.DataSource;
 import java.math.BigDecimal;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
@@ -583,11 +584,27 @@ public final class MySqlStore extends SqlStore {
         inTransaction(operation, handle -> {
             fence(handle, operation, fence);
             for (List<Long> chunk : chunks(sorted, MAX_IDS_PER_STATEMENT)) {
-                bindIds(timed(handle.createUpdate(deleteSql(names.outbox(), names.table(), chunk.size()))), 0, chunk)
-                        .execute();
+                executeWithIds(handle, deleteSql(names.outbox(), names.table(), chunk.size()), chunk);
             }
             return null;
         });
+    }
+
+    /**
+     * Runs {@code sql}, whose only parameters are the {@code ids}, as a plain JDBC statement on the handle's
+     * connection: the purge's {@code DELETE} changes its text with the number of ids, and Jdbi would lex every new text
+     * of up to 1,000 placeholders again (measured: the largest allocator and a third of the purge thread's CPU in a
+     * drain), where the driver only has to find the placeholders.
+     */
+    private int executeWithIds(Handle handle, String sql, List<Long> ids) throws SQLException {
+        try (PreparedStatement statement = handle.getConnection().prepareStatement(sql)) {
+            statement.setQueryTimeout(queryTimeoutSeconds());
+            int position = 1;
+            for (Long id : ids) {
+                statement.setLong(position++, id);
+            }
+            return statement.executeUpdate();
+        }
     }
 
     @Override
