@@ -120,9 +120,11 @@ class DispatcherWakeUpTest {
         try (Dispatcher dispatcher = Dispatcher.builder(store, broker).config(config).name("drain").build()) {
             dispatcher.start();
             assertThat(broker.delegate.awaitDelivered(5_000, WAIT)).isTrue();
-            // Reads are full until the last one; only a read that caught up with nothing in flight may hurry.
+            // Reads are full until the last one, so nothing hurries while the backlog lasts (100 rounds of sends, one
+            // record per key in flight). After the last read, the records still queued (at most 200, 4 a key) go out
+            // in a few rounds, each of which may hurry if nothing was in flight when it was taken.
             assertThat(broker.sendPending.get()).as("sendPending calls while draining 5,000 records")
-                    .isLessThanOrEqualTo(2);
+                    .isLessThanOrEqualTo(10);
         }
     }
 }
