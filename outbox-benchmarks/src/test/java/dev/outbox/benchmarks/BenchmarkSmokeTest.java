@@ -25,8 +25,8 @@ class BenchmarkSmokeTest {
 
         Report report = Benchmark.run(options);
 
-        assertThat(report.throughput).containsOnlyKeys("drain", "drain-mark", "drain-wal", "database", "cursor",
-                "wal-ceiling", "broker", "naive");
+        assertThat(report.throughput).containsOnlyKeys("drain", "drain-unfenced", "drain-mark", "drain-wal",
+                "database", "cursor", "wal-ceiling", "broker", "naive");
         for (List<ThroughputScenarios.Run> runs : report.throughput.values()) {
             assertThat(runs).hasSize(1);
             assertThat(runs.get(0).rate()).isPositive();
