@@ -5,6 +5,7 @@ import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
 import dev.outbox.Publisher;
 import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.CommitWatchers;
 import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkedRow;
 import dev.outbox.spi.ReadResult;
@@ -99,7 +100,7 @@ public final class InMemoryStore implements Store {
     private final Map<Operation, AtomicLong> calls = new EnumMap<>(Operation.class);
     private final Map<Operation, AtomicLong> injected = new EnumMap<>(Operation.class);
     private final AtomicLong purged = new AtomicLong();
-    private final java.util.Set<Runnable> commitWatchers = new java.util.concurrent.CopyOnWriteArraySet<>();
+    private final CommitWatchers commitWatchers = new CommitWatchers();
     private volatile boolean commitNotifications;
     private volatile StoreFaults faults = StoreFaults.none();
     private volatile boolean fencing;
@@ -173,18 +174,7 @@ public final class InMemoryStore implements Store {
         if (!commitNotifications) {
             return null;
         }
-        commitWatchers.add(wakeUp);
-        return new CommitWatch() {
-            @Override
-            public boolean listening() {
-                return commitWatchers.contains(wakeUp);
-            }
-
-            @Override
-            public void close() {
-                commitWatchers.remove(wakeUp);
-            }
-        };
+        return commitWatchers.watch(wakeUp);
     }
 
     /** How many commit watches are open now ({@link #watchCommits}). */
@@ -193,9 +183,7 @@ public final class InMemoryStore implements Store {
     }
 
     private void wakeCommitWatchers() {
-        for (Runnable wakeUp : commitWatchers) {
-            wakeUp.run();
-        }
+        commitWatchers.wakeAll();
     }
 
     /** Replaces the fault plan; {@link StoreFaults#none()} heals the store. Takes effect for the next call. */

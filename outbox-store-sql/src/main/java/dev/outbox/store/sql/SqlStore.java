@@ -3,6 +3,7 @@ package dev.outbox.store.sql;
 import dev.outbox.ParkedRecord;
 import dev.outbox.Publisher;
 import dev.outbox.spi.IdRange;
+import dev.outbox.spi.CommitWatchers;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.StoreFencedException;
@@ -37,9 +38,7 @@ import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.UUID;
 import java.util.TreeMap;
-import java.util.Set;
 import java.util.TreeSet;
-import java.util.concurrent.CopyOnWriteArraySet;
 import java.util.concurrent.Executor;
 import java.util.function.Function;
 import java.util.function.UnaryOperator;
@@ -69,7 +68,7 @@ public abstract class SqlStore implements Store, ParkedRecords {
     /** The validated, quoted table names. */
     protected final SqlTableNames names;
     /** The wake-ups of this process's dispatchers that watch commits locally ({@link #localCommitWatch}). */
-    private final Set<Runnable> localWatchers = new CopyOnWriteArraySet<>();
+    private final CommitWatchers localWatchers = new CommitWatchers();
     private final SqlDialect dialect;
     private final Jdbi jdbi;
     private final Duration statementTimeout;
@@ -317,17 +316,7 @@ public abstract class SqlStore implements Store, ParkedRecords {
      * ({@link #localCommitWatch}); a store calls it with the publisher it creates.
      */
     protected final void wakeOnCommitted(SqlPublisher publisher) {
-        publisher.onCommitted = this::committedHere;
-    }
-
-    private void committedHere() {
-        for (Runnable wakeUp : localWatchers) {
-            try {
-                wakeUp.run();
-            } catch (RuntimeException e) {
-                log.warn("A commit wake-up failed", e);
-            }
-        }
+        publisher.onCommitted = localWatchers::wakeAll;
     }
 
     /**
@@ -336,19 +325,7 @@ public abstract class SqlStore implements Store, ParkedRecords {
      * which the dispatcher's polling finds.
      */
     protected final CommitWatch localCommitWatch(Runnable wakeUp) {
-        Objects.requireNonNull(wakeUp, "wakeUp");
-        localWatchers.add(wakeUp);
-        return new CommitWatch() {
-            @Override
-            public boolean listening() {
-                return localWatchers.contains(wakeUp);
-            }
-
-            @Override
-            public void close() {
-                localWatchers.remove(wakeUp);
-            }
-        };
+        return localWatchers.watch(wakeUp);
     }
 
     /**
