@@ -1,9 +1,12 @@
 package dev.outbox;
 
 import dev.outbox.internal.DefaultDispatcher;
+import dev.outbox.internal.EngineRuntime;
+import dev.outbox.internal.ShardedDispatcher;
 import dev.outbox.internal.SingleInstanceTransport;
 import dev.outbox.spi.LeaderTransport;
 import dev.outbox.spi.MessageBroker;
+import dev.outbox.spi.ShardedLeaderTransport;
 import dev.outbox.spi.Store;
 
 import java.time.Clock;
@@ -88,6 +91,15 @@ public interface Dispatcher extends AutoCloseable {
     DispatcherHealth health();
 
     /**
+     * The health of each shard this dispatcher harvests, by shard index ({@link dev.outbox.spi.Store#shards()}):
+     * for an unsharded outbox, the one {@link #health()}. For a sharded one, {@link #health()} folds these into
+     * one (LEADER if this instance leads any shard).
+     */
+    default List<DispatcherHealth> shardHealth() {
+        return List.of(health());
+    }
+
+    /**
      * Registers an observer of the engine's measurements (see {@link DispatcherObserver}); it receives events
      * from the next one on. Safe to call from any thread, before or after {@link #start()}. Adding the same
      * instance twice registers it once.
@@ -103,6 +115,7 @@ public interface Dispatcher extends AutoCloseable {
         private final MessageBroker broker;
         private DispatcherConfig config = DispatcherConfig.defaults();
         private LeaderTransport transport;
+        private ShardedLeaderTransport shardedTransport;
         private DispatcherListener listener = new DispatcherListener() { };
         private final List<DispatcherObserver> observers = new ArrayList<>();
         private Clock clock = Clock.systemUTC();
@@ -125,6 +138,17 @@ public interface Dispatcher extends AutoCloseable {
          */
         public Builder leaderTransport(LeaderTransport transport) {
             this.transport = Objects.requireNonNull(transport, "transport");
+            return this;
+        }
+
+        /**
+         * The transport a sharded outbox's leader elections run over, one channel per shard (for example a Kafka
+         * consumer group over a leader topic with one partition per shard): its shard count must equal the store's
+         * ({@link Store#shards()}). If a sharded outbox has no transport, this instance leads every shard: use that
+         * only when exactly one dispatcher harvests the outbox.
+         */
+        public Builder leaderTransport(ShardedLeaderTransport transport) {
+            this.shardedTransport = Objects.requireNonNull(transport, "transport");
             return this;
         }
 
@@ -154,7 +178,25 @@ public interface Dispatcher extends AutoCloseable {
             return this;
         }
 
+        /**
+         * Builds the dispatcher: one harvest for an unsharded store, one per shard for a sharded one.
+         *
+         * @throws IllegalArgumentException if the harvest mode does not suit the store, if a sharded store was
+         *                                  given an unsharded transport, or the shard counts differ (naming both)
+         */
         public Dispatcher build() {
+            if (transport != null && shardedTransport != null) {
+                throw new IllegalArgumentException("set either a LeaderTransport or a ShardedLeaderTransport, not both");
+            }
+            int shards = store.shards();
+            if (shards > 1 && transport != null) {
+                throw new IllegalArgumentException("the store " + store + " has " + shards + " shards: give the"
+                        + " builder a ShardedLeaderTransport with " + shards + " shards, not " + transport);
+            }
+            if (shardedTransport != null && shardedTransport.shards() != shards) {
+                throw new IllegalArgumentException("the leader transport has " + shardedTransport.shards()
+                        + " shards but the store " + store + " has " + shards + ": they must be equal");
+            }
             if (config.harvest() == DispatcherConfig.Harvest.CURSOR && !store.supportsRead()) {
                 throw new IllegalArgumentException("harvest CURSOR needs a store with a cursor read (Store.read),"
                         + " which " + store.getClass().getName() + " has not: set DispatcherConfig.harvest(MARK)");
@@ -162,6 +204,12 @@ public interface Dispatcher extends AutoCloseable {
             if (config.harvest() == DispatcherConfig.Harvest.MARK && !store.supportsMark()) {
                 throw new IllegalArgumentException("harvest MARK needs a store that marks rows (Store.mark), which "
                         + store + " does not: leave DispatcherConfig.harvest at CURSOR");
+            }
+            if (shards > 1 || shardedTransport != null) {
+                ShardedDispatcher d = new ShardedDispatcher(name, store, broker, shardedTransport, config, listener,
+                        EngineRuntime.system(clock));
+                observers.forEach(d::addObserver);
+                return d;
             }
             LeaderTransport t = transport != null ? transport : new SingleInstanceTransport();
             DefaultDispatcher d = new DefaultDispatcher(name, store, broker, t, config, listener, clock);

@@ -225,6 +225,7 @@ public final class DefaultDispatcher implements Dispatcher {
     private volatile OutboxSample lastSample;
     /** The status last reported to the observers; see {@link #reportStatus()}. */
     private volatile DispatcherHealth.Status reportedStatus = DispatcherHealth.Status.STARTING;
+    private volatile Runnable onDeath;
 
     public DefaultDispatcher(String name, Store store, MessageBroker broker, LeaderTransport transport,
                              DispatcherConfig config, DispatcherListener listener, Clock clock) {
@@ -340,7 +341,11 @@ public final class DefaultDispatcher implements Dispatcher {
         fatal.compareAndSet(null, e);
         lastFailure = new DispatcherHealth.Failure("dispatcher", role + " thread died: " + describe(e),
                 clock.instant());
-        runtime.start(name + "-closer", this::close);
+        Runnable hook = onDeath;
+        runtime.start(name + "-closer", hook == null ? this::close : () -> {
+            close();
+            hook.run();
+        });
     }
 
     @Override
@@ -441,6 +446,19 @@ public final class DefaultDispatcher implements Dispatcher {
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * What to run after this dispatcher closed itself because one of its threads died (a sharded dispatcher closes
+     * its other shards then). Set before {@link #start()}.
+     */
+    void onDeath(Runnable hook) {
+        this.onDeath = hook;
+    }
+
+    /** The error a thread of this dispatcher died of, if one did. */
+    Throwable fatalError() {
+        return fatal.get();
     }
 
     @Override

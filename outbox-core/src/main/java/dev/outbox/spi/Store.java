@@ -208,6 +208,40 @@ public interface Store {
     }
 
     /**
+     * How many shards this outbox is split into: 1 (the default) for an outbox harvested whole by one leader. A
+     * sharded outbox stores each row's shard, {@link dev.outbox.OutboxShards#shardOf} of its key, and is harvested
+     * shard by shard ({@link #shard}), each shard by its own leader; the {@code Dispatcher} runs one harvest per
+     * shard.
+     */
+    default int shards() {
+        return 1;
+    }
+
+    /**
+     * One shard of this outbox as a store of its own, for the harvest that leads it. Its {@link #mark},
+     * {@link #read}, {@link #backlog()} and {@link #oldestCreateTime()} see only the shard's rows; it fences with
+     * an epoch of the shard's own ({@link #acquireEpoch()}, {@link #fencedBy}), so that shards change leaders
+     * independently. {@link #purge}, {@link #reset}, {@link #retryLater} and {@link #park} act on the ids given
+     * (ids are unique across the outbox). {@link #publisher()}, {@link #parked}, {@link #replay} and
+     * {@link #parkedCount()} are the whole outbox's. {@link #watchCommits} may wake the shard for a commit to any
+     * shard. A read passes over the ids of other shards as it passes over ids that never committed.
+     *
+     * <p>Cheap to call; the dispatcher takes each shard once. For an unsharded store, {@code shard(0)} is the
+     * store itself.
+     *
+     * @param index the shard, from 0 to {@link #shards()} - 1
+     * @throws IllegalArgumentException naming the index if it is out of range
+     */
+    default Store shard(int index) {
+        dev.outbox.OutboxShards.checkIndex(index, shards());
+        if (shards() == 1) {
+            return this;
+        }
+        throw new UnsupportedOperationException(getClass().getName() + " reports " + shards()
+                + " shards but does not implement Store.shard");
+    }
+
+    /**
      * Deletes the rows with the given ids, whoever marked them: they have been delivered. Ids that no longer
      * exist are ignored. An empty collection does nothing.
      */

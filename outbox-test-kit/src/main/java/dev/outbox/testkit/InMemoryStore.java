@@ -1,6 +1,7 @@
 package dev.outbox.testkit;
 
 import dev.outbox.OutboxMessage;
+import dev.outbox.OutboxShards;
 import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
 import dev.outbox.Publisher;
@@ -109,6 +110,14 @@ public final class InMemoryStore implements Store {
     private final AtomicLong fencedWrites = new AtomicLong();
     /** An unfenced write: no epoch is checked. */
     private static final long UNFENCED = -1;
+    /** Which rows and which epoch a call sees: a shard (or -1 for all) and the epoch its writes are fenced by. */
+    private record Scope(int shard, long fence) {
+    }
+    private static final Scope WHOLE = new Scope(-1, UNFENCED);
+    /** The number of shards ({@link #setShards}); fixed before the store is used. */
+    private volatile int shards = 1;
+    /** Each shard's leader epoch, when sharded. Guarded by {@link #lock}. */
+    private long[] shardEpochs = new long[1];
     private final Publisher publisher = new InMemoryPublisher();
 
     /** An empty store whose timestamps come from the system clock. */
@@ -144,6 +153,52 @@ public final class InMemoryStore implements Store {
      */
     public void setFencing(boolean on) {
         this.fencing = on;
+    }
+
+    /**
+     * Splits this store into {@code count} shards ({@link dev.outbox.OutboxShards#shardOf} of each row's key), as a
+     * sharded SQL store's table is. Set it before the store is used; 1 (unsharded) by default.
+     *
+     * @throws IllegalArgumentException if the count is not between 1 and {@link dev.outbox.OutboxShards#MAX_SHARDS}
+     */
+    public void setShards(int count) {
+        OutboxShards.checkCount(count);
+        synchronized (lock) {
+            this.shards = count;
+            this.shardEpochs = new long[count];
+            for (StoredRow r : rows.values()) {
+                r.shard = -1;
+            }
+        }
+    }
+
+    @Override
+    public int shards() {
+        return shards;
+    }
+
+    @Override
+    public Store shard(int index) {
+        OutboxShards.checkIndex(index, shards);
+        return shards == 1 ? this : new View(new Scope(index, UNFENCED));
+    }
+
+    /** Shard {@code shard}'s leader epoch: 0 until its first {@code acquireEpoch()}. */
+    public long epoch(int shard) {
+        synchronized (lock) {
+            return shardEpochs[OutboxShards.checkIndex(shard, shards)];
+        }
+    }
+
+    /** Whether {@code row} is in {@code shard} (any shard: -1). Caller holds {@link #lock}. */
+    private boolean inShard(StoredRow row, int shard) {
+        if (shard < 0) {
+            return true;
+        }
+        if (row.shard < 0) {
+            row.shard = OutboxShards.shardOf(row.key, shards);
+        }
+        return row.shard == shard;
     }
 
     /** Writes refused as fenced so far. */
@@ -257,10 +312,10 @@ public final class InMemoryStore implements Store {
      */
     @Override
     public MarkResult mark(UUID leaderId, int limit) {
-        return mark(leaderId, limit, UNFENCED);
+        return mark(leaderId, limit, WHOLE);
     }
 
-    private MarkResult mark(UUID leaderId, int limit, long fence) {
+    private MarkResult mark(UUID leaderId, int limit, Scope scope) {
         if (leaderId == null) {
             throw new IllegalArgumentException("leaderId must not be null");
         }
@@ -271,11 +326,11 @@ public final class InMemoryStore implements Store {
         List<OutboxRecord> records = new ArrayList<>();
         List<MarkResult.Rejected> rejected = new ArrayList<>();
         synchronized (lock) {
-            checkFence(fence, "mark");
+            checkFence(scope, "mark");
             int taken = 0;
             for (Iterator<StoredRow> it = rows.values().iterator(); it.hasNext() && taken < limit; ) {
                 StoredRow row = it.next();
-                if (leaderId.equals(row.leaderId)) {
+                if (leaderId.equals(row.leaderId) || !inShard(row, scope.shard())) {
                     continue;
                 }
                 row.leaderId = leaderId;
@@ -306,6 +361,10 @@ public final class InMemoryStore implements Store {
      */
     @Override
     public ReadResult read(long after, List<IdRange> recheck, int limit) {
+        return read(after, recheck, limit, -1);
+    }
+
+    private ReadResult read(long after, List<IdRange> recheck, int limit, int shard) {
         Objects.requireNonNull(recheck, "recheck");
         if (limit < 1) {
             throw new IllegalArgumentException("limit must be at least 1: " + limit);
@@ -321,6 +380,9 @@ public final class InMemoryStore implements Store {
             TreeMap<Long, StoredRow> matching = new TreeMap<>();
             for (IdRange range : recheck) {
                 for (StoredRow row : rows.subMap(range.from(), true, range.to(), true).values()) {
+                    if (!inShard(row, shard)) {
+                        continue;
+                    }
                     matching.put(row.id, row);
                     if (matching.size() > limit) {
                         matching.pollLastEntry();
@@ -329,6 +391,9 @@ public final class InMemoryStore implements Store {
             }
             int taken = 0;
             for (StoredRow row : rows.tailMap(after, false).values()) {
+                if (!inShard(row, shard)) {
+                    continue;
+                }
                 if (taken++ >= limit) {
                     break;
                 }
@@ -366,14 +431,14 @@ public final class InMemoryStore implements Store {
 
     @Override
     public void purge(Collection<Long> ids) {
-        purge(ids, UNFENCED);
+        purge(ids, WHOLE);
     }
 
-    private void purge(Collection<Long> ids, long fence) {
+    private void purge(Collection<Long> ids, Scope scope) {
         Objects.requireNonNull(ids, "ids");
         Fault fault = enter(Operation.PURGE);
         synchronized (lock) {
-            checkFence(fence, "purge");
+            checkFence(scope, "purge");
             for (Long id : ids) {
                 if (id != null && rows.remove(id) != null) {
                     purged.incrementAndGet();
@@ -385,17 +450,17 @@ public final class InMemoryStore implements Store {
 
     @Override
     public void reset(UUID leaderId, Collection<Long> ids) {
-        reset(leaderId, ids, UNFENCED);
+        reset(leaderId, ids, WHOLE);
     }
 
-    private void reset(UUID leaderId, Collection<Long> ids, long fence) {
+    private void reset(UUID leaderId, Collection<Long> ids, Scope scope) {
         if (leaderId == null) {
             throw new IllegalArgumentException("leaderId must not be null");
         }
         Objects.requireNonNull(ids, "ids");
         Fault fault = enter(Operation.RESET);
         synchronized (lock) {
-            checkFence(fence, "reset");
+            checkFence(scope, "reset");
             for (Long id : new TreeSet<>(nonNull(ids))) {
                 StoredRow row = rows.get(id);
                 if (row != null) {
@@ -411,10 +476,10 @@ public final class InMemoryStore implements Store {
 
     @Override
     public void retryLater(Map<Long, Instant> nextAttempts) {
-        retryLater(nextAttempts, UNFENCED);
+        retryLater(nextAttempts, WHOLE);
     }
 
-    private void retryLater(Map<Long, Instant> nextAttempts, long fence) {
+    private void retryLater(Map<Long, Instant> nextAttempts, Scope scope) {
         Objects.requireNonNull(nextAttempts, "nextAttempts");
         TreeMap<Long, Instant> sorted = new TreeMap<>();
         for (Map.Entry<Long, Instant> e : nextAttempts.entrySet()) {
@@ -428,7 +493,7 @@ public final class InMemoryStore implements Store {
         }
         Fault fault = enter(Operation.RETRY_LATER);
         synchronized (lock) {
-            checkFence(fence, "retryLater");
+            checkFence(scope, "retryLater");
             for (Map.Entry<Long, Instant> e : sorted.entrySet()) {
                 StoredRow row = rows.get(e.getKey());
                 if (row != null) {
@@ -442,15 +507,15 @@ public final class InMemoryStore implements Store {
 
     @Override
     public void park(Map<Long, String> reasons) {
-        park(reasons, UNFENCED);
+        park(reasons, WHOLE);
     }
 
-    private void park(Map<Long, String> reasons, long fence) {
+    private void park(Map<Long, String> reasons, Scope scope) {
         Objects.requireNonNull(reasons, "reasons");
         Fault fault = enter(Operation.PARK);
         Instant now = clock.instant();
         synchronized (lock) {
-            checkFence(fence, "park");
+            checkFence(scope, "park");
             for (Map.Entry<Long, String> e : reasons.entrySet()) {
                 if (e.getKey() == null) {
                     continue;
@@ -475,11 +540,15 @@ public final class InMemoryStore implements Store {
     /** {@inheritDoc} An injected failure after the change leaves the epoch incremented. */
     @Override
     public long acquireEpoch() {
+        return acquireEpoch(-1);
+    }
+
+    private long acquireEpoch(int shard) {
         requireFencing("acquireEpoch");
         Fault fault = enter(Operation.ACQUIRE_EPOCH);
         long taken;
         synchronized (lock) {
-            taken = ++epoch;
+            taken = shard < 0 ? ++epoch : ++shardEpochs[shard];
         }
         leave(Operation.ACQUIRE_EPOCH, fault, "acquireEpoch()");
         return taken;
@@ -491,7 +560,7 @@ public final class InMemoryStore implements Store {
         if (epoch < 1) {
             throw new IllegalArgumentException("epoch must be at least 1 (one acquireEpoch() returned): " + epoch);
         }
-        return new Fenced(epoch);
+        return new View(new Scope(-1, epoch));
     }
 
     private void requireFencing(String operation) {
@@ -501,10 +570,11 @@ public final class InMemoryStore implements Store {
     }
 
     /** Refuses a write fenced by an epoch other than the outbox's. Caller holds {@link #lock}, before any change. */
-    private void checkFence(long fence, String operation) {
-        if (fence != UNFENCED && fence != epoch) {
+    private void checkFence(Scope scope, String operation) {
+        long current = scope.shard() < 0 ? epoch : shardEpochs[scope.shard()];
+        if (scope.fence() != UNFENCED && scope.fence() != current) {
             fencedWrites.incrementAndGet();
-            throw new StoreFencedException(operation, fence, epoch);
+            throw new StoreFencedException(operation, scope.fence(), current);
         }
     }
 
@@ -559,10 +629,14 @@ public final class InMemoryStore implements Store {
 
     @Override
     public long backlog() {
+        return backlog(-1);
+    }
+
+    private long backlog(int shard) {
         Fault fault = enter(Operation.BACKLOG);
         long n;
         synchronized (lock) {
-            n = rows.size();
+            n = shard < 0 ? rows.size() : rows.values().stream().filter(r -> inShard(r, shard)).count();
         }
         leave(Operation.BACKLOG, fault, "backlog()");
         return n;
@@ -581,10 +655,14 @@ public final class InMemoryStore implements Store {
 
     @Override
     public Optional<Instant> oldestCreateTime() {
+        return oldestCreateTime(-1);
+    }
+
+    private Optional<Instant> oldestCreateTime(int shard) {
         Fault fault = enter(Operation.OLDEST);
         Optional<Instant> oldest;
         synchronized (lock) {
-            oldest = rows.isEmpty() ? Optional.empty() : Optional.of(rows.firstEntry().getValue().createdAt);
+            oldest = rows.values().stream().filter(r -> inShard(r, shard)).findFirst().map(r -> r.createdAt);
         }
         leave(Operation.OLDEST, fault, "oldestCreateTime()");
         return oldest;
@@ -714,12 +792,15 @@ public final class InMemoryStore implements Store {
         return copy;
     }
 
-    /** This store's writes fenced by one epoch; everything else is the store's own. */
-    private final class Fenced implements Store {
-        private final long fence;
+    /**
+     * A view of this store: one shard's rows (or all), its writes fenced by one epoch (or unfenced); everything else
+     * is the store's own.
+     */
+    private final class View implements Store {
+        private final Scope scope;
 
-        Fenced(long fence) {
-            this.fence = fence;
+        View(Scope scope) {
+            this.scope = scope;
         }
 
         @Override
@@ -729,7 +810,7 @@ public final class InMemoryStore implements Store {
 
         @Override
         public MarkResult mark(UUID leaderId, int limit) {
-            return InMemoryStore.this.mark(leaderId, limit, fence);
+            return InMemoryStore.this.mark(leaderId, limit, scope);
         }
 
         @Override
@@ -739,7 +820,7 @@ public final class InMemoryStore implements Store {
 
         @Override
         public ReadResult read(long after, List<IdRange> recheck, int limit) {
-            return InMemoryStore.this.read(after, recheck, limit);
+            return InMemoryStore.this.read(after, recheck, limit, scope.shard());
         }
 
         @Override
@@ -754,32 +835,37 @@ public final class InMemoryStore implements Store {
 
         @Override
         public long acquireEpoch() {
-            return InMemoryStore.this.acquireEpoch();
+            return InMemoryStore.this.acquireEpoch(scope.shard());
         }
 
         @Override
         public Store fencedBy(long epoch) {
-            return InMemoryStore.this.fencedBy(epoch);
+            requireFencing("fencedBy");
+            if (epoch < 1) {
+                throw new IllegalArgumentException("epoch must be at least 1 (one acquireEpoch() returned): "
+                        + epoch);
+            }
+            return new View(new Scope(scope.shard(), epoch));
         }
 
         @Override
         public void purge(Collection<Long> ids) {
-            InMemoryStore.this.purge(ids, fence);
+            InMemoryStore.this.purge(ids, scope);
         }
 
         @Override
         public void reset(UUID leaderId, Collection<Long> ids) {
-            InMemoryStore.this.reset(leaderId, ids, fence);
+            InMemoryStore.this.reset(leaderId, ids, scope);
         }
 
         @Override
         public void retryLater(Map<Long, Instant> nextAttempts) {
-            InMemoryStore.this.retryLater(nextAttempts, fence);
+            InMemoryStore.this.retryLater(nextAttempts, scope);
         }
 
         @Override
         public void park(Map<Long, String> reasons) {
-            InMemoryStore.this.park(reasons, fence);
+            InMemoryStore.this.park(reasons, scope);
         }
 
         @Override
@@ -794,7 +880,7 @@ public final class InMemoryStore implements Store {
 
         @Override
         public long backlog() {
-            return InMemoryStore.this.backlog();
+            return InMemoryStore.this.backlog(scope.shard());
         }
 
         @Override
@@ -804,12 +890,13 @@ public final class InMemoryStore implements Store {
 
         @Override
         public Optional<Instant> oldestCreateTime() {
-            return InMemoryStore.this.oldestCreateTime();
+            return InMemoryStore.this.oldestCreateTime(scope.shard());
         }
 
         @Override
         public String toString() {
-            return InMemoryStore.this + " fenced by epoch " + fence;
+            return InMemoryStore.this + (scope.shard() < 0 ? "" : " shard " + scope.shard())
+                    + (scope.fence() == UNFENCED ? "" : " fenced by epoch " + scope.fence());
         }
     }
 
@@ -826,6 +913,8 @@ public final class InMemoryStore implements Store {
         UUID leaderId;
         int attempts;
         Instant nextAttemptAt;
+        /** The row's shard, computed from its key on first use ({@link #inShard}). */
+        int shard = -1;
         String parkReason;
         Instant parkedAt;
 
