@@ -255,11 +255,12 @@ final class Scenario implements AutoCloseable {
     }
 
     /**
-     * {@link #start(String, long)} with the dispatchers tuned by {@code config} instead of {@link #CONFIG} (its
+     * {@link #start(String, long)} on the Kafka cluster {@code kafka}, with the dispatchers tuned by {@code config}
+     * instead of {@link #CONFIG} (its
      * timings should stay those of {@link #CONFIG}, which the scenario's bounds assume).
      */
-    static Scenario start(String name, long seed, DispatcherConfig config) {
-        return start(name, seed, TestServers.kafka(), Harvest.TABLE, config);
+    static Scenario start(String name, long seed, KafkaServer kafka, DispatcherConfig config) {
+        return start(name, seed, kafka, Harvest.TABLE, config);
     }
 
     private static Scenario start(String name, long seed, KafkaServer kafka, Harvest harvest) {
