@@ -29,8 +29,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * <p>How the topic is made unavailable, for real: on the three-broker cluster the data topic's partitions are first
  * moved to one broker (a partition reassignment to a single replica, the topic's {@code min.insync.replicas} set to
  * 1), then that broker is killed (SIGKILL): the topic has no replica left and no leader, so every write to it fails
- * (the producers wait for a leader until their delivery timeout, 2 s), while the two other brokers keep the leader
- * group's topic (three replicas) and the database stays up. The broker chosen is not the leader group's coordinator.
+ * (the producers wait for a leader until their delivery timeout, 2 s), while the leader group's topic, moved to the
+ * two other brokers beforehand (a killed broker holds up {@code acks=all} writes to every partition that still counts
+ * it in sync, until its session expires: the heartbeats would stall past the heartbeat timeout), and the database stay
+ * up, so that the leader keeps leading. The broker chosen is not the leader group's coordinator.
  * (Deleting the topic would be another fault: a topic that does not exist is a permanent failure by design, and its
  * records are parked; see the README's Kafka failures. Raising the topic's {@code min.insync.replicas} above its
  * replicas on the single broker was tried first: Kafka 4.3 went on acknowledging the writes.) The dispatcher is told
@@ -78,13 +80,21 @@ final class TopicOutage {
         long phase = System.nanoTime();
         int parkedBefore = parked(s);
         int victim = (coordinator(s) + 1) % 3;
-        placeOn(s, List.of(victim), "1");
+        List<Integer> others = List.of((victim + 1) % 3, (victim + 2) % 3);
+        List<Integer> all = List.of(victim, (victim + 1) % 3, (victim + 2) % 3);
+        // The leader group's topic leaves the broker first: a killed broker stays in the in-sync replicas of its
+        // partitions until its session expires (2 s), which would hold the heartbeats past the heartbeat timeout
+        // (1 s) and fence the leader. Only the data topic is to fail.
+        placeOn(s, s.topic() + "-leader", others, null);
+        placeOn(s, s.topic(), List.of(victim), "1");
 
         s.limitBacklog(false); // the writers keep writing while nothing is published
         long down = System.nanoTime();
         s.fault("data topic unavailable (its only broker killed)", () -> cluster.stopBroker(victim));
         s.awaitFailedSendAfter(down, "making the topic unavailable");
         String paused = s.awaitPaused("the topic made unavailable");
+        assertThat(paused).as("the leader kept leading and reported the outage (seed %d)", seed)
+                .contains("reports an outage");
         long pausedMillis = Scenario.millisSince(down);
         Scenario.await(() -> {
             assertThat(parked(s)).as("records parked during the outage (seed %d)", seed).isEqualTo(parkedBefore);
@@ -102,7 +112,8 @@ final class TopicOutage {
         long resumedMillis = s.awaitFirstAckOfSendAfter(back, "the topic's broker started again");
         Scenario.await(() -> s.live().stream().noneMatch(n -> n.dispatcher.health().outageSince().isPresent()),
                 Scenario.WAIT, () -> "health no longer reports the outage");
-        placeOn(s, List.of(victim, (victim + 1) % 3, (victim + 2) % 3), null);
+        placeOn(s, s.topic(), all, null);
+        placeOn(s, s.topic() + "-leader", all, null);
         s.limitBacklog(true);
         s.awaitTraffic(300);
         assertThat(parked(s)).as("records parked by the outage (seed %d)", seed).isEqualTo(parkedBefore);
@@ -133,19 +144,21 @@ final class TopicOutage {
     }
 
     /**
-     * Moves every partition of the data topic to {@code brokers} (a reassignment) and sets, or with null removes, the
+     * Moves every partition of {@code name} to {@code brokers} (a reassignment) and sets, or with null removes, the
      * topic's {@code min.insync.replicas}; waits until the reassignment is done.
      */
-    private static void placeOn(Scenario s, List<Integer> brokers, String minInsync) throws Exception {
-        ConfigResource topic = new ConfigResource(ConfigResource.Type.TOPIC, s.topic());
+    private static void placeOn(Scenario s, String name, List<Integer> brokers, String minInsync) throws Exception {
+        ConfigResource topic = new ConfigResource(ConfigResource.Type.TOPIC, name);
         try (Admin admin = admin(s)) {
             admin.incrementalAlterConfigs(Map.of(topic, List.of(new AlterConfigOp(
                     new ConfigEntry("min.insync.replicas", minInsync == null ? "" : minInsync),
                     minInsync == null ? AlterConfigOp.OpType.DELETE : AlterConfigOp.OpType.SET)))).all()
                     .get(30, TimeUnit.SECONDS);
+            int partitions = admin.describeTopics(List.of(name)).allTopicNames().get(30, TimeUnit.SECONDS).get(name)
+                    .partitions().size();
             Map<TopicPartition, Optional<NewPartitionReassignment>> moves = new HashMap<>();
-            for (int p = 0; p < Scenario.PARTITIONS; p++) {
-                moves.put(new TopicPartition(s.topic(), p), Optional.of(new NewPartitionReassignment(brokers)));
+            for (int p = 0; p < partitions; p++) {
+                moves.put(new TopicPartition(name, p), Optional.of(new NewPartitionReassignment(brokers)));
             }
             admin.alterPartitionReassignments(moves).all().get(30, TimeUnit.SECONDS);
             Scenario.await(() -> {
@@ -153,14 +166,14 @@ final class TopicOutage {
                     if (!admin.listPartitionReassignments().reassignments().get(30, TimeUnit.SECONDS).isEmpty()) {
                         return false;
                     }
-                    TopicDescription d = admin.describeTopics(List.of(s.topic())).allTopicNames()
-                            .get(30, TimeUnit.SECONDS).get(s.topic());
+                    TopicDescription d = admin.describeTopics(List.of(name)).allTopicNames()
+                            .get(30, TimeUnit.SECONDS).get(name);
                     return d.partitions().stream().allMatch(p -> p.replicas().size() == brokers.size()
                             && p.isr().size() == brokers.size());
                 } catch (Exception e) {
                     return false;
                 }
-            }, Scenario.WAIT, () -> "the data topic's partitions on brokers " + brokers);
+            }, Scenario.WAIT, () -> "the partitions of " + name + " on brokers " + brokers);
         }
     }
 
