@@ -48,8 +48,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * ./mvnw -B -pl outbox-integration-tests -am verify -Dtest=KafkaBrokerLossEndToEndTest \
  *     -Dsurefire.failIfNoSpecifiedTests=false -Doutbox.e2e.topicOutage=PT5M -Doutbox.e2e.writerPauseMicros=20000
  * </pre>
- * ({@code writerPauseMicros} slows the writers, whose backlog is not limited during the outage, so that five minutes
- * of backlog stay a few tens of thousands of messages.)
+ * ({@code writerPauseMicros} slows the writers, whose backlog is not limited during the outage, to about 350 messages
+ * a second: measured once, 106,006 messages waited at the end of the five minutes, none parked, drained in 44 s.)
  */
 final class TopicOutage {
     /** The outage in the build: longer than three failed deliveries (3 × the 2 s delivery timeout). */
