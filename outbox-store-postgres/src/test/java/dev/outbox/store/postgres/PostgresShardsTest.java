@@ -1,0 +1,216 @@
+package dev.outbox.store.postgres;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.outbox.OutboxShards;
+import dev.outbox.spi.IdRange;
+import dev.outbox.spi.Store;
+import dev.outbox.spi.StoreException;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import javax.sql.DataSource;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The sharded table on Postgres: the generated shard column agrees with {@link OutboxShards#shardOf}, the shard views'
+ * statements walk the {@code (shard, id)} index, and a store refuses a table made for another shard count.
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class PostgresShardsTest {
+    private static final AtomicInteger TABLES = new AtomicInteger();
+    private static DataSource admin;
+    private static HikariDataSource pool;
+
+    @BeforeAll
+    static void startDatabase() {
+        String url = PostgresTestSupport.database("outbox_shards");
+        admin = PostgresTestSupport.admin(url);
+        pool = PostgresTestSupport.pool(url, "shards", 4);
+    }
+
+    @AfterAll
+    static void closePool() {
+        pool.close();
+    }
+
+    private static PostgresStore.Builder builder(String table) {
+        return PostgresStore.builder(pool).table(table);
+    }
+
+    private static String newTable() {
+        return "shards_" + TABLES.incrementAndGet();
+    }
+
+    /** Random keys of 1 to 20 code points: ASCII, Latin-1, Greek, CJK and astral (emoji), never U+0000. */
+    static String[] randomKeys(int count, long seed) {
+        Random random = new Random(seed);
+        int[][] ranges = {{0x20, 0x7e}, {0xa0, 0xff}, {0x391, 0x3c9}, {0x4e00, 0x9fff}, {0x1f600, 0x1f64f}};
+        String[] keys = new String[count];
+        for (int i = 0; i < count; i++) {
+            StringBuilder key = new StringBuilder();
+            int length = 1 + random.nextInt(20);
+            for (int c = 0; c < length; c++) {
+                int[] range = ranges[random.nextInt(ranges.length)];
+                key.appendCodePoint(range[0] + random.nextInt(range[1] - range[0] + 1));
+            }
+            keys[i] = key.toString();
+        }
+        return keys;
+    }
+
+    @Test
+    void theGeneratedShardColumnIsOutboxShardsShardOfForRandomKeys() throws SQLException {
+        PostgresStore store = builder(newTable()).shards(6).build();
+        store.createSchema();
+        String[] keys = randomKeys(3_000, 18);
+        Map<String, Integer> inDatabase = new HashMap<>();
+        try (Connection c = admin.getConnection()) {
+            try (PreparedStatement insert = c.prepareStatement("INSERT INTO " + store.table()
+                    + " (topic, key, value) SELECT 't', k, NULL FROM unnest(?) AS k")) {
+                insert.setArray(1, c.createArrayOf("text", keys));
+                assertThat(insert.executeUpdate()).isEqualTo(keys.length);
+            }
+            try (PreparedStatement select = c.prepareStatement("SELECT key, shard FROM " + store.table());
+                 ResultSet rs = select.executeQuery()) {
+                while (rs.next()) {
+                    inDatabase.put(rs.getString(1), rs.getInt(2));
+                }
+            }
+            // The function itself at the largest count, where all 32 bits of the hash matter more.
+            try (PreparedStatement select = c.prepareStatement("SELECT k, " + PostgresStore.shardSql("k",
+                    OutboxShards.MAX_SHARDS) + " FROM unnest(?) AS k")) {
+                select.setArray(1, c.createArrayOf("text", keys));
+                try (ResultSet rs = select.executeQuery()) {
+                    while (rs.next()) {
+                        assertThat(rs.getInt(2)).as("shard of %s among %d", rs.getString(1), OutboxShards.MAX_SHARDS)
+                                .isEqualTo(OutboxShards.shardOf(rs.getString(1), OutboxShards.MAX_SHARDS));
+                    }
+                }
+            }
+        }
+        assertThat(inDatabase).hasSize(new java.util.HashSet<>(List.of(keys)).size());
+        inDatabase.forEach((key, shard) ->
+                assertThat(shard).as("shard of %s", key).isEqualTo(OutboxShards.shardOf(key, 6)));
+        assertThat(new java.util.HashSet<>(inDatabase.values())).as("every shard has keys").hasSize(6);
+    }
+
+    @Test
+    void theJavadocsSqlFormIsTheSameFunction() throws SQLException {
+        String[] keys = randomKeys(500, 7);
+        try (Connection c = admin.getConnection();
+             PreparedStatement select = c.prepareStatement(
+                     "SELECT k, (('x' || substr(md5(k), 1, 8))::bit(32)::bigint % 7) FROM unnest(?) AS k")) {
+            select.setArray(1, c.createArrayOf("text", keys));
+            try (ResultSet rs = select.executeQuery()) {
+                while (rs.next()) {
+                    assertThat(rs.getInt(2)).isEqualTo(OutboxShards.shardOf(rs.getString(1), 7));
+                }
+            }
+        }
+    }
+
+    @Test
+    void theShardViewsMarkAndReadThroughTheShardIdIndex() {
+        PostgresStore store = builder(newTable()).shards(4).build();
+        store.createSchema();
+        PostgresTestSupport.execute(admin, "INSERT INTO " + store.table() + " (topic, key, value)"
+                + " SELECT 't', 'key-' || (i % 100), NULL FROM generate_series(1, 5000) i");
+        PostgresTestSupport.execute(admin, "ANALYZE " + store.table());
+        String index = store.table().replace("\"", "") + "_shard";
+        PostgresStore shard = (PostgresStore) store.shard(2);
+
+        String mark = shard.explainMark(UUID.randomUUID(), 100);
+        assertThat(mark).as("plan:%n%s", mark).contains("Index Scan using " + index)
+                .contains("Index Cond: ((shard >= 2) AND (shard <= 2))").doesNotContain("Seq Scan").doesNotContain("Sort");
+        String read = shard.explainRead(1_000, List.of(new IdRange(10, 20)), 100);
+        assertThat(read).as("plan:%n%s", read)
+                .containsPattern("Index (Only )?Scan using " + index + " .*\\n\\s*Index Cond: \\(\\(shard >= 2\\) AND \\(shard <= 2\\) AND \\(id > ")
+                // a recheck range is read by an index range scan (of either index: the range bounds it)
+                .containsPattern("Index Cond: \\(.*\\(id >= r.lo\\) AND \\(id <= LEAST\\(r.hi, ")
+                .doesNotStartWith("Sort").doesNotContain("Seq Scan").doesNotContain("Bitmap");
+        long inShard = PostgresTestSupport.queryLong(admin, "SELECT count(*) FROM " + store.table()
+                + " WHERE shard = 2");
+        assertThat(shard.backlog()).isEqualTo(inShard).isLessThan(5_000);
+        assertThat(shard.read(0, List.of(), 10_000).rows().records()).hasSize((int) inShard)
+                .allSatisfy(r -> assertThat(OutboxShards.shardOf(r.key(), 4)).isEqualTo(2));
+    }
+
+    @Test
+    void aStoreRefusesATableMadeForAnotherShardCountNamingBoth() {
+        String unsharded = newTable();
+        builder(unsharded).build().createSchema();
+        PostgresStore six = builder(unsharded).shards(6).build();
+        assertThatThrownBy(six::createSchema).isInstanceOf(StoreException.class)
+                .hasMessageContaining("is made for 1 shard(s)").hasMessageContaining("no generated shard column")
+                .hasMessageContaining("configured with 6 shard(s)");
+        assertThatThrownBy(() -> six.shard(3).read(0, List.of(), 10)).isInstanceOf(StoreException.class)
+                .hasMessageContaining("is made for 1 shard(s)").hasMessageContaining("configured with 6 shard(s)")
+                .satisfies(e -> assertThat(((StoreException) e).isRetriable()).isFalse());
+
+        String sharded = newTable();
+        builder(sharded).shards(6).build().createSchema();
+        assertThatThrownBy(() -> builder(sharded).shards(4).build().createSchema())
+                .isInstanceOf(StoreException.class).hasMessageContaining("is made for 6 shard(s)")
+                .hasMessageContaining("configured with 4 shard(s)");
+        PostgresStore one = builder(sharded).build();
+        assertThatThrownBy(() -> one.mark(UUID.randomUUID(), 10)).isInstanceOf(StoreException.class)
+                .hasMessageContaining("is made for 6 shard(s)").hasMessageContaining("configured with 1 shard(s)");
+        assertThatThrownBy(one::acquireEpoch).isInstanceOf(StoreException.class)
+                .hasMessageContaining("is made for 6 shard(s)");
+        assertThat(PostgresTestSupport.queryLong(admin, "SELECT count(*) FROM " + one.leaderTable()))
+                .as("the refused store took no epoch").isZero();
+    }
+
+    @Test
+    void theUnshardedSchemaHasNoShardColumnAndTheShardedOneHasItAndItsIndex() {
+        PostgresStore one = builder("plain").build();
+        PostgresStore six = builder("plain").shards(6).build();
+        assertThat(one.schemaSql()).doesNotContain("shard").contains("CHECK (id = 1)");
+        assertThat(six.schemaSql())
+                .contains("shard integer GENERATED ALWAYS AS (" + PostgresStore.shardSql("key", 6) + ") STORED")
+                .contains("CREATE INDEX IF NOT EXISTS \"plain_shard\" ON \"plain\" (shard, id)")
+                .contains("CHECK (id >= 0)");
+        assertThat(six.shards()).isEqualTo(6);
+        assertThat(six.shard(5).shards()).isEqualTo(1);
+        assertThat(one.shard(0)).isSameAs(one);
+        assertThat(six.shard(0).publisher()).isSameAs(six.publisher());
+        assertThatThrownBy(() -> six.shard(6)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("shard index 6");
+        assertThatThrownBy(() -> builder("plain").shards(0)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining(": 0");
+    }
+
+    @Test
+    void theWalHarvestCannotBeSharded() {
+        assertThatThrownBy(() -> builder("wal").shards(3)
+                .walHarvest(WalHarvest.builder("jdbc:postgresql://localhost/db").build()).build())
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("WAL harvest cannot be sharded")
+                .hasMessageContaining("shards(3)");
+    }
+
+    @Test
+    void eachShardTakesItsOwnEpochRow() {
+        PostgresStore store = builder(newTable()).shards(3).build();
+        store.createSchema();
+        assertThat(store.shard(1).acquireEpoch()).isEqualTo(1);
+        assertThat(store.shard(1).acquireEpoch()).isEqualTo(2);
+        assertThat(store.shard(2).acquireEpoch()).isEqualTo(1);
+        assertThat(dev.outbox.testservers.Jdbc.queryString(admin, "SELECT string_agg(id || ':' || epoch, ',' ORDER BY id)"
+                + " FROM " + store.leaderTable())).isEqualTo("2:2,3:1");
+    }
+}
