@@ -5,9 +5,14 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherHealth;
 
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -22,13 +27,15 @@ import java.util.concurrent.TimeUnit;
  * One dispatcher process of {@link ShardedKafkaEndToEndTest}, in a JVM of its own so that the test can SIGKILL it:
  * for each outbox it is given, a sharded dispatcher over a sharded SQL store (its own connection pool), a
  * {@code KafkaMessageBroker} and a {@code KafkaShardedLeaderTransport}, built by
- * {@link ShardedKafkaEndToEndTest#dispatcher}. It reports on standard output, each line starting with
- * {@value #PREFIX}: {@code STARTED} once its dispatchers run, and {@code <outbox> LEADS <shards>} (comma-separated,
+ * {@link ShardedKafkaEndToEndTest#dispatcher}. Started with {@code hold}, it builds everything, reports
+ * {@code READY} and starts its dispatchers only on {@code START} (so that a test can have a process join at once,
+ * its JVM already warm). It reports on standard output, each line starting with {@value #PREFIX}: {@code STARTED}
+ * once its dispatchers run, and {@code <outbox> LEADS <shards>} (comma-separated,
  * {@code -} for none) whenever the set of shards it leads in that outbox changes. It stops its dispatchers (an
  * orderly close) on {@code STOP} or at the end of its standard input.
  *
- * <p>Arguments: its name, the Kafka bootstrap servers, then one {@code <outbox>,<kind>,<leader topic>,<user>,<jdbc url>}
- * per outbox ({@code kind} {@code postgres} or {@code mysql}). The database password of each outbox comes from the
+ * <p>Arguments: its name, {@code start} or {@code hold}, the Kafka bootstrap servers, then one
+ * {@code <outbox>,<kind>,<leader topic>,<user>,<jdbc url>} per outbox ({@code kind} {@code postgres} or {@code mysql}). The database password of each outbox comes from the
  * environment variable {@link #passwordVariable(String)}.
  */
 public final class ShardedDispatcherChild {
@@ -48,10 +55,11 @@ public final class ShardedDispatcherChild {
 
     public static void main(String[] args) throws Exception {
         String name = args[0];
-        String bootstrap = args[1];
+        boolean hold = args[1].equals("hold");
+        String bootstrap = args[2];
         Map<String, Dispatcher> dispatchers = new LinkedHashMap<>();
         List<HikariDataSource> pools = new ArrayList<>();
-        for (int i = 2; i < args.length; i++) {
+        for (int i = 3; i < args.length; i++) {
             String[] spec = args[i].split(",", 5);
             String outbox = spec[0];
             HikariConfig hc = new HikariConfig();
@@ -67,6 +75,15 @@ public final class ShardedDispatcherChild {
             dispatchers.put(outbox, ShardedKafkaEndToEndTest.dispatcher(name, outbox, spec[1], pool, bootstrap,
                     spec[2]));
         }
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        if (hold) {
+            warmUp(bootstrap);
+            report("READY");
+            String line = in.readLine();
+            if (!"START".equals(line)) {
+                return;
+            }
+        }
         dispatchers.values().forEach(Dispatcher::start);
         report("STARTED");
         ScheduledExecutorService reporter = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -81,7 +98,6 @@ public final class ShardedDispatcherChild {
                 report(outbox + " LEADS " + led);
             }
         }), 0, 20, TimeUnit.MILLISECONDS);
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         for (String line = in.readLine(); line != null && !line.equals("STOP"); line = in.readLine()) {
             // no other commands
         }
@@ -89,6 +105,21 @@ public final class ShardedDispatcherChild {
         dispatchers.values().forEach(Dispatcher::close);
         pools.forEach(HikariDataSource::close);
         report("STOPPED");
+    }
+
+    /**
+     * Loads and runs once what joining the leader group will use (an admin client, a consumer), so that a process
+     * told to start joins at once instead of spending seconds loading classes.
+     */
+    private static void warmUp(String bootstrap) throws Exception {
+        Map<String, Object> props = Map.of("bootstrap.servers", bootstrap);
+        try (Admin admin = Admin.create(props)) {
+            admin.describeCluster().clusterId().get(30, TimeUnit.SECONDS);
+        }
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props, new ByteArrayDeserializer(),
+                new ByteArrayDeserializer())) {
+            consumer.listTopics(Duration.ofSeconds(30));
+        }
     }
 
     /** The shards {@code d} leads, comma-separated, or "-". */

@@ -3,6 +3,7 @@ package dev.outbox.it;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outbox.Dispatcher;
+import dev.outbox.DispatcherConfig;
 import dev.outbox.OutboxMessage;
 import dev.outbox.broker.kafka.KafkaMessageBroker;
 import dev.outbox.broker.kafka.KafkaShardedLeaderTransport;
@@ -36,6 +37,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
+import java.util.function.Function;
+import java.util.function.Predicate;
+import java.util.function.Supplier;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -61,13 +65,19 @@ class ShardedKafkaEndToEndTest {
     static final int SHARDS = 6;
     /** A child's connections per outbox: the dispatcher's shards share them. */
     static final int POOL_SIZE = 8;
-    private static final int KEYS = 60;
+    private static final int KEYS = 200;
     private static final int PER_TRANSACTION = 5;
     /** Records committed but not yet consumed above which the writers wait. */
-    private static final int MAX_UNCONSUMED = 500;
+    private static final int MAX_UNCONSUMED = 200;
     private static final Duration WAIT = Duration.ofSeconds(60);
+    /**
+     * The other scenarios' tuning, with a heartbeat timeout of 2 s instead of 1 s: four JVMs of a dozen shard
+     * harvests each share two loaded cores here, and a leader fences itself whenever its own heartbeat takes longer
+     * than the timeout to come back.
+     */
+    static final DispatcherConfig CONFIG = Scenario.CONFIG.toBuilder().heartbeatTimeout(Duration.ofSeconds(2)).build();
     /** The group's heartbeat interval (Kafka's, not NELI's): heartbeatTimeout / 3. */
-    private static final Duration GROUP_HEARTBEAT = Scenario.CONFIG.heartbeatTimeout().dividedBy(3);
+    private static final Duration GROUP_HEARTBEAT = CONFIG.heartbeatTimeout().dividedBy(3);
 
     /** One process's dispatcher of one outbox: the tuning of the other end-to-end scenarios. */
     static Dispatcher dispatcher(String process, String outbox, String kind, DataSource pool, String bootstrap,
@@ -78,20 +88,21 @@ class ShardedKafkaEndToEndTest {
         KafkaShardedLeaderTransport election = KafkaShardedLeaderTransport.builder().bootstrapServers(bootstrap)
                 .topic(leaderTopic)
                 .shards(SHARDS)
-                .dispatcherConfig(Scenario.CONFIG)
+                .dispatcherConfig(CONFIG)
                 .deliveryTimeoutOf(kafka)
                 .consumerProperty("session.timeout.ms", (int) Scenario.SESSION_TIMEOUT.toMillis())
                 .consumerProperty("max.poll.interval.ms", (int) Scenario.SESSION_TIMEOUT.toMillis())
                 .consumerProperty("client.id", name + "-leader")
                 .build();
-        return Dispatcher.builder(store(kind, pool), kafka).leaderTransport(election).config(Scenario.CONFIG)
+        return Dispatcher.builder(store(kind, pool), kafka).leaderTransport(election).config(CONFIG)
                 .name(name).build();
     }
 
     static SqlStore store(String kind, DataSource pool) {
         return switch (kind) {
-            case "postgres" -> PostgresStore.builder(pool).statementTimeout(Duration.ofSeconds(5)).build();
-            case "mysql" -> MySqlStore.builder(pool).statementTimeout(Duration.ofSeconds(5)).build();
+            case "postgres" -> PostgresStore.builder(pool).statementTimeout(Duration.ofSeconds(5)).shards(SHARDS)
+                    .build();
+            case "mysql" -> MySqlStore.builder(pool).statementTimeout(Duration.ofSeconds(5)).shards(SHARDS).build();
             default -> throw new IllegalArgumentException("database kind " + kind);
         };
     }
@@ -112,57 +123,64 @@ class ShardedKafkaEndToEndTest {
                 o.start();
             }
             for (int i = 0; i < 3; i++) {
-                children.add(new Child("c" + i, kafka, outboxes));
+                children.add(new Child("c" + i, false, kafka, outboxes));
             }
+            // The fourth process boots now, and joins later on a word: a JVM's start is no part of the scenario.
+            Child joiner = new Child("c3", true, kafka, outboxes);
+            children.add(joiner);
             Set<String> live = new TreeSet<>(List.of("c0", "c1", "c2"));
+            awaitEach(outboxes, o -> o.spread(live), o -> "six shards over " + live);
             for (Outbox o : outboxes) {
-                await(() -> o.spread(live), () -> o + ": six shards over " + live + ": " + o.leads);
-                o.story.append(String.format("6 shards over %s in %d ms", o.leads, millisSince(began)));
+                o.story.append(String.format("6 shards over %s %d ms after the launch", o.leads, millisSince(began)));
             }
+            progress("spread over " + live + "; " + counts(outboxes));
             awaitTraffic(outboxes);
 
             // SIGKILL one process mid-stream: its shards move once the group has expired it.
             Child victim = children.get(1);
-            Map<Outbox, Set<Integer>> itsShards = new ConcurrentHashMap<>();
+            Map<Outbox, Set<Integer>> itsShards = new HashMap<>();
             outboxes.forEach(o -> itsShards.put(o, o.leadsOf(victim.name)));
+            Map<Outbox, Long> unconsumed = new HashMap<>();
+            outboxes.forEach(o -> unconsumed.put(o, o.written.get() - o.watcher.distinct()));
             long killed = System.nanoTime();
             victim.kill();
             live.remove(victim.name);
             outboxes.forEach(o -> o.forget(victim.name));
+            Map<Outbox, Long> firstMoved = awaitEach(outboxes, o -> o.ledByAnyOf(live, itsShards.get(o)),
+                    o -> "a shard of the killed " + victim.name + " led by another");
+            Map<Outbox, Long> allMoved = awaitEach(outboxes, o -> o.spread(live), o -> "six shards over " + live);
             for (Outbox o : outboxes) {
-                long firstMoved = await(() -> o.ledByAnyOf(live, itsShards.get(o)),
-                        () -> o + ": a shard of the killed " + victim.name + " led by another: " + o.leads);
-                await(() -> o.spread(live), () -> o + ": six shards over " + live + ": " + o.leads);
-                long moved = millisSince(killed);
-                long first = TimeUnit.NANOSECONDS.toMillis(firstMoved - killed);
-                o.story.append(String.format("; SIGKILL %s (leading %s): its first shard led again after %d ms, all"
-                        + " after %d ms (session timeout %d ms): %s", victim.name, itsShards.get(o), first, moved,
-                        Scenario.SESSION_TIMEOUT.toMillis(), o.leads));
+                long first = TimeUnit.NANOSECONDS.toMillis(firstMoved.get(o) - killed);
+                o.story.append(String.format("; SIGKILL %s (leading %s, %d records committed and not yet consumed):"
+                                + " its first shard led again after %d ms, all after %d ms (session timeout %d ms): %s",
+                        victim.name, itsShards.get(o), unconsumed.get(o), first,
+                        TimeUnit.NANOSECONDS.toMillis(allMoved.get(o) - killed), Scenario.SESSION_TIMEOUT.toMillis(),
+                        o.leads));
                 // G3: nobody leads a shard of the killed process before the group can have expired it.
                 assertThat(Duration.ofMillis(first)).as("%s: take-over of a killed process's shard", o)
                         .isGreaterThanOrEqualTo(Scenario.SESSION_TIMEOUT.minus(GROUP_HEARTBEAT));
             }
+            progress("took over from " + victim.name + "; " + counts(outboxes));
             awaitTraffic(outboxes);
 
-            // A fourth process joins and is given shards.
+            // The fourth process joins and is given shards.
+            await(() -> joiner.ready, () -> joiner.name + " ready");
             long joining = System.nanoTime();
-            Child joiner = new Child("c3", kafka, outboxes);
-            children.add(joiner);
+            joiner.command("START");
             live.add(joiner.name);
+            Map<Outbox, Long> joined = awaitEach(outboxes, o -> o.spread(live), o -> "six shards over " + live);
             for (Outbox o : outboxes) {
-                await(() -> o.spread(live), () -> o + ": six shards over " + live + ": " + o.leads);
-                o.story.append(String.format("; %s joined and took %s within %d ms of its launch: %s", joiner.name,
-                        o.leadsOf(joiner.name), millisSince(joining), o.leads));
+                o.story.append(String.format("; %s joined and was given %s in %d ms: %s", joiner.name,
+                        o.leadsOf(joiner.name), TimeUnit.NANOSECONDS.toMillis(joined.get(o) - joining), o.leads));
             }
+            progress(joiner.name + " joined; " + counts(outboxes));
             awaitTraffic(outboxes);
 
             for (Outbox o : outboxes) {
                 o.stopWriting();
             }
-            for (Outbox o : outboxes) {
-                await(() -> o.watcher.reached(o.lastSeq) && o.store.backlog() == 0, () -> o + ": drained, "
-                        + o.store.backlog() + " rows left, leads " + o.leads);
-            }
+            awaitEach(outboxes, o -> o.watcher.reached(o.lastSeq) && o.store.backlog() == 0,
+                    o -> "drained (" + o.store.backlog() + " rows left)");
             for (Outbox o : outboxes) {
                 assertThat(o.writerFailure).as("%s: the writer", o).isNull();
                 assertThat(o.watcher.failure()).as("%s: the consumer", o).isNull();
@@ -190,16 +208,43 @@ class ShardedKafkaEndToEndTest {
         }
     }
 
-    /** Waits until every outbox's consumer has seen 300 more records. */
+    /** Waits until every outbox's consumer has seen 50 more records. */
     private static void awaitTraffic(List<Outbox> outboxes) {
-        for (Outbox o : outboxes) {
-            long target = o.watcher.distinct() + 300;
-            await(() -> o.watcher.distinct() >= target, () -> o + ": traffic (" + o.watcher.distinct() + " of "
-                    + target + " consumed); leads " + o.leads);
-        }
+        Map<Outbox, Long> target = new HashMap<>();
+        outboxes.forEach(o -> target.put(o, o.watcher.distinct() + 50));
+        awaitEach(outboxes, o -> o.watcher.distinct() >= target.get(o), o -> "traffic (" + o.watcher.distinct()
+                + " of " + target.get(o) + " consumed, " + o.written.get() + " written)");
     }
 
-    private static long await(BooleanSupplier condition, java.util.function.Supplier<String> what) {
+    private static String counts(List<Outbox> outboxes) {
+        return outboxes.stream().map(o -> o + " " + o.written.get() + " written, " + o.watcher.distinct()
+                + " consumed").toList().toString();
+    }
+
+    private static void progress(String what) {
+        System.out.println(java.time.LocalTime.now() + " sharded e2e: " + what);
+    }
+
+    /**
+     * Waits until {@code condition} holds for every outbox, checking them all in turn; returns when it first held
+     * for each ({@link System#nanoTime()}).
+     */
+    private static Map<Outbox, Long> awaitEach(List<Outbox> outboxes, Predicate<Outbox> condition,
+                                               Function<Outbox, String> what) {
+        Map<Outbox, Long> when = new HashMap<>();
+        await(() -> {
+            for (Outbox o : outboxes) {
+                if (!when.containsKey(o) && condition.test(o)) {
+                    when.put(o, System.nanoTime());
+                }
+            }
+            return when.size() == outboxes.size();
+        }, () -> outboxes.stream().filter(o -> !when.containsKey(o)).map(o -> o + ": " + what.apply(o) + "; leads "
+                + o.leads).toList().toString());
+        return when;
+    }
+
+    private static void await(BooleanSupplier condition, Supplier<String> what) {
         long deadline = System.nanoTime() + WAIT.toNanos();
         while (!condition.getAsBoolean()) {
             if (System.nanoTime() - deadline > 0) {
@@ -207,7 +252,6 @@ class ShardedKafkaEndToEndTest {
             }
             LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(10));
         }
-        return System.nanoTime();
     }
 
     private static long millisSince(long nanos) {
@@ -352,15 +396,18 @@ class ShardedKafkaEndToEndTest {
         final Process process;
         final Thread reader;
 
-        Child(String name, KafkaServer kafka, List<Outbox> outboxes) throws IOException {
+        volatile boolean ready;
+
+        Child(String name, boolean hold, KafkaServer kafka, List<Outbox> outboxes) throws IOException {
             this.name = name;
             List<String> command = new ArrayList<>(List.of(
                     Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                     "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                    "-Dorg.slf4j.simpleLogger.showDateTime=true", "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
                     "-Dorg.slf4j.simpleLogger.logFile=" + Path.of("target", "sharded-e2e-" + name + ".log")
                             .toAbsolutePath(),
                     "-cp", System.getProperty("java.class.path"), ShardedDispatcherChild.class.getName(),
-                    name, kafka.bootstrapServers()));
+                    name, hold ? "hold" : "start", kafka.bootstrapServers()));
             outboxes.forEach(o -> command.add(o.spec()));
             ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
             outboxes.forEach(o -> pb.environment().put(ShardedDispatcherChild.passwordVariable(o.label),
@@ -380,6 +427,9 @@ class ShardedKafkaEndToEndTest {
                         continue;
                     }
                     String[] words = line.substring(ShardedDispatcherChild.PREFIX.length()).split(" ");
+                    if (words[0].equals("READY")) {
+                        ready = true;
+                    }
                     if (words.length == 3 && words[1].equals("LEADS")) {
                         Set<Integer> shards = new TreeSet<>();
                         if (!words[2].equals("-")) {
@@ -394,6 +444,11 @@ class ShardedKafkaEndToEndTest {
             } catch (IOException e) {
                 // the process was killed
             }
+        }
+
+        void command(String command) throws IOException {
+            process.getOutputStream().write((command + "\n").getBytes(StandardCharsets.UTF_8));
+            process.getOutputStream().flush();
         }
 
         /** SIGKILL; returns once the process is gone and its last report read. */
