@@ -60,7 +60,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Both outboxes share the processes, the Kafka and the session timeout's wait, so the two databases cost little more
  * than one. Child logs go to {@code target/sharded-e2e-<process>.log}.
  */
-@Timeout(value = 3, unit = TimeUnit.MINUTES)
+@Timeout(value = 5, unit = TimeUnit.MINUTES)
 class ShardedKafkaEndToEndTest {
     static final int SHARDS = 6;
     /** A child's connections per outbox: the dispatcher's shards share them. */
@@ -196,15 +196,14 @@ class ShardedKafkaEndToEndTest {
             System.out.printf("sharded harvest end to end: %d ms (plus %d ms starting the servers)%n",
                     millisSince(began), TimeUnit.NANOSECONDS.toMillis(began - serversStarting));
         } finally {
-            for (Outbox o : outboxes) {
-                o.stopWriting();
-            }
             for (Child c : children) {
                 c.kill();
             }
             for (Outbox o : outboxes) {
+                o.stopWriting();
                 o.close();
             }
+            progress("cleaned up");
         }
     }
 

@@ -310,6 +310,11 @@ final class LeaderGroup {
         } catch (KafkaException e) {
             log.debug("heartbeat {} to {}-{} not sent: {}", heartbeat.sequence(), settings.topic(), partition,
                     e.toString());
+        } catch (IllegalStateException e) {
+            if (!closed) {
+                throw e;
+            }
+            // another thread closed the producer meanwhile: a heartbeat after close is simply lost
         }
     }
 
