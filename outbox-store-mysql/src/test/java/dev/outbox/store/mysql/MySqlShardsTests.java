@@ -201,7 +201,7 @@ abstract class MySqlShardsTests {
             MySqlStore store = builder(newTable()).shards(4).build();
             store.createSchema();
             dev.outbox.testkit.InMemoryBroker broker = new dev.outbox.testkit.InMemoryBroker();
-            int n = 1_000;
+            int n = 400;
             dev.outbox.DispatcherConfig config = dev.outbox.DispatcherConfig.builder().harvest(harvest)
                     .markBatchSize(100).pollInterval(java.time.Duration.ofMillis(20))
                     .heartbeatTimeout(java.time.Duration.ofMillis(500)).build();
