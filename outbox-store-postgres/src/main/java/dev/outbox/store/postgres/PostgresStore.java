@@ -198,7 +198,7 @@ public final class PostgresStore extends SqlStore {
     private final List<PostgresStore> views;
     private final String shardExpressionSql;
     /** The one listening connection of a sharded whole outbox's shard harvests; null otherwise. */
-    private final SharedCommitListener sharedListener;
+    private final SharedCommitWatch sharedListener;
 
     private PostgresStore(Builder builder) {
         this(builder, -1, null);
@@ -375,7 +375,7 @@ public final class PostgresStore extends SqlStore {
         }
         this.views = List.copyOf(shards);
         this.sharedListener = shard < 0 && shardCount() > 1 && notifyChannel != null
-                ? new SharedCommitListener(jdbi(), notifyChannel) : null;
+                ? new SharedCommitWatch(wakeAll -> new PgCommitListener(jdbi(), notifyChannel, wakeAll)) : null;
     }
 
     /**
