@@ -272,6 +272,36 @@ public final class MySqlStore extends SqlStore {
     }
 
     /**
+     * {@inheritDoc}
+     *
+     * <p>MySQL and MariaDB: drops the {@code shard} column and its index if {@code fromShards} is more than 1, adds them back for
+     * this count (one {@code ALTER TABLE}, which rebuilds the table), and widens the leader table's id to
+     * {@code SMALLINT} (for 1 shard, deletes the other shards' epoch rows). Each statement commits on its own (DDL
+     * is not transactional here): run it again if it stops half-way.
+     */
+    @Override
+    public String reshardSql(int fromShards) {
+        dev.outbox.OutboxShards.checkCount(fromShards);
+        String t = names.outbox();
+        String l = names.leader();
+        String index = "`" + names.table() + "_shard`";
+        // MySQL 8 has no DROP COLUMN IF EXISTS: the caller says whether the table has the column.
+        StringBuilder sql = new StringBuilder();
+        if (fromShards > 1) {
+            sql.append("ALTER TABLE ").append(t).append(" DROP INDEX ").append(index).append(", DROP COLUMN shard;\n");
+        }
+        if (shardCount() > 1) {
+            sql.append("ALTER TABLE ").append(t).append(" ADD COLUMN shard SMALLINT AS (")
+                    .append(shardSql("`key`", shardCount())).append(") STORED, ADD KEY ")
+                    .append(index).append(" (shard, id);\n")
+                    .append("ALTER TABLE ").append(l).append(" MODIFY id SMALLINT NOT NULL;\n");
+        } else {
+            sql.append("DELETE FROM ").append(l).append(" WHERE id <> 1;\n");
+        }
+        return sql.toString();
+    }
+
+    /**
      * The MySQL and MariaDB expression of {@link dev.outbox.OutboxShards#shardOf}{@code (key, count)} for a string
      * column or value {@code key}: its md5's first 8 hex digits read as an unsigned 32-bit integer, modulo
      * {@code count}. {@code MD5} hashes the string's bytes in its character set, utf8mb4 in the outbox table.

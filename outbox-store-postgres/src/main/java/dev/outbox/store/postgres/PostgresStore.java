@@ -197,6 +197,8 @@ public final class PostgresStore extends SqlStore {
     /** The views of the shards ({@link #shard}), for a sharded whole outbox; empty otherwise. */
     private final List<PostgresStore> views;
     private final String shardExpressionSql;
+    /** The one listening connection of a sharded whole outbox's shard harvests; null otherwise. */
+    private final SharedCommitWatch sharedListener;
 
     private PostgresStore(Builder builder) {
         this(builder, -1, null);
@@ -372,6 +374,8 @@ public final class PostgresStore extends SqlStore {
             }
         }
         this.views = List.copyOf(shards);
+        this.sharedListener = shard < 0 && shardCount() > 1 && notifyChannel != null
+                ? new SharedCommitWatch(wakeAll -> new PgCommitListener(jdbi(), notifyChannel, wakeAll)) : null;
     }
 
     /**
@@ -464,6 +468,36 @@ public final class PostgresStore extends SqlStore {
                 + " (SELECT FROM pg_attribute WHERE attrelid = CAST('" + names.outbox() + "' AS regclass)"
                 + " AND attname = 'shard' AND NOT attisdropped) THEN\n        CREATE INDEX IF NOT EXISTS \""
                 + names.table() + "_shard\" ON " + names.outbox() + " (shard, id);\n    END IF;\nEND\n$$;\n";
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Postgres: drops the {@code shard} column if it exists (its index goes with it), adds it back for this
+     * count with its index, and replaces the leader table's check constraint ({@code id >= 0} sharded, {@code id = 1}
+     * unsharded, after deleting the other shards' epoch rows). {@link #reshard()} runs it in one transaction, which
+     * holds the outbox table's exclusive lock until it commits: writers wait meanwhile.
+     */
+    @Override
+    public String reshardSql(int fromShards) {
+        dev.outbox.OutboxShards.checkCount(fromShards);
+        String t = names.outbox();
+        String l = names.leader();
+        StringBuilder sql = new StringBuilder("ALTER TABLE " + t + " DROP COLUMN IF EXISTS shard;\n");
+        if (shardCount() > 1) {
+            sql.append("ALTER TABLE ").append(t).append(" ADD COLUMN shard integer GENERATED ALWAYS AS (")
+                    .append(shardSql("key", shardCount())).append(") STORED;\n")
+                    .append("CREATE INDEX IF NOT EXISTS \"").append(names.table()).append("_shard\" ON ").append(t)
+                    .append(" (shard, id);\n");
+        } else {
+            sql.append("DELETE FROM ").append(l).append(" WHERE id <> 1;\n");
+        }
+        return sql.append("DO $$\nDECLARE\n    c name;\nBEGIN\n    FOR c IN SELECT conname FROM pg_constraint")
+                .append(" WHERE conrelid = CAST('").append(l).append("' AS regclass) AND contype = 'c' LOOP\n")
+                .append("        EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', '").append(l)
+                .append("', c);\n    END LOOP;\nEND\n$$;\n")
+                .append("ALTER TABLE ").append(l).append(" ADD CHECK (").append(shardCount() > 1 ? "id >= 0" : "id = 1")
+                .append(");\n").toString();
     }
 
     /**
@@ -608,13 +642,15 @@ public final class PostgresStore extends SqlStore {
     /**
      * With commit notifications on (the default, see {@link Builder#commitNotifications}) and the table harvested:
      * listens on this outbox's channel with one connection of the store's pool, held until the subscription is
-     * closed. With them off, this process's publishers only ({@link dev.outbox.Publisher#committed()}). Null with
-     * the WAL harvest, whose read waits for messages instead.
+     * closed. The shards of a sharded outbox ({@link #shard}) share one such connection per store: a commit to any
+     * shard wakes every shard's harvest. With them off, this process's publishers only
+     * ({@link dev.outbox.Publisher#committed()}). Null with the WAL harvest, whose read waits for messages instead.
      */
     @Override
     public CommitWatch watchCommits(Runnable wakeUp) {
         if (whole != null) {
-            return whole.watchCommits(wakeUp); // a commit to any shard wakes every shard's harvest
+            // One listening connection for every shard this process harvests; a commit to any shard wakes them all.
+            return whole.sharedListener != null ? whole.sharedListener.watch(wakeUp) : whole.watchCommits(wakeUp);
         }
         if (wal != null) {
             return null;

@@ -213,4 +213,126 @@ class PostgresShardsTest {
         assertThat(dev.outbox.testservers.Jdbc.queryString(admin, "SELECT string_agg(id || ':' || epoch, ',' ORDER BY id)"
                 + " FROM " + store.leaderTable())).isEqualTo("2:2,3:1");
     }
+
+    /**
+     * A sharded outbox on the real server, drained by one dispatcher that leads every shard (no leader transport):
+     * each harvest, every row delivered once in key order, each shard's epoch taken in a row of its own.
+     */
+    @Test
+    void oneDispatcherDrainsEveryShardInKeyOrder() {
+        for (dev.outbox.DispatcherConfig.Harvest harvest : dev.outbox.DispatcherConfig.Harvest.values()) {
+            PostgresStore store = builder(newTable()).shards(4).build();
+            store.createSchema();
+            dev.outbox.testkit.InMemoryBroker broker = new dev.outbox.testkit.InMemoryBroker();
+            int n = 400;
+            dev.outbox.DispatcherConfig config = dev.outbox.DispatcherConfig.builder().harvest(harvest)
+                    .markBatchSize(100).pollInterval(java.time.Duration.ofMillis(20))
+                    .heartbeatTimeout(java.time.Duration.ofMillis(500)).build();
+            try (dev.outbox.Dispatcher d = dev.outbox.Dispatcher.builder(store, broker).config(config).name("sharded")
+                    .build()) {
+                d.start();
+                try (dev.outbox.testkit.TestTransaction tx = dev.outbox.testkit.JdbcTestTransaction.begin(pool,
+                        store.publisher())) {
+                    for (int i = 0; i < n; i++) {
+                        tx.publish(dev.outbox.OutboxMessage.of("t", "k" + (i % 37), String.valueOf(i)));
+                    }
+                    tx.commit();
+                }
+                dev.outbox.testkit.Await.untilOrFail(() -> broker.deliveredCount() >= n && store.backlog() == 0,
+                        java.time.Duration.ofSeconds(60), () -> harvest + ": " + broker.deliveredCount()
+                                + " delivered, backlog " + store.backlog());
+                assertThat(d.shardHealth()).hasSize(4);
+            }
+            Map<String, Integer> last = new HashMap<>();
+            java.util.Set<String> seen = new java.util.HashSet<>();
+            for (dev.outbox.OutboxRecord r : broker.delivered()) {
+                int v = Integer.parseInt(new String(r.message().value(), java.nio.charset.StandardCharsets.UTF_8));
+                Integer before = last.put(r.key(), v);
+                assertThat(before == null || before < v).as("%s: key %s sent %d after %d", harvest, r.key(), v,
+                        before).isTrue();
+                seen.add(r.key() + "/" + v);
+            }
+            assertThat(seen).as(harvest + ": every message").hasSize(n);
+            assertThat(PostgresTestSupport.queryLong(admin, "SELECT COUNT(*) FROM " + store.leaderTable() + " WHERE id BETWEEN 1 AND 4"))
+                    .as(harvest + ": one epoch row per shard").isEqualTo(4);
+        }
+    }
+
+    /**
+     * The documented procedure to change the count, with no dispatcher running: {@code reshard()} from 1 to 3, 3 to
+     * 5 and back to 1. Every row, its retry state kept, lands in its key's shard of the new count; the leader table
+     * takes each shard's epoch; a store of the former count is refused, naming both.
+     */
+    @Test
+    void reshardingMovesEveryRowToItsKeysShardOfTheNewCountAndTheCheckFollows() {
+        String table = newTable();
+        PostgresStore one = builder(table).build();
+        one.createSchema();
+        StringBuilder values = new StringBuilder();
+        for (int i = 0; i < 90; i++) {
+            values.append(i == 0 ? "" : ", ").append("('t', 'key-").append(i % 30).append("', ").append(i % 7)
+                    .append(")");
+        }
+        PostgresTestSupport.execute(admin, "INSERT INTO " + one.table() + " (topic, key, attempts) VALUES " + values);
+        List<dev.outbox.OutboxRecord> before = one.read(0, List.of(), 1_000).rows().records();
+        assertThat(before).hasSize(90);
+        for (int count : new int[]{3, 5, 1}) {
+            PostgresStore store = builder(table).shards(count).build();
+            assertThatThrownBy(store::checkShards).isInstanceOf(StoreException.class)
+                    .hasMessageContaining("configured with " + count + " shard(s)");
+            store.reshard();
+            List<dev.outbox.OutboxRecord> after = new java.util.ArrayList<>();
+            for (int s = 0; s < count; s++) {
+                int shard = s;
+                List<dev.outbox.OutboxRecord> rows = store.shard(s).read(0, List.of(), 1_000).rows().records();
+                assertThat(rows).as("%d shards: shard %d", count, s)
+                        .allSatisfy(r -> assertThat(OutboxShards.shardOf(r.key(), count)).isEqualTo(shard));
+                after.addAll(rows);
+                assertThat(store.shard(s).acquireEpoch()).as("%d shards: shard %d's epoch", count, s).isPositive();
+            }
+            assertThat(after).as("%d shards: every row, its attempts kept", count)
+                    .extracting(r -> r.id() + "/" + r.key() + "/" + r.attempts())
+                    .containsExactlyInAnyOrderElementsOf(before.stream()
+                            .map(r -> r.id() + "/" + r.key() + "/" + r.attempts()).toList());
+            if (count > 1) {
+                assertThatThrownBy(() -> builder(table).shards(count == 3 ? 1 : 3).build().checkShards())
+                        .isInstanceOf(StoreException.class).hasMessageContaining("is made for " + count + " shard(s)");
+            }
+        }
+        assertThat(one.read(0, List.of(), 1_000).rows().records()).hasSize(90);
+    }
+
+    /** The shards' harvests share one listening connection, and a commit to any shard wakes every one of them. */
+    @Test
+    void theShardsShareOneListeningConnectionThatWakesThemAll() throws Exception {
+        PostgresStore store = builder(newTable()).shards(3).build();
+        store.createSchema();
+        java.util.concurrent.atomic.AtomicInteger[] woken = new java.util.concurrent.atomic.AtomicInteger[3];
+        List<dev.outbox.spi.Store.CommitWatch> watches = new java.util.ArrayList<>();
+        try {
+            for (int s = 0; s < 3; s++) {
+                java.util.concurrent.atomic.AtomicInteger count = new java.util.concurrent.atomic.AtomicInteger();
+                woken[s] = count;
+                watches.add(store.shard(s).watchCommits(count::incrementAndGet));
+            }
+            dev.outbox.testkit.Await.untilOrFail(() -> watches.stream().allMatch(dev.outbox.spi.Store.CommitWatch::listening),
+                    java.time.Duration.ofSeconds(20), () -> "the shards' watches listen");
+            assertThat(pool.getHikariPoolMXBean().getActiveConnections())
+                    .as("one connection of the store's pool listens for the three shards").isEqualTo(1);
+            int[] before = new int[3];
+            for (int s = 0; s < 3; s++) {
+                before[s] = woken[s].get();
+            }
+            try (dev.outbox.testkit.TestTransaction tx = dev.outbox.testkit.JdbcTestTransaction.begin(pool,
+                    store.publisher())) {
+                tx.publish(dev.outbox.OutboxMessage.of("t", "one key", "v"));
+                tx.commit();
+            }
+            dev.outbox.testkit.Await.untilOrFail(() -> woken[0].get() > before[0] && woken[1].get() > before[1]
+                    && woken[2].get() > before[2], java.time.Duration.ofSeconds(20), () -> "every shard woken");
+        } finally {
+            watches.forEach(dev.outbox.spi.Store.CommitWatch::close);
+        }
+        assertThat(watches.get(0).listening()).as("closed").isFalse();
+    }
 }

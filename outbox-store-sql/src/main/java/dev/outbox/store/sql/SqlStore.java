@@ -501,6 +501,34 @@ public abstract class SqlStore implements Store, ParkedRecords {
     }
 
     /**
+     * The DDL that makes an existing outbox table one of this store's shard count ({@link Builder#shards}): it
+     * replaces the generated {@code shard} column (and its index) with one for this count, or drops it for 1 shard,
+     * and lets the leader table hold one epoch row per shard. Changing the count moves most keys to another shard,
+     * so run it only while no dispatcher of this outbox runs (README, "Sharded harvest"); the statements are
+     * separated by {@code ;} at the end of a line. It rewrites the table (a generated column is stored).
+     *
+     * @param fromShards the count the table is made for now (1 if it has no {@code shard} column)
+     * @throws IllegalArgumentException naming the count if it is not between 1 and
+     *                                  {@link dev.outbox.OutboxShards#MAX_SHARDS}
+     */
+    public abstract String reshardSql(int fromShards);
+
+    /**
+     * Runs {@link #reshardSql(int)} from the count the table is made for now (in one transaction where the
+     * database's DDL is transactional, Postgres), then {@link #checkShards()}. Only while no dispatcher of this outbox runs: one that still runs with the former
+     * count would harvest the keys that moved as a second leader.
+     *
+     * @throws StoreException if the DDL fails
+     */
+    public final void reshard() {
+        Optional<String> expression = shardExpression();
+        createTables(reshardSql(expression.isEmpty() ? 1 : shardCountOf(expression.get())));
+        shardsChecked = false;
+        checkShards();
+        log.info("{} resharded to {} shard(s)", names.outbox(), shardCount);
+    }
+
+    /**
      * Runs {@code ddl}, this store's {@link #schemaSql()}, so that concurrent callers do not trip over each other.
      *
      * @throws StoreException if the DDL fails
