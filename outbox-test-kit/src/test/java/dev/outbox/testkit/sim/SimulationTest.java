@@ -260,6 +260,45 @@ class SimulationTest {
         assertThat(zombieSends).as("the send window is still found: only the broker can close it").isPositive();
     }
 
+    private static final int SHARDED_SEEDS = Integer.getInteger("outbox.sim.shardedSeeds", 40);
+
+    /**
+     * A sharded outbox: 4 shards over 2 dispatchers ({@code ShardedDispatcher}s: an engine per shard and the shard
+     * poller, on the simulation's runtime) and a third that may join, 6 keys x 2 records, with shard leadership
+     * moving at points the run chooses (3 of: an orderly move, a join, a leave, a dispatcher cut off or paused past
+     * its session, a shard's heartbeats stalling) and every other fault once.
+     */
+    static Simulation.Builder sharded(DispatcherConfig.Harvest harvest, boolean fencing) {
+        return Simulation.builder().harvest(harvest).shards(4).keys(6, 2).dispatchers(2).joins(1).rebalances(3)
+                .sendFailures(1).lostAcks(1).storeErrors(1).rollbacks(1).poison(true).storageFencing(fencing);
+    }
+
+    static List<Arguments> shardedRuns() {
+        List<Arguments> runs = new java.util.ArrayList<>();
+        for (DispatcherConfig.Harvest harvest : DispatcherConfig.Harvest.values()) {
+            for (boolean fencing : new boolean[] {false, true}) {
+                runs.add(Arguments.of(harvest, fencing));
+            }
+        }
+        return runs;
+    }
+
+    @ParameterizedTest
+    @MethodSource("shardedRuns")
+    void randomSeedsKeepEveryGuaranteePerKeyWithShardLeadershipMoving(DispatcherConfig.Harvest harvest,
+                                                                     boolean fencing) {
+        Simulation sim = new Simulation(sharded(harvest, fencing).build());
+        long start = System.nanoTime();
+        Explorer.RandomResult r = new Explorer(sim).random(0, SHARDED_SEEDS);
+        System.out.printf("simulation, random, sharded: %s: %d seeds, %d choices, %d ms%n", sim.config(), r.runs(),
+                r.choices(), (System.nanoTime() - start) / 1_000_000);
+        if (r.failed()) {
+            Simulation.Outcome small = new Explorer(sim).shrink(r.failure(), 200);
+            throw new AssertionError("seed " + r.failingSeed() + " failed (" + sim.config() + "); shrunk to:\n"
+                    + small.report() + "\nreplay its choices with Chooser.script(" + small.choices() + ")");
+        }
+    }
+
     @Test
     void aFailingSeedReplaysExactly() {
         Simulation sim = new Simulation(configurationFor(PlantedBug.RETRY_OVERTAKES_HEAD).build());
