@@ -7,6 +7,7 @@ import dev.outbox.DispatcherListener;
 import dev.outbox.DispatcherObserver;
 import dev.outbox.OutboxException;
 import dev.outbox.OutboxRecord;
+import dev.outbox.OutboxSample;
 import dev.outbox.spi.LeaderTransport;
 import dev.outbox.spi.MessageBroker;
 import dev.outbox.spi.ShardedLeaderTransport;
@@ -15,7 +16,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
@@ -224,8 +224,9 @@ public final class ShardedDispatcher implements Dispatcher {
 
     /**
      * The shards' health folded into one: LEADER if this instance leads any shard (with the lowest such shard's
-     * leader id and the sample of the led shard whose head is oldest), else FENCED if one is fenced, else
-     * STARTING if one still starts, else STANDBY; counts are summed, times are the latest (the earliest outage).
+     * leader id), else FENCED if one is fenced, else STARTING if one still starts, else STANDBY; counts are summed,
+     * times are the latest (the earliest outage). The sample covers the shards this instance leads: their backlogs
+     * summed, and the time and head of the one with the greatest lag (shards led elsewhere are sampled there).
      */
     @Override
     public DispatcherHealth health() {
@@ -248,10 +249,11 @@ public final class ShardedDispatcher implements Dispatcher {
                 .toList();
         if (status == DispatcherHealth.Status.LEADER) {
             b.leaderId(leading.get(0).leaderId().orElseThrow());
-            leading.stream().flatMap(h -> h.lastSample().stream())
-                    .min(Comparator.comparing(x -> x.oldestCreateTime() == null ? Instant.MAX
-                            : x.oldestCreateTime()))
-                    .ifPresent(b::lastSample);
+            List<OutboxSample> samples = leading.stream().flatMap(h -> h.lastSample().stream()).toList();
+            samples.stream().max(Comparator.comparing(OutboxSample::lag)).ifPresent(worst -> b.lastSample(
+                    new OutboxSample(worst.at(), samples.stream().mapToLong(OutboxSample::backlog).sum(),
+                            samples.stream().mapToLong(OutboxSample::parked).max().orElse(0),
+                            worst.oldestCreateTime(), -1)));
             leading.stream().flatMap(h -> h.outageSince().stream()).min(Comparator.naturalOrder())
                     .ifPresent(b::outageSince);
         }

@@ -79,6 +79,11 @@ import java.util.function.ToDoubleFunction;
  *       <td>exceptions thrown by listener and observer callbacks (ignored by the dispatcher)</td></tr>
  * </table>
  *
+ * <p>A sharded outbox ({@link Dispatcher#shardHealth()} lists more than one shard) also gets, per shard and tagged
+ * {@code shard}: {@code outbox.shard.leader} (1 while this instance leads the shard), {@code outbox.shard.backlog}
+ * and {@code outbox.shard.lag} (as last sampled by the shard's leader on this instance; NaN where another instance
+ * leads it, whose own meters report it). The outbox-wide backlog and lag then cover the shards led here.
+ *
  * <p>Tags: {@code outbox}, the name given to the constructor (use the outbox table's name), plus any common
  * tags given; the record counters also carry {@code topic}, bounded: the first {@value #MAX_TOPIC_TAGS} topics
  * seen get their own value, later ones share {@value #OTHER_TOPIC}. The key is never a tag.
@@ -110,11 +115,23 @@ public final class OutboxMetrics implements MeterBinder, AutoCloseable {
     public static final String MARK_SIZE = "outbox.mark.size";
     public static final String PURGE_SIZE = "outbox.purge.size";
     public static final String CALLBACK_ERRORS = "outbox.callback.errors";
+    /** Gauge, sharded outboxes only: 1 while this instance leads the shard, else 0. */
+    public static final String SHARD_LEADER = "outbox.shard.leader";
+    /** Gauge, sharded outboxes only: the shard's rows waiting, as last sampled by its leader here (NaN elsewhere). */
+    public static final String SHARD_BACKLOG = "outbox.shard.backlog";
+    /** Time gauge, sharded outboxes only: the age of the shard's oldest row, sampled by its leader here. */
+    public static final String SHARD_LAG = "outbox.shard.lag";
 
-    /** Every meter name this binder registers. */
+    /** Every meter name this binder registers for any outbox; see {@link #SHARD_METER_NAMES} for a sharded one. */
     public static final Set<String> METER_NAMES = Set.of(RECORDS_SENT, RECORDS_ACKNOWLEDGED, RECORDS_FAILED,
             RECORDS_PARKED, RECORDS_IN_FLIGHT, RECORDS_HELD, BACKLOG, PARKED, LEADER, LAG, ACK_LATENCY, SEND_DURATION,
             MARK_DURATION, PURGE_DURATION, MARK_SIZE, PURGE_SIZE, CALLBACK_ERRORS, RETAINED);
+
+    /** The meter names this binder registers in addition for a sharded outbox, once per shard. */
+    public static final Set<String> SHARD_METER_NAMES = Set.of(SHARD_LEADER, SHARD_BACKLOG, SHARD_LAG);
+
+    /** The tag naming the shard, on the shard gauges (bounded: an outbox has at most 256 shards). */
+    public static final String SHARD_TAG = "shard";
 
     /** The tag naming the outbox. */
     public static final String OUTBOX_TAG = "outbox";
@@ -175,6 +192,26 @@ public final class OutboxMetrics implements MeterBinder, AutoCloseable {
                 .register(registry);
         FunctionCounter.builder(CALLBACK_ERRORS, d, x -> x.health().callbackErrors()).tags(tags)
                 .description("Exceptions thrown by dispatcher listener and observer callbacks").register(registry);
+        int shards = d.shardHealth().size();
+        if (shards > 1) {
+            for (int i = 0; i < shards; i++) {
+                int shard = i;
+                Tags shardTags = tags.and(SHARD_TAG, String.valueOf(i));
+                Gauge.builder(SHARD_LEADER, d, x -> shardHealth(x, shard).status() == DispatcherHealth.Status.LEADER
+                                ? 1 : 0).tags(shardTags).strongReference(true)
+                        .description("1 while this instance leads the shard, else 0").register(registry);
+                Gauge.builder(SHARD_BACKLOG, d, x -> shardHealth(x, shard).lastSample()
+                                .map(OutboxSample::backlog).map(Long::doubleValue).orElse(Double.NaN))
+                        .tags(shardTags).strongReference(true)
+                        .description("Rows waiting in the shard, as last sampled by its leader on this instance")
+                        .register(registry);
+                TimeGauge.builder(SHARD_LAG, d, TimeUnit.SECONDS, x -> shardHealth(x, shard).lag()
+                                .map(lag -> lag.toNanos() / 1e9).orElse(Double.NaN))
+                        .tags(shardTags).strongReference(true)
+                        .description("Age of the shard's oldest row, as last sampled by its leader on this instance")
+                        .register(registry);
+            }
+        }
         RegistryObserver observer = new RegistryObserver(registry, tags);
         observers.add(observer);
         dispatcher.addObserver(observer);
@@ -194,6 +231,10 @@ public final class OutboxMetrics implements MeterBinder, AutoCloseable {
             Optional<OutboxSample> s = d.health().lastSample();
             return s.isPresent() ? figure.applyAsDouble(s.get()) : Double.NaN;
         };
+    }
+
+    private static DispatcherHealth shardHealth(Dispatcher d, int shard) {
+        return d.shardHealth().get(shard);
     }
 
     private static double lagSeconds(Dispatcher d) {

@@ -33,9 +33,12 @@ class OutboxMetricsDashboardTest {
     private static final String ALERTS = "dev/outbox/micrometer/prometheus-alerts.yml";
 
     /** The metric names of every sample a scrape of a freshly bound registry shows. */
+    /** What a sharded outbox's binder scrapes: every meter, the shard gauges included. */
     private static Set<String> scrapedNames() {
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-        try (Dispatcher dispatcher = Dispatcher.builder(new InMemoryStore(), new InMemoryBroker()).build();
+        InMemoryStore store = new InMemoryStore();
+        store.setShards(2);
+        try (Dispatcher dispatcher = Dispatcher.builder(store, new InMemoryBroker()).build();
              OutboxMetrics metrics = new OutboxMetrics(dispatcher, "outbox")) {
             metrics.bindTo(registry);
             Set<String> names = new TreeSet<>();
@@ -117,11 +120,12 @@ class OutboxMetricsDashboardTest {
         List<String> alerts = new ArrayList<>();
         collect(rules, "alert", alerts);
         assertThat(alerts).containsExactlyInAnyOrder("OutboxLagHigh", "OutboxRecordsParked", "OutboxRecordsHeld",
-                "OutboxNoLeader", "OutboxWalSlotRetainsTooMuch");
+                "OutboxNoLeader", "OutboxShardNoLeader", "OutboxWalSlotRetainsTooMuch");
         assertThat(expressions).anySatisfy(e -> assertThat(e).contains("outbox_lag_seconds").contains(">"))
                 .anySatisfy(e -> assertThat(e).contains("outbox_retained_bytes").contains("> 1073741824"))
                 .anySatisfy(e -> assertThat(e).contains("outbox_parked").contains("> 0"))
                 .anySatisfy(e -> assertThat(e).contains("outbox_leader").contains("< 1"))
+                .anySatisfy(e -> assertThat(e).contains("outbox_shard_leader").contains("by (outbox, shard)"))
                 .anySatisfy(e -> assertThat(e).contains("outbox_records_held").contains("> 0"));
         List<String> durations = new ArrayList<>();
         collect(rules, "for", durations);
@@ -136,6 +140,25 @@ class OutboxMetricsDashboardTest {
             Set<String> names = new TreeSet<>();
             registry.getMeters().forEach(m -> names.add(m.getId().getName()));
             assertThat(names).isEqualTo(new TreeSet<>(OutboxMetrics.METER_NAMES));
+        } finally {
+            registry.close();
+        }
+    }
+
+    @Test
+    void aShardedOutboxAddsTheShardMetersOncePerShard() {
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        InMemoryStore store = new InMemoryStore();
+        store.setShards(3);
+        try (Dispatcher dispatcher = Dispatcher.builder(store, new InMemoryBroker()).build()) {
+            new OutboxMetrics(dispatcher, "outbox").bindTo(registry);
+            Set<String> names = new TreeSet<>();
+            registry.getMeters().forEach(m -> names.add(m.getId().getName()));
+            Set<String> expected = new TreeSet<>(OutboxMetrics.METER_NAMES);
+            expected.addAll(OutboxMetrics.SHARD_METER_NAMES);
+            assertThat(names).isEqualTo(expected);
+            assertThat(registry.find(OutboxMetrics.SHARD_LEADER).gauges()).hasSize(3)
+                    .extracting(g -> g.getId().getTag(OutboxMetrics.SHARD_TAG)).containsExactlyInAnyOrder("0", "1", "2");
         } finally {
             registry.close();
         }
