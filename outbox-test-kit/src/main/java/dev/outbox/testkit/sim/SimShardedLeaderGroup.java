@@ -83,7 +83,7 @@ final class SimShardedLeaderGroup {
         return s;
     }
 
-    /** The members that may be given shards: joined, and not expired. */
+    /** The members that may be given shards: joined, not expired, not cut off. */
     List<String> live() {
         List<String> l = new ArrayList<>();
         for (Member m : members) {
@@ -103,6 +103,23 @@ final class SimShardedLeaderGroup {
             }
         }
         return l;
+    }
+
+    /**
+     * Whether {@code name} has acted on everything the group told it: no event waits for its poll, and no revocation
+     * of one of its shards is under way.
+     */
+    boolean settled(String name) {
+        Member m = member(name);
+        if (!m.events.isEmpty()) {
+            return false;
+        }
+        for (int i = 0; i < shards; i++) {
+            if (owner[i] == m && revoking[i]) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Whether {@code shard}'s heartbeats are lost (its channel stalls), for the owner and anyone after it. */
@@ -147,6 +164,7 @@ final class SimShardedLeaderGroup {
                 target[i] = null;
             }
         }
+        trace.accept("group: " + name + "'s session expired" + (lost.isEmpty() ? "" : "; it loses shards " + lost));
         if (!lost.isEmpty()) {
             m.post(() -> {
                 trace.accept("group: " + m.name + " learns that it lost shards " + lost);
@@ -323,8 +341,12 @@ final class SimShardedLeaderGroup {
             this.name = name;
         }
 
+        /**
+         * Whether the group may give it shards: it joined, its session did not expire, and it reaches the group (a
+         * member cut off from the coordinator takes no part in a rebalance: an assignment cannot reach it).
+         */
         boolean eligible() {
-            return joined && !out;
+            return joined && !out && !cutOff.test(name);
         }
 
         /** Queues an event; the member is woken by {@link #wake()}, once the group's change is complete. */

@@ -486,18 +486,44 @@ public final class Simulation {
                 list.add(new Action("leave", () -> leave(live)));
             }
             List<String> owners = new ArrayList<>();
+            List<String> settled = new ArrayList<>();
             for (String m : live) {
-                if (!shardGroup.owned(m).isEmpty() && !stalled.contains(m)) {
+                if (!shardGroup.owned(m).isEmpty()) {
                     owners.add(m);
+                    if (acted(m)) {
+                        settled.add(m);
+                    }
                 }
             }
             if (!owners.isEmpty()) {
                 list.add(new Action("partition a dispatcher", () -> partitionMember(owners)));
-                list.add(new Action("pause a dispatcher", () -> pauseMember(owners)));
+            }
+            if (!settled.isEmpty()) {
+                list.add(new Action("pause a dispatcher", () -> pauseMember(settled)));
             }
             if (!shardGroup.movable().isEmpty()) {
                 list.add(new Action("stall a shard's heartbeats", this::stallShard));
             }
+        }
+
+        /**
+         * Whether dispatcher {@code name} acted on every assignment the group gave it: nothing waits for its poll and
+         * it leads each shard it owns. Only such a dispatcher is paused: a process paused between receiving an
+         * assignment and acting on it acts on it when it resumes, after its session expired and another took the
+         * shard, and leads it beside the new owner until it hears of the loss (the same window as a pause inside a
+         * send, which only fencing by the broker closes; see {@code SimulationTest}).
+         */
+        boolean acted(String name) {
+            if (!shardGroup.settled(name)) {
+                return false;
+            }
+            ShardedDispatcher d = sharded.get(Integer.parseInt(name.substring(1)));
+            for (int s : shardGroup.owned(name)) {
+                if (!d.shardDispatchers().get(s).isLeader()) {
+                    return false;
+                }
+            }
+            return true;
         }
 
         /** The dispatchers in the group that are not leaving. */
@@ -532,8 +558,7 @@ public final class Simulation {
             String name = live.get(sched.choose(live.size(), "which leaves " + live));
             leaving.add(name);
             event("group: " + name + " leaves: its dispatcher closes");
-            ShardedDispatcher d = sharded.stream().filter(x -> x.toString().contains("{" + name + ","))
-                    .findFirst().orElseThrow();
+            ShardedDispatcher d = sharded.get(Integer.parseInt(name.substring(1)));
             sched.start(name + "-leaving", d::close);
         }
 
@@ -559,7 +584,7 @@ public final class Simulation {
             stalled.add(name);
             event(what);
             timed.add(new Timed(sched.now() + config.sessionTimeout.toNanos(),
-                    "group: " + name + "'s session expired; its shards " + shardGroup.owned(name) + " move on", () -> {
+                    "group: " + name + "'s session times out", () -> {
                         shardGroup.expire(name);
                         stalled.remove(name);
                     }));
