@@ -283,13 +283,24 @@ class SimulationTest {
                 .engine(e -> e.pollInterval(Duration.ofMillis(200)));
     }
 
+    /**
+     * The long exploration's wider sharded outbox: 6 shards over 3 dispatchers and a fourth that may join, 8 keys x 2
+     * records, 5 leadership faults.
+     */
+    static Simulation.Builder shardedWide(DispatcherConfig.Harvest harvest, boolean fencing) {
+        return sharded(harvest, fencing).shards(6).dispatchers(3).keys(8, 2).rebalances(5);
+    }
+
+    /** Each harvest with and without storage fencing; in the long exploration, the wider outbox's too. */
     static List<Arguments> shardedRuns() {
         List<Arguments> runs = new java.util.ArrayList<>();
         long first = 0;
-        for (DispatcherConfig.Harvest harvest : DispatcherConfig.Harvest.values()) {
-            for (boolean fencing : new boolean[] {false, true}) {
-                runs.add(Arguments.of(harvest, fencing, first));
-                first += SHARDED_SEEDS; // different seeds for each configuration
+        for (boolean wide : SEEDS > 1000 ? new boolean[] {false, true} : new boolean[] {false}) {
+            for (DispatcherConfig.Harvest harvest : DispatcherConfig.Harvest.values()) {
+                for (boolean fencing : new boolean[] {false, true}) {
+                    runs.add(Arguments.of(harvest, fencing, wide, first));
+                    first += SHARDED_SEEDS; // different seeds for each configuration
+                }
             }
         }
         return runs;
@@ -299,11 +310,11 @@ class SimulationTest {
      * The engine sharded: G1, G2 and G6 per key across every shard, G3 per shard (a dispatcher sends a shard's
      * record only while it is the last to have acquired that shard), G4 against the faults of the record's own shard.
      */
-    @ParameterizedTest(name = "{0}, storage fencing {1}, seeds from {2}")
+    @ParameterizedTest(name = "{0}, storage fencing {1}, wide {2}, seeds from {3}")
     @MethodSource("shardedRuns")
     void randomSeedsKeepEveryGuaranteePerKeyWithShardLeadershipMoving(DispatcherConfig.Harvest harvest,
-                                                                     boolean fencing, long firstSeed) {
-        Simulation sim = new Simulation(sharded(harvest, fencing).build());
+                                                                     boolean fencing, boolean wide, long firstSeed) {
+        Simulation sim = new Simulation((wide ? shardedWide(harvest, fencing) : sharded(harvest, fencing)).build());
         long start = System.nanoTime();
         Explorer.RandomResult r = new Explorer(sim).random(firstSeed, SHARDED_SEEDS);
         System.out.printf("simulation, random, sharded: %s: seeds %d to %d, %d choices, %d ms%n", sim.config(),
