@@ -7,8 +7,8 @@ import dev.outbox.spi.ShardedLeaderTransport;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
-import java.util.TreeSet;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -29,9 +29,7 @@ import java.util.concurrent.TimeUnit;
 public final class InMemoryShardedLeaderGroup {
     private final int shards;
     private final List<Member> members = new ArrayList<>();
-    private final Member[] owner;
-    private final boolean[] revoking;
-    private final Member[] target;
+    private final ShardAssignment assignment;
     private final boolean[] stalled;
 
     /**
@@ -40,10 +38,40 @@ public final class InMemoryShardedLeaderGroup {
      */
     public InMemoryShardedLeaderGroup(int shards) {
         this.shards = OutboxShards.checkCount(shards);
-        this.owner = new Member[shards];
-        this.revoking = new boolean[shards];
-        this.target = new Member[shards];
         this.stalled = new boolean[shards];
+        this.assignment = new ShardAssignment(shards, new ShardAssignment.Group() {
+            @Override
+            public int members() {
+                return members.size();
+            }
+
+            @Override
+            public boolean eligible(int member) {
+                return members.get(member).eligible();
+            }
+
+            @Override
+            public void granted(int shard, int member) {
+                Member to = members.get(member);
+                to.events.add(() -> to.listener.assigned(Set.of(shard)));
+            }
+
+            @Override
+            public void revoking(int shard, int member) {
+                Member old = members.get(member);
+                old.events.add(() -> {
+                    old.listener.revoked(Set.of(shard)); // blocks until drained: outside the group's lock
+                    synchronized (InMemoryShardedLeaderGroup.this) {
+                        assignment.released(shard, member);
+                    }
+                });
+            }
+
+            @Override
+            public int pick(int from, int to, List<Integer> candidates) {
+                return candidates.size() - 1; // the highest numbered
+            }
+        });
     }
 
     /** A new member's transport; it joins the group when its dispatcher starts it. */
@@ -55,19 +83,12 @@ public final class InMemoryShardedLeaderGroup {
 
     /** The number of the member that owns {@code shard} (a revoked shard until its drain ended), or -1. */
     public synchronized int owner(int shard) {
-        Member m = owner[OutboxShards.checkIndex(shard, shards)];
-        return m == null ? -1 : m.index;
+        return assignment.owner(OutboxShards.checkIndex(shard, shards));
     }
 
     /** The shards member {@code member} owns. */
     public synchronized Set<Integer> shardsOf(int member) {
-        Set<Integer> s = new TreeSet<>();
-        for (int i = 0; i < shards; i++) {
-            if (owner[i] != null && owner[i].index == member) {
-                s.add(i);
-            }
-        }
-        return s;
+        return assignment.owned(member);
     }
 
     /** The number of members that joined, have not left and whose session has not expired. */
@@ -82,13 +103,8 @@ public final class InMemoryShardedLeaderGroup {
      * @return false if the shard has no owner or is already being revoked
      */
     public synchronized boolean move(int shard, int to) {
-        OutboxShards.checkIndex(shard, shards);
-        if (owner[shard] == null || revoking[shard]) {
-            return false;
-        }
-        target[shard] = members.get(to);
-        revoke(shard);
-        return true;
+        Objects.checkIndex(to, members.size());
+        return assignment.move(OutboxShards.checkIndex(shard, shards), to);
     }
 
     /**
@@ -103,122 +119,18 @@ public final class InMemoryShardedLeaderGroup {
             return false;
         }
         m.out = true;
-        Set<Integer> lost = takeFrom(m);
+        Set<Integer> lost = assignment.takeAll(member);
         if (!lost.isEmpty()) {
             m.events.add(() -> m.listener.lost(lost));
         }
-        m.events.add(() -> m.rejoin());
-        grantUnowned();
+        m.events.add(m::rejoin);
+        assignment.grantUnowned();
         return true;
     }
 
     /** While true, heartbeats on {@code shard}'s channel are lost: its leader fences itself. */
     public synchronized void stallHeartbeats(int shard, boolean stall) {
         stalled[OutboxShards.checkIndex(shard, shards)] = stall;
-    }
-
-    private Set<Integer> takeFrom(Member m) {
-        Set<Integer> had = new TreeSet<>();
-        for (int i = 0; i < shards; i++) {
-            if (owner[i] == m) {
-                owner[i] = null;
-                revoking[i] = false;
-                had.add(i);
-            }
-            if (target[i] == m) {
-                target[i] = null;
-            }
-        }
-        return had;
-    }
-
-    private void revoke(int shard) {
-        Member old = owner[shard];
-        revoking[shard] = true;
-        old.events.add(() -> {
-            old.listener.revoked(Set.of(shard)); // blocks until drained: outside the group's lock
-            released(shard, old);
-        });
-    }
-
-    private synchronized void released(int shard, Member old) {
-        if (owner[shard] != old || !revoking[shard]) {
-            return; // taken from it meanwhile (its session expired, or it left)
-        }
-        owner[shard] = null;
-        revoking[shard] = false;
-        Member to = target[shard];
-        target[shard] = null;
-        if (to != null && to.eligible()) {
-            grant(shard, to);
-        } else {
-            grantUnowned();
-        }
-    }
-
-    private void grant(int shard, Member to) {
-        owner[shard] = to;
-        to.events.add(() -> to.listener.assigned(Set.of(shard)));
-    }
-
-    private void grantUnowned() {
-        for (int i = 0; i < shards; i++) {
-            if (owner[i] == null) {
-                Member to = leastLoaded();
-                if (to == null) {
-                    return;
-                }
-                grant(i, to);
-            }
-        }
-    }
-
-    private Member leastLoaded() {
-        Member best = null;
-        for (Member m : members) {
-            if (m.eligible() && (best == null || load(m) < load(best))) {
-                best = m;
-            }
-        }
-        return best;
-    }
-
-    private int load(Member m) {
-        int n = 0;
-        for (int i = 0; i < shards; i++) {
-            if (owner[i] == m && !revoking[i] || target[i] == m) {
-                n++;
-            }
-        }
-        return n;
-    }
-
-    /** A member (re)joined: it is given the unowned shards, then takes its share from the busiest members. */
-    private void joined(Member m) {
-        grantUnowned();
-        int share = shards / size();
-        while (load(m) < share) {
-            Member busiest = null;
-            for (Member c : members) {
-                if (c != m && c.eligible() && (busiest == null || load(c) > load(busiest))) {
-                    busiest = c;
-                }
-            }
-            if (busiest == null || load(busiest) <= share) {
-                return;
-            }
-            int moved = -1;
-            for (int i = shards - 1; i >= 0 && moved < 0; i--) {
-                if (owner[i] == busiest && !revoking[i]) {
-                    moved = i;
-                }
-            }
-            if (moved < 0) {
-                return;
-            }
-            target[moved] = m;
-            revoke(moved);
-        }
     }
 
     private final class Member implements ShardedLeaderTransport {
@@ -240,7 +152,7 @@ public final class InMemoryShardedLeaderGroup {
             synchronized (InMemoryShardedLeaderGroup.this) {
                 if (joined && out) {
                     out = false;
-                    joined(this);
+                    assignment.joined(index);
                 }
             }
         }
@@ -255,7 +167,7 @@ public final class InMemoryShardedLeaderGroup {
             this.listener = listener;
             synchronized (InMemoryShardedLeaderGroup.this) {
                 joined = true;
-                joined(this);
+                assignment.joined(index);
             }
         }
 
@@ -275,7 +187,7 @@ public final class InMemoryShardedLeaderGroup {
         @Override
         public void publish(int shard, Heartbeat heartbeat) {
             synchronized (InMemoryShardedLeaderGroup.this) {
-                if (owner[shard] == this && !stalled[shard]) {
+                if (assignment.owner(shard) == index && !stalled[shard]) {
                     events.add(() -> listener.heartbeat(shard, heartbeat));
                 }
             }
@@ -289,14 +201,14 @@ public final class InMemoryShardedLeaderGroup {
                     return;
                 }
                 joined = false;
-                had = takeFrom(this);
+                had = assignment.takeAll(index);
             }
             events.clear();
             if (!had.isEmpty() && listener != null) {
                 listener.revoked(had); // as a Kafka consumer's close does
             }
             synchronized (InMemoryShardedLeaderGroup.this) {
-                grantUnowned();
+                assignment.grantUnowned();
             }
         }
 

@@ -2,15 +2,16 @@ package dev.outbox.testkit.sim;
 
 import dev.outbox.spi.Heartbeat;
 import dev.outbox.spi.ShardedLeaderTransport;
+import dev.outbox.testkit.ShardAssignment;
 
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
-import java.util.TreeSet;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
+import java.util.function.Consumer;
 import java.util.function.IntConsumer;
 import java.util.function.Predicate;
 
@@ -30,57 +31,92 @@ final class SimShardedLeaderGroup {
     private final int shards;
     private final Predicate<String> cutOff;
     private final IntConsumer changed;
-    private final java.util.function.Consumer<String> trace;
+    private final Consumer<String> trace;
     private final boolean grantBeforeDrain;
     private final List<Member> members = new ArrayList<>();
-    private final Member[] owner;
-    private final boolean[] revoking;
-    private final Member[] target;
+    private final ShardAssignment assignment;
     private final boolean[] stalledShard;
     /** Members with events queued since the last {@link #wake()}. */
     private final List<Member> toWake = new ArrayList<>();
 
     /**
-     * @param cutOff           whether a member is cut off from the group (its heartbeats are lost, it cannot rejoin)
+     * @param cutOff           whether a member is cut off from the group (its heartbeats are lost, it is given no
+     *                         shard, and it cannot rejoin)
      * @param changed          told of every change to a shard's assignment (for the G4 check)
      * @param trace            told what the group does, for the run's trace
      * @param grantBeforeDrain the planted bug: grant a revoked shard to its next owner at once, without waiting
      *                         for the old owner's drain
      */
     SimShardedLeaderGroup(SimScheduler sched, int shards, Predicate<String> cutOff, IntConsumer changed,
-                          java.util.function.Consumer<String> trace, boolean grantBeforeDrain) {
+                          Consumer<String> trace, boolean grantBeforeDrain) {
         this.sched = sched;
         this.shards = shards;
         this.cutOff = cutOff;
         this.changed = changed;
         this.trace = trace;
         this.grantBeforeDrain = grantBeforeDrain;
-        this.owner = new Member[shards];
-        this.revoking = new boolean[shards];
-        this.target = new Member[shards];
         this.stalledShard = new boolean[shards];
+        this.assignment = new ShardAssignment(shards, new ShardAssignment.Group() {
+            @Override
+            public int members() {
+                return members.size();
+            }
+
+            @Override
+            public boolean eligible(int member) {
+                return members.get(member).eligible();
+            }
+
+            @Override
+            public void granted(int shard, int member) {
+                Member to = members.get(member);
+                changed.accept(shard);
+                trace.accept("group: grants shard " + shard + " to " + to.name);
+                to.post(() -> to.listener.assigned(Set.of(shard)));
+            }
+
+            @Override
+            public void revoking(int shard, int member) {
+                Member old = members.get(member);
+                changed.accept(shard);
+                trace.accept("group: revokes shard " + shard + " from " + old.name);
+                if (grantBeforeDrain) {
+                    // The planted bug: the next owner is given the shard while the old one may still be draining.
+                    old.post(() -> old.listener.revoked(Set.of(shard)));
+                    assignment.released(shard, member);
+                    return;
+                }
+                old.post(() -> {
+                    old.listener.revoked(Set.of(shard));
+                    trace.accept("group: " + old.name + " released shard " + shard);
+                    assignment.released(shard, member);
+                    wake();
+                });
+            }
+
+            @Override
+            public int pick(int from, int to, List<Integer> candidates) {
+                return sched.choose(candidates.size(), "group: which shard of " + members.get(from).name
+                        + " moves to " + members.get(to).name + " " + candidates);
+            }
+        });
     }
 
     ShardedLeaderTransport newMember(String name) {
-        Member m = new Member(name);
+        Member m = new Member(members.size(), name);
         members.add(m);
         return m;
     }
 
     /** The owner of {@code shard}'s name, or null. */
     String owner(int shard) {
-        return owner[shard] == null ? null : owner[shard].name;
+        int m = assignment.owner(shard);
+        return m < 0 ? null : members.get(m).name;
     }
 
     /** The shards {@code name} owns. */
     Set<Integer> owned(String name) {
-        Set<Integer> s = new TreeSet<>();
-        for (int i = 0; i < shards; i++) {
-            if (owner[i] != null && owner[i].name.equals(name)) {
-                s.add(i);
-            }
-        }
-        return s;
+        return assignment.owned(member(name).index);
     }
 
     /** The members that may be given shards: joined, not expired, not cut off. */
@@ -96,13 +132,7 @@ final class SimShardedLeaderGroup {
 
     /** Shards with an owner and no revocation under way: those {@link #move} may move. */
     List<Integer> movable() {
-        List<Integer> l = new ArrayList<>();
-        for (int i = 0; i < shards; i++) {
-            if (owner[i] != null && !revoking[i]) {
-                l.add(i);
-            }
-        }
-        return l;
+        return assignment.movable();
     }
 
     /**
@@ -111,15 +141,7 @@ final class SimShardedLeaderGroup {
      */
     boolean settled(String name) {
         Member m = member(name);
-        if (!m.events.isEmpty()) {
-            return false;
-        }
-        for (int i = 0; i < shards; i++) {
-            if (owner[i] == m && revoking[i]) {
-                return false;
-            }
-        }
-        return true;
+        return m.events.isEmpty() && !assignment.revokingFrom(m.index);
     }
 
     /** Whether {@code shard}'s heartbeats are lost (its channel stalls), for the owner and anyone after it. */
@@ -129,17 +151,13 @@ final class SimShardedLeaderGroup {
 
     /**
      * An orderly move of {@code shard} to {@code to}: its owner is told it is revoked, and once that returned (the
-     * drain), the shard is granted to {@code to} (or, if {@code to} left meanwhile, to the least loaded member).
+     * drain), the shard is granted to {@code to} (or, if {@code to} is no longer eligible, to the least loaded
+     * member).
      */
     boolean move(int shard, String to) {
-        Member old = owner[shard];
-        if (old == null || revoking[shard]) {
-            return false;
-        }
-        target[shard] = member(to);
-        revoke(shard);
+        boolean moved = assignment.move(shard, member(to).index);
         wake();
-        return true;
+        return moved;
     }
 
     /**
@@ -152,18 +170,8 @@ final class SimShardedLeaderGroup {
             return false;
         }
         m.out = true;
-        Set<Integer> lost = new TreeSet<>();
-        for (int i = 0; i < shards; i++) {
-            if (owner[i] == m) {
-                owner[i] = null;
-                revoking[i] = false;
-                lost.add(i);
-                changed.accept(i);
-            }
-            if (target[i] == m) {
-                target[i] = null;
-            }
-        }
+        Set<Integer> lost = assignment.takeAll(m.index);
+        lost.forEach(changed::accept);
         trace.accept("group: " + name + "'s session expired" + (lost.isEmpty() ? "" : "; it loses shards " + lost));
         if (!lost.isEmpty()) {
             m.post(() -> {
@@ -171,7 +179,7 @@ final class SimShardedLeaderGroup {
                 m.listener.lost(lost);
             });
         }
-        grantUnowned();
+        assignment.grantUnowned();
         wake();
         return true;
     }
@@ -197,137 +205,20 @@ final class SimShardedLeaderGroup {
         throw new IllegalArgumentException("no member " + name);
     }
 
-    private void revoke(int shard) {
-        Member old = owner[shard];
-        revoking[shard] = true;
-        changed.accept(shard);
-        trace.accept("group: revokes shard " + shard + " from " + old.name + (target[shard] == null ? ""
-                : " for " + target[shard].name));
-        if (grantBeforeDrain) {
-            // The planted bug: the next owner is given the shard while the old one may still be draining.
-            old.post(() -> old.listener.revoked(Set.of(shard)));
-            released(shard, old);
-            return;
-        }
-        old.post(() -> {
-            old.listener.revoked(Set.of(shard));
-            trace.accept("group: " + old.name + " released shard " + shard);
-            released(shard, old);
-            wake();
-        });
-    }
-
-    /** {@code old}'s revocation of {@code shard} returned: the shard goes on, unless it already did. */
-    private void released(int shard, Member old) {
-        if (owner[shard] != old || !revoking[shard]) {
-            return; // taken from it meanwhile (its session expired, or it left)
-        }
-        owner[shard] = null;
-        revoking[shard] = false;
-        Member to = target[shard];
-        target[shard] = null;
-        if (to != null && to.eligible()) {
-            grant(shard, to);
-        } else {
-            grantUnowned();
-        }
-    }
-
-    private void grant(int shard, Member to) {
-        owner[shard] = to;
-        changed.accept(shard);
-        trace.accept("group: grants shard " + shard + " to " + to.name);
-        to.post(() -> to.listener.assigned(Set.of(shard)));
-    }
-
-    /** Grants every shard without an owner to the least loaded eligible member (the first such, on a tie). */
-    private void grantUnowned() {
-        for (int i = 0; i < shards; i++) {
-            if (owner[i] == null) {
-                Member to = leastLoaded();
-                if (to == null) {
-                    return;
-                }
-                grant(i, to);
-            }
-        }
-    }
-
-    private Member leastLoaded() {
-        Member best = null;
-        int fewest = Integer.MAX_VALUE;
-        for (Member m : members) {
-            if (m.eligible()) {
-                int n = load(m);
-                if (n < fewest) {
-                    best = m;
-                    fewest = n;
-                }
-            }
-        }
-        return best;
-    }
-
-    /** The shards {@code m} owns or is about to be given. */
-    private int load(Member m) {
-        int n = 0;
-        for (int i = 0; i < shards; i++) {
-            if (owner[i] == m && !revoking[i] || target[i] == m) {
-                n++;
-            }
-        }
-        return n;
-    }
-
-    /**
-     * A member (re)joined: unowned shards are granted, then the newcomer takes shards from the busiest members
-     * until it has its share, each by an orderly move (which of the busiest member's shards: the simulation's
-     * choice).
-     */
-    private void joined(Member m) {
-        grantUnowned();
-        int live = live().size();
-        int share = live == 0 ? 0 : shards / live;
-        while (load(m) < share) {
-            Member busiest = null;
-            for (Member c : members) {
-                if (c != m && c.eligible() && (busiest == null || load(c) > load(busiest))) {
-                    busiest = c;
-                }
-            }
-            if (busiest == null || load(busiest) <= share) {
-                return;
-            }
-            List<Integer> theirs = new ArrayList<>();
-            for (int i = 0; i < shards; i++) {
-                if (owner[i] == busiest && !revoking[i]) {
-                    theirs.add(i);
-                }
-            }
-            if (theirs.isEmpty()) {
-                return; // all it will have is still on its way to it
-            }
-            int s = theirs.get(sched.choose(theirs.size(), "group: which shard of " + busiest.name + " moves to "
-                    + m.name + " " + theirs));
-            target[s] = m;
-            revoke(s);
-        }
-    }
-
     @Override
     public String toString() {
-        StringBuilder sb = new StringBuilder();
+        StringBuilder sb = new StringBuilder(assignment.toString());
         for (int i = 0; i < shards; i++) {
-            sb.append(i).append('=').append(owner[i] == null ? "-" : owner[i].name).append(revoking[i] ? ">" : "")
-                    .append(target[i] == null ? "" : target[i].name).append(stalledShard[i] ? "!" : "").append(' ');
+            sb.append(stalledShard[i] ? " stalled " + i : "");
         }
         for (Member m : members) {
-            sb.append(m.name).append(m.joined ? "" : " left").append(m.out ? " out" : "").append(' ');
+            sb.append(' ').append(m.name).append(m.joined ? "" : " left").append(m.out ? " out" : "");
         }
         return sb.toString();
     }
 
     private final class Member implements ShardedLeaderTransport {
+        final int index;
         final String name;
         final Lock lock = sched.newLock();
         final Condition posted = lock.newCondition();
@@ -337,7 +228,8 @@ final class SimShardedLeaderGroup {
         /** Expired: given no shard until it polls again while not cut off. */
         boolean out;
 
-        Member(String name) {
+        Member(int index, String name) {
+            this.index = index;
             this.name = name;
         }
 
@@ -373,7 +265,7 @@ final class SimShardedLeaderGroup {
         public void start(Listener listener) {
             this.listener = listener;
             joined = true;
-            joined(this);
+            assignment.joined(index);
             wake();
         }
 
@@ -382,7 +274,7 @@ final class SimShardedLeaderGroup {
             if (out && joined && !cutOff.test(name)) {
                 out = false; // reaches the group again: rejoins as a new member
                 trace.accept("group: " + name + " rejoins");
-                joined(this);
+                assignment.joined(index);
                 wake();
             }
             List<Runnable> todo = new ArrayList<>();
@@ -406,7 +298,7 @@ final class SimShardedLeaderGroup {
 
         @Override
         public void publish(int shard, Heartbeat heartbeat) {
-            if (owner[shard] == this && !cutOff.test(name) && !stalledShard[shard]) {
+            if (assignment.owner(shard) == index && !cutOff.test(name) && !stalledShard[shard]) {
                 Listener l = listener;
                 post(() -> l.heartbeat(shard, heartbeat));
                 wake();
@@ -419,24 +311,14 @@ final class SimShardedLeaderGroup {
                 return;
             }
             joined = false;
-            Set<Integer> had = new TreeSet<>();
-            for (int i = 0; i < shards; i++) {
-                if (owner[i] == this) {
-                    owner[i] = null;
-                    revoking[i] = false;
-                    had.add(i);
-                    changed.accept(i);
-                }
-                if (target[i] == this) {
-                    target[i] = null;
-                }
-            }
+            Set<Integer> had = assignment.takeAll(index);
+            had.forEach(changed::accept);
             events.clear();
             trace.accept("group: " + name + " left" + (had.isEmpty() ? "" : ", releasing shards " + had));
             if (!had.isEmpty() && listener != null) {
                 listener.revoked(had); // as a Kafka consumer's close does; its harvests have stopped by now
             }
-            grantUnowned();
+            assignment.grantUnowned();
             wake();
         }
 
