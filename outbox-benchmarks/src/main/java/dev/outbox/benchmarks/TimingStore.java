@@ -80,6 +80,17 @@ final class TimingStore implements Store {
     }
 
     @Override
+    public int shards() {
+        return delegate.shards();
+    }
+
+    /** The delegate's shard, timed into this store's counters (the summary adds the shards up). */
+    @Override
+    public Store shard(int index) {
+        return delegate.shards() == 1 ? Store.super.shard(index) : new TimingStore(delegate.shard(index), this);
+    }
+
+    @Override
     public Publisher publisher() {
         return delegate.publisher();
     }
