@@ -262,11 +262,10 @@ class SimulationTest {
     }
 
     /**
-     * Seeds per sharded configuration: 20 in every build (80 over the four, about 13 s on the loaded 2-core machine),
-     * more with the long exploration's {@code -Doutbox.sim.seeds} (a fiftieth of it), or exactly
-     * {@code -Doutbox.sim.shardedSeeds}.
+     * Seeds per sharded configuration: 40 in every build (160 over the four), more with the long exploration's
+     * {@code -Doutbox.sim.seeds} (a fiftieth of it), or exactly {@code -Doutbox.sim.shardedSeeds}.
      */
-    private static final int SHARDED_SEEDS = Integer.getInteger("outbox.sim.shardedSeeds", Math.max(20, SEEDS / 50));
+    private static final int SHARDED_SEEDS = Integer.getInteger("outbox.sim.shardedSeeds", Math.max(40, SEEDS / 50));
 
     /**
      * A sharded outbox: 4 shards over 2 dispatchers ({@code ShardedDispatcher}s, each an engine per shard and the
@@ -274,8 +273,9 @@ class SimulationTest {
      * all four shards), with shard leadership moving at 3 points the run chooses (each one of: an orderly move of a
      * shard, a join, a leave, a dispatcher cut off from the group or paused past its session, a shard's heartbeats
      * stalling), on top of the moves that spread the shards when the dispatchers join, and every other fault once.
-     * A run costs mostly the hand-overs between the 8 to 12 engines' threads (about 1,500 choices a run, some 150 ms
-     * here); a poll interval of 200 ms (5 heartbeats per lease) cut the choices by about a quarter.
+     * A run costs mostly the hand-overs between the 8 to 12 engines' threads (about 1,500 choices a run: 50 to 150 ms
+     * on the loaded 2-core machine); a poll interval of 200 ms (5 heartbeats per lease) cut the choices by about a
+     * quarter.
      */
     static Simulation.Builder sharded(DispatcherConfig.Harvest harvest, boolean fencing) {
         return Simulation.builder().harvest(harvest).shards(4).keys(6, 2).dispatchers(2).joins(1).rebalances(3)
@@ -346,7 +346,7 @@ class SimulationTest {
      * A planted sharding bug in the group (the transport's side of the hand-over): an orderly revocation grants the
      * shard to its next owner at once instead of once the old owner drained, so that the old owner still sends the
      * shard's records in flight after the new one took over. Found by the sharded seeds of the main configuration
-     * (at seed 2 when this was written; the test allows twice the build's seeds).
+     * (at the first seed when this was written; the test allows twice the build's seeds).
      */
     @Test
     void aRevokedShardGrantedBeforeItsDrainIsFoundByTheShardedSeeds() {
