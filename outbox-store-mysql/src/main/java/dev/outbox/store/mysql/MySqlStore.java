@@ -610,6 +610,11 @@ public final class MySqlStore extends SqlStore {
                 + (shardIndex() < 0 ? where : shardAnd() + "(" + where + ")") + " ORDER BY id LIMIT ?";
     }
 
+    /** The mark's first statement (its candidates), for tests that check plans. */
+    String candidatesSql() {
+        return candidatesSql;
+    }
+
     /** {@code " (shard <i>)"} for a shard's view, for messages; empty for the whole outbox. */
     private String shardName() {
         return shardIndex() < 0 ? "" : " (shard " + shardIndex() + ")";

@@ -131,12 +131,28 @@ abstract class MySqlShardsTests {
         String index = store.table().replace("`", "") + "_shard";
         assertRangeScanOf(index, shard.readSql(true, 0), List.of(0L));
         assertRangeScanOf(index, shard.readSql(true, 2), List.of(100L, 5L, 10L, 20L, 30L));
+        assertMarkWalksOf(index, shard.candidatesSql());
         long inShard = MySqlTestSupport.queryLong(admin, "SELECT COUNT(*) FROM " + store.table() + " WHERE shard = 2");
         assertThat(shard.backlog()).isEqualTo(inShard).isLessThan(2_000);
         assertThat(shard.read(0, List.of(), 10_000).rows().records()).hasSize((int) inShard)
                 .allSatisfy(r -> assertThat(OutboxShards.shardOf(r.key(), 4)).isEqualTo(2));
         assertThat(shard.mark(UUID.randomUUID(), 10_000).records()).hasSize((int) inShard)
                 .allSatisfy(r -> assertThat(OutboxShards.shardOf(r.key(), 4)).isEqualTo(2));
+    }
+
+    private void assertMarkWalksOf(String index, String sql) throws SQLException {
+        try (Connection c = admin.getConnection(); PreparedStatement s = c.prepareStatement("EXPLAIN " + sql)) {
+            s.setBytes(1, new byte[16]);
+            s.setInt(2, 100);
+            try (ResultSet rs = s.executeQuery()) {
+                assertThat(rs.next()).isTrue();
+                String plan = rs.getString("type") + " / " + rs.getString("key") + " / " + rs.getString("Extra");
+                assertThat(rs.getString("type")).as(plan).isIn("ref", "range");
+                assertThat(rs.getString("key")).as(plan).isEqualTo(index);
+                assertThat(String.valueOf(rs.getString("Extra"))).as(plan)
+                        .doesNotContainIgnoringCase("filesort").doesNotContainIgnoringCase("temporary");
+            }
+        }
     }
 
     private void assertRangeScanOf(String index, String sql, List<Long> values) throws SQLException {
