@@ -124,6 +124,14 @@ import java.util.function.Consumer;
  * a write whose read waited for the increment reads the new epoch and fails with
  * {@link dev.outbox.spi.StoreFencedException}. One more statement per write transaction.
  *
+ * <h2>Shards</h2>
+ * With {@link Builder#shards shards(n)} above 1, the DDL adds a stored generated column {@code shard} (the md5 of the
+ * key modulo n, {@link dev.outbox.OutboxShards#shardOf}) and an index on {@code (shard, id)}; {@link #shard}{@code (i)}
+ * is this store with {@code shard = i} in the conditions of its mark, read, backlog and oldest create time, walking
+ * that index ({@code FORCE INDEX}) where the whole outbox walks the primary key, and with its epoch in row
+ * {@code i + 1} of the leader table. The store refuses a table made for another count ({@link #checkShards()});
+ * {@link #reshard()} changes a table's count while no dispatcher runs. See the README's "Sharded harvest".
+ *
  * <h2>Timeouts</h2>
  * Every statement carries the configured {@link Builder#statementTimeout statement timeout} as a JDBC query
  * timeout (whole seconds, rounded up; Connector/J then cancels the statement with {@code KILL QUERY}, which also
@@ -600,6 +608,11 @@ public final class MySqlStore extends SqlStore {
         }
         return "SELECT " + RowReader.COLUMNS + " FROM " + names.outbox() + " FORCE INDEX (" + harvestIndex + ") WHERE "
                 + (shardIndex() < 0 ? where : shardAnd() + "(" + where + ")") + " ORDER BY id LIMIT ?";
+    }
+
+    /** The mark's first statement (its candidates), for tests that check plans. */
+    String candidatesSql() {
+        return candidatesSql;
     }
 
     /** {@code " (shard <i>)"} for a shard's view, for messages; empty for the whole outbox. */

@@ -121,6 +121,14 @@ import java.util.OptionalLong;
  * committed (READ COMMITTED) and changes nothing; it then fails with {@link dev.outbox.spi.StoreFencedException}.
  * The WAL harvest is not fenced here: its slot already admits one reader at a time.
  *
+ * <h2>Shards</h2>
+ * With {@link Builder#shards shards(n)} above 1, the DDL adds a stored generated column {@code shard} (the md5 of the
+ * key modulo n, {@link dev.outbox.OutboxShards#shardOf}) and an index on {@code (shard, id)}; {@link #shard}{@code (i)}
+ * is this store with {@code shard} in the conditions of its mark, read, backlog and oldest create time, and its epoch
+ * in row {@code i + 1} of the leader table. The store refuses a table made for another count
+ * ({@link #checkShards()}); {@link #reshard()} changes a table's count while no dispatcher runs. See the README's
+ * "Sharded harvest".
+ *
  * <h2>The WAL harvest</h2>
  * With {@link Builder#walHarvest(WalHarvest)} the outbox lives in the write-ahead log instead of the table: the
  * {@link #publisher()} emits each message as a transactional logical message (format: {@code WalCodec}), and the

@@ -216,7 +216,7 @@ class PostgresShardsTest {
 
     /**
      * A sharded outbox on the real server, drained by one dispatcher that leads every shard (no leader transport):
-     * each harvest, every row delivered once in key order, each shard's epoch taken in a row of its own.
+     * each harvest, every row delivered, per key never going back, each shard's epoch taken in a row of its own.
      */
     @Test
     void oneDispatcherDrainsEveryShardInKeyOrder() {
@@ -227,7 +227,7 @@ class PostgresShardsTest {
             int n = 400;
             dev.outbox.DispatcherConfig config = dev.outbox.DispatcherConfig.builder().harvest(harvest)
                     .markBatchSize(100).pollInterval(java.time.Duration.ofMillis(20))
-                    .heartbeatTimeout(java.time.Duration.ofMillis(500)).build();
+                    .build(); // the default heartbeat timeout: a loaded build machine must not depose the leader
             try (dev.outbox.Dispatcher d = dev.outbox.Dispatcher.builder(store, broker).config(config).name("sharded")
                     .build()) {
                 d.start();
@@ -248,7 +248,8 @@ class PostgresShardsTest {
             for (dev.outbox.OutboxRecord r : broker.delivered()) {
                 int v = Integer.parseInt(new String(r.message().value(), java.nio.charset.StandardCharsets.UTF_8));
                 Integer before = last.put(r.key(), v);
-                assertThat(before == null || before < v).as("%s: key %s sent %d after %d", harvest, r.key(), v,
+                // G2: a retry may repeat a key's latest message (G4: after a change of leader), never go back
+                assertThat(before == null || before <= v).as("%s: key %s sent %d after %d", harvest, r.key(), v,
                         before).isTrue();
                 seen.add(r.key() + "/" + v);
             }

@@ -155,7 +155,7 @@ public abstract class SqlStore implements Store, ParkedRecords {
         int tableShards = expression.isEmpty() ? 1 : shardCountOf(expression.get());
         if (tableShards != shardCount) {
             throw new StoreException(names.outbox() + " is made for " + tableShards + " shard(s)"
-                    + (expression.isEmpty() ? " (it has no generated shard column)"
+                    + (expression.isEmpty() ? " (it has no generated shard column, or does not exist yet)"
                     : " (its shard column is " + expression.get() + ")") + ", but this store is configured with "
                     + shardCount + " shard(s): start every dispatcher with shards(" + tableShards + "), or change the"
                     + " table's count while no dispatcher runs (README, \"Sharded harvest\")", null, false);
