@@ -60,7 +60,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Both outboxes share the processes, the Kafka and the session timeout's wait, so the two databases cost little more
  * than one; the fourth process boots with the others and joins on a word, so that its JVM's start is not waited
  * for. The floor is the leader group's session timeout (6 s, the broker's minimum) plus the processes' start and
- * two rebalances: 41–92 s measured on the shared 2-core machine at load averages of 25–50 (four builds at once).
+ * two rebalances: 33 s measured (with the servers already up) on the 2-core machine at a load average of 13–20,
+ * up to 92 s at 50 (four builds at once).
  * Child logs go to {@code target/sharded-e2e-<process>.log}. To run it alone:
  * {@code ./mvnw -B -pl outbox-integration-tests -am verify -Dtest=ShardedKafkaEndToEndTest
  * -Dsurefire.failIfNoSpecifiedTests=false} (add {@code -Doutbox.e2e.seed=<seed>} to repeat a run's keys).
