@@ -229,7 +229,8 @@ public final class MySqlStore extends SqlStore {
                 + "leader_id <> ? ORDER BY id LIMIT ?";
         String inShard = shard < 0 ? "" : " WHERE shard = " + shard;
         this.backlogSql = "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM " + t + inShard + " LIMIT "
-                + (EXACT_BACKLOG_LIMIT + 1) + ") head), (SELECT MAX(id) - MIN(id) + 1 FROM " + t + inShard + ")";
+                + (EXACT_BACKLOG_LIMIT + 1) + ") head), (SELECT " + (shard < 0 ? "MAX(id) - MIN(id) + 1"
+                : "(MAX(id) - MIN(id) + 1) DIV " + shardCount()) + " FROM " + t + inShard + ")";
         this.parkedSql = "SELECT id, topic, `key`, attempts, reason, UNIX_TIMESTAMP(parked_at) FROM " + names.parked()
                 + " ORDER BY id LIMIT ?";
         this.parkedCountSql = "SELECT COUNT(*) FROM " + names.parked();
@@ -943,7 +944,8 @@ public final class MySqlStore extends SqlStore {
      * The rows in the outbox table, marked or not. Exact up to {@value #EXACT_BACKLOG_LIMIT} rows (it counts the
      * head of the table); above that, the span of ids ({@code MAX(id) - MIN(id) + 1}, read from the ends of the
      * primary key), an upper bound that overcounts by the ids of rows already delivered, parked or rolled back in
-     * between.
+     * between. A shard's view: the span of the shard's ids divided by the shard count (the other shards' ids lie
+     * in between), an estimate.
      */
     @Override
     public long backlog() {
