@@ -49,6 +49,8 @@ public final class ShardedDispatcher implements Dispatcher {
     private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
     private final Latch closed;
     private EngineRuntime.Worker poller;
+    /** The error the shard poller died of (the transport refused to start, say), if it did. */
+    private volatile Throwable pollerError;
 
     /**
      * @param transport the shards' leader transport, or null when this is the only dispatcher (it leads every
@@ -98,6 +100,7 @@ public final class ShardedDispatcher implements Dispatcher {
                     channels.run();
                 } catch (Throwable e) {
                     log.error("{}: the shard poller died; closing the dispatcher", name, e);
+                    pollerError = e;
                     runtime.start(name + "-closer", this::close);
                 }
             });
@@ -176,6 +179,10 @@ public final class ShardedDispatcher implements Dispatcher {
     @Override
     public void await() throws InterruptedException {
         closed.await();
+        if (pollerError != null) {
+            throw new OutboxException("dispatcher '" + name + "' stopped: its shard leader transport failed",
+                    pollerError);
+        }
         for (DefaultDispatcher d : shards) {
             Throwable e = d.fatalError();
             if (e != null) {

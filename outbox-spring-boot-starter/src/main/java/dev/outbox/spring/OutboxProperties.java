@@ -70,6 +70,14 @@ public final class OutboxProperties {
          * publisher wakes a leader in the same process after each commit either way.
          */
         private boolean commitNotifications = true;
+        /**
+         * How many shards the outbox is split into, 1 to 256 (README, "Sharded harvest"): each shard is harvested by
+         * a leader of its own. The store refuses a table made for another count, naming both. The shipped Flyway and
+         * Liquibase migrations create an unsharded table: with more than 1, let {@code create-schema} create the
+         * table, or change an existing one with the store's {@code reshard()} while no dispatcher runs. Not with
+         * the WAL harvest.
+         */
+        private int shards = 1;
         /** The Postgres WAL harvest: set {@code url} to harvest the write-ahead log instead of the table. */
         private final Wal wal = new Wal();
 
@@ -123,6 +131,14 @@ public final class OutboxProperties {
 
         public void setCreateSchema(boolean createSchema) {
             this.createSchema = createSchema;
+        }
+
+        public int getShards() {
+            return shards;
+        }
+
+        public void setShards(int shards) {
+            this.shards = shards;
         }
 
         public boolean isCommitNotifications() {

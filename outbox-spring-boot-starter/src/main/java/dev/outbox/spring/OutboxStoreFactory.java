@@ -106,8 +106,15 @@ public final class OutboxStoreFactory {
                 set(prefix + ".max-key-length", p.getMaxKeyLength(), () -> b.maxKeyLength(p.getMaxKeyLength()));
             }
             b.commitNotifications(p.isCommitNotifications());
+            set(prefix + ".shards", p.getShards(), () -> b.shards(p.getShards()));
             OutboxProperties.Wal wal = p.getWal();
             if (wal.getUrl() != null) {
+                if (p.getShards() > 1) {
+                    throw new OutboxConfigurationException(prefix + ".shards", "is " + p.getShards() + ", but the"
+                            + " WAL harvest (" + prefix + ".wal.url) cannot be sharded: it streams the outbox from"
+                            + " one replication slot, read by one leader", "set " + prefix + ".shards to 1, or remove "
+                            + prefix + ".wal.url to harvest the table", null);
+                }
                 b.walHarvest(walHarvest(prefix + ".wal", wal));
             }
             PostgresStore store = b.build();
@@ -153,6 +160,7 @@ public final class OutboxStoreFactory {
             if (p.getMaxKeyLength() != null) {
                 set(prefix + ".max-key-length", p.getMaxKeyLength(), () -> b.maxKeyLength(p.getMaxKeyLength()));
             }
+            set(prefix + ".shards", p.getShards(), () -> b.shards(p.getShards()));
             MySqlStore store = b.build();
             return new Built(store, StoreType.MYSQL, store.table(), store.parkedTable(), store::createSchema,
                     store.leaderTable());

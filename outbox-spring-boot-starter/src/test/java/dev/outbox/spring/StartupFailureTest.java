@@ -79,6 +79,24 @@ class StartupFailureTest {
     }
 
     @Test
+    void aShardCountOutOfRangeNamesOutboxStoreShards(CapturedOutput output) {
+        startFails("spring.kafka.bootstrap-servers=127.0.0.1:1", "outbox.store.shards=0");
+
+        assertThat(output).contains("APPLICATION FAILED TO START")
+                .contains("Outbox configuration property 'outbox.store.shards': '0' is not valid")
+                .contains("shard count must be between 1 and 256: 0");
+    }
+
+    @Test
+    void aShardedWalHarvestNamesOutboxStoreShards(CapturedOutput output) {
+        startFails("spring.kafka.bootstrap-servers=127.0.0.1:1", "outbox.store.shards=4",
+                "outbox.store.wal.url=" + url);
+
+        assertThat(output).contains("APPLICATION FAILED TO START")
+                .contains("Outbox configuration property 'outbox.store.shards': is 4, but the WAL harvest");
+    }
+
+    @Test
     void acksZeroNamesSpringKafkaProducerAcks(CapturedOutput output) {
         startFails("spring.kafka.bootstrap-servers=127.0.0.1:1", "spring.kafka.producer.acks=0");
 

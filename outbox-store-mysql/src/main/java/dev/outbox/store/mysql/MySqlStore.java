@@ -124,6 +124,14 @@ import java.util.function.Consumer;
  * a write whose read waited for the increment reads the new epoch and fails with
  * {@link dev.outbox.spi.StoreFencedException}. One more statement per write transaction.
  *
+ * <h2>Shards</h2>
+ * With {@link Builder#shards shards(n)} above 1, the DDL adds a stored generated column {@code shard} (the md5 of the
+ * key modulo n, {@link dev.outbox.OutboxShards#shardOf}) and an index on {@code (shard, id)}; {@link #shard}{@code (i)}
+ * is this store with {@code shard = i} in the conditions of its mark, read, backlog and oldest create time, walking
+ * that index ({@code FORCE INDEX}) where the whole outbox walks the primary key, and with its epoch in row
+ * {@code i + 1} of the leader table. The store refuses a table made for another count ({@link #checkShards()});
+ * {@link #reshard()} changes a table's count while no dispatcher runs. See the README's "Sharded harvest".
+ *
  * <h2>Timeouts</h2>
  * Every statement carries the configured {@link Builder#statementTimeout statement timeout} as a JDBC query
  * timeout (whole seconds, rounded up; Connector/J then cancels the statement with {@code KILL QUERY}, which also
@@ -193,28 +201,122 @@ public final class MySqlStore extends SqlStore {
     private final String fenceSql;
     private final Duration lateCommitWindow;
     private final long lateCommitWindowMillis;
+    /** The whole outbox, for the view of one shard; null for the whole outbox itself. */
+    private final MySqlStore whole;
+    /** The views of the shards ({@link #shard}), for a sharded whole outbox; empty otherwise. */
+    private final List<MySqlStore> views;
+    /** The index the harvest walks: the primary key, or for a shard's view the {@code (shard, id)} index. */
+    private final String harvestIndex;
 
     private MySqlStore(Builder builder) {
-        super(builder);
-        this.publisher = new MySqlPublisher(names, maxKeyLength(), decorators());
-        wakeOnCommitted(publisher); // MySQL cannot notify: a publisher in this process can (Publisher.committed)
+        this(builder, -1, null);
+    }
+
+    private MySqlStore(Builder builder, int shard, MySqlStore whole) {
+        super(builder, shard);
+        this.whole = whole;
+        this.publisher = whole != null ? whole.publisher : new MySqlPublisher(names, maxKeyLength(), decorators());
+        if (whole == null) {
+            wakeOnCommitted(publisher); // MySQL cannot notify: a publisher in this process can (Publisher.committed)
+        }
+        this.harvestIndex = shard < 0 ? "PRIMARY" : "`" + names.table() + "_shard`";
         this.lateCommitWindow = builder.lateCommitWindow;
         this.lateCommitWindowMillis = lateCommitWindow.toMillis();
 
         String t = names.outbox();
-        this.candidatesSql = "SELECT id FROM " + t + " FORCE INDEX (PRIMARY) WHERE leader_id <> ? ORDER BY id LIMIT ?";
-        this.backlogSql = "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM " + t + " LIMIT " + (EXACT_BACKLOG_LIMIT + 1)
-                + ") head), (SELECT MAX(id) - MIN(id) + 1 FROM " + t + ")";
+        // A shard's view walks the (shard, id) index: its rows in id order, past no row of another shard.
+        this.candidatesSql = "SELECT id FROM " + t + " FORCE INDEX (" + harvestIndex + ") WHERE " + shardAnd()
+                + "leader_id <> ? ORDER BY id LIMIT ?";
+        String inShard = shard < 0 ? "" : " WHERE shard = " + shard;
+        this.backlogSql = "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM " + t + inShard + " LIMIT "
+                + (EXACT_BACKLOG_LIMIT + 1) + ") head), (SELECT " + (shard < 0 ? "MAX(id) - MIN(id) + 1"
+                : "(MAX(id) - MIN(id) + 1) DIV " + shardCount()) + " FROM " + t + inShard + ")";
         this.parkedSql = "SELECT id, topic, `key`, attempts, reason, UNIX_TIMESTAMP(parked_at) FROM " + names.parked()
                 + " ORDER BY id LIMIT ?";
         this.parkedCountSql = "SELECT COUNT(*) FROM " + names.parked();
-        this.oldestSql = "SELECT UNIX_TIMESTAMP(create_time) FROM " + names.outbox() + " ORDER BY id LIMIT 1";
+        this.oldestSql = "SELECT UNIX_TIMESTAMP(create_time) FROM " + names.outbox()
+                + (shard < 0 ? "" : " FORCE INDEX (" + harvestIndex + ")" + inShard) + " ORDER BY id LIMIT 1";
         String l = names.leader();
-        this.takeEpochSql = "INSERT INTO " + l + " (id, epoch) VALUES (1, 1) ON DUPLICATE KEY UPDATE epoch = epoch + 1,"
-                + " acquired_at = CURRENT_TIMESTAMP(6)";
-        this.epochSql = "SELECT epoch FROM " + l + " WHERE id = 1";
+        // Each shard has its epoch in a row of its own (shard + 1); a sharded outbox's whole store, row 0.
+        this.takeEpochSql = "INSERT INTO " + l + " (id, epoch) VALUES (" + leaderRow() + ", 1) ON DUPLICATE KEY UPDATE"
+                + " epoch = epoch + 1, acquired_at = CURRENT_TIMESTAMP(6)";
+        this.epochSql = "SELECT epoch FROM " + l + " WHERE id = " + leaderRow();
         // MariaDB has no FOR SHARE before 10.10; both servers take LOCK IN SHARE MODE.
         this.fenceSql = epochSql + " LOCK IN SHARE MODE";
+        List<MySqlStore> shards = new ArrayList<>();
+        if (shard < 0 && shardCount() > 1) {
+            for (int i = 0; i < shardCount(); i++) {
+                shards.add(new MySqlStore(builder, i, this));
+            }
+        }
+        this.views = List.copyOf(shards);
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>The view is a store of this class over the same table whose mark, read, backlog and oldest create time add
+     * {@code shard = <index>} to their conditions and walk the {@code (shard, id)} index, and whose epoch is the
+     * leader table's row {@code index + 1}.
+     */
+    @Override
+    public Store shard(int index) {
+        dev.outbox.OutboxShards.checkIndex(index, shards());
+        return views.isEmpty() ? this : views.get(index);
+    }
+
+    /** A shard's view is woken by the whole outbox's publishers: a commit to any shard wakes every shard. */
+    @Override
+    public CommitWatch watchCommits(Runnable wakeUp) {
+        return whole != null ? whole.watchCommits(wakeUp) : super.watchCommits(wakeUp);
+    }
+
+    @Override
+    protected Optional<String> shardExpression() {
+        return inTransaction("reading the shard column of " + names.outbox(), handle ->
+                timed(handle.createQuery("SELECT generation_expression FROM information_schema.columns"
+                        + " WHERE table_schema = COALESCE(?, DATABASE()) AND table_name = ? AND column_name = 'shard'"
+                        + " AND generation_expression IS NOT NULL AND generation_expression <> ''"))
+                        .bind(0, names.schema()).bind(1, names.table()).mapTo(String.class).findOne());
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>MySQL and MariaDB: drops the {@code shard} column and its index if {@code fromShards} is more than 1, adds them back for
+     * this count (one {@code ALTER TABLE}, which rebuilds the table), and widens the leader table's id to
+     * {@code SMALLINT} (for 1 shard, deletes the other shards' epoch rows). Each statement commits on its own (DDL
+     * is not transactional here): run it again if it stops half-way.
+     */
+    @Override
+    public String reshardSql(int fromShards) {
+        dev.outbox.OutboxShards.checkCount(fromShards);
+        String t = names.outbox();
+        String l = names.leader();
+        String index = "`" + names.table() + "_shard`";
+        // MySQL 8 has no DROP COLUMN IF EXISTS: the caller says whether the table has the column.
+        StringBuilder sql = new StringBuilder();
+        if (fromShards > 1) {
+            sql.append("ALTER TABLE ").append(t).append(" DROP INDEX ").append(index).append(", DROP COLUMN shard;\n");
+        }
+        if (shardCount() > 1) {
+            sql.append("ALTER TABLE ").append(t).append(" ADD COLUMN shard SMALLINT AS (")
+                    .append(shardSql("`key`", shardCount())).append(") STORED, ADD KEY ")
+                    .append(index).append(" (shard, id);\n")
+                    .append("ALTER TABLE ").append(l).append(" MODIFY id SMALLINT NOT NULL;\n");
+        } else {
+            sql.append("DELETE FROM ").append(l).append(" WHERE id <> 1;\n");
+        }
+        return sql.toString();
+    }
+
+    /**
+     * The MySQL and MariaDB expression of {@link dev.outbox.OutboxShards#shardOf}{@code (key, count)} for a string
+     * column or value {@code key}: its md5's first 8 hex digits read as an unsigned 32-bit integer, modulo
+     * {@code count}. {@code MD5} hashes the string's bytes in its character set, utf8mb4 in the outbox table.
+     */
+    static String shardSql(String key, int count) {
+        return "CAST(CONV(SUBSTR(MD5(" + key + "), 1, 8), 16, 10) AS UNSIGNED) % " + count;
     }
 
     /**
@@ -225,7 +327,7 @@ public final class MySqlStore extends SqlStore {
      */
     @Override
     protected long takeEpoch() {
-        return inTransaction("taking the leader epoch in " + names.leader() + " (storage fencing: the table is created"
+        return inTransaction("taking the leader epoch" + shardName() + " in " + names.leader() + " (storage fencing: the table is created"
                 + " by createSchema() and the shipped migrations; Builder.fencing(false) turns fencing off)", handle -> {
                     timed(handle.createUpdate(takeEpochSql)).execute();
                     return timed(handle.createQuery(epochSql)).mapTo(Long.class).one();
@@ -320,7 +422,24 @@ public final class MySqlStore extends SqlStore {
     /** Fills in the message-id expression, {@code ${uuidv7}}. */
     @Override
     protected String fillIn(String sql) {
-        return sql.replace("${uuidv7}", UUIDV7_EXPRESSION);
+        String filled = sql.replace("${uuidv7}", UUIDV7_EXPRESSION);
+        if (shardCount() == 1) {
+            return filled;
+        }
+        String nextAttempt = "    next_attempt_at TIMESTAMP(6) NULL DEFAULT NULL,     -- set by a failed delivery: not"
+                + " retried before this time\n";
+        String leaderId = "    id          TINYINT       NOT NULL,                 -- always 1\n";
+        if (!filled.contains(nextAttempt) || !filled.contains(leaderId)) {
+            return filled; // another template (an upgrade): nothing to add
+        }
+        // The shard column and its index are part of the CREATE TABLE: a table created without them is left as it
+        // is, and the store refuses it, naming both shard counts.
+        return filled.replace(nextAttempt, nextAttempt + "    shard       SMALLINT      AS (" + shardSql("`key`",
+                        shardCount()) + ") STORED, -- OutboxShards.shardOf(key, " + shardCount() + ")\n"
+                        + "    KEY `" + names.table() + "_shard` (shard, id), -- each shard's harvest walks it in id"
+                        + " order\n")
+                .replace(leaderId, "    id          SMALLINT      NOT NULL,                 -- 0: the whole outbox;"
+                        + " 1 + i: shard i\n");
     }
 
     /**
@@ -351,7 +470,9 @@ public final class MySqlStore extends SqlStore {
         }
         limit(limit);
         byte[] leader = RowReader.bytes(leaderId);
-        String operation = "marking up to " + limit + " rows of " + names.outbox() + " for leader " + leaderId;
+        requireShards();
+        String operation = "marking up to " + limit + " rows of " + names.outbox() + shardName() + " for leader "
+                + leaderId;
         return inTransaction(operation,
                 handle -> {
                     fence(handle, operation, fence);
@@ -413,8 +534,10 @@ public final class MySqlStore extends SqlStore {
         }
         List<IdRange> ranges = merged(recheck);
         limit(limit);
+        requireShards();
         long horizon = monotonicMillis();
-        MarkResult rows = inTransaction("reading up to " + limit + " rows of " + names.outbox() + " above id " + after
+        MarkResult rows = inTransaction("reading up to " + limit + " rows of " + names.outbox() + shardName()
+                + " above id " + after
                 + (ranges.isEmpty() ? "" : " and in " + ranges.size() + " recheck range(s)"),
                 handle -> readRows(handle, after, ranges, limit));
         return new ReadResult(rows, monotonicMillis() + lateCommitWindowMillis, horizon);
@@ -484,8 +607,18 @@ public final class MySqlStore extends SqlStore {
         for (int i = 0; i < ranges; i++) {
             where.append(where.length() == 0 ? "" : " OR ").append("id BETWEEN ? AND ?");
         }
-        return "SELECT " + RowReader.COLUMNS + " FROM " + names.outbox() + " FORCE INDEX (PRIMARY) WHERE " + where
-                + " ORDER BY id LIMIT ?";
+        return "SELECT " + RowReader.COLUMNS + " FROM " + names.outbox() + " FORCE INDEX (" + harvestIndex + ") WHERE "
+                + (shardIndex() < 0 ? where : shardAnd() + "(" + where + ")") + " ORDER BY id LIMIT ?";
+    }
+
+    /** The mark's first statement (its candidates), for tests that check plans. */
+    String candidatesSql() {
+        return candidatesSql;
+    }
+
+    /** {@code " (shard <i>)"} for a shard's view, for messages; empty for the whole outbox. */
+    private String shardName() {
+        return shardIndex() < 0 ? "" : " (shard " + shardIndex() + ")";
     }
 
     /**
@@ -883,7 +1016,8 @@ public final class MySqlStore extends SqlStore {
      * The rows in the outbox table, marked or not. Exact up to {@value #EXACT_BACKLOG_LIMIT} rows (it counts the
      * head of the table); above that, the span of ids ({@code MAX(id) - MIN(id) + 1}, read from the ends of the
      * primary key), an upper bound that overcounts by the ids of rows already delivered, parked or rolled back in
-     * between.
+     * between. A shard's view: the span of the shard's ids divided by the shard count (the other shards' ids lie
+     * in between), an estimate.
      */
     @Override
     public long backlog() {

@@ -123,6 +123,14 @@ import java.util.OptionalLong;
  * committed (READ COMMITTED) and changes nothing; it then fails with {@link dev.outbox.spi.StoreFencedException}.
  * The WAL harvest is not fenced here: its slot already admits one reader at a time.
  *
+ * <h2>Shards</h2>
+ * With {@link Builder#shards shards(n)} above 1, the DDL adds a stored generated column {@code shard} (the md5 of the
+ * key modulo n, {@link dev.outbox.OutboxShards#shardOf}) and an index on {@code (shard, id)}; {@link #shard}{@code (i)}
+ * is this store with {@code shard} in the conditions of its mark, read, backlog and oldest create time, and its epoch
+ * in row {@code i + 1} of the leader table. The store refuses a table made for another count
+ * ({@link #checkShards()}); {@link #reshard()} changes a table's count while no dispatcher runs. See the README's
+ * "Sharded harvest".
+ *
  * <h2>The WAL harvest</h2>
  * With {@link Builder#walHarvest(WalHarvest)} the outbox lives in the write-ahead log instead of the table: the
  * {@link #publisher()} emits each message as a transactional logical message (format: {@code WalCodec}), and the
@@ -196,16 +204,35 @@ public final class PostgresStore extends SqlStore {
     private final String fencedResetSql;
     private final String fencedRetryLaterSql;
     private final String fencedParkSql;
+    /** The whole outbox, for the view of one shard; null for the whole outbox itself. */
+    private final PostgresStore whole;
+    /** The views of the shards ({@link #shard}), for a sharded whole outbox; empty otherwise. */
+    private final List<PostgresStore> views;
+    private final String shardExpressionSql;
+    /** The one listening connection of a sharded whole outbox's shard harvests; null otherwise. */
+    private final SharedCommitWatch sharedListener;
 
     private PostgresStore(Builder builder) {
-        super(builder);
+        this(builder, -1, null);
+    }
+
+    private PostgresStore(Builder builder, int shard, PostgresStore whole) {
+        super(builder, shard);
+        this.whole = whole;
+        if (builder.wal != null && shardCount() > 1) {
+            throw new IllegalStateException("the WAL harvest cannot be sharded (shards(" + shardCount() + ")): it"
+                    + " streams the outbox from one replication slot, read by one leader; use the table harvest"
+                    + " (no walHarvest) to shard, or shards(1)");
+        }
         this.wal = builder.wal;
         this.walPrefix = wal == null ? null : WalSql.prefix(names);
         this.notifyChannel = wal == null && builder.commitNotifications
                 ? PgCommitListener.channel(names.schema(), names.table()) : null;
-        this.publisher = new PostgresPublisher(names, maxKeyLength(), queryTimeoutSeconds(), decorators(), walPrefix,
-                notifyChannel);
-        wakeOnCommitted(publisher);
+        this.publisher = whole != null ? whole.publisher : new PostgresPublisher(names, maxKeyLength(),
+                queryTimeoutSeconds(), decorators(), walPrefix, notifyChannel);
+        if (whole == null) {
+            wakeOnCommitted(publisher);
+        }
         this.slot = wal == null ? null : wal.slot() != null ? wal.slot() : defaultSlot(wal.url(), names);
         this.publication = wal == null ? null : wal.publication() != null ? wal.publication()
                 : names.table() + "_publication";
@@ -236,7 +263,9 @@ public final class PostgresStore extends SqlStore {
         // A row without a message id (written before the column existed) gets one now, stored before it is sent.
         this.markSql = "UPDATE " + t + " SET leader_id = ?, message_id = COALESCE(message_id, " + uuidv7 + "())"
                 + " WHERE id = ANY(ARRAY(SELECT id FROM " + t
-                + " WHERE leader_id IS NULL OR leader_id <> ? ORDER BY id LIMIT ?))"
+                + (shard < 0 ? " WHERE leader_id IS NULL OR leader_id <> ?"
+                : " WHERE " + shardWalk() + "(leader_id IS NULL OR leader_id <> ?)") + " ORDER BY " + shardOrder()
+                + "id LIMIT ?))"
                 + " RETURNING " + RowReader.COLUMNS + ", next_attempt_at";
         // One statement, so that its rows and its snapshot's transaction ids come from the same snapshot: at READ
         // COMMITTED every statement takes its own snapshot, and pg_current_snapshot() is the running statement's (on
@@ -254,9 +283,11 @@ public final class PostgresStore extends SqlStore {
                 + " CAST(CAST(pg_snapshot_xmin(c) AS text) AS bigint) AS horizon,"
                 + " CAST(CAST(pg_snapshot_xmax(c) AS text) AS bigint) AS xmax,"
                 + " age(CAST('3' AS xid)) AS age3 FROM pg_current_snapshot() AS c) AS s"
-                + " LEFT JOIN ((SELECT " + columns + " FROM " + t + " WHERE id > ? ORDER BY id LIMIT ?)"
+                + " LEFT JOIN ((SELECT " + columns + " FROM " + t + " WHERE " + shardWalk() + "id > ? ORDER BY " + shardOrder()
+                + "id LIMIT ?)"
                 + " UNION ALL (SELECT g.* FROM unnest(CAST(? AS bigint[]), CAST(? AS bigint[])) AS r(lo, hi),"
-                + " LATERAL (SELECT " + columns + " FROM " + t + " WHERE id BETWEEN r.lo AND LEAST(r.hi, ?)) AS g)"
+                + " LATERAL (SELECT " + columns + " FROM " + t + " WHERE " + shardAnd()
+                + "id BETWEEN r.lo AND LEAST(r.hi, ?)) AS g)"
                 + " ORDER BY id LIMIT ?) AS r ON true";
         // Rows older than the message_id column get theirs before they are returned (as the mark does).
         this.fillMessageIdsSql = "UPDATE " + t + " SET message_id = COALESCE(message_id, " + uuidv7 + "())"
@@ -294,13 +325,18 @@ public final class PostgresStore extends SqlStore {
         // id below the replayed rows and committed just after the replay would slip ahead of them.
         this.replayLockSql = "LOCK TABLE " + t + " IN SHARE ROW EXCLUSIVE MODE";
         this.parkedKeysSql = "SELECT DISTINCT key FROM " + p;
-        this.backlogSql = "SELECT (SELECT count(*) FROM (SELECT 1 FROM " + t + " LIMIT "
+        // A shard's estimate is the table's over the shard count: md5 spreads the keys, if not their rows, evenly.
+        this.backlogSql = "SELECT (SELECT count(*) FROM (SELECT 1 FROM " + t
+                + (shard < 0 ? "" : " WHERE shard = " + shard) + " LIMIT "
                 + (EXACT_BACKLOG_LIMIT + 1) + ") head),"
                 + " (SELECT CASE WHEN c.relpages > 0 AND c.reltuples > 0"
                 + " THEN c.reltuples / c.relpages * (pg_relation_size(c.oid) / CAST(current_setting('block_size') AS int))"
+                + (shard < 0 ? "" : " / " + shardCount())
                 + " ELSE 0 END FROM pg_class c WHERE c.oid = to_regclass(?))";
         this.parkedCountSql = "SELECT count(*) FROM " + names.parked();
-        this.oldestSql = "SELECT create_time FROM " + names.outbox() + " ORDER BY id LIMIT 1";
+        this.oldestSql = "SELECT create_time FROM " + names.outbox()
+                + (shard < 0 ? "" : " WHERE " + shardWalk().replaceFirst(" AND $", "")) + " ORDER BY " + shardOrder()
+                + "id LIMIT 1";
         this.parkedFilter = " WHERE id > ? AND (CAST(? AS text) IS NULL OR topic = ?)"
                 + " AND (CAST(? AS text) IS NULL OR key = ?) AND (CAST(? AS text) IS NULL OR strpos(reason, ?) > 0)";
         this.parkedMessageSql = "SELECT id, topic, key, attempts, reason, parked_at, create_time, value, header_names,"
@@ -314,10 +350,11 @@ public final class PostgresStore extends SqlStore {
         // epoch. The statement returns the epoch it saw, so that a refused write is told apart from one with no row
         // left to change.
         String l = names.leader();
-        this.takeEpochSql = "INSERT INTO " + l + " (id, epoch) VALUES (1, 1) ON CONFLICT (id) DO UPDATE"
+        // Each shard has its epoch in a row of its own (shard + 1); a sharded outbox's whole store, row 0.
+        this.takeEpochSql = "INSERT INTO " + l + " (id, epoch) VALUES (" + leaderRow() + ", 1) ON CONFLICT (id) DO UPDATE"
                 + " SET epoch = " + l + ".epoch + 1, acquired_at = now() RETURNING epoch";
         String fence = "WITH f AS (SELECT epoch, epoch = CAST(? AS bigint) AS ok FROM " + l
-                + " WHERE id = 1 FOR SHARE), ";
+                + " WHERE id = " + leaderRow() + " FOR SHARE), ";
         String seen = " SELECT (SELECT epoch FROM f)";
         this.fencedMarkSql = fence + "m AS (" + markSql.replace(" RETURNING ", " AND (SELECT ok FROM f) RETURNING ")
                 + ") SELECT (SELECT epoch FROM f), m.* FROM (SELECT 1) AS one LEFT JOIN m ON true";
@@ -355,6 +392,37 @@ public final class PostgresStore extends SqlStore {
                 + " SELECT ?, ?, ?, ? FROM s WHERE ? > s.c)"
                 + " SELECT c FROM s";
         this.loadLedgerSql = "SELECT positions, ends FROM " + ledgerTable + " WHERE slot = ?";
+        this.shardExpressionSql = "SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a JOIN pg_attrdef d"
+                + " ON d.adrelid = a.attrelid AND d.adnum = a.attnum WHERE a.attrelid = to_regclass(?)"
+                + " AND a.attname = 'shard' AND a.attgenerated = 's' AND NOT a.attisdropped";
+        List<PostgresStore> shards = new ArrayList<>();
+        if (shard < 0 && shardCount() > 1) {
+            for (int i = 0; i < shardCount(); i++) {
+                shards.add(new PostgresStore(builder, i, this));
+            }
+        }
+        this.views = List.copyOf(shards);
+        this.sharedListener = shard < 0 && shardCount() > 1 && notifyChannel != null
+                ? new SharedCommitWatch(wakeAll -> new PgCommitListener(jdbi(), notifyChannel, wakeAll)) : null;
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>The view is a store of this class over the same table whose mark, read, backlog and oldest create time add
+     * {@code shard = <index>} to their conditions (served by the index on {@code (shard, id)}), and whose epoch is
+     * the leader table's row {@code index + 1}.
+     */
+    @Override
+    public Store shard(int index) {
+        dev.outbox.OutboxShards.checkIndex(index, shards());
+        return views.isEmpty() ? this : views.get(index);
+    }
+
+    @Override
+    protected Optional<String> shardExpression() {
+        return inTransaction("reading the shard column of " + names.outbox(), settingsSql, handle ->
+                handle.createQuery(shardExpressionSql).bind(0, names.outbox()).mapTo(String.class).findOne());
     }
 
     /** Starts a builder for a Postgres store on the connections of {@code jdbi}. */
@@ -415,7 +483,59 @@ public final class PostgresStore extends SqlStore {
     /** Fills in the message-id function, {@code ${uuidv7}}. */
     @Override
     protected String fillIn(String sql) {
-        return sql.replace("${uuidv7}", uuidv7);
+        String filled = sql.replace("${uuidv7}", uuidv7);
+        if (shardCount() == 1) {
+            return filled.replace("${shardColumn}", "").replace("${leaderIds}", "id = 1");
+        }
+        return filled.replace("${shardColumn}", "    ,shard integer GENERATED ALWAYS AS (" + shardSql("key", shardCount())
+                        + ") STORED -- OutboxShards.shardOf(key, " + shardCount() + "): the row's shard\n")
+                .replace("${leaderIds}", "id >= 0")
+                + "\n\n-- Sharded harvest: each shard's leader walks its rows in id order through this index (mark, read,"
+                + "\n-- backlog, oldest create time all filter on shard = <i>). A table created without the column is"
+                + "\n-- left as it is: the store refuses it, naming both shard counts.\nDO $$\nBEGIN\n    IF EXISTS"
+                + " (SELECT FROM pg_attribute WHERE attrelid = CAST('" + names.outbox() + "' AS regclass)"
+                + " AND attname = 'shard' AND NOT attisdropped) THEN\n        CREATE INDEX IF NOT EXISTS \""
+                + names.table() + "_shard\" ON " + names.outbox() + " (shard, id);\n    END IF;\nEND\n$$;\n";
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Postgres: drops the {@code shard} column if it exists (its index goes with it), adds it back for this
+     * count with its index, and replaces the leader table's check constraint ({@code id >= 0} sharded, {@code id = 1}
+     * unsharded, after deleting the other shards' epoch rows). {@link #reshard()} runs it in one transaction, which
+     * holds the outbox table's exclusive lock until it commits: writers wait meanwhile.
+     */
+    @Override
+    public String reshardSql(int fromShards) {
+        dev.outbox.OutboxShards.checkCount(fromShards);
+        String t = names.outbox();
+        String l = names.leader();
+        StringBuilder sql = new StringBuilder("ALTER TABLE " + t + " DROP COLUMN IF EXISTS shard;\n");
+        if (shardCount() > 1) {
+            sql.append("ALTER TABLE ").append(t).append(" ADD COLUMN shard integer GENERATED ALWAYS AS (")
+                    .append(shardSql("key", shardCount())).append(") STORED;\n")
+                    .append("CREATE INDEX IF NOT EXISTS \"").append(names.table()).append("_shard\" ON ").append(t)
+                    .append(" (shard, id);\n");
+        } else {
+            sql.append("DELETE FROM ").append(l).append(" WHERE id <> 1;\n");
+        }
+        return sql.append("DO $$\nDECLARE\n    c name;\nBEGIN\n    FOR c IN SELECT conname FROM pg_constraint")
+                .append(" WHERE conrelid = CAST('").append(l).append("' AS regclass) AND contype = 'c' LOOP\n")
+                .append("        EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', '").append(l)
+                .append("', c);\n    END LOOP;\nEND\n$$;\n")
+                .append("ALTER TABLE ").append(l).append(" ADD CHECK (").append(shardCount() > 1 ? "id >= 0" : "id = 1")
+                .append(");\n").toString();
+    }
+
+    /**
+     * The Postgres expression of {@link dev.outbox.OutboxShards#shardOf}{@code (key, count)} for a text column or
+     * value {@code key}: its md5's first 8 hex digits read as an unsigned 32-bit integer, modulo {@code count}.
+     * {@code md5(text)} hashes the text's bytes in the database's encoding, which must be UTF-8 for the two to agree.
+     */
+    static String shardSql(String key, int count) {
+        return "CAST(CAST(CAST('x' || substr(md5(" + key + "), 1, 8) AS bit(32)) AS bigint) % " + count
+                + " AS integer)";
     }
 
     /**
@@ -426,6 +546,29 @@ public final class PostgresStore extends SqlStore {
      */
     public String upgradeSql() {
         return render(UPGRADE_RESOURCE);
+    }
+
+    /**
+     * {@code "shard, "} for a shard's view: the walks in id order (mark, read, oldest) order by {@code (shard, id)},
+     * the same order as by id within one shard, with the shard as a range ({@link #shardWalk}), so that only the
+     * {@code (shard, id)} index yields that order without a sort. With {@code shard = <i>} the planner drops the
+     * shard from the order (it is constant) and may walk the primary key with a filter instead (its estimate
+     * assumes the shard's rows are spread evenly; the heap order favours the primary key): that walks every row of
+     * the other shards in front of this shard's first row, the whole backlog of a lagging shard for a shard that has
+     * caught up (PostgresShardsTest).
+     */
+    private String shardOrder() {
+        return shardIndex() < 0 ? "" : "shard, ";
+    }
+
+    /** {@code "shard >= <i> AND shard <= <i> AND "} for a shard's view (see {@link #shardOrder}); else empty. */
+    private String shardWalk() {
+        return shardIndex() < 0 ? "" : "shard >= " + shardIndex() + " AND shard <= " + shardIndex() + " AND ";
+    }
+
+    /** {@code " (shard <i>)"} for a shard's view, for messages; empty for the whole outbox. */
+    private String shardName() {
+        return shardIndex() < 0 ? "" : " (shard " + shardIndex() + ")";
     }
 
     @Override
@@ -445,7 +588,7 @@ public final class PostgresStore extends SqlStore {
 
     @Override
     protected long takeEpoch() {
-        return inTransaction("taking the leader epoch in " + names.leader() + " (storage fencing: the table is created"
+        return inTransaction("taking the leader epoch" + shardName() + " in " + names.leader() + " (storage fencing: the table is created"
                 + " by createSchema() and the shipped migrations; Builder.fencing(false) turns fencing off)",
                 settingsSql, handle -> handle.createQuery(takeEpochSql).mapTo(Long.class).one());
     }
@@ -458,7 +601,9 @@ public final class PostgresStore extends SqlStore {
             throw new UnsupportedOperationException("the WAL harvest of " + names.outbox() + " has no mark: harvest it"
                     + " with DispatcherConfig.Harvest.CURSOR (the default)");
         }
-        String operation = "marking up to " + limit + " rows of " + names.outbox() + " for leader " + leaderId;
+        requireShards();
+        String operation = "marking up to " + limit + " rows of " + names.outbox() + shardName() + " for leader "
+                + leaderId;
         boolean fenced = fence != UNFENCED;
         int p = fenced ? 1 : 0;
         return inTransaction(operation, markSettingsSql, handle -> {
@@ -525,11 +670,16 @@ public final class PostgresStore extends SqlStore {
     /**
      * With commit notifications on (the default, see {@link Builder#commitNotifications}) and the table harvested:
      * listens on this outbox's channel with one connection of the store's pool, held until the subscription is
-     * closed. With them off, this process's publishers only ({@link dev.outbox.Publisher#committed()}). Null with
-     * the WAL harvest, whose read waits for messages instead.
+     * closed. The shards of a sharded outbox ({@link #shard}) share one such connection per store: a commit to any
+     * shard wakes every shard's harvest. With them off, this process's publishers only
+     * ({@link dev.outbox.Publisher#committed()}). Null with the WAL harvest, whose read waits for messages instead.
      */
     @Override
     public CommitWatch watchCommits(Runnable wakeUp) {
+        if (whole != null) {
+            // One listening connection for every shard this process harvests; a commit to any shard wakes them all.
+            return whole.sharedListener != null ? whole.sharedListener.watch(wakeUp) : whole.watchCommits(wakeUp);
+        }
         if (wal != null) {
             return null;
         }
@@ -568,10 +718,11 @@ public final class PostgresStore extends SqlStore {
         if (streamed != null) {
             return streamed.read(after, recheck, limit);
         }
+        requireShards();
         List<IdRange> ranges = ranges(recheck, after);
         Long[] from = ranges.stream().map(IdRange::from).toArray(Long[]::new);
         Long[] to = ranges.stream().map(IdRange::to).toArray(Long[]::new);
-        return inTransaction("reading up to " + limit + " rows of " + names.outbox() + " after id " + after,
+        return inTransaction("reading up to " + limit + " rows of " + names.outbox() + shardName() + " after id " + after,
                 readSettingsSql, handle -> {
                     TreeMap<Long, MarkedRow> rows = new TreeMap<>();
                     List<Long> withoutMessageId = new ArrayList<>();

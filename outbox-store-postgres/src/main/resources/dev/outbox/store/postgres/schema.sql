@@ -34,7 +34,7 @@ CREATE TABLE IF NOT EXISTS ${outbox} (
                                                     -- outbox-message-id); kept through reset, park and replay.
                                                     -- NULL only in rows older than the column: mark assigns one.
     next_attempt_at timestamptz                     -- set by a failed delivery: not retried before this time
-)
+${shardColumn})
 -- The table is a queue: rows are inserted and deleted within moments, so it carries far more dead row versions
 -- than live rows, and its live size swings from millions to zero.
 --  * fillfactor: leaves room on each page for a row's updated version on the same page (a HOT update, no new
@@ -110,7 +110,7 @@ CREATE TABLE IF NOT EXISTS ${parked} (
 -- failure record, park and mark of a leader reads the row FOR SHARE in the same statement and changes nothing if
 -- the epoch is no longer its own. So once an increment commits, a deposed leader's writes are refused.
 CREATE TABLE IF NOT EXISTS ${leader} (
-    id          smallint    PRIMARY KEY CHECK (id = 1),
+    id          smallint    PRIMARY KEY CHECK (${leaderIds}),
     epoch       bigint      NOT NULL,
     acquired_at timestamptz NOT NULL DEFAULT now()   -- when the current epoch was taken
 );

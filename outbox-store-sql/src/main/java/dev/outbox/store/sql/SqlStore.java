@@ -77,9 +77,25 @@ public abstract class SqlStore implements Store, ParkedRecords {
     private final int maxKeyLength;
     private final MessageDecorators decorators;
     private final boolean fencing;
+    /** The outbox's shard count ({@link Builder#shards}). */
+    private final int shardCount;
+    /** The shard this store object is the view of ({@link #shard}), or -1 for the whole outbox. */
+    private final int shardIndex;
+    /** Whether {@link #checkShards()} found the table's shard count to be {@link #shardCount}; checked once. */
+    private volatile boolean shardsChecked;
 
     /** Takes the builder's settings; the builder validated each of them. */
     protected SqlStore(Builder<?, ?> builder) {
+        this(builder, -1);
+    }
+
+    /**
+     * Takes the builder's settings for the whole outbox ({@code shardIndex} -1) or for the view of one of its shards
+     * ({@link #shard}).
+     */
+    protected SqlStore(Builder<?, ?> builder, int shardIndex) {
+        this.shardCount = builder.shards;
+        this.shardIndex = shardIndex < 0 ? -1 : dev.outbox.OutboxShards.checkIndex(shardIndex, builder.shards);
         this.dialect = builder.dialect;
         this.jdbi = builder.jdbi;
         this.names = dialect.tableNames().names(builder.schema, builder.table);
@@ -89,6 +105,97 @@ public abstract class SqlStore implements Store, ParkedRecords {
         this.maxKeyLength = builder.maxKeyLength;
         this.decorators = MessageDecorators.of(builder.decorators);
         this.fencing = builder.fencing;
+    }
+
+    // ------------------------------------------------------------------------------------------ shards
+
+    /**
+     * The outbox's shard count ({@link Builder#shards}) for the whole store; 1 for the view of one shard (which is,
+     * for the dispatcher that harvests it, an outbox of its own).
+     */
+    @Override
+    public int shards() {
+        return shardIndex < 0 ? shardCount : 1;
+    }
+
+    /** The outbox's shard count as configured ({@link Builder#shards}), for the whole store and its views alike. */
+    public final int shardCount() {
+        return shardCount;
+    }
+
+    /** The shard this store is the view of, or -1 for the whole outbox. */
+    protected final int shardIndex() {
+        return shardIndex;
+    }
+
+    /** The leader table's row this store's epoch lives in: 1 unsharded; 0 for a sharded whole; shard + 1. */
+    protected final int leaderRow() {
+        return shardIndex >= 0 ? shardIndex + 1 : shardCount > 1 ? 0 : 1;
+    }
+
+    /** {@code "shard = <i> AND "} for a shard's view, empty for the whole outbox: a literal, never user text. */
+    protected final String shardAnd() {
+        return shardIndex < 0 ? "" : "shard = " + shardIndex + " AND ";
+    }
+
+    /**
+     * Checks that the outbox table is made for this store's shard count: a table without the generated
+     * {@code shard} column has 1 shard, one with it has the count its expression takes the key's hash modulo. Runs
+     * once per store object (the first call that finds them equal is remembered); {@link #createSchema()} and the
+     * first {@code acquireEpoch}, {@code mark} and {@code read} call it.
+     *
+     * @throws StoreException (not retriable) naming both counts if they differ, or the expression if the count
+     *                        cannot be read from it
+     */
+    public final void checkShards() {
+        if (shardsChecked) {
+            return;
+        }
+        Optional<String> expression = shardExpression();
+        int tableShards = expression.isEmpty() ? 1 : shardCountOf(expression.get());
+        if (tableShards != shardCount) {
+            throw new StoreException(names.outbox() + " is made for " + tableShards + " shard(s)"
+                    + (expression.isEmpty() ? " (it has no generated shard column, or does not exist yet)"
+                    : " (its shard column is " + expression.get() + ")") + ", but this store is configured with "
+                    + shardCount + " shard(s): start every dispatcher with shards(" + tableShards + "), or change the"
+                    + " table's count while no dispatcher runs (README, \"Sharded harvest\")", null, false);
+        }
+        shardsChecked = true;
+    }
+
+    /**
+     * The generation expression of the outbox table's {@code shard} column, as the database reports it; empty if
+     * the table has no such generated column.
+     */
+    protected abstract Optional<String> shardExpression();
+
+    private static final java.util.regex.Pattern MODULUS =
+            java.util.regex.Pattern.compile("(?:%|\\bmod\\b)\\s*\\(*\\s*(\\d+)", java.util.regex.Pattern.CASE_INSENSITIVE);
+
+    /**
+     * The shard count a {@code shard} column's generation expression stands for: the number after its last
+     * {@code %} (or {@code MOD}), as Postgres, MySQL and MariaDB print the expression the stores create.
+     *
+     * @throws StoreException (not retriable) naming the expression if it holds no such number
+     */
+    static int shardCountOf(String expression) {
+        java.util.regex.Matcher m = MODULUS.matcher(expression);
+        String count = null;
+        while (m.find()) {
+            count = m.group(1);
+        }
+        if (count == null || !expression.toLowerCase(java.util.Locale.ROOT).contains("md5")) {
+            throw new StoreException("cannot tell the shard count from the shard column's expression " + expression
+                    + ": it is not the md5-of-the-key modulo a count that the store creates", null, false);
+        }
+        return Integer.parseInt(count);
+    }
+
+    /** Runs {@link #checkShards()} before a harvest call. */
+    protected final void requireShards() {
+        if (!shardsChecked) {
+            checkShards();
+        }
     }
 
     // ------------------------------------------------------------------------------------------ storage fencing
@@ -117,6 +224,7 @@ public abstract class SqlStore implements Store, ParkedRecords {
     @Override
     public final long acquireEpoch() {
         requireFencing("acquireEpoch");
+        requireShards();
         return takeEpoch();
     }
 
@@ -398,7 +506,36 @@ public abstract class SqlStore implements Store, ParkedRecords {
      */
     public final void createSchema() {
         createTables(schemaSql());
+        checkShards();
         log.info("Outbox schema ready: {} and {}", names.outbox(), names.parked());
+    }
+
+    /**
+     * The DDL that makes an existing outbox table one of this store's shard count ({@link Builder#shards}): it
+     * replaces the generated {@code shard} column (and its index) with one for this count, or drops it for 1 shard,
+     * and lets the leader table hold one epoch row per shard. Changing the count moves most keys to another shard,
+     * so run it only while no dispatcher of this outbox runs (README, "Sharded harvest"); the statements are
+     * separated by {@code ;} at the end of a line. It rewrites the table (a generated column is stored).
+     *
+     * @param fromShards the count the table is made for now (1 if it has no {@code shard} column)
+     * @throws IllegalArgumentException naming the count if it is not between 1 and
+     *                                  {@link dev.outbox.OutboxShards#MAX_SHARDS}
+     */
+    public abstract String reshardSql(int fromShards);
+
+    /**
+     * Runs {@link #reshardSql(int)} from the count the table is made for now (in one transaction where the
+     * database's DDL is transactional, Postgres), then {@link #checkShards()}. Only while no dispatcher of this outbox runs: one that still runs with the former
+     * count would harvest the keys that moved as a second leader.
+     *
+     * @throws StoreException if the DDL fails
+     */
+    public final void reshard() {
+        Optional<String> expression = shardExpression();
+        createTables(reshardSql(expression.isEmpty() ? 1 : shardCountOf(expression.get())));
+        shardsChecked = false;
+        checkShards();
+        log.info("{} resharded to {} shard(s)", names.outbox(), shardCount);
     }
 
     /**
@@ -431,6 +568,7 @@ public abstract class SqlStore implements Store, ParkedRecords {
     @Override
     public String toString() {
         return getClass().getSimpleName() + "{table=" + names.outbox() + ", statementTimeout=" + statementTimeout
+                + (shardCount == 1 ? "" : ", shards=" + shardCount) + (shardIndex < 0 ? "" : ", shard=" + shardIndex)
                 + '}';
     }
 
@@ -611,6 +749,7 @@ public abstract class SqlStore implements Store, ParkedRecords {
         private int maxKeyLength;
         private final List<MessageDecorator> decorators = new ArrayList<>();
         private boolean fencing = true;
+        private int shards = 1;
 
         /**
          * @param jdbi    where the store takes its connections
@@ -686,6 +825,21 @@ public abstract class SqlStore implements Store, ParkedRecords {
          */
         public final B fencing(boolean fencing) {
             this.fencing = fencing;
+            return (B) this;
+        }
+
+        /**
+         * How many shards the outbox is split into (see the README's "Sharded harvest"): each row's shard is
+         * {@link dev.outbox.OutboxShards#shardOf} of its key, computed by the table (a generated column that
+         * {@link SqlStore#schemaSql()} adds, indexed with the id), and the dispatcher harvests each shard through
+         * {@link SqlStore#shard} with a leader and an epoch of its own. Default 1: today's table and statements. The
+         * store refuses a table made for another count ({@link SqlStore#checkShards()}).
+         *
+         * @throws IllegalArgumentException naming the count if it is not between 1 and
+         *                                  {@link dev.outbox.OutboxShards#MAX_SHARDS}
+         */
+        public final B shards(int shards) {
+            this.shards = dev.outbox.OutboxShards.checkCount(shards);
             return (B) this;
         }
 

@@ -5,8 +5,10 @@ import dev.outbox.DispatcherListener;
 import dev.outbox.OutboxMessage;
 import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
+import dev.outbox.OutboxShards;
 import dev.outbox.internal.DefaultDispatcher;
 import dev.outbox.internal.PlantedBug;
+import dev.outbox.internal.ShardedDispatcher;
 import dev.outbox.spi.DeliveryException;
 import dev.outbox.spi.MessageBroker;
 import dev.outbox.spi.Store;
@@ -121,6 +123,14 @@ public final class Simulation {
         final List<InMemoryStreamStore> streamStores = new ArrayList<>();
         SimLeaderGroup group;
         final List<DefaultDispatcher> dispatchers = new ArrayList<>();
+        /** A sharded outbox's group and dispatchers (with {@link Builder#shards}), else null and empty. */
+        SimShardedLeaderGroup shardGroup;
+        final List<ShardedDispatcher> sharded = new ArrayList<>();
+        final Set<String> leaving = new HashSet<>();
+        /** Per shard, the changes of its assignment and other leadership faults so far (for G4). */
+        int[] shardFaults;
+        int rebalances = config.rebalances;
+        int joins = config.joins;
 
         // the broker
         Lock brokerLock;
@@ -172,6 +182,12 @@ public final class Simulation {
                 store.setFaults(this::storeFault);
                 store.setFencing(config.storageFencing);
             }
+            if (config.shards > 1) {
+                store.setShards(config.shards);
+                shardFaults = new int[config.shards];
+                shardGroup = new SimShardedLeaderGroup(sched, config.shards, stalled::contains,
+                        s -> shardFaults[s]++, this::event, config.grantBeforeDrain);
+            }
             group = new SimLeaderGroup(sched, stalled::contains);
             brokerLock = sched.newLock();
             resolved = brokerLock.newCondition();
@@ -179,7 +195,10 @@ public final class Simulation {
                 written.put("k" + k, 0);
                 log.put("k" + k, new ArrayList<>());
             }
-            for (int i = 0; i < config.dispatchers; i++) {
+            for (int i = 0; i < config.dispatchers && shardGroup != null; i++) {
+                newShardedDispatcher("d" + i);
+            }
+            for (int i = 0; i < config.dispatchers && shardGroup == null; i++) {
                 String name = "d" + i;
                 Store s = store;
                 if (config.stream) {
@@ -195,6 +214,9 @@ public final class Simulation {
                 dispatchers.add(d);
             }
             for (DefaultDispatcher d : dispatchers) {
+                d.start();
+            }
+            for (ShardedDispatcher d : sharded) {
                 d.start();
             }
             // Faults begin at an environment turn the run chooses: early in some runs, late in others.
@@ -218,7 +240,9 @@ public final class Simulation {
                 a.run.run();
                 sched.yieldPoint();
             }
-            for (DefaultDispatcher d : dispatchers) {
+            List<dev.outbox.Dispatcher> all = new ArrayList<>(dispatchers);
+            all.addAll(sharded);
+            for (dev.outbox.Dispatcher d : all) {
                 d.close();
                 try {
                     d.await();
@@ -226,6 +250,15 @@ public final class Simulation {
                     violation(d + " stopped with an error: " + e);
                 }
             }
+        }
+
+        /** A sharded outbox's dispatcher {@code name}, over the one store, its own broker and the shard group. */
+        ShardedDispatcher newShardedDispatcher(String name) {
+            Store s = config.forgetShardFilter ? forgetfulShards(store) : store;
+            ShardedDispatcher d = new ShardedDispatcher(name, s, new Broker(name), shardGroup.newMember(name),
+                    config.engine, listener(name), sched);
+            sharded.add(d);
+            return d;
         }
 
         boolean quiescent() {
@@ -292,6 +325,9 @@ public final class Simulation {
                 for (String key : open.keySet()) {
                     list.add(new Action("roll back " + key, () -> rollBack(key)));
                 }
+            }
+            if (shardGroup != null) {
+                shardedActions(list);
             }
             String owner = group.owner();
             // A leader change only where it can matter: while a send is under way or a row waits for its purge.
@@ -427,6 +463,148 @@ public final class Simulation {
                     }));
         }
 
+        // ---- a sharded outbox's leadership
+
+        /**
+         * A sharded outbox's leadership faults, only where they can matter (a send under way or a row waiting): an
+         * orderly move of a shard, a dispatcher joining or leaving (a rebalance), a dispatcher cut off from the group
+         * or paused past its session (its shards are taken from it), a shard whose heartbeats stall (its leader
+         * fences itself, and leads again when they return).
+         */
+        void shardedActions(List<Action> list) {
+            if (rebalances <= 0 || pending.isEmpty() && storeSize() == 0) {
+                return;
+            }
+            List<String> live = liveDispatchers();
+            if (live.size() > 1 && !shardGroup.movable().isEmpty()) {
+                list.add(new Action("move a shard", this::moveShard));
+            }
+            if (joins > 0) {
+                list.add(new Action("join", this::join));
+            }
+            if (live.size() > 1) {
+                list.add(new Action("leave", () -> leave(live)));
+            }
+            List<String> owners = new ArrayList<>();
+            List<String> settled = new ArrayList<>();
+            for (String m : live) {
+                if (!shardGroup.owned(m).isEmpty()) {
+                    owners.add(m);
+                    if (acted(m)) {
+                        settled.add(m);
+                    }
+                }
+            }
+            if (!owners.isEmpty()) {
+                list.add(new Action("partition a dispatcher", () -> partitionMember(owners)));
+            }
+            if (!settled.isEmpty()) {
+                list.add(new Action("pause a dispatcher", () -> pauseMember(settled)));
+            }
+            if (!shardGroup.movable().isEmpty()) {
+                list.add(new Action("stall a shard's heartbeats", this::stallShard));
+            }
+        }
+
+        /**
+         * Whether dispatcher {@code name} acted on every assignment the group gave it: nothing waits for its poll and
+         * it leads each shard it owns. Only such a dispatcher is paused: a process paused between receiving an
+         * assignment and acting on it acts on it when it resumes, after its session expired and another took the
+         * shard, and leads it beside the new owner until it hears of the loss (the same window as a pause inside a
+         * send, which only fencing by the broker closes; see {@code SimulationTest}).
+         */
+        boolean acted(String name) {
+            if (!shardGroup.settled(name)) {
+                return false;
+            }
+            ShardedDispatcher d = sharded.get(Integer.parseInt(name.substring(1)));
+            for (int s : shardGroup.owned(name)) {
+                if (!d.shardDispatchers().get(s).isLeader()) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        /** The dispatchers in the group that are not leaving. */
+        List<String> liveDispatchers() {
+            List<String> live = new ArrayList<>(shardGroup.live());
+            live.removeAll(leaving);
+            return live;
+        }
+
+        void moveShard() {
+            rebalances--;
+            List<Integer> movable = shardGroup.movable();
+            int shard = movable.get(sched.choose(movable.size(), "move which shard " + movable));
+            String from = shardGroup.owner(shard);
+            List<String> to = liveDispatchers();
+            to.remove(from);
+            String dest = to.get(sched.choose(to.size(), "move shard " + shard + " to " + to));
+            event("group: moves shard " + shard + " from " + from + " to " + dest + " (an orderly revocation)");
+            shardGroup.move(shard, dest);
+        }
+
+        void join() {
+            rebalances--;
+            joins--;
+            String name = "d" + sharded.size();
+            event("group: " + name + " joins (a rebalance)");
+            newShardedDispatcher(name).start();
+        }
+
+        void leave(List<String> live) {
+            rebalances--;
+            String name = live.get(sched.choose(live.size(), "which leaves " + live));
+            leaving.add(name);
+            event("group: " + name + " leaves: its dispatcher closes");
+            ShardedDispatcher d = sharded.get(Integer.parseInt(name.substring(1)));
+            sched.start(name + "-leaving", d::close);
+        }
+
+        void partitionMember(List<String> owners) {
+            rebalances--;
+            String name = owners.get(sched.choose(owners.size(), "partition which " + owners));
+            cutOff(name, name + " is cut off from the group; its heartbeats are lost");
+        }
+
+        void pauseMember(List<String> owners) {
+            rebalances--;
+            String name = owners.get(sched.choose(owners.size(), "pause which " + owners));
+            long until = sched.now() + config.sessionTimeout.toNanos() + config.engine.heartbeatTimeout().toNanos();
+            sched.pause(name + "-", until);
+            cutOff(name, name + ": the whole process is paused until " + ms(until));
+        }
+
+        /** {@code name} stops reaching the group; its session expires after the session timeout. */
+        void cutOff(String name, String what) {
+            for (int s : shardGroup.owned(name)) {
+                shardFaults[s]++;
+            }
+            stalled.add(name);
+            event(what);
+            timed.add(new Timed(sched.now() + config.sessionTimeout.toNanos(),
+                    "group: " + name + "'s session times out", () -> {
+                        shardGroup.expire(name);
+                        stalled.remove(name);
+                    }));
+        }
+
+        void stallShard() {
+            rebalances--;
+            List<Integer> movable = shardGroup.movable();
+            int shard = movable.get(sched.choose(movable.size(), "stall which shard's heartbeats " + movable));
+            shardFaults[shard]++;
+            shardGroup.stallHeartbeats(shard, true);
+            event("group: shard " + shard + "'s heartbeats are lost (its leader " + shardGroup.owner(shard)
+                    + " fences itself)");
+            long stall = config.engine.heartbeatTimeout().toNanos() + 2 * config.engine.pollInterval().toNanos();
+            timed.add(new Timed(sched.now() + stall, "group: shard " + shard + "'s heartbeats flow again", () -> {
+                shardFaults[shard]++;
+                shardGroup.stallHeartbeats(shard, false);
+            }));
+        }
+
         StoreFaults.Fault storeFault(StoreFaults.Operation op) {
             sched.yieldPoint();
             switch (op) {
@@ -546,7 +724,7 @@ public final class Simulation {
             if (!seq.isEmpty() && seq.get(seq.size() - 1) > id) {
                 violation("G2: key " + r.key() + " went backwards: #" + id + " after " + seq);
             }
-            if (appended.contains(id) && faults <= faultsAtFirstSend.getOrDefault(id, 0)) {
+            if (appended.contains(id) && faultsFor(r.key()) <= faultsAtFirstSend.getOrDefault(id, 0)) {
                 violation("G4: #" + id + " reached the broker twice with no fault or change of leader while it"
                         + " was in flight");
             }
@@ -566,14 +744,18 @@ public final class Simulation {
                 if (config.pauseInsideSend) {
                     sched.yieldPoint(); // a pause may fall between the engine's lease check and the send
                 }
-                Integer mine = lastAcquired.get(name);
-                for (Map.Entry<String, Integer> e : lastAcquired.entrySet()) {
-                    if (!e.getKey().equals(name) && (mine == null || e.getValue() > mine)) {
-                        violation("G3: " + name + " sent #" + wid(record) + " after " + e.getKey()
-                                + " acquired leadership");
+                if (shardGroup != null) {
+                    checkShardLeader(record);
+                } else {
+                    Integer mine = lastAcquired.get(name);
+                    for (Map.Entry<String, Integer> e : lastAcquired.entrySet()) {
+                        if (!e.getKey().equals(name) && (mine == null || e.getValue() > mine)) {
+                            violation("G3: " + name + " sent #" + wid(record) + " after " + e.getKey()
+                                    + " acquired leadership");
+                        }
                     }
                 }
-                faultsAtFirstSend.putIfAbsent(wid(record), faults);
+                faultsAtFirstSend.putIfAbsent(wid(record), faultsFor(record.key()));
                 event(name + ": sends #" + wid(record) + " (" + record.key()
                         + (config.stream ? ", read as " + record.id() : "") + ")");
                 if (record.topic().equals(POISON_TOPIC)) {
@@ -584,6 +766,26 @@ public final class Simulation {
                 pending.add(p); // at once: the record has left
                 sched.yieldPoint();
                 return p.future;
+            }
+
+            /**
+             * G3 per shard: the record's shard was last acquired by this dispatcher, never by another one after it
+             * (leadership is recorded per dispatcher and shard: "d0/s2").
+             */
+            private void checkShardLeader(OutboxRecord record) {
+                int shard = OutboxShards.shardOf(record.key(), config.shards);
+                String suffix = "/s" + shard;
+                Integer mine = lastAcquired.get(name + suffix);
+                if (mine == null) {
+                    violation("G3: " + name + " sent #" + wid(record) + " of shard " + shard + ", which it never led");
+                    return;
+                }
+                for (Map.Entry<String, Integer> e : lastAcquired.entrySet()) {
+                    if (e.getKey().endsWith(suffix) && !e.getKey().equals(name + suffix) && e.getValue() > mine) {
+                        violation("G3: " + name + " sent #" + wid(record) + " of shard " + shard + " after "
+                                + e.getKey() + " acquired its leadership");
+                    }
+                }
             }
 
             @Override
@@ -634,23 +836,34 @@ public final class Simulation {
             return new DispatcherListener() {
                 @Override
                 public void leaderAcquired(UUID leaderId) {
+                    if (shardGroup != null) {
+                        String shard = shardOfWorker(name);
+                        if (shard == null) {
+                            violation(name + " acquired a shard's leadership off a shard's leader thread ("
+                                    + who() + ")");
+                            return;
+                        }
+                        lastAcquired.put(name + "/s" + shard, ++acquisitions);
+                        event(name + ": leader of shard " + shard + " acquired");
+                        return;
+                    }
                     lastAcquired.put(name, ++acquisitions);
                     event(name + ": leader acquired");
                 }
 
                 @Override
                 public void leaderRefreshed(UUID leaderId) {
-                    event(name + ": leader id refreshed");
+                    event(name + ": leader id refreshed" + ofShard(name));
                 }
 
                 @Override
                 public void leaderRevoked() {
-                    event(name + ": leader revoked");
+                    event(name + ": leader revoked" + ofShard(name));
                 }
 
                 @Override
                 public void leaderFenced() {
-                    event(name + ": leader fenced");
+                    event(name + ": leader fenced" + ofShard(name));
                 }
 
                 @Override
@@ -664,6 +877,36 @@ public final class Simulation {
                     event(name + ": " + operation + " failed: " + error.getMessage());
                 }
             };
+        }
+
+        /**
+         * The shard whose harvest the running worker belongs to ({@code d0-s2-leader}: "2"), or null. A sharded
+         * dispatcher's one listener hears every shard; the shard's leader thread is the one that reports.
+         */
+        String shardOfWorker(String dispatcher) {
+            String w = sched.currentWorker();
+            String prefix = dispatcher + "-s";
+            if (w == null || !w.startsWith(prefix)) {
+                return null;
+            }
+            int end = w.indexOf('-', prefix.length());
+            return end < 0 ? null : w.substring(prefix.length(), end);
+        }
+
+        String ofShard(String dispatcher) {
+            if (shardGroup == null) {
+                return "";
+            }
+            String shard = shardOfWorker(dispatcher);
+            return shard == null ? "" : " (shard " + shard + ")";
+        }
+
+        /**
+         * The faults that excuse a duplicate of a {@code key} record: every fault; with shards, the store's and the
+         * broker's and those of the key's own shard's leadership, not a leadership change of another shard.
+         */
+        int faultsFor(String key) {
+            return shardFaults == null ? faults : faults + shardFaults[OutboxShards.shardOf(key, config.shards)];
         }
 
         // ---- checks and reports
@@ -755,9 +998,39 @@ public final class Simulation {
             for (DefaultDispatcher d : dispatchers) {
                 sb.append('|').append(d.simulationState());
             }
+            if (shardGroup != null) {
+                sb.append('|').append(shardGroup).append(java.util.Arrays.toString(shardFaults)).append(rebalances)
+                        .append(joins).append(leaving);
+                for (ShardedDispatcher d : sharded) {
+                    for (DefaultDispatcher s : d.shardDispatchers()) {
+                        sb.append('|').append(s.simulationState());
+                    }
+                }
+            }
             sb.append('|').append(sched.workerStates());
             return sb.toString();
         }
+    }
+
+    /**
+     * The planted bug {@link Builder#plantForgottenShardFilter()}: {@code store} as a sharded store whose shard views
+     * forgot their shard, each one the whole store (every shard's rows, the outbox's one epoch).
+     */
+    static Store forgetfulShards(Store store) {
+        return (Store) java.lang.reflect.Proxy.newProxyInstance(Store.class.getClassLoader(),
+                new Class<?>[] {Store.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("shard") && method.getParameterCount() == 1) {
+                        return store;
+                    }
+                    if (method.getName().equals("toString") && method.getParameterCount() == 0) {
+                        return store + " (its shards forget their filter)";
+                    }
+                    try {
+                        return method.invoke(store, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
     }
 
     static String ms(long nanos) {
@@ -808,6 +1081,11 @@ public final class Simulation {
         final Duration takeoverTimeout;
         final boolean confirmOnRead;
         final boolean lostConfirmations;
+        final int shards;
+        final int rebalances;
+        final int joins;
+        final boolean forgetShardFilter;
+        final boolean grantBeforeDrain;
         final Set<StoreFaults.Operation> storeErrorOps;
         final Set<PlantedBug> bugs;
         final DispatcherConfig engine;
@@ -835,6 +1113,11 @@ public final class Simulation {
             takeoverTimeout = b.takeoverTimeout;
             confirmOnRead = b.confirmOnRead;
             lostConfirmations = b.lostConfirmations;
+            shards = b.shards;
+            rebalances = b.rebalances;
+            joins = b.joins;
+            forgetShardFilter = b.forgetShardFilter;
+            grantBeforeDrain = b.grantBeforeDrain;
             lateCommits = b.lateCommits;
             lateCommitFor = b.lateCommitFor;
             storeErrorOps = Collections.unmodifiableSet(EnumSet.copyOf(b.storeErrorOps));
@@ -859,7 +1142,10 @@ public final class Simulation {
         @Override
         public String toString() {
             return keys + " keys x " + recordsPerKey + " records, " + dispatchers + " dispatchers ("
-                    + (stream ? "STREAM" : engine.harvest()) + "), faults: " + sendFailures + " send failure(s), " + duplicateAcks
+                    + (stream ? "STREAM" : engine.harvest()) + ")"
+                    + (shards > 1 ? ", " + shards + " shards, " + rebalances + " rebalance(s) (" + joins
+                            + " may join)" : "")
+                    + ", faults: " + sendFailures + " send failure(s), " + duplicateAcks
                     + " lost ack(s), " + storeErrors + " store error(s), " + leaderChanges + " leader change(s), "
                     + rollbacks + " rollback(s)" + (poison ? ", a poison record" : "")
                     + (lateCommits > 0 ? ", " + lateCommits + " late commit(s)" : "")
@@ -869,7 +1155,9 @@ public final class Simulation {
                             ? ", takeover after " + takeoverTimeout.toMillis() + " ms" : "")
                     + (bugs.isEmpty() ? "" : ", planted: " + bugs)
                     + (lostConfirmations ? ", a lost stream may lose its unsent confirmation" : "")
-                    + (confirmOnRead ? ", planted: the stream confirmed on read" : "");
+                    + (confirmOnRead ? ", planted: the stream confirmed on read" : "")
+                    + (forgetShardFilter ? ", planted: shard views forget their shard" : "")
+                    + (grantBeforeDrain ? ", planted: a revoked shard is granted before its drain" : "");
         }
     }
 
@@ -892,6 +1180,11 @@ public final class Simulation {
         private Duration takeoverTimeout = DEFAULT_TAKEOVER;
         private boolean confirmOnRead;
         private boolean lostConfirmations;
+        private int shards = 1;
+        private int rebalances;
+        private int joins;
+        private boolean forgetShardFilter;
+        private boolean grantBeforeDrain;
         private int lateCommits;
         private Duration lateCommitFor = Duration.ofMillis(300);
         private Set<StoreFaults.Operation> storeErrorOps = EnumSet.of(StoreFaults.Operation.MARK,
@@ -972,6 +1265,53 @@ public final class Simulation {
          */
         public Builder lostConfirmations(boolean value) {
             this.lostConfirmations = value;
+            return this;
+        }
+
+        /**
+         * A sharded outbox ({@code InMemoryStore.setShards}) harvested by {@code ShardedDispatcher}s (one per
+         * dispatcher, each running one engine per shard and the shard poller) over a simulated shard group
+         * ({@link SimShardedLeaderGroup}: Kafka's coordinator over a leader topic with a partition per shard). The
+         * dispatchers join at the start, and the group spreads the shards over them by orderly moves. G3 is checked
+         * per shard, G4 against the faults of the record's own shard (and the store's and broker's). 1: unsharded.
+         */
+        public Builder shards(int n) {
+            this.shards = OutboxShards.checkCount(n);
+            return this;
+        }
+
+        /**
+         * With {@link #shards}, how many leadership faults the environment may inject at points it chooses: an
+         * orderly move of a shard to another dispatcher, a dispatcher joining (up to {@link #joins}) or leaving, a
+         * dispatcher cut off from the group or paused past its session (its shards are taken from it, and it rejoins
+         * later), a shard's heartbeats stalling (its leader fences itself, and leads again when they return).
+         */
+        public Builder rebalances(int n) {
+            this.rebalances = n;
+            return this;
+        }
+
+        /** With {@link #shards}, how many new dispatchers may join the group during a run. */
+        public Builder joins(int n) {
+            this.joins = n;
+            return this;
+        }
+
+        /**
+         * Plants a sharding bug in the store (not in the engine): each shard view forgets its shard and is the whole
+         * outbox, so that every shard's leader harvests every shard's rows.
+         */
+        public Builder plantForgottenShardFilter() {
+            this.forgetShardFilter = true;
+            return this;
+        }
+
+        /**
+         * Plants a sharding bug in the group (the transport, not the engine): an orderly revocation does not wait for
+         * the old owner's drain; the shard is granted to its next owner as soon as the old one is told.
+         */
+        public Builder plantGrantBeforeDrain() {
+            this.grantBeforeDrain = true;
             return this;
         }
 
@@ -1068,6 +1408,9 @@ public final class Simulation {
         public Config build() {
             if (keys < 1 || recordsPerKey < 1 || dispatchers < 1) {
                 throw new IllegalArgumentException("keys, records per key and dispatchers must be positive");
+            }
+            if (shards > 1 && stream) {
+                throw new IllegalArgumentException("the stream harvest is not sharded: shards " + shards);
             }
             return new Config(this);
         }

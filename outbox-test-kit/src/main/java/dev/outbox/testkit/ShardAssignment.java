@@ -1,0 +1,250 @@
+package dev.outbox.testkit;
+
+import dev.outbox.OutboxShards;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * Who owns each shard of a shard leaders' group, as Kafka's group coordinator assigns the partitions of a leader
+ * topic: the state and the balancing that {@link InMemoryShardedLeaderGroup} and the simulation's group share. A
+ * shard has at most one owner; an orderly move revokes it from its owner, and only once that owner's drain returned
+ * ({@link #released}) is it granted to the next one. A member that joins is given the shards nobody owns, then takes
+ * shards from the busiest members until it has its share ({@code shards / eligible members}). Members are numbered
+ * by the group; what reaches them (an assignment, a revocation) the group delivers, told through {@link Group}.
+ *
+ * <p>Not thread-safe: the group that holds it guards it.
+ */
+public final class ShardAssignment {
+    /** The group around the assignment: who may be given shards, and the delivery of its decisions. */
+    public interface Group {
+        /** How many members there are (numbered from 0), eligible or not. */
+        int members();
+
+        /** Whether {@code member} may be given shards (it joined, did not leave, and reaches the coordinator). */
+        boolean eligible(int member);
+
+        /** {@code shard} was granted to {@code member}: tell it. */
+        void granted(int shard, int member);
+
+        /**
+         * {@code shard} is revoked from {@code member} in an orderly way: tell it, and call {@link #released} once its
+         * {@code revoked} callback returned.
+         */
+        void revoking(int shard, int member);
+
+        /** Which of {@code candidates}, shards of {@code from}, moves to the newcomer {@code to}: an index into it. */
+        int pick(int from, int to, List<Integer> candidates);
+    }
+
+    private static final int NONE = -1;
+    private final Group group;
+    private final int[] owner;
+    private final boolean[] revoking;
+    private final int[] target;
+
+    /**
+     * @throws IllegalArgumentException naming the count if it is not between 1 and {@link OutboxShards#MAX_SHARDS}
+     */
+    public ShardAssignment(int shards, Group group) {
+        OutboxShards.checkCount(shards);
+        this.group = group;
+        this.owner = new int[shards];
+        this.revoking = new boolean[shards];
+        this.target = new int[shards];
+        Arrays.fill(owner, NONE);
+        Arrays.fill(target, NONE);
+    }
+
+    /** The number of shards. */
+    public int shards() {
+        return owner.length;
+    }
+
+    /** The owner of {@code shard} (until its revocation's drain returned), or -1. */
+    public int owner(int shard) {
+        return owner[shard];
+    }
+
+    /** The shards {@code member} owns. */
+    public Set<Integer> owned(int member) {
+        Set<Integer> s = new TreeSet<>();
+        for (int i = 0; i < owner.length; i++) {
+            if (owner[i] == member) {
+                s.add(i);
+            }
+        }
+        return s;
+    }
+
+    /** The shards that have an owner and no revocation under way. */
+    public List<Integer> movable() {
+        List<Integer> l = new ArrayList<>();
+        for (int i = 0; i < owner.length; i++) {
+            if (owner[i] != NONE && !revoking[i]) {
+                l.add(i);
+            }
+        }
+        return l;
+    }
+
+    /** Whether a revocation of one of {@code member}'s shards is under way. */
+    public boolean revokingFrom(int member) {
+        for (int i = 0; i < owner.length; i++) {
+            if (owner[i] == member && revoking[i]) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * An orderly move of {@code shard} to {@code to}: revoked from its owner, granted to {@code to} once released
+     * (or, if {@code to} is no longer eligible by then, to the least loaded member).
+     *
+     * @return false if the shard has no owner or is already being revoked
+     */
+    public boolean move(int shard, int to) {
+        if (owner[shard] == NONE || revoking[shard]) {
+            return false;
+        }
+        target[shard] = to;
+        revoke(shard);
+        return true;
+    }
+
+    /**
+     * {@code old}'s revocation of {@code shard} returned: the shard goes to its next owner, unless it was taken from
+     * {@code old} meanwhile (its session expired, or it left).
+     */
+    public void released(int shard, int old) {
+        if (owner[shard] != old || !revoking[shard]) {
+            return;
+        }
+        owner[shard] = NONE;
+        revoking[shard] = false;
+        int to = target[shard];
+        target[shard] = NONE;
+        if (to != NONE && group.eligible(to)) {
+            grant(shard, to);
+        } else {
+            grantUnowned();
+        }
+    }
+
+    /**
+     * Takes every shard from {@code member} at once (its session expired, or it left), revocations under way
+     * included, and forgets the shards on their way to it; does not grant them (see {@link #grantUnowned}).
+     *
+     * @return the shards it had
+     */
+    public Set<Integer> takeAll(int member) {
+        Set<Integer> had = new TreeSet<>();
+        for (int i = 0; i < owner.length; i++) {
+            if (owner[i] == member) {
+                owner[i] = NONE;
+                revoking[i] = false;
+                had.add(i);
+            }
+            if (target[i] == member) {
+                target[i] = NONE;
+            }
+        }
+        return had;
+    }
+
+    /** Grants every shard without an owner to the least loaded eligible member (the lowest numbered on a tie). */
+    public void grantUnowned() {
+        for (int i = 0; i < owner.length; i++) {
+            if (owner[i] == NONE) {
+                int to = leastLoaded();
+                if (to == NONE) {
+                    return;
+                }
+                grant(i, to);
+            }
+        }
+    }
+
+    /**
+     * {@code member} (re)joined: it is given the shards nobody owns, then takes shards from the busiest members until
+     * it has its share, each by an orderly move ({@link Group#pick} says which of the busiest member's shards).
+     */
+    public void joined(int member) {
+        grantUnowned();
+        int eligible = 0;
+        for (int m = 0; m < group.members(); m++) {
+            eligible += group.eligible(m) ? 1 : 0;
+        }
+        int share = eligible == 0 ? 0 : owner.length / eligible;
+        while (load(member) < share) {
+            int busiest = NONE;
+            for (int m = 0; m < group.members(); m++) {
+                if (m != member && group.eligible(m) && (busiest == NONE || load(m) > load(busiest))) {
+                    busiest = m;
+                }
+            }
+            if (busiest == NONE || load(busiest) <= share) {
+                return;
+            }
+            List<Integer> theirs = new ArrayList<>();
+            for (int i = 0; i < owner.length; i++) {
+                if (owner[i] == busiest && !revoking[i]) {
+                    theirs.add(i);
+                }
+            }
+            if (theirs.isEmpty()) {
+                return; // all it will have is still on its way to it
+            }
+            int s = theirs.get(group.pick(busiest, member, theirs));
+            target[s] = member;
+            revoke(s);
+        }
+    }
+
+    /** The shards {@code member} owns (not being revoked) or is about to be given. */
+    public int load(int member) {
+        int n = 0;
+        for (int i = 0; i < owner.length; i++) {
+            if (owner[i] == member && !revoking[i] || target[i] == member) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    private void revoke(int shard) {
+        revoking[shard] = true;
+        group.revoking(shard, owner[shard]);
+    }
+
+    private void grant(int shard, int to) {
+        owner[shard] = to;
+        group.granted(shard, to);
+    }
+
+    private int leastLoaded() {
+        int best = NONE;
+        for (int m = 0; m < group.members(); m++) {
+            if (group.eligible(m) && (best == NONE || load(m) < load(best))) {
+                best = m;
+            }
+        }
+        return best;
+    }
+
+    /** Each shard's owner ("-" for none), "&gt;" and the next owner while it is revoked. */
+    @Override
+    public String toString() {
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < owner.length; i++) {
+            sb.append(i).append('=').append(owner[i] == NONE ? "-" : String.valueOf(owner[i]))
+                    .append(revoking[i] ? ">" + (target[i] == NONE ? "?" : String.valueOf(target[i])) : "")
+                    .append(' ');
+        }
+        return sb.toString().trim();
+    }
+}
