@@ -49,6 +49,17 @@ final class Backlog {
     /** As {@link #fill(String, int, long, dev.outbox.Header)}, each value {@code extraValueBytes} longer. */
     double fill(String topic, int rows, long seed, dev.outbox.Header header, int extraValueBytes) {
         reset();
+        return fillAfterReset(topic, rows, seed, header, extraValueBytes);
+    }
+
+    /** As {@link #fill(String, int, long)}, into the table created afresh with {@code shards} shards. */
+    double fillSharded(String topic, int rows, long seed, int shards) {
+        env.database().resetSharded(shards);
+        return fillAfterReset(topic, rows, seed, null, 0);
+    }
+
+    /** Fills the table as {@link #fill(String, int, long)} does, without resetting it first. */
+    double fillAfterReset(String topic, int rows, long seed, dev.outbox.Header header, int extraValueBytes) {
         long started = System.nanoTime();
         SplittableRandom random = new SplittableRandom(seed);
         byte[] value = new byte[options.valueBytes + extraValueBytes];

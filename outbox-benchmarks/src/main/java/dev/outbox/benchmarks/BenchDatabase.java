@@ -35,6 +35,12 @@ interface BenchDatabase extends AutoCloseable {
         return store();
     }
 
+    /** The same outbox table split into {@code shards} shards (after {@link #resetSharded}). */
+    Store shardedStore(int shards);
+
+    /** Drops the outbox tables and creates them sharded, with {@link #shardedStore}'s own DDL. */
+    void resetSharded(int shards);
+
     /** The same outbox with the WAL harvest (Postgres only). */
     default Store walStore() {
         throw new UnsupportedOperationException("the WAL harvest needs --database postgres, not " + name());

@@ -70,6 +70,8 @@ public final class Benchmark {
                         case "drain-mark" -> throughput.drainByMark(options.rows, seed);
                         case "drain-nopurge" -> throughput.drainWithoutPurge(options.rows, seed);
                         case "drain-wal" -> throughput.drainWal(options.rows, seed);
+                        case "drain-shards" -> throughput.drainSharded("drain-shards", options.rows, seed, 1);
+                        case "drain-shards-2" -> throughput.drainSharded("drain-shards-2", options.rows, seed, 2);
                         case "wal-ceiling" -> throughput.walCeiling(options.rows, seed);
                         case "database" -> throughput.databaseCeiling(options.rows, seed);
                         case "cursor" -> throughput.cursorCeiling(options.rows, seed);

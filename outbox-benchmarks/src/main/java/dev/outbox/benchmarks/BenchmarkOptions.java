@@ -31,7 +31,7 @@ import java.util.concurrent.Callable;
                 + " The MySQL headers column codec is measured apart: ./bench.sh headers-codec.")
 final class BenchmarkOptions implements Callable<Integer> {
     static final List<String> ALL_SCENARIOS = List.of("writer-cost", "drain", "drain-unfenced", "drain-mark", "drain-wal",
-            "database", "cursor", "wal-ceiling", "broker", "naive", "latency", "latency-wal", "latency-poll", "latency-mark",
+            "drain-shards", "drain-shards-2", "database", "cursor", "wal-ceiling", "broker", "naive", "latency", "latency-wal", "latency-poll", "latency-mark",
             "poison", "takeover", "inbox");
     /** The scenarios of the WAL harvest: Postgres only ({@code all} leaves them out on MySQL and MariaDB). */
     static final List<String> WAL_SCENARIOS = List.of("writer-cost", "drain-wal", "wal-ceiling", "latency-wal");
@@ -56,6 +56,8 @@ final class BenchmarkOptions implements Callable<Integer> {
     int keys = 10_000;
     @Option(names = "--partitions", paramLabel = "N", description = "Partitions of each benchmark topic.")
     int partitions = 6;
+    @Option(names = "--shards", paramLabel = "N", description = "Shards of the drain-shards scenarios' table.")
+    int shards = 4;
     @Option(names = "--repeat", paramLabel = "N",
             description = "Runs of each throughput scenario; the table shows the median.")
     int repeat = 3;
@@ -64,7 +66,8 @@ final class BenchmarkOptions implements Callable<Integer> {
     int warmupRows = 100_000;
     @Option(defaultValue = "all", names = "--scenarios", paramLabel = "LIST", split = ",",
             converter = Scenario.class,
-            description = "Any of writer-cost,drain,drain-unfenced,drain-mark,drain-nopurge,drain-wal,database,cursor,"
+            description = "Any of writer-cost,drain,drain-unfenced,drain-mark,drain-nopurge,drain-wal,drain-shards,"
+                    + "drain-shards-2,database,cursor,"
                     + "wal-ceiling,broker,naive,latency,latency-wal,latency-poll,latency-mark,poison,takeover,inbox, or"
                     + " all. drain and latency use the cursor harvest with commit wake-ups, latency-poll the same"
                     + " polling (no wake-ups, the producer lingering), drain-unfenced the cursor harvest with storage"
@@ -72,7 +75,9 @@ final class BenchmarkOptions implements Callable<Integer> {
                     + " and latency-wal the WAL harvest (Postgres); drain-nopurge is the cursor drain with every purge"
                     + " skipped (an upper bound on what a cheaper purge could give; not in all); wal-ceiling is the WAL"
                     + " stream read and confirmed with no broker; writer-cost is the"
-                    + " writer's commits/s with an INSERT vs a WAL emit (Postgres).")
+                    + " writer's commits/s with an INSERT vs a WAL emit (Postgres); drain-shards is the cursor drain of"
+                    + " a table of --shards shards by one Dispatcher leading them all, drain-shards-2 the same by two"
+                    + " Dispatchers in this JVM, their shards spread by Kafka's group coordinator (Postgres and MySQL).")
     Set<String> scenarios;
     @Option(defaultValue = "5", names = "--writer-cost-seconds", paramLabel = "S", converter = Seconds.class,
             description = "writer-cost: seconds per cell (publisher x synchronous_commit x messages per transaction),"
@@ -274,6 +279,9 @@ final class BenchmarkOptions implements Callable<Integer> {
         if (scenarios.isEmpty()) {
             throw error("--scenarios selects nothing");
         }
+        if (shards < 2 || shards > dev.outbox.OutboxShards.MAX_SHARDS) {
+            throw error("--shards must be between 2 and " + dev.outbox.OutboxShards.MAX_SHARDS + ": " + shards);
+        }
         if (!spec.commandLine().getParseResult().hasMatchedOption("--out") && !database.equals("postgres")) {
             out = Path.of(out + "-" + database);
         }
@@ -407,7 +415,8 @@ final class BenchmarkOptions implements Callable<Integer> {
 
     static final class Scenario extends OneOf {
         Scenario() {
-            super("writer-cost", "drain", "drain-unfenced", "drain-mark", "drain-nopurge", "drain-wal", "database",
+            super("writer-cost", "drain", "drain-unfenced", "drain-mark", "drain-nopurge", "drain-wal", "drain-shards",
+                    "drain-shards-2", "database",
                     "cursor", "wal-ceiling", "broker", "naive", "latency", "latency-wal", "latency-poll", "latency-mark",
                     "poison", "takeover", "inbox", "all");
         }

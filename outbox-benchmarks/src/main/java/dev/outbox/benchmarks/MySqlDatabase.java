@@ -27,6 +27,7 @@ final class MySqlDatabase implements BenchDatabase {
     private final String jdbcUrl;
     private final HikariDataSource pool;
     private final MySqlStore store;
+    private final java.util.Map<Integer, MySqlStore> shardedStores;
     private final List<String> settingNames = new java.util.ArrayList<>();
 
     /**
@@ -59,6 +60,7 @@ final class MySqlDatabase implements BenchDatabase {
                 + (jdbcOptions.isEmpty() ? "" : "&" + jdbcOptions);
         this.pool = BenchEnvironment.pool(url, server.username(), server.password(), poolSize);
         this.store = MySqlStore.builder(pool).table(BenchEnvironment.TABLE).build();
+        this.shardedStores = new java.util.concurrent.ConcurrentHashMap<>();
     }
 
     @Override
@@ -88,8 +90,22 @@ final class MySqlDatabase implements BenchDatabase {
 
     @Override
     public void reset() {
-        BenchEnvironment.execute(pool, "DROP TABLE IF EXISTS " + store.table() + ", " + store.parkedTable());
+        BenchEnvironment.execute(pool, "DROP TABLE IF EXISTS " + store.table() + ", " + store.parkedTable() + ", "
+                + store.leaderTable());
         store.createSchema();
+    }
+
+    @Override
+    public MySqlStore shardedStore(int shards) {
+        return shardedStores.computeIfAbsent(shards, n -> MySqlStore.builder(pool).table(BenchEnvironment.TABLE)
+                .shards(n).build());
+    }
+
+    @Override
+    public void resetSharded(int shards) {
+        BenchEnvironment.execute(pool, "DROP TABLE IF EXISTS " + store.table() + ", " + store.parkedTable() + ", "
+                + store.leaderTable());
+        shardedStore(shards).createSchema();
     }
 
     @Override

@@ -30,6 +30,7 @@ final class PostgresDatabase implements BenchDatabase {
     private final PostgresStore store;
     private final PostgresStore pollingStore;
     private final PostgresStore walStore;
+    private final java.util.Map<Integer, PostgresStore> shardedStores = new java.util.concurrent.ConcurrentHashMap<>();
 
     /**
      * @param synchronousCommit the database's {@code synchronous_commit}, or "server" to keep the server's
@@ -92,8 +93,24 @@ final class PostgresDatabase implements BenchDatabase {
     public void reset() {
         walStore.harvestStopped();
         walStore.dropSlot();
-        BenchEnvironment.execute(pool, "DROP TABLE IF EXISTS " + store.table() + ", " + store.parkedTable());
+        BenchEnvironment.execute(pool, "DROP TABLE IF EXISTS " + store.table() + ", " + store.parkedTable() + ", "
+                + store.leaderTable());
         store.createSchema();
+    }
+
+    @Override
+    public PostgresStore shardedStore(int shards) {
+        return shardedStores.computeIfAbsent(shards, n -> PostgresStore.builder(pool).table(BenchEnvironment.TABLE)
+                .shards(n).build());
+    }
+
+    @Override
+    public void resetSharded(int shards) {
+        walStore.harvestStopped();
+        walStore.dropSlot();
+        BenchEnvironment.execute(pool, "DROP TABLE IF EXISTS " + store.table() + ", " + store.parkedTable() + ", "
+                + store.leaderTable());
+        shardedStore(shards).createSchema();
     }
 
     /** {@link #reset()}, then the WAL harvest's schema: its functions, and a new slot and publication. */

@@ -40,17 +40,19 @@ final class Report {
                 }
             }));
 
-    private static final Map<String, String> TITLES = Map.of(
-            "drain", "Dispatcher -> Kafka (cursor harvest)",
-            "drain-unfenced", "Dispatcher -> Kafka (cursor, storage fencing off)",
-            "drain-mark", "Dispatcher -> Kafka (mark harvest)",
-            "drain-nopurge", "cursor drain, purges skipped (bound)",
-            "drain-wal", "Dispatcher -> Kafka (WAL harvest)",
-            "database", "database ceiling (mark+purge)",
-            "cursor", "database ceiling (read+purge)",
-            "wal-ceiling", "WAL ceiling (stream read+confirm)",
-            "broker", "broker ceiling (bare producer)",
-            "naive", "naive baseline (1 row/stmt)");
+    private static final Map<String, String> TITLES = Map.ofEntries(
+            Map.entry("drain", "Dispatcher -> Kafka (cursor harvest)"),
+            Map.entry("drain-unfenced", "Dispatcher -> Kafka (cursor, storage fencing off)"),
+            Map.entry("drain-mark", "Dispatcher -> Kafka (mark harvest)"),
+            Map.entry("drain-nopurge", "cursor drain, purges skipped (bound)"),
+            Map.entry("drain-wal", "Dispatcher -> Kafka (WAL harvest)"),
+            Map.entry("drain-shards", "sharded cursor drain, 1 Dispatcher"),
+            Map.entry("drain-shards-2", "sharded cursor drain, 2 Dispatchers"),
+            Map.entry("database", "database ceiling (mark+purge)"),
+            Map.entry("cursor", "database ceiling (read+purge)"),
+            Map.entry("wal-ceiling", "WAL ceiling (stream read+confirm)"),
+            Map.entry("broker", "broker ceiling (bare producer)"),
+            Map.entry("naive", "naive baseline (1 row/stmt)"));
 
     private final BenchmarkOptions options;
     Instant startedAt;
@@ -239,6 +241,10 @@ final class Report {
                         + " median of %d run(s)%s\n", options.rows, Math.min(options.naiveRows, options.rows),
                 options.valueBytes, options.keys, options.repeat,
                 options.warmupRows > 0 ? fmt(" after a warm-up of %,d rows", options.warmupRows) : ", no warm-up"));
+        if (throughput.containsKey("drain-shards") || throughput.containsKey("drain-shards-2")) {
+            out.append(fmt("Sharded:   the sharded drains' table has %d shards (--shards); with 2 Dispatchers each has"
+                    + " its own producer and KafkaShardedLeaderTransport, both in this JVM\n", options.shards));
+        }
         if (!writerCostTable.isEmpty()) {
             out.append('\n').append("Writer cost: the same transaction with a table INSERT, an INSERT with"
                     + " pg_notify, and a WAL emit (database outbox_writer_cost, one writer, back to back)\n");

@@ -4,6 +4,7 @@ import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.OutboxRecord;
 import dev.outbox.broker.kafka.KafkaMessageBroker;
+import dev.outbox.broker.kafka.KafkaShardedLeaderTransport;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.ReadResult;
 import dev.outbox.store.postgres.PostgresStore;
@@ -39,7 +40,7 @@ import java.util.function.LongSupplier;
 final class ThroughputScenarios {
     /** The throughput scenarios, in the order they run and are reported. */
     static final List<String> NAMES = List.of("drain", "drain-unfenced", "drain-mark", "drain-nopurge", "drain-wal",
-            "database", "cursor", "wal-ceiling", "broker", "naive");
+            "drain-shards", "drain-shards-2", "database", "cursor", "wal-ceiling", "broker", "naive");
 
     /** One measured run: {@code records} moved in {@code seconds}, {@code left} rows remaining after it. */
     record Run(String scenario, long records, double seconds, long left, double fillSeconds, String breakdown) {
@@ -120,6 +121,106 @@ final class ThroughputScenarios {
         String topic = env.newTopic("drain");
         double fill = backlog.fill(topic, rows, seed, header, extraValueBytes);
         return deliver(scenario, rows, fill, env.store(), harvest, instrument, backlog::count, true, false);
+    }
+
+    /**
+     * The cursor drain of a table of --shards shards ({@code drain-shards}: one Dispatcher leads every shard, no leader
+     * transport; {@code drain-shards-2}: two Dispatchers in this JVM, the shards spread over them by Kafka's group
+     * coordinator through a {@link KafkaShardedLeaderTransport} each, on a leader topic of their own). Timed from the
+     * first send of either to the last acknowledgement, like {@link #drain}; each Dispatcher has its own producer.
+     * With two, the Dispatchers start on the empty table and the backlog is filled (one {@code COPY}, visible at
+     * once) only when each leads its share, so that the time is the drain's, not the group's first rebalance.
+     */
+    Run drainSharded(String scenario, int rows, long seed, int dispatchers) throws InterruptedException {
+        int shards = options.shards;
+        String topic = env.newTopic("drain");
+        if (dispatchers == 1) {
+            double fill = backlog.fillSharded(topic, rows, seed, shards);
+            return deliver(scenario, rows, fill, env.database().shardedStore(shards), DispatcherConfig.Harvest.CURSOR,
+                    d -> { }, backlog::count, true, false);
+        }
+        DispatcherConfig config = env.dispatcherConfig();
+        java.util.concurrent.atomic.AtomicLong acks = new java.util.concurrent.atomic.AtomicLong();
+        CountDownLatch all = new CountDownLatch(1);
+        TimingBroker.AckListener counted = (record, nanos) -> {
+            if (acks.incrementAndGet() == rows) {
+                all.countDown();
+            }
+        };
+        String leaderTopic = "bench-shard-leaders-" + ProcessHandle.current().pid() + "-" + System.nanoTime();
+        List<TimingBroker> brokers = new ArrayList<>();
+        List<TimingStore> stores = new ArrayList<>();
+        List<Dispatcher> running = new ArrayList<>();
+        ServerCpu serverCpu = ServerCpu.of(env.database());
+        com.sun.management.OperatingSystemMXBean os = (com.sun.management.OperatingSystemMXBean)
+                java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        double server0 = serverCpu.seconds();
+        long jvm0 = os.getProcessCpuTime();
+        boolean done;
+        double fill;
+        env.database().resetSharded(shards);
+        try {
+            for (int i = 0; i < dispatchers; i++) {
+                KafkaMessageBroker kafka = env.newBroker("bench-drain-" + i);
+                TimingBroker broker = new TimingBroker(kafka, 0, counted);
+                TimingStore store = new TimingStore(env.database().shardedStore(shards), true);
+                KafkaShardedLeaderTransport leaders = KafkaShardedLeaderTransport.builder()
+                        .bootstrapServers(env.kafka().bootstrapServers())
+                        .topic(leaderTopic)
+                        .shards(shards)
+                        .dispatcherConfig(config)
+                        .deliveryTimeoutOf(kafka)
+                        .build();
+                Dispatcher d = Dispatcher.builder(store, broker).config(config).leaderTransport(leaders)
+                        .name("bench-drain-" + i).build();
+                brokers.add(broker);
+                stores.add(store);
+                running.add(d);
+            }
+            running.forEach(Dispatcher::start);
+            long spread = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (!evenlyLed(running, shards)) {
+                if (System.nanoTime() - spread > 0) {
+                    throw new IllegalStateException("the " + dispatchers + " Dispatchers did not share the " + shards
+                            + " shards within 60 s");
+                }
+                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
+            }
+            fill = backlog.fillAfterReset(topic, rows, seed, null, 0);
+            done = all.await(options.timeout.toNanos(), TimeUnit.NANOSECONDS);
+        } finally {
+            running.forEach(Dispatcher::close);
+        }
+        long first = brokers.stream().mapToLong(TimingBroker::firstSendNanos).filter(t -> t != 0).min()
+                .orElse(System.nanoTime());
+        long end = done ? brokers.stream().mapToLong(TimingBroker::lastAckNanos).max().orElseThrow()
+                : System.nanoTime();
+        double seconds = (end - first) / 1e9;
+        double jvm = (os.getProcessCpuTime() - jvm0) / 1e9;
+        double server = serverCpu.seconds() - server0;
+        long n = Math.max(1, acks.get());
+        StringBuilder split = new StringBuilder();
+        for (int i = 0; i < dispatchers; i++) {
+            split.append(i == 0 ? "acknowledged by each Dispatcher: " : ", ").append(brokers.get(i).acks());
+        }
+        String breakdown = split + "; " + stores.get(0).summary(seconds) + Report.fmt("; CPU a record: this JVM"
+                + " %.0f us, the database server %s", jvm * 1e6 / n,
+                Double.isNaN(server) ? "unknown" : Report.fmt("%.0f us", server * 1e6 / n));
+        return new Run(scenario, Math.min(rows, acks.get()), seconds, backlog.count(), fill, breakdown);
+    }
+
+    /** Whether every shard is led, and every Dispatcher leads at least one. */
+    private static boolean evenlyLed(List<Dispatcher> dispatchers, int shards) {
+        int led = 0;
+        for (Dispatcher d : dispatchers) {
+            long mine = d.shardHealth().stream()
+                    .filter(h -> h.status() == dev.outbox.DispatcherHealth.Status.LEADER).count();
+            if (mine == 0) {
+                return false;
+            }
+            led += (int) mine;
+        }
+        return led == shards;
     }
 
     /**

@@ -26,7 +26,7 @@ class BenchmarkSmokeTest {
         Report report = Benchmark.run(options);
 
         assertThat(report.throughput).containsOnlyKeys("drain", "drain-unfenced", "drain-mark", "drain-wal",
-                "database", "cursor", "wal-ceiling", "broker", "naive");
+                "drain-shards", "drain-shards-2", "database", "cursor", "wal-ceiling", "broker", "naive");
         for (List<ThroughputScenarios.Run> runs : report.throughput.values()) {
             assertThat(runs).hasSize(1);
             assertThat(runs.get(0).rate()).isPositive();
@@ -35,6 +35,12 @@ class BenchmarkSmokeTest {
         assertThat(report.throughput.get("drain").get(0).left()).isZero();
         assertThat(report.throughput.get("drain-mark").get(0).records()).isEqualTo(3000);
         assertThat(report.throughput.get("drain-mark").get(0).left()).isZero();
+        for (String sharded : List.of("drain-shards", "drain-shards-2")) {
+            assertThat(report.throughput.get(sharded).get(0).records()).as(sharded).isEqualTo(3000);
+            assertThat(report.throughput.get(sharded).get(0).left()).as(sharded).isZero();
+        }
+        assertThat(report.throughput.get("drain-shards-2").get(0).breakdown())
+                .containsPattern("acknowledged by each Dispatcher: [1-9][0-9]*, [1-9]");
         assertThat(report.throughput.get("database").get(0).left()).isZero();
         assertThat(report.throughput.get("cursor").get(0).left()).isZero();
         assertThat(report.throughput.get("drain-wal").get(0).records()).isEqualTo(3000);
