@@ -336,4 +336,106 @@ class PostgresShardsTest {
         }
         assertThat(watches.get(0).listening()).as("closed").isFalse();
     }
+
+    /**
+     * Three dispatchers share a sharded Postgres outbox over {@code InMemoryShardedLeaderGroup}: the shards spread,
+     * one dispatcher leaves and its shards move (each new leader takes its shard's next epoch in the database), a
+     * fourth joins and takes its share; every message arrives, per key never going back.
+     */
+    @Test
+    void shardsMoveBetweenDispatchersOverTheRealDatabaseWithoutLosingOrReordering() {
+        for (dev.outbox.DispatcherConfig.Harvest harvest : dev.outbox.DispatcherConfig.Harvest.values()) {
+            PostgresStore store = builder(newTable()).shards(4).build();
+            store.createSchema();
+            dev.outbox.testkit.InMemoryBroker broker = new dev.outbox.testkit.InMemoryBroker();
+            dev.outbox.testkit.InMemoryShardedLeaderGroup group = new dev.outbox.testkit.InMemoryShardedLeaderGroup(4);
+            List<dev.outbox.Dispatcher> dispatchers = new java.util.ArrayList<>();
+            int batch = 150;
+            java.time.Duration wait = java.time.Duration.ofSeconds(60);
+            try {
+                for (int i = 0; i < 2; i++) {
+                    dispatchers.add(startMember(store, broker, group, harvest, i));
+                }
+                dev.outbox.testkit.Await.untilOrFail(() -> group.shardsOf(0).size() == 2
+                        && group.shardsOf(1).size() == 2, wait, () -> harvest + ": not spread 2/2");
+                write(store, 0, batch);
+                dispatchers.get(0).close(); // leaves: its shards go to the other
+                dev.outbox.testkit.Await.untilOrFail(() -> group.shardsOf(1).size() == 4, wait,
+                        () -> harvest + ": the leaver's shards did not move");
+                write(store, batch, batch);
+                dispatchers.add(startMember(store, broker, group, harvest, 2)); // joins: takes its share
+                dev.outbox.testkit.Await.untilOrFail(() -> group.shardsOf(2).size() == 2, wait,
+                        () -> harvest + ": the newcomer did not take its share");
+                write(store, 2 * batch, batch);
+                dev.outbox.testkit.Await.untilOrFail(() -> store.backlog() == 0 && distinct(broker) == 3 * batch,
+                        wait, () -> harvest + ": backlog " + store.backlog() + ", " + distinct(broker) + " delivered");
+            } finally {
+                dispatchers.forEach(dev.outbox.Dispatcher::close);
+            }
+            assertThat(PostgresTestSupport.queryLong(admin, "SELECT sum(epoch) FROM " + store.leaderTable()))
+                    .as("%s: one epoch per shard leadership: 4, plus one per move (2 on leaving, 2 on joining)",
+                            harvest).isGreaterThanOrEqualTo(8);
+            Map<String, Integer> last = new HashMap<>();
+            for (dev.outbox.OutboxRecord r : broker.delivered()) {
+                int v = Integer.parseInt(new String(r.message().value(), java.nio.charset.StandardCharsets.UTF_8));
+                Integer before = last.put(r.key(), v);
+                assertThat(before == null || before <= v).as("%s: key %s sent %d after %d", harvest, r.key(), v,
+                        before).isTrue();
+            }
+        }
+    }
+
+    private static dev.outbox.Dispatcher startMember(PostgresStore store, dev.outbox.testkit.InMemoryBroker broker,
+                                                     dev.outbox.testkit.InMemoryShardedLeaderGroup group,
+                                                     dev.outbox.DispatcherConfig.Harvest harvest, int i) {
+        dev.outbox.Dispatcher d = dev.outbox.Dispatcher.builder(store, new Unclosed(broker))
+                .leaderTransport(group.newMember())
+                .config(dev.outbox.DispatcherConfig.builder().harvest(harvest).markBatchSize(50)
+                        .pollInterval(java.time.Duration.ofMillis(20)).build())
+                .name("member-" + i).build();
+        d.start();
+        return d;
+    }
+
+    private static void write(PostgresStore store, int from, int n) {
+        try (dev.outbox.testkit.TestTransaction tx = dev.outbox.testkit.JdbcTestTransaction.begin(pool,
+                store.publisher())) {
+            for (int i = from; i < from + n; i++) {
+                tx.publish(dev.outbox.OutboxMessage.of("t", "k" + (i % 41), String.valueOf(i)));
+            }
+            tx.commit();
+        }
+    }
+
+    private static int distinct(dev.outbox.testkit.InMemoryBroker broker) {
+        java.util.Set<String> seen = new java.util.HashSet<>();
+        for (dev.outbox.OutboxRecord r : broker.delivered()) {
+            seen.add(new String(r.message().value(), java.nio.charset.StandardCharsets.UTF_8));
+        }
+        return seen.size();
+    }
+
+    /** The one broker every dispatcher sends to, as each sees it: its close flushes and leaves it open. */
+    private static final class Unclosed implements dev.outbox.spi.MessageBroker {
+        private final dev.outbox.spi.MessageBroker broker;
+
+        Unclosed(dev.outbox.spi.MessageBroker broker) {
+            this.broker = broker;
+        }
+
+        @Override
+        public java.util.concurrent.CompletionStage<Void> send(dev.outbox.OutboxRecord record) {
+            return broker.send(record);
+        }
+
+        @Override
+        public boolean flush(java.time.Duration timeout) {
+            return broker.flush(timeout);
+        }
+
+        @Override
+        public void close(java.time.Duration timeout) {
+            broker.flush(timeout);
+        }
+    }
 }
