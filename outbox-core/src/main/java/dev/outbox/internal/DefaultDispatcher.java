@@ -805,7 +805,14 @@ public final class DefaultDispatcher implements Dispatcher {
                     if (standDown && pause(fencedBackoff.next())) {
                         continue; // leadership changed or closing meanwhile
                     }
-                    if ((standDown && !leaseValid()) || !takeEpoch(readFailures)) {
+                    if (standDown && !leaseValid()) {
+                        continue;
+                    }
+                    Duration failed = takeEpochWhileLeading(leadership, readFailures);
+                    if (failed != null) {
+                        if (!failed.isZero()) {
+                            pause(failed);
+                        }
                         continue;
                     }
                     epochTakenFor = leadership;
@@ -953,27 +960,42 @@ public final class DefaultDispatcher implements Dispatcher {
     }
 
     /**
-     * Takes the outbox's leader epoch in a fencing store: from now on this leader's writes are fenced by it.
+     * Takes the outbox's leader epoch in a fencing store, if this instance still holds {@code leadership}: from now on
+     * this leader's writes are fenced by it. Holds {@link #sendLock} throughout, as {@link #stopPublishing} does: a
+     * revocation or fence that began before waits until the epoch was taken, and one that completed first stops it
+     * from being taken. Without that, a leader revoked between deciding to take the epoch and taking it would take
+     * it after its successor had, and fence the successor out.
      *
-     * @return whether it was taken; if not, the failure was reported and backed off
+     * @return null if taken; zero if this instance no longer leads; else how long to back off after a failure,
+     *         which was reported
      */
-    private boolean takeEpoch(Backoff failures) {
+    private Duration takeEpochWhileLeading(long leadership, Backoff failures) {
         long taken;
+        sendLock.lock();
         try {
+            lock.lock();
+            try {
+                if (leaderId == null || leaderships != leadership || stopMarking) {
+                    return Duration.ZERO;
+                }
+            } finally {
+                lock.unlock();
+            }
             taken = store.acquireEpoch();
             failures.reset();
         } catch (RuntimeException e) {
             Duration wait = failures.next();
             log.warn("{}: taking the outbox's leader epoch in the database failed; retrying in {}", name, wait, e);
             reportFailure("fence", e);
-            pause(wait);
-            return false;
+            return wait;
+        } finally {
+            sendLock.unlock();
         }
         takenEpoch = taken;
         writes = store.fencedBy(taken);
         log.info("{}: took leader epoch {} in the database: writes of earlier leaders are refused from now on", name,
                 taken);
-        return true;
+        return null;
     }
 
     /**
