@@ -43,6 +43,9 @@ import java.util.Objects;
  *       the table again from its head, a safety net for rows that appeared below the cursor after the store said
  *       none could (a sequence reset by hand, a writer transaction longer than the store's late-commit window)
  *       </td></tr>
+ *   <tr><td>afterPark</td><td>{@link AfterPark#MOVE_ON MOVE_ON}</td><td>what happens to a key once one of its
+ *       records is parked: its later records flow ({@link AfterPark#MOVE_ON MOVE_ON}) or wait until an operator
+ *       replays or discards the parked rows ({@link AfterPark#HOLD_KEY HOLD_KEY})</td></tr>
  * </table>
  */
 public final class DispatcherConfig {
@@ -65,6 +68,25 @@ public final class DispatcherConfig {
         MARK
     }
 
+    /** What happens to a key once one of its records was parked. */
+    public enum AfterPark {
+        /**
+         * The key moves on: its later records are sent as if the parked one had been delivered. Nothing waits for a
+         * human; a consumer sees a gap in the key's sequence (and, if the parked record is replayed, receives it
+         * after later ones). The default.
+         */
+        MOVE_ON,
+        /**
+         * The key is held: while the parked table holds a row of the key, none of the key's records is sent; every
+         * other key flows. When an operator replays the parked rows ({@link dev.outbox.spi.Store#replay}, which puts
+         * them back ahead of the key's waiting rows) or discards them, the key's records are sent again, in order:
+         * the replayed ones first. The hold is derived from the parked table, so a new leader keeps it. For
+         * consumers that need a key's records strictly in order without gaps. Needs a store that
+         * {@linkplain dev.outbox.spi.Store#supportsHoldKey() supports it}.
+         */
+        HOLD_KEY
+    }
+
     private final int markBatchSize;
     private final int maxInFlightRecords;
     private final long maxInFlightBytes;
@@ -80,6 +102,7 @@ public final class DispatcherConfig {
     private final Duration metricsInterval;
     private final Harvest harvest;
     private final Duration rescanInterval;
+    private final AfterPark afterPark;
 
     private DispatcherConfig(Builder b) {
         this.markBatchSize = b.markBatchSize;
@@ -95,6 +118,7 @@ public final class DispatcherConfig {
         this.maxAttempts = b.maxAttempts;
         this.harvest = b.harvest;
         this.rescanInterval = b.rescanInterval;
+        this.afterPark = b.afterPark;
         this.drainTimeout = b.drainTimeout;
         this.metricsInterval = b.metricsInterval;
     }
@@ -207,6 +231,11 @@ public final class DispatcherConfig {
         return rescanInterval;
     }
 
+    /** What happens to a key once one of its records was parked; see {@link AfterPark}. */
+    public AfterPark afterPark() {
+        return afterPark;
+    }
+
     @Override
     public String toString() {
         return "DispatcherConfig{markBatchSize=" + markBatchSize + ", maxInFlightRecords=" + maxInFlightRecords
@@ -216,7 +245,7 @@ public final class DispatcherConfig {
                 + ", queueTimeout=" + queueTimeout + ", ioErrorBackoff=" + ioErrorBackoff
                 + ", maxIoErrorBackoff=" + maxIoErrorBackoff + ", maxAttempts=" + maxAttempts
                 + ", drainTimeout=" + drainTimeout + ", metricsInterval=" + metricsInterval + ", harvest=" + harvest
-                + ", rescanInterval=" + rescanInterval + '}';
+                + ", rescanInterval=" + rescanInterval + ", afterPark=" + afterPark + '}';
     }
 
     /** Builds a {@link DispatcherConfig}; not thread-safe. */
@@ -236,6 +265,7 @@ public final class DispatcherConfig {
         private Duration metricsInterval = Duration.ofSeconds(5);
         private Harvest harvest = Harvest.CURSOR;
         private Duration rescanInterval = Duration.ofSeconds(30);
+        private AfterPark afterPark = AfterPark.MOVE_ON;
 
         private Builder() {
         }
@@ -330,6 +360,12 @@ public final class DispatcherConfig {
         /** How often a caught-up cursor harvest reads the table again from its head; default 30 s. */
         public Builder rescanInterval(Duration value) {
             this.rescanInterval = positive("rescanInterval", value);
+            return this;
+        }
+
+        /** What happens to a key once one of its records was parked; default {@link AfterPark#MOVE_ON}. */
+        public Builder afterPark(AfterPark value) {
+            this.afterPark = Objects.requireNonNull(value, "afterPark");
             return this;
         }
 

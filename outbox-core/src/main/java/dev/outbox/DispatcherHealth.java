@@ -59,6 +59,7 @@ public final class DispatcherHealth {
     private final long callbackErrors;
     private final Instant outageSince;
     private final int heldRecords;
+    private final int heldKeys;
 
     private DispatcherHealth(Builder b) {
         this.status = Objects.requireNonNull(b.status, "status");
@@ -71,6 +72,7 @@ public final class DispatcherHealth {
         this.callbackErrors = b.callbackErrors;
         this.outageSince = b.outageSince;
         this.heldRecords = b.heldRecords;
+        this.heldKeys = b.heldKeys;
         if (status == Status.LEADER && leaderId == null) {
             throw new IllegalArgumentException("a LEADER health needs a leader id");
         }
@@ -155,13 +157,24 @@ public final class DispatcherHealth {
         return heldRecords;
     }
 
+    /**
+     * Keys held after a park ({@code DispatcherConfig.afterPark(HOLD_KEY)}): keys with a row in the parked table,
+     * whose later records the leader does not send until an operator replays or discards the parked rows. Always
+     * zero with {@code MOVE_ON} (the default) and on an instance that does not lead. Alert when it is not zero: the
+     * consumers of those keys wait for a human.
+     */
+    public int heldKeys() {
+        return heldKeys;
+    }
+
     @Override
     public String toString() {
         return "DispatcherHealth{status=" + status + ", leaderId=" + leaderId + ", lastMark=" + lastMark
                 + ", lastPurge=" + lastPurge + ", lastFailure=" + lastFailure + ", lastSample=" + lastSample
                 + ", inFlightRecords=" + inFlightRecords + ", callbackErrors=" + callbackErrors
                 + (outageSince == null ? "" : ", outageSince=" + outageSince)
-                + (heldRecords == 0 ? "" : ", heldRecords=" + heldRecords) + '}';
+                + (heldRecords == 0 ? "" : ", heldRecords=" + heldRecords)
+                + (heldKeys == 0 ? "" : ", heldKeys=" + heldKeys) + '}';
     }
 
     /** Builds a {@link DispatcherHealth}; not thread-safe. Every value but the status is optional. */
@@ -176,6 +189,7 @@ public final class DispatcherHealth {
         private long callbackErrors;
         private Instant outageSince;
         private int heldRecords;
+        private int heldKeys;
 
         private Builder(Status status) {
             this.status = Objects.requireNonNull(status, "status");
@@ -232,6 +246,14 @@ public final class DispatcherHealth {
                 throw new IllegalArgumentException("heldRecords must not be negative, was " + value);
             }
             this.heldRecords = value;
+            return this;
+        }
+
+        public Builder heldKeys(int value) {
+            if (value < 0) {
+                throw new IllegalArgumentException("heldKeys must not be negative, was " + value);
+            }
+            this.heldKeys = value;
             return this;
         }
 

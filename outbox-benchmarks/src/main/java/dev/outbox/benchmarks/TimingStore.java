@@ -183,6 +183,16 @@ final class TimingStore implements Store {
     }
 
     @Override
+    public boolean supportsHoldKey() {
+        return delegate.supportsHoldKey();
+    }
+
+    @Override
+    public java.util.Set<String> parkedKeys() {
+        return delegate.parkedKeys();
+    }
+
+    @Override
     public long backlog() {
         return delegate.backlog();
     }

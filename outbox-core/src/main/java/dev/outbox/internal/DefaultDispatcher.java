@@ -122,6 +122,8 @@ public final class DefaultDispatcher implements Dispatcher {
     private static final Logger log = LoggerFactory.getLogger(DefaultDispatcher.class);
     /** The most gap ranges a cursor harvest rechecks per read; see {@link HarvestCursor}. */
     static final int MAX_GAPS = 256;
+    /** With {@code HOLD_KEY}: how often a leader reads the store's parked keys to learn of replays and discards. */
+    static final Duration HOLD_CHECK_INTERVAL = Duration.ofSeconds(1);
 
     private final String name;
     private final Store store;
@@ -149,6 +151,8 @@ public final class DefaultDispatcher implements Dispatcher {
     private boolean epochLost;
     private boolean forceRemark;
     private final KeySchedule schedule;
+    /** {@code DispatcherConfig.AfterPark.HOLD_KEY}: a park holds its key until the parked rows leave the table. */
+    private final boolean holdKeys;
     /** The cursor harvest's position and gaps; null when harvesting by mark. */
     private final HarvestCursor cursor;
     // ---
@@ -271,6 +275,12 @@ public final class DefaultDispatcher implements Dispatcher {
                 config.ioErrorBackoff(), config.maxIoErrorBackoff(), config.maxAttempts(), clock,
                 runtime::random);
         schedule.retryAtTail = runtime.planted(PlantedBug.RETRY_OVERTAKES_HEAD);
+        this.holdKeys = config.afterPark() == DispatcherConfig.AfterPark.HOLD_KEY;
+        if (holdKeys && !store.supportsHoldKey()) {
+            throw new IllegalArgumentException("afterPark " + config.afterPark() + " needs a store that supports held"
+                    + " keys (Store.supportsHoldKey), and " + store.getClass().getName() + " does not; use MOVE_ON");
+        }
+        schedule.holdKeysAfterPark(holdKeys);
         this.cursor = config.harvest() == DispatcherConfig.Harvest.CURSOR ? new HarvestCursor(MAX_GAPS) : null;
         this.heldBackoff = new Backoff(config.ioErrorBackoff(), config.maxIoErrorBackoff());
         this.fencing = store.supportsFencing();
@@ -500,6 +510,15 @@ public final class DefaultDispatcher implements Dispatcher {
         }
     }
 
+    private int heldKeys() {
+        lock.lock();
+        try {
+            return schedule.heldKeys();
+        } finally {
+            lock.unlock();
+        }
+    }
+
     private int heldRecords() {
         lock.lock();
         try {
@@ -528,6 +547,7 @@ public final class DefaultDispatcher implements Dispatcher {
                 .callbackErrors(callbacks.errors())
                 .outageSince(status == DispatcherHealth.Status.LEADER ? outageSince : null)
                 .heldRecords(heldRecords())
+                .heldKeys(status == DispatcherHealth.Status.LEADER ? heldKeys() : 0)
                 .build();
     }
 
@@ -711,6 +731,8 @@ public final class DefaultDispatcher implements Dispatcher {
         long harvestEndedAt = Long.MIN_VALUE; // when the loop saw that epoch end
         long epochTakenFor = 0; // the leadership for which a fencing store's epoch was taken (0: none yet)
         Backoff fencedBackoff = new Backoff(config.ioErrorBackoff(), config.maxIoErrorBackoff());
+        long holdsReadFor = 0; // HOLD_KEY: the leadership for which the parked keys were read (0: none yet)
+        long lastHoldsRead = 0;
         try {
             while (!stopMarking) {
                 UUID markAs;
@@ -723,6 +745,8 @@ public final class DefaultDispatcher implements Dispatcher {
                 List<KeySchedule.Flight> toSend;
                 boolean brokerIdle;
                 boolean stopHarvest = false;
+                boolean readHolds;
+                long holdsStarted;
                 lock.lock();
                 try {
                     if (leaderId != null && forceRemark) {
@@ -754,7 +778,13 @@ public final class DefaultDispatcher implements Dispatcher {
                     // fenced) before anything is read or sent.
                     needEpoch = fencing && (epochTakenFor != leaderships || epochLost);
                     standDown = needEpoch && epochLost && epochTakenFor == leaderships;
-                    toSend = needEpoch ? List.of() : schedule.takeReady(Integer.MAX_VALUE, runtime.nanoTime());
+                    // HOLD_KEY: the held keys are read from the store's parked table once per leadership before
+                    // anything is read or sent, and then every HOLD_CHECK_INTERVAL to learn of replays and discards.
+                    readHolds = holdKeys && !needEpoch && (holdsReadFor != leaderships
+                            || runtime.nanoTime() - lastHoldsRead >= HOLD_CHECK_INTERVAL.toNanos());
+                    holdsStarted = schedule.parkedKeysReadStarted();
+                    toSend = needEpoch || readHolds ? List.of()
+                            : schedule.takeReady(Integer.MAX_VALUE, runtime.nanoTime());
                     room = schedule.room();
                     worthReading = schedule.readThreshold(config.markBatchSize());
                     markAs = leaderId;
@@ -792,6 +822,13 @@ public final class DefaultDispatcher implements Dispatcher {
                     } finally {
                         lock.unlock();
                     }
+                    continue;
+                }
+                if (readHolds) {
+                    if (readHeldKeys(leadership, holdsStarted, holdsReadFor == leadership, readFailures)) {
+                        holdsReadFor = leadership;
+                    }
+                    lastHoldsRead = runtime.nanoTime();
                     continue;
                 }
                 if (!toSend.isEmpty()) {
@@ -855,6 +892,71 @@ public final class DefaultDispatcher implements Dispatcher {
                 stopStoreHarvest(); // on close, close() does it once the acknowledgements in flight were purged
             }
         }
+    }
+
+    /**
+     * {@code HOLD_KEY}: reads the store's parked keys and holds them; a held key no longer among them (its parked rows
+     * were replayed or discarded) is released, and the harvest rewinds to read its records again from the head of
+     * the table, where a replay put the replayed rows ahead of the key's waiting ones.
+     *
+     * @param loaded whether the keys were read already in this leadership; until they were, nothing is read or sent
+     * @return whether they were read and applied
+     */
+    private boolean readHeldKeys(long leadership, long started, boolean loaded, Backoff failures) {
+        Set<String> parkedKeys;
+        try {
+            parkedKeys = store.parkedKeys();
+        } catch (RuntimeException e) {
+            reportFailure("parkedKeys", e);
+            if (loaded) {
+                log.warn("{}: reading the parked keys failed; the held keys stay held, reading again in {}", name,
+                        HOLD_CHECK_INTERVAL, e);
+            } else {
+                Duration wait = failures.next();
+                log.warn("{}: reading the parked keys failed; nothing is read or sent until the held keys are known;"
+                        + " retrying in {}", name, wait, e);
+                pause(wait);
+            }
+            return false;
+        }
+        Set<String> released;
+        int heldNow;
+        int heldBefore;
+        lock.lock();
+        try {
+            if (leaderships != leadership || leaderId == null) {
+                return false; // a new leadership reads them again
+            }
+            heldBefore = schedule.heldKeys();
+            released = schedule.parkedKeysRead(parkedKeys, started);
+            heldNow = schedule.heldKeys();
+            if (!released.isEmpty()) {
+                // The released keys' records were dropped while held: read them again, from the head.
+                schedule.abandon();
+                if (cursor != null) {
+                    rewindCursor();
+                } else {
+                    forceRemark = true; // marked rows are taken again only under a fresh leader id
+                }
+                markWork.signalAll();
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (!released.isEmpty()) {
+            log.info("{}: released {} held key(s) (their parked rows were replayed or discarded): {}; {} still held",
+                    name, released.size(), sample(released), heldNow);
+        }
+        if (heldNow > heldBefore) {
+            log.info("{}: {} key(s) held after a park (afterPark HOLD_KEY): their records wait until an operator"
+                    + " replays or discards their parked rows", name, heldNow);
+        }
+        return true;
+    }
+
+    private static String sample(Set<String> keys) {
+        List<String> some = keys.stream().sorted().limit(10).toList();
+        return keys.size() > some.size() ? some + " and " + (keys.size() - some.size()) + " more" : some.toString();
     }
 
     /**
@@ -1225,6 +1327,18 @@ public final class DefaultDispatcher implements Dispatcher {
             log.info("{}: parking unreadable rows works again", name);
         }
         Instant now = clock.instant();
+        if (holdKeys) {
+            lock.lock();
+            try {
+                for (MarkResult.Rejected r : rejected) {
+                    if (!outcome.refused().contains(r.id()) && r.key() != null) {
+                        schedule.hold(r.key());
+                    }
+                }
+            } finally {
+                lock.unlock();
+            }
+        }
         for (MarkResult.Rejected r : rejected) {
             if (!outcome.refused().contains(r.id())) {
                 reportParked(new ParkedRecord(r.id(), r.topic(), r.key(), r.attempts(), r.reason(), now));
@@ -1548,7 +1662,9 @@ public final class DefaultDispatcher implements Dispatcher {
 
     private void reportParked(ParkedRecord p) {
         parked.incrementAndGet();
-        log.error("{}: parked record {} (topic {}, key {}): {}", name, p.id(), p.topic(), p.key(), p.reason());
+        log.error("{}: parked record {} (topic {}, key {}): {}{}", name, p.id(), p.topic(), p.key(), p.reason(),
+                holdKeys ? "; its key is held (afterPark HOLD_KEY) until the parked row is replayed or discarded"
+                        : "");
         notifyListener("recordParked", l -> l.recordParked(p));
         callbacks.parked(p); // hook: park
     }

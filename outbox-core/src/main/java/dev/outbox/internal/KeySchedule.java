@@ -56,7 +56,13 @@ import java.util.function.DoubleSupplier;
  *       by what its rows exceed the estimate: never when sizes are steady, by at most that one read's rows (at most
  *       {@code maxInFlight}) when they grow suddenly; the next read waits until the bytes fall below the bound.</li>
  * </ul>
- * {@link #abandon()} forgets every queued record (not those in flight): the dispatcher calls it whenever what it
+ * <b>Held keys</b> ({@code DispatcherConfig.AfterPark.HOLD_KEY}, {@link #holdKeysAfterPark}): once a record is
+ * {@linkplain #parked parked} its key is held: the key's queued records are dropped, and nothing of it is queued or
+ * sent until the key is released ({@link #parkedKeysRead}). The held keys are the parked table's keys: the
+ * dispatcher reads them from the store when it starts leading and every second while it leads; a release is
+ * followed by a rewind (the dropped records are read again from the table). Holds survive {@link #abandon()}.
+ *
+ * <p>{@link #abandon()} forgets every queued record (not those in flight): the dispatcher calls it whenever what it
  * read may no longer be what the table holds for it (a new leader id, a failed read, leadership lost) and reads
  * again from the head of the table. The failure state survives that rewind in the rows themselves (attempts and
  * next attempt time, written by {@code Store.retryLater} before {@link #retryLater} is called).
@@ -155,6 +161,11 @@ public final class KeySchedule {
     private boolean active;
     private boolean reading;
     private final Set<Long> settledDuringRead = new HashSet<>();
+    /** Whether a park holds its key ({@code HOLD_KEY}). */
+    private boolean holdAfterPark;
+    /** Held keys → the {@link #holdSeq} at which each was held. */
+    private final Map<String, Long> held = new HashMap<>();
+    private long holdSeq;
 
     /**
      * A schedule bounded in records only.
@@ -202,12 +213,14 @@ public final class KeySchedule {
     /** Starts accepting records (leadership acquired): forgets anything queued before. */
     public void start() {
         abandon();
+        held.clear(); // the dispatcher reads them from the store before its first read
         active = true;
     }
 
-    /** Stops accepting records (leadership lost or given up): forgets everything queued; flights stay tracked. */
+    /** Stops accepting records (leadership lost or given up): forgets everything queued and held; flights stay. */
     public void stop() {
         abandon();
+        held.clear();
         active = false;
     }
 
@@ -270,7 +283,7 @@ public final class KeySchedule {
         long size = size(r);
         readRows++;
         readBytes += size;
-        if (!active || queuedIds.contains(r.id()) || settledDuringRead.contains(r.id())) {
+        if (!active || queuedIds.contains(r.id()) || settledDuringRead.contains(r.id()) || held.containsKey(r.key())) {
             return false;
         }
         KeyState ks = keys.computeIfAbsent(r.key(), k -> new KeyState());
@@ -420,9 +433,77 @@ public final class KeySchedule {
         settle(f);
     }
 
-    /** The record was parked: its key moves on, as after an acknowledgement. */
+    /**
+     * The record was parked: its key moves on, as after an acknowledgement, or, {@linkplain #holdKeysAfterPark
+     * holding keys after a park}, is held.
+     */
     public void parked(Flight f) {
         settle(f);
+        if (holdAfterPark) {
+            hold(f.record.key());
+        }
+    }
+
+    /**
+     * Whether a park holds its key ({@code DispatcherConfig.AfterPark.HOLD_KEY}) instead of letting it move on. Off
+     * by default.
+     */
+    public void holdKeysAfterPark(boolean value) {
+        this.holdAfterPark = value;
+    }
+
+    /**
+     * Holds {@code key}: drops its queued records, queues none of its records and sends none until it is released.
+     * A record of it in flight completes as usual.
+     */
+    public void hold(String key) {
+        held.put(key, ++holdSeq);
+        KeyState ks = keys.get(key);
+        if (ks != null) {
+            headChanged(key, ks);
+        }
+    }
+
+    /** Whether {@code key} is held. */
+    public boolean isHeld(String key) {
+        return held.containsKey(key);
+    }
+
+    /** How many keys are held. */
+    public int heldKeys() {
+        return held.size();
+    }
+
+    /**
+     * A read of the store's parked keys begins: pass the value returned to {@link #parkedKeysRead}, so that a key held
+     * by a park made while the read was under way is not released by it.
+     */
+    public long parkedKeysReadStarted() {
+        return holdSeq;
+    }
+
+    /**
+     * The store's parked keys, read from a snapshot taken after {@link #parkedKeysReadStarted()} returned
+     * {@code started}: holds every key among them, and releases every held key not among them that was held before
+     * the read began (one held since may have been parked after the snapshot).
+     *
+     * @return the released keys: their records were dropped, read them again from the table
+     */
+    public Set<String> parkedKeysRead(Set<String> parkedKeys, long started) {
+        for (String key : parkedKeys) {
+            if (!held.containsKey(key)) {
+                hold(key);
+            }
+        }
+        Set<String> released = new HashSet<>();
+        for (Iterator<Map.Entry<String, Long>> it = held.entrySet().iterator(); it.hasNext(); ) {
+            Map.Entry<String, Long> e = it.next();
+            if (e.getValue() <= started && !parkedKeys.contains(e.getKey())) {
+                it.remove();
+                released.add(e.getKey());
+            }
+        }
+        return released;
     }
 
     /**
@@ -519,6 +600,9 @@ public final class KeySchedule {
                 sb.append(' ').append(r.id()).append('a').append(r.attempts());
             }
         });
+        if (!held.isEmpty()) {
+            sb.append(", held ").append(new java.util.TreeSet<>(held.keySet()));
+        }
         return sb.append('}').toString();
     }
 
@@ -580,6 +664,13 @@ public final class KeySchedule {
     /** The key's head (or flight) changed: files it as ready or waiting, or drops an empty key. */
     private void headChanged(String key, KeyState ks) {
         ready.remove(key);
+        if (held.containsKey(key)) {
+            for (OutboxRecord r : ks.queue) { // a held key keeps nothing queued: read again on release
+                bytes -= size(r);
+                queuedIds.remove(r.id());
+            }
+            ks.queue.clear();
+        }
         if (ks.flight != null) {
             return;
         }

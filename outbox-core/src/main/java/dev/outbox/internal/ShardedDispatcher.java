@@ -271,6 +271,8 @@ public final class ShardedDispatcher implements Dispatcher {
         b.inFlightRecords(all.stream().mapToInt(DispatcherHealth::inFlightRecords).sum());
         b.callbackErrors(all.stream().mapToLong(DispatcherHealth::callbackErrors).sum());
         b.heldRecords(all.stream().mapToInt(DispatcherHealth::heldRecords).sum());
+        // Every shard's leader holds the whole outbox's parked keys (Store.parkedKeys): the most, not the sum.
+        b.heldKeys(all.stream().mapToInt(DispatcherHealth::heldKeys).max().orElse(0));
         return b.build();
     }
 

@@ -290,9 +290,37 @@ public interface Store {
      * from the parked area, atomically. Rows that cannot be read as messages are replayed as they are and will
      * be parked again on their next mark.
      *
-     * @return how many rows were replayed
+     * <p>A store that {@linkplain #supportsHoldKey() supports held keys} also moves, in the same transaction, every
+     * outbox row of a replayed row's key whose id is above that parked row's id behind the replayed rows (new ids, in
+     * their old order), so that a key's order survives the replay: the replayed rows of a key come first, in parked
+     * id order, then the rows that waited behind them. Those are the rows a dispatcher holding the key
+     * ({@code DispatcherConfig.AfterPark.HOLD_KEY}) kept back; with {@code MOVE_ON}, a moved row that was in flight
+     * is delivered once more (after the replayed one, so that the key's latest value stays its latest).
+     *
+     * @return how many parked rows were replayed
      */
     int replay(Collection<Long> ids);
+
+    /**
+     * Whether this store supports {@code DispatcherConfig.AfterPark.HOLD_KEY}: it implements {@link #parkedKeys()},
+     * and its {@link #replay} moves a replayed key's later outbox rows behind the replayed rows. False by default.
+     */
+    default boolean supportsHoldKey() {
+        return false;
+    }
+
+    /**
+     * The distinct keys of the rows in the parked area, of the whole outbox (a {@linkplain #shard shard} view
+     * answers for the whole outbox too). A dispatcher with {@code DispatcherConfig.AfterPark.HOLD_KEY} holds these
+     * keys: it reads them when it becomes leader and again every second while it leads, so what it holds is always
+     * derived from the table, never from memory alone. One query; the parked area is expected to be small.
+     *
+     * @throws UnsupportedOperationException if {@link #supportsHoldKey()} is false
+     */
+    default java.util.Set<String> parkedKeys() {
+        throw new UnsupportedOperationException(getClass().getName() + " cannot list its parked keys"
+                + " (Store.supportsHoldKey): DispatcherConfig.AfterPark.HOLD_KEY needs it");
+    }
 
     /**
      * The number of rows waiting in the outbox (marked or not, excluding parked rows). May be an estimate on

@@ -47,6 +47,39 @@ class KeyScheduleTest {
     }
 
     @Test
+    void holdingAfterAParkKeepsOnlyThatKeyBackAndAReadOfParkedKeysBegunBeforeTheParkDoesNotReleaseIt() {
+        schedule.holdKeysAfterPark(true);
+        schedule.offer(record(1, "poison"));
+        schedule.offer(record(2, "poison"));
+        schedule.offer(record(3, "other"));
+        List<KeySchedule.Flight> flights = take();
+        assertThat(ids(flights)).containsExactly(1L, 3L);
+        long started = schedule.parkedKeysReadStarted(); // a read of the store's parked keys, before the park
+        schedule.parked(flights.get(0));
+        assertThat(schedule.isHeld("poison")).isTrue();
+        assertThat(schedule.queued()).as("the held key's queued record was dropped").isZero();
+        schedule.acknowledged(flights.get(1));
+        assertThat(schedule.offer(record(4, "poison"))).as("nothing of a held key is queued").isFalse();
+        assertThat(schedule.offer(record(5, "other"))).isTrue();
+        assertThat(ids(take())).containsExactly(5L);
+
+        assertThat(schedule.parkedKeysRead(java.util.Set.of(), started)).as("the read predates the park").isEmpty();
+        assertThat(schedule.heldKeys()).isEqualTo(1);
+        assertThat(schedule.parkedKeysRead(java.util.Set.of("parked-elsewhere"), schedule.parkedKeysReadStarted()))
+                .as("no longer parked: released").containsExactly("poison");
+        assertThat(schedule.isHeld("parked-elsewhere")).as("a key the store lists is held").isTrue();
+        abandonKeepsHolds();
+    }
+
+    private void abandonKeepsHolds() {
+        schedule.abandon();
+        assertThat(schedule.isHeld("parked-elsewhere")).isTrue();
+        assertThat(schedule.offer(record(6, "poison"))).as("released: queued again").isTrue();
+        schedule.stop();
+        assertThat(schedule.heldKeys()).as("only a leader holds").isZero();
+    }
+
+    @Test
     void anOutageIsNeverCountedNorParkedAndItsSharedBackoffGrowsOncePerFirstBackoffUntilAnAcknowledgement() {
         for (long id = 1; id <= 4; id++) {
             schedule.offer(record(id, "k" + id));

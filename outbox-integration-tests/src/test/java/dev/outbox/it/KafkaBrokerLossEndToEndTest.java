@@ -1,5 +1,6 @@
 package dev.outbox.it;
 
+import dev.outbox.DispatcherConfig;
 import dev.outbox.testservers.KafkaServer;
 import dev.outbox.testservers.TestServers;
 import org.apache.kafka.clients.admin.Admin;
@@ -24,6 +25,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  *       waits until the controller has fenced the dead broker (its session, 2 s, expired) and removed it from the
  *       in-sync replicas; then, with two in-sync replicas left, every send is acknowledged again. The broker is
  *       started again while records flow and rejoins.</li>
+ *   <li>The data topic unavailable for a long time ({@link TopicOutage}: its partitions moved to one broker, which is
+ *       killed; 8 s in the build, {@code -Doutbox.e2e.topicOutage=PT5M} for five minutes) while the writers write
+ *       on, with {@code maxAttempts} 3 for the whole scenario: an outage, so nothing is parked; the broker is started
+ *       again and the topic returns.</li>
  *   <li>With {@code -Doutbox.e2e.twoBrokersDown=true} (off in the build, whose 15-minute budget it would
  *       overrun by a minute): two brokers of three are killed: below {@code min.insync.replicas} nothing can be
  *       acknowledged, and the leader group's heartbeats (on a topic replicated the same way) cannot be written
@@ -34,7 +39,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * records in flight at a kill, nothing parked but the two poison records); the test asserts and prints how long
  * publishing paused.
  */
-@Timeout(value = 4, unit = TimeUnit.MINUTES)
+@Timeout(value = 12, unit = TimeUnit.MINUTES) // 2–4 minutes in the build; up to 10 with a five-minute topic outage
 class KafkaBrokerLossEndToEndTest {
     /**
      * Acknowledgements for new sends flow again within this bound after one broker of three is killed: the broker's
@@ -48,7 +53,10 @@ class KafkaBrokerLossEndToEndTest {
         Long fixed = Long.getLong("outbox.e2e.seed");
         long seed = fixed != null ? fixed : System.nanoTime();
         KafkaServer cluster = TestServers.kafkaCluster();
-        try (Scenario s = Scenario.start("broker_loss", seed, cluster)) {
+        // maxAttempts 3: the topic outage (phase 2) lasts longer than three failed deliveries, so that a poison record's
+        // treatment would park records.
+        DispatcherConfig config = Scenario.CONFIG.toBuilder().maxAttempts(3).build();
+        try (Scenario s = Scenario.start("broker_loss", seed, cluster, config)) {
             s.warmUp();
             s.awaitLeader();
 
@@ -67,7 +75,10 @@ class KafkaBrokerLossEndToEndTest {
                     + " of a record sent after the kill after %d ms; the broker started again and back in sync in"
                     + " %d ms", victim, firstAckMillis, resumedMillis, restartMillis));
 
-            // 2. Two brokers of three: below min.insync.replicas (behind a flag).
+            // 2. The data topic unavailable: its only broker killed.
+            TopicOutage.run(s, cluster, seed);
+
+            // 3. Two brokers of three: below min.insync.replicas (behind a flag).
             if (Boolean.getBoolean("outbox.e2e.twoBrokersDown")) {
                 twoBrokersDown(s, cluster, victim);
             }

@@ -129,6 +129,17 @@ final class NodeStore implements Store {
     }
 
     @Override
+    public boolean supportsHoldKey() {
+        return delegate.supportsHoldKey();
+    }
+
+    @Override
+    public java.util.Set<String> parkedKeys() {
+        check("parkedKeys");
+        return delegate.parkedKeys();
+    }
+
+    @Override
     public long backlog() {
         check("backlog");
         return delegate.backlog();

@@ -183,7 +183,7 @@ final class Scenario implements AutoCloseable {
     /** From the start of the set-up (servers started on first use, databases, topics, clients) to the writers'. */
     private long setUpMillis;
 
-    private Scenario(String name, long seed, KafkaServer kafka, Harvest harvest) {
+    private Scenario(String name, long seed, KafkaServer kafka, Harvest harvest, DispatcherConfig config) {
         this.name = name;
         this.seed = seed;
         this.kafka = kafka;
@@ -223,7 +223,7 @@ final class Scenario implements AutoCloseable {
         limitMessageSize(topic, MAX_MESSAGE_BYTES);
 
         Settings settings = new Settings(url, DISPATCHER_USER, DISPATCHER_PASSWORD, kafka.bootstrapServers(),
-                topic + "-leader", CONFIG, DELIVERY_TIMEOUT, SESSION_TIMEOUT, harvest == Harvest.WAL);
+                topic + "-leader", config, DELIVERY_TIMEOUT, SESSION_TIMEOUT, harvest == Harvest.WAL);
         for (int i = 1; i <= 3; i++) {
             // Table: d2 harvests by mark, d1 and d3 by cursor (the default): every scenario proves both harvests, and
             // the hand-overs between them that a rolling upgrade makes. WAL: all by cursor (there is no mark).
@@ -254,8 +254,22 @@ final class Scenario implements AutoCloseable {
         return start(name, seed, kafka, Harvest.TABLE);
     }
 
+    /**
+     * {@link #start(String, long)} on the Kafka cluster {@code kafka}, with the dispatchers tuned by {@code config}
+     * instead of {@link #CONFIG} (its
+     * timings should stay those of {@link #CONFIG}, which the scenario's bounds assume).
+     */
+    static Scenario start(String name, long seed, KafkaServer kafka, DispatcherConfig config) {
+        return start(name, seed, kafka, Harvest.TABLE, config);
+    }
+
     private static Scenario start(String name, long seed, KafkaServer kafka, Harvest harvest) {
-        Scenario s = new Scenario(name, seed, kafka, harvest);
+        return start(name, seed, kafka, harvest, CONFIG);
+    }
+
+    private static Scenario start(String name, long seed, KafkaServer kafka, Harvest harvest,
+                                  DispatcherConfig config) {
+        Scenario s = new Scenario(name, seed, kafka, harvest, config);
         try {
             s.watcher.start();
             s.inboxes.start();
@@ -323,6 +337,10 @@ final class Scenario implements AutoCloseable {
     }
 
     /** Committed messages that the data topic's consumer has not seen yet. */
+    int waiting() {
+        return backlog();
+    }
+
     private int backlog() {
         return (int) Math.max(0, committed() - watcher.distinct());
     }

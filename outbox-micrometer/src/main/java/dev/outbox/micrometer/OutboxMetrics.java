@@ -102,6 +102,8 @@ public final class OutboxMetrics implements MeterBinder, AutoCloseable {
     public static final String RECORDS_PARKED = "outbox.records.parked";
     public static final String RECORDS_IN_FLIGHT = "outbox.records.in.flight";
     public static final String RECORDS_HELD = "outbox.records.held";
+    /** Gauge: keys held after a park ({@code DispatcherConfig.AfterPark.HOLD_KEY}); {@code health().heldKeys()}. */
+    public static final String KEYS_HELD = "outbox.keys.held";
     public static final String BACKLOG = "outbox.backlog";
     public static final String PARKED = "outbox.parked";
     /** Gauge: bytes the database keeps for the harvest (a replication slot's write-ahead log); WAL harvest only. */
@@ -124,8 +126,8 @@ public final class OutboxMetrics implements MeterBinder, AutoCloseable {
 
     /** Every meter name this binder registers for any outbox; see {@link #SHARD_METER_NAMES} for a sharded one. */
     public static final Set<String> METER_NAMES = Set.of(RECORDS_SENT, RECORDS_ACKNOWLEDGED, RECORDS_FAILED,
-            RECORDS_PARKED, RECORDS_IN_FLIGHT, RECORDS_HELD, BACKLOG, PARKED, LEADER, LAG, ACK_LATENCY, SEND_DURATION,
-            MARK_DURATION, PURGE_DURATION, MARK_SIZE, PURGE_SIZE, CALLBACK_ERRORS, RETAINED);
+            RECORDS_PARKED, RECORDS_IN_FLIGHT, RECORDS_HELD, KEYS_HELD, BACKLOG, PARKED, LEADER, LAG, ACK_LATENCY,
+            SEND_DURATION, MARK_DURATION, PURGE_DURATION, MARK_SIZE, PURGE_SIZE, CALLBACK_ERRORS, RETAINED);
 
     /** The meter names this binder registers in addition for a sharded outbox, once per shard. */
     public static final Set<String> SHARD_METER_NAMES = Set.of(SHARD_LEADER, SHARD_BACKLOG, SHARD_LAG);
@@ -177,6 +179,9 @@ public final class OutboxMetrics implements MeterBinder, AutoCloseable {
         Gauge.builder(RECORDS_HELD, d, x -> x.health().heldRecords()).tags(tags).strongReference(true)
                 .description("Records held because the store refused their purge, park or failure record for good")
                 .register(registry);
+        Gauge.builder(KEYS_HELD, d, x -> x.health().heldKeys()).tags(tags).strongReference(true)
+                .description("Keys held after a park (afterPark HOLD_KEY) until their parked rows are replayed or"
+                        + " discarded").register(registry);
         Gauge.builder(LEADER, d, x -> x.isLeader() ? 1 : 0).tags(tags).strongReference(true)
                 .description("1 while this instance leads the outbox, else 0").register(registry);
         Gauge.builder(BACKLOG, d, sampled(OutboxSample::backlog)).tags(tags).strongReference(true)

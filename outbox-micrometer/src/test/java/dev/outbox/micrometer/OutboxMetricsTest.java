@@ -84,6 +84,7 @@ class OutboxMetricsTest {
         assertThat(registry.get(OutboxMetrics.LAG).timeGauge().value(TimeUnit.SECONDS)).isZero();
         assertThat(registry.get(OutboxMetrics.RECORDS_IN_FLIGHT).gauge().value()).isZero();
         assertThat(registry.get(OutboxMetrics.RECORDS_HELD).gauge().value()).isZero();
+        assertThat(registry.get(OutboxMetrics.KEYS_HELD).gauge().value()).isZero();
         assertThat(registry.get(OutboxMetrics.ACK_LATENCY).timer().count()).isEqualTo(30);
         assertThat(registry.get(OutboxMetrics.SEND_DURATION).timer().count()).isEqualTo(30);
         assertThat(registry.get(OutboxMetrics.MARK_DURATION).timer().count()).isPositive();

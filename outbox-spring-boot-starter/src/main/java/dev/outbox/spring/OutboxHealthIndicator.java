@@ -60,6 +60,9 @@ public final class OutboxHealthIndicator implements HealthIndicator {
         if (h.heldRecords() > 0) { // the store refuses their purge or park for good: a human must act
             b.withDetail("heldRecords", h.heldRecords());
         }
+        if (h.heldKeys() > 0) { // afterPark HOLD_KEY: keys wait until their parked rows are replayed or discarded
+            b.withDetail("heldKeys", h.heldKeys());
+        }
         h.lastSample().ifPresent(s -> {
             b.withDetail("backlog", s.backlog());
             b.withDetail("parked", s.parked());

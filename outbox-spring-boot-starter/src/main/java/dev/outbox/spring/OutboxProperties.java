@@ -341,6 +341,11 @@ public final class OutboxProperties {
         private DispatcherConfig.Harvest harvest = DispatcherConfig.Harvest.CURSOR;
         /** Cursor harvest only: how often a caught-up leader reads the table from its head again. */
         private Duration rescanInterval = Duration.ofSeconds(30);
+        /**
+         * What happens to a key once one of its records is parked: move-on (its later records flow) or hold-key (they
+         * wait until the parked rows are replayed or discarded).
+         */
+        private DispatcherConfig.AfterPark afterPark = DispatcherConfig.AfterPark.MOVE_ON;
 
         public boolean isEnabled() {
             return enabled;
@@ -487,6 +492,14 @@ public final class OutboxProperties {
             this.rescanInterval = rescanInterval;
         }
 
+        public DispatcherConfig.AfterPark getAfterPark() {
+            return afterPark;
+        }
+
+        public void setAfterPark(DispatcherConfig.AfterPark afterPark) {
+            this.afterPark = afterPark;
+        }
+
         /**
          * The {@link DispatcherConfig} of these settings.
          *
@@ -514,6 +527,7 @@ public final class OutboxProperties {
             set(prefix + ".metrics-interval", metricsInterval, b::metricsInterval);
             set(prefix + ".harvest", harvest, b::harvest);
             set(prefix + ".rescan-interval", rescanInterval, b::rescanInterval);
+            set(prefix + ".after-park", afterPark, b::afterPark);
             try {
                 return b.build();
             } catch (IllegalArgumentException e) {

@@ -24,12 +24,14 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.EnumMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.UUID;
@@ -601,7 +603,8 @@ public final class InMemoryStore implements Store {
      * {@inheritDoc}
      *
      * <p>Rows are replayed in ascending order of their parked id; each new row gets the current time as its
-     * creation time.
+     * creation time. Then each replayed key's outbox rows with ids above its first replayed row's parked id are
+     * moved behind them, in id order, keeping their creation time and message id (see {@link Store#replay}).
      */
     @Override
     public int replay(Collection<Long> ids) {
@@ -611,6 +614,8 @@ public final class InMemoryStore implements Store {
         Instant now = clock.instant();
         synchronized (lock) {
             nextXid++; // one transaction, committed at once
+            Map<String, Long> firstParkedId = new java.util.HashMap<>();
+            Set<Long> replayedIds = new HashSet<>();
             for (Long id : new TreeSet<>(nonNull(ids))) {
                 StoredRow old = parked.remove(id);
                 if (old != null) {
@@ -619,12 +624,49 @@ public final class InMemoryStore implements Store {
                             old.malformedReason);
                     replayedRow.messageId = old.messageId;
                     rows.put(newId, replayedRow);
+                    replayedIds.add(newId);
+                    firstParkedId.putIfAbsent(old.key, id);
                     replayed++;
                 }
+            }
+            List<StoredRow> behind = new ArrayList<>();
+            for (StoredRow row : firstParkedId.isEmpty() ? List.<StoredRow>of() : rows.values()) {
+                Long first = firstParkedId.get(row.key);
+                if (first != null && row.id > first && !replayedIds.contains(row.id)) {
+                    behind.add(row);
+                }
+            }
+            for (StoredRow row : behind) { // ascending id: their order is kept
+                rows.remove(row.id);
+                long newId = sequence.incrementAndGet();
+                StoredRow moved = new StoredRow(newId, row.createdAt, row.topic, row.key, row.message,
+                        row.malformedReason);
+                moved.messageId = row.messageId;
+                rows.put(newId, moved);
             }
         }
         leave(Operation.REPLAY, fault, "replay of " + ids.size() + " ids");
         return replayed;
+    }
+
+    /** Held keys are supported: {@link #parkedKeys()}, and {@link #replay} moves a key's later rows. */
+    @Override
+    public boolean supportsHoldKey() {
+        return true;
+    }
+
+    /** The distinct keys of the parked rows (fault-injected as {@link Operation#PARKED}). */
+    @Override
+    public Set<String> parkedKeys() {
+        Fault fault = enter(Operation.PARKED);
+        Set<String> keys = new HashSet<>();
+        synchronized (lock) {
+            for (StoredRow row : parked.values()) {
+                keys.add(row.key);
+            }
+        }
+        leave(Operation.PARKED, fault, "parkedKeys()");
+        return keys;
     }
 
     @Override
@@ -876,6 +918,16 @@ public final class InMemoryStore implements Store {
         @Override
         public int replay(Collection<Long> ids) {
             return InMemoryStore.this.replay(ids);
+        }
+
+        @Override
+        public boolean supportsHoldKey() {
+            return true;
+        }
+
+        @Override
+        public Set<String> parkedKeys() {
+            return InMemoryStore.this.parkedKeys();
         }
 
         @Override

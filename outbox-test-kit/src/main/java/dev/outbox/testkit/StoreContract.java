@@ -832,6 +832,44 @@ public abstract class StoreContract {
         assertThat(store.backlog()).isEqualTo(2);
     }
 
+    /**
+     * Held keys ({@code DispatcherConfig.AfterPark.HOLD_KEY}): {@link Store#parkedKeys()} lists the parked rows' keys,
+     * and a replay puts a key's replayed rows ahead of the key's rows that waited in the outbox (they move behind,
+     * new ids, same order, same message ids); other keys' rows stay where they are. A store that does not support
+     * held keys says so.
+     */
+    @Test
+    void replayPutsAKeysReplayedRowsAheadOfItsWaitingRowsAndParkedKeysListsTheParkedKeys() {
+        if (!store.supportsHoldKey()) {
+            assertThatThrownBy(store::parkedKeys).isInstanceOf(UnsupportedOperationException.class);
+            return;
+        }
+        assertThat(store.parkedKeys()).isEmpty();
+        commit(msg("a", "a0"));
+        commit(msg("b", "b0"));
+        List<OutboxRecord> heads = markAll(UUID.randomUUID());
+        store.park(Map.of(heads.get(0).id(), "poison", heads.get(1).id(), "poison"));
+        commit(msg("a", "a1"), msg("c", "c1"));
+        commit(msg("a", "a2"));
+        assertThat(store.parkedKeys()).containsExactlyInAnyOrder("a", "b");
+        List<OutboxRecord> waiting = markAll(UUID.randomUUID());
+
+        assertThat(store.replay(List.of(heads.get(0).id()))).isEqualTo(1);
+
+        assertThat(store.parkedKeys()).containsExactly("b");
+        List<OutboxRecord> after = markAll(UUID.randomUUID());
+        assertThat(after).extracting(this::valueOf).as("c1 stays; a's replayed row, then its waiting rows")
+                .containsExactly("c1", "a0", "a1", "a2");
+        assertThat(after.get(0).id()).isEqualTo(waiting.get(1).id());
+        assertThat(after.get(1).id()).isGreaterThan(waiting.get(2).id());
+        assertThat(after.get(1).messageId()).isEqualTo(heads.get(0).messageId());
+        assertThat(after.get(2).messageId()).as("a moved row keeps its message id").isEqualTo(waiting.get(0).messageId());
+        assertThat(after.get(3).messageId()).isEqualTo(waiting.get(2).messageId());
+        assertThat(store.backlog()).isEqualTo(4);
+        store.replay(List.of(heads.get(1).id()));
+        assertThat(store.parkedKeys()).isEmpty();
+    }
+
     // ---- message ids ----------------------------------------------------------------------------------------
 
     @Test

@@ -846,6 +846,16 @@ public final class MySqlStore extends SqlStore {
                                 rs.getString(5), RowReader.instant(rs.getBigDecimal(6)))).list());
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>In one transaction: the parked rows are locked, given a message id if they have none (rows older than the
+     * column), inserted into the outbox in parked id order and deleted from the parked table; then, for each
+     * replayed key, the outbox rows of the key above its first replayed row's parked id, other than the replayed
+     * ones, are locked ({@code FOR UPDATE} over the primary key: this waits for writer transactions that inserted
+     * rows there and have not committed, bounded by the statement timeout), copied to the tail in id order and
+     * deleted. The replayed rows took their ids before that lock, so a writer that commits later takes a higher id.
+     */
     @Override
     public int replay(Collection<Long> ids) {
         List<Long> sorted = ids("ids", ids);
@@ -854,12 +864,31 @@ public final class MySqlStore extends SqlStore {
         }
         int replayed = inTransaction("replaying " + sorted.size() + " parked rows into " + names.outbox(), handle -> {
             int count = 0;
+            Map<String, Long> firstParkedId = new TreeMap<>();
+            Map<String, List<UUID>> replayedIds = new TreeMap<>();
             for (List<Long> chunk : chunks(sorted, MAX_IDS_PER_STATEMENT)) {
                 List<Long> present = lockIds(handle, names.parked(), chunk);
                 if (present.isEmpty()) {
                     continue;
                 }
                 String in = " WHERE id IN (" + placeholders(present.size()) + ")";
+                Map<Long, UUID> unnamed = new TreeMap<>();
+                bindIds(timed(handle.createQuery("SELECT id, `key`, message_id FROM " + names.parked() + in)), 0,
+                        present).map((rs, ctx) -> {
+                            long id = rs.getLong(1);
+                            UUID messageId = RowReader.uuid(rs.getBytes(3));
+                            if (messageId == null) {
+                                messageId = MessageIds.next();
+                                unnamed.put(id, messageId);
+                            }
+                            firstParkedId.merge(rs.getString(2), id, Math::min);
+                            replayedIds.computeIfAbsent(rs.getString(2), k -> new ArrayList<>()).add(messageId);
+                            return id;
+                        }).list();
+                for (Map.Entry<Long, UUID> e : unnamed.entrySet()) {
+                    timed(handle.createUpdate("UPDATE " + names.parked() + " SET message_id = ? WHERE id = ?"))
+                            .bind(0, RowReader.bytes(e.getValue())).bind(1, e.getKey().longValue()).execute();
+                }
                 bindIds(timed(handle.createUpdate("INSERT INTO " + names.outbox()
                         + " (topic, `key`, value, headers, message_id) SELECT topic, `key`, value, headers, message_id"
                         + " FROM " + names.parked() + in + " ORDER BY id")), 0, present).execute();
@@ -867,12 +896,55 @@ public final class MySqlStore extends SqlStore {
                         present).execute();
                 count += present.size();
             }
+            moveBehindReplayed(handle, firstParkedId, replayedIds);
             return count;
         });
         if (replayed > 0) {
             log.info("Replayed {} parked row(s) into {}", replayed, names.outbox());
         }
         return replayed;
+    }
+
+    /** The second half of {@link #replay}: each replayed key's later rows move behind its replayed rows. */
+    private void moveBehindReplayed(Handle handle, Map<String, Long> firstParkedId,
+                                    Map<String, List<UUID>> replayedIds) {
+        List<Long> behind = new ArrayList<>();
+        for (Map.Entry<String, Long> e : firstParkedId.entrySet()) {
+            java.util.Set<UUID> replayedOfKey = new java.util.HashSet<>(replayedIds.get(e.getKey()));
+            timed(handle.createQuery("SELECT id, message_id FROM " + names.outbox() + " FORCE INDEX (PRIMARY)"
+                    + " WHERE id > ? AND `key` = ? ORDER BY id FOR UPDATE"))
+                    .bind(0, e.getValue().longValue()).bind(1, e.getKey())
+                    .map((rs, ctx) -> {
+                        if (!replayedOfKey.contains(RowReader.uuid(rs.getBytes(2)))) {
+                            behind.add(rs.getLong(1));
+                        }
+                        return null;
+                    }).list();
+        }
+        behind.sort(Comparator.naturalOrder());
+        for (List<Long> chunk : chunks(behind, MAX_IDS_PER_STATEMENT)) {
+            bindIds(timed(handle.createUpdate("INSERT INTO " + names.outbox()
+                    + " (create_time, topic, `key`, value, headers, message_id, attempts, next_attempt_at)"
+                    + " SELECT create_time, topic, `key`, value, headers, message_id, attempts, next_attempt_at FROM "
+                    + names.outbox() + " WHERE id IN (" + placeholders(chunk.size()) + ") ORDER BY id")), 0, chunk)
+                    .execute();
+            bindIds(timed(handle.createUpdate(deleteSql(names.outbox(), names.table(), chunk.size()))), 0, chunk)
+                    .execute();
+        }
+    }
+
+    /** True: {@link #parkedKeys()}, and {@link #replay} moves a replayed key's later rows behind the replayed ones. */
+    @Override
+    public boolean supportsHoldKey() {
+        return true;
+    }
+
+    /** {@code SELECT DISTINCT key} over the parked table. */
+    @Override
+    public java.util.Set<String> parkedKeys() {
+        return inTransaction("listing the keys of " + names.parked(), handle ->
+                new java.util.HashSet<>(timed(handle.createQuery("SELECT DISTINCT `key` FROM " + names.parked()))
+                        .mapTo(String.class).list()));
     }
 
     /** The filter of {@link #parked(ParkedQuery)} and {@link #parkedCount(ParkedQuery)}; see {@link #bindFilter}. */

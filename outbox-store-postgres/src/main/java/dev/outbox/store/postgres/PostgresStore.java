@@ -25,9 +25,11 @@ import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.time.Instant;
@@ -188,6 +190,8 @@ public final class PostgresStore extends SqlStore {
     private final String parkSql;
     private final String parkedSql;
     private final String replaySql;
+    private final String replayLockSql;
+    private final String parkedKeysSql;
     private final String backlogSql;
     private final String parkedCountSql;
     private final String oldestSql;
@@ -301,10 +305,26 @@ public final class PostgresStore extends SqlStore {
                 + " INSERT INTO " + p + " (" + RowReader.COLUMNS + ", reason, parked_at)"
                 + " SELECT " + RowReader.COLUMNS + ", reason, now() FROM moved";
         this.parkedSql = "SELECT id, topic, key, attempts, reason, parked_at FROM " + p + " ORDER BY id LIMIT ?";
-        this.replaySql = "WITH moved AS (DELETE FROM " + p + " WHERE id = ANY(?)"
-                + " RETURNING id, topic, key, value, header_names, header_values, message_id)"
-                + " INSERT INTO " + t + " (topic, key, value, header_names, header_values, message_id)"
-                + " SELECT topic, key, value, header_names, header_values, message_id FROM moved ORDER BY id";
+        // Replay: the parked rows go back at the tail, then each replayed key's outbox rows above its first replayed
+        // row's parked id are moved behind them (new ids, same order): a key's order survives the replay (held keys,
+        // Store.replay). Run after replayLockSql, so that no writer transaction holding an id is still open.
+        String payload = "topic, key, value, header_names, header_values, message_id";
+        this.replaySql = "WITH moved AS (DELETE FROM " + p + " WHERE id = ANY(?) RETURNING id, " + payload + "),"
+                + " first AS (SELECT key, min(id) AS id FROM moved GROUP BY key),"
+                + " behind AS (DELETE FROM " + t + " o USING first f WHERE o.key = f.key AND o.id > f.id"
+                + " RETURNING o.id, o.create_time, " + prefixed("o", payload) + ", o.attempts, o.next_attempt_at),"
+                + " inserted AS (INSERT INTO " + t + " (create_time, " + payload + ", attempts, next_attempt_at)"
+                + " SELECT create_time, " + payload + ", attempts, next_attempt_at FROM ("
+                + "SELECT 0 AS part, id, now() AS create_time, " + payload + ", 0 AS attempts,"
+                + " CAST(NULL AS timestamptz) AS next_attempt_at FROM moved"
+                + " UNION ALL SELECT 1, id, create_time, " + payload + ", attempts, next_attempt_at FROM behind) x"
+                + " ORDER BY part, id RETURNING 1)"
+                + " SELECT count(*) FROM moved";
+        // Waits for every writer transaction of the table to end (it holds ROW EXCLUSIVE), and keeps new ones from
+        // taking an id until the replay commits, bounded by the statement timeout. Without it, a writer that took an
+        // id below the replayed rows and committed just after the replay would slip ahead of them.
+        this.replayLockSql = "LOCK TABLE " + t + " IN SHARE ROW EXCLUSIVE MODE";
+        this.parkedKeysSql = "SELECT DISTINCT key FROM " + p;
         // A shard's estimate is the table's over the shard count: md5 spreads the keys, if not their rows, evenly.
         this.backlogSql = "SELECT (SELECT count(*) FROM (SELECT 1 FROM " + t
                 + (shard < 0 ? "" : " WHERE shard = " + shard) + " LIMIT "
@@ -930,7 +950,10 @@ public final class PostgresStore extends SqlStore {
                         settingsSql, handle -> handle.createQuery(walReplaySql).bind(0, bigints(array))
                                 .bind(1, walPrefix).mapTo(Integer.class).one())
                 : inTransaction("replaying " + array.length + " parked rows into " + names.outbox(),
-                        settingsSql, handle -> handle.createUpdate(replaySql).bind(0, bigints(array)).execute());
+                        settingsSql, handle -> {
+                            handle.execute(replayLockSql);
+                            return handle.createQuery(replaySql).bind(0, bigints(array)).mapTo(Integer.class).one();
+                        });
         log.info("Replayed {} parked row(s) into {}", replayed, names.outbox());
         return replayed;
     }
@@ -1011,6 +1034,26 @@ public final class PostgresStore extends SqlStore {
     }
 
     /** The rows in the parked table, counted exactly (the parked table is meant to stay small). */
+    /**
+     * True for the table harvest: {@link #parkedKeys()}, and {@link #replay} moves a replayed key's later rows behind
+     * the replayed ones. False for the WAL harvest, whose messages are not rows that a replay could move.
+     */
+    @Override
+    public boolean supportsHoldKey() {
+        return wal == null;
+    }
+
+    /** {@code SELECT DISTINCT key} over the parked table. */
+    @Override
+    public Set<String> parkedKeys() {
+        if (wal != null) {
+            throw new UnsupportedOperationException("the WAL harvest does not hold keys (supportsHoldKey is false):"
+                    + " use afterPark MOVE_ON");
+        }
+        return inTransaction("listing the keys of " + names.parked(), settingsSql, handle ->
+                new HashSet<>(handle.createQuery(parkedKeysSql).mapTo(String.class).list()));
+    }
+
     @Override
     public long parkedCount() {
         return inTransaction("counting the rows of " + names.parked(), settingsSql, handle ->

@@ -398,6 +398,16 @@ public abstract class SqlStore implements Store, ParkedRecords {
         }
 
         @Override
+        public boolean supportsHoldKey() {
+            return SqlStore.this.supportsHoldKey();
+        }
+
+        @Override
+        public java.util.Set<String> parkedKeys() {
+            return SqlStore.this.parkedKeys();
+        }
+
+        @Override
         public long backlog() {
             return SqlStore.this.backlog();
         }
