@@ -136,7 +136,7 @@ final class ThroughputScenarios {
         String topic = env.newTopic("drain");
         if (dispatchers == 1) {
             double fill = backlog.fillSharded(topic, rows, seed, shards);
-            return deliver(scenario, rows, fill, env.database().shardedStore(shards), DispatcherConfig.Harvest.CURSOR,
+            return deliver(scenario, rows, fill, env.database().shardedStore(shards), shardHarvest(),
                     d -> { }, backlog::count, true, false);
         }
         DispatcherConfig config = env.dispatcherConfig();
@@ -171,7 +171,8 @@ final class ThroughputScenarios {
                         .dispatcherConfig(config)
                         .deliveryTimeoutOf(kafka)
                         .build();
-                Dispatcher d = Dispatcher.builder(store, broker).config(config).leaderTransport(leaders)
+                Dispatcher d = Dispatcher.builder(store, broker).config(config.toBuilder().harvest(shardHarvest())
+                                .build()).leaderTransport(leaders)
                         .name("bench-drain-" + i).build();
                 brokers.add(broker);
                 stores.add(store);
@@ -209,6 +210,14 @@ final class ThroughputScenarios {
                 + " %.0f us, the database server %s", jvm * 1e6 / n,
                 Double.isNaN(server) ? "unknown" : Report.fmt("%.0f us", server * 1e6 / n));
         return new Run(scenario, Math.min(rows, acks.get()), seconds, backlog.count(), fill, breakdown);
+    }
+
+    /**
+     * The harvest of the sharded drains: CURSOR, or MARK with {@code -Dbench.shardHarvest=MARK} (an A/B knob: a
+     * shard's cursor re-reads the other shards' ids as gaps, the mark harvest has none).
+     */
+    private static DispatcherConfig.Harvest shardHarvest() {
+        return DispatcherConfig.Harvest.valueOf(System.getProperty("bench.shardHarvest", "CURSOR"));
     }
 
     /** Whether every shard is led, and every Dispatcher leads at least one. */
