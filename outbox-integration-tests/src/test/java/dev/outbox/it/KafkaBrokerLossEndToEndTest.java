@@ -35,7 +35,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  *       either. The outbox pauses until a delivery has failed for it; then both brokers are started again and
  *       publishing resumes.</li>
  * </ol>
- * {@link Scenario#finish()} asserts G1–G4 and G6 over both (nothing lost, per-key order kept, duplicates only for
+ * Not run by the build ({@code outbox-integration-tests}' surefire excludes it: 2–4 minutes, beyond the whole build's
+ * 15-minute budget): run it with {@code -Dtest=KafkaBrokerLossEndToEndTest}, or the whole suite with
+ * {@code -Doutbox.e2e.kafkaCluster=true}.
+ *
+ * <p>{@link Scenario#finish()} asserts G1–G4 and G6 over both (nothing lost, per-key order kept, duplicates only for
  * records in flight at a kill, nothing parked but the two poison records); the test asserts and prints how long
  * publishing paused.
  */
