@@ -6,10 +6,10 @@ import dev.outbox.DispatcherHealth;
 import dev.outbox.DispatcherListener;
 import dev.outbox.DispatcherObserver;
 import dev.outbox.OutboxException;
-import dev.outbox.OutboxRecord;
 import dev.outbox.OutboxSample;
 import dev.outbox.spi.LeaderTransport;
 import dev.outbox.spi.MessageBroker;
+import dev.outbox.spi.SharedMessageBroker;
 import dev.outbox.spi.ShardedLeaderTransport;
 import dev.outbox.spi.Store;
 import org.slf4j.Logger;
@@ -22,7 +22,6 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
-import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -71,7 +70,7 @@ public final class ShardedDispatcher implements Dispatcher {
         this.closed = new Latch(runtime);
         this.channels = transport == null ? null : new ShardChannels(name, transport, runtime,
                 config.drainTimeout().plusSeconds(5), config.ioErrorBackoff());
-        MessageBroker shared = new SharedBroker(broker);
+        MessageBroker shared = new SharedMessageBroker(broker);
         for (int i = 0; i < count; i++) {
             LeaderTransport t = channels == null ? new SingleInstanceTransport() : channels.shard(i);
             DefaultDispatcher d = new DefaultDispatcher(name + "-s" + i, store.shard(i), shared, t, config, listener,
@@ -294,39 +293,5 @@ public final class ShardedDispatcher implements Dispatcher {
     @Override
     public String toString() {
         return "ShardedDispatcher{" + name + ", shards=" + shards.size() + ", state=" + state.get() + '}';
-    }
-
-    /** The broker as each shard sees it: shared, so a shard's close flushes it and leaves it open. */
-    private static final class SharedBroker implements MessageBroker {
-        private final MessageBroker broker;
-
-        SharedBroker(MessageBroker broker) {
-            this.broker = broker;
-        }
-
-        @Override
-        public CompletionStage<Void> send(OutboxRecord record) {
-            return broker.send(record);
-        }
-
-        @Override
-        public boolean flush(Duration timeout) {
-            return broker.flush(timeout);
-        }
-
-        @Override
-        public void sendPending() {
-            broker.sendPending();
-        }
-
-        @Override
-        public void close(Duration timeout) {
-            broker.flush(timeout);
-        }
-
-        @Override
-        public String toString() {
-            return broker.toString();
-        }
     }
 }

@@ -5,7 +5,6 @@ import dev.outbox.DispatcherConfig;
 import dev.outbox.DispatcherHealth;
 import dev.outbox.OutboxMessage;
 import dev.outbox.OutboxRecord;
-import dev.outbox.spi.MessageBroker;
 import org.junit.jupiter.api.Test;
 
 import java.nio.charset.StandardCharsets;
@@ -16,7 +15,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.CompletionStage;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -85,7 +83,7 @@ class InMemoryShardedLeaderGroupTest {
 
     private static Dispatcher start(InMemoryStore store, InMemoryBroker broker, InMemoryShardedLeaderGroup group,
                                     DispatcherConfig.Harvest harvest, int i) {
-        Dispatcher d = Dispatcher.builder(store, new Unclosed(broker)).leaderTransport(group.newMember())
+        Dispatcher d = Dispatcher.builder(store, new dev.outbox.spi.SharedMessageBroker(broker)).leaderTransport(group.newMember())
                 .config(DispatcherConfig.builder()
                         .harvest(harvest)
                         .markBatchSize(50)
@@ -126,29 +124,5 @@ class InMemoryShardedLeaderGroupTest {
             seen.add(new String(r.message().value(), StandardCharsets.UTF_8));
         }
         return seen.size();
-    }
-
-    /** The one broker every dispatcher sends to, as each sees it: its close flushes and leaves it open. */
-    private static final class Unclosed implements MessageBroker {
-        private final MessageBroker broker;
-
-        Unclosed(MessageBroker broker) {
-            this.broker = broker;
-        }
-
-        @Override
-        public CompletionStage<Void> send(OutboxRecord record) {
-            return broker.send(record);
-        }
-
-        @Override
-        public boolean flush(Duration timeout) {
-            return broker.flush(timeout);
-        }
-
-        @Override
-        public void close(Duration timeout) {
-            broker.flush(timeout);
-        }
     }
 }

@@ -95,7 +95,7 @@ abstract class MySqlHarvestTests {
         InMemoryBroker shared = InMemoryBroker.builder().faults(BrokerFaults.random(seed)
                 .delayAcks(Duration.ofMillis(3)).failRetriably(0.005).build()).build();
         try {
-            harvest("in-memory", TOPIC, index -> new SharedBroker(shared), () -> {
+            harvest("in-memory", TOPIC, index -> new dev.outbox.spi.SharedMessageBroker(shared), () -> {
                 List<Map.Entry<String, String>> delivered = new ArrayList<>();
                 for (OutboxRecord r : shared.delivered()) {
                     delivered.add(new AbstractMap.SimpleEntry<>(r.key(),
@@ -312,38 +312,6 @@ abstract class MySqlHarvestTests {
         @Override
         public void close(Duration timeout) {
             delegate.close(timeout);
-        }
-    }
-
-    /**
-     * One in-memory broker shared by both dispatchers (as one cluster would be): a dispatcher flushes it on close
-     * but does not close it for the other.
-     */
-    private static final class SharedBroker implements MessageBroker {
-        private final MessageBroker delegate;
-
-        SharedBroker(MessageBroker delegate) {
-            this.delegate = delegate;
-        }
-
-        @Override
-        public CompletionStage<Void> send(OutboxRecord record) {
-            return delegate.send(record);
-        }
-
-        @Override
-        public boolean flush(Duration timeout) {
-            return delegate.flush(timeout);
-        }
-
-        @Override
-        public void sendPending() {
-            delegate.sendPending();
-        }
-
-        @Override
-        public void close(Duration timeout) {
-            delegate.flush(timeout);
         }
     }
 }

@@ -388,7 +388,7 @@ class PostgresShardsTest {
     private static dev.outbox.Dispatcher startMember(PostgresStore store, dev.outbox.testkit.InMemoryBroker broker,
                                                      dev.outbox.testkit.InMemoryShardedLeaderGroup group,
                                                      dev.outbox.DispatcherConfig.Harvest harvest, int i) {
-        dev.outbox.Dispatcher d = dev.outbox.Dispatcher.builder(store, new Unclosed(broker))
+        dev.outbox.Dispatcher d = dev.outbox.Dispatcher.builder(store, new dev.outbox.spi.SharedMessageBroker(broker))
                 .leaderTransport(group.newMember())
                 .config(dev.outbox.DispatcherConfig.builder().harvest(harvest).markBatchSize(50)
                         .pollInterval(java.time.Duration.ofMillis(20)).build())
@@ -413,29 +413,5 @@ class PostgresShardsTest {
             seen.add(new String(r.message().value(), java.nio.charset.StandardCharsets.UTF_8));
         }
         return seen.size();
-    }
-
-    /** The one broker every dispatcher sends to, as each sees it: its close flushes and leaves it open. */
-    private static final class Unclosed implements dev.outbox.spi.MessageBroker {
-        private final dev.outbox.spi.MessageBroker broker;
-
-        Unclosed(dev.outbox.spi.MessageBroker broker) {
-            this.broker = broker;
-        }
-
-        @Override
-        public java.util.concurrent.CompletionStage<Void> send(dev.outbox.OutboxRecord record) {
-            return broker.send(record);
-        }
-
-        @Override
-        public boolean flush(java.time.Duration timeout) {
-            return broker.flush(timeout);
-        }
-
-        @Override
-        public void close(java.time.Duration timeout) {
-            broker.flush(timeout);
-        }
     }
 }
