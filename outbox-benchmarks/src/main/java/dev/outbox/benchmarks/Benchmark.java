@@ -163,6 +163,22 @@ public final class Benchmark {
                     }
                 }
             }
+            if (options.runs("takeover-shards")) {
+                ShardedTakeoverScenario takeover = new ShardedTakeoverScenario(env, options);
+                for (int i = 1; i <= options.takeoverRepeat; i++) {
+                    Progress.say("take-over of %d of %d shards (SIGKILL of one of %d Dispatcher JVMs), run %d of %d"
+                                    + " ...", ShardedTakeoverScenario.SHARDS / ShardedTakeoverScenario.DISPATCHERS,
+                            ShardedTakeoverScenario.SHARDS, ShardedTakeoverScenario.DISPATCHERS, i,
+                            options.takeoverRepeat);
+                    ShardedTakeoverScenario.Result r = takeover.run(i);
+                    Progress.say("take-over of shards: the other shards' commit->ack p99 %.1f ms quiet, %.1f ms through"
+                                    + " the take-over (x%.2f); the killed Dispatcher's %d shards led again after %.2f s,"
+                                    + " acknowledging after %.2f s; %,d committed, %d missing, %d duplicates",
+                            r.quietOthers().p99(), r.takeoverOthers().p99(), r.p99Ratio(), r.killedShards(),
+                            r.movedAfter(), r.ownFirstAck(), r.committed(), r.missing(), r.duplicates());
+                    report.shardTakeover.add(r);
+                }
+            }
             if (options.runs("inbox")) {
                 runInbox(env, options, report);
             }
