@@ -114,6 +114,19 @@ public final class Benchmark {
                     ThroughputScenarios.settle();
                 }
             }
+            if (options.runs("latency-shards")) {
+                LatencyScenario latency = new LatencyScenario(env, options);
+                for (int rate : options.rates) {
+                    Progress.say("latency at %,d records/s offered, %d shards led by one Dispatcher ...", rate,
+                            options.shards);
+                    LatencyScenario.Result result = latency.runSharded(rate);
+                    Progress.say("latency at %,d/s, %d shards: commit->ack p50 %.1f ms, p99 %.1f ms, max %.1f ms",
+                            rate, options.shards, result.commitToAck().p50(), result.commitToAck().p99(),
+                            result.commitToAck().max());
+                    report.latency.add(result);
+                    ThroughputScenarios.settle();
+                }
+            }
             if (options.runs("latency-poll")) {
                 LatencyScenario latency = new LatencyScenario(env, options);
                 for (int rate : options.rates) {

@@ -68,7 +68,8 @@ final class BenchmarkOptions implements Callable<Integer> {
             converter = Scenario.class,
             description = "Any of writer-cost,drain,drain-unfenced,drain-mark,drain-nopurge,drain-wal,drain-shards,"
                     + "drain-shards-2,database,cursor,"
-                    + "wal-ceiling,broker,naive,latency,latency-wal,latency-poll,latency-mark,poison,takeover,"
+                    + "wal-ceiling,broker,naive,latency,latency-wal,latency-poll,latency-mark,latency-shards,poison,"
+                    + "takeover,"
                     + "takeover-shards,inbox, or"
                     + " all. drain and latency use the cursor harvest with commit wake-ups, latency-poll the same"
                     + " polling (no wake-ups, the producer lingering), drain-unfenced the cursor harvest with storage"
@@ -79,6 +80,7 @@ final class BenchmarkOptions implements Callable<Integer> {
                     + " writer's commits/s with an INSERT vs a WAL emit (Postgres); drain-shards is the cursor drain of"
                     + " a table of --shards shards by one Dispatcher leading them all, drain-shards-2 the same by two"
                     + " Dispatchers in this JVM, their shards spread by Kafka's group coordinator (Postgres and MySQL);"
+                    + " latency-shards is latency with the table in --shards shards led by one Dispatcher (not in all);"
                     + " takeover-shards kills one of three Dispatcher JVMs sharing six shards and compares the other"
                     + " shards' commit->ack latency with a quiet window.")
     Set<String> scenarios;
@@ -427,7 +429,7 @@ final class BenchmarkOptions implements Callable<Integer> {
             super("writer-cost", "drain", "drain-unfenced", "drain-mark", "drain-nopurge", "drain-wal", "drain-shards",
                     "drain-shards-2", "database",
                     "cursor", "wal-ceiling", "broker", "naive", "latency", "latency-wal", "latency-poll", "latency-mark",
-                    "poison", "takeover", "takeover-shards", "inbox", "all");
+                    "latency-shards", "poison", "takeover", "takeover-shards", "inbox", "all");
         }
     }
 

@@ -445,6 +445,7 @@ final class Report {
                     + (l.variant().contains(LatencyScenario.MARK_VARIANT) ? "_mark" : "")
                     + (l.variant().contains(LatencyScenario.WAL_VARIANT) ? "_wal" : "")
                     + (l.variant().contains(LatencyScenario.POLL_VARIANT) ? "_poll" : "")
+                    + (l.variant().contains(" shards, ") ? "_shards" : "")
                     + (l.variant().endsWith(" " + options.keys + " keys") || l.variant().equals(options.keys + " keys")
                     ? "" : "_keys_" + l.variant().replaceAll("\\D", ""));
             csvLine(out, "latency", s, 1, "offered_per_s", l.offeredRate());
