@@ -41,7 +41,9 @@ import java.util.function.Function;
  * with {@link ProducerFencedException} (or {@link InvalidProducerEpochException}), and its open transaction is
  * aborted. A transaction refused so fails every record in it with {@link DeliveryException#fenced}: the dispatcher
  * then lets them leave flight without a verdict and stands down. The fenced producer is closed; its successor is
- * created only by a later send, which the dispatcher makes only once its election says again that it leads.
+ * created only by a later send, which the dispatcher makes only once its election says again that it leads; records
+ * taken before the dispatcher heard of the fence are refused for {@link #FENCE_QUARANTINE} after it, so that none of
+ * them reaches a new producer.
  *
  * <h2>Failures</h2>
  * A transaction fails as a whole. Where some records failed on their own (too large, unknown topic, ...) they fail
@@ -56,6 +58,13 @@ import java.util.function.Function;
  */
 final class KafkaTransactions {
     private static final Logger log = LoggerFactory.getLogger(KafkaTransactions.class);
+    /**
+     * After a fence, how long every record is refused as fenced too, without a producer: records the dispatcher took
+     * before it heard of the fence (queued here, or being sent by its mark thread) must never reach a new producer,
+     * whose {@code initTransactions()} would fence the successor and publish them; by then the dispatcher has stood
+     * down and reads afresh.
+     */
+    static final Duration FENCE_QUARANTINE = Duration.ofSeconds(1);
 
     /** Fails a record on its own error, as the non-transactional broker would (topic checks, classification). */
     interface RecordFailure {
@@ -83,6 +92,9 @@ final class KafkaTransactions {
     private final java.util.Set<CompletableFuture<Void>> pending;
     private final AtomicLong fencedRecords = new AtomicLong();
     private final AtomicLong transactions = new AtomicLong();
+    /** Until when (System.nanoTime) records are refused as fenced; written and read by the transaction thread. */
+    private long quarantineUntil;
+    private boolean quarantined;
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition work = lock.newCondition();
@@ -167,6 +179,11 @@ final class KafkaTransactions {
 
     /** Sends {@code batch} in one transaction and completes each record (or queues innocents again). */
     private void transaction(List<Entry> batch) {
+        if (quarantined && System.nanoTime() - quarantineUntil < 0) {
+            fence(batch, null);
+            return;
+        }
+        quarantined = false;
         Producer<String, byte[]> p;
         try {
             p = producer();
@@ -266,6 +283,18 @@ final class KafkaTransactions {
 
     private void fence(List<Entry> batch, Throwable cause) {
         long n = fencedRecords.addAndGet(batch.size());
+        if (cause == null) {
+            log.info("{} record(s) refused: the producer of transactional id '{}' was fenced moments ago ({} so far)",
+                    batch.size(), transactionalId, n);
+            for (Entry x : batch) {
+                complete(x, DeliveryException.fenced("record " + x.record.id() + " refused: the producer of"
+                        + " transactional id '" + transactionalId + "' was fenced by a newer one moments ago (this"
+                        + " instance was deposed)", null));
+            }
+            return;
+        }
+        quarantined = true;
+        quarantineUntil = System.nanoTime() + FENCE_QUARANTINE.toNanos();
         log.warn("Kafka fenced this producer (transactional id '{}'): another producer took the id since; {} record(s)"
                 + " refused ({} so far)", transactionalId, batch.size(), n);
         for (Entry x : batch) {
