@@ -42,7 +42,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * Publishes outbox records to Kafka with a single idempotent {@link KafkaProducer}.
+ * Publishes outbox records to Kafka with a single idempotent {@link KafkaProducer} or, with a
+ * {@linkplain Builder#transactionalId transactional id}, with Kafka's transactional producer, which fences a deposed
+ * leader's sends (consumers must read with {@code isolation.level=read_committed} to benefit).
  *
  * <pre>{@code
  * KafkaMessageBroker broker = KafkaMessageBroker.builder()
@@ -75,7 +77,8 @@ import java.util.concurrent.locks.LockSupport;
  *       buffer, and a metadata wait that ran out leaves the rest of the delivery timeout to confirm that the
  *       topic does not exist;</li>
  *   <li>{@code partitioner.ignore.keys} must not be true (it would scatter a key over partitions);
- *       {@code transactional.id}, {@code key.serializer} and {@code value.serializer} must not be set.</li>
+ *       {@code transactional.id} (use {@link Builder#transactionalId}), {@code key.serializer} and
+ *       {@code value.serializer} must not be set.</li>
  * </ul>
  * Everything else (TLS, SASL, compression, batching, client id, interceptors) passes through unchanged.
  *
