@@ -133,6 +133,19 @@ public final class Benchmark {
                     ThroughputScenarios.settle();
                 }
             }
+            if (options.runs("latency-shards")) {
+                LatencyScenario latency = new LatencyScenario(env, options);
+                for (int rate : options.rates) {
+                    Progress.say("latency at %,d records/s offered, %d shards led by one Dispatcher ...", rate,
+                            options.shards);
+                    LatencyScenario.Result result = latency.runSharded(rate);
+                    Progress.say("latency at %,d/s, %d shards: commit->ack p50 %.1f ms, p99 %.1f ms, max %.1f ms",
+                            rate, options.shards, result.commitToAck().p50(), result.commitToAck().p99(),
+                            result.commitToAck().max());
+                    report.latency.add(result);
+                    ThroughputScenarios.settle();
+                }
+            }
             if (options.runs("latency-poll")) {
                 LatencyScenario latency = new LatencyScenario(env, options);
                 for (int rate : options.rates) {
@@ -180,6 +193,22 @@ public final class Benchmark {
                                 mode, result.leaderAcquired(), result.firstAck());
                         report.takeover.add(result);
                     }
+                }
+            }
+            if (options.runs("takeover-shards")) {
+                ShardedTakeoverScenario takeover = new ShardedTakeoverScenario(env, options);
+                for (int i = 1; i <= options.takeoverRepeat; i++) {
+                    Progress.say("take-over of %d of %d shards (SIGKILL of one of %d Dispatcher JVMs), run %d of %d"
+                                    + " ...", ShardedTakeoverScenario.SHARDS / ShardedTakeoverScenario.DISPATCHERS,
+                            ShardedTakeoverScenario.SHARDS, ShardedTakeoverScenario.DISPATCHERS, i,
+                            options.takeoverRepeat);
+                    ShardedTakeoverScenario.Result r = takeover.run(i);
+                    Progress.say("take-over of shards: the other shards' commit->ack p99 %.1f ms quiet, %.1f ms through"
+                                    + " the take-over (x%.2f); the killed Dispatcher's %d shards led again after %.2f s,"
+                                    + " acknowledging after %.2f s; %,d committed, %d missing, %d duplicates",
+                            r.quietOthers().p99(), r.takeoverOthers().p99(), r.p99Ratio(), r.killedShards(),
+                            r.movedAfter(), r.ownFirstAck(), r.committed(), r.missing(), r.duplicates());
+                    report.shardTakeover.add(r);
                 }
             }
             if (options.runs("inbox")) {

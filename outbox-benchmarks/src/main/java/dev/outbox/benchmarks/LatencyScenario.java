@@ -147,10 +147,26 @@ final class LatencyScenario {
         return run(rate, options.keys, false, DispatcherConfig.Harvest.CURSOR, true, false);
     }
 
+    /**
+     * {@link #run(int)} on the same table split into {@code --shards} shards ({@link BenchDatabase#shardedStore}), all
+     * led by the one Dispatcher: what sharding costs an outbox's latency when nothing else changes.
+     */
+    Result runSharded(int rate) throws Exception {
+        return run(rate, options.keys, false, DispatcherConfig.Harvest.CURSOR, false, false, options.shards);
+    }
+
     private Result run(int rate, int keyCount, boolean poison, DispatcherConfig.Harvest harvest, boolean wal,
                        boolean polling) throws Exception {
+        return run(rate, keyCount, poison, harvest, wal, polling, 1);
+    }
+
+    private Result run(int rate, int keyCount, boolean poison, DispatcherConfig.Harvest harvest, boolean wal,
+                       boolean polling, int shards) throws Exception {
         Store store;
-        if (wal) {
+        if (shards > 1) {
+            env.database().resetSharded(shards);
+            store = env.database().shardedStore(shards);
+        } else if (wal) {
             new Backlog(env, options).resetWal();
             store = env.database().walStore();
         } else {
@@ -273,7 +289,7 @@ final class LatencyScenario {
                 sustainable, drainAfter, (poison ? "poison, " : "")
                 + (harvest == DispatcherConfig.Harvest.MARK ? MARK_VARIANT : "") + (wal ? WAL_VARIANT : "")
                 + (transactional ? TXN_VARIANT : "")
-                + (polling ? POLL_VARIANT : "")
+                + (polling ? POLL_VARIANT : "") + (shards > 1 ? shards + " shards, " : "")
                 + keyCount + " keys",
                 poisonFailures.get());
     }

@@ -310,6 +310,17 @@ public final class DefaultDispatcher implements Dispatcher {
                     public void revoked() {
                         onRevoked();
                     }
+
+                    @Override
+                    public boolean reconfirm() {
+                        try {
+                            return transport.reconfirm();
+                        } catch (RuntimeException e) {
+                            log.warn("{}: the leader transport could not reconfirm the assignment; trusting its next"
+                                    + " poll", name, e);
+                            return false;
+                        }
+                    }
                 }, ids);
     }
 
