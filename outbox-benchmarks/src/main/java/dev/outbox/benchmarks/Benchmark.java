@@ -67,6 +67,7 @@ public final class Benchmark {
                     ThroughputScenarios.Run run = switch (scenario) {
                         case "drain" -> throughput.drain(options.rows, seed);
                         case "drain-unfenced" -> throughput.drainUnfenced(options.rows, seed);
+                        case "drain-txn" -> throughput.drainTransactional(options.rows, seed);
                         case "drain-mark" -> throughput.drainByMark(options.rows, seed);
                         case "drain-nopurge" -> throughput.drainWithoutPurge(options.rows, seed);
                         case "drain-wal" -> throughput.drainWal(options.rows, seed);
@@ -98,6 +99,24 @@ public final class Benchmark {
                                     + " %s", rate, result.commitToAck().p50(), result.commitToAck().p99(),
                             result.commitToAck().max(), result.backlogMax(),
                             result.sustainable() ? "sustainable" : "NOT sustainable");
+                    report.latency.add(result);
+                    ThroughputScenarios.settle();
+                }
+            }
+            if (options.runs("latency-txn")) {
+                LatencyScenario latency = new LatencyScenario(env, options);
+                for (int rate : options.rates) {
+                    Progress.say("latency at %,d records/s offered, transactional producer ...", rate);
+                    env.transactionalBrokers("bench-txn");
+                    LatencyScenario.Result result;
+                    try {
+                        result = latency.runTransactional(rate);
+                    } finally {
+                        env.transactionalBrokers(null);
+                    }
+                    Progress.say("latency at %,d/s, transactional producer: commit->ack p50 %.1f ms, p99 %.1f ms,"
+                                    + " max %.1f ms; %s", rate, result.commitToAck().p50(), result.commitToAck().p99(),
+                            result.commitToAck().max(), result.sustainable() ? "sustainable" : "NOT sustainable");
                     report.latency.add(result);
                     ThroughputScenarios.settle();
                 }
@@ -220,6 +239,9 @@ public final class Benchmark {
         Progress.say("warm-up: %,d rows through each throughput scenario (not recorded) ...", rows);
         if (options.runs("drain")) {
             throughput.drain(rows, options.seed);
+        }
+        if (options.runs("drain-txn")) {
+            throughput.drainTransactional(rows, options.seed);
         }
         if (options.runs("drain-unfenced")) {
             throughput.drainUnfenced(rows, options.seed);

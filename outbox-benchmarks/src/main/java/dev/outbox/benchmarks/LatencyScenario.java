@@ -91,6 +91,20 @@ final class LatencyScenario {
     static final String WAL_VARIANT = "WAL harvest, ";
     /** The prefix of a polling run's variant (no commit wake-ups, the producer lingers). */
     static final String POLL_VARIANT = "polling, ";
+    /** The prefix of a run's variant whose broker publishes in Kafka transactions. */
+    static final String TXN_VARIANT = "transactional producer, ";
+    /** Set around {@link #runTransactional}: the variant says so. */
+    private boolean transactional;
+
+    /** {@link #run(int)} with the environment's brokers transactional (the caller sets them so); the variant says so. */
+    Result runTransactional(int rate) throws Exception {
+        transactional = true;
+        try {
+            return run(rate);
+        } finally {
+            transactional = false;
+        }
+    }
 
     LatencyScenario(BenchEnvironment env, BenchmarkOptions options) {
         this.env = env;
@@ -274,6 +288,7 @@ final class LatencyScenario {
                 missing, Stats.of(toAck), Stats.of(scheduledToAck), Stats.of(toConsume), sampler.max(), backlogEnd, slope,
                 sustainable, drainAfter, (poison ? "poison, " : "")
                 + (harvest == DispatcherConfig.Harvest.MARK ? MARK_VARIANT : "") + (wal ? WAL_VARIANT : "")
+                + (transactional ? TXN_VARIANT : "")
                 + (polling ? POLL_VARIANT : "") + (shards > 1 ? shards + " shards, " : "")
                 + keyCount + " keys",
                 poisonFailures.get());
