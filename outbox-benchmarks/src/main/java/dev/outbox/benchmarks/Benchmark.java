@@ -205,9 +205,9 @@ public final class Benchmark {
                     ShardedTakeoverScenario.Result r = takeover.run(i);
                     Progress.say("take-over of shards: the other shards' commit->ack p99 %.1f ms quiet, %.1f ms through"
                                     + " the take-over (x%.2f); the killed Dispatcher's %d shards led again after %.2f s,"
-                                    + " acknowledging after %.2f s; %,d committed, %d missing, %d duplicates",
+                                    + " acknowledging after %.2f s; %,d committed (none lost), %d acknowledged by the killed JVM unreported, %d duplicates",
                             r.quietOthers().p99(), r.takeoverOthers().p99(), r.p99Ratio(), r.killedShards(),
-                            r.movedAfter(), r.ownFirstAck(), r.committed(), r.missing(), r.duplicates());
+                            r.movedAfter(), r.ownFirstAck(), r.committed(), r.unreported(), r.duplicates());
                     report.shardTakeover.add(r);
                 }
             }

@@ -345,11 +345,11 @@ final class Report {
                 seconds(options.takeoverWindow.toMillis()), TakeoverScenario.SESSION_TIMEOUT_MS));
         out.append(fmt("%-4s %-22s %-22s %7s  %-22s %-24s %8s %9s %9s %s%n", "run", "others quiet p50/p99/max",
                 "others take-over", "p99 x", "killed's quiet", "killed's take-over", "moved s", "acking s",
-                "committed", "missing / duplicates"));
+                "committed", "unreported / duplicates"));
         for (ShardedTakeoverScenario.Result r : shardTakeover) {
             out.append(fmt("%-4d %-22s %-22s %7.2f  %-22s %-24s %8.2f %9.2f %,9d %d / %d%n", r.run(),
                     stats(r.quietOthers()), stats(r.takeoverOthers()), r.p99Ratio(), stats(r.quietOwn()),
-                    stats(r.takeoverOwn()), r.movedAfter(), r.ownFirstAck(), r.committed(), r.missing(),
+                    stats(r.takeoverOwn()), r.movedAfter(), r.ownFirstAck(), r.committed(), r.unreported(),
                     r.duplicates()));
         }
     }
@@ -487,7 +487,7 @@ final class Report {
             csvLine(out, "takeover", "shards", r.run(), "killed_takeover_max_ms", fmt("%.1f", r.takeoverOwn().max()));
             csvLine(out, "takeover", "shards", r.run(), "moved_s", fmt("%.3f", r.movedAfter()));
             csvLine(out, "takeover", "shards", r.run(), "killed_acking_s", fmt("%.3f", r.ownFirstAck()));
-            csvLine(out, "takeover", "shards", r.run(), "missing", r.missing());
+            csvLine(out, "takeover", "shards", r.run(), "acks_unreported", r.unreported());
             csvLine(out, "takeover", "shards", r.run(), "duplicates", r.duplicates());
         }
         for (InboxScenario.Result r : inbox) {
@@ -643,7 +643,7 @@ final class Report {
             m.put("movedSeconds", r.movedAfter());
             m.put("killedAckingSeconds", r.ownFirstAck());
             m.put("committed", r.committed());
-            m.put("missing", r.missing());
+            m.put("acksUnreported", r.unreported());
             m.put("duplicates", r.duplicates());
             st.add(m);
         }
