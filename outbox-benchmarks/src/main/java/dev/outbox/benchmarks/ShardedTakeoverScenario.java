@@ -130,7 +130,8 @@ final class ShardedTakeoverScenario {
                     if (times.ackedCount.get() >= committed) {
                         return true;
                     }
-                    return sharded.backlog() == 0 && unreported(times, committed, isOwn, killedAt) >= 0;
+                    return sharded.backlog() == 0 && sharded.parkedCount() == 0
+                            && unreported(times, committed, isOwn, killedAt) >= 0;
                 }, Duration.ofSeconds(60));
             } catch (IllegalStateException e) {
                 int[] unacked = new int[SHARDS];
