@@ -141,7 +141,7 @@ class SoakTest {
             long ranMillis = Scenario.millisSince(started);
             int committedBefore = s.writers().committed();
             long writingMillis = s.writers().runMillis();
-            backlog.close();
+            backlog.stop();
             Scenario.Result r = s.finish();
 
             double achieved = committedBefore * 1000.0 / Math.max(1, writingMillis);
@@ -236,10 +236,19 @@ class SoakTest {
             return peak.get();
         }
 
-        @Override
-        public void close() throws InterruptedException {
+        /** Stops sampling; the peak stays. */
+        void stop() {
             running = false;
-            thread.join(TimeUnit.SECONDS.toMillis(5));
+            try {
+                thread.join(TimeUnit.SECONDS.toMillis(5));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+
+        @Override
+        public void close() {
+            stop();
         }
     }
 }
