@@ -29,9 +29,16 @@ import static org.assertj.core.api.Assertions.assertThat;
  * crashed, the database made read-only, the leader's database sessions killed, the database frozen (SIGSTOP) past the
  * statement timeout, the leader closed. Each fault lasts until the dispatchers demonstrably met it (a failure
  * reported, the leader fenced, a take-over) or a bound, and the next waits until the outbox has recovered from it; a
- * closed or crashed dispatcher is replaced by a new one. At the end {@link Scenario#finish()} asserts G1–G4 and G6
+ * closed or crashed dispatcher is replaced by a new one. Every kind strikes at least once, even if a short run has to
+ * overrun its duration for it. At the end {@link Scenario#finish()} asserts G1–G4 and G6
  * over everything committed (no loss, per-key order, one leader at a time and one send of a key at a time, every
  * duplicate explained by a fault, the two poison records parked and nothing else).
+ *
+ * <p>Not in the list: a leader frozen (SIGSTOP) past its session. The dispatchers share the test JVM, so freezing one
+ * would take a child JVM whose sends the checks do not see; and a leader frozen between its lease check and a send
+ * sends once it resumes, after its successor took over — the window that only Kafka's transactional producer closes
+ * (README, Failure modes) — which would break per-key order now and then. {@code FencedLeaderEndToEndTest} freezes a
+ * leader in a child JVM and counts the writes storage fencing refuses.
  *
  * <p>Settings (system properties): {@code outbox.soak.duration} (default {@code PT2M}, the build's run),
  * {@code outbox.soak.rate} (messages a second offered by all writers, default 1,000: what this suite's 2-core build
@@ -118,7 +125,8 @@ class SoakTest {
             long deadline = started + duration.toNanos();
             long nextFault = started + interval.toNanos();
             int n = 0;
-            while (nextFault - deadline < 0) {
+            // Faults until the end, and each kind at least once even if the faults overran a short run's schedule.
+            while (nextFault - deadline < 0 || n < KINDS.size()) {
                 long wait = nextFault - System.nanoTime();
                 if (wait > 0) {
                     LockSupport.parkNanos(wait); // the soak's schedule: the next fault is due then
@@ -145,7 +153,7 @@ class SoakTest {
             Scenario.Result r = s.finish();
 
             double achieved = committedBefore * 1000.0 / Math.max(1, writingMillis);
-            String summary = String.format("SOAK %s with a fault every %s (ran %d s of faults): offered %,d msg/s,"
+            String summary = String.format("SOAK %s with a fault every %s (ran %d s): offered %,d msg/s,"
                             + " achieved %,.0f msg/s committed (%,d messages in %d s, %d writers over %,d keys);"
                             + " faults %d %s; records committed %,d, consumed %,d (%,d distinct), lost %d,"
                             + " per-key order violations %d, duplicates %,d %s; longest recovery by kind %s;"
@@ -160,8 +168,7 @@ class SoakTest {
             log.info(summary);
             log.info("soak: faults and recoveries {}", notes);
 
-            assertThat(n).as("faults injected").isGreaterThanOrEqualTo(
-                    (int) Math.min(KINDS.size(), duration.toNanos() / interval.toNanos() - 1));
+            assertThat(injected).as("faults injected, by kind").hasSize(KINDS.size());
             assertThat(r.lost()).as("G1: lost").isZero();
             assertThat(r.orderViolations()).as("G2: per-key order violations").isZero();
         }
