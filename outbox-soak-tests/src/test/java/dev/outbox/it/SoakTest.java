@@ -221,7 +221,10 @@ class SoakTest {
         }
     }
 
-    /** Samples the backlog (committed messages the consumer has not seen yet) every 100 ms; keeps its peak. */
+    /**
+     * Samples the backlog (committed messages the consumer has not seen yet) every 100 ms and keeps its peak; logs the
+     * progress every 30 s.
+     */
     private static final class BacklogSampler implements AutoCloseable {
         private final AtomicInteger peak = new AtomicInteger();
         private final Thread thread;
@@ -229,9 +232,22 @@ class SoakTest {
 
         BacklogSampler(Scenario s) {
             thread = new Thread(() -> {
+                long started = System.nanoTime();
+                long lastLog = started;
+                int lastCommitted = s.writers().committed();
                 while (running) {
                     int now = s.waiting();
                     peak.accumulateAndGet(now, Math::max);
+                    long t = System.nanoTime();
+                    if (t - lastLog >= TimeUnit.SECONDS.toNanos(30)) {
+                        int committed = s.writers().committed();
+                        log.info("soak progress at {} s: {} committed ({} msg/s in the last {} s), backlog {},"
+                                        + " peak {}", TimeUnit.NANOSECONDS.toSeconds(t - started), committed,
+                                Math.round((committed - lastCommitted) * 1e9 / (t - lastLog)),
+                                TimeUnit.NANOSECONDS.toSeconds(t - lastLog), now, peak.get());
+                        lastLog = t;
+                        lastCommitted = committed;
+                    }
                     LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(100)); // the sampling period
                 }
             }, "soak-backlog");
