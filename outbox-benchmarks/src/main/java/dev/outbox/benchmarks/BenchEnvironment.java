@@ -135,7 +135,20 @@ final class BenchEnvironment implements AutoCloseable {
     KafkaMessageBroker newBroker(String clientId) {
         Map<String, Object> p = producerProperties();
         p.put(ProducerConfig.CLIENT_ID_CONFIG, clientId);
-        return KafkaMessageBroker.builder().properties(p).build();
+        KafkaMessageBroker.Builder b = KafkaMessageBroker.builder().properties(p);
+        String txn = transactionalId;
+        if (txn != null) {
+            b.transactionalId(txn + "-" + clientId + "-" + ProcessHandle.current().pid());
+        }
+        return b.build();
+    }
+
+    /** The brokers {@link #newBroker} makes from now on publish in Kafka transactions under ids from this prefix. */
+    private volatile String transactionalId;
+
+    /** Sets (or, with null, clears) the transactional id prefix of the brokers made from now on. */
+    void transactionalBrokers(String prefix) {
+        this.transactionalId = prefix;
     }
 
     /**

@@ -67,6 +67,7 @@ public final class Benchmark {
                     ThroughputScenarios.Run run = switch (scenario) {
                         case "drain" -> throughput.drain(options.rows, seed);
                         case "drain-unfenced" -> throughput.drainUnfenced(options.rows, seed);
+                        case "drain-txn" -> throughput.drainTransactional(options.rows, seed);
                         case "drain-mark" -> throughput.drainByMark(options.rows, seed);
                         case "drain-nopurge" -> throughput.drainWithoutPurge(options.rows, seed);
                         case "drain-wal" -> throughput.drainWal(options.rows, seed);
@@ -102,6 +103,24 @@ public final class Benchmark {
                     ThroughputScenarios.settle();
                 }
             }
+            if (options.runs("latency-txn")) {
+                LatencyScenario latency = new LatencyScenario(env, options);
+                for (int rate : options.rates) {
+                    Progress.say("latency at %,d records/s offered, transactional producer ...", rate);
+                    env.transactionalBrokers("bench-txn");
+                    LatencyScenario.Result result;
+                    try {
+                        result = latency.runTransactional(rate);
+                    } finally {
+                        env.transactionalBrokers(null);
+                    }
+                    Progress.say("latency at %,d/s, transactional producer: commit->ack p50 %.1f ms, p99 %.1f ms,"
+                                    + " max %.1f ms; %s", rate, result.commitToAck().p50(), result.commitToAck().p99(),
+                            result.commitToAck().max(), result.sustainable() ? "sustainable" : "NOT sustainable");
+                    report.latency.add(result);
+                    ThroughputScenarios.settle();
+                }
+            }
             if (options.runs("latency-wal")) {
                 LatencyScenario latency = new LatencyScenario(env, options);
                 for (int rate : options.rates) {
@@ -110,6 +129,19 @@ public final class Benchmark {
                     Progress.say("latency at %,d/s, WAL harvest: commit->ack p50 %.1f ms, p99 %.1f ms, max %.1f ms;"
                                     + " %s", rate, result.commitToAck().p50(), result.commitToAck().p99(),
                             result.commitToAck().max(), result.sustainable() ? "sustainable" : "NOT sustainable");
+                    report.latency.add(result);
+                    ThroughputScenarios.settle();
+                }
+            }
+            if (options.runs("latency-shards")) {
+                LatencyScenario latency = new LatencyScenario(env, options);
+                for (int rate : options.rates) {
+                    Progress.say("latency at %,d records/s offered, %d shards led by one Dispatcher ...", rate,
+                            options.shards);
+                    LatencyScenario.Result result = latency.runSharded(rate);
+                    Progress.say("latency at %,d/s, %d shards: commit->ack p50 %.1f ms, p99 %.1f ms, max %.1f ms",
+                            rate, options.shards, result.commitToAck().p50(), result.commitToAck().p99(),
+                            result.commitToAck().max());
                     report.latency.add(result);
                     ThroughputScenarios.settle();
                 }
@@ -163,6 +195,22 @@ public final class Benchmark {
                     }
                 }
             }
+            if (options.runs("takeover-shards")) {
+                ShardedTakeoverScenario takeover = new ShardedTakeoverScenario(env, options);
+                for (int i = 1; i <= options.takeoverRepeat; i++) {
+                    Progress.say("take-over of %d of %d shards (SIGKILL of one of %d Dispatcher JVMs), run %d of %d"
+                                    + " ...", ShardedTakeoverScenario.SHARDS / ShardedTakeoverScenario.DISPATCHERS,
+                            ShardedTakeoverScenario.SHARDS, ShardedTakeoverScenario.DISPATCHERS, i,
+                            options.takeoverRepeat);
+                    ShardedTakeoverScenario.Result r = takeover.run(i);
+                    Progress.say("take-over of shards: the other shards' commit->ack p99 %.1f ms quiet, %.1f ms through"
+                                    + " the take-over (x%.2f); the killed Dispatcher's %d shards led again after %.2f s,"
+                                    + " acknowledging after %.2f s; %,d committed (none lost), %d acknowledged by the killed JVM unreported, %d duplicates",
+                            r.quietOthers().p99(), r.takeoverOthers().p99(), r.p99Ratio(), r.killedShards(),
+                            r.movedAfter(), r.ownFirstAck(), r.committed(), r.unreported(), r.duplicates());
+                    report.shardTakeover.add(r);
+                }
+            }
             if (options.runs("inbox")) {
                 runInbox(env, options, report);
             }
@@ -191,6 +239,9 @@ public final class Benchmark {
         Progress.say("warm-up: %,d rows through each throughput scenario (not recorded) ...", rows);
         if (options.runs("drain")) {
             throughput.drain(rows, options.seed);
+        }
+        if (options.runs("drain-txn")) {
+            throughput.drainTransactional(rows, options.seed);
         }
         if (options.runs("drain-unfenced")) {
             throughput.drainUnfenced(rows, options.seed);

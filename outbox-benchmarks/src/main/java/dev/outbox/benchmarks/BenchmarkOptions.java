@@ -30,9 +30,9 @@ import java.util.concurrent.Callable;
                 + " results.{txt,csv,json}. Values: --rows 100000 or --rows=100000; seconds as 20, 1.5 or 20s."
                 + " The MySQL headers column codec is measured apart: ./bench.sh headers-codec.")
 final class BenchmarkOptions implements Callable<Integer> {
-    static final List<String> ALL_SCENARIOS = List.of("writer-cost", "drain", "drain-unfenced", "drain-mark", "drain-wal",
-            "drain-shards", "drain-shards-2", "database", "cursor", "wal-ceiling", "broker", "naive", "latency", "latency-wal", "latency-poll", "latency-mark",
-            "poison", "takeover", "inbox");
+    static final List<String> ALL_SCENARIOS = List.of("writer-cost", "drain", "drain-txn", "drain-unfenced", "drain-mark", "drain-wal",
+            "drain-shards", "drain-shards-2", "database", "cursor", "wal-ceiling", "broker", "naive", "latency", "latency-txn", "latency-wal", "latency-poll", "latency-mark",
+            "poison", "takeover", "takeover-shards", "inbox");
     /** The scenarios of the WAL harvest: Postgres only ({@code all} leaves them out on MySQL and MariaDB). */
     static final List<String> WAL_SCENARIOS = List.of("writer-cost", "drain-wal", "wal-ceiling", "latency-wal");
     /** The poison scenario's offered rate and healthy keys: one failing key among 1,000 at 5,000 records/s. */
@@ -66,18 +66,24 @@ final class BenchmarkOptions implements Callable<Integer> {
     int warmupRows = 100_000;
     @Option(defaultValue = "all", names = "--scenarios", paramLabel = "LIST", split = ",",
             converter = Scenario.class,
-            description = "Any of writer-cost,drain,drain-unfenced,drain-mark,drain-nopurge,drain-wal,drain-shards,"
+            description = "Any of writer-cost,drain,drain-txn,drain-unfenced,drain-mark,drain-nopurge,drain-wal,drain-shards,"
                     + "drain-shards-2,database,cursor,"
-                    + "wal-ceiling,broker,naive,latency,latency-wal,latency-poll,latency-mark,poison,takeover,inbox, or"
+                    + "wal-ceiling,broker,naive,latency,latency-txn,latency-wal,latency-poll,latency-mark,latency-shards,"
+                    + "poison,takeover,"
+                    + "takeover-shards,inbox, or"
                     + " all. drain and latency use the cursor harvest with commit wake-ups, latency-poll the same"
                     + " polling (no wake-ups, the producer lingering), drain-unfenced the cursor harvest with storage"
-                    + " fencing off (its cost: next to drain), drain-mark and latency-mark the mark harvest, drain-wal"
+                    + " fencing off (its cost: next to drain), drain-txn and latency-txn the same with Kafka's"
+                    + " transactional producer (broker fencing; its cost: next to drain and latency), drain-mark and latency-mark the mark harvest, drain-wal"
                     + " and latency-wal the WAL harvest (Postgres); drain-nopurge is the cursor drain with every purge"
                     + " skipped (an upper bound on what a cheaper purge could give; not in all); wal-ceiling is the WAL"
                     + " stream read and confirmed with no broker; writer-cost is the"
                     + " writer's commits/s with an INSERT vs a WAL emit (Postgres); drain-shards is the cursor drain of"
                     + " a table of --shards shards by one Dispatcher leading them all, drain-shards-2 the same by two"
-                    + " Dispatchers in this JVM, their shards spread by Kafka's group coordinator (Postgres and MySQL).")
+                    + " Dispatchers in this JVM, their shards spread by Kafka's group coordinator (Postgres and MySQL);"
+                    + " latency-shards is latency with the table in --shards shards led by one Dispatcher (not in all);"
+                    + " takeover-shards kills one of three Dispatcher JVMs sharing six shards and compares the other"
+                    + " shards' commit->ack latency with a quiet window.")
     Set<String> scenarios;
     @Option(defaultValue = "5", names = "--writer-cost-seconds", paramLabel = "S", converter = Seconds.class,
             description = "writer-cost: seconds per cell (publisher x synchronous_commit x messages per transaction),"
@@ -109,6 +115,9 @@ final class BenchmarkOptions implements Callable<Integer> {
     int takeoverRepeat = 3;
     @Option(names = "--takeover-rate", paramLabel = "N", description = "Records/s written during a take-over.")
     int takeoverRate = 1_000;
+    @Option(defaultValue = "15", names = "--takeover-window", paramLabel = "S", converter = Seconds.class,
+            description = "takeover-shards: seconds of the quiet window, and of the window after the kill.")
+    Duration takeoverWindow;
     @Option(names = "--mark-batch", paramLabel = "N", description = "Dispatcher: rows per mark.")
     int markBatchSize = 1_000;
     @Option(names = "--max-in-flight", paramLabel = "N", description = "Dispatcher: records in flight at most.")
@@ -237,6 +246,9 @@ final class BenchmarkOptions implements Callable<Integer> {
         atLeast("--max-tx-rate", maxTxRate, 1);
         atLeast("--takeover-repeat", takeoverRepeat, 1);
         atLeast("--takeover-rate", takeoverRate, 1);
+        if (takeoverWindow.toMillis() < 1_000) {
+            throw error("--takeover-window must be at least 1 s: " + takeoverWindow.toMillis() + " ms");
+        }
         atLeast("--mark-batch", markBatchSize, 1);
         atLeast("--max-in-flight", maxInFlightRecords, 1);
         atLeast("--purge-batch", purgeBatchSize, 1);
@@ -415,10 +427,10 @@ final class BenchmarkOptions implements Callable<Integer> {
 
     static final class Scenario extends OneOf {
         Scenario() {
-            super("writer-cost", "drain", "drain-unfenced", "drain-mark", "drain-nopurge", "drain-wal", "drain-shards",
+            super("writer-cost", "drain", "drain-txn", "drain-unfenced", "drain-mark", "drain-nopurge", "drain-wal", "drain-shards",
                     "drain-shards-2", "database",
-                    "cursor", "wal-ceiling", "broker", "naive", "latency", "latency-wal", "latency-poll", "latency-mark",
-                    "poison", "takeover", "inbox", "all");
+                    "cursor", "wal-ceiling", "broker", "naive", "latency", "latency-txn", "latency-wal", "latency-poll",
+                    "latency-mark", "latency-shards", "poison", "takeover", "takeover-shards", "inbox", "all");
         }
     }
 

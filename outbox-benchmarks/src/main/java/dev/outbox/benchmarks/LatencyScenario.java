@@ -91,6 +91,20 @@ final class LatencyScenario {
     static final String WAL_VARIANT = "WAL harvest, ";
     /** The prefix of a polling run's variant (no commit wake-ups, the producer lingers). */
     static final String POLL_VARIANT = "polling, ";
+    /** The prefix of a run's variant whose broker publishes in Kafka transactions. */
+    static final String TXN_VARIANT = "transactional producer, ";
+    /** Set around {@link #runTransactional}: the variant says so. */
+    private boolean transactional;
+
+    /** {@link #run(int)} with the environment's brokers transactional (the caller sets them so); the variant says so. */
+    Result runTransactional(int rate) throws Exception {
+        transactional = true;
+        try {
+            return run(rate);
+        } finally {
+            transactional = false;
+        }
+    }
 
     LatencyScenario(BenchEnvironment env, BenchmarkOptions options) {
         this.env = env;
@@ -133,10 +147,26 @@ final class LatencyScenario {
         return run(rate, options.keys, false, DispatcherConfig.Harvest.CURSOR, true, false);
     }
 
+    /**
+     * {@link #run(int)} on the same table split into {@code --shards} shards ({@link BenchDatabase#shardedStore}), all
+     * led by the one Dispatcher: what sharding costs an outbox's latency when nothing else changes.
+     */
+    Result runSharded(int rate) throws Exception {
+        return run(rate, options.keys, false, DispatcherConfig.Harvest.CURSOR, false, false, options.shards);
+    }
+
     private Result run(int rate, int keyCount, boolean poison, DispatcherConfig.Harvest harvest, boolean wal,
                        boolean polling) throws Exception {
+        return run(rate, keyCount, poison, harvest, wal, polling, 1);
+    }
+
+    private Result run(int rate, int keyCount, boolean poison, DispatcherConfig.Harvest harvest, boolean wal,
+                       boolean polling, int shards) throws Exception {
         Store store;
-        if (wal) {
+        if (shards > 1) {
+            env.database().resetSharded(shards);
+            store = env.database().shardedStore(shards);
+        } else if (wal) {
             new Backlog(env, options).resetWal();
             store = env.database().walStore();
         } else {
@@ -258,7 +288,8 @@ final class LatencyScenario {
                 missing, Stats.of(toAck), Stats.of(scheduledToAck), Stats.of(toConsume), sampler.max(), backlogEnd, slope,
                 sustainable, drainAfter, (poison ? "poison, " : "")
                 + (harvest == DispatcherConfig.Harvest.MARK ? MARK_VARIANT : "") + (wal ? WAL_VARIANT : "")
-                + (polling ? POLL_VARIANT : "")
+                + (transactional ? TXN_VARIANT : "")
+                + (polling ? POLL_VARIANT : "") + (shards > 1 ? shards + " shards, " : "")
                 + keyCount + " keys",
                 poisonFailures.get());
     }

@@ -18,7 +18,9 @@ import java.util.UUID;
  * The leader of the take-over benchmark's {@code crash} mode, run as a child JVM so that it can be killed with
  * SIGKILL. Configured by {@code bench.*} system properties (see {@link TakeoverScenario}) and, for the database
  * password, the environment variable {@link #PASSWORD_VARIABLE} (a command line shows in {@code ps}); prints
- * {@code LEADER <id>} on standard output when it leads, then harvests until it is killed.
+ * {@code LEADER <id>} on standard output when it leads, then harvests until it is killed. With
+ * {@code bench.shards} above 1 it is one of the dispatchers of {@link ShardedTakeoverScenario} instead, and reports
+ * as that class says.
  */
 public final class LeaderProcess {
     /** The environment variable the parent passes the database password in. */
@@ -36,9 +38,10 @@ public final class LeaderProcess {
         pool.setPoolName("bench-child");
         HikariDataSource ds = new HikariDataSource(pool);
         String table = System.getProperty("bench.table");
+        int shards = Integer.getInteger("bench.shards", 1);
         Store store = System.getProperty("bench.database", "postgres").equals("postgres")
-                ? PostgresStore.builder(ds).table(table).build()
-                : MySqlStore.builder(ds).table(table).build();
+                ? PostgresStore.builder(ds).table(table).shards(shards).build()
+                : MySqlStore.builder(ds).table(table).shards(shards).build();
         Map<String, Object> producer = new LinkedHashMap<>();
         for (String name : System.getProperties().stringPropertyNames()) {
             if (name.startsWith("bench.producer.")) {
@@ -51,6 +54,11 @@ public final class LeaderProcess {
                 .purgeBatchSize(Integer.getInteger("bench.purgeBatchSize"))
                 .build());
         KafkaMessageBroker broker = KafkaMessageBroker.builder().properties(producer).build();
+        if (shards > 1) {
+            ShardedTakeoverScenario.runChild(store, broker, System.getProperty("bench.bootstrap"),
+                    System.getProperty("bench.leaderTopic"), config, shards, System.getProperty("bench.name"));
+            return;
+        }
         Dispatcher dispatcher = TakeoverScenario.dispatcher(store, broker, new TimingBroker(broker, 0, null),
                 System.getProperty("bench.bootstrap"), System.getProperty("bench.leaderTopic"), config,
                 "bench-child", new DispatcherListener() {

@@ -67,6 +67,7 @@ final class Report {
     Map<String, List<ThroughputScenarios.Run>> throughput = new LinkedHashMap<>();
     List<LatencyScenario.Result> latency = new ArrayList<>();
     List<TakeoverScenario.Result> takeover = new ArrayList<>();
+    List<ShardedTakeoverScenario.Result> shardTakeover = new ArrayList<>();
     List<InboxScenario.Result> inbox = new ArrayList<>();
     /** The writer-cost cells, and the table {@link WriterCostBenchmark} printed (empty if not run). */
     List<WriterCostBenchmark.Cell> writerCost = new ArrayList<>();
@@ -211,6 +212,12 @@ final class Report {
             }
             g.add(new String[] {"take-over < 10 s", m.toString(), verdict(worst < 10)});
         }
+        if (!shardTakeover.isEmpty()) {
+            double worst = shardTakeover.stream().mapToDouble(ShardedTakeoverScenario.Result::p99Ratio).max()
+                    .orElse(Double.NaN);
+            g.add(new String[] {"sharded take-over: other shards' p99 commit->ack within 2x of quiet",
+                    fmt("worst %.2f x in %d run(s)", worst, shardTakeover.size()), verdict(worst <= 2)});
+        }
         return g;
     }
 
@@ -313,6 +320,7 @@ final class Report {
                 out.append(fmt("%-48s %5d  %-26s %s%n", how, ack.size(), spread(acq), spread(ack)));
             }
         }
+        appendShardTakeover(out);
         appendInbox(out);
         List<String[]> goals = goals();
         if (!goals.isEmpty()) {
@@ -322,6 +330,28 @@ final class Report {
             }
         }
         return out.toString();
+    }
+
+    /** The sharded take-over: the other shards' latency through the take-over next to a quiet window's. */
+    private void appendShardTakeover(StringBuilder out) {
+        if (shardTakeover.isEmpty()) {
+            return;
+        }
+        out.append('\n');
+        out.append(fmt("Sharded take-over: %d shards over %d Dispatcher JVMs (KafkaShardedLeaderTransport), writer at"
+                        + " %,d records/s; one JVM killed (SIGKILL) after a quiet window of %s; session.timeout.ms %d;"
+                        + " commit->ack in ms of the records committed in each window%n",
+                ShardedTakeoverScenario.SHARDS, ShardedTakeoverScenario.DISPATCHERS, options.takeoverRate,
+                seconds(options.takeoverWindow.toMillis()), TakeoverScenario.SESSION_TIMEOUT_MS));
+        out.append(fmt("%-4s %-22s %-22s %7s  %-22s %-24s %8s %9s %9s %s%n", "run", "others quiet p50/p99/max",
+                "others take-over", "p99 x", "killed's quiet", "killed's take-over", "moved s", "acking s",
+                "committed", "unreported / duplicates"));
+        for (ShardedTakeoverScenario.Result r : shardTakeover) {
+            out.append(fmt("%-4d %-22s %-22s %7.2f  %-22s %-24s %8.2f %9.2f %,9d %d / %d%n", r.run(),
+                    stats(r.quietOthers()), stats(r.takeoverOthers()), r.p99Ratio(), stats(r.quietOwn()),
+                    stats(r.takeoverOwn()), r.movedAfter(), r.ownFirstAck(), r.committed(), r.unreported(),
+                    r.duplicates()));
+        }
     }
 
     /** The consumer side: the inbox consumer's rate next to the bare consumer's, and their ratio. */
@@ -415,6 +445,7 @@ final class Report {
                     + (l.variant().contains(LatencyScenario.MARK_VARIANT) ? "_mark" : "")
                     + (l.variant().contains(LatencyScenario.WAL_VARIANT) ? "_wal" : "")
                     + (l.variant().contains(LatencyScenario.POLL_VARIANT) ? "_poll" : "")
+                    + (l.variant().contains(" shards, ") ? "_shards" : "")
                     + (l.variant().endsWith(" " + options.keys + " keys") || l.variant().equals(options.keys + " keys")
                     ? "" : "_keys_" + l.variant().replaceAll("\\D", ""));
             csvLine(out, "latency", s, 1, "offered_per_s", l.offeredRate());
@@ -447,6 +478,17 @@ final class Report {
             csvLine(out, "takeover", t.mode(), i, "leader_acquired_s", fmt("%.3f", t.leaderAcquired()));
             csvLine(out, "takeover", t.mode(), i, "first_ack_s", fmt("%.3f", t.firstAck()));
             csvLine(out, "takeover", t.mode(), i, "rows_left", t.rowsLeft());
+        }
+        for (ShardedTakeoverScenario.Result r : shardTakeover) {
+            csvLine(out, "takeover", "shards", r.run(), "others_quiet_p99_ms", fmt("%.2f", r.quietOthers().p99()));
+            csvLine(out, "takeover", "shards", r.run(), "others_takeover_p99_ms",
+                    fmt("%.2f", r.takeoverOthers().p99()));
+            csvLine(out, "takeover", "shards", r.run(), "others_p99_ratio", fmt("%.3f", r.p99Ratio()));
+            csvLine(out, "takeover", "shards", r.run(), "killed_takeover_max_ms", fmt("%.1f", r.takeoverOwn().max()));
+            csvLine(out, "takeover", "shards", r.run(), "moved_s", fmt("%.3f", r.movedAfter()));
+            csvLine(out, "takeover", "shards", r.run(), "killed_acking_s", fmt("%.3f", r.ownFirstAck()));
+            csvLine(out, "takeover", "shards", r.run(), "acks_unreported", r.unreported());
+            csvLine(out, "takeover", "shards", r.run(), "duplicates", r.duplicates());
         }
         for (InboxScenario.Result r : inbox) {
             String name = r.consumer().startsWith("bare") ? "bare_" + (r.consumer().contains("before") ? "before"
@@ -587,6 +629,25 @@ final class Report {
             to.add(m);
         }
         root.put("takeover", to);
+
+        List<Object> st = new ArrayList<>();
+        for (ShardedTakeoverScenario.Result r : shardTakeover) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("run", r.run());
+            m.put("killedShards", r.killedShards());
+            m.put("othersQuietMs", statsJson(r.quietOthers()));
+            m.put("othersTakeoverMs", statsJson(r.takeoverOthers()));
+            m.put("othersP99Ratio", r.p99Ratio());
+            m.put("killedQuietMs", statsJson(r.quietOwn()));
+            m.put("killedTakeoverMs", statsJson(r.takeoverOwn()));
+            m.put("movedSeconds", r.movedAfter());
+            m.put("killedAckingSeconds", r.ownFirstAck());
+            m.put("committed", r.committed());
+            m.put("acksUnreported", r.unreported());
+            m.put("duplicates", r.duplicates());
+            st.add(m);
+        }
+        root.put("shardTakeover", st);
 
         List<Object> consumers = new ArrayList<>();
         for (InboxScenario.Result r : inbox) {

@@ -39,7 +39,7 @@ import java.util.function.LongSupplier;
  */
 final class ThroughputScenarios {
     /** The throughput scenarios, in the order they run and are reported. */
-    static final List<String> NAMES = List.of("drain", "drain-unfenced", "drain-mark", "drain-nopurge", "drain-wal",
+    static final List<String> NAMES = List.of("drain", "drain-txn", "drain-unfenced", "drain-mark", "drain-nopurge", "drain-wal",
             "drain-shards", "drain-shards-2", "database", "cursor", "wal-ceiling", "broker", "naive");
 
     /** One measured run: {@code records} moved in {@code seconds}, {@code left} rows remaining after it. */
@@ -76,6 +76,19 @@ final class ThroughputScenarios {
         double fill = backlog.fill(topic, rows, seed, null, 0);
         return deliver("drain-unfenced", rows, fill, env.store(), DispatcherConfig.Harvest.CURSOR, d -> { },
                 backlog::count, false, false);
+    }
+
+    /**
+     * The same drain publishing with Kafka's transactional producer ({@code KafkaMessageBroker.Builder#transactionalId}),
+     * labelled {@code drain-txn}: next to {@code drain} it gives the cost of broker fencing.
+     */
+    Run drainTransactional(int rows, long seed) throws InterruptedException {
+        env.transactionalBrokers("bench-txn");
+        try {
+            return drain("drain-txn", rows, seed, null, d -> { });
+        } finally {
+            env.transactionalBrokers(null);
+        }
     }
 
     /** The same drain with the mark harvest ({@link DispatcherConfig.Harvest#MARK}), labelled {@code drain-mark}. */

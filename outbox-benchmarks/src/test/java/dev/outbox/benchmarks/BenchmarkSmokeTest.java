@@ -21,6 +21,7 @@ class BenchmarkSmokeTest {
                 "--rows", "3000", "--naive-rows", "100", "--repeat", "1", "--warmup-rows", "0",
                 "--rates", "500", "--duration", "1.5", "--writer-cost-seconds", "0.05", "--latency-warmup", "0.5", "--writers", "2",
                 "--takeover-modes", "close", "--takeover-repeat", "1", "--takeover-rate", "200",
+                "--takeover-window", "2",
                 "--out", out.toString()});
 
         Report report = Benchmark.run(options);
@@ -59,6 +60,12 @@ class BenchmarkSmokeTest {
             assertThat(l.commitToAck().count()).isPositive();
         });
         assertThat(report.takeover).singleElement().satisfies(t -> assertThat(t.firstAck()).isPositive());
+        assertThat(report.shardTakeover).singleElement().satisfies(t -> {
+            assertThat(t.killedShards()).as("shards the killed Dispatcher led").isPositive();
+            assertThat(t.unreported()).as("acknowledged by the killed JVM, unreported").isNotNegative();
+            assertThat(t.quietOthers().count()).isPositive();
+            assertThat(t.takeoverOthers().count()).isPositive();
+        });
         assertThat(report.inbox).as("bare consumer, inbox consumer, bare consumer").hasSize(3).allSatisfy(r -> {
             assertThat(r.records()).isEqualTo(3000 + options.partitions);
             assertThat(r.rate()).isPositive();
@@ -72,7 +79,7 @@ class BenchmarkSmokeTest {
                 "synchronous_commit=on", "Dispatcher -> Kafka (cursor harvest)", "(mark harvest)", "(WAL harvest)",
                 "WAL ceiling",
                 "database ceiling", "read+purge",
-                "poison key", "Goals");
+                "poison key", "Sharded take-over", "Goals");
         assertThat(out.resolve("results.txt")).exists();
         assertThat(Files.readString(out.resolve("results.csv"))).startsWith("section,scenario,run,metric,value\n")
                 .contains("throughput,drain,1,records_per_s,", "throughput,drain-wal,1,records_per_s,",

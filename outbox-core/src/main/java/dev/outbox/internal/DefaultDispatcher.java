@@ -147,8 +147,13 @@ public final class DefaultDispatcher implements Dispatcher {
     private long epoch;
     /** Leaderships acquired so far: the mark thread takes a new epoch in a fencing store for each. */
     private long leaderships;
-    /** A write was refused as fenced since the epoch was taken: stand down, then take a new one. */
+    /**
+     * A write was refused as fenced since the epoch was taken, or a send was refused by a fenced broker: stand down,
+     * then (with a fencing store) take a new epoch.
+     */
     private boolean epochLost;
+    /** The leadership in which {@link #epochLost} was last raised by a fenced broker. */
+    private long brokerFencedIn;
     private boolean forceRemark;
     private final KeySchedule schedule;
     /** {@code DispatcherConfig.AfterPark.HOLD_KEY}: a park holds its key until the parked rows leave the table. */
@@ -212,6 +217,8 @@ public final class DefaultDispatcher implements Dispatcher {
     private volatile long takenEpoch;
     /** Store writes refused as fenced, since the start. */
     private final AtomicLong fencedWrites = new AtomicLong();
+    /** Records whose send the broker refused as fenced ({@link DeliveryException#isFenced()}), since the start. */
+    private final AtomicLong fencedSends = new AtomicLong();
 
     // --- health: written by the engine's threads where the events happen, read by health()
     /** The leader id while leading: a copy of {@link #leaderId} readable without the lock. */
@@ -302,6 +309,17 @@ public final class DefaultDispatcher implements Dispatcher {
                     @Override
                     public void revoked() {
                         onRevoked();
+                    }
+
+                    @Override
+                    public boolean reconfirm() {
+                        try {
+                            return transport.reconfirm();
+                        } catch (RuntimeException e) {
+                            log.warn("{}: the leader transport could not reconfirm the assignment; trusting its next"
+                                    + " poll", name, e);
+                            return false;
+                        }
                     }
                 }, ids);
     }
@@ -730,6 +748,7 @@ public final class DefaultDispatcher implements Dispatcher {
         long harvestEpoch = -1;
         long harvestEndedAt = Long.MIN_VALUE; // when the loop saw that epoch end
         long epochTakenFor = 0; // the leadership for which a fencing store's epoch was taken (0: none yet)
+        long brokerStoodDownFor = 0; // the leadership in which a fenced broker last had this thread stand down
         Backoff fencedBackoff = new Backoff(config.ioErrorBackoff(), config.maxIoErrorBackoff());
         long holdsReadFor = 0; // HOLD_KEY: the leadership for which the parked keys were read (0: none yet)
         long lastHoldsRead = 0;
@@ -740,6 +759,7 @@ public final class DefaultDispatcher implements Dispatcher {
                 long leadership;
                 boolean needEpoch;
                 boolean standDown;
+                boolean brokerStandDown;
                 int room;
                 int worthReading;
                 List<KeySchedule.Flight> toSend;
@@ -778,12 +798,18 @@ public final class DefaultDispatcher implements Dispatcher {
                     // fenced) before anything is read or sent.
                     needEpoch = fencing && (epochTakenFor != leaderships || epochLost);
                     standDown = needEpoch && epochLost && epochTakenFor == leaderships;
+                    // Without a fencing store, a fenced broker's stand-down has no epoch to take after it.
+                    brokerStandDown = !fencing && epochLost;
+                    if (brokerStandDown && brokerFencedIn != leaderships) {
+                        epochLost = false; // raised in an earlier leadership: this one is new, nothing to wait for
+                        brokerStandDown = false;
+                    }
                     // HOLD_KEY: the held keys are read from the store's parked table once per leadership before
                     // anything is read or sent, and then every HOLD_CHECK_INTERVAL to learn of replays and discards.
                     readHolds = holdKeys && !needEpoch && (holdsReadFor != leaderships
                             || runtime.nanoTime() - lastHoldsRead >= HOLD_CHECK_INTERVAL.toNanos());
                     holdsStarted = schedule.parkedKeysReadStarted();
-                    toSend = needEpoch || readHolds ? List.of()
+                    toSend = needEpoch || readHolds || brokerStandDown ? List.of()
                             : schedule.takeReady(Integer.MAX_VALUE, runtime.nanoTime());
                     room = schedule.room();
                     worthReading = schedule.readThreshold(config.markBatchSize());
@@ -796,6 +822,22 @@ public final class DefaultDispatcher implements Dispatcher {
                 if (stopHarvest) {
                     stopStoreHarvest();
                     harvestEpoch = -1;
+                    continue;
+                }
+                if (brokerStandDown) {
+                    if (brokerStoodDownFor != leadership) {
+                        fencedBackoff.reset(); // a new leadership
+                        brokerStoodDownFor = leadership;
+                    }
+                    if (pause(fencedBackoff.next())) {
+                        continue; // leadership changed or closing meanwhile
+                    }
+                    lock.lock();
+                    try {
+                        epochLost = false; // the broker is asked again at the next send (Kafka: initTransactions)
+                    } finally {
+                        lock.unlock();
+                    }
                     continue;
                 }
                 if (needEpoch) {
@@ -996,6 +1038,36 @@ public final class DefaultDispatcher implements Dispatcher {
         log.info("{}: took leader epoch {} in the database: writes of earlier leaders are refused from now on", name,
                 taken);
         return null;
+    }
+
+    /**
+     * The broker refused {@code records} sends as fenced ({@link DeliveryException#isFenced()}: a successor fenced
+     * this sender out, e.g. Kafka's transactional producer). Counts and reports it, rewinds, and has the mark thread
+     * stand down before it sends again (the broker then asks for the sender back: a deposed leader's election soon
+     * says it no longer leads); with a fencing store, it also takes a new epoch after the stand-down.
+     */
+    private void fencedByBroker(int records, DeliveryException e) {
+        long n = fencedSends.addAndGet(records);
+        reportFailure("send", e);
+        boolean first;
+        lock.lock();
+        try {
+            first = !epochLost;
+            epochLost = true;
+            brokerFencedIn = leaderships;
+            forceRemark = leaderId != null;
+            schedule.abandon();
+            rewindCursor();
+            markWork.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        if (first) {
+            log.warn("{}: the broker refused {} send(s) as fenced ({} so far): {}; standing down before sending again",
+                    name, records, n, e.getMessage());
+        } else {
+            log.info("{}: the broker refused {} more send(s) as fenced ({} so far)", name, records, n);
+        }
     }
 
     /**
@@ -1465,6 +1537,8 @@ public final class DefaultDispatcher implements Dispatcher {
         Instant now = clock.instant();
         long nowNanos = runtime.nanoTime();
         int failures = 0;
+        Set<Long> fencedSendIds = new LinkedHashSet<>();
+        DeliveryException brokerFence = null;
         for (Completion c : batch) {
             OutboxRecord r = c.flight.record();
             if (c.error == null) {
@@ -1472,6 +1546,12 @@ public final class DefaultDispatcher implements Dispatcher {
                 continue;
             }
             Throwable cause = unwrap(c.error);
+            if (cause instanceof DeliveryException d && d.isFenced()) {
+                // A successor fenced this sender out: no verdict, not counted; the row is the successor's.
+                brokerFence = d;
+                fencedSendIds.add(r.id());
+                continue;
+            }
             boolean permanent = cause instanceof DeliveryException d && d.isPermanent();
             boolean outage = cause instanceof DeliveryException d && d.isOutage();
             if (c.refusedWrite == null) { // a held one was counted when it came in; only its verdict is recomputed
@@ -1518,11 +1598,11 @@ public final class DefaultDispatcher implements Dispatcher {
         }
         boolean barrierFirst = runtime.planted(PlantedBug.BARRIER_BEFORE_PURGE);
         if (barrierFirst) {
-            applyVerdicts(batch, verdicts, Set.of(), Set.of());
+            applyVerdicts(batch, verdicts, Set.of(), fencedSendIds);
         }
         Set<Long> refused = new LinkedHashSet<>();
         // Writes refused as fenced: their records leave flight without a verdict, and this instance stands down.
-        Set<Long> fencedIds = new LinkedHashSet<>();
+        Set<Long> fencedIds = new LinkedHashSet<>(fencedSendIds);
         StoreFencedException fence = null;
         String fencedOperation = null;
         int purged = 0;
@@ -1592,6 +1672,9 @@ public final class DefaultDispatcher implements Dispatcher {
         }
         if (fence != null) {
             fencedByStore(fencedOperation, fence);
+        }
+        if (brokerFence != null) {
+            fencedByBroker(fencedSendIds.size(), brokerFence);
         }
     }
 

@@ -20,9 +20,12 @@ import java.util.function.Supplier;
  *   <li>Leader and no own heartbeat seen for longer than the heartbeat timeout → fenced: stop publishing at
  *       once (the partition may be reassigned soon).</li>
  *   <li>Fenced, still assigned, and an own heartbeat arrives that was published after the fence <em>and</em>
- *       after a transport poll completed since the fence → leader again with a new id (an old id is never
- *       reused). Heartbeats published while the transport was not polled prove nothing: the group may have
- *       moved on without this instance hearing of it yet.</li>
+ *       after the transport confirmed the assignment since the fence → leader again with a new id (an old id is
+ *       never reused). Heartbeats published before that prove nothing: the group may have moved on without this
+ *       instance hearing of it yet (a paused process resumes with a stale view of the group). On fencing, the
+ *       machine asks the transport to {@linkplain Actions#reconfirm() reconfirm} the assignment with the group; a
+ *       transport that can answers with {@link #confirmed()}, and one that cannot is trusted after its next
+ *       completed poll.</li>
  *   <li>A heartbeat arriving after the lease lapsed does not extend it: the lapse fences first.</li>
  *   <li>Revoked → the revocation waits while the actions drain in-flight work, then standby.</li>
  *   <li>Lost → fenced, then standby.</li>
@@ -53,6 +56,14 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
 
         /** Stop publishing and return only once in-flight work is drained. */
         void revoked();
+
+        /**
+         * Ask the transport to confirm the assignment with the group ({@link LeaderTransport#reconfirm()}); true if
+         * it will answer with {@link NeliStateMachine#confirmed()}. The default cannot.
+         */
+        default boolean reconfirm() {
+            return false;
+        }
     }
 
     private final UUID instanceId;
@@ -75,6 +86,8 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
     private long sequence;
     /** While fenced: the lowest heartbeat sequence that may restore leadership (see {@link #polled()}). */
     private long restoreFromSequence = Long.MAX_VALUE;
+    /** While fenced: the transport was asked to reconfirm the assignment and has not answered yet. */
+    private boolean confirming;
 
     /**
      * @param nanos a monotonic clock in nanoseconds: {@code System::nanoTime} in production, a hand-moved one in
@@ -146,6 +159,7 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
             return;
         }
         assigned = false;
+        confirming = false;
         Role was = role;
         role = Role.STANDBY;
         leaderId = null;
@@ -161,6 +175,7 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
             return;
         }
         assigned = false;
+        confirming = false;
         Role was = role;
         role = Role.STANDBY;
         leaderId = null;
@@ -207,10 +222,23 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
 
     /**
      * Tells the machine that a transport poll completed: membership events it carried have been delivered.
-     * Heartbeats published from now on may restore a fenced leader.
+     * Heartbeats published from now on may restore a fenced leader, unless the transport was asked to reconfirm
+     * the assignment and has not answered yet ({@link #confirmed()}).
      */
     public void polled() {
-        if (role == Role.FENCED && restoreFromSequence == Long.MAX_VALUE) {
+        if (role == Role.FENCED && !confirming && restoreFromSequence == Long.MAX_VALUE) {
+            restoreFromSequence = sequence + 1;
+        }
+    }
+
+    /**
+     * The transport confirmed, after this machine asked it to ({@link Actions#reconfirm()}), that this instance still
+     * owns the leader partition: heartbeats published from now on may restore a fenced leader. Ignored otherwise.
+     */
+    @Override
+    public void confirmed() {
+        if (assigned && role == Role.FENCED && confirming) {
+            confirming = false;
             restoreFromSequence = sequence + 1;
         }
     }
@@ -222,6 +250,7 @@ public final class NeliStateMachine implements LeaderTransport.Listener {
             leaseExpiryNanos = null;
             restoreFromSequence = Long.MAX_VALUE;
             actions.fenced();
+            confirming = actions.reconfirm();
         }
     }
 

@@ -130,6 +130,16 @@ final class ShardChannels implements ShardedLeaderTransport.Listener {
         }
     }
 
+    @Override
+    public void confirmed(Set<Integer> shards) {
+        for (int s : shards) {
+            View v = view(s);
+            if (!v.closed) {
+                v.events.add(Event.CONFIRMED);
+            }
+        }
+    }
+
     private View view(int shard) {
         if (shard < 0 || shard >= views.size()) {
             throw new IllegalArgumentException("the leader transport reported shard " + shard + " of "
@@ -138,7 +148,7 @@ final class ShardChannels implements ShardedLeaderTransport.Listener {
         return views.get(shard);
     }
 
-    private enum Event { ASSIGNED, LOST }
+    private enum Event { ASSIGNED, LOST, CONFIRMED }
 
     private record Revocation(Latch done) {
     }
@@ -185,6 +195,8 @@ final class ShardChannels implements ShardedLeaderTransport.Listener {
                 listener.assigned();
             } else if (event == Event.LOST) {
                 listener.lost();
+            } else if (event == Event.CONFIRMED) {
+                listener.confirmed();
             } else if (event instanceof Revocation r) {
                 try {
                     listener.revoked();
@@ -197,6 +209,12 @@ final class ShardChannels implements ShardedLeaderTransport.Listener {
         @Override
         public void publish(Heartbeat heartbeat) {
             transport.publish(index, heartbeat);
+        }
+
+        /** The whole membership is reconfirmed; every shard still owned hears {@code confirmed}. */
+        @Override
+        public boolean reconfirm() {
+            return transport.reconfirm();
         }
 
         @Override

@@ -9,7 +9,6 @@ import dev.outbox.OutboxException;
 import dev.outbox.OutboxSample;
 import dev.outbox.spi.LeaderTransport;
 import dev.outbox.spi.MessageBroker;
-import dev.outbox.spi.SharedMessageBroker;
 import dev.outbox.spi.ShardedLeaderTransport;
 import dev.outbox.spi.Store;
 import org.slf4j.Logger;
@@ -28,7 +27,8 @@ import java.util.concurrent.atomic.AtomicReference;
 /**
  * A sharded outbox's dispatcher: one {@link DefaultDispatcher} per shard, each harvesting its shard
  * ({@link Store#shard}) under its own NELI timeline, over a view of the one {@link ShardedLeaderTransport}
- * ({@link ShardChannels}), and sending through the one broker they share. A shard this instance is not given
+ * ({@link ShardChannels}), and sending through the broker's {@link MessageBroker#forShard} (by default the one
+ * broker, shared). A shard this instance is not given
  * stands by, holding no connection; a shard it leads runs the unsharded engine unchanged, with its four threads,
  * so one slow or failing shard never holds another.
  *
@@ -70,11 +70,10 @@ public final class ShardedDispatcher implements Dispatcher {
         this.closed = new Latch(runtime);
         this.channels = transport == null ? null : new ShardChannels(name, transport, runtime,
                 config.drainTimeout().plusSeconds(5), config.ioErrorBackoff());
-        MessageBroker shared = new SharedMessageBroker(broker);
         for (int i = 0; i < count; i++) {
             LeaderTransport t = channels == null ? new SingleInstanceTransport() : channels.shard(i);
-            DefaultDispatcher d = new DefaultDispatcher(name + "-s" + i, store.shard(i), shared, t, config, listener,
-                    runtime);
+            DefaultDispatcher d = new DefaultDispatcher(name + "-s" + i, store.shard(i), broker.forShard(i), t, config,
+                    listener, runtime);
             d.onDeath(this::closeAfterDeath);
             shards.add(d);
         }

@@ -28,7 +28,9 @@ public class DeliveryException extends OutboxException {
         /** This record can never succeed. Parked at once. */
         PERMANENT,
         /** The broker is unavailable for every record. Retried for as long as it lasts, never counted. */
-        OUTAGE
+        OUTAGE,
+        /** This sender was fenced out by a successor: no verdict on the record; the dispatcher stands down. */
+        FENCED
     }
 
     private final Kind kind;
@@ -57,6 +59,14 @@ public class DeliveryException extends OutboxException {
         return new DeliveryException(message, cause, Kind.OUTAGE);
     }
 
+    /**
+     * This sender was fenced out by a successor (see {@link Kind#FENCED}): the record was not published by it and
+     * never will be.
+     */
+    public static DeliveryException fenced(String message, Throwable cause) {
+        return new DeliveryException(message, cause, Kind.FENCED);
+    }
+
     /** Whose fault the failure is. */
     public Kind kind() {
         return kind;
@@ -69,5 +79,10 @@ public class DeliveryException extends OutboxException {
     /** Whether the broker was unavailable for every record (see {@link Kind#OUTAGE}). */
     public boolean isOutage() {
         return kind == Kind.OUTAGE;
+    }
+
+    /** Whether this sender was fenced out by a successor (see {@link Kind#FENCED}). */
+    public boolean isFenced() {
+        return kind == Kind.FENCED;
     }
 }

@@ -31,6 +31,23 @@ public interface LeaderTransport extends AutoCloseable {
      */
     void publish(Heartbeat heartbeat);
 
+    /**
+     * Asks the group to confirm that this instance still owns the leader partition. The election calls it when a
+     * leader's lease lapsed (its own heartbeats stopped arriving: the process was paused, the network or the
+     * channel stalled), because a transport that was not running may not have heard yet that the group moved on
+     * without it, and the heartbeats it then hears of prove nothing. Called on the polling thread.
+     *
+     * <p>Returns true if the transport will answer, from a later {@link #poll}, with {@link Listener#confirmed()}
+     * once a membership round that began after this call completed with this instance still owning the partition,
+     * or with {@link Listener#lost()} or {@link Listener#revoked()} if it does not (Kafka: a rejoin,
+     * {@code enforceRebalance}; the cooperative assignor keeps the partition where it is). The fenced leader then
+     * leads again only after that confirmation. Returns false (the default) if it cannot: the election then trusts
+     * the next completed poll, as a transport that does not know better must.
+     */
+    default boolean reconfirm() {
+        return false;
+    }
+
     /** Leaves the group and releases resources. */
     @Override
     void close();
@@ -54,5 +71,12 @@ public interface LeaderTransport extends AutoCloseable {
 
         /** A heartbeat arrived on the channel. */
         void heartbeat(Heartbeat heartbeat);
+
+        /**
+         * The membership round asked for by {@link LeaderTransport#reconfirm()} completed and this instance still
+         * owns the leader partition. Transports that never return true from {@code reconfirm()} never call it.
+         */
+        default void confirmed() {
+        }
     }
 }

@@ -54,6 +54,19 @@ public interface MessageBroker extends AutoCloseable {
     }
 
     /**
+     * The broker shard {@code shard} of a sharded outbox sends through ({@code Dispatcher} calls it once per shard,
+     * and closes what it returns when the shard's dispatcher closes). By default this broker, shared: closing the
+     * returned broker only flushes ({@link SharedMessageBroker}). A broker whose sends belong to one sender at a time
+     * (Kafka's transactional producer: one transactional id per shard, so that one shard's new leader fences only
+     * that shard's old one) returns a broker of its own per shard, closed with the shard or with this broker.
+     *
+     * @param shard the shard's index, from 0
+     */
+    default MessageBroker forShard(int shard) {
+        return new SharedMessageBroker(this);
+    }
+
+    /**
      * Flushes for at most {@code timeout}, then releases the broker's resources and threads. Records still
      * pending when the timeout expires are failed (their stages complete exceptionally) and are never
      * delivered afterwards. Idempotent.

@@ -37,6 +37,17 @@ public interface ShardedLeaderTransport extends AutoCloseable {
      */
     void publish(int shard, Heartbeat heartbeat);
 
+    /**
+     * Asks the group to confirm which shards this member still owns, as {@link LeaderTransport#reconfirm()} does for
+     * one leader partition: the round starts from the next {@link #poll}, and its outcome arrives as
+     * {@link Listener#confirmed(Set)} with the shards still owned (or as {@code lost} / {@code revoked}). Thread-safe:
+     * a shard whose lease lapsed asks from its own leader thread. Returns false (the default) if the transport cannot
+     * confirm; a shard then trusts its next poll.
+     */
+    default boolean reconfirm() {
+        return false;
+    }
+
     /** Leaves the group and releases resources. */
     @Override
     void close();
@@ -57,5 +68,12 @@ public interface ShardedLeaderTransport extends AutoCloseable {
 
         /** A heartbeat arrived on {@code shard}'s channel. */
         void heartbeat(int shard, Heartbeat heartbeat);
+
+        /**
+         * The membership round asked for by {@link ShardedLeaderTransport#reconfirm()} completed; this member still
+         * owns {@code shards}. Transports that never return true from {@code reconfirm()} never call it.
+         */
+        default void confirmed(Set<Integer> shards) {
+        }
     }
 }

@@ -23,6 +23,8 @@ class NeliStateMachineTest {
     private final List<String> events = new ArrayList<>();
     private final UUID me = UUID.randomUUID();
     private NeliStateMachine machine;
+    /** Whether the transport this test plays can reconfirm an assignment ({@link NeliStateMachine.Actions#reconfirm}). */
+    private boolean canReconfirm;
 
     @BeforeEach
     void setUp() {
@@ -40,6 +42,12 @@ class NeliStateMachineTest {
             @Override
             public void revoked() {
                 events.add("revoked");
+            }
+
+            @Override
+            public boolean reconfirm() {
+                events.add("reconfirm");
+                return canReconfirm;
             }
         });
     }
@@ -75,7 +83,7 @@ class NeliStateMachineTest {
         machine.tick();
         assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.FENCED);
         assertThat(machine.leaderId()).isNull();
-        assertThat(events).last().isEqualTo("fenced");
+        assertThat(events).endsWith("fenced", "reconfirm");
     }
 
     @Test
@@ -118,7 +126,60 @@ class NeliStateMachineTest {
         machine.heartbeat(afterPoll);
         assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.LEADER);
         assertThat(machine.leaderId()).isNotNull().isNotEqualTo(first);
-        assertThat(events).containsExactly("acquired " + first, "fenced", "acquired " + machine.leaderId());
+        assertThat(events).containsExactly("acquired " + first, "fenced", "reconfirm",
+                "acquired " + machine.leaderId());
+    }
+
+    /**
+     * A leader paused past its lease (SIGSTOP, a VM pause) resumes with a stale view of the group: its first polls may
+     * complete before its consumer has heard that the group moved on, and its own heartbeats still arrive. With a
+     * transport that can reconfirm, neither restores it: only heartbeats sent after the group confirmed the
+     * assignment do.
+     */
+    @Test
+    void aFencedLeaderWhoseTransportReconfirmsLeadsAgainOnlyAfterTheConfirmation() {
+        canReconfirm = true;
+        machine.assigned();
+        UUID first = machine.leaderId();
+        machine.tick();
+        clock.advance(TIMEOUT.plusSeconds(1));
+        machine.tick(); // fences and asks for a confirmation
+        assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.FENCED);
+        assertThat(events).containsExactly("acquired " + first, "fenced", "reconfirm");
+        for (int i = 0; i < 5; i++) { // polls complete, own heartbeats arrive: not enough
+            machine.polled();
+            clock.advance(INTERVAL);
+            Heartbeat hb = machine.tick();
+            machine.heartbeat(hb);
+            assertThat(machine.role()).as("poll %d after the fence, before the confirmation", i)
+                    .isEqualTo(NeliStateMachine.Role.FENCED);
+        }
+        clock.advance(INTERVAL);
+        Heartbeat beforeConfirmation = machine.tick();
+        machine.confirmed();
+        machine.heartbeat(beforeConfirmation);
+        assertThat(machine.role()).as("a heartbeat sent before the confirmation proves nothing")
+                .isEqualTo(NeliStateMachine.Role.FENCED);
+        clock.advance(INTERVAL);
+        machine.heartbeat(machine.tick());
+        assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.LEADER);
+        assertThat(machine.leaderId()).isNotNull().isNotEqualTo(first);
+    }
+
+    @Test
+    void aFencedLeaderThatLostItsAssignmentWhileConfirmingStandsByAndAStrayConfirmationIsIgnored() {
+        canReconfirm = true;
+        machine.assigned();
+        machine.tick();
+        clock.advance(TIMEOUT.plusSeconds(1));
+        machine.tick();
+        machine.lost(); // the rejoin found that the group had moved on
+        machine.confirmed();
+        assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.STANDBY);
+        machine.assigned(); // given the partition again later: leads at once, as any assignment does
+        assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.LEADER);
+        machine.confirmed(); // a late answer changes nothing
+        assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.LEADER);
     }
 
     @Test
@@ -130,7 +191,7 @@ class NeliStateMachineTest {
         machine.heartbeat(old);                // the first poll after the stall returns an old heartbeat
         assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.FENCED);
         assertThat(machine.leaseLeftNanos(clock.nanos())).isEqualTo(Long.MIN_VALUE);
-        assertThat(events).last().isEqualTo("fenced");
+        assertThat(events).endsWith("fenced", "reconfirm");
     }
 
     @Test
@@ -176,7 +237,7 @@ class NeliStateMachineTest {
         clock.advance(TIMEOUT.plusSeconds(1));
         machine.tick();
         machine.revoked();
-        assertThat(events).containsExactly("acquired " + events.get(0).substring(9), "fenced");
+        assertThat(events).containsExactly("acquired " + events.get(0).substring(9), "fenced", "reconfirm");
         assertThat(machine.role()).isEqualTo(NeliStateMachine.Role.STANDBY);
     }
 

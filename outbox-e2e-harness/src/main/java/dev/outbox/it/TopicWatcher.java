@@ -46,10 +46,16 @@ final class TopicWatcher implements AutoCloseable {
     private volatile Throwable failure;
 
     TopicWatcher(String bootstrap, String topic) {
+        this(bootstrap, topic, false);
+    }
+
+    /** @param readCommitted read with {@code isolation.level=read_committed} (records of aborted transactions unseen) */
+    TopicWatcher(String bootstrap, String topic, boolean readCommitted) {
         this.topic = topic;
         this.consumer = new KafkaConsumer<>(Map.of(
                 ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
                 ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false,
+                ConsumerConfig.ISOLATION_LEVEL_CONFIG, readCommitted ? "read_committed" : "read_uncommitted",
                 ConsumerConfig.CLIENT_ID_CONFIG, "e2e-watcher-" + topic),
                 new StringDeserializer(), new ByteArrayDeserializer());
         this.thread = new Thread(this::run, "e2e-watcher");

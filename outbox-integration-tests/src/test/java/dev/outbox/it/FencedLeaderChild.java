@@ -7,6 +7,7 @@ import dev.outbox.DispatcherListener;
 import dev.outbox.OutboxRecord;
 import dev.outbox.broker.kafka.KafkaLeaderTransport;
 import dev.outbox.broker.kafka.KafkaMessageBroker;
+import dev.outbox.spi.DeliveryException;
 import dev.outbox.spi.MessageBroker;
 import dev.outbox.spi.StoreFencedException;
 import dev.outbox.store.postgres.PostgresStore;
@@ -23,12 +24,17 @@ import java.util.concurrent.CompletionStage;
 
 /**
  * The leader of {@link FencedLeaderEndToEndTest}, in a JVM of its own so that the test can freeze it (SIGSTOP): a
- * dispatcher over a {@code PostgresStore} (storage fencing on, the default), a {@code KafkaMessageBroker} and a
- * {@code KafkaLeaderTransport}, with the test's tuning. It reads commands on standard input: {@code HOLD} — from now
- * on hold back the broker's acknowledgements (the records are on the broker; the dispatcher hears of it only on
- * {@code RELEASE}), as a leader paused between an acknowledgement and its purge would; {@code RELEASE}; {@code STOP}.
- * It reports on standard output, each line starting with {@value #PREFIX}: {@code LEADER}, {@code HOLDING},
- * {@code RELEASED n}, {@code FENCED <operation>} for every write the database refused as fenced, {@code STOOD_DOWN}.
+ * dispatcher over a {@code PostgresStore} (storage fencing on, the default), a {@code KafkaMessageBroker} with a
+ * transactional id (broker fencing on) and a {@code KafkaLeaderTransport}, with the test's tuning. It reads commands
+ * on standard input: {@code HOLD} — from now on hold back the broker's acknowledgements (the records are on the
+ * broker; the dispatcher hears of it only on {@code RELEASE}), as a leader paused between an acknowledgement and its
+ * purge would; {@code HOLD_SENDS} — from now on hold back the sends themselves (the dispatcher believes them under
+ * way; Kafka sees them only on {@code RELEASE}), as a leader paused between reading records and sending them would;
+ * {@code RELEASE} (the held sends go on to Kafka first, then the held acknowledgements); {@code STOP}. It reports on
+ * standard output, each line starting with {@value #PREFIX}: {@code LEADER}, {@code HOLDING}, {@code HOLDING_SENDS},
+ * {@code SEND_HELD} for each send held, {@code RELEASED n}, {@code FENCED <operation>} for every write the database
+ * refused as fenced, {@code REFUSED_SENDS n} (the records Kafka refused so far as fenced) when sends are refused,
+ * {@code STOOD_DOWN}.
  * The database password comes from the environment ({@value #PASSWORD_VARIABLE}).
  */
 public final class FencedLeaderChild {
@@ -43,7 +49,10 @@ public final class FencedLeaderChild {
         System.out.flush();
     }
 
-    /** Arguments: JDBC URL, database user, Kafka bootstrap servers, data topic (unused here), leader topic. */
+    /**
+     * Arguments: JDBC URL, database user, Kafka bootstrap servers, data topic (names the transactional id), leader
+     * topic.
+     */
     public static void main(String[] args) throws Exception {
         HikariConfig hc = new HikariConfig();
         hc.setJdbcUrl(args[0]);
@@ -53,7 +62,8 @@ public final class FencedLeaderChild {
         hc.setConnectionTimeout(5_000);
         try (HikariDataSource pool = new HikariDataSource(hc)) {
             Dispatcher dispatcher = FencedLeaderEndToEndTest.dispatcher("zombie", pool, args[2], args[4],
-                    kafka -> new HoldingBroker(kafka), new DispatcherListener() {
+                    FencedLeaderEndToEndTest.transactionalId(args[3]), kafka -> new HoldingBroker(kafka),
+                    new DispatcherListener() {
                         @Override
                         public void leaderAcquired(UUID leaderId) {
                             report("LEADER");
@@ -68,6 +78,8 @@ public final class FencedLeaderChild {
                         public void failure(String operation, Throwable error) {
                             if (error instanceof StoreFencedException) {
                                 report("FENCED " + operation);
+                            } else if (error instanceof DeliveryException d && d.isFenced()) {
+                                report("REFUSED_SENDS " + HoldingBroker.last.delegate.fencedRecords());
                             }
                         }
                     });
@@ -78,6 +90,9 @@ public final class FencedLeaderChild {
                 if (line.equals("HOLD")) {
                     broker.hold();
                     report("HOLDING");
+                } else if (line.equals("HOLD_SENDS")) {
+                    broker.holdSends();
+                    report("HOLDING_SENDS");
                 } else if (line.equals("RELEASE")) {
                     report("RELEASED " + broker.release());
                 }
@@ -86,12 +101,14 @@ public final class FencedLeaderChild {
         }
     }
 
-    /** The Kafka broker, whose acknowledgements can be held back. Thread-safe. */
+    /** The Kafka broker, whose sends or acknowledgements can be held back. Thread-safe. */
     static final class HoldingBroker implements MessageBroker {
         static volatile HoldingBroker last;
-        private final MessageBroker delegate;
+        private final KafkaMessageBroker delegate;
         private final List<Runnable> held = new ArrayList<>();
+        private final List<Runnable> heldSends = new ArrayList<>();
         private boolean holding;
+        private boolean holdingSends;
 
         HoldingBroker(KafkaMessageBroker delegate) {
             this.delegate = delegate;
@@ -102,14 +119,26 @@ public final class FencedLeaderChild {
             holding = true;
         }
 
-        /** Stops holding and passes on what was held; returns how many. */
+        synchronized void holdSends() {
+            holdingSends = true;
+        }
+
+        /**
+         * Stops holding and passes on what was held, the sends first (so that Kafka sees them before anything the
+         * dispatcher does once it hears of the acknowledgements); returns how many acknowledgements.
+         */
         int release() {
+            List<Runnable> sends;
             List<Runnable> out;
             synchronized (this) {
                 holding = false;
+                holdingSends = false;
+                sends = new ArrayList<>(heldSends);
+                heldSends.clear();
                 out = new ArrayList<>(held);
                 held.clear();
             }
+            sends.forEach(Runnable::run);
             out.forEach(Runnable::run);
             return out.size();
         }
@@ -117,6 +146,18 @@ public final class FencedLeaderChild {
         @Override
         public CompletionStage<Void> send(OutboxRecord record) {
             CompletableFuture<Void> answer = new CompletableFuture<>();
+            synchronized (this) {
+                if (holdingSends) {
+                    heldSends.add(() -> pass(record, answer));
+                    report("SEND_HELD");
+                    return answer;
+                }
+            }
+            pass(record, answer);
+            return answer;
+        }
+
+        private void pass(OutboxRecord record, CompletableFuture<Void> answer) {
             delegate.send(record).whenComplete((ok, error) -> {
                 Runnable pass = () -> {
                     if (error == null) {
@@ -133,7 +174,6 @@ public final class FencedLeaderChild {
                 }
                 pass.run();
             });
-            return answer;
         }
 
         @Override

@@ -7,6 +7,7 @@ import dev.outbox.DispatcherListener;
 import dev.outbox.OutboxMessage;
 import dev.outbox.broker.kafka.KafkaLeaderTransport;
 import dev.outbox.broker.kafka.KafkaMessageBroker;
+import dev.outbox.spi.DeliveryException;
 import dev.outbox.spi.MessageBroker;
 import dev.outbox.spi.StoreFencedException;
 import dev.outbox.store.postgres.PostgresStore;
@@ -35,13 +36,16 @@ import java.util.function.Function;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Storage fencing against a paused leader, on the real Postgres and Kafka: a leader dispatcher in a child JVM
- * ({@link FencedLeaderChild}) has one record of every key on the broker, acknowledged, when it is frozen (SIGSTOP)
- * before it heard of the acknowledgements: a leader paused between acknowledgement and purge. A second dispatcher,
- * in this JVM, takes over once the leader group expires the frozen one, takes the next leader epoch in the database,
- * and publishes and purges everything, including more records written meanwhile. Then the first is let run on
- * (SIGCONT) and hears of its acknowledgements: the database refuses its purges (each refusal counted: it stands
- * down), nothing is lost and no key goes backwards.
+ * Storage fencing and broker fencing against a paused leader, on the real Postgres and Kafka: a leader dispatcher in
+ * a child JVM ({@link FencedLeaderChild}), publishing with Kafka's transactional producer, is frozen (SIGSTOP) holding
+ * two kinds of records: one record of each of {@value #KEYS} keys on the broker, acknowledged, before it heard of the
+ * acknowledgements (a leader paused between acknowledgement and purge), and one record of each of {@value #KEYS}
+ * other keys read and about to be sent (a leader paused between reading and sending). A second dispatcher, in this
+ * JVM, takes over once the leader group expires the frozen one, takes the next leader epoch in the database and the
+ * transactional id in Kafka ({@code initTransactions}: the child's producer is fenced), and publishes and purges
+ * everything, including more records written meanwhile. Then the first is let run on (SIGCONT): Kafka refuses its
+ * sends (each record counted) and the database its purges (each refusal counted); it stands down, nothing is lost and
+ * no key goes backwards for a {@code read_committed} consumer.
  */
 @Timeout(value = 3, unit = TimeUnit.MINUTES)
 class FencedLeaderEndToEndTest {
@@ -50,10 +54,12 @@ class FencedLeaderEndToEndTest {
 
     /** The dispatchers' tuning: as the end-to-end scenarios'. */
     static Dispatcher dispatcher(String name, HikariDataSource pool, String bootstrap, String leaderTopic,
-                                 Function<KafkaMessageBroker, MessageBroker> wrap, DispatcherListener listener) {
+                                 String transactionalId, Function<KafkaMessageBroker, MessageBroker> wrap,
+                                 DispatcherListener listener) {
         PostgresStore store = PostgresStore.builder(pool).statementTimeout(Duration.ofSeconds(5)).build();
         KafkaMessageBroker kafka = KafkaMessageBroker.builder().bootstrapServers(bootstrap)
-                .deliveryTimeout(Scenario.DELIVERY_TIMEOUT).property("client.id", "fence-" + name).build();
+                .deliveryTimeout(Scenario.DELIVERY_TIMEOUT).property("client.id", "fence-" + name)
+                .transactionalId(transactionalId).build();
         KafkaLeaderTransport election = KafkaLeaderTransport.builder().bootstrapServers(bootstrap)
                 .topic(leaderTopic)
                 .dispatcherConfig(Scenario.CONFIG)
@@ -66,8 +72,13 @@ class FencedLeaderEndToEndTest {
                 .name(name).listener(listener).build();
     }
 
+    /** The outbox's transactional id, the same in the child and here. */
+    static String transactionalId(String topic) {
+        return "outbox-" + topic;
+    }
+
     @Test
-    void aPausedLeadersPurgesAreRefusedByTheDatabaseOnceItsSuccessorTookOver() throws Exception {
+    void aPausedLeadersSendsAreRefusedByKafkaAndItsPurgesByTheDatabaseOnceItsSuccessorTookOver() throws Exception {
         JdbcServer pg = TestServers.postgres();
         KafkaServer kafka = TestServers.kafka();
         String url = pg.createDatabase("e2e_fence_sigstop");
@@ -76,7 +87,7 @@ class FencedLeaderEndToEndTest {
         String leaderTopic = topic + "-leader";
         Map<String, Integer> lastSeq = new HashMap<>();
         try (HikariDataSource pool = pool(pg, url, "fence_app", 2);
-             TopicWatcher watcher = new TopicWatcher(kafka.bootstrapServers(), topic)) {
+             TopicWatcher watcher = new TopicWatcher(kafka.bootstrapServers(), topic, true)) {
             PostgresStore admin = PostgresStore.builder(pool).build();
             admin.createSchema();
             watcher.start();
@@ -93,24 +104,32 @@ class FencedLeaderEndToEndTest {
             try {
                 await(() -> reports.contains("LEADER"), "the child leads");
                 // Phase 1: delivered and purged by the child.
-                write(admin, pool, topic, lastSeq, 3);
+                write(admin, pool, topic, lastSeq, 3, "k");
                 await(() -> watcher.reached(lastSeq) && admin.backlog() == 0, "the child drained phase 1");
                 // Phase 2: one record per key, on the broker, its acknowledgement held back in the child; then freeze.
                 command(commands, "HOLD");
                 await(() -> reports.contains("HOLDING"), "the child holds acknowledgements");
-                write(admin, pool, topic, lastSeq, 1);
+                write(admin, pool, topic, lastSeq, 1, "k");
                 await(() -> watcher.reached(lastSeq), "phase 2 on the broker");
                 assertThat(admin.backlog()).as("phase 2 unpurged").isEqualTo(KEYS);
+                // Phase 2b: one record of each of other keys, read by the child and held before Kafka sees it.
+                command(commands, "HOLD_SENDS");
+                await(() -> reports.contains("HOLDING_SENDS"), "the child holds sends");
+                write(admin, pool, topic, lastSeq, 1, "s");
+                await(() -> reports.stream().filter("SEND_HELD"::equals).count() == KEYS, "the child holds phase 2b");
                 signal(child, "-STOP");
                 long paused = System.nanoTime();
 
                 AtomicInteger refusedHere = new AtomicInteger();
+                AtomicInteger refusedSendsHere = new AtomicInteger();
                 successor = dispatcher("successor", successorPool, kafka.bootstrapServers(),
-                        leaderTopic, k -> k, new DispatcherListener() {
+                        leaderTopic, transactionalId(topic), k -> k, new DispatcherListener() {
                             @Override
                             public void failure(String operation, Throwable error) {
                                 if (error instanceof StoreFencedException) {
                                     refusedHere.incrementAndGet();
+                                } else if (error instanceof DeliveryException d && d.isFenced()) {
+                                    refusedSendsHere.incrementAndGet();
                                 }
                             }
                         });
@@ -118,34 +137,46 @@ class FencedLeaderEndToEndTest {
                 Dispatcher s = successor;
                 await(s::isLeader, "the successor leads");
                 long tookOver = System.nanoTime();
-                write(admin, pool, topic, lastSeq, 2); // phase 3, by the successor alone
-                await(() -> watcher.reached(lastSeq) && admin.backlog() == 0, "the successor drained phases 2 and 3");
+                write(admin, pool, topic, lastSeq, 2, "k"); // phase 3, by the successor alone
+                await(() -> watcher.reached(lastSeq) && admin.backlog() == 0,
+                        "the successor drained phases 2, 2b and 3");
 
+                int reportsBeforeResume = reports.size();
                 signal(child, "-CONT");
                 command(commands, "RELEASE");
                 await(() -> reports.stream().anyMatch(r -> r.startsWith("RELEASED")), "the child released");
+                await(() -> reports.stream().anyMatch(r -> r.startsWith("REFUSED_SENDS")), "the child's refused sends");
                 await(() -> reports.stream().anyMatch(r -> r.startsWith("FENCED")), "the child's refused purge");
                 // Its election stops it (the lapsed lease, then the lost partition): wait until it no longer leads.
                 await(() -> lastOf(reports, "LEADER", "STOOD_DOWN").equals("STOOD_DOWN")
                         && watcher.reached(lastSeq), "the child stood down");
                 String released = reports.stream().filter(r -> r.startsWith("RELEASED")).findFirst().orElseThrow();
 
-                write(admin, pool, topic, lastSeq, 1); // phase 4: the successor still leads and delivers
-                await(() -> watcher.reached(lastSeq) && admin.backlog() == 0, "the successor drained phase 4");
+                write(admin, pool, topic, lastSeq, 1, "k"); // phase 4: the successor leads and delivers
+                await(() -> watcher.reached(lastSeq) && admin.backlog() == 0, "phase 4 drained");
                 long refused = reports.stream().filter(r -> r.startsWith("FENCED")).count();
-                assertThat(watcher.violations()).as("per-key order").isEmpty();
+                long refusedSends = reports.stream().filter(r -> r.startsWith("REFUSED_SENDS"))
+                        .mapToLong(r -> Long.parseLong(r.substring("REFUSED_SENDS ".length()))).max().orElse(0);
+                assertThat(watcher.violations()).as("per-key order, read_committed").isEmpty();
                 assertThat(watcher.distinct()).as("every committed record consumed, none lost")
-                        .isEqualTo((long) KEYS * 7);
+                        .isEqualTo((long) KEYS * 8);
+                assertThat(refusedSends).as("the child's sends refused by Kafka").isPositive();
                 assertThat(refused).as("the child's writes refused by the database").isPositive();
+                // Its lease lapsed while it was frozen: it asks the group to reconfirm its assignment, which finds
+                // the partition gone, so it never leads again and never takes an epoch from the successor.
+                assertThat(List.copyOf(reports).subList(reportsBeforeResume, reports.size()))
+                        .as("the resumed child's reports").doesNotContain("LEADER");
+                assertThat(refusedHere.get()).as("the successor's writes refused (the child took an epoch)").isZero();
                 assertThat(successor.isLeader()).isTrue();
                 assertThat(admin.parked(10)).isEmpty();
-                System.out.printf("storage fencing, a leader paused (SIGSTOP) between acknowledgement and purge: the"
-                        + " successor led %d ms after the pause; after SIGCONT the child's %s acknowledgements led to"
-                        + " %d purge(s) refused by the database, it stood down; the successor's writes refused: %d"
-                        + " (an ex-leader that briefly leads again takes an epoch too); %d records consumed once each,"
-                        + " %d copies in all, 0 lost, 0 per-key order violations%n",
-                        (tookOver - paused) / 1_000_000, released.substring("RELEASED ".length()), refused,
-                        refusedHere.get(), watcher.distinct(), watcher.records());
+                System.out.printf("storage and broker fencing, a leader paused (SIGSTOP) holding %d sends and %s"
+                        + " acknowledgements: the successor led %d ms after the pause; after SIGCONT Kafka refused %d"
+                        + " of the child's sends (fenced producer) and the database %d of its purges, it stood down"
+                        + " without leading again; the successor's writes refused: %d, sends refused: %d;"
+                        + " read_committed: %d records consumed once each, %d copies in all, 0 lost, 0 per-key order"
+                        + " violations%n",
+                        KEYS, released.substring("RELEASED ".length()), (tookOver - paused) / 1_000_000, refusedSends,
+                        refused, refusedHere.get(), refusedSendsHere.get(), watcher.distinct(), watcher.records());
             } finally {
                 if (successor != null) {
                     successor.close();
@@ -159,12 +190,15 @@ class FencedLeaderEndToEndTest {
         }
     }
 
-    /** Writes {@code perKey} records of every key, one transaction each, with the next sequence numbers. */
+    /**
+     * Writes {@code perKey} records of each of the {@value #KEYS} keys {@code <prefix>0…}, one transaction each, with
+     * the next sequence numbers.
+     */
     private static void write(PostgresStore store, HikariDataSource pool, String topic, Map<String, Integer> lastSeq,
-                              int perKey) throws Exception {
+                              int perKey, String prefix) throws Exception {
         for (int n = 0; n < perKey; n++) {
             for (int k = 0; k < KEYS; k++) {
-                String key = "k" + k;
+                String key = prefix + k;
                 int seq = lastSeq.getOrDefault(key, 0) + 1;
                 try (Connection c = pool.getConnection()) {
                     c.setAutoCommit(false);

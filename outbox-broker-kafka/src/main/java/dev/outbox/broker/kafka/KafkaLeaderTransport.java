@@ -131,6 +131,16 @@ public final class KafkaLeaderTransport implements LeaderTransport {
         group.poll(timeout);
     }
 
+    /**
+     * Rejoins the group on the next {@link #poll} to confirm that this instance still owns the leader partition
+     * (see {@link LeaderTransport#reconfirm()}); with the cooperative sticky assignor the partition stays where it
+     * is unless the group already gave it to another member while this one was not polling.
+     */
+    @Override
+    public boolean reconfirm() {
+        return group.reconfirm();
+    }
+
     @Override
     public void publish(Heartbeat heartbeat) {
         group.publish(LEADER_PARTITION, heartbeat);
@@ -182,6 +192,13 @@ public final class KafkaLeaderTransport implements LeaderTransport {
         public void heartbeat(int partition, Heartbeat heartbeat) {
             if (partition == LEADER_PARTITION) {
                 listener.heartbeat(heartbeat);
+            }
+        }
+
+        @Override
+        public void confirmed(Set<Integer> partitions) {
+            if (partitions.contains(LEADER_PARTITION)) {
+                listener.confirmed();
             }
         }
     }

@@ -42,7 +42,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * Publishes outbox records to Kafka with a single idempotent {@link KafkaProducer}.
+ * Publishes outbox records to Kafka with a single idempotent {@link KafkaProducer} or, with a
+ * {@linkplain Builder#transactionalId transactional id}, with Kafka's transactional producer, which fences a deposed
+ * leader's sends (consumers must read with {@code isolation.level=read_committed} to benefit).
  *
  * <pre>{@code
  * KafkaMessageBroker broker = KafkaMessageBroker.builder()
@@ -75,7 +77,8 @@ import java.util.concurrent.locks.LockSupport;
  *       buffer, and a metadata wait that ran out leaves the rest of the delivery timeout to confirm that the
  *       topic does not exist;</li>
  *   <li>{@code partitioner.ignore.keys} must not be true (it would scatter a key over partitions);
- *       {@code transactional.id}, {@code key.serializer} and {@code value.serializer} must not be set.</li>
+ *       {@code transactional.id} (use {@link Builder#transactionalId}), {@code key.serializer} and
+ *       {@code value.serializer} must not be set.</li>
  * </ul>
  * Everything else (TLS, SASL, compression, batching, client id, interceptors) passes through unchanged.
  *
@@ -104,6 +107,12 @@ public final class KafkaMessageBroker implements MessageBroker {
      */
     public static final Duration DEFAULT_MAX_BLOCK = Duration.ofSeconds(5);
 
+    /**
+     * The longest transactional id {@link Builder#transactionalId} accepts: {@value}, leaving room for the shard
+     * suffix.
+     */
+    public static final int MAX_TRANSACTIONAL_ID_LENGTH = 200;
+
     /** How long a topic confirmed missing fails new sends at once, without waiting for metadata again. */
     static final long MISSING_TOPIC_MEMORY_NANOS = TimeUnit.SECONDS.toNanos(5);
 
@@ -122,7 +131,16 @@ public final class KafkaMessageBroker implements MessageBroker {
         SEND_TIME
     }
 
+    /** The idempotent producer; null with a transactional id (then {@link #transactions} sends). */
     private final Producer<String, byte[]> producer;
+    /** The transactional sending, or null without a transactional id. */
+    private final KafkaTransactions transactions;
+    private final String transactionalId;
+    /** What {@link #forShard} builds a shard's broker from: the builder's settings, copied. */
+    private final Builder template;
+    private final Map<String, Object> producerConfig;
+    /** The shards' brokers made by {@link #forShard}, closed with this one. */
+    private final List<KafkaMessageBroker> shardBrokers = new ArrayList<>();
     private final Map<String, Object> adminConfig;
     private final RecordTimestamp timestamp;
     private final String messageIdHeader;
@@ -140,7 +158,11 @@ public final class KafkaMessageBroker implements MessageBroker {
     /** The thread that flushes the producer on {@link #sendPending}, started by the first call. */
     private Thread sender;
 
-    private KafkaMessageBroker(Builder b, Map<String, Object> producerConfig, Map<String, Object> adminConfig) {
+    private KafkaMessageBroker(Builder b, Map<String, Object> producerConfig, Map<String, Object> adminConfig,
+                               String transactionalId) {
+        this.template = b.copy();
+        this.producerConfig = producerConfig;
+        this.transactionalId = transactionalId;
         this.timestamp = b.timestamp;
         this.messageIdHeader = b.messageIdHeader;
         this.createdAtHeader = b.createdAtHeader;
@@ -148,11 +170,32 @@ public final class KafkaMessageBroker implements MessageBroker {
                 ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG)).longValue());
         this.adminConfig = adminConfig;
         this.lingerMs = ((Number) producerConfig.get(ProducerConfig.LINGER_MS_CONFIG)).longValue();
+        if (transactionalId != null) {
+            Map<String, Object> config = new java.util.HashMap<>(producerConfig);
+            config.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
+            try { // validates the configuration now; the transactional producer itself is created on the first send
+                new ProducerConfig(withSerializers(config));
+            } catch (KafkaException e) {
+                throw new IllegalArgumentException("Kafka rejected the producer configuration: " + e.getMessage(), e);
+            }
+            this.producer = null;
+            this.transactions = new KafkaTransactions(transactionalId, config, this::toProducerRecord, this::fail,
+                    pending);
+            return;
+        }
+        this.transactions = null;
         try {
             this.producer = new KafkaProducer<>(producerConfig, new StringSerializer(), new ByteArraySerializer());
         } catch (KafkaException e) {
             throw new IllegalArgumentException("Kafka rejected the producer configuration: " + e.getMessage(), e);
         }
+    }
+
+    private static Map<String, Object> withSerializers(Map<String, Object> config) {
+        Map<String, Object> c = new java.util.HashMap<>(config);
+        c.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class);
+        c.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+        return c;
     }
 
     /** Starts a builder; not thread-safe. */
@@ -163,6 +206,71 @@ public final class KafkaMessageBroker implements MessageBroker {
     /** The effective {@code delivery.timeout.ms}: every send completes within it. */
     public Duration deliveryTimeout() {
         return deliveryTimeout;
+    }
+
+    /**
+     * The transactional id this broker's producer uses, or null if it does not use transactions (the default); see
+     * {@link Builder#transactionalId}.
+     */
+    public String transactionalId() {
+        return transactionalId;
+    }
+
+    /**
+     * Records refused because this broker's transactional producer was fenced by a newer producer of its
+     * transactional id (each failed with {@link DeliveryException#isFenced()}), since it was built; counts those of
+     * the shards' brokers ({@link #forShard}) too. Always 0 without a transactional id.
+     */
+    public long fencedRecords() {
+        long n = transactions == null ? 0 : transactions.fencedRecords();
+        synchronized (shardBrokers) {
+            for (KafkaMessageBroker b : shardBrokers) {
+                n += b.fencedRecords();
+            }
+        }
+        return n;
+    }
+
+    /**
+     * Kafka transactions committed by this broker (and its shards' brokers), since it was built; always 0 without a
+     * transactional id. Records per transaction = records acknowledged / this.
+     */
+    public long committedTransactions() {
+        long n = transactions == null ? 0 : transactions.committedTransactions();
+        synchronized (shardBrokers) {
+            for (KafkaMessageBroker b : shardBrokers) {
+                n += b.committedTransactions();
+            }
+        }
+        return n;
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Without a transactional id: this broker, shared (one producer for every shard). With one: a broker of its
+     * own, with a producer of its own whose transactional id is {@code <transactionalId>-shard-<shard>}, so that a
+     * shard's new leader fences only that shard's previous leader. Its producer (one I/O thread) and its transaction
+     * thread are created by its first send, so a shard this instance never leads costs nothing. It is closed by
+     * the shard's dispatcher, and with this broker.
+     */
+    @Override
+    public MessageBroker forShard(int shard) {
+        if (shard < 0) {
+            throw new IllegalArgumentException("shard must not be negative: " + shard);
+        }
+        if (transactionalId == null) {
+            return MessageBroker.super.forShard(shard);
+        }
+        synchronized (shardBrokers) {
+            if (closed) {
+                throw new IllegalStateException("Kafka broker is closed");
+            }
+            String id = transactionalId + "-shard-" + shard;
+            KafkaMessageBroker b = new KafkaMessageBroker(template, producerConfig, adminConfig, id);
+            shardBrokers.add(b);
+            return b;
+        }
     }
 
     /** Records sent and not yet completed. */
@@ -209,6 +317,10 @@ public final class KafkaMessageBroker implements MessageBroker {
     /** A send of a record whose topic is not known to be missing. */
     private void produce(OutboxRecord record, CompletableFuture<Void> done) {
         pending.add(done);
+        if (transactions != null) {
+            transactions.send(record, done);
+            return;
+        }
         long started = System.nanoTime();
         try {
             ProducerRecord<String, byte[]> pr = toProducerRecord(record);
@@ -331,7 +443,7 @@ public final class KafkaMessageBroker implements MessageBroker {
      * A topic that does not exist shows up as a metadata wait that ran out ("not present in metadata") or, if
      * the topic vanished later, as unknown-topic errors until the delivery timeout; neither proves it is gone.
      */
-    private static boolean suspectsMissingTopic(Throwable cause) {
+    static boolean suspectsMissingTopic(Throwable cause) {
         return cause instanceof UnknownTopicOrPartitionException
                 || (cause instanceof TimeoutException && cause.getMessage() != null
                 && cause.getMessage().contains("not present in metadata"));
@@ -429,7 +541,7 @@ public final class KafkaMessageBroker implements MessageBroker {
      */
     @Override
     public void sendPending() {
-        if (lingerMs == 0 || closed) {
+        if (lingerMs == 0 || closed || transactions != null) { // a commit sends everything at once
             return;
         }
         if (sendNow.compareAndSet(false, true)) {
@@ -478,12 +590,24 @@ public final class KafkaMessageBroker implements MessageBroker {
             LockSupport.unpark(sender);
         }
         long started = System.nanoTime();
-        try {
-            producer.close(timeout.isNegative() ? Duration.ZERO : timeout);
-        } catch (RuntimeException e) {
-            log.warn("closing the Kafka producer failed", e);
+        Duration bound = timeout.isNegative() ? Duration.ZERO : timeout;
+        List<KafkaMessageBroker> shards;
+        synchronized (shardBrokers) {
+            shards = List.copyOf(shardBrokers);
+        }
+        for (KafkaMessageBroker b : shards) {
+            b.close(bound);
         }
         int abandoned = 0;
+        if (transactions != null) {
+            abandoned += transactions.close(bound);
+        } else {
+            try {
+                producer.close(bound);
+            } catch (RuntimeException e) {
+                log.warn("closing the Kafka producer failed", e);
+            }
+        }
         for (CompletableFuture<Void> f : List.copyOf(pending)) {
             pending.remove(f);
             if (f.completeExceptionally(DeliveryException.retriable("Kafka broker closed before the record was"
@@ -504,7 +628,7 @@ public final class KafkaMessageBroker implements MessageBroker {
     @Override
     public String toString() {
         return "KafkaMessageBroker{deliveryTimeout=" + deliveryTimeout + ", timestamp=" + timestamp
-                + ", closed=" + closed + '}';
+                + (transactionalId == null ? "" : ", transactionalId=" + transactionalId) + ", closed=" + closed + '}';
     }
 
     /** A Kafka header over an outbox header's name and bytes. */
@@ -520,8 +644,48 @@ public final class KafkaMessageBroker implements MessageBroker {
         private RecordTimestamp timestamp = RecordTimestamp.CREATED_AT;
         private String messageIdHeader = DEFAULT_MESSAGE_ID_HEADER;
         private String createdAtHeader;
+        private String transactionalId;
 
         private Builder() {
+        }
+
+        private Builder copy() {
+            Builder b = new Builder();
+            b.settings.putAll(settings.toMap());
+            b.timestamp = timestamp;
+            b.messageIdHeader = messageIdHeader;
+            b.createdAtHeader = createdAtHeader;
+            b.transactionalId = transactionalId;
+            return b;
+        }
+
+        /**
+         * Publishes with Kafka's transactional producer under this transactional id (default: none, an idempotent
+         * producer without transactions). Use one id per outbox, the same on every instance that may lead it: when a
+         * dispatcher becomes leader, its first send calls {@code initTransactions()}, which fences the producer of
+         * the previous leader — a deposed leader (paused, cut off) that resumes finds its sends and commits refused
+         * by Kafka ({@link DeliveryException#isFenced()}: its records leave flight without a verdict and it stands
+         * down), instead of publishing records its successor already published. A sharded dispatcher's shards each
+         * get an id of their own, {@code <id>-shard-<n>} ({@link #forShard}).
+         *
+         * <p>Records are sent in transactions and a record is acknowledged only once its transaction committed:
+         * one thread per broker takes every record queued, sends them in one transaction and commits (a busy outbox
+         * commits large transactions back to back, an idle one a transaction per record). Consumers must read with
+         * {@code isolation.level=read_committed} to benefit: a {@code read_uncommitted} consumer (Kafka's default)
+         * also sees records of aborted transactions — the zombie's refused ones among them.
+         *
+         * @param id 1 to {@value #MAX_TRANSACTIONAL_ID_LENGTH} characters, no whitespace or control characters
+         * @throws IllegalArgumentException naming the id if it is blank, too long or contains whitespace
+         */
+        public Builder transactionalId(String id) {
+            if (id == null || id.isEmpty() || id.length() > MAX_TRANSACTIONAL_ID_LENGTH
+                    || id.chars().anyMatch(c -> Character.isWhitespace(c) || Character.isISOControl(c))) {
+                throw new IllegalArgumentException("transactionalId must be 1 to " + MAX_TRANSACTIONAL_ID_LENGTH
+                        + " characters without whitespace or control characters, was "
+                        + (id == null ? "null" : "'" + id + "'"));
+            }
+            this.transactionalId = id;
+            return this;
         }
 
         /** Adds Kafka producer properties (a {@link java.util.Properties} works); later values win. */
@@ -605,7 +769,7 @@ public final class KafkaMessageBroker implements MessageBroker {
                 throw new IllegalArgumentException("messageIdHeader and createdAtHeader must differ: '"
                         + messageIdHeader + "'");
             }
-            return new KafkaMessageBroker(this, producerConfig, adminConfig);
+            return new KafkaMessageBroker(this, producerConfig, adminConfig, transactionalId);
         }
 
         static Map<String, Object> producerConfig(KafkaSettings s) {
@@ -642,8 +806,8 @@ public final class KafkaMessageBroker implements MessageBroker {
                         + "' must not be true, was '" + s.string(ProducerConfig.PARTITIONER_IGNORE_KEYS_CONFIG)
                         + "': records of one key must land on one partition to stay in order");
             }
-            s.forbid(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "the outbox publishes with an idempotent,"
-                    + " non-transactional producer");
+            s.forbid(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "set it with KafkaMessageBroker.Builder.transactionalId(...),"
+                    + " which gives every shard an id of its own");
             s.forbid(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, "keys are the rows' keys, serialized as UTF-8");
             s.forbid(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, "values are the rows' bytes, sent as they are");
 

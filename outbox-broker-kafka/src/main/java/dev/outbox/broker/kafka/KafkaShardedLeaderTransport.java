@@ -134,6 +134,15 @@ public final class KafkaShardedLeaderTransport implements ShardedLeaderTransport
     }
 
     /** Sends a heartbeat to the shard's partition, asynchronously. Thread-safe. */
+    /**
+     * Rejoins the group on the next {@link #poll} to confirm the shards this member still owns (see
+     * {@link ShardedLeaderTransport#reconfirm()}); thread-safe.
+     */
+    @Override
+    public boolean reconfirm() {
+        return group.reconfirm();
+    }
+
     @Override
     public void publish(int shard, Heartbeat heartbeat) {
         group.publish(OutboxShards.checkIndex(shard, shards), heartbeat);

@@ -81,6 +81,10 @@ final class LeaderGroup {
     private volatile Set<Integer> owned = Set.of();
     private volatile boolean closed;
     private boolean inPoll;
+    /** A reconfirmation was asked for ({@link #reconfirm()}); the next poll starts it. */
+    private volatile boolean reconfirmRequested;
+    /** A rejoin to reconfirm the owned partitions is under way; its completed rebalance answers. Polling thread. */
+    private boolean confirming;
     private boolean topicConfirmed;
     private long nextTopicCheck = System.nanoTime();
     private RuntimeException callbackFailure;
@@ -250,6 +254,19 @@ final class LeaderGroup {
                     + "' not started");
         }
         checkTopicIfDue();
+        if (reconfirmRequested) {
+            reconfirmRequested = false;
+            try {
+                consumer.enforceRebalance("outbox: a leader's lease lapsed; confirming its assignment");
+                confirming = true;
+                log.info("{} group '{}': rejoining to confirm the partitions owned ({}) after a lapsed lease", what,
+                        settings.groupId(), owned);
+            } catch (RuntimeException e) {
+                log.warn("{} group '{}': could not start a rejoin to confirm the partitions owned", what,
+                        settings.groupId(), e);
+                confirming = true; // the next completed rebalance (the session's own) confirms instead
+            }
+        }
         ConsumerRecords<byte[], byte[]> records;
         callbackFailure = null;
         inPoll = true;
@@ -285,6 +302,19 @@ final class LeaderGroup {
             }
             listener.heartbeat(r.partition(), hb);
         }
+    }
+
+    /**
+     * Asks for the owned partitions to be confirmed by the group: the next {@link #poll} rejoins
+     * ({@code enforceRebalance}; with the cooperative assignor nothing moves unless the group moved on already), and
+     * the rebalance it completes tells the listener {@code confirmed} with the partitions still owned, after any
+     * {@code lost} or {@code revoked}. Thread-safe.
+     *
+     * @return true: the answer comes from a later poll
+     */
+    boolean reconfirm() {
+        reconfirmRequested = true;
+        return true;
     }
 
     /**
@@ -369,6 +399,18 @@ final class LeaderGroup {
     private final class RebalanceListener implements ConsumerRebalanceListener {
         @Override
         public void onPartitionsAssigned(Collection<TopicPartition> assigned) {
+            try {
+                gain(assigned);
+            } finally {
+                if (confirming) { // called after every completed rebalance, even with nothing new
+                    confirming = false;
+                    Set<Integer> still = owned;
+                    deliver(() -> listener.confirmed(still));
+                }
+            }
+        }
+
+        private void gain(Collection<TopicPartition> assigned) {
             Set<Integer> gained = new TreeSet<>();
             List<TopicPartition> seek = new ArrayList<>();
             for (TopicPartition tp : assigned) {

@@ -149,6 +149,34 @@ class KafkaShardedLeaderTransportTest {
         assertExclusive();
     }
 
+    /**
+     * A member whose lease lapsed asks the group to confirm what it owns ({@code reconfirm()}, from another thread, as
+     * a shard's leader thread does): the rejoin completes, the member hears {@code confirmed} with the shards it still
+     * owns, and with the cooperative sticky assignor nothing moved, in either member.
+     */
+    @Test
+    void reconfirmRejoinsAndConfirmsTheShardsStillOwnedWithoutMovingAny() {
+        String topic = "shard-neli-confirm-" + UUID.randomUUID();
+        List<Member> live = List.of(join(topic, "m0"), join(topic, "m1"));
+        awaitSpread(live, "six shards over two members");
+        Member asking = live.get(0);
+        Set<Integer> mine = asking.transport.assignedShards();
+        Set<Integer> theirs = live.get(1).transport.assignedShards();
+        int logged;
+        synchronized (this) {
+            logged = log.size();
+        }
+        assertThat(asking.transport.reconfirm()).isTrue();
+        Await.untilOrFail(() -> asking.confirmations.get() > 0, WAIT, () -> "the confirmation of " + asking);
+        assertThat(asking.lastConfirmed).isEqualTo(mine);
+        assertThat(live.get(1).confirmations.get()).as("the other member asked for nothing").isZero();
+        assertThat(asking.transport.assignedShards()).isEqualTo(mine);
+        assertThat(live.get(1).transport.assignedShards()).isEqualTo(theirs);
+        synchronized (this) {
+            assertThat(log.subList(logged, log.size())).as("no shard moved").isEmpty();
+        }
+    }
+
     @Test
     void refusesALeaderTopicWithAnotherPartitionCount() {
         String topic = "shard-neli-four-" + UUID.randomUUID();
@@ -207,6 +235,12 @@ class KafkaShardedLeaderTransportTest {
         }
 
         @Override
+        public void confirmed(Set<Integer> shards) {
+            member.lastConfirmed = Set.copyOf(shards);
+            member.confirmations.incrementAndGet();
+        }
+
+        @Override
         public void heartbeat(int shard, Heartbeat heartbeat) {
             if ((int) (heartbeat.sequence() % SHARDS) != shard) {
                 member.misrouted.add(shard + "<-" + heartbeat);
@@ -225,6 +259,8 @@ class KafkaShardedLeaderTransportTest {
         final Thread thread;
         final Map<Integer, AtomicLong> heartbeats = new ConcurrentHashMap<>();
         final Set<String> misrouted = ConcurrentHashMap.newKeySet();
+        final AtomicLong confirmations = new AtomicLong();
+        volatile Set<Integer> lastConfirmed = Set.of();
         volatile boolean stop;
         volatile Throwable failure;
 

@@ -4,13 +4,12 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.outbox.OutboxShards;
 import dev.outbox.spi.IdRange;
 import dev.outbox.spi.Store;
-import dev.outbox.spi.StoreException;
+import dev.outbox.store.sql.SqlShardsTests;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import javax.sql.DataSource;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -18,7 +17,6 @@ import java.sql.SQLException;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Random;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -28,54 +26,42 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The sharded table on Postgres: the generated shard column agrees with {@link OutboxShards#shardOf}, the shard views'
- * statements walk the {@code (shard, id)} index, and a store refuses a table made for another shard count.
+ * statements walk the {@code (shard, id)} index, the shards share one listening connection, and shards move between
+ * dispatchers over the real database; what every SQL store does alike is in {@link SqlShardsTests}.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
-class PostgresShardsTest {
-    private static final AtomicInteger TABLES = new AtomicInteger();
-    private static DataSource admin;
-    private static HikariDataSource pool;
+class PostgresShardsTest extends SqlShardsTests {
+    private HikariDataSource hikari;
+
+    PostgresShardsTest() {
+        super(PostgresStore::builder);
+    }
 
     @BeforeAll
-    static void startDatabase() {
+    void startDatabase() {
         String url = PostgresTestSupport.database("outbox_shards");
         admin = PostgresTestSupport.admin(url);
-        pool = PostgresTestSupport.pool(url, "shards", 4);
+        hikari = PostgresTestSupport.pool(url, "shards", 4);
+        pool = hikari;
     }
 
     @AfterAll
-    static void closePool() {
-        pool.close();
+    void closePool() {
+        hikari.close();
     }
 
-    private static PostgresStore.Builder builder(String table) {
+    @Override
+    protected String keyColumn() {
+        return "key";
+    }
+
+    private PostgresStore.Builder pgBuilder(String table) {
         return PostgresStore.builder(pool).table(table);
-    }
-
-    private static String newTable() {
-        return "shards_" + TABLES.incrementAndGet();
-    }
-
-    /** Random keys of 1 to 20 code points: ASCII, Latin-1, Greek, CJK and astral (emoji), never U+0000. */
-    static String[] randomKeys(int count, long seed) {
-        Random random = new Random(seed);
-        int[][] ranges = {{0x20, 0x7e}, {0xa0, 0xff}, {0x391, 0x3c9}, {0x4e00, 0x9fff}, {0x1f600, 0x1f64f}};
-        String[] keys = new String[count];
-        for (int i = 0; i < count; i++) {
-            StringBuilder key = new StringBuilder();
-            int length = 1 + random.nextInt(20);
-            for (int c = 0; c < length; c++) {
-                int[] range = ranges[random.nextInt(ranges.length)];
-                key.appendCodePoint(range[0] + random.nextInt(range[1] - range[0] + 1));
-            }
-            keys[i] = key.toString();
-        }
-        return keys;
     }
 
     @Test
     void theGeneratedShardColumnIsOutboxShardsShardOfForRandomKeys() throws SQLException {
-        PostgresStore store = builder(newTable()).shards(6).build();
+        PostgresStore store = pgBuilder(newTable()).shards(6).build();
         store.createSchema();
         String[] keys = randomKeys(3_000, 18);
         Map<String, Integer> inDatabase = new HashMap<>();
@@ -126,7 +112,7 @@ class PostgresShardsTest {
 
     @Test
     void theShardViewsMarkAndReadThroughTheShardIdIndex() {
-        PostgresStore store = builder(newTable()).shards(4).build();
+        PostgresStore store = pgBuilder(newTable()).shards(4).build();
         store.createSchema();
         PostgresTestSupport.execute(admin, "INSERT INTO " + store.table() + " (topic, key, value)"
                 + " SELECT 't', 'key-' || (i % 100), NULL FROM generate_series(1, 5000) i");
@@ -151,35 +137,9 @@ class PostgresShardsTest {
     }
 
     @Test
-    void aStoreRefusesATableMadeForAnotherShardCountNamingBoth() {
-        String unsharded = newTable();
-        builder(unsharded).build().createSchema();
-        PostgresStore six = builder(unsharded).shards(6).build();
-        assertThatThrownBy(six::createSchema).isInstanceOf(StoreException.class)
-                .hasMessageContaining("is made for 1 shard(s)").hasMessageContaining("no generated shard column")
-                .hasMessageContaining("configured with 6 shard(s)");
-        assertThatThrownBy(() -> six.shard(3).read(0, List.of(), 10)).isInstanceOf(StoreException.class)
-                .hasMessageContaining("is made for 1 shard(s)").hasMessageContaining("configured with 6 shard(s)")
-                .satisfies(e -> assertThat(((StoreException) e).isRetriable()).isFalse());
-
-        String sharded = newTable();
-        builder(sharded).shards(6).build().createSchema();
-        assertThatThrownBy(() -> builder(sharded).shards(4).build().createSchema())
-                .isInstanceOf(StoreException.class).hasMessageContaining("is made for 6 shard(s)")
-                .hasMessageContaining("configured with 4 shard(s)");
-        PostgresStore one = builder(sharded).build();
-        assertThatThrownBy(() -> one.mark(UUID.randomUUID(), 10)).isInstanceOf(StoreException.class)
-                .hasMessageContaining("is made for 6 shard(s)").hasMessageContaining("configured with 1 shard(s)");
-        assertThatThrownBy(one::acquireEpoch).isInstanceOf(StoreException.class)
-                .hasMessageContaining("is made for 6 shard(s)");
-        assertThat(PostgresTestSupport.queryLong(admin, "SELECT count(*) FROM " + one.leaderTable()))
-                .as("the refused store took no epoch").isZero();
-    }
-
-    @Test
     void theUnshardedSchemaHasNoShardColumnAndTheShardedOneHasItAndItsIndex() {
-        PostgresStore one = builder("plain").build();
-        PostgresStore six = builder("plain").shards(6).build();
+        PostgresStore one = pgBuilder("plain").build();
+        PostgresStore six = pgBuilder("plain").shards(6).build();
         assertThat(one.schemaSql()).doesNotContain("shard").contains("CHECK (id = 1)");
         assertThat(six.schemaSql())
                 .contains("shard integer GENERATED ALWAYS AS (" + PostgresStore.shardSql("key", 6) + ") STORED")
@@ -191,122 +151,22 @@ class PostgresShardsTest {
         assertThat(six.shard(0).publisher()).isSameAs(six.publisher());
         assertThatThrownBy(() -> six.shard(6)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("shard index 6");
-        assertThatThrownBy(() -> builder("plain").shards(0)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> pgBuilder("plain").shards(0)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining(": 0");
     }
 
     @Test
     void theWalHarvestCannotBeSharded() {
-        assertThatThrownBy(() -> builder("wal").shards(3)
+        assertThatThrownBy(() -> pgBuilder("wal").shards(3)
                 .walHarvest(WalHarvest.builder("jdbc:postgresql://localhost/db").build()).build())
                 .isInstanceOf(IllegalStateException.class).hasMessageContaining("WAL harvest cannot be sharded")
                 .hasMessageContaining("shards(3)");
     }
 
-    @Test
-    void eachShardTakesItsOwnEpochRow() {
-        PostgresStore store = builder(newTable()).shards(3).build();
-        store.createSchema();
-        assertThat(store.shard(1).acquireEpoch()).isEqualTo(1);
-        assertThat(store.shard(1).acquireEpoch()).isEqualTo(2);
-        assertThat(store.shard(2).acquireEpoch()).isEqualTo(1);
-        assertThat(dev.outbox.testservers.Jdbc.queryString(admin, "SELECT string_agg(id || ':' || epoch, ',' ORDER BY id)"
-                + " FROM " + store.leaderTable())).isEqualTo("2:2,3:1");
-    }
-
-    /**
-     * A sharded outbox on the real server, drained by one dispatcher that leads every shard (no leader transport):
-     * each harvest, every row delivered, per key never going back, each shard's epoch taken in a row of its own.
-     */
-    @Test
-    void oneDispatcherDrainsEveryShardInKeyOrder() {
-        for (dev.outbox.DispatcherConfig.Harvest harvest : dev.outbox.DispatcherConfig.Harvest.values()) {
-            PostgresStore store = builder(newTable()).shards(4).build();
-            store.createSchema();
-            dev.outbox.testkit.InMemoryBroker broker = new dev.outbox.testkit.InMemoryBroker();
-            int n = 400;
-            dev.outbox.DispatcherConfig config = dev.outbox.DispatcherConfig.builder().harvest(harvest)
-                    .markBatchSize(100).pollInterval(java.time.Duration.ofMillis(20))
-                    .build(); // the default heartbeat timeout: a loaded build machine must not depose the leader
-            try (dev.outbox.Dispatcher d = dev.outbox.Dispatcher.builder(store, broker).config(config).name("sharded")
-                    .build()) {
-                d.start();
-                try (dev.outbox.testkit.TestTransaction tx = dev.outbox.testkit.JdbcTestTransaction.begin(pool,
-                        store.publisher())) {
-                    for (int i = 0; i < n; i++) {
-                        tx.publish(dev.outbox.OutboxMessage.of("t", "k" + (i % 37), String.valueOf(i)));
-                    }
-                    tx.commit();
-                }
-                dev.outbox.testkit.Await.untilOrFail(() -> broker.deliveredCount() >= n && store.backlog() == 0,
-                        java.time.Duration.ofSeconds(60), () -> harvest + ": " + broker.deliveredCount()
-                                + " delivered, backlog " + store.backlog());
-                assertThat(d.shardHealth()).hasSize(4);
-            }
-            Map<String, Integer> last = new HashMap<>();
-            java.util.Set<String> seen = new java.util.HashSet<>();
-            for (dev.outbox.OutboxRecord r : broker.delivered()) {
-                int v = Integer.parseInt(new String(r.message().value(), java.nio.charset.StandardCharsets.UTF_8));
-                Integer before = last.put(r.key(), v);
-                // G2: a retry may repeat a key's latest message (G4: after a change of leader), never go back
-                assertThat(before == null || before <= v).as("%s: key %s sent %d after %d", harvest, r.key(), v,
-                        before).isTrue();
-                seen.add(r.key() + "/" + v);
-            }
-            assertThat(seen).as(harvest + ": every message").hasSize(n);
-            assertThat(PostgresTestSupport.queryLong(admin, "SELECT COUNT(*) FROM " + store.leaderTable() + " WHERE id BETWEEN 1 AND 4"))
-                    .as(harvest + ": one epoch row per shard").isEqualTo(4);
-        }
-    }
-
-    /**
-     * The documented procedure to change the count, with no dispatcher running: {@code reshard()} from 1 to 3, 3 to
-     * 5 and back to 1. Every row, its retry state kept, lands in its key's shard of the new count; the leader table
-     * takes each shard's epoch; a store of the former count is refused, naming both.
-     */
-    @Test
-    void reshardingMovesEveryRowToItsKeysShardOfTheNewCountAndTheCheckFollows() {
-        String table = newTable();
-        PostgresStore one = builder(table).build();
-        one.createSchema();
-        StringBuilder values = new StringBuilder();
-        for (int i = 0; i < 90; i++) {
-            values.append(i == 0 ? "" : ", ").append("('t', 'key-").append(i % 30).append("', ").append(i % 7)
-                    .append(")");
-        }
-        PostgresTestSupport.execute(admin, "INSERT INTO " + one.table() + " (topic, key, attempts) VALUES " + values);
-        List<dev.outbox.OutboxRecord> before = one.read(0, List.of(), 1_000).rows().records();
-        assertThat(before).hasSize(90);
-        for (int count : new int[]{3, 5, 1}) {
-            PostgresStore store = builder(table).shards(count).build();
-            assertThatThrownBy(store::checkShards).isInstanceOf(StoreException.class)
-                    .hasMessageContaining("configured with " + count + " shard(s)");
-            store.reshard();
-            List<dev.outbox.OutboxRecord> after = new java.util.ArrayList<>();
-            for (int s = 0; s < count; s++) {
-                int shard = s;
-                List<dev.outbox.OutboxRecord> rows = store.shard(s).read(0, List.of(), 1_000).rows().records();
-                assertThat(rows).as("%d shards: shard %d", count, s)
-                        .allSatisfy(r -> assertThat(OutboxShards.shardOf(r.key(), count)).isEqualTo(shard));
-                after.addAll(rows);
-                assertThat(store.shard(s).acquireEpoch()).as("%d shards: shard %d's epoch", count, s).isPositive();
-            }
-            assertThat(after).as("%d shards: every row, its attempts kept", count)
-                    .extracting(r -> r.id() + "/" + r.key() + "/" + r.attempts())
-                    .containsExactlyInAnyOrderElementsOf(before.stream()
-                            .map(r -> r.id() + "/" + r.key() + "/" + r.attempts()).toList());
-            if (count > 1) {
-                assertThatThrownBy(() -> builder(table).shards(count == 3 ? 1 : 3).build().checkShards())
-                        .isInstanceOf(StoreException.class).hasMessageContaining("is made for " + count + " shard(s)");
-            }
-        }
-        assertThat(one.read(0, List.of(), 1_000).rows().records()).hasSize(90);
-    }
-
     /** The shards' harvests share one listening connection, and a commit to any shard wakes every one of them. */
     @Test
     void theShardsShareOneListeningConnectionThatWakesThemAll() throws Exception {
-        PostgresStore store = builder(newTable()).shards(3).build();
+        PostgresStore store = pgBuilder(newTable()).shards(3).build();
         store.createSchema();
         java.util.concurrent.atomic.AtomicInteger[] woken = new java.util.concurrent.atomic.AtomicInteger[3];
         List<dev.outbox.spi.Store.CommitWatch> watches = new java.util.ArrayList<>();
@@ -318,7 +178,7 @@ class PostgresShardsTest {
             }
             dev.outbox.testkit.Await.untilOrFail(() -> watches.stream().allMatch(dev.outbox.spi.Store.CommitWatch::listening),
                     java.time.Duration.ofSeconds(20), () -> "the shards' watches listen");
-            assertThat(pool.getHikariPoolMXBean().getActiveConnections())
+            assertThat(hikari.getHikariPoolMXBean().getActiveConnections())
                     .as("one connection of the store's pool listens for the three shards").isEqualTo(1);
             int[] before = new int[3];
             for (int s = 0; s < 3; s++) {
@@ -345,7 +205,7 @@ class PostgresShardsTest {
     @Test
     void shardsMoveBetweenDispatchersOverTheRealDatabaseWithoutLosingOrReordering() {
         for (dev.outbox.DispatcherConfig.Harvest harvest : dev.outbox.DispatcherConfig.Harvest.values()) {
-            PostgresStore store = builder(newTable()).shards(4).build();
+            PostgresStore store = pgBuilder(newTable()).shards(4).build();
             store.createSchema();
             dev.outbox.testkit.InMemoryBroker broker = new dev.outbox.testkit.InMemoryBroker();
             dev.outbox.testkit.InMemoryShardedLeaderGroup group = new dev.outbox.testkit.InMemoryShardedLeaderGroup(4);
@@ -385,7 +245,7 @@ class PostgresShardsTest {
         }
     }
 
-    private static dev.outbox.Dispatcher startMember(PostgresStore store, dev.outbox.testkit.InMemoryBroker broker,
+    private dev.outbox.Dispatcher startMember(PostgresStore store, dev.outbox.testkit.InMemoryBroker broker,
                                                      dev.outbox.testkit.InMemoryShardedLeaderGroup group,
                                                      dev.outbox.DispatcherConfig.Harvest harvest, int i) {
         dev.outbox.Dispatcher d = dev.outbox.Dispatcher.builder(store, new dev.outbox.spi.SharedMessageBroker(broker))
@@ -397,7 +257,7 @@ class PostgresShardsTest {
         return d;
     }
 
-    private static void write(PostgresStore store, int from, int n) {
+    private void write(PostgresStore store, int from, int n) {
         try (dev.outbox.testkit.TestTransaction tx = dev.outbox.testkit.JdbcTestTransaction.begin(pool,
                 store.publisher())) {
             for (int i = from; i < from + n; i++) {
