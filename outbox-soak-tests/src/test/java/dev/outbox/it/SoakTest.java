@@ -36,9 +36,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  *
  * <p>Not in the list: a leader frozen (SIGSTOP) past its session. The dispatchers share the test JVM, so freezing one
  * would take a child JVM whose sends the checks do not see; and a leader frozen between its lease check and a send
- * sends once it resumes, after its successor took over — the window that only Kafka's transactional producer closes
- * (README, Failure modes) — which would break per-key order now and then. {@code FencedLeaderEndToEndTest} freezes a
- * leader in a child JVM and counts the writes storage fencing refuses.
+ * sends once it resumes, after its successor took over, unless Kafka's transactional producer ({@code transactionalId},
+ * off by default and here) refuses it (README, Failure modes): per-key order would break now and then.
+ * {@code FencedLeaderEndToEndTest} freezes a leader in a child JVM and counts the writes the database and Kafka refuse.
  *
  * <p>Settings (system properties): {@code outbox.soak.duration} (default {@code PT2M}, the build's run),
  * {@code outbox.soak.rate} (messages a second offered by all writers, default 1,000: what this suite's 2-core build
