@@ -168,6 +168,9 @@ class PostgresShardsTest extends SqlShardsTests {
     void theShardsShareOneListeningConnectionThatWakesThemAll() throws Exception {
         PostgresStore store = pgBuilder(newTable()).shards(3).build();
         store.createSchema();
+        // An earlier test's dispatcher hands its listening connection back a moment after it closed.
+        dev.outbox.testkit.Await.untilOrFail(() -> hikari.getHikariPoolMXBean().getActiveConnections() == 0,
+                java.time.Duration.ofSeconds(20), () -> "the pool idle before the test");
         java.util.concurrent.atomic.AtomicInteger[] woken = new java.util.concurrent.atomic.AtomicInteger[3];
         List<dev.outbox.spi.Store.CommitWatch> watches = new java.util.ArrayList<>();
         try {
