@@ -44,7 +44,7 @@ class DatabaseOutageEndToEndTest {
     @Test
     void databaseStoppedMadeReadOnlyAndPausedUnderLoad() throws Exception {
         long seed = seed();
-        try (Scenario s = Scenario.start("db_outage", seed)) {
+        try (Scenario s = Scenario.start("db_outage", seed, InboxSide::new)) {
             s.warmUp();
             s.awaitLeader();
             s.tolerateWriterFailures();
@@ -68,28 +68,11 @@ class DatabaseOutageEndToEndTest {
      */
     private static long outage(Scenario s, long seed, String what, Consumer<Scenario> begin, Consumer<Scenario> end) {
         int failuresBefore = s.failuresReported();
-        long[] times = new long[3];
-        s.fault(what, () -> {
-            long t0 = System.nanoTime();
-            try {
-                begin.accept(s);
-                times[0] = Scenario.millisSince(t0);
-                Scenario.await(() -> s.failuresReported() > failuresBefore, NOTICE_BOUND,
-                        () -> "a dispatcher failure after '" + what + "'");
-                times[1] = Scenario.millisSince(t0);
-            } finally {
-                long t1 = System.nanoTime();
-                end.accept(s);
-                times[2] = Scenario.millisSince(t1);
-            }
-        });
-        long armed = s.armPurges();
-        long resumed = s.awaitPurgeAfter(armed, "the end of '" + what + "'");
-        s.note(String.format("%s: took effect in %d ms, the dispatchers failed on it after %d ms, ended in %d ms,"
-                + " purging again %d ms after it ended", what, times[0], times[1], times[2], resumed));
+        Scenario.Outage o = s.outage(what, () -> begin.accept(s), () -> end.accept(s), NOTICE_BOUND);
+        s.note(what + ": " + o);
         assertThat(s.failuresReported()).as("the dispatchers noticed '%s' (seed %d)", what, seed)
                 .isGreaterThan(failuresBefore);
         s.awaitTraffic(1_000);
-        return resumed;
+        return o.resumedMillis();
     }
 }

@@ -31,7 +31,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * effect applied twice would show as two rows. {@link #check} asserts exactly one row per committed message in each.
  * Not thread-safe: the scenario's thread drives it.
  */
-final class InboxSide implements AutoCloseable {
+final class InboxSide implements Scenario.Inboxes {
     /**
      * The clients whose database connections a test may kill: the Postgres application name, the MySQL and MariaDB
      * user.
@@ -113,12 +113,14 @@ final class InboxSide implements AutoCloseable {
                 }).build();
     }
 
-    void start() {
+    @Override
+    public void start() {
         sides.forEach(s -> s.consumer().start());
     }
 
     /** Kills the consumers' database connections (on both servers); returns how many. */
-    int killConnections() {
+    @Override
+    public int killConnections() {
         int killed = 0;
         for (Side s : sides) {
             killed += s.server().killConnections(CLIENT);
@@ -131,7 +133,8 @@ final class InboxSide implements AutoCloseable {
      * message (0 missing, 0 applied twice, the committing transaction's token) and that each consumer skipped at
      * least the duplicates the raw topic shows. Returns a line for the summary.
      */
-    String check(Map<String, Map<Integer, String>> truth, int committed, long rawDuplicates, Duration wait) {
+    @Override
+    public String check(Map<String, Map<Integer, String>> truth, int committed, long rawDuplicates, Duration wait) {
         StringBuilder summary = new StringBuilder("inbox consumers: ");
         for (Side s : sides) {
             Scenario.await(() -> s.consumer().applied() >= committed || s.consumer().failure() != null, wait,

@@ -60,7 +60,7 @@ class KafkaBrokerLossEndToEndTest {
         // maxAttempts 3: the topic outage (phase 2) lasts longer than three failed deliveries, so that a poison record's
         // treatment would park records.
         DispatcherConfig config = Scenario.CONFIG.toBuilder().maxAttempts(3).build();
-        try (Scenario s = Scenario.start("broker_loss", seed, cluster, config)) {
+        try (Scenario s = Scenario.start("broker_loss", seed, cluster, config, InboxSide::new)) {
             s.warmUp();
             s.awaitLeader();
 

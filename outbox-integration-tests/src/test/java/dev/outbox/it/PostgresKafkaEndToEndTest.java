@@ -52,7 +52,7 @@ class PostgresKafkaEndToEndTest {
     @Test
     void leaderClosedThenNextLeaderCrashed() throws Exception {
         long seed = seed();
-        try (Scenario s = Scenario.start("leaders", seed)) {
+        try (Scenario s = Scenario.start("leaders", seed, InboxSide::new)) {
             s.warmUp();
             Node first = s.awaitLeader();
             Scenario.Takeover closed = s.handOver("close " + first.name, first, () -> s.closeOrderly(first));
@@ -77,7 +77,7 @@ class PostgresKafkaEndToEndTest {
     @Test
     void kafkaBrokerRestartedMidStream() throws Exception {
         long seed = seed();
-        try (Scenario s = Scenario.start("kafka_restart", seed)) {
+        try (Scenario s = Scenario.start("kafka_restart", seed, InboxSide::new)) {
             s.warmUp();
             s.awaitLeader();
             long stopping = System.nanoTime();
@@ -119,7 +119,7 @@ class PostgresKafkaEndToEndTest {
     @Test
     void databaseConnectionsKilledMidStream() throws Exception {
         long seed = seed();
-        try (Scenario s = Scenario.start("db_kill", seed)) {
+        try (Scenario s = Scenario.start("db_kill", seed, InboxSide::new)) {
             s.warmUp();
             s.awaitLeader();
             StringBuilder recovery = new StringBuilder();

@@ -54,7 +54,7 @@ class WalHarvestEndToEndTest {
     void lateCommitsKilledConnectionsKafkaRestartAndLeaderLoss() throws Exception {
         Long fixed = Long.getLong("outbox.e2e.seed");
         long seed = fixed != null ? fixed : System.nanoTime();
-        try (Scenario s = Scenario.start("wal", seed, Scenario.Harvest.WAL)) {
+        try (Scenario s = Scenario.start("wal", seed, Scenario.Harvest.WAL, InboxSide::new)) {
             s.warmUp();
             s.awaitLeader();
 

@@ -136,6 +136,83 @@ final class Scenario implements AutoCloseable {
         WAL
     }
 
+    /**
+     * Consumers downstream of the data topic that a scenario starts with its own and checks at {@link #finish()}, such
+     * as the integration tests' inbox consumers on Postgres, MySQL and MariaDB; {@link #NONE} for none.
+     */
+    interface Inboxes extends AutoCloseable {
+        /** No downstream consumers. */
+        Inboxes NONE = new Inboxes() {
+        };
+
+        /** Makes the consumers of scenario {@code scenario} on the data topic {@code topic}. */
+        @FunctionalInterface
+        interface Factory {
+            Inboxes create(String scenario, String bootstrap, String topic);
+        }
+
+        /** Starts consuming. */
+        default void start() {
+        }
+
+        /** Kills the consumers' database sessions; returns how many. */
+        default int killConnections() {
+            return 0;
+        }
+
+        /**
+         * Waits until the consumers have applied what committed ({@code truth}: key, sequence, token), checks it and
+         * returns a line for the summary, empty for none.
+         */
+        default String check(Map<String, Map<Integer, String>> truth, int committed, long rawDuplicates,
+                             Duration wait) {
+            return "";
+        }
+
+        @Override
+        default void close() {
+        }
+    }
+
+    /**
+     * How a scenario is set up: the harvest, the dispatchers' tuning (its timings should stay those of {@link #CONFIG},
+     * which the scenario's bounds assume), the downstream consumers, the writers (how many, keys each, messages a
+     * second offered by all of them together, 0 for as fast as the backlog limit lets them), the backlog limit (see
+     * {@link #limitBacklog}) and how long {@link #finish()} waits for the outbox to drain. Immutable.
+     */
+    record Setup(Harvest harvest, DispatcherConfig config, Inboxes.Factory inboxes, int writers, int keysPerWriter,
+                 int messagesPerSecond, int maxBacklog, Duration drainTimeout) {
+        /** The suite's scenarios: {@link #WRITERS} writers over {@link #KEYS_PER_WRITER} keys each, as fast as the
+         * {@link #MAX_BACKLOG} lets them, {@link #CONFIG}, the table harvest. */
+        static Setup of(Inboxes.Factory inboxes) {
+            return new Setup(Harvest.TABLE, CONFIG, inboxes, WRITERS, KEYS_PER_WRITER, 0, MAX_BACKLOG, WAIT);
+        }
+
+        Setup harvest(Harvest value) {
+            return new Setup(value, config, inboxes, writers, keysPerWriter, messagesPerSecond, maxBacklog,
+                    drainTimeout);
+        }
+
+        Setup config(DispatcherConfig value) {
+            return new Setup(harvest, value, inboxes, writers, keysPerWriter, messagesPerSecond, maxBacklog,
+                    drainTimeout);
+        }
+
+        /** {@code writers} writers over {@code keysPerWriter} keys each offering {@code messagesPerSecond} in all. */
+        Setup writers(int count, int keysEach, int rate) {
+            return new Setup(harvest, config, inboxes, count, keysEach, rate, maxBacklog, drainTimeout);
+        }
+
+        Setup maxBacklog(int value) {
+            return new Setup(harvest, config, inboxes, writers, keysPerWriter, messagesPerSecond, value,
+                    drainTimeout);
+        }
+
+        Setup drainTimeout(Duration value) {
+            return new Setup(harvest, config, inboxes, writers, keysPerWriter, messagesPerSecond, maxBacklog, value);
+        }
+    }
+
     /** A fault injected from {@code startNanos} until it had taken effect, at {@code endNanos}. */
     record Fault(String what, long startNanos, long endNanos) {
     }
@@ -150,9 +227,9 @@ final class Scenario implements AutoCloseable {
     }
 
     /** What {@link #finish()} measured. */
-    record Result(String name, int committed, long consumed, long duplicates, Map<String, Integer> duplicatesByFault,
-                  Map<String, Integer> inFlightByFault, List<Takeover> takeovers, long longestGapMillis,
-                  int parked, int failuresReported) {
+    record Result(String name, int committed, long consumed, int lost, int orderViolations, long duplicates,
+                  Map<String, Integer> duplicatesByFault, Map<String, Integer> inFlightByFault,
+                  List<Takeover> takeovers, long longestGapMillis, int parked, int failuresReported) {
     }
 
     private final String name;
@@ -171,7 +248,10 @@ final class Scenario implements AutoCloseable {
     private final List<Node> nodes = new ArrayList<>();
     private final Writers writers;
     private final TopicWatcher watcher;
-    private final InboxSide inboxes;
+    private final Inboxes inboxes;
+    private final Setup setup;
+    /** How the nodes connect and are tuned (harvesting by cursor). */
+    private final Settings settings;
     private final List<Fault> faults = new ArrayList<>();
     private final List<Takeover> takeovers = new ArrayList<>();
     private final List<String> notes = new ArrayList<>();
@@ -183,11 +263,13 @@ final class Scenario implements AutoCloseable {
     /** From the start of the set-up (servers started on first use, databases, topics, clients) to the writers'. */
     private long setUpMillis;
 
-    private Scenario(String name, long seed, KafkaServer kafka, Harvest harvest, DispatcherConfig config) {
+    private Scenario(String name, long seed, KafkaServer kafka, Setup setup) {
         this.name = name;
         this.seed = seed;
         this.kafka = kafka;
-        this.harvest = harvest;
+        this.setup = setup;
+        this.harvest = setup.harvest();
+        DispatcherConfig config = setup.config();
         this.sendLog = new SendLog(harvest == Harvest.WAL);
         String suffix = Long.toHexString(seed & 0xffffffL);
         this.url = pg.createDatabase("e2e_" + name);
@@ -202,7 +284,7 @@ final class Scenario implements AutoCloseable {
         hc.setJdbcUrl(url + (url.contains("?") ? "&" : "?") + "ApplicationName=e2e_" + name + "_app");
         hc.setUsername(pg.username());
         hc.setPassword(pg.password());
-        hc.setMaximumPoolSize(WRITERS + 2);
+        hc.setMaximumPoolSize(setup.writers() + 2);
         hc.setPoolName("pool-e2e-" + name + "-app");
         this.appPool = new HikariDataSource(hc);
         PostgresStore.Builder admin = PostgresStore.builder(appPool);
@@ -222,7 +304,7 @@ final class Scenario implements AutoCloseable {
         kafka.createTopic(topic, PARTITIONS);
         limitMessageSize(topic, MAX_MESSAGE_BYTES);
 
-        Settings settings = new Settings(url, DISPATCHER_USER, DISPATCHER_PASSWORD, kafka.bootstrapServers(),
+        this.settings = new Settings(url, DISPATCHER_USER, DISPATCHER_PASSWORD, kafka.bootstrapServers(),
                 topic + "-leader", config, DELIVERY_TIMEOUT, SESSION_TIMEOUT, harvest == Harvest.WAL);
         for (int i = 1; i <= 3; i++) {
             // Table: d2 harvests by mark, d1 and d3 by cursor (the default): every scenario proves both harvests, and
@@ -232,44 +314,39 @@ final class Scenario implements AutoCloseable {
             nodes.add(new Node("d" + i, "e2e_" + name + "_d" + i, own, sendLog, timeline));
         }
         this.watcher = new TopicWatcher(kafka.bootstrapServers(), topic);
-        this.inboxes = new InboxSide(name, kafka.bootstrapServers(), topic);
+        this.inboxes = setup.inboxes().create(name, kafka.bootstrapServers(), topic);
         long pauseMicros = Long.getLong("outbox.e2e.writerPauseMicros", 2_000);
-        this.writers = new Writers(appPool, adminStore.publisher(), topic, WRITERS, KEYS_PER_WRITER, pauseMicros,
-                seed);
+        this.writers = new Writers(appPool, adminStore.publisher(), topic, setup.writers(), setup.keysPerWriter(),
+                pauseMicros, setup.messagesPerSecond(), seed);
         limitBacklog(true);
     }
 
-    /** Sets up a scenario named {@code name} (lower case, digits, underscores) and starts everything. */
-    static Scenario start(String name, long seed) {
-        return start(name, seed, TestServers.kafka());
+    /**
+     * Sets up a scenario named {@code name} (lower case, digits, underscores) with the downstream consumers
+     * {@code inboxes} and starts everything.
+     */
+    static Scenario start(String name, long seed, Inboxes.Factory inboxes) {
+        return start(name, seed, TestServers.kafka(), Setup.of(inboxes));
     }
 
-    /** {@link #start(String, long)} with the outbox harvested as {@code harvest} says. */
-    static Scenario start(String name, long seed, Harvest harvest) {
-        return start(name, seed, TestServers.kafka(), harvest);
-    }
-
-    /** {@link #start(String, long)} on the Kafka cluster {@code kafka}. */
-    static Scenario start(String name, long seed, KafkaServer kafka) {
-        return start(name, seed, kafka, Harvest.TABLE);
+    /** {@link #start(String, long, Inboxes.Factory)} with the outbox harvested as {@code harvest} says. */
+    static Scenario start(String name, long seed, Harvest harvest, Inboxes.Factory inboxes) {
+        return start(name, seed, TestServers.kafka(), Setup.of(inboxes).harvest(harvest));
     }
 
     /**
-     * {@link #start(String, long)} on the Kafka cluster {@code kafka}, with the dispatchers tuned by {@code config}
-     * instead of {@link #CONFIG} (its
-     * timings should stay those of {@link #CONFIG}, which the scenario's bounds assume).
+     * {@link #start(String, long, Inboxes.Factory)} on the Kafka cluster {@code kafka}, with the dispatchers tuned by
+     * {@code config} instead of {@link #CONFIG} (its timings should stay those of {@link #CONFIG}, which the
+     * scenario's bounds assume).
      */
-    static Scenario start(String name, long seed, KafkaServer kafka, DispatcherConfig config) {
-        return start(name, seed, kafka, Harvest.TABLE, config);
+    static Scenario start(String name, long seed, KafkaServer kafka, DispatcherConfig config,
+                          Inboxes.Factory inboxes) {
+        return start(name, seed, kafka, Setup.of(inboxes).config(config));
     }
 
-    private static Scenario start(String name, long seed, KafkaServer kafka, Harvest harvest) {
-        return start(name, seed, kafka, harvest, CONFIG);
-    }
-
-    private static Scenario start(String name, long seed, KafkaServer kafka, Harvest harvest,
-                                  DispatcherConfig config) {
-        Scenario s = new Scenario(name, seed, kafka, harvest, config);
+    /** Sets up a scenario named {@code name} on the Kafka cluster {@code kafka} as {@code setup} says. */
+    static Scenario start(String name, long seed, KafkaServer kafka, Setup setup) {
+        Scenario s = new Scenario(name, seed, kafka, setup);
         try {
             s.watcher.start();
             s.inboxes.start();
@@ -280,12 +357,12 @@ final class Scenario implements AutoCloseable {
             s.close();
             throw e;
         }
-        log.info("scenario {} started (seed {}, {} harvest)", name, seed, harvest);
+        log.info("scenario {} started (seed {}, {} harvest)", name, seed, setup.harvest());
         return s;
     }
 
-    /** The inbox consumers on Postgres, MySQL and MariaDB. */
-    InboxSide inboxes() {
+    /** The downstream consumers. */
+    Inboxes inboxes() {
         return inboxes;
     }
 
@@ -329,11 +406,11 @@ final class Scenario implements AutoCloseable {
     }
 
     /**
-     * Whether the writers hold while {@link #MAX_BACKLOG} committed messages have not reached the data topic's
+     * Whether the writers hold while {@link Setup#maxBacklog()} committed messages have not reached the data topic's
      * consumer (the default), or write on regardless, e.g. to let a backlog grow while Kafka is away.
      */
     void limitBacklog(boolean limit) {
-        writers.limitBacklog(this::backlog, limit ? MAX_BACKLOG : Integer.MAX_VALUE);
+        writers.limitBacklog(this::backlog, limit ? setup.maxBacklog() : Integer.MAX_VALUE);
     }
 
     /** Committed messages that the data topic's consumer has not seen yet. */
@@ -343,6 +420,11 @@ final class Scenario implements AutoCloseable {
 
     private int backlog() {
         return (int) Math.max(0, committed() - watcher.distinct());
+    }
+
+    /** The writers. */
+    Writers writers() {
+        return writers;
     }
 
     /** Messages committed so far, by the writers and by {@link #openLate late transactions}. */
@@ -429,6 +511,56 @@ final class Scenario implements AutoCloseable {
         takeovers.add(t);
         log.info("{}: {}", name, t);
         return t;
+    }
+
+    /**
+     * Starts one more dispatcher (harvesting by cursor, the default), e.g. to replace one that was closed or crashed;
+     * returns it.
+     */
+    Node addNode() {
+        int i = nodes.size() + 1;
+        Node n = new Node("d" + i, "e2e_" + name + "_d" + i, settings, sendLog, timeline);
+        nodes.add(n);
+        n.start();
+        return n;
+    }
+
+    /** What {@link #outage} measured, in milliseconds; {@code noticedMillis} is -1 if no failure was reported. */
+    record Outage(long tookEffectMillis, long noticedMillis, long endedMillis, long resumedMillis) {
+        @Override
+        public String toString() {
+            return String.format("took effect in %d ms, the dispatchers failed on it after %s, ended in %d ms,"
+                    + " purging again %d ms after it ended", tookEffectMillis,
+                    noticedMillis < 0 ? "- (no failure reported)" : noticedMillis + " ms", endedMillis,
+                    resumedMillis);
+        }
+    }
+
+    /**
+     * A fault of the dispatchers' surroundings (the database stopped, read-only, frozen): {@code begin} under load,
+     * held until the dispatchers have reported a failure or for at most {@code noticeBound}, then {@code end}; recorded
+     * as the fault {@code what}. Returns its times, with how long purging took to resume after it ended.
+     */
+    Outage outage(String what, Runnable begin, Runnable end, Duration noticeBound) {
+        int failuresBefore = failuresReported();
+        long[] times = {0, -1, 0};
+        fault(what, () -> {
+            long t0 = System.nanoTime();
+            try {
+                begin.run();
+                times[0] = millisSince(t0);
+                if (Await.until(() -> failuresReported() > failuresBefore, noticeBound)) {
+                    times[1] = millisSince(t0);
+                }
+            } finally {
+                long t1 = System.nanoTime();
+                end.run();
+                times[2] = millisSince(t1);
+            }
+        });
+        long armed = armPurges();
+        long resumed = awaitPurgeAfter(armed, "the end of '" + what + "'");
+        return new Outage(times[0], times[1], times[2], resumed);
     }
 
     /** Closes {@code node}'s dispatcher: stops marking, drains, flushes, leaves the group. */
@@ -740,7 +872,7 @@ final class Scenario implements AutoCloseable {
         // The outbox is empty: no row left in the table; with the WAL harvest, the slot confirmed past a fence
         // committed after the writers' last transaction, so the leader finished (acknowledged or parked) every message.
         BooleanSupplier empty = harvest == Harvest.WAL ? confirmedPast(commitFence()) : () -> adminStore.backlog() == 0;
-        await(() -> watcher.reached(lastCommitted) && empty.getAsBoolean(), WAIT,
+        await(() -> watcher.reached(lastCommitted) && empty.getAsBoolean(), setup.drainTimeout(),
                 () -> "every committed message consumed (" + watcher.distinct() + " of " + committed
                         + ") and the outbox empty (" + outboxState() + "); leaders " + live() + "\n" + timeline);
         long drainMillis = millisSince(writingEnded);
@@ -831,7 +963,8 @@ final class Scenario implements AutoCloseable {
 
         List<ParkedRecord> parked = adminStore.parked(100);
         int failures = nodes.stream().mapToInt(n -> n.failures.get()).sum();
-        Result r = new Result(name, committed, watcher.records(), duplicates, dupsByFault, inFlightByFault,
+        Result r = new Result(name, committed, watcher.records(), missing.size(), watcher.violations().size(),
+                duplicates, dupsByFault, inFlightByFault,
                 List.copyOf(takeovers), watcher.longestGapMillis(), parked.size(), failures);
         print(r, drainMillis);
 
@@ -872,8 +1005,10 @@ final class Scenario implements AutoCloseable {
         // Effectively once: each inbox consumer applied every committed message exactly once, duplicates and all.
         String inboxSummary = inboxes.check(truth, committed, duplicates, WAIT);
         inboxes.close();
-        System.out.println("E2E " + name + " " + inboxSummary);
-        log.info("{}: {}", name, inboxSummary);
+        if (!inboxSummary.isEmpty()) {
+            System.out.println("E2E " + name + " " + inboxSummary);
+            log.info("{}: {}", name, inboxSummary);
+        }
         return r;
     }
 
@@ -927,11 +1062,12 @@ final class Scenario implements AutoCloseable {
                     .append(inFlight == null ? "" : " of " + inFlight + " in flight");
         }
         String summary = String.format("E2E %s: %d messages committed by %d writers in %d s (%d rolled back; "
-                        + "scenario set up %d s before), %d records consumed, %d duplicates [%s], %d parked, take-over"
+                        + "scenario set up %d s before), %d records consumed, %d lost, %d per-key order violations,"
+                        + " %d duplicates [%s], %d parked, take-over"
                         + " [%s], longest delivery gap %d ms, drained %d ms after the writers stopped, %d failures"
                         + " reported%s",
-                r.name(), r.committed(), WRITERS, writers.runMillis() / 1000, writers.rolledBack(),
-                setUpMillis / 1000, r.consumed(),
+                r.name(), r.committed(), setup.writers(), writers.runMillis() / 1000, writers.rolledBack(),
+                setUpMillis / 1000, r.consumed(), r.lost(), r.orderViolations(),
                 r.duplicates(), faultsText, r.parked(),
                 r.takeovers().stream().map(Takeover::toString).collect(Collectors.joining("; ")),
                 r.longestGapMillis(), drainMillis, r.failuresReported(),

@@ -33,6 +33,11 @@ import java.util.function.IntSupplier;
  * dispatchers deliver, whatever the machine: a scenario commits what its steps wait for plus at most the limit,
  * instead of as much as the writers manage in the time the steps take (which all had then to be drained and checked
  * after the writers stopped).
+ *
+ * <p>Rate: with a target of messages a second, each writer keeps to its share of it on a schedule (a rolled-back
+ * transaction does not count); a writer more than a second behind its schedule (a slow commit, a fault) starts it
+ * again from now rather than burst to catch up, so the rate offered stays steady and what the writers achieved is what
+ * the system took. Without a target, each writer pauses between transactions.
  */
 final class Writers implements AutoCloseable {
     static final String EVENTS_DDL = "CREATE TABLE e2e_events (key text NOT NULL, seq int NOT NULL, token text NOT NULL,"
@@ -44,6 +49,8 @@ final class Writers implements AutoCloseable {
     private final String topic;
     private final int keysPerWriter;
     private final long pauseNanos;
+    /** Per writer, nanoseconds per message on its schedule; 0 for no schedule. */
+    private final double nanosPerMessage;
     private final List<Thread> threads = new ArrayList<>();
     private final List<Throwable> failures = new CopyOnWriteArrayList<>();
     private final AtomicInteger committed = new AtomicInteger();
@@ -56,13 +63,18 @@ final class Writers implements AutoCloseable {
     private long startedNanos;
     private long stoppedNanos;
 
+    /**
+     * @param pauseMicros       the pause after each transaction when there is no target rate
+     * @param messagesPerSecond the target rate of all writers together, or 0 for none
+     */
     Writers(DataSource dataSource, Publisher publisher, String topic, int writers, int keysPerWriter,
-            long pauseMicros, long seed) {
+            long pauseMicros, int messagesPerSecond, long seed) {
         this.dataSource = dataSource;
         this.publisher = publisher;
         this.topic = topic;
         this.keysPerWriter = keysPerWriter;
         this.pauseNanos = TimeUnit.MICROSECONDS.toNanos(pauseMicros);
+        this.nanosPerMessage = messagesPerSecond > 0 ? 1e9 * writers / messagesPerSecond : 0;
         Random seeds = new Random(seed);
         for (int w = 0; w < writers; w++) {
             int writer = w;
@@ -120,7 +132,20 @@ final class Writers implements AutoCloseable {
         int[] next = new int[keysPerWriter];
         int mine = 0;
         int tx = 0;
+        long scheduleStart = System.nanoTime();
+        long scheduled = 0;
         while (running) {
+            if (nanosPerMessage > 0) {
+                // Pacing the load on the writer's schedule, not waiting for anything.
+                long due = scheduleStart + (long) (scheduled * nanosPerMessage);
+                long now = System.nanoTime();
+                if (now - due > TimeUnit.SECONDS.toNanos(1)) {
+                    scheduleStart = now;
+                    scheduled = 0;
+                } else if (due - now > 0) {
+                    LockSupport.parkNanos(due - now);
+                }
+            }
             // Flow control, not a wait for time to pass: the writer goes on as soon as the consumer catches up.
             while (running && backlog.getAsInt() >= maxBacklog) {
                 LockSupport.parkNanos(BACKLOG_RECHECK_NANOS);
@@ -159,6 +184,7 @@ final class Writers implements AutoCloseable {
                     next = seqs;
                     mine += messages;
                     committed.addAndGet(messages);
+                    scheduled += messages;
                 }
             } catch (SQLException | RuntimeException | AssertionError e) {
                 // AssertionError: with assertions on (-ea, as in tests), pgjdbc asserts that getAutoCommit() does not
@@ -178,7 +204,9 @@ final class Writers implements AutoCloseable {
                 next = java.util.Arrays.copyOf(recovered, keysPerWriter);
                 LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50)); // the writer's backoff
             }
-            LockSupport.parkNanos(pauseNanos);
+            if (nanosPerMessage == 0) {
+                LockSupport.parkNanos(pauseNanos);
+            }
         }
     }
 
