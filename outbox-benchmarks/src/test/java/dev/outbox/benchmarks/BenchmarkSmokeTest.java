@@ -26,7 +26,7 @@ class BenchmarkSmokeTest {
 
         Report report = Benchmark.run(options);
 
-        assertThat(report.throughput).containsOnlyKeys("drain", "drain-unfenced", "drain-mark", "drain-wal",
+        assertThat(report.throughput).containsOnlyKeys("drain", "drain-txn", "drain-unfenced", "drain-mark", "drain-wal",
                 "drain-shards", "drain-shards-2", "database", "cursor", "wal-ceiling", "broker", "naive");
         for (List<ThroughputScenarios.Run> runs : report.throughput.values()) {
             assertThat(runs).hasSize(1);
@@ -35,6 +35,8 @@ class BenchmarkSmokeTest {
         assertThat(report.throughput.get("drain").get(0).records()).isEqualTo(3000);
         assertThat(report.throughput.get("drain").get(0).left()).isZero();
         assertThat(report.throughput.get("drain-mark").get(0).records()).isEqualTo(3000);
+        assertThat(report.throughput.get("drain-txn").get(0).records()).isEqualTo(3000);
+        assertThat(report.throughput.get("drain-txn").get(0).left()).isZero();
         assertThat(report.throughput.get("drain-mark").get(0).left()).isZero();
         for (String sharded : List.of("drain-shards", "drain-shards-2")) {
             assertThat(report.throughput.get(sharded).get(0).records()).as(sharded).isEqualTo(3000);
@@ -54,8 +56,8 @@ class BenchmarkSmokeTest {
                     assertThat(c.notifying().commitsPerSecond()).isPositive();
                 });
         assertThat(report.throughput.get("naive").get(0).left()).isZero();
-        assertThat(report.latency).as("--rates 500 with each harvest (cursor, WAL, polling, mark), then the poison"
-                + " scenario without and with the poison key").hasSize(6).allSatisfy(l -> {
+        assertThat(report.latency).as("--rates 500 with each harvest (cursor, transactional producer, WAL, polling,"
+                + " mark), then the poison scenario without and with the poison key").hasSize(7).allSatisfy(l -> {
             assertThat(l.unacknowledged()).isZero();
             assertThat(l.commitToAck().count()).isPositive();
         });
@@ -70,11 +72,12 @@ class BenchmarkSmokeTest {
             assertThat(r.records()).isEqualTo(3000 + options.partitions);
             assertThat(r.rate()).isPositive();
         });
-        assertThat(report.latency.get(1).variant()).startsWith(LatencyScenario.WAL_VARIANT);
-        assertThat(report.latency.get(2).variant()).startsWith(LatencyScenario.POLL_VARIANT);
-        assertThat(report.latency.get(3).variant()).startsWith(LatencyScenario.MARK_VARIANT);
-        assertThat(report.latency.get(5).poisoned()).isTrue();
-        assertThat(report.latency.get(5).poisonFailures()).isPositive();
+        assertThat(report.latency.get(1).variant()).startsWith(LatencyScenario.TXN_VARIANT);
+        assertThat(report.latency.get(2).variant()).startsWith(LatencyScenario.WAL_VARIANT);
+        assertThat(report.latency.get(3).variant()).startsWith(LatencyScenario.POLL_VARIANT);
+        assertThat(report.latency.get(4).variant()).startsWith(LatencyScenario.MARK_VARIANT);
+        assertThat(report.latency.get(6).poisoned()).isTrue();
+        assertThat(report.latency.get(6).poisonFailures()).isPositive();
         assertThat(report.text()).contains("Writer cost", "table INSERT", "WAL emit", "wal_level=logical",
                 "synchronous_commit=on", "Dispatcher -> Kafka (cursor harvest)", "(mark harvest)", "(WAL harvest)",
                 "WAL ceiling",
