@@ -6,22 +6,12 @@ import dev.outbox.DispatcherConfig;
 import dev.outbox.DispatcherListener;
 import dev.outbox.OutboxMessage;
 import dev.outbox.OutboxRecord;
-import dev.outbox.broker.kafka.KafkaMessageBroker;
 import dev.outbox.spi.MessageBroker;
 import dev.outbox.testkit.Await;
 import dev.outbox.testkit.BrokerFaults;
 import dev.outbox.testkit.InMemoryBroker;
 import dev.outbox.testkit.InMemoryLeaderGroup;
 import dev.outbox.testservers.JdbcServer;
-import dev.outbox.testservers.KafkaServer;
-import dev.outbox.testservers.TestServers;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.common.PartitionInfo;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import org.apache.kafka.common.serialization.StringDeserializer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.slf4j.Logger;
@@ -60,9 +50,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * group; the leadership moves twice (an orderly hand-over, then a lost session). Every committed message must
  * arrive, and per key in the order written (a retry may repeat the latest record, never go back).
  *
- * <p>Two brokers: a real Kafka ({@link KafkaMessageBroker}, read back with a plain consumer), and the test kit's
- * {@link InMemoryBroker} with random ack delays and retriable failures, which exercises resets on the database.
- * Run for MySQL 8 and MariaDB by the subclasses.
+ * <p>The broker is the test kit's {@link InMemoryBroker} with random ack delays and retriable failures, which
+ * exercises resets on the database. Run for MySQL 8 and MariaDB by the subclasses; the same scenario into a real Kafka
+ * is {@code MySqlKafkaHarvestTest} in {@code outbox-integration-tests} (this module does not depend on the Kafka
+ * adapter, so that the two build side by side).
  */
 @Timeout(value = 150, unit = TimeUnit.SECONDS)
 abstract class MySqlHarvestTests {
@@ -77,16 +68,6 @@ abstract class MySqlHarvestTests {
 
     private String suffix() {
         return kind().name().toLowerCase(Locale.ROOT);
-    }
-
-    @Test
-    void intoKafkaConcurrentWritersAndTwoLeaderChangesDeliverEveryRecordInPerKeyOrder() throws Exception {
-        KafkaServer kafka = TestServers.kafka();
-        String topic = TOPIC + "-" + suffix() + "-" + UUID.randomUUID();
-        kafka.createTopic(topic, 4);
-        harvest("kafka", topic, index -> KafkaMessageBroker.builder().bootstrapServers(kafka.bootstrapServers())
-                        .deliveryTimeout(Duration.ofSeconds(5)).build(),
-                () -> readToEnd(kafka.bootstrapServers(), topic), () -> 0L);
     }
 
     @Test
@@ -112,7 +93,7 @@ abstract class MySqlHarvestTests {
      * The scenario, for brokers made by {@code brokers} (one per dispatcher); {@code delivered} reads back what
      * the broker got, per partition in order, as (key, value) pairs.
      */
-    private void harvest(String brokerName, String topic, IntFunction<MessageBroker> brokers,
+    void harvest(String brokerName, String topic, IntFunction<MessageBroker> brokers,
                          Supplier<List<Map.Entry<String, String>>> delivered, Supplier<Long> brokerFailures)
             throws Exception {
         long seed = System.nanoTime();
@@ -248,37 +229,6 @@ abstract class MySqlHarvestTests {
         }
     }
 
-    /** Every record of {@code topic} up to its current end, partition by partition in offset order. */
-    private static List<Map.Entry<String, String>> readToEnd(String bootstrap, String topic) {
-        try (KafkaConsumer<String, byte[]> consumer = new KafkaConsumer<>(Map.of(
-                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
-                ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false),
-                new StringDeserializer(), new ByteArrayDeserializer())) {
-            List<TopicPartition> partitions = new ArrayList<>();
-            for (PartitionInfo p : consumer.partitionsFor(topic, WAIT)) {
-                partitions.add(new TopicPartition(topic, p.partition()));
-            }
-            consumer.assign(partitions);
-            consumer.seekToBeginning(partitions);
-            Map<TopicPartition, Long> end = consumer.endOffsets(partitions, WAIT);
-            Map<TopicPartition, List<Map.Entry<String, String>>> byPartition = new HashMap<>();
-            Await.untilOrFail(() -> {
-                for (ConsumerRecord<String, byte[]> r : consumer.poll(Duration.ofMillis(100))) {
-                    byPartition.computeIfAbsent(new TopicPartition(r.topic(), r.partition()), p -> new ArrayList<>())
-                            .add(new AbstractMap.SimpleEntry<>(r.key(), new String(r.value(), StandardCharsets.UTF_8)));
-                }
-                for (TopicPartition p : partitions) {
-                    if (consumer.position(p) < end.get(p)) {
-                        return false;
-                    }
-                }
-                return true;
-            }, WAIT, () -> "could not read " + topic + " to its end " + end);
-            List<Map.Entry<String, String>> all = new ArrayList<>();
-            byPartition.values().forEach(all::addAll);
-            return all;
-        }
-    }
 
     /** Counts acknowledged sends, to move the leadership at known points of progress. */
     private static final class CountingBroker implements MessageBroker {
