@@ -204,9 +204,10 @@ public final class Benchmark {
                             options.takeoverRepeat);
                     ShardedTakeoverScenario.Result r = takeover.run(i);
                     Progress.say("take-over of shards: the other shards' commit->ack p99 %.1f ms quiet, %.1f ms through"
-                                    + " the take-over (x%.2f); the killed Dispatcher's %d shards led again after %.2f s,"
+                                    + " the take-over (x%.2f), %.1f ms around the move (x%.2f); the killed Dispatcher's %d shards led again after %.2f s,"
                                     + " acknowledging after %.2f s; %,d committed (none lost), %d acknowledged by the killed JVM unreported, %d duplicates",
-                            r.quietOthers().p99(), r.takeoverOthers().p99(), r.p99Ratio(), r.killedShards(),
+                            r.quietOthers().p99(), r.takeoverOthers().p99(), r.p99Ratio(), r.moveOthers().p99(),
+                            r.moveP99Ratio(), r.killedShards(),
                             r.movedAfter(), r.ownFirstAck(), r.committed(), r.unreported(), r.duplicates());
                     report.shardTakeover.add(r);
                 }

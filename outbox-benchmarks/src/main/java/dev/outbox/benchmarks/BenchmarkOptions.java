@@ -118,6 +118,10 @@ final class BenchmarkOptions implements Callable<Integer> {
     @Option(defaultValue = "15", names = "--takeover-window", paramLabel = "S", converter = Seconds.class,
             description = "takeover-shards: seconds of the quiet window, and of the window after the kill.")
     Duration takeoverWindow;
+    @Option(defaultValue = "30", names = "--takeover-warmup", paramLabel = "S", converter = Seconds.class,
+            description = "takeover-shards: seconds of writing before the quiet window (the three dispatcher JVMs'"
+                    + " JIT on the machine's cores); may be 0.")
+    Duration takeoverWarmup;
     @Option(names = "--mark-batch", paramLabel = "N", description = "Dispatcher: rows per mark.")
     int markBatchSize = 1_000;
     @Option(names = "--max-in-flight", paramLabel = "N", description = "Dispatcher: records in flight at most.")
@@ -248,6 +252,9 @@ final class BenchmarkOptions implements Callable<Integer> {
         atLeast("--takeover-rate", takeoverRate, 1);
         if (takeoverWindow.toMillis() < 1_000) {
             throw error("--takeover-window must be at least 1 s: " + takeoverWindow.toMillis() + " ms");
+        }
+        if (takeoverWarmup.isNegative()) {
+            throw error("--takeover-warmup must not be negative: " + takeoverWarmup.toMillis() + " ms");
         }
         atLeast("--mark-batch", markBatchSize, 1);
         atLeast("--max-in-flight", maxInFlightRecords, 1);

@@ -21,7 +21,7 @@ class BenchmarkSmokeTest {
                 "--rows", "3000", "--naive-rows", "100", "--repeat", "1", "--warmup-rows", "0",
                 "--rates", "500", "--duration", "1.5", "--writer-cost-seconds", "0.05", "--latency-warmup", "0.5", "--writers", "2",
                 "--takeover-modes", "close", "--takeover-repeat", "1", "--takeover-rate", "200",
-                "--takeover-window", "2",
+                "--takeover-window", "2", "--takeover-warmup", "0.5",
                 "--out", out.toString()});
 
         Report report = Benchmark.run(options);
@@ -67,6 +67,7 @@ class BenchmarkSmokeTest {
             assertThat(t.unreported()).as("acknowledged by the killed JVM, unreported").isNotNegative();
             assertThat(t.quietOthers().count()).isPositive();
             assertThat(t.takeoverOthers().count()).isPositive();
+            assertThat(t.moveOthers().count()).as("others committed around the move").isPositive();
         });
         assertThat(report.inbox).as("bare consumer, inbox consumer, bare consumer").hasSize(3).allSatisfy(r -> {
             assertThat(r.records()).isEqualTo(3000 + options.partitions);
