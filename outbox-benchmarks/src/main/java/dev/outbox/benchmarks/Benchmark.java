@@ -95,9 +95,10 @@ public final class Benchmark {
                     Progress.say("latency at %,d records/s offered for %s (+ %s warm-up) ...", rate,
                             options.duration, options.latencyWarmup);
                     LatencyScenario.Result result = latency.run(rate);
-                    Progress.say("latency at %,d/s: commit->ack p50 %.1f ms, p99 %.1f ms, max %.1f ms; backlog max %d,"
-                                    + " %s", rate, result.commitToAck().p50(), result.commitToAck().p99(),
-                            result.commitToAck().max(), result.backlogMax(),
+                    Progress.say("latency at %,d/s: commit->ack p50 %.1f ms, p99 %.1f ms, max %.1f ms (commit->send"
+                                    + " p50 %.1f ms, p99 %.1f ms); backlog max %d, %s", rate, result.commitToAck().p50(),
+                            result.commitToAck().p99(), result.commitToAck().max(), result.commitToSend().p50(),
+                            result.commitToSend().p99(), result.backlogMax(),
                             result.sustainable() ? "sustainable" : "NOT sustainable");
                     report.latency.add(result);
                     ThroughputScenarios.settle();

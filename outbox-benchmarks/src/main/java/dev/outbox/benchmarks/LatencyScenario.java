@@ -46,7 +46,8 @@ final class LatencyScenario {
     /** The outcome of one offered rate. */
     record Result(int offeredRate, int recordsPerTx, int writers, double achievedRate, boolean writersKeptUp,
                   double ackRate,
-                  long measured, long unacknowledged, Stats commitToAck, Stats scheduledToAck, Stats commitToConsume,
+                  long measured, long unacknowledged, Stats commitToAck, Stats commitToSend, Stats scheduledToAck,
+                  Stats commitToConsume,
                   long backlogMax, long backlogEnd, double backlogSlope, boolean sustainable, double drainAfterSeconds,
                   String variant, long poisonFailures) {
         /** Whether this run had the poison key ({@link LatencyScenario#POISON_KEY}). */
@@ -186,18 +187,32 @@ final class LatencyScenario {
         AtomicLongArray scheduled = new AtomicLongArray(capacity);
         AtomicLongArray committed = new AtomicLongArray(capacity);
         AtomicLongArray acked = new AtomicLongArray(capacity);
+        AtomicLongArray sent = new AtomicLongArray(capacity);
         AtomicLongArray consumed = new AtomicLongArray(capacity);
         AtomicLong ackCount = new AtomicLong();
 
         MessageBroker real = env.newBroker("bench-latency");
         AtomicLong poisonFailures = new AtomicLong();
         MessageBroker sending = !poison ? real : new PoisonBroker(real, poisonFailures);
-        TimingBroker broker = new TimingBroker(sending, 0, (record, nanos) -> {
-            long seq = sequence(record.message().value());
-            if (seq >= 0 && seq < capacity && acked.compareAndSet((int) seq, 0, nanos - base + 1)) {
-                ackCount.incrementAndGet();
+        TimingBroker.AckListener timing = new TimingBroker.AckListener() {
+            @Override
+            public void acknowledged(OutboxRecord record, long nanos) {
+                long seq = sequence(record.message().value());
+                if (seq >= 0 && seq < capacity && acked.compareAndSet((int) seq, 0, nanos - base + 1)) {
+                    ackCount.incrementAndGet();
+                }
             }
-        }, !polling && Boolean.parseBoolean(System.getProperty("bench.sendPending", "true")));
+
+            @Override
+            public void sent(OutboxRecord record, long nanos) {
+                long seq = sequence(record.message().value());
+                if (seq >= 0 && seq < capacity) {
+                    sent.compareAndSet((int) seq, 0, nanos - base + 1); // the first send: a retry is not the path
+                }
+            }
+        };
+        TimingBroker broker = new TimingBroker(sending, 0, timing,
+                !polling && Boolean.parseBoolean(System.getProperty("bench.sendPending", "true")));
         Dispatcher dispatcher = Dispatcher.builder(store, broker)
                 .config(env.dispatcherConfig().toBuilder().harvest(harvest).build())
                 .name("bench-latency")
@@ -245,6 +260,7 @@ final class LatencyScenario {
 
         long measuredFrom = start - base + 1 + warmNanos;
         Histogram toAck = histogram();
+        Histogram toSend = histogram();
         Histogram scheduledToAck = histogram();
         Histogram toConsume = histogram();
         long measured = 0;
@@ -271,6 +287,10 @@ final class LatencyScenario {
             } else {
                 record(toAck, a - c);
                 record(scheduledToAck, a - due);
+                long sentAt = sent.get(i);
+                if (sentAt != 0) {
+                    record(toSend, Math.max(0, sentAt - c)); // a record can be read before its writer's clock read
+                }
             }
             long r = consumed.get(i);
             if (r != 0) {
@@ -285,7 +305,7 @@ final class LatencyScenario {
         boolean sustainable = slope < 0.02 * rate && backlogEnd <= Math.max(1_000, rate)
                 && missing == 0;
         return new Result(rate, perTx, writers, achieved, writersKeptUp, ackedInWindow / windowSeconds, measured,
-                missing, Stats.of(toAck), Stats.of(scheduledToAck), Stats.of(toConsume), sampler.max(), backlogEnd, slope,
+                missing, Stats.of(toAck), Stats.of(toSend), Stats.of(scheduledToAck), Stats.of(toConsume), sampler.max(), backlogEnd, slope,
                 sustainable, drainAfter, (poison ? "poison, " : "")
                 + (harvest == DispatcherConfig.Harvest.MARK ? MARK_VARIANT : "") + (wal ? WAL_VARIANT : "")
                 + (transactional ? TXN_VARIANT : "")

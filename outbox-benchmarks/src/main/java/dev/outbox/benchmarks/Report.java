@@ -615,6 +615,7 @@ final class Report {
             m.put("measuredRecords", l.measured());
             m.put("unacknowledged", l.unacknowledged());
             m.put("commitToAckMs", statsJson(l.commitToAck()));
+            m.put("commitToSendMs", statsJson(l.commitToSend()));
             m.put("scheduledToAckMs", statsJson(l.scheduledToAck()));
             m.put("commitToConsumeMs", statsJson(l.commitToConsume()));
             m.put("backlogMax", l.backlogMax());

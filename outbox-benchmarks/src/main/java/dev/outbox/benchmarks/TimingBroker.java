@@ -17,6 +17,10 @@ final class TimingBroker implements MessageBroker {
     /** Called on the producer's thread for every acknowledged record, with {@link System#nanoTime()}. */
     interface AckListener {
         void acknowledged(OutboxRecord record, long nanos);
+
+        /** Called on the dispatcher's thread as {@code record} is handed to the real broker. */
+        default void sent(OutboxRecord record, long nanos) {
+        }
     }
 
     private final MessageBroker delegate;
@@ -53,6 +57,9 @@ final class TimingBroker implements MessageBroker {
     public CompletionStage<Void> send(OutboxRecord record) {
         long started = System.nanoTime();
         firstSend.compareAndSet(0, started);
+        if (ackListener != null) {
+            ackListener.sent(record, started);
+        }
         CompletionStage<Void> stage = delegate.send(record);
         sendNanos.add(System.nanoTime() - started);
         stage.whenComplete((ok, error) -> {
