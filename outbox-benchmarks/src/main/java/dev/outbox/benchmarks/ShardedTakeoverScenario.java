@@ -12,7 +12,6 @@ import org.HdrHistogram.Histogram;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 
 import java.io.BufferedReader;
-import java.io.File;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.ByteBuffer;
@@ -322,32 +321,8 @@ final class ShardedTakeoverScenario {
         Child(String name, String leaderTopic, Map<String, Object> producer, DispatcherConfig config, Times times)
                 throws Exception {
             this.name = name;
-            String java = ProcessHandle.current().info().command().orElse("java");
-            List<String> cmd = new ArrayList<>();
-            cmd.add(java);
-            cmd.add("-Xmx384m");
-            cmd.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=" + System.getProperty("bench.childLogLevel", "warn"));
-            cmd.add("-Dorg.slf4j.simpleLogger.showDateTime=true");
-            cmd.add("-Dorg.slf4j.simpleLogger.log.org.apache.kafka=warn");
-            env.database().childProperties().forEach((k, v) -> cmd.add("-D" + k + "=" + v));
-            cmd.add("-Dbench.bootstrap=" + env.kafka().bootstrapServers());
-            cmd.add("-Dbench.leaderTopic=" + leaderTopic);
-            cmd.add("-Dbench.shards=" + SHARDS);
-            cmd.add("-Dbench.name=" + name);
-            cmd.add("-Dbench.markBatchSize=" + config.markBatchSize());
-            cmd.add("-Dbench.maxInFlightRecords=" + config.maxInFlightRecords());
-            cmd.add("-Dbench.purgeBatchSize=" + config.purgeBatchSize());
-            for (Map.Entry<String, Object> e : producer.entrySet()) {
-                cmd.add("-Dbench.producer." + e.getKey() + "=" + e.getValue());
-            }
-            cmd.add("-cp");
-            cmd.add(System.getProperty("java.class.path"));
-            cmd.add(LeaderProcess.class.getName());
-            ProcessBuilder pb = new ProcessBuilder(cmd);
-            pb.environment().put(LeaderProcess.PASSWORD_VARIABLE, env.database().password());
-            pb.redirectError(ProcessBuilder.Redirect.INHERIT);
-            pb.redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
-            process = pb.start();
+            process = TakeoverScenario.startLeaderProcess(env, leaderTopic, producer, config, "384m",
+                    List.of("-Dbench.shards=" + SHARDS, "-Dbench.name=" + name));
             Thread reader = new Thread(() -> {
                 try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(),
                         StandardCharsets.UTF_8))) {

@@ -168,13 +168,22 @@ final class TakeoverScenario {
         }
     }
 
-    private Process startChild(String leaderTopic, Map<String, Object> producer,
-                               DispatcherConfig config) throws Exception {
+    /**
+     * Starts a {@link LeaderProcess} child JVM on this benchmark's database and Kafka: the database's connection
+     * settings, the leader topic, the dispatcher's batch settings and the producer's properties as {@code bench.*}
+     * system properties, the database password in the environment (a command line shows in {@code ps}), its
+     * standard error inherited; {@code extra} adds system properties ({@code -Dname=value}).
+     */
+    static Process startLeaderProcess(BenchEnvironment env, String leaderTopic, Map<String, Object> producer,
+                                      DispatcherConfig config, String maxHeap, List<String> extra)
+            throws java.io.IOException {
         String java = ProcessHandle.current().info().command().orElse("java");
         List<String> cmd = new ArrayList<>();
         cmd.add(java);
-        cmd.add("-Xmx512m");
-        cmd.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
+        cmd.add("-Xmx" + maxHeap);
+        cmd.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=" + System.getProperty("bench.childLogLevel", "warn"));
+        cmd.add("-Dorg.slf4j.simpleLogger.showDateTime=true");
+        cmd.add("-Dorg.slf4j.simpleLogger.log.org.apache.kafka=warn");
         env.database().childProperties().forEach((k, v) -> cmd.add("-D" + k + "=" + v));
         cmd.add("-Dbench.bootstrap=" + env.kafka().bootstrapServers());
         cmd.add("-Dbench.leaderTopic=" + leaderTopic);
@@ -184,15 +193,20 @@ final class TakeoverScenario {
         for (Map.Entry<String, Object> e : producer.entrySet()) {
             cmd.add("-Dbench.producer." + e.getKey() + "=" + e.getValue());
         }
+        cmd.addAll(extra);
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
         cmd.add(LeaderProcess.class.getName());
         ProcessBuilder pb = new ProcessBuilder(cmd);
-        // Not -D: a command line shows in ps.
         pb.environment().put(LeaderProcess.PASSWORD_VARIABLE, env.database().password());
         pb.redirectError(ProcessBuilder.Redirect.INHERIT);
         pb.redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
-        Process p = pb.start();
+        return pb.start();
+    }
+
+    private Process startChild(String leaderTopic, Map<String, Object> producer,
+                               DispatcherConfig config) throws Exception {
+        Process p = startLeaderProcess(env, leaderTopic, producer, config, "512m", List.of());
         CountDownLatch leading = new CountDownLatch(1);
         Thread reader = new Thread(() -> {
             try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(),
