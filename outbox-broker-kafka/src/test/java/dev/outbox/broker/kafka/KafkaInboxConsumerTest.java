@@ -18,6 +18,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
@@ -189,14 +190,27 @@ class KafkaInboxConsumerTest {
         InboxTestSupport.sendWithIds(kafka.bootstrapServers(), topic,
                 IntStream.range(0, records).mapToObj(i -> "r" + i).toList());
         String group = name("group");
-        try (KafkaInboxConsumer first = consumer(topic, group, inbox, InboxTestSupport.effectHandler(effects))
-                .consumerName("rebalance").build()) {
+        KafkaInboxConsumer.RecordHandler apply = InboxTestSupport.effectHandler(effects);
+        // Until the second member has applied a record of its own (it was given partitions), the first applies at
+        // most one record per 20 ms and fetches 10 at a time: on a fast machine it would otherwise apply all
+        // 2,000 before the second joins, and there would be nothing to take over.
+        CountDownLatch secondApplies = new CountDownLatch(1);
+        KafkaInboxConsumer.RecordHandler paced = (connection, record, messageId) -> {
+            secondApplies.await(20, TimeUnit.MILLISECONDS);
+            apply.handle(connection, record, messageId);
+        };
+        KafkaInboxConsumer.RecordHandler signalling = (connection, record, messageId) -> {
+            apply.handle(connection, record, messageId);
+            secondApplies.countDown();
+        };
+        try (KafkaInboxConsumer first = consumer(topic, group, inbox, paced).consumerName("rebalance")
+                .property("max.poll.records", 10).build()) {
             first.start();
             Await.untilOrFail(() -> first.applied() >= 100, Duration.ofSeconds(60),
                     () -> "first applied " + first.applied());
             // A second member joins while the first holds fetched, unprocessed records of every partition: the
             // revoked partitions' offsets must cover what is applied and no more, or their records would be lost.
-            try (KafkaInboxConsumer second = consumer(topic, group, inbox, InboxTestSupport.effectHandler(effects))
+            try (KafkaInboxConsumer second = consumer(topic, group, inbox, signalling)
                     .consumerName("rebalance").build()) {
                 second.start();
                 Await.untilOrFail(() -> first.applied() + second.applied() == records, Duration.ofSeconds(90),
