@@ -1049,24 +1049,35 @@ public final class DefaultDispatcher implements Dispatcher {
     private void fencedByBroker(int records, DeliveryException e) {
         long n = fencedSends.addAndGet(records);
         reportFailure("send", e);
-        boolean first;
-        lock.lock();
-        try {
-            first = !epochLost;
-            epochLost = true;
-            brokerFencedIn = leaderships;
-            forceRemark = leaderId != null;
-            schedule.abandon();
-            rewindCursor();
-            markWork.signalAll();
-        } finally {
-            lock.unlock();
-        }
+        boolean first = loseEpoch(true);
         if (first) {
             log.warn("{}: the broker refused {} send(s) as fenced ({} so far): {}; standing down before sending again",
                     name, records, n, e.getMessage());
         } else {
             log.info("{}: the broker refused {} more send(s) as fenced ({} so far)", name, records, n);
+        }
+    }
+
+    /**
+     * A write was refused as fenced (by the broker, or by the store): the epoch is lost, what was in flight is
+     * abandoned and the harvest rewinds, and the mark thread is woken to stand down. Returns whether the epoch was
+     * held until now (the first refusal of this loss).
+     */
+    private boolean loseEpoch(boolean byBroker) {
+        lock.lock();
+        try {
+            boolean first = !epochLost;
+            epochLost = true;
+            if (byBroker) {
+                brokerFencedIn = leaderships;
+            }
+            forceRemark = leaderId != null;
+            schedule.abandon();
+            rewindCursor();
+            markWork.signalAll();
+            return first;
+        } finally {
+            lock.unlock();
         }
     }
 
@@ -1083,18 +1094,7 @@ public final class DefaultDispatcher implements Dispatcher {
                     operation, n);
             return;
         }
-        boolean first;
-        lock.lock();
-        try {
-            first = !epochLost;
-            epochLost = true;
-            forceRemark = leaderId != null;
-            schedule.abandon();
-            rewindCursor();
-            markWork.signalAll();
-        } finally {
-            lock.unlock();
-        }
+        boolean first = loseEpoch(false);
         if (first) {
             log.warn("{}: the database refused a {} ({} writes refused so far): {}; standing down, then taking a new"
                     + " epoch if this instance still leads", name, operation, n, e.getMessage());
