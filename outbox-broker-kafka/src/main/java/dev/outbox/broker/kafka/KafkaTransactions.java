@@ -18,8 +18,11 @@ import org.slf4j.LoggerFactory;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -77,6 +80,8 @@ final class KafkaTransactions {
         final CompletableFuture<Void> done;
         final long startedNanos;
         volatile Throwable error;
+        /** When {@link #error} was set, in the order of the transaction's callbacks (see {@link #owners}). */
+        volatile long errorOrder;
 
         Entry(OutboxRecord record, CompletableFuture<Void> done, long startedNanos) {
             this.record = record;
@@ -89,9 +94,11 @@ final class KafkaTransactions {
     private final Map<String, Object> producerConfig;
     private final Function<OutboxRecord, ProducerRecord<String, byte[]>> toProducerRecord;
     private final RecordFailure recordFailure;
-    private final java.util.Set<CompletableFuture<Void>> pending;
+    private final Set<CompletableFuture<Void>> pending;
     private final AtomicLong fencedRecords = new AtomicLong();
     private final AtomicLong transactions = new AtomicLong();
+    /** Orders the send callbacks that report an error, across transactions. */
+    private final AtomicLong errorOrder = new AtomicLong();
     /** Until when (System.nanoTime) records are refused as fenced; written and read by the transaction thread. */
     private long quarantineUntil;
     private boolean quarantined;
@@ -108,7 +115,7 @@ final class KafkaTransactions {
 
     KafkaTransactions(String transactionalId, Map<String, Object> producerConfig,
                       Function<OutboxRecord, ProducerRecord<String, byte[]>> toProducerRecord,
-                      RecordFailure recordFailure, java.util.Set<CompletableFuture<Void>> pending) {
+                      RecordFailure recordFailure, Set<CompletableFuture<Void>> pending) {
         this.transactionalId = transactionalId;
         this.producerConfig = producerConfig;
         this.toProducerRecord = toProducerRecord;
@@ -208,10 +215,12 @@ final class KafkaTransactions {
                 try {
                     p.send(toProducerRecord.apply(x.record), (metadata, error) -> {
                         if (error != null) {
+                            x.errorOrder = errorOrder.incrementAndGet();
                             x.error = error;
                         }
                     });
                 } catch (RuntimeException e) {
+                    x.errorOrder = errorOrder.incrementAndGet();
                     x.error = e;
                 }
             }
@@ -247,13 +256,11 @@ final class KafkaTransactions {
             // Committed or not, the cluster decides: the next producer's initTransactions settles it first.
             discardProducer();
         }
-        boolean someOwn = false;
-        for (Entry x : batch) {
-            someOwn |= ownError(x.error);
-        }
+        Set<Entry> own = owners(batch);
+        boolean someOwn = !own.isEmpty();
         List<Entry> again = new ArrayList<>();
         for (Entry x : batch) {
-            if (ownError(x.error)) {
+            if (own.contains(x)) {
                 recordFailure.fail(x.record, x.done, x.error, x.startedNanos);
             } else if (someOwn && !unknownOutcome) {
                 again.add(x); // innocent: aborted with a record that failed on its own
@@ -275,6 +282,25 @@ final class KafkaTransactions {
             }
             log.debug("{} record(s) of an aborted Kafka transaction queued again", again.size());
         }
+    }
+
+    /**
+     * The records that failed on their own. One error can reach several records: a record that fails in its send
+     * (too large, say) puts the producer's transaction in an abortable state, and the producer then fails the records
+     * of the transaction it had not sent yet with that same error. Only the first record to get it (in the order of
+     * the callbacks: the failing send's comes at once, the others' later) is its owner; the others are innocent.
+     */
+    private static Set<Entry> owners(List<Entry> batch) {
+        Map<Throwable, Entry> first = new IdentityHashMap<>();
+        for (Entry x : batch) {
+            Throwable e = x.error;
+            if (ownError(e)) {
+                first.merge(e, x, (a, b) -> a.errorOrder <= b.errorOrder ? a : b);
+            }
+        }
+        Set<Entry> own = Collections.newSetFromMap(new IdentityHashMap<>());
+        own.addAll(first.values());
+        return own;
     }
 
     private static Throwable firstError(List<Entry> batch) {
