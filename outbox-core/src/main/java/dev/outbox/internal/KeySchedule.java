@@ -15,7 +15,6 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -76,11 +75,14 @@ public final class KeySchedule {
     public static final class Flight {
         private final OutboxRecord record;
         private final long sentAtNanos;
+        /** Its key's state, whose flight it is until it settles (a key in flight stays in the schedule's map). */
+        private final KeyState state;
         private boolean reportedStuck;
 
-        Flight(OutboxRecord record, long sentAtNanos) {
+        Flight(OutboxRecord record, long sentAtNanos, KeyState state) {
             this.record = record;
             this.sentAtNanos = sentAtNanos;
+            this.state = state;
         }
 
         /** The record in flight. */
@@ -125,8 +127,17 @@ public final class KeySchedule {
     }
 
     private static final class KeyState {
-        final ArrayDeque<OutboxRecord> queue = new ArrayDeque<>();
+        final String key;
+        final ArrayDeque<OutboxRecord> queue = new ArrayDeque<>(4);
         Flight flight;
+        /** Whether the key is ready: no flight, and its head record may be sent now. */
+        boolean ready;
+        /** Its entries in {@link #readyQueue}, stale ones included. */
+        int readyEntries;
+
+        KeyState(String key) {
+            this.key = key;
+        }
     }
 
     private record Due(Instant at, String key, long id) {
@@ -141,11 +152,18 @@ public final class KeySchedule {
     private final DoubleSupplier jitter;
 
     private final Map<String, KeyState> keys = new HashMap<>();
-    /** Keys with no record in flight whose head record may be sent now, in the order they became so. */
-    private final LinkedHashSet<String> ready = new LinkedHashSet<>();
+    /**
+     * Keys with no record in flight whose head record may be sent now, in the order they became so: each key that
+     * became {@linkplain KeyState#ready ready} is appended, and an entry is stale when its key is not ready any more
+     * or has a later entry (it became ready again since: its place is the later one). Stale entries are skipped when
+     * taken. A queue with flags rather than a {@code LinkedHashSet}: no hashing, no node per entry.
+     */
+    private final ArrayDeque<KeyState> readyQueue = new ArrayDeque<>();
+    /** Keys {@linkplain KeyState#ready ready}. */
+    private int readyKeys;
     /** Keys whose head record waits for its next attempt time; entries go stale and are checked when due. */
     private final PriorityQueue<Due> waiting = new PriorityQueue<>(Comparator.comparing(Due::at));
-    private final Set<Long> queuedIds = new HashSet<>();
+    private final LongHashSet queuedIds = new LongHashSet();
     private int inFlight;
     /** Bytes of the records in flight and queued ({@link #size}). */
     private long bytes;
@@ -160,7 +178,7 @@ public final class KeySchedule {
     private Instant lastOutageStep = Instant.MIN;
     private boolean active;
     private boolean reading;
-    private final Set<Long> settledDuringRead = new HashSet<>();
+    private final LongHashSet settledDuringRead = new LongHashSet();
     /** Whether a park holds its key ({@code HOLD_KEY}). */
     private boolean holdAfterPark;
     /** Held keys → the {@link #holdSeq} at which each was held. */
@@ -240,11 +258,14 @@ public final class KeySchedule {
                 bytes -= size(r);
             }
             ks.queue.clear();
+            ks.ready = false;
+            ks.readyEntries = 0;
             if (ks.flight == null) {
                 it.remove();
             }
         }
-        ready.clear();
+        readyQueue.clear();
+        readyKeys = 0;
         waiting.clear();
         queuedIds.clear();
     }
@@ -286,7 +307,7 @@ public final class KeySchedule {
         if (!active || queuedIds.contains(r.id()) || settledDuringRead.contains(r.id()) || held.containsKey(r.key())) {
             return false;
         }
-        KeyState ks = keys.computeIfAbsent(r.key(), k -> new KeyState());
+        KeyState ks = keys.computeIfAbsent(r.key(), KeyState::new);
         if (ks.flight != null && ks.flight.record.id() == r.id()) {
             return false;
         }
@@ -294,7 +315,7 @@ public final class KeySchedule {
         queuedIds.add(r.id());
         bytes += size;
         if (ks.flight == null && ks.queue.size() == 1) {
-            headChanged(r.key(), ks);
+            headChanged(ks);
         }
         return true;
     }
@@ -310,18 +331,15 @@ public final class KeySchedule {
     public List<Flight> takeReady(int max, long sentAtNanos) {
         promoteDue();
         int room = Math.min(max, maxInFlight - inFlight);
-        if (ready.isEmpty() || room <= 0) {
+        if (readyKeys == 0 || room <= 0) {
             return List.of();
         }
-        List<Flight> out = new ArrayList<>(Math.min(room, ready.size()));
-        Iterator<String> it = ready.iterator();
-        while (it.hasNext() && out.size() < room) {
-            String key = it.next();
-            it.remove();
-            KeyState ks = keys.get(key);
+        List<Flight> out = new ArrayList<>(Math.min(room, readyKeys));
+        KeyState ks;
+        while (out.size() < room && (ks = pollReady()) != null) {
             OutboxRecord r = ks.queue.pollFirst();
             queuedIds.remove(r.id());
-            Flight f = new Flight(r, sentAtNanos);
+            Flight f = new Flight(r, sentAtNanos, ks);
             ks.flight = f;
             inFlight++;
             out.add(f);
@@ -332,12 +350,12 @@ public final class KeySchedule {
     /** Whether {@link #takeReady} would return something now. */
     public boolean hasReady() {
         promoteDue();
-        return !ready.isEmpty() && inFlight < maxInFlight;
+        return readyKeys > 0 && inFlight < maxInFlight;
     }
 
     /** The earliest next attempt time among keys waiting to retry, or null if none waits. */
     public Instant nextDue() {
-        while (!waiting.isEmpty() && !valid(waiting.peek())) {
+        while (!waiting.isEmpty() && !valid(keys.get(waiting.peek().key()), waiting.peek())) {
             waiting.poll();
         }
         return waiting.isEmpty() ? null : waiting.peek().at();
@@ -460,7 +478,7 @@ public final class KeySchedule {
         held.put(key, ++holdSeq);
         KeyState ks = keys.get(key);
         if (ks != null) {
-            headChanged(key, ks);
+            headChanged(ks);
         }
     }
 
@@ -626,7 +644,7 @@ public final class KeySchedule {
         queuedIds.add(r.id());
         bytes += size(r);
         keys.put(r.key(), ks);
-        headChanged(r.key(), ks);
+        headChanged(ks);
     }
 
     // ------------------------------------------------------------------------------------------ internals
@@ -644,27 +662,31 @@ public final class KeySchedule {
             ks.queue.pollFirst(); // its copy, read again meanwhile: delivered already
             queuedIds.remove(head.id());
             bytes -= size(head);
-            headChanged(f.record.key(), ks);
+            headChanged(ks);
         }
     }
 
     /** Takes {@code f} out of flight; the key's state if {@code f} was its flight, else null. */
     private KeyState leaveFlight(Flight f) {
-        KeyState ks = keys.get(f.record.key());
-        if (ks == null || ks.flight != f) {
+        KeyState ks = f.state;
+        if (ks.flight != f) {
             return null;
         }
         ks.flight = null;
         inFlight--;
         bytes -= size(f.record);
-        headChanged(f.record.key(), ks);
+        headChanged(ks);
         return ks;
     }
 
     /** The key's head (or flight) changed: files it as ready or waiting, or drops an empty key. */
-    private void headChanged(String key, KeyState ks) {
-        ready.remove(key);
-        if (held.containsKey(key)) {
+    private void headChanged(KeyState ks) {
+        String key = ks.key;
+        if (ks.ready) {
+            ks.ready = false; // its entry in the ready queue goes stale
+            readyKeys--;
+        }
+        if (!held.isEmpty() && held.containsKey(key)) {
             for (OutboxRecord r : ks.queue) { // a held key keeps nothing queued: read again on release
                 bytes -= size(r);
                 queuedIds.remove(r.id());
@@ -681,7 +703,7 @@ public final class KeySchedule {
         }
         Instant at = head.nextAttemptAt();
         if (at == null || !at.isAfter(clock.instant())) {
-            ready.add(key);
+            markReady(ks);
         } else {
             waiting.add(new Due(at, key, head.id()));
         }
@@ -694,15 +716,38 @@ public final class KeySchedule {
         Instant now = clock.instant();
         while (!waiting.isEmpty() && !waiting.peek().at().isAfter(now)) {
             Due d = waiting.poll();
-            if (valid(d)) {
-                ready.add(d.key());
+            KeyState ks = keys.get(d.key());
+            if (valid(ks, d) && !ks.ready) {
+                markReady(ks);
             }
         }
     }
 
-    /** Whether a waiting entry still describes its key: no flight, and the same head record. */
-    private boolean valid(Due d) {
-        KeyState ks = keys.get(d.key());
+    private void markReady(KeyState ks) {
+        if (!ks.ready) {
+            ks.ready = true;
+            readyKeys++;
+            ks.readyEntries++;
+            readyQueue.addLast(ks);
+        }
+    }
+
+    /** Takes the key that became ready first and is still ready (skipping stale entries), or null if none is. */
+    private KeyState pollReady() {
+        KeyState ks;
+        while ((ks = readyQueue.pollFirst()) != null) {
+            ks.readyEntries--;
+            if (ks.ready && ks.readyEntries == 0) {
+                ks.ready = false;
+                readyKeys--;
+                return ks;
+            }
+        }
+        return null;
+    }
+
+    /** Whether a waiting entry still describes its key's state {@code ks}: no flight, and the same head record. */
+    private static boolean valid(KeyState ks, Due d) {
         if (ks == null || ks.flight != null) {
             return false;
         }

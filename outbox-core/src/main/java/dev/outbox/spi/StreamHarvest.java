@@ -148,6 +148,11 @@ public final class StreamHarvest {
     private final HashMap<Long, Long> done = new HashMap<>();
     /** The positions in {@link #done} by their transaction's end position, to forget them in order. Guarded by this. */
     private final TreeMap<Long, List<Long>> doneByEnd = new TreeMap<>();
+    /**
+     * The highest transaction end position ever put in {@link #done}: a message of a later transaction cannot be
+     * named there, which spares the lookup for nearly every message a stream delivers the first time. Guarded by this.
+     */
+    private long doneMaxEnd = Long.MIN_VALUE;
     /** The entries of {@link #done} not appended to the ledger yet. Guarded by this. */
     private final Map<Long, Long> unsaved = new HashMap<>();
     /** Whether {@link #done} was loaded from the ledger since the last stop. Guarded by this. */
@@ -236,7 +241,7 @@ public final class StreamHarvest {
                         : new StoreException("the commit stream failed: " + e.getMessage(), e, true);
             }
         }
-        TreeMap<Long, MarkedRow> rows = new TreeMap<>();
+        List<MarkedRow> rows;
         long confirm;
         synchronized (this) {
             if (stream != s) {
@@ -250,29 +255,37 @@ public final class StreamHarvest {
                 receivedEnd = m.endPosition();
                 receivedPosition = m.position();
                 ends.add(m.endPosition());
-                if (done.containsKey(m.position())) {
+                if (m.endPosition() <= doneMaxEnd && done.containsKey(m.position())) {
                     continue; // finished by a previous leader (the ledger): counts as finished, not sent again
                 }
                 long id = ++lastId;
                 pending.put(id, new Pending(id, m, decoder.decode(id, m)));
             }
             confirm = pending.isEmpty() ? confirmable(s) : -1; // idle: let the log go
+            rows = new ArrayList<>(Math.min(limit, pending.size()));
             for (Pending p : pending.tailMap(after, false).values()) {
                 if (rows.size() == limit) {
                     break;
                 }
-                rows.put(p.id(), p.row());
+                rows.add(p.row());
             }
-            for (IdRange range : recheck) {
-                for (Pending p : pending.subMap(range.from(), true, Math.min(range.to(), after), true).values()) {
-                    rows.put(p.id(), p.row());
+            if (!recheck.isEmpty()) { // rows below the cursor too: merge them in id order
+                TreeMap<Long, MarkedRow> merged = new TreeMap<>();
+                for (MarkedRow row : rows) {
+                    merged.put(row.id(), row);
                 }
+                for (IdRange range : recheck) {
+                    for (Pending p : pending.subMap(range.from(), true, Math.min(range.to(), after), true).values()) {
+                        merged.put(p.id(), p.row());
+                    }
+                }
+                rows = new ArrayList<>(merged.values());
             }
         }
         if (confirm >= 0) {
             s.confirm(confirm);
         }
-        return new ReadResult(MarkedRow.result(rows.values()), 0, Long.MAX_VALUE);
+        return new ReadResult(MarkedRow.result(rows), 0, Long.MAX_VALUE);
     }
 
     private static ReadResult empty() {
@@ -305,6 +318,7 @@ public final class StreamHarvest {
 
     /** Caller holds this. Names a finished message, so that a stream delivering it again skips it. */
     private void remember(long position, long end) {
+        doneMaxEnd = Math.max(doneMaxEnd, end);
         if (done.put(position, end) == null) {
             doneByEnd.computeIfAbsent(end, e -> new ArrayList<>()).add(position);
         }

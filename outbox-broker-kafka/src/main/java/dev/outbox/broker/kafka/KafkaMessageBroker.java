@@ -151,6 +151,11 @@ public final class KafkaMessageBroker implements MessageBroker {
     private final Object adminLock = new Object();
     private Admin admin;
     private volatile boolean closed;
+    /**
+     * The topic of the last record whose topic name was found valid: a record for the same topic skips the check
+     * (one string comparison instead of a scan of every character, for every record of a drain).
+     */
+    private volatile String lastValidTopic;
     /** The producer's {@code linger.ms}: with 0 it holds nothing back, and {@link #sendPending} has nothing to do. */
     private final long lingerMs;
     /** Set by {@link #sendPending}, taken by the sending thread. */
@@ -293,8 +298,14 @@ public final class KafkaMessageBroker implements MessageBroker {
                     + record.id() + " not sent", null));
             return done;
         }
-        String topicProblem = KafkaSettings.topicProblem(record.topic());
-        if (topicProblem != null) {
+        String topic = record.topic();
+        boolean checked = topic != null && topic.equals(lastValidTopic);
+        String topicProblem = checked ? null : KafkaSettings.topicProblem(topic);
+        if (topicProblem == null) {
+            if (!checked) {
+                lastValidTopic = topic;
+            }
+        } else {
             done.completeExceptionally(DeliveryException.permanent("record " + record.id() + " not sent: "
                     + topicProblem, new InvalidTopicException(topicProblem)));
             return done;
