@@ -127,7 +127,7 @@ public final class StreamHarvest {
     /** The open stream, or null; replaced only by the reading thread, cleared by stop() from any thread. */
     private CommitStream stream;
     /** The pending messages by id, in stream order. Guarded by this. */
-    private final TreeMap<Long, Pending> pending = new TreeMap<>();
+    private final PendingWindow pending = new PendingWindow();
     /** The last id given. Guarded by this. */
     private long lastId;
     /** The distinct transaction end positions received and not confirmed yet, ascending. Guarded by this. */
@@ -203,7 +203,7 @@ public final class StreamHarvest {
         int above;
         synchronized (this) {
             s = stream;
-            above = pending.tailMap(after, false).size();
+            above = pending.countAbove(after, limit);
         }
         if (s == null) {
             boolean fresh;
@@ -259,25 +259,20 @@ public final class StreamHarvest {
                     continue; // finished by a previous leader (the ledger): counts as finished, not sent again
                 }
                 long id = ++lastId;
-                pending.put(id, new Pending(id, m, decoder.decode(id, m)));
+                pending.append(new Pending(id, m, decoder.decode(id, m)));
             }
             confirm = pending.isEmpty() ? confirmable(s) : -1; // idle: let the log go
-            rows = new ArrayList<>(Math.min(limit, pending.size()));
-            for (Pending p : pending.tailMap(after, false).values()) {
-                if (rows.size() == limit) {
-                    break;
-                }
-                rows.add(p.row());
-            }
+            List<MarkedRow> tail = new ArrayList<>(Math.min(limit, pending.size()));
+            pending.forEach(after + 1, Long.MAX_VALUE, limit, p -> tail.add(p.row()));
+            rows = tail;
             if (!recheck.isEmpty()) { // rows below the cursor too: merge them in id order
                 TreeMap<Long, MarkedRow> merged = new TreeMap<>();
-                for (MarkedRow row : rows) {
+                for (MarkedRow row : tail) {
                     merged.put(row.id(), row);
                 }
                 for (IdRange range : recheck) {
-                    for (Pending p : pending.subMap(range.from(), true, Math.min(range.to(), after), true).values()) {
-                        merged.put(p.id(), p.row());
-                    }
+                    pending.forEach(range.from(), Math.min(range.to(), after), Integer.MAX_VALUE,
+                            p -> merged.put(p.id(), p.row()));
                 }
                 rows = new ArrayList<>(merged.values());
             }
@@ -370,7 +365,7 @@ public final class StreamHarvest {
             Long whole = ends.isEmpty() ? null : ends.lower(ends.last());
             to = Math.max(whole == null ? 0 : whole, s.readPosition());
         } else {
-            Long before = ends.lower(pending.firstEntry().getValue().message().endPosition());
+            Long before = ends.lower(pending.first().message().endPosition());
             to = before == null ? 0 : before;
         }
         if (to <= confirmed) {
@@ -392,7 +387,7 @@ public final class StreamHarvest {
             Pending p = pending.get(e.getKey());
             if (p != null && p.row() instanceof MarkedRow.Readable readable) {
                 OutboxRecord failed = readable.record().failedOnce(e.getValue());
-                pending.put(p.id(), new Pending(p.id(), p.message(), new MarkedRow.Readable(failed)));
+                pending.replace(new Pending(p.id(), p.message(), new MarkedRow.Readable(failed)));
             }
         }
     }
@@ -417,7 +412,7 @@ public final class StreamHarvest {
     /** The commit time of the oldest pending message, empty when none is pending. */
     public synchronized Optional<Instant> oldestCommitTime() {
         return pending.isEmpty() ? Optional.empty()
-                : Optional.of(pending.firstEntry().getValue().message().commitTime());
+                : Optional.of(pending.first().message().commitTime());
     }
 
     /** Whether a stream is open. */
@@ -446,6 +441,115 @@ public final class StreamHarvest {
         }
         if (s != null) {
             s.close();
+        }
+    }
+
+    /**
+     * The pending messages, by id: a ring of slots indexed by id, since ids are given consecutively and the window
+     * between the oldest pending message and the newest holds at most what the engine has in flight and queued.
+     * Finding, adding and removing a message cost an array access, where a {@code TreeMap} walked and rebalanced a
+     * tree for each of the hundreds of thousands of messages a second a drain finishes. A finished message leaves a
+     * hole until the oldest pending one moves past it. Not thread-safe (guarded by the harvest).
+     */
+    private static final class PendingWindow {
+        private Pending[] slots = new Pending[1024];
+        /** The id of the oldest slot of the window (pending, unless the window is empty), and one past the newest. */
+        private long head = 1;
+        private long end = 1;
+        private int size;
+
+        boolean isEmpty() {
+            return size == 0;
+        }
+
+        int size() {
+            return size;
+        }
+
+        /** Adds the message with the next id (any id when the window is empty). */
+        void append(Pending p) {
+            if (size == 0) {
+                head = p.id();
+                end = p.id();
+            } else if (p.id() != end) {
+                throw new IllegalStateException("ids must be consecutive: expected " + end + ", got " + p.id());
+            }
+            if (end - head >= slots.length) {
+                grow();
+            }
+            slots[slot(end)] = p;
+            end++;
+            size++;
+        }
+
+        Pending get(long id) {
+            return id < head || id >= end ? null : slots[slot(id)];
+        }
+
+        /** Replaces the pending message with the same id, if any. */
+        void replace(Pending p) {
+            if (get(p.id()) != null) {
+                slots[slot(p.id())] = p;
+            }
+        }
+
+        Pending remove(long id) {
+            Pending p = get(id);
+            if (p == null) {
+                return null;
+            }
+            slots[slot(id)] = null;
+            size--;
+            if (size == 0) {
+                head = end;
+            } else {
+                while (slots[slot(head)] == null) {
+                    head++;
+                }
+            }
+            return p;
+        }
+
+        /** The oldest pending message; the window must not be empty. */
+        Pending first() {
+            return slots[slot(head)];
+        }
+
+        /** The pending messages with ids from {@code from} to {@code to} inclusive, at most {@code max}. */
+        void forEach(long from, long to, int max, java.util.function.Consumer<Pending> action) {
+            int n = 0;
+            for (long id = Math.max(from, head), last = Math.min(to, end - 1); id <= last && n < max; id++) {
+                Pending p = slots[slot(id)];
+                if (p != null) {
+                    action.accept(p);
+                    n++;
+                }
+            }
+        }
+
+        /** How many pending messages have ids above {@code after}, counting to {@code max} at most. */
+        int countAbove(long after, int max) {
+            int[] n = {0};
+            forEach(after + 1, Long.MAX_VALUE, max, p -> n[0]++);
+            return n[0];
+        }
+
+        void clear() {
+            java.util.Arrays.fill(slots, null);
+            head = end;
+            size = 0;
+        }
+
+        private int slot(long id) {
+            return (int) (id & (slots.length - 1));
+        }
+
+        private void grow() {
+            Pending[] old = slots;
+            slots = new Pending[old.length * 2];
+            for (long id = head; id < end; id++) {
+                slots[slot(id)] = old[(int) (id & (old.length - 1))];
+            }
         }
     }
 }

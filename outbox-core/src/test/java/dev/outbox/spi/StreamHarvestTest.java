@@ -241,6 +241,51 @@ class StreamHarvestTest {
         return ids;
     }
 
+    /**
+     * Thousands of messages pending at once (more than the pending window's first ring holds, so it grows while holes
+     * are in it), finished in a random order: reads return what is pending above the cursor in id order, rechecked
+     * ranges what is pending below it, and the stream is confirmed up to the oldest message not finished.
+     */
+    @Test
+    void manyMessagesFinishedInAnyOrderAreReadAndConfirmedAsTheyWouldBeOneByOne() {
+        java.util.Random random = new java.util.Random(7);
+        Log log = new Log();
+        for (int t = 0; t < 1_500; t++) {
+            log.commit("m" + (2 * t), "m" + (2 * t + 1)); // positions 3t+1, 3t+2; ends at 3t+3
+        }
+        StreamHarvest h = harvest(log);
+        List<Long> all = new ArrayList<>();
+        for (long after = 0; all.size() < 3_000; ) {
+            long cursor = after;
+            List<Long> read = ids(h.read(cursor, List.of(), 700));
+            assertThat(read).as("read above %d", cursor).isNotEmpty().allMatch(id -> id > cursor);
+            all.addAll(read);
+            after = read.get(read.size() - 1);
+        }
+        assertThat(all).hasSize(3_000).isSorted().doesNotHaveDuplicates();
+        List<Long> order = new ArrayList<>(all);
+        java.util.Collections.shuffle(order, random);
+        java.util.TreeSet<Long> left = new java.util.TreeSet<>(all);
+        for (int i = 0; i < order.size(); i += 97) {
+            List<Long> batch = order.subList(i, Math.min(order.size(), i + 97));
+            h.finished(batch);
+            batch.forEach(left::remove);
+            assertThat(h.pendingCount()).isEqualTo(left.size());
+            if (!left.isEmpty()) {
+                long oldest = left.first(); // ids 2t+1 and 2t+2 are transaction t, which ends at 3t+3
+                long confirmedEnd = 3 * ((oldest - 1) / 2); // the end of the transaction before the oldest's
+                assertThat(log.confirmed).as("confirmed with %d the oldest pending", oldest)
+                        .isEqualTo(confirmedEnd);
+                long from = left.first();
+                long to = Math.min(left.last(), from + 50);
+                assertThat(ids(h.read(3_000, List.of(new IdRange(from, to)), 10)))
+                        .as("recheck %d-%d", from, to).containsExactlyElementsOf(left.subSet(from, true, to, true));
+            }
+        }
+        assertThat(h.pendingCount()).isZero();
+        assertThat(log.confirmed).isEqualTo(4_500);
+    }
+
     @Test
     void readsInCommitOrderAboveTheCursorAndConfirmsOnlyWhatIsFinishedWithEverythingBefore() {
         Log log = new Log();
