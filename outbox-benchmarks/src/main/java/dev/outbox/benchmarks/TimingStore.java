@@ -121,6 +121,11 @@ final class TimingStore implements Store {
     }
 
     @Override
+    public void wakeRead() {
+        delegate.wakeRead();
+    }
+
+    @Override
     public CommitWatch watchCommits(Runnable wakeUp) {
         return delegate.watchCommits(wakeUp);
     }

@@ -1723,6 +1723,11 @@ public final class DefaultDispatcher implements Dispatcher {
         } finally {
             lock.unlock();
         }
+        if (!settled.isEmpty() && store.readWaits()) {
+            // Keys moved on: their next records must not wait for the end of a read that waits for new rows (the
+            // harvest thread sends only between reads). Outside the lock: the store's wait has its own.
+            store.wakeRead();
+        }
         return settled;
     }
 

@@ -30,6 +30,14 @@ public interface CommitStream extends AutoCloseable {
     List<StreamMessage> poll(int max, Duration wait);
 
     /**
+     * Cuts short a {@link #poll} that is waiting for a message: it returns at once (empty, if nothing arrived); if none
+     * is waiting, the next poll that would wait returns at once instead. May be called from any thread. The default
+     * does nothing: a poll then waits as long as it was asked to.
+     */
+    default void wakeup() {
+    }
+
+    /**
      * Every message of every transaction that ended at or before {@code position} has been handled (published
      * or parked): the database may forget them, and a stream opened later starts after them. Positions confirmed
      * must never decrease; a lower one than before is ignored. Sending it to the database may happen later (with

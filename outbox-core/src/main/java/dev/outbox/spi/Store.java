@@ -111,6 +111,15 @@ public interface Store {
     }
 
     /**
+     * Cuts short a {@link #read} that is {@linkplain #readWaits() waiting} for rows: it returns at once with what it
+     * has. The dispatcher calls it, from another thread, when it has records to send that the wait would hold back
+     * (an acknowledgement let a key's next record go); a read that is not waiting may return early once. A store whose
+     * read never waits ignores it, as does the default.
+     */
+    default void wakeRead() {
+    }
+
+    /**
      * Asks to be told when rows may have been committed to the outbox, so that an idle leader reads at once instead
      * of at its next poll. Optional: a store that cannot tell returns null (the default) and is polled as before,
      * backing off up to {@code pollInterval} while idle. A store that can (Postgres: {@code LISTEN/NOTIFY}) calls

@@ -283,6 +283,20 @@ public final class StreamHarvest {
         return new ReadResult(MarkedRow.result(rows), 0, Long.MAX_VALUE);
     }
 
+    /**
+     * The {@link Store#wakeRead} of a streamed outbox: cuts short a {@link #read} waiting on the stream for a message
+     * (see {@link CommitStream#wakeup}). Any thread.
+     */
+    public void wakeRead() {
+        CommitStream s;
+        synchronized (this) {
+            s = stream;
+        }
+        if (s != null) {
+            s.wakeup();
+        }
+    }
+
     private static ReadResult empty() {
         return new ReadResult(MarkResult.of(List.of()), 0, Long.MAX_VALUE);
     }

@@ -70,6 +70,11 @@ final class NodeStore implements Store {
     }
 
     @Override
+    public void wakeRead() {
+        delegate.wakeRead();
+    }
+
+    @Override
     public CommitWatch watchCommits(Runnable wakeUp) {
         return delegate.watchCommits(wakeUp);
     }

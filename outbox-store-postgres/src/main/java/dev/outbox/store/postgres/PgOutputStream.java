@@ -97,6 +97,8 @@ final class PgOutputStream implements CommitStream {
     private Throwable failure;
     /** Guarded by lock; written true once. */
     private volatile boolean closed;
+    /** A {@link #wakeup()} not yet taken by a poll. Guarded by lock. */
+    private boolean woken;
     private final AtomicLong confirmed = new AtomicLong();
 
     private PgOutputStream(WalStreamSettings settings, Connection connection, PGReplicationStream stream) {
@@ -211,11 +213,13 @@ final class PgOutputStream implements CommitStream {
             long left = wait.toNanos();
             while (buffer.isEmpty() || failure != null || closed) {
                 checkOpen();
-                if (left <= 0) {
+                if (left <= 0 || woken) {
+                    woken = false;
                     return List.of();
                 }
                 left = notEmpty.awaitNanos(left);
             }
+            woken = false;
             int n = Math.min(max, buffer.size());
             List<StreamMessage> taken = new ArrayList<>(n);
             for (int i = 0; i < n; i++) {
@@ -235,6 +239,18 @@ final class PgOutputStream implements CommitStream {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new StoreException("interrupted while polling replication slot " + settings.slot(), e, true);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Cuts short a {@link #poll} waiting for a message, or the next one that would wait. */
+    @Override
+    public void wakeup() {
+        lock.lock();
+        try {
+            woken = true;
+            notEmpty.signalAll();
         } finally {
             lock.unlock();
         }

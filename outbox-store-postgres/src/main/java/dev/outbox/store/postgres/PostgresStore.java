@@ -667,6 +667,14 @@ public final class PostgresStore extends SqlStore {
         return wal != null;
     }
 
+    /** With the WAL harvest, cuts short a read waiting for a message to arrive. */
+    @Override
+    public void wakeRead() {
+        if (streamed != null) {
+            streamed.wakeRead();
+        }
+    }
+
     /**
      * With commit notifications on (the default, see {@link Builder#commitNotifications}) and the table harvested:
      * listens on this outbox's channel with one connection of the store's pool, held until the subscription is

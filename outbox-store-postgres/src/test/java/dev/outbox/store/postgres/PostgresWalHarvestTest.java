@@ -98,6 +98,51 @@ class PostgresWalHarvestTest {
         return new String(r.message().value(), StandardCharsets.UTF_8);
     }
 
+    /**
+     * A read with nothing to return waits on the slot for a message, up to the read wait (1 s here, the most
+     * allowed); {@code wakeRead} cuts that wait short — the dispatcher calls it when an acknowledgement lets a key's
+     * next record go — and a wake-up that comes while no read waits makes the next read return at once. A wake-up is
+     * taken once: the read after it waits again. (The woken read is checked against half the read wait, the unwoken
+     * one against all of it: the first can only fail if this machine stalls for half a second.)
+     */
+    @Test
+    void aReadWaitingForAMessageIsCutShortByWakeRead() throws Exception {
+        PostgresStore store = PostgresStore.builder(storePool).table("wal_wake")
+                .walHarvest(WalHarvest.builder(url)
+                        .user(PostgresTestSupport.server().username())
+                        .password(PostgresTestSupport.server().password())
+                        .property("ApplicationName", "wal_wake")
+                        .readWait(Duration.ofSeconds(1))
+                        .build())
+                .build();
+        store.createSchema();
+        created.add(store);
+        assertThat(store.read(0, List.of(), 10).size()).as("opens the stream; nothing committed yet").isZero();
+
+        store.wakeRead(); // no read waits now: the next one returns at once
+        long started = System.nanoTime();
+        assertThat(store.read(0, List.of(), 10).size()).isZero();
+        assertThat(Duration.ofNanos(System.nanoTime() - started)).as("the woken read")
+                .isLessThan(Duration.ofMillis(500));
+
+        started = System.nanoTime();
+        assertThat(store.read(0, List.of(), 10).size()).isZero();
+        assertThat(Duration.ofNanos(System.nanoTime() - started)).as("the read after it waits the read wait")
+                .isGreaterThanOrEqualTo(Duration.ofMillis(990));
+
+        java.util.concurrent.CompletableFuture<ReadResult> waiting = java.util.concurrent.CompletableFuture
+                .supplyAsync(() -> store.read(0, List.of(), 10));
+        Await.untilOrFail(() -> {
+            store.wakeRead(); // whether it comes before the read waits or while it does, the read returns
+            return waiting.isDone();
+        }, Duration.ofSeconds(20), () -> "the read still waits after wakeRead");
+        assertThat(waiting.get().size()).isZero();
+
+        commit(store, List.of(OutboxMessage.of("orders", "k", "after the wake-up")));
+        Await.untilOrFail(() -> store.read(0, List.of(), 10).size() == 1, Duration.ofSeconds(30),
+                () -> "the message committed after the wake-up was never read");
+    }
+
     @Test
     void everyCommittedMessageIsDeliveredInKeyOrderWhileTheReplicationConnectionIsKilled() throws Exception {
         PostgresStore store = store("wal_dispatch", "wal_stream");

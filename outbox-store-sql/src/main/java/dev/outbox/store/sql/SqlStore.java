@@ -338,6 +338,11 @@ public abstract class SqlStore implements Store, ParkedRecords {
         }
 
         @Override
+        public void wakeRead() {
+            SqlStore.this.wakeRead();
+        }
+
+        @Override
         public CommitWatch watchCommits(Runnable wakeUp) {
             return SqlStore.this.watchCommits(wakeUp);
         }
