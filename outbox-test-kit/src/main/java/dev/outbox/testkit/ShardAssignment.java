@@ -197,7 +197,16 @@ public final class ShardAssignment {
                 }
             }
             if (theirs.isEmpty()) {
-                return; // all it will have is still on its way to it
+                // All the busiest will have is still on its way to it (this member joined while moves were under
+                // way): one of those shards comes here instead, as the coordinator's next rebalance would decide.
+                for (int i = 0; i < owner.length; i++) {
+                    if (target[i] == busiest) {
+                        theirs.add(i);
+                    }
+                }
+                int s = theirs.get(group.pick(busiest, member, theirs));
+                target[s] = member;
+                continue;
             }
             int s = theirs.get(group.pick(busiest, member, theirs));
             target[s] = member;
