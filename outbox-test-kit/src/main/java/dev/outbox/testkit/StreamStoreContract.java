@@ -20,7 +20,6 @@ import java.util.Map;
 import java.util.function.Predicate;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The harvest cases of {@link StoreContract} for a store harvested from a stream of committed messages (the Postgres
@@ -181,9 +180,7 @@ public abstract class StreamStoreContract {
 
     @Test
     void readRejectsALimitBelowOneAndNullRanges() {
-        assertThatThrownBy(() -> store.read(0, List.of(), 0)).isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("0");
-        assertThatThrownBy(() -> store.read(0, null, 1)).isInstanceOf(RuntimeException.class);
+        StoreContract.assertReadRejectsBadArguments(store);
     }
 
     // ---- finishing ----------------------------------------------------------------------------------------

@@ -34,6 +34,15 @@ final class PostgresTestSupport {
                 "pool-" + applicationName + "-" + POOLS.incrementAndGet()));
     }
 
+    /**
+     * A WAL harvest of the database at {@code url} as the test server's user, its replication connections named
+     * {@code applicationName}; the caller sets the rest.
+     */
+    static WalHarvest.Builder walHarvest(String url, String applicationName) {
+        return WalHarvest.builder(url).user(server().username()).password(server().password())
+                .property("ApplicationName", applicationName);
+    }
+
     /** A non-pooling admin data source on {@code url}. */
     static DataSource admin(String url) {
         return server().dataSource(url);

@@ -73,10 +73,7 @@ class PostgresWalHarvestTest {
     /** A WAL-harvested store of table {@code table}, its replication connections named {@code application}. */
     private PostgresStore store(String table, String application) {
         PostgresStore store = PostgresStore.builder(storePool).table(table).statementTimeout(Duration.ofSeconds(5))
-                .walHarvest(WalHarvest.builder(url)
-                        .user(PostgresTestSupport.server().username())
-                        .password(PostgresTestSupport.server().password())
-                        .property("ApplicationName", application)
+                .walHarvest(PostgresTestSupport.walHarvest(url, application)
                         .takeoverTimeout(Duration.ofSeconds(2))
                         .readWait(Duration.ofMillis(50))
                         .build())
@@ -108,10 +105,7 @@ class PostgresWalHarvestTest {
     @Test
     void aReadWaitingForAMessageIsCutShortByWakeRead() throws Exception {
         PostgresStore store = PostgresStore.builder(storePool).table("wal_wake")
-                .walHarvest(WalHarvest.builder(url)
-                        .user(PostgresTestSupport.server().username())
-                        .password(PostgresTestSupport.server().password())
-                        .property("ApplicationName", "wal_wake")
+                .walHarvest(PostgresTestSupport.walHarvest(url, "wal_wake")
                         .readWait(Duration.ofSeconds(1))
                         .build())
                 .build();
@@ -282,8 +276,7 @@ class PostgresWalHarvestTest {
 
         // Another instance of the same outbox (the next leader) reads while the deposed one still streams.
         PostgresStore leader = PostgresStore.builder(storePool).table("wal_takeover")
-                .walHarvest(WalHarvest.builder(url).user(PostgresTestSupport.server().username())
-                        .password(PostgresTestSupport.server().password()).property("ApplicationName", "wal_leader")
+                .walHarvest(PostgresTestSupport.walHarvest(url, "wal_leader")
                         .takeoverTimeout(Duration.ofSeconds(2)).readWait(Duration.ofMillis(50)).build())
                 .build();
         long started = System.nanoTime();
@@ -322,8 +315,7 @@ class PostgresWalHarvestTest {
         old.harvestStopped(); // leadership moves
 
         PostgresStore next = PostgresStore.builder(storePool).table("wal_ledger")
-                .walHarvest(WalHarvest.builder(url).user(PostgresTestSupport.server().username())
-                        .password(PostgresTestSupport.server().password()).readWait(Duration.ofMillis(50)).build())
+                .walHarvest(PostgresTestSupport.walHarvest(url, "wal_ledger").readWait(Duration.ofMillis(50)).build())
                 .build();
         List<OutboxRecord> resumed = new ArrayList<>();
         try {

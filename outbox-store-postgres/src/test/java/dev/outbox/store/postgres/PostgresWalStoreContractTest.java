@@ -41,12 +41,7 @@ class PostgresWalStoreContractTest extends StreamStoreContract {
     protected Store createStore() {
         PostgresStore store = PostgresStore.builder(storePool).table("wal_contract_" + TABLES.incrementAndGet())
                 .statementTimeout(Duration.ofSeconds(5))
-                .walHarvest(WalHarvest.builder(url)
-                        .user(PostgresTestSupport.server().username())
-                        .password(PostgresTestSupport.server().password())
-                        .property("ApplicationName", "wal_contract")
-                        .readWait(Duration.ofMillis(50))
-                        .build())
+                .walHarvest(PostgresTestSupport.walHarvest(url, "wal_contract").readWait(Duration.ofMillis(50)).build())
                 .build();
         store.createSchema();
         return store;
