@@ -382,7 +382,10 @@ public final class InMemoryCommitLog {
     public record Decoded(long writerId, OutboxMessage message) {
     }
 
-    /** The in-memory encoding of an emitted message: the writer id, the topic, the key (or none), the value. */
+    /**
+     * The in-memory encoding of an emitted message: the writer id, the topic, the key (or none), the value (or none),
+     * then the headers (their count, then each name and value, or none).
+     */
     static byte[] encode(long writerId, OutboxMessage m) {
         try (ByteArrayOutputStream bytes = new ByteArrayOutputStream();
              DataOutputStream out = new DataOutputStream(bytes)) {
@@ -392,9 +395,11 @@ public final class InMemoryCommitLog {
             if (m.key() != null) {
                 out.writeUTF(m.key());
             }
-            out.writeInt(m.value() == null ? -1 : m.value().length);
-            if (m.value() != null) {
-                out.write(m.value());
+            writeBytes(out, m.value());
+            out.writeInt(m.headers().size());
+            for (dev.outbox.Header h : m.headers()) {
+                out.writeUTF(h.name());
+                writeBytes(out, h.value());
             }
             out.flush();
             return bytes.toByteArray();
@@ -409,12 +414,33 @@ public final class InMemoryCommitLog {
             long id = in.readLong();
             String topic = in.readUTF();
             String key = in.readBoolean() ? in.readUTF() : null;
-            int n = in.readInt();
-            byte[] value = n < 0 ? null : in.readNBytes(n);
-            return new Decoded(id, OutboxMessage.of(topic, key, value));
+            OutboxMessage.Builder message = OutboxMessage.builder(topic, key).value(readBytes(in));
+            for (int h = in.readInt(); h > 0; h--) {
+                message.header(in.readUTF(), readBytes(in));
+            }
+            return new Decoded(id, message.build());
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    private static void writeBytes(DataOutputStream out, byte[] bytes) throws IOException {
+        out.writeInt(bytes == null ? -1 : bytes.length);
+        if (bytes != null) {
+            out.write(bytes);
+        }
+    }
+
+    private static byte[] readBytes(DataInputStream in) throws IOException {
+        int n = in.readInt();
+        if (n < -1) {
+            throw new IOException("negative length " + n);
+        }
+        byte[] bytes = n < 0 ? null : in.readNBytes(n);
+        if (bytes != null && bytes.length < n) {
+            throw new IOException("truncated: " + bytes.length + " of " + n + " bytes");
+        }
+        return bytes;
     }
 
     // ---- the stream -----------------------------------------------------------------------------------------

@@ -253,7 +253,7 @@ public final class InMemoryStreamStore implements Store {
     /** The messages the slot retains (committed, not confirmed). */
     @Override
     public long backlog() {
-        return log.retained().size();
+        return harvest.pendingCount(); // as the Postgres WAL harvest: what this leader received and has not finished
     }
 
     @Override
