@@ -117,15 +117,23 @@ public abstract class StoreContract {
 
     // ---- round trip ---------------------------------------------------------------------------------------
 
-    @Test
-    void writtenMessageIsMarkedWithAllItsFields() {
-        OutboxMessage message = OutboxMessage.builder(TOPIC, "key-1")
+    /**
+     * A message to {@code topic} with every kind of header: a repeated name, a null value, binary bytes (both
+     * contracts' round trip).
+     */
+    static OutboxMessage messageWithEveryKindOfHeader(String topic) {
+        return OutboxMessage.builder(topic, "key-1")
                 .value("value-1")
                 .header("trace", "abc")
                 .header("empty", (byte[]) null)
                 .header("trace", "def")
                 .header("binary", new byte[]{0, -1, 127, -128})
                 .build();
+    }
+
+    @Test
+    void writtenMessageIsMarkedWithAllItsFields() {
+        OutboxMessage message = messageWithEveryKindOfHeader(TOPIC);
         Instant before = Instant.now();
         commit(message);
         Instant after = Instant.now();

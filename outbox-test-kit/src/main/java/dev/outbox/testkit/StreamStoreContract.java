@@ -125,13 +125,7 @@ public abstract class StreamStoreContract {
 
     @Test
     void aCommittedMessageIsReadWithAllItsFields() {
-        OutboxMessage message = OutboxMessage.builder(TOPIC, "key-1")
-                .value("value-1")
-                .header("trace", "abc")
-                .header("empty", (byte[]) null)
-                .header("trace", "def")
-                .header("binary", new byte[]{0, -1, 127, -128})
-                .build();
+        OutboxMessage message = StoreContract.messageWithEveryKindOfHeader(TOPIC);
         Instant before = Instant.now().minusSeconds(120);
         commit(message);
         OutboxRecord r = readAll(1).get(0);
