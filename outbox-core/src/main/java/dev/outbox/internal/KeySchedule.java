@@ -717,7 +717,7 @@ public final class KeySchedule {
         while (!waiting.isEmpty() && !waiting.peek().at().isAfter(now)) {
             Due d = waiting.poll();
             KeyState ks = keys.get(d.key());
-            if (valid(ks, d) && !ks.ready) {
+            if (valid(ks, d)) {
                 markReady(ks);
             }
         }

@@ -5,6 +5,7 @@ import dev.outbox.OutboxRecord;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -14,6 +15,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 
 /**
@@ -530,7 +532,7 @@ public final class StreamHarvest {
         }
 
         /** The pending messages with ids from {@code from} to {@code to} inclusive, at most {@code max}. */
-        void forEach(long from, long to, int max, java.util.function.Consumer<Pending> action) {
+        void forEach(long from, long to, int max, Consumer<Pending> action) {
             int n = 0;
             for (long id = Math.max(from, head), last = Math.min(to, end - 1); id <= last && n < max; id++) {
                 Pending p = slots[slot(id)];
@@ -543,13 +545,15 @@ public final class StreamHarvest {
 
         /** How many pending messages have ids above {@code after}, counting to {@code max} at most. */
         int countAbove(long after, int max) {
-            int[] n = {0};
-            forEach(after + 1, Long.MAX_VALUE, max, p -> n[0]++);
-            return n[0];
+            int n = 0;
+            for (long id = Math.max(after + 1, head); id < end && n < max; id++) {
+                n += slots[slot(id)] == null ? 0 : 1;
+            }
+            return n;
         }
 
         void clear() {
-            java.util.Arrays.fill(slots, null);
+            Arrays.fill(slots, null);
             head = end;
             size = 0;
         }

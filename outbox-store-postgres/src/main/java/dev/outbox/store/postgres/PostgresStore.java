@@ -15,7 +15,6 @@ import dev.outbox.spi.StoreException;
 import dev.outbox.spi.StreamHarvest;
 import dev.outbox.spi.CommitStream;
 import dev.outbox.store.sql.SqlStore;
-import org.jdbi.v3.core.Handle;
 import org.jdbi.v3.core.Jdbi;
 import org.jdbi.v3.core.argument.Argument;
 
