@@ -164,11 +164,7 @@ final class ThroughputScenarios {
         List<TimingBroker> brokers = new ArrayList<>();
         List<TimingStore> stores = new ArrayList<>();
         List<Dispatcher> running = new ArrayList<>();
-        ServerCpu serverCpu = ServerCpu.of(env.database());
-        com.sun.management.OperatingSystemMXBean os = (com.sun.management.OperatingSystemMXBean)
-                java.lang.management.ManagementFactory.getOperatingSystemMXBean();
-        double server0;
-        long jvm0;
+        CpuMeter cpu;
         boolean done;
         double fill;
         env.database().resetSharded(shards);
@@ -201,8 +197,7 @@ final class ThroughputScenarios {
                 LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
             }
             fill = backlog.fillAfterReset(topic, rows, seed, null, 0);
-            server0 = serverCpu.seconds(); // the CPU of the drain, not of the fill
-            jvm0 = os.getProcessCpuTime();
+            cpu = new CpuMeter(ServerCpu.of(env.database())); // the CPU of the drain, not of the fill
             done = all.await(options.timeout.toNanos(), TimeUnit.NANOSECONDS);
         } finally {
             running.forEach(Dispatcher::close);
@@ -212,16 +207,12 @@ final class ThroughputScenarios {
         long end = done ? brokers.stream().mapToLong(TimingBroker::lastAckNanos).max().orElseThrow()
                 : System.nanoTime();
         double seconds = (end - first) / 1e9;
-        double jvm = (os.getProcessCpuTime() - jvm0) / 1e9;
-        double server = serverCpu.seconds() - server0;
-        long n = Math.max(1, acks.get());
+        String cpuUsed = cpu.describe(acks.get());
         StringBuilder split = new StringBuilder();
         for (int i = 0; i < dispatchers; i++) {
             split.append(i == 0 ? "acknowledged by each Dispatcher: " : ", ").append(brokers.get(i).acks());
         }
-        String breakdown = split + "; " + stores.get(0).summary(seconds) + Report.fmt("; CPU a record: this JVM"
-                + " %.0f us, the database server %s", jvm * 1e6 / n,
-                Double.isNaN(server) ? "unknown" : Report.fmt("%.0f us", server * 1e6 / n));
+        String breakdown = split + "; " + stores.get(0).summary(seconds) + "; " + cpuUsed;
         return new Run(scenario, Math.min(rows, acks.get()), seconds, backlog.count(), fill, breakdown);
     }
 
@@ -271,12 +262,8 @@ final class ThroughputScenarios {
                 .name("bench-drain")
                 .build();
         instrument.accept(dispatcher);
-        ServerCpu serverCpu = ServerCpu.of(env.database());
-        com.sun.management.OperatingSystemMXBean os = (com.sun.management.OperatingSystemMXBean)
-                java.lang.management.ManagementFactory.getOperatingSystemMXBean();
         Map<String, Long> counters = env.database().counters();
-        double server0 = serverCpu.seconds();
-        long jvm0 = os.getProcessCpuTime();
+        CpuMeter cpu = new CpuMeter(ServerCpu.of(env.database()));
         dispatcher.start();
         boolean done;
         try {
@@ -286,9 +273,7 @@ final class ThroughputScenarios {
         }
         long end = done ? broker.lastAckNanos() : System.nanoTime();
         double seconds = (end - broker.firstSendNanos()) / 1e9;
-        double jvm = (os.getProcessCpuTime() - jvm0) / 1e9;
-        double server = serverCpu.seconds() - server0;
-        long n = Math.max(1, broker.acks());
+        String cpuUsed = cpu.describe(broker.acks());
         StringBuilder waits = new StringBuilder();
         env.database().counters().forEach((k, v) -> {
             Long before = counters.get(k);
@@ -299,8 +284,7 @@ final class ThroughputScenarios {
         });
         String breakdown = store.summary(seconds) + Report.fmt("; send calls %.0f %% of the time",
                 100 * broker.sendNanos() / 1e9 / seconds)
-                + Report.fmt("; CPU a record: this JVM %.0f us, the database server %s", jvm * 1e6 / n,
-                Double.isNaN(server) ? "unknown" : Report.fmt("%.0f us", server * 1e6 / n)) + waits;
+                + "; " + cpuUsed + waits;
         return new Run(scenario, Math.min(rows, broker.acks()), seconds, left.getAsLong(), fill, breakdown);
     }
 
@@ -416,6 +400,7 @@ final class ThroughputScenarios {
         AtomicLong purged = new AtomicLong();
         AtomicReference<Throwable> failure = new AtomicReference<>();
         CountDownLatch finished = new CountDownLatch(1);
+        CpuMeter cpu = new CpuMeter(ServerCpu.of(env.database()));
         long started = System.nanoTime();
         Thread readThread = new Thread(() -> {
             long cursor = 0;
@@ -458,7 +443,9 @@ final class ThroughputScenarios {
             Progress.say("cursor ceiling timed out after %s", options.timeout);
         }
         double seconds = (end - started) / 1e9;
-        return new Run("cursor", purged.get(), seconds, backlog.count(), fill, store.summary(seconds));
+        String cpuUsed = cpu.describe(purged.get());
+        return new Run("cursor", purged.get(), seconds, backlog.count(), fill, store.summary(seconds) + "; "
+                + cpuUsed);
     }
 
     /**
@@ -576,10 +563,13 @@ final class ThroughputScenarios {
         AtomicLong lastAck = new AtomicLong();
         CountDownLatch all = new CountDownLatch(1);
         Semaphore window = new Semaphore(5 * options.maxInFlightRecords);
+        CpuMeter cpu;
+        String cpuUsed;
         long started;
         try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(props, new StringSerializer(),
                 new ByteArraySerializer())) {
             producer.partitionsFor(topic); // metadata first, as the Dispatcher's producer has it after one send
+            cpu = new CpuMeter(null);
             started = System.nanoTime();
             for (int i = 0; i < rows; i++) {
                 window.acquire();
@@ -599,12 +589,13 @@ final class ThroughputScenarios {
             if (!all.await(options.timeout.toSeconds(), TimeUnit.SECONDS)) {
                 Progress.say("broker ceiling timed out after %s", options.timeout);
             }
+            cpuUsed = cpu.describe(acked.get()); // before close(), which waits for nothing but costs CPU
         }
         if (failed.get() > 0) {
             Progress.say("broker ceiling: %d sends failed", failed.get());
         }
         return new Run("broker", acked.get() - failed.get(), (lastAck.get() - started) / 1e9, -1, 0,
-                failed.get() == 0 ? "" : failed.get() + " sends failed");
+                (failed.get() == 0 ? "" : failed.get() + " sends failed; ") + cpuUsed);
     }
 
     /**
