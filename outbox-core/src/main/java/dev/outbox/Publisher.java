@@ -39,10 +39,11 @@ public interface Publisher {
     /**
      * Tells a dispatcher of the same outbox leading in this process that a transaction which published with this
      * publisher has just committed, so that an idle leader reads at once instead of at its next poll. For stores
-     * whose database cannot notify the leader itself (MySQL, MariaDB); harmless elsewhere. Call it after the
-     * commit, never before: the Spring Boot starter does it for you. Optional: without it, the leader finds the
-     * messages at its next poll (within {@code pollInterval}). Cheap, thread-safe, never throws. The default does
-     * nothing.
+     * whose database cannot notify the leader itself (MySQL, MariaDB), and on Postgres too, where it wakes a leader in
+     * this process about a millisecond before the database's notification would. Call it after the
+     * commit, never before: the Spring Boot starter does it for you. Optional: without it, the leader learns of the
+     * commit from Postgres' notification, or else at its next poll (within {@code pollInterval}). Cheap,
+     * thread-safe, never throws. The default does nothing.
      */
     default void committed() {
     }

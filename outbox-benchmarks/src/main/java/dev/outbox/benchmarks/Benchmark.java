@@ -96,9 +96,10 @@ public final class Benchmark {
                             options.duration, options.latencyWarmup);
                     LatencyScenario.Result result = latency.run(rate);
                     Progress.say("latency at %,d/s: commit->ack p50 %.1f ms, p99 %.1f ms, max %.1f ms (commit->send"
-                                    + " p50 %.1f ms, p99 %.1f ms); backlog max %d, %s", rate, result.commitToAck().p50(),
-                            result.commitToAck().p99(), result.commitToAck().max(), result.commitToSend().p50(),
-                            result.commitToSend().p99(), result.backlogMax(),
+                                    + " p50 %.1f ms, p99 %.1f ms; send->ack p50 %.1f ms, p99 %.1f ms); backlog max %d, %s",
+                            rate, result.commitToAck().p50(), result.commitToAck().p99(), result.commitToAck().max(),
+                            result.commitToSend().p50(), result.commitToSend().p99(), result.sendToAck().p50(),
+                            result.sendToAck().p99(), result.backlogMax(),
                             result.sustainable() ? "sustainable" : "NOT sustainable");
                     report.latency.add(result);
                     ThroughputScenarios.settle();
@@ -127,9 +128,11 @@ public final class Benchmark {
                 for (int rate : options.rates) {
                     Progress.say("latency at %,d records/s offered, WAL harvest ...", rate);
                     LatencyScenario.Result result = latency.runWal(rate);
-                    Progress.say("latency at %,d/s, WAL harvest: commit->ack p50 %.1f ms, p99 %.1f ms, max %.1f ms;"
-                                    + " %s", rate, result.commitToAck().p50(), result.commitToAck().p99(),
-                            result.commitToAck().max(), result.sustainable() ? "sustainable" : "NOT sustainable");
+                    Progress.say("latency at %,d/s, WAL harvest: commit->ack p50 %.1f ms, p99 %.1f ms, max %.1f ms"
+                                    + " (commit->send p50 %.1f ms; send->ack p50 %.1f ms); %s", rate,
+                            result.commitToAck().p50(), result.commitToAck().p99(), result.commitToAck().max(),
+                            result.commitToSend().p50(), result.sendToAck().p50(),
+                            result.sustainable() ? "sustainable" : "NOT sustainable");
                     report.latency.add(result);
                     ThroughputScenarios.settle();
                 }

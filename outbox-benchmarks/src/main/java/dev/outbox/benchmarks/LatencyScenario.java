@@ -46,7 +46,8 @@ final class LatencyScenario {
     /** The outcome of one offered rate. */
     record Result(int offeredRate, int recordsPerTx, int writers, double achievedRate, boolean writersKeptUp,
                   double ackRate,
-                  long measured, long unacknowledged, Stats commitToAck, Stats commitToSend, Stats scheduledToAck,
+                  long measured, long unacknowledged, Stats commitToAck, Stats commitToSend, Stats sendToAck,
+                  Stats scheduledToAck,
                   Stats commitToConsume,
                   long backlogMax, long backlogEnd, double backlogSlope, boolean sustainable, double drainAfterSeconds,
                   String variant, long poisonFailures) {
@@ -90,6 +91,13 @@ final class LatencyScenario {
     static final String MARK_VARIANT = "mark harvest, ";
     /** The prefix of a WAL-harvest run's variant. */
     static final String WAL_VARIANT = "WAL harvest, ";
+    /**
+     * Whether the writers tell their publisher after each commit ({@link Publisher#committed()}), as the Spring Boot
+     * starter does and as a writer in the leader's process can: true unless {@code -Dbench.committed=false}, which
+     * measures writers in other processes (woken by the database's notification alone). Never in a polling run.
+     */
+    private static final boolean NUDGE = Boolean.parseBoolean(System.getProperty("bench.committed", "true"));
+
     /** The prefix of a polling run's variant (no commit wake-ups, the producer lingers). */
     static final String POLL_VARIANT = "polling, ";
     /** The prefix of a run's variant whose broker publishes in Kafka transactions. */
@@ -231,7 +239,8 @@ final class LatencyScenario {
             long offset = interval * w / writers;
             long writerSeed = options.seed + w;
             Thread t = new Thread(() -> write(store, start + offset, end, interval, perTx, topic, writerSeed,
-                    sequences, scheduled, committed, base, capacity, failure, keyCount, poison), "bench-writer-" + w);
+                    sequences, scheduled, committed, base, capacity, failure, keyCount, poison, !polling && NUDGE),
+                    "bench-writer-" + w);
             t.setDaemon(true);
             threads.add(t);
         }
@@ -261,6 +270,7 @@ final class LatencyScenario {
         long measuredFrom = start - base + 1 + warmNanos;
         Histogram toAck = histogram();
         Histogram toSend = histogram();
+        Histogram sendToAck = histogram();
         Histogram scheduledToAck = histogram();
         Histogram toConsume = histogram();
         long measured = 0;
@@ -290,6 +300,7 @@ final class LatencyScenario {
                 long sentAt = sent.get(i);
                 if (sentAt != 0) {
                     record(toSend, Math.max(0, sentAt - c)); // a record can be read before its writer's clock read
+                    record(sendToAck, a - sentAt);
                 }
             }
             long r = consumed.get(i);
@@ -305,7 +316,7 @@ final class LatencyScenario {
         boolean sustainable = slope < 0.02 * rate && backlogEnd <= Math.max(1_000, rate)
                 && missing == 0;
         return new Result(rate, perTx, writers, achieved, writersKeptUp, ackedInWindow / windowSeconds, measured,
-                missing, Stats.of(toAck), Stats.of(toSend), Stats.of(scheduledToAck), Stats.of(toConsume), sampler.max(), backlogEnd, slope,
+                missing, Stats.of(toAck), Stats.of(toSend), Stats.of(sendToAck), Stats.of(scheduledToAck), Stats.of(toConsume), sampler.max(), backlogEnd, slope,
                 sustainable, drainAfter, (poison ? "poison, " : "")
                 + (harvest == DispatcherConfig.Harvest.MARK ? MARK_VARIANT : "") + (wal ? WAL_VARIANT : "")
                 + (transactional ? TXN_VARIANT : "")
@@ -316,7 +327,8 @@ final class LatencyScenario {
 
     private void write(Store store, long first, long end, long interval, int perTx, String topic, long seed,
                        AtomicLong sequences, AtomicLongArray scheduled, AtomicLongArray committed, long base,
-                       int capacity, AtomicReference<Throwable> failure, int keyCount, boolean poison) {
+                       int capacity, AtomicReference<Throwable> failure, int keyCount, boolean poison,
+                       boolean nudge) {
         Publisher publisher = Boolean.getBoolean("bench.writersNotify") ? env.store().publisher() : store.publisher();
         String[] keys = Backlog.keys(keyCount);
         SplittableRandom random = new SplittableRandom(seed);
@@ -343,6 +355,9 @@ final class LatencyScenario {
                 }
                 publisher.publish(c, batch);
                 c.commit();
+                if (nudge) {
+                    publisher.committed(); // as the Spring Boot starter does after a commit
+                }
                 long now = System.nanoTime() - base + 1;
                 for (long seq : seqs) {
                     if (seq >= 0 && seq < capacity) {

@@ -616,6 +616,7 @@ final class Report {
             m.put("unacknowledged", l.unacknowledged());
             m.put("commitToAckMs", statsJson(l.commitToAck()));
             m.put("commitToSendMs", statsJson(l.commitToSend()));
+            m.put("sendToAckMs", statsJson(l.sendToAck()));
             m.put("scheduledToAckMs", statsJson(l.scheduledToAck()));
             m.put("commitToConsumeMs", statsJson(l.commitToConsume()));
             m.put("backlogMax", l.backlogMax());

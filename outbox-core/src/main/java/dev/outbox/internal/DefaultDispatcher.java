@@ -879,6 +879,9 @@ public final class DefaultDispatcher implements Dispatcher {
                         // Caught up, and nothing else in flight: nothing will fill the broker's batch soon. With
                         // records in flight, a lingering batch fills while they complete (a busy outbox batches).
                         broker.sendPending();
+                        if (!store.readWaits()) {
+                            awaitSentSettled();
+                        }
                     }
                     continue;
                 }
@@ -1462,6 +1465,34 @@ public final class DefaultDispatcher implements Dispatcher {
      * {@link #pause}, cut short too when the store signals a commit after {@code signalsSeen} (the count of commit
      * wake-ups read before the read that found nothing; -1: not watched).
      */
+    /**
+     * After a caught-up send (nothing was in flight before it, and the read was not full): waits until what is in
+     * flight has settled, a record is ready or {@code markBackoff} has passed, instead of reading again at once. The
+     * read right after a caught-up one almost always finds nothing, and it would run beside the send on the same
+     * cores. Commits signalled meanwhile do not end the wait: they are read together once the send has settled, and
+     * sent at once (nothing in flight then), where reading each as it comes would send it behind the records in
+     * flight into a batch the producer holds for {@code linger.ms}.
+     */
+    private void awaitSentSettled() {
+        long deadline = runtime.nanoTime() + config.markBackoff().toNanos();
+        lock.lock();
+        try {
+            long e0 = epoch;
+            while (!stopMarking && epoch == e0 && schedule.inFlight() > 0 && !schedule.hasReady()) {
+                long left = deadline - runtime.nanoTime();
+                if (left <= 0) {
+                    return;
+                }
+                markWork.awaitNanos(left);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            stopMarking = true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     private boolean pauseUnlessCommitted(Duration d, long signalsSeen) {
         long deadline = runtime.nanoTime() + d.toNanos();
         lock.lock();

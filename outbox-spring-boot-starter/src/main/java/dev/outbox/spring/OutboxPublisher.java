@@ -127,7 +127,8 @@ public final class OutboxPublisher {
 
     /**
      * Once per transaction: after it commits, tells the publisher ({@link Publisher#committed()}), so that a leading
-     * dispatcher in this process reads at once (what wakes it on MySQL/MariaDB, which cannot notify).
+     * dispatcher in this process reads at once (what wakes it on MySQL/MariaDB, which cannot notify; on Postgres it
+     * comes about a millisecond before the notification).
      */
     private void wakeAfterCommit() {
         if (!TransactionSynchronizationManager.isSynchronizationActive()) {

@@ -677,20 +677,61 @@ public final class PostgresStore extends SqlStore {
     /**
      * With commit notifications on (the default, see {@link Builder#commitNotifications}) and the table harvested:
      * listens on this outbox's channel with one connection of the store's pool, held until the subscription is
-     * closed. The shards of a sharded outbox ({@link #shard}) share one such connection per store: a commit to any
-     * shard wakes every shard's harvest. With them off, this process's publishers only
-     * ({@link dev.outbox.Publisher#committed()}). Null with the WAL harvest, whose read waits for messages instead.
+     * closed, and also takes this process's publishers' {@link dev.outbox.Publisher#committed()} calls, which arrive
+     * before the notification does (Postgres delivers a notification about a millisecond after the commit returns):
+     * a writer in the leader's process wakes it at once, any other writer through the notification. The shards of a
+     * sharded outbox ({@link #shard}) share one such connection per store: a commit to any shard wakes every shard's
+     * harvest. With notifications off, this process's publishers only. Null with the WAL harvest, whose read waits
+     * for messages instead.
      */
     @Override
     public CommitWatch watchCommits(Runnable wakeUp) {
         if (whole != null) {
             // One listening connection for every shard this process harvests; a commit to any shard wakes them all.
-            return whole.sharedListener != null ? whole.sharedListener.watch(wakeUp) : whole.watchCommits(wakeUp);
+            return whole.sharedListener != null
+                    ? alsoLocal(whole.localCommitWatch(wakeUp), whole.sharedListener.watch(wakeUp))
+                    : whole.watchCommits(wakeUp);
         }
         if (wal != null) {
             return null;
         }
-        return notifyChannel == null ? localCommitWatch(wakeUp) : new PgCommitListener(jdbi(), notifyChannel, wakeUp);
+        return notifyChannel == null ? localCommitWatch(wakeUp)
+                : alsoLocal(localCommitWatch(wakeUp), new PgCommitListener(jdbi(), notifyChannel, wakeUp));
+    }
+
+    private static CommitWatch alsoLocal(CommitWatch local, CommitWatch listener) {
+        return new LocalAndListening(local, listener);
+    }
+
+    /**
+     * A listening watch with this process's publishers' wake-ups beside it: the listener says whether it is
+     * listening and is told when wake-ups are needed; the local watch costs nothing while unneeded, and stays.
+     */
+    static final class LocalAndListening implements CommitWatch {
+        private final CommitWatch local;
+        /** The listening half ({@link PgCommitListener}, or a shard's share of one). */
+        final CommitWatch listener;
+
+        LocalAndListening(CommitWatch local, CommitWatch listener) {
+            this.local = local;
+            this.listener = listener;
+        }
+
+        @Override
+        public boolean listening() {
+            return listener.listening();
+        }
+
+        @Override
+        public void needed(boolean needed) {
+            listener.needed(needed);
+        }
+
+        @Override
+        public void close() {
+            local.close();
+            listener.close();
+        }
     }
 
     /** With the WAL harvest: closes the replication stream, which releases the slot for the next leader. */

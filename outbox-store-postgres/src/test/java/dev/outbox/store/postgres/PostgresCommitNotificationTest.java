@@ -64,7 +64,7 @@ class PostgresCommitNotificationTest {
 
             // Not needed (the dispatcher is busy): it stops listening; needed again, it listens and wakes once.
             watch.needed(false);
-            int busyPid = ((PgCommitListener) watch).backendPid();
+            int busyPid = listener(watch).backendPid();
             Await.untilOrFail(() -> PostgresTestSupport.queryLong(appPool, "SELECT count(*) FROM pg_stat_activity"
                     + " WHERE pid = " + busyPid + " AND query = 'UNLISTEN \"notified\"'") == 1, WAIT,
                     () -> "still listening while not needed");
@@ -78,7 +78,7 @@ class PostgresCommitNotificationTest {
 
             // The listening connection is terminated: the listener opens another and wakes the harvest once, for
             // what it may not have heard meanwhile; commits wake it again afterwards.
-            int pid = ((PgCommitListener) watch).backendPid();
+            int pid = listener(watch).backendPid();
             long killed = PostgresTestSupport.queryLong(appPool, "SELECT CASE WHEN pg_terminate_backend(" + pid
                     + ") THEN 1 ELSE 0 END");
             assertThat(killed).as("the listening backend, pid " + pid).isEqualTo(1);
@@ -87,13 +87,30 @@ class PostgresCommitNotificationTest {
             int afterReconnect = wakeUps.get();
             commit(store, List.of(OutboxMessage.of("orders", "k", "v3")));
             Await.untilOrFail(() -> wakeUps.get() > afterReconnect, WAIT, () -> "no wake-up after reconnecting");
-            listener = ((PgCommitListener) watch).backendPid();
+            listener = listener(watch).backendPid();
         } finally {
             watch.close();
         }
         Await.untilOrFail(() -> PostgresTestSupport.queryLong(appPool, "SELECT count(*) FROM pg_stat_activity"
                         + " WHERE pid = " + listener + " AND query = 'UNLISTEN \"notified\"'") == 1,
                 WAIT, () -> "the connection went back to the pool still listening");
+    }
+
+    @Test
+    void aPublisherInThisProcessWakesTheWatchAtOnceWithoutTheNotification() {
+        PostgresStore store = PostgresStore.builder(pool).table("notified_local").build();
+        store.createSchema();
+        AtomicInteger wakeUps = new AtomicInteger();
+        try (Store.CommitWatch watch = store.watchCommits(wakeUps::incrementAndGet)) {
+            Await.untilOrFail(() -> watch.listening() && wakeUps.get() >= 1, WAIT, () -> "not listening");
+            watch.needed(false); // the listener stops listening: only the local wake-up is left
+            int before = wakeUps.get();
+            store.publisher().committed();
+            assertThat(wakeUps.get()).as("woken on the caller's thread, before any notification").isEqualTo(before + 1);
+        }
+        int closed = wakeUps.get();
+        store.publisher().committed();
+        assertThat(wakeUps.get()).as("nothing after the watch closed").isEqualTo(closed);
     }
 
     @Test
@@ -146,6 +163,10 @@ class PostgresCommitNotificationTest {
             commit(store, List.of(OutboxMessage.of("orders", "k", "and again")));
             assertThat(broker.awaitDelivered(2, Duration.ofSeconds(15))).isTrue();
         }
+    }
+
+    private static PgCommitListener listener(Store.CommitWatch watch) {
+        return (PgCommitListener) ((PostgresStore.LocalAndListening) watch).listener;
     }
 
     private static void commit(PostgresStore store, List<OutboxMessage> messages) throws Exception {
