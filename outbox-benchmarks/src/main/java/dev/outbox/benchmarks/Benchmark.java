@@ -89,6 +89,13 @@ public final class Benchmark {
                 }
             }
             report.throughput = runs;
+            if (java.util.stream.Stream.of("latency", "latency-txn", "latency-wal", "latency-shards", "latency-poll",
+                    "latency-mark").anyMatch(options::runs) && !options.latencyJitWarmup.isZero()) {
+                Progress.say("latency warm-up: %s at 5,000 and %s at 100 records/s (not recorded) ...",
+                        options.latencyJitWarmup, options.latencyJitWarmup);
+                LatencyScenario.warmUp(env, options);
+                ThroughputScenarios.settle();
+            }
             if (options.runs("latency")) {
                 LatencyScenario latency = new LatencyScenario(env, options);
                 for (int rate : options.rates) {

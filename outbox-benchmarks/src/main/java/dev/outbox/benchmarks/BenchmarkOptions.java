@@ -98,6 +98,11 @@ final class BenchmarkOptions implements Callable<Integer> {
     @Option(defaultValue = "5", names = "--latency-warmup", paramLabel = "S", converter = Seconds.class,
             description = "Latency: seconds of writing first, left out of the statistics; may be 0.")
     Duration latencyWarmup;
+    @Option(defaultValue = "5", names = "--latency-jit-warmup", paramLabel = "S", converter = Seconds.class,
+            description = "Latency: before the first latency run, S seconds at 5,000 and S at 100 records/s through"
+                    + " the table harvest, not recorded, so that the code a low rate runs is compiled (a cold JVM"
+                    + " measures its interpreter: the first 10 records/s run was 3-4 ms slower); 0 to skip.")
+    Duration latencyJitWarmup;
     @Option(names = "--writers", paramLabel = "N", description = "Latency: writer threads, one connection each.")
     int writers = 4;
     @Option(names = "--records-per-tx", paramLabel = "N|auto", converter = RecordsPerTx.class,

@@ -125,6 +125,28 @@ final class LatencyScenario {
     }
 
     /**
+     * Runs the table harvest at 5,000 and then at 100 records/s for {@code --latency-jit-warmup} each and throws the
+     * results away: the throughput warm-up compiles the drain's code, not what a low rate runs (a single record's
+     * read, send, flush and purge, in the engine, the drivers and Kafka), and a cold JVM's first 10 records/s run
+     * measured its interpreter (p50 5 ms against 1.3 ms once warm, 2026-11-24).
+     */
+    static void warmUp(BenchEnvironment env, BenchmarkOptions options) throws Exception {
+        Duration duration = options.duration;
+        Duration warmup = options.latencyWarmup;
+        options.duration = options.latencyJitWarmup;
+        options.latencyWarmup = Duration.ZERO;
+        try {
+            LatencyScenario latency = new LatencyScenario(env, options);
+            latency.run(5_000);
+            ThroughputScenarios.settle();
+            latency.run(100);
+        } finally {
+            options.duration = duration;
+            options.latencyWarmup = warmup;
+        }
+    }
+
+    /**
      * One run at {@code rate} over {@code keyCount} keys; with {@code poison}, one more key whose every send fails
      * (a retriable failure, so each of its records is retried with backoff until {@code maxAttempts} parks it).
      * The healthy keys' latencies are what it measures.

@@ -19,7 +19,7 @@ class BenchmarkSmokeTest {
         Path out = Path.of("target", "benchmark-smoke");
         BenchmarkOptions options = BenchmarkOptions.parse(new String[] {
                 "--rows", "3000", "--naive-rows", "100", "--repeat", "1", "--warmup-rows", "0",
-                "--rates", "500", "--duration", "1.5", "--writer-cost-seconds", "0.05", "--latency-warmup", "0.5", "--writers", "2",
+                "--rates", "500", "--duration", "1.5", "--writer-cost-seconds", "0.05", "--latency-warmup", "0.5", "--latency-jit-warmup", "0.5", "--writers", "2",
                 "--takeover-modes", "close", "--takeover-repeat", "1", "--takeover-rate", "200",
                 "--takeover-window", "2", "--takeover-warmup", "0.5",
                 "--out", out.toString()});
