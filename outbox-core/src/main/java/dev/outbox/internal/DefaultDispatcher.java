@@ -1467,14 +1467,22 @@ public final class DefaultDispatcher implements Dispatcher {
      */
     /**
      * After a caught-up send (nothing was in flight before it, and the read was not full): waits until what is in
-     * flight has settled, a record is ready or {@code markBackoff} has passed, instead of reading again at once. The
+     * flight has settled, a record is ready or {@code markBackoff} (at most {@link #SETTLED_WAIT_MAX}) has passed,
+     * instead of reading again at once. The
      * read right after a caught-up one almost always finds nothing, and it would run beside the send on the same
      * cores. Commits signalled meanwhile do not end the wait: they are read together once the send has settled, and
      * sent at once (nothing in flight then), where reading each as it comes would send it behind the records in
      * flight into a batch the producer holds for {@code linger.ms}.
      */
+    /**
+     * The longest {@link #awaitSentSettled} waits, whatever {@code markBackoff} says: long enough for a broker's
+     * acknowledgement, short enough that commits it does not wake for are not held back when acknowledgements are
+     * slow (an outage, a broker far away).
+     */
+    private static final Duration SETTLED_WAIT_MAX = Duration.ofMillis(10);
+
     private void awaitSentSettled() {
-        long deadline = runtime.nanoTime() + config.markBackoff().toNanos();
+        long deadline = runtime.nanoTime() + Math.min(config.markBackoff().toNanos(), SETTLED_WAIT_MAX.toNanos());
         lock.lock();
         try {
             long e0 = epoch;

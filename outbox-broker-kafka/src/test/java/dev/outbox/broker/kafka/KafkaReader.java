@@ -62,6 +62,28 @@ final class KafkaReader {
         }
     }
 
+    /**
+     * {@link #readToEnd} again and again until it returns at least {@code expected} records, or fails after
+     * {@code timeout}. For a transactional producer's topic read right after a commit: the commit returns once the
+     * coordinator decided it, and the partitions' commit markers (and so the end a {@code read_committed} reader
+     * reads to) follow a moment later, so one read to the end may stop before the committed records. Duplicates
+     * would still be seen: the read that first has {@code expected} records reads everything committed before.
+     */
+    static List<ConsumerRecord<String, byte[]>> readCommitted(String bootstrap, String topic, int expected,
+                                                              Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            List<ConsumerRecord<String, byte[]>> got = readToEnd(bootstrap, topic, timeout);
+            if (got.size() >= expected) {
+                return got;
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new AssertionError("read " + got.size() + " committed record(s) of '" + topic + "', expected at"
+                        + " least " + expected + ", within " + timeout + ": " + got);
+            }
+        }
+    }
+
     /** Reads {@code topic} from the beginning until at least {@code expected} records arrived or timeout. */
     static List<ConsumerRecord<String, byte[]>> read(String bootstrap, String topic, int expected, Duration timeout) {
         try (KafkaConsumer<String, byte[]> c = consumer(bootstrap)) {

@@ -98,7 +98,7 @@ class KafkaTransactionalBrokerTest {
 
             acknowledged(second.send(record(topic, "k", "second-2"))); // the successor is undisturbed
             assertThat(second.fencedRecords()).isZero();
-            assertThat(values(KafkaReader.readToEnd(kafka.bootstrapServers(), topic, WAIT)))
+            assertThat(values(KafkaReader.readCommitted(kafka.bootstrapServers(), topic, 3, WAIT)))
                     .as("read_committed").containsExactly("first-1", "second-1", "second-2");
         }
     }
@@ -129,7 +129,7 @@ class KafkaTransactionalBrokerTest {
                 for (CompletionStage<Void> s : innocent) {
                     acknowledged(s);
                 }
-                assertThat(values(KafkaReader.readToEnd(kafka.bootstrapServers(), topic, WAIT)))
+                assertThat(values(KafkaReader.readCommitted(kafka.bootstrapServers(), topic, 4, WAIT)))
                         .as("read_committed").containsExactlyInAnyOrder("a-1", "b-1", "c-1", "e-1");
                 List<String> uncommitted = values(readUncommitted(topic));
                 assertThat(uncommitted).as("read_uncommitted sees at least as much").containsAll(
@@ -177,7 +177,7 @@ class KafkaTransactionalBrokerTest {
                             .isTrue()));
             assertThat(store.parkedRows()).as("nothing parked").isEmpty();
             assertThat(d.health().outageSince()).as("a fence is no outage").isEmpty();
-            assertThat(values(KafkaReader.readToEnd(kafka.bootstrapServers(), topic, WAIT)))
+            assertThat(values(KafkaReader.readCommitted(kafka.bootstrapServers(), topic, 3, WAIT)))
                     .as("read_committed").containsExactlyInAnyOrder("1", "usurper", "2");
             // The usurper was fenced in its turn by the dispatcher's broker taking the id back.
             assertThat(failure(usurper.send(record(topic, "u", "late"))).isFenced()).isTrue();
