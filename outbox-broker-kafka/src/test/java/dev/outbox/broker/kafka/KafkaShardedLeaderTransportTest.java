@@ -103,8 +103,43 @@ class KafkaShardedLeaderTransportTest {
         return total == SHARDS && all.size() == SHARDS;
     }
 
-    private static void awaitSpread(List<Member> live, String what) {
-        Await.untilOrFail(() -> spread(live), WAIT, () -> what + ": " + live);
+    /**
+     * Waits until the shards are spread ({@link #spread}) and the log has caught up with it: a member's
+     * {@code assignedShards()} changes before its listener hears {@code assigned}, so a test that snapshots the log
+     * right after the spread could otherwise see the tail of that assignment as a later move.
+     */
+    private void awaitSpread(List<Member> live, String what) {
+        Await.untilOrFail(() -> spread(live) && logAgrees(live), WAIT, () -> what + ": " + live + ", log " + logCopy());
+    }
+
+    /** Whether replaying the log gives each live member exactly the shards it says it is assigned. */
+    private synchronized boolean logAgrees(List<Member> live) {
+        Map<Integer, String> holder = new HashMap<>();
+        for (String e : log) {
+            String who = e.substring(1, e.indexOf(' '));
+            int shard = Integer.parseInt(e.substring(e.indexOf(' ') + 1));
+            if (e.charAt(0) == '+') {
+                holder.put(shard, who);
+            } else {
+                holder.remove(shard, who);
+            }
+        }
+        for (Member m : live) {
+            Set<Integer> logged = new TreeSet<>();
+            holder.forEach((shard, who) -> {
+                if (who.equals(m.name)) {
+                    logged.add(shard);
+                }
+            });
+            if (!logged.equals(new TreeSet<>(m.transport.assignedShards()))) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private synchronized List<String> logCopy() {
+        return new ArrayList<>(log);
     }
 
     @Test

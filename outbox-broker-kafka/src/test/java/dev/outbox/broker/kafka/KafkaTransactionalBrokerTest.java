@@ -72,6 +72,23 @@ class KafkaTransactionalBrokerTest {
         stage.toCompletableFuture().get(WAIT.toSeconds(), TimeUnit.SECONDS);
     }
 
+    /** Sends until acknowledged, again after a retriable failure, at most three times. */
+    private static void acknowledgedWithin3Attempts(java.util.function.Supplier<CompletionStage<Void>> send)
+            throws Exception {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                acknowledged(send.get());
+                return;
+            } catch (ExecutionException e) {
+                if (attempt == 3 || !(e.getCause() instanceof DeliveryException d) || d.isPermanent() || d.isFenced()) {
+                    throw e;
+                }
+                System.out.printf("transactional broker: attempt %d failed retriably (%s), sending again%n", attempt,
+                        d.getMessage());
+            }
+        }
+    }
+
     private static DeliveryException failure(CompletionStage<Void> stage) throws Exception {
         try {
             stage.toCompletableFuture().get(WAIT.toSeconds(), TimeUnit.SECONDS);
@@ -88,7 +105,9 @@ class KafkaTransactionalBrokerTest {
         String id = "fence-" + topic;
         try (KafkaMessageBroker first = broker(id).build(); KafkaMessageBroker second = broker(id).build()) {
             acknowledged(first.send(record(topic, "k", "first-1")));
-            acknowledged(second.send(record(topic, "k", "second-1"))); // initTransactions: fences the first
+            // initTransactions fences the first. The new producer's first transaction may still fail retriably
+            // (InvalidTxnStateException) while the coordinator finishes the fenced one; the engine sends it again.
+            acknowledgedWithin3Attempts(() -> second.send(record(topic, "k", "second-1")));
 
             DeliveryException refused = failure(first.send(record(topic, "k", "zombie")));
             assertThat(refused.isFenced()).as("fenced, not %s: %s", refused.kind(), refused).isTrue();
