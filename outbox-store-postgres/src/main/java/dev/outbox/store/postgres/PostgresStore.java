@@ -689,18 +689,14 @@ public final class PostgresStore extends SqlStore {
         if (whole != null) {
             // One listening connection for every shard this process harvests; a commit to any shard wakes them all.
             return whole.sharedListener != null
-                    ? alsoLocal(whole.localCommitWatch(wakeUp), whole.sharedListener.watch(wakeUp))
+                    ? new LocalAndListening(whole.localCommitWatch(wakeUp), whole.sharedListener.watch(wakeUp))
                     : whole.watchCommits(wakeUp);
         }
         if (wal != null) {
             return null;
         }
         return notifyChannel == null ? localCommitWatch(wakeUp)
-                : alsoLocal(localCommitWatch(wakeUp), new PgCommitListener(jdbi(), notifyChannel, wakeUp));
-    }
-
-    private static CommitWatch alsoLocal(CommitWatch local, CommitWatch listener) {
-        return new LocalAndListening(local, listener);
+                : new LocalAndListening(localCommitWatch(wakeUp), new PgCommitListener(jdbi(), notifyChannel, wakeUp));
     }
 
     /**
