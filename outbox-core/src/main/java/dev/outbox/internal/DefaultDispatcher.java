@@ -1462,25 +1462,20 @@ public final class DefaultDispatcher implements Dispatcher {
     }
 
     /**
-     * {@link #pause}, cut short too when the store signals a commit after {@code signalsSeen} (the count of commit
-     * wake-ups read before the read that found nothing; -1: not watched).
-     */
-    /**
-     * After a caught-up send (nothing was in flight before it, and the read was not full): waits until what is in
-     * flight has settled, a record is ready or {@code markBackoff} (at most {@link #SETTLED_WAIT_MAX}) has passed,
-     * instead of reading again at once. The
-     * read right after a caught-up one almost always finds nothing, and it would run beside the send on the same
-     * cores. Commits signalled meanwhile do not end the wait: they are read together once the send has settled, and
-     * sent at once (nothing in flight then), where reading each as it comes would send it behind the records in
-     * flight into a batch the producer holds for {@code linger.ms}.
-     */
-    /**
      * The longest {@link #awaitSentSettled} waits, whatever {@code markBackoff} says: long enough for a broker's
      * acknowledgement, short enough that commits it does not wake for are not held back when acknowledgements are
      * slow (an outage, a broker far away).
      */
     private static final Duration SETTLED_WAIT_MAX = Duration.ofMillis(10);
 
+    /**
+     * After a caught-up send (nothing was in flight before it, and the read was not full): waits until what is in
+     * flight has settled, a record is ready or {@code markBackoff} (at most {@link #SETTLED_WAIT_MAX}) has passed,
+     * instead of reading again at once. The read right after a caught-up one almost always finds nothing, and it
+     * would run beside the send on the same cores. Commits signalled meanwhile do not end the wait: they are read
+     * together once the send has settled, and sent at once (nothing in flight then), where reading each as it comes
+     * would send it behind the records in flight into a batch the producer holds for {@code linger.ms}.
+     */
     private void awaitSentSettled() {
         long deadline = runtime.nanoTime() + Math.min(config.markBackoff().toNanos(), SETTLED_WAIT_MAX.toNanos());
         lock.lock();
@@ -1501,6 +1496,10 @@ public final class DefaultDispatcher implements Dispatcher {
         }
     }
 
+    /**
+     * {@link #pause}, cut short too when the store signals a commit after {@code signalsSeen} (the count of commit
+     * wake-ups read before the read that found nothing; -1: not watched).
+     */
     private boolean pauseUnlessCommitted(Duration d, long signalsSeen) {
         long deadline = runtime.nanoTime() + d.toNanos();
         lock.lock();
