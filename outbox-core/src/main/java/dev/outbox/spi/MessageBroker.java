@@ -13,8 +13,11 @@ import java.util.concurrent.CompletionStage;
  * <ul>
  *   <li>Thread-safe: {@link #send} is called from the dispatcher's mark thread while completions arrive on
  *       the broker's own threads, and {@link #close} may be called from any thread.</li>
- *   <li>{@link #send} is asynchronous: it may block briefly for back-pressure (a full buffer) but never waits
- *       for the acknowledgement. The returned stage completes normally once the broker has durably accepted
+ *   <li>{@link #send} is asynchronous: it may block briefly for back-pressure that concerns every record alike (a
+ *       full buffer) but never waits for the acknowledgement, and never on what one record needs: a topic's
+ *       metadata, whether a topic exists, a connection to one destination. Such a record waits (or fails) off the
+ *       caller's thread, because the dispatcher sends every key's records from one thread and a wait there would
+ *       hold up every key (G6); {@code MessageBrokerContract} checks it with a topic the broker must wait for. The returned stage completes normally once the broker has durably accepted
  *       the record (for Kafka: acknowledged by all in-sync replicas), and exceptionally otherwise — with a
  *       {@link DeliveryException} saying whether the failure is permanent.</li>
  *   <li>The record is published with its key, value (null stays null: a tombstone) and headers in order.</li>

@@ -203,6 +203,61 @@ public abstract class MessageBrokerContract {
         assertThat(actual).containsExactlyInAnyOrderEntriesOf(expected);
     }
 
+    /**
+     * A topic the broker cannot send to at once, because it has to find something out first: for Kafka, a topic
+     * that does not exist on a cluster that does not create topics (the producer waits for its metadata). By
+     * default a fresh name that no test created, which is what most brokers need.
+     */
+    protected String topicTheBrokerMustWaitFor() {
+        return "contract-unknown-" + UUID.randomUUID();
+    }
+
+    /**
+     * G6 at the broker: the dispatcher sends every key's records from one thread, so a send that waits on one
+     * topic (metadata, a missing topic) would hold up every key. {@code send} must return at once and let that
+     * record wait (or fail) on its own; records of other topics sent after it are acknowledged meanwhile. A broker
+     * that decides such a record at once (accepting or refusing it within a second) passes trivially.
+     */
+    @Test
+    void aRecordWhoseTopicTheBrokerMustWaitForHoldsUpNoOtherRecord() {
+        String healthy = newTopic();
+        OutboxRecord waiting = record(OutboxMessage.of(topicTheBrokerMustWaitFor(), "waiting", "for its topic"));
+        long started = System.nanoTime();
+        CompletableFuture<Long> waitingDone = new CompletableFuture<>();
+        try {
+            broker.send(waiting).whenComplete((v, e) -> waitingDone.complete(System.nanoTime()));
+        } catch (RuntimeException thrown) {
+            waitingDone.complete(System.nanoTime());
+        }
+        long sendNanos = System.nanoTime() - started;
+        List<OutboxRecord> others = new ArrayList<>();
+        List<CompletionStage<Void>> stages = new ArrayList<>();
+        List<CompletableFuture<Long>> acknowledged = new ArrayList<>();
+        for (int i = 0; i < 10; i++) {
+            OutboxRecord r = record(OutboxMessage.of(healthy, "key-" + i, "other " + i));
+            others.add(r);
+            CompletionStage<Void> stage = broker.send(r);
+            CompletableFuture<Long> at = new CompletableFuture<>();
+            stage.whenComplete((v, e) -> at.complete(System.nanoTime()));
+            stages.add(stage);
+            acknowledged.add(at);
+        }
+        assertThat(awaitAll(stages)).as("the other topic's records").allMatch(o -> o.failure() == null);
+        long waitedNanos = waitingDone.orTimeout(WAIT.toSeconds(), TimeUnit.SECONDS).join() - started;
+        if (waitedNanos >= TimeUnit.SECONDS.toNanos(1)) { // the broker did wait for the topic
+            assertThat(TimeUnit.NANOSECONDS.toMillis(sendNanos))
+                    .as("ms the send of the waiting record blocked its caller (it completed after %d ms)",
+                            TimeUnit.NANOSECONDS.toMillis(waitedNanos))
+                    .isLessThan(TimeUnit.NANOSECONDS.toMillis(waitedNanos) / 2);
+            for (CompletableFuture<Long> at : acknowledged) {
+                assertThat(at.join() - started).as("an other topic's record was acknowledged before the waiting"
+                        + " record completed").isLessThan(waitedNanos);
+            }
+        }
+        assertThat(readBack(healthy, others.size(), WAIT)).containsExactlyInAnyOrderElementsOf(
+                others.stream().map(ReceivedMessage::of).toList());
+    }
+
     @Test
     void aRecordThatCanNeverBeAcceptedFailsPermanentlyAndTheBrokerGoesOn() {
         String topic = newTopic();

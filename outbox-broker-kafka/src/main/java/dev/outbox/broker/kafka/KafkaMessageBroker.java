@@ -113,9 +113,6 @@ public final class KafkaMessageBroker implements MessageBroker {
      */
     public static final int MAX_TRANSACTIONAL_ID_LENGTH = 200;
 
-    /** How long a topic confirmed missing fails new sends at once, without waiting for metadata again. */
-    static final long MISSING_TOPIC_MEMORY_NANOS = TimeUnit.SECONDS.toNanos(5);
-
     private static final Logger log = LoggerFactory.getLogger(KafkaMessageBroker.class);
 
     /** Which time a record carries as its Kafka timestamp. */
@@ -147,15 +144,16 @@ public final class KafkaMessageBroker implements MessageBroker {
     private final String createdAtHeader;
     private final Duration deliveryTimeout;
     private final Set<CompletableFuture<Void>> pending = ConcurrentHashMap.newKeySet();
-    private final Map<String, Long> missingTopics = new ConcurrentHashMap<>();
+    /** Which topics can be sent to without a metadata wait; records of the others wait there, not in send. */
+    private final KafkaTopics topics;
+    /**
+     * With a transactional id: a plain producer whose only use is fetching topics' metadata for {@link #topics}
+     * (created by the first warm-up); null until then, and always null without a transactional id.
+     */
+    private Producer<String, byte[]> metadataProducer;
     private final Object adminLock = new Object();
     private Admin admin;
     private volatile boolean closed;
-    /**
-     * The topic of the last record whose topic name was found valid: a record for the same topic skips the check
-     * (one string comparison instead of a scan of every character, for every record of a drain).
-     */
-    private volatile String lastValidTopic;
     /** The producer's {@code linger.ms}: with 0 it holds nothing back, and {@link #sendPending} has nothing to do. */
     private final long lingerMs;
     /** Set by {@link #sendPending}, taken by the sending thread. */
@@ -186,13 +184,34 @@ public final class KafkaMessageBroker implements MessageBroker {
             this.producer = null;
             this.transactions = new KafkaTransactions(transactionalId, config, this::toProducerRecord, this::fail,
                     pending);
-            return;
+        } else {
+            this.transactions = null;
+            try {
+                this.producer = new KafkaProducer<>(producerConfig, new StringSerializer(), new ByteArraySerializer());
+            } catch (KafkaException e) {
+                throw new IllegalArgumentException("Kafka rejected the producer configuration: " + e.getMessage(), e);
+            }
         }
-        this.transactions = null;
-        try {
-            this.producer = new KafkaProducer<>(producerConfig, new StringSerializer(), new ByteArraySerializer());
-        } catch (KafkaException e) {
-            throw new IllegalArgumentException("Kafka rejected the producer configuration: " + e.getMessage(), e);
+        Object idle = producerConfig.get(ProducerConfig.METADATA_MAX_IDLE_CONFIG);
+        this.topics = new KafkaTopics(this::metadataProducer, this::admin, deliveryTimeout,
+                Duration.ofMillis(idle == null ? KafkaTopics.DEFAULT_METADATA_IDLE_MS : Long.parseLong(idle.toString())),
+                this::produce, this::sendPending, pending);
+    }
+
+    /** The producer whose metadata tells whether a topic is ready (called by {@link #topics}' warm-ups). */
+    private Producer<?, ?> metadataProducer() {
+        if (producer != null) {
+            return producer;
+        }
+        synchronized (adminLock) {
+            if (closed) {
+                throw new IllegalStateException("Kafka broker is closed");
+            }
+            if (metadataProducer == null) {
+                metadataProducer = new KafkaProducer<>(producerConfig, new StringSerializer(),
+                        new ByteArraySerializer());
+            }
+            return metadataProducer;
         }
     }
 
@@ -298,41 +317,17 @@ public final class KafkaMessageBroker implements MessageBroker {
                     + record.id() + " not sent", null));
             return done;
         }
-        String topic = record.topic();
-        boolean checked = topic != null && topic.equals(lastValidTopic);
-        String topicProblem = checked ? null : KafkaSettings.topicProblem(topic);
-        if (topicProblem == null) {
-            if (!checked) {
-                lastValidTopic = topic;
-            }
-        } else {
-            done.completeExceptionally(DeliveryException.permanent("record " + record.id() + " not sent: "
-                    + topicProblem, new InvalidTopicException(topicProblem)));
-            return done;
-        }
-        Long missingUntil = missingTopics.get(record.topic());
-        if (missingUntil != null) {
-            if (System.nanoTime() - missingUntil < 0) {
-                // Confirmed missing moments ago: ask the cluster again (milliseconds) rather than wait for the
-                // producer's metadata (max.block.ms) — the topic may have been created since, e.g. by an operator
-                // before replaying the records parked for it.
-                recheckMissingTopic(record, done);
-                return done;
-            }
-            missingTopics.remove(record.topic(), missingUntil);
-        }
-        produce(record, done);
+        topics.send(record, done);
         return done;
     }
 
-    /** A send of a record whose topic is not known to be missing. */
-    private void produce(OutboxRecord record, CompletableFuture<Void> done) {
+    /** Hands a record whose topic is ready ({@link KafkaTopics}) to the producer. */
+    private void produce(OutboxRecord record, CompletableFuture<Void> done, long started) {
         pending.add(done);
         if (transactions != null) {
             transactions.send(record, done);
             return;
         }
-        long started = System.nanoTime();
         try {
             ProducerRecord<String, byte[]> pr = toProducerRecord(record);
             producer.send(pr, (metadata, error) -> {
@@ -354,37 +349,6 @@ public final class KafkaMessageBroker implements MessageBroker {
         }
     }
 
-    /**
-     * The record's topic was confirmed missing moments ago: fails it permanently if the cluster still says so,
-     * else forgets the topic and sends it.
-     */
-    private void recheckMissingTopic(OutboxRecord record, CompletableFuture<Void> done) {
-        Admin a;
-        try {
-            a = admin();
-        } catch (RuntimeException e) {
-            done.completeExceptionally(DeliveryException.outage("record " + record.id() + " not sent: topic '"
-                    + record.topic() + "' was missing moments ago and could not be checked again: " + describe(e), e));
-            return;
-        }
-        a.describeTopics(List.of(record.topic()), new DescribeTopicsOptions().timeoutMs(
-                        (int) Math.max(100, Math.min(deliveryTimeout.toMillis(), 5_000))))
-                .allTopicNames()
-                .whenComplete((topics, error) -> {
-                    Throwable checked = error == null ? null : unwrap(error);
-                    if (checked instanceof UnknownTopicOrPartitionException) {
-                        done.completeExceptionally(DeliveryException.permanent("record " + record.id()
-                                + " not sent: topic '" + record.topic() + "' does not exist", checked));
-                    } else if (checked != null) {
-                        done.completeExceptionally(classify(record, checked));
-                    } else {
-                        missingTopics.remove(record.topic());
-                        log.info("topic '{}' exists now; sending to it again", record.topic());
-                        produce(record, done);
-                    }
-                });
-    }
-
     private ProducerRecord<String, byte[]> toProducerRecord(OutboxRecord record) {
         List<org.apache.kafka.common.header.Header> headers = new ArrayList<>(record.message().headers().size() + 2);
         for (dev.outbox.Header h : record.message().headers()) {
@@ -403,99 +367,7 @@ public final class KafkaMessageBroker implements MessageBroker {
     }
 
     private void fail(OutboxRecord record, CompletableFuture<Void> done, Throwable error, long startedNanos) {
-        Throwable cause = unwrap(error);
-        if (suspectsMissingTopic(cause) && !closed) {
-            confirmMissingTopic(record, done, cause, startedNanos);
-            return;
-        }
-        done.completeExceptionally(classify(record, cause));
-        pending.remove(done);
-    }
-
-    /**
-     * Maps a Kafka failure to a {@link DeliveryException}: permanent for what the record can never pass (too
-     * large, invalid, not authorized for its topic); an outage for what fails every record alike (Kafka's retriable
-     * errors — timeouts, lost leaders, too few in-sync replicas, lost connections — a failed authentication, a
-     * closed producer), which the dispatcher retries for as long as it lasts without counting or parking; retriable
-     * (counted towards the record's attempts) for anything else.
-     */
-    static DeliveryException classify(OutboxRecord record, Throwable error) {
-        Throwable cause = unwrap(error);
-        String what = "record " + record.id() + " (topic '" + record.topic() + "', key '" + record.key() + "')";
-        if (isPermanent(cause)) {
-            return DeliveryException.permanent("Kafka can never accept " + what + ": " + describe(cause), cause);
-        }
-        if (isOutage(cause)) {
-            return DeliveryException.outage("Kafka is unavailable; it did not acknowledge " + what + ": "
-                    + describe(cause), cause);
-        }
-        return DeliveryException.retriable("Kafka did not acknowledge " + what + ": " + describe(cause), cause);
-    }
-
-    static boolean isOutage(Throwable cause) {
-        return cause instanceof org.apache.kafka.common.errors.RetriableException
-                || cause instanceof org.apache.kafka.common.errors.AuthenticationException
-                || cause instanceof org.apache.kafka.common.errors.InterruptException
-                || cause instanceof IllegalStateException; // the producer was closed
-    }
-
-    static boolean isPermanent(Throwable cause) {
-        return cause instanceof RecordTooLargeException
-                || cause instanceof RecordBatchTooLargeException
-                || cause instanceof InvalidTopicException
-                || cause instanceof AuthorizationException
-                || cause instanceof SerializationException
-                || cause instanceof InvalidRecordException
-                || cause instanceof InvalidTimestampException
-                || cause instanceof IllegalArgumentException;
-    }
-
-    /**
-     * A topic that does not exist shows up as a metadata wait that ran out ("not present in metadata") or, if
-     * the topic vanished later, as unknown-topic errors until the delivery timeout; neither proves it is gone.
-     */
-    static boolean suspectsMissingTopic(Throwable cause) {
-        return cause instanceof UnknownTopicOrPartitionException
-                || (cause instanceof TimeoutException && cause.getMessage() != null
-                && cause.getMessage().contains("not present in metadata"));
-    }
-
-    private void confirmMissingTopic(OutboxRecord record, CompletableFuture<Void> done, Throwable cause,
-                                     long startedNanos) {
-        Admin a;
-        try {
-            a = admin();
-        } catch (RuntimeException e) {
-            cause.addSuppressed(e);
-            done.completeExceptionally(DeliveryException.outage("Kafka did not acknowledge record " + record.id()
-                    + " and its topic '" + record.topic() + "' could not be checked: " + describe(e), cause));
-            pending.remove(done);
-            return;
-        }
-        // The check must not stretch the send beyond its documented bound, delivery.timeout.ms.
-        long left = deliveryTimeout.toMillis() - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startedNanos);
-        a.describeTopics(List.of(record.topic()), new DescribeTopicsOptions().timeoutMs((int) Math.max(100, left)))
-                .allTopicNames()
-                .whenComplete((topics, error) -> {
-                    Throwable checked = error == null ? null : unwrap(error);
-                    if (checked instanceof UnknownTopicOrPartitionException) {
-                        missingTopics.put(record.topic(), System.nanoTime() + MISSING_TOPIC_MEMORY_NANOS);
-                        log.warn("topic '{}' does not exist and the broker did not create it; record {} fails"
-                                + " permanently", record.topic(), record.id());
-                        done.completeExceptionally(DeliveryException.permanent("Kafka can never accept record "
-                                + record.id() + ": topic '" + record.topic() + "' does not exist", checked));
-                    } else if (checked instanceof AuthorizationException) {
-                        done.completeExceptionally(classify(record, checked));
-                    } else {
-                        if (checked != null) {
-                            cause.addSuppressed(checked);
-                        }
-                        done.completeExceptionally(DeliveryException.outage("Kafka did not acknowledge record "
-                                + record.id() + " (topic '" + record.topic() + "' exists or could not be checked): "
-                                + describe(cause), cause));
-                    }
-                    pending.remove(done);
-                });
+        topics.fail(record, done, error, startedNanos);
     }
 
     private Admin admin() {
@@ -508,18 +380,6 @@ public final class KafkaMessageBroker implements MessageBroker {
             }
             return admin;
         }
-    }
-
-    private static Throwable unwrap(Throwable t) {
-        Throwable c = t;
-        while ((c instanceof CompletionException || c instanceof ExecutionException) && c.getCause() != null) {
-            c = c.getCause();
-        }
-        return c;
-    }
-
-    private static String describe(Throwable t) {
-        return t.getClass().getSimpleName() + (t.getMessage() == null ? "" : ": " + t.getMessage());
     }
 
     @Override
@@ -555,6 +415,7 @@ public final class KafkaMessageBroker implements MessageBroker {
         if (lingerMs == 0 || closed || transactions != null) { // a commit sends everything at once
             return;
         }
+        topics.sendPendingRequested();
         if (sendNow.compareAndSet(false, true)) {
             LockSupport.unpark(senderThread());
         }
@@ -593,7 +454,7 @@ public final class KafkaMessageBroker implements MessageBroker {
     @Override
     public synchronized void close(Duration timeout) {
         Objects.requireNonNull(timeout, "timeout");
-        if (closed && pending.isEmpty() && admin == null) {
+        if (closed && pending.isEmpty() && admin == null && metadataProducer == null) {
             return;
         }
         closed = true;
@@ -609,6 +470,9 @@ public final class KafkaMessageBroker implements MessageBroker {
         for (KafkaMessageBroker b : shards) {
             b.close(bound);
         }
+        topics.close(bound);
+        bound = bound.minusNanos(System.nanoTime() - started);
+        bound = bound.isNegative() ? Duration.ZERO : bound;
         int abandoned = 0;
         if (transactions != null) {
             abandoned += transactions.close(bound);
@@ -630,6 +494,10 @@ public final class KafkaMessageBroker implements MessageBroker {
             if (admin != null) {
                 admin.close(Duration.ZERO);
                 admin = null;
+            }
+            if (metadataProducer != null) {
+                metadataProducer.close(Duration.ZERO);
+                metadataProducer = null;
             }
         }
         log.info("Kafka broker closed in {} ms{}", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started),

@@ -267,7 +267,7 @@ final class KafkaTransactions {
             } else {
                 Throwable cause = x.error != null && !(x.error instanceof TransactionAbortedException)
                         && x.error.getClass() != KafkaException.class ? x.error : unwrap(failure);
-                DeliveryException d = KafkaMessageBroker.classify(x.record, cause);
+                DeliveryException d = KafkaErrors.classify(x.record, cause);
                 complete(x, d.isPermanent() ? DeliveryException.outage(d.getMessage(), cause) : d);
             }
         }
@@ -342,8 +342,8 @@ final class KafkaTransactions {
 
     /** The error is the record's own (it would fail again in any transaction), not the transaction's. */
     private static boolean ownError(Throwable error) {
-        return error != null && (KafkaMessageBroker.suspectsMissingTopic(error)
-                || KafkaMessageBroker.isPermanent(error));
+        return error != null && (KafkaErrors.suspectsMissingTopic(error)
+                || KafkaErrors.isPermanent(error));
     }
 
     static boolean isFence(Throwable error) {

@@ -50,7 +50,7 @@ class KafkaFailureClassificationTest {
     @ParameterizedTest
     @MethodSource("permanent")
     void permanentFailures(Exception e) {
-        DeliveryException d = KafkaMessageBroker.classify(RECORD, new CompletionException(e));
+        DeliveryException d = KafkaErrors.classify(RECORD, new CompletionException(e));
         assertThat(d.isPermanent()).isTrue();
         assertThat(d.getCause()).isSameAs(e);
         assertThat(d).hasMessageContaining("record 7").hasMessageContaining("'orders'").hasMessageContaining("'k-7'");
@@ -59,7 +59,7 @@ class KafkaFailureClassificationTest {
     @ParameterizedTest
     @MethodSource("outage")
     void failuresOfTheBrokerRatherThanTheRecordAreOutages(Exception e) {
-        DeliveryException d = KafkaMessageBroker.classify(RECORD, e);
+        DeliveryException d = KafkaErrors.classify(RECORD, e);
         assertThat(d.isPermanent()).isFalse();
         assertThat(d.isOutage()).as("never counted towards the record's attempts, never parked").isTrue();
         assertThat(d.getCause()).isSameAs(e);
@@ -68,7 +68,7 @@ class KafkaFailureClassificationTest {
     @ParameterizedTest
     @MethodSource("unknown")
     void anythingElseIsRetriableAndCounted(Exception e) {
-        DeliveryException d = KafkaMessageBroker.classify(RECORD, e);
+        DeliveryException d = KafkaErrors.classify(RECORD, e);
         assertThat(d.kind()).isEqualTo(DeliveryException.Kind.RETRIABLE);
         assertThat(d.getCause()).isSameAs(e);
     }
