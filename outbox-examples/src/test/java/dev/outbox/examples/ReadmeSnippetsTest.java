@@ -37,8 +37,8 @@ import java.util.stream.Stream;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Runs the README's snippets ({@link ReadmeSnippets}) against real servers, and checks that the README's copies of
- * them have not drifted from the compiled code.
+ * Runs the README's snippets ({@link ReadmeSnippets}) against real servers, and checks that the copies of every
+ * snippet in the README and in the guide's pages ({@code docs/**}.md) have not drifted from the compiled code.
  */
 class ReadmeSnippetsTest {
     private static final Path MODULE = Path.of(System.getProperty("basedir", "."));
@@ -103,8 +103,9 @@ class ReadmeSnippetsTest {
                     Map<String, String> tags = snippets(source(name.substring(0, name.indexOf('#'))));
                     assertThat(tags).as("tags of the class named at %s", where).containsKey(tag);
                     assertThat(block).as("the README's copy at %s of %s", where, name).isEqualTo(tags.get(tag));
-                } else { // a whole resource of this module (test resources first)
-                    String file = Files.readString(resource(name)).stripTrailing();
+                } else { // a whole file: of the repository if the name starts with '/', else a resource of this module
+                    Path path = name.startsWith("/") ? ROOT.resolve(name.substring(1)) : resource(name);
+                    String file = Files.readString(path).stripTrailing();
                     assertThat(block).as("the README's copy at %s of %s", where, name).isEqualTo(file);
                 }
                 referenced.add(name);
@@ -117,7 +118,8 @@ class ReadmeSnippetsTest {
                         "ObservabilitySnippets#metrics", "ObservabilitySnippets#tracing",
                         "ObservabilitySnippets#health",
                         "application.yml", "Orders#place",
-                        "InboxSnippets#inbox", "InboxSnippets#process", "InboxSnippets#consumer");
+                        "InboxSnippets#inbox", "InboxSnippets#process", "InboxSnippets#consumer",
+                        "/docs/performance/results.txt");
     }
 
     /** The source file of a class of this module, main or test, in dev.outbox.examples or its spring package. */
@@ -168,9 +170,9 @@ class ReadmeSnippetsTest {
         if (Files.exists(ROOT.resolve("README.md"))) {
             docs.add(ROOT.resolve("README.md"));
         }
-        Path dir = ROOT.resolve("docs/readme");
+        Path dir = ROOT.resolve("docs"); // the guide's pages (the documentation site's sources)
         if (Files.isDirectory(dir)) {
-            try (Stream<Path> files = Files.list(dir)) {
+            try (Stream<Path> files = Files.walk(dir)) {
                 files.filter(p -> p.toString().endsWith(".md")).sorted().forEach(docs::add);
             }
         }
