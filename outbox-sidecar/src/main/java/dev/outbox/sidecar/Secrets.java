@@ -23,10 +23,13 @@ final class Secrets {
                     null);
         }
         if (file == null) {
+            Redaction.remember(value);
             return value;
         }
         try {
-            return Files.readString(Path.of(file), StandardCharsets.UTF_8).replaceFirst("\\R\\z", "");
+            String secret = Files.readString(Path.of(file), StandardCharsets.UTF_8).replaceFirst("\\R\\z", "");
+            Redaction.remember(secret);
+            return secret;
         } catch (IOException | RuntimeException e) {
             throw new SidecarConfigException(fileKey, file, "cannot read the file: " + e.getClass().getSimpleName()
                     + (e.getMessage() == null ? "" : " " + e.getMessage()), e);

@@ -31,6 +31,7 @@ public class SidecarApplication {
 
     /** Starts the sidecar; see the class comment. */
     public static void main(String[] args) {
+        Redaction.install(); // before the first logger: every line printed from here on is redacted
         SidecarLogging.configure();
         Path config;
         try {
@@ -128,7 +129,7 @@ public class SidecarApplication {
 
     private static void fail(String line, int status) {
         FAILED.set(line);
-        System.err.println("outbox-sidecar: " + line);
+        System.err.println("outbox-sidecar: " + Redaction.redact(line));
         System.err.flush();
         System.exit(status);
     }

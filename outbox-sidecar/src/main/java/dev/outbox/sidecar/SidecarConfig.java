@@ -24,6 +24,9 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Locale;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * Reads the configuration file: YAML, every key under {@code sidecar:}, bound strictly to {@link SidecarProperties}
@@ -82,6 +85,7 @@ final class SidecarConfig {
         }
         StandardEnvironment env = new StandardEnvironment();
         yaml.forEach(env.getPropertySources()::addLast);
+        checkPlaceholders(yaml, env);
         List<ConfigurationPropertySource> sources = new ArrayList<>();
         ConfigurationPropertySources.from(yaml).forEach(sources::add);
         Loaded loaded = new Loaded(new SidecarProperties(), sources);
@@ -94,6 +98,38 @@ final class SidecarConfig {
             throw bindError(e, loaded);
         }
         return loaded;
+    }
+
+    private static final Pattern PLACEHOLDER = Pattern.compile("\\$\\{([^}:]+)(:[^}]*)?}");
+
+    /**
+     * Every {@code ${NAME}} without a default must name a set environment variable (or system property): Spring's
+     * binder would keep an unresolved placeholder as text, and an unset password would fail much later as a failed
+     * login. Remembers the value of every key that holds a secret, so that it is masked wherever it is printed.
+     */
+    private static void checkPlaceholders(List<PropertySource<?>> yaml, StandardEnvironment env) {
+        for (PropertySource<?> source : yaml) {
+            if (!(source instanceof EnumerablePropertySource<?> e)) {
+                continue;
+            }
+            for (String name : e.getPropertyNames()) {
+                Object value = e.getProperty(name);
+                if (value == null) {
+                    continue;
+                }
+                String raw = String.valueOf(value);
+                Matcher m = PLACEHOLDER.matcher(raw);
+                while (m.find()) {
+                    if (m.group(2) == null && env.getProperty(m.group(1)) == null) {
+                        throw new SidecarConfigException(name, raw, "the environment variable " + m.group(1)
+                                + " is not set", null);
+                    }
+                }
+                if (SidecarConfigException.isSecret(name)) {
+                    Redaction.remember(env.resolvePlaceholders(raw));
+                }
+            }
+        }
     }
 
     private static SidecarConfigException bindError(BindException e, Loaded loaded) {
@@ -128,10 +164,44 @@ final class SidecarConfig {
         if (type.contains("StoreType")) {
             return "not a store type; write postgres or mysql";
         }
+        String enumProblem = enumProblem(root);
+        if (enumProblem != null) {
+            return enumProblem;
+        }
         if (root.startsWith("Could not resolve placeholder")) {
             return root.replaceFirst(" in value .*", "") + " (is the environment variable set?)";
         }
         return root;
+    }
+
+    /** "No enum constant a.b.Type.VALUE", Java's words, as the values the key takes and the nearest one; or null. */
+    private static String enumProblem(String root) {
+        Matcher m = Pattern.compile("No enum constant ([\\w.$]+)\\.([^.\\s]*)$").matcher(root);
+        if (!m.find()) {
+            return null;
+        }
+        String type = m.group(1);
+        while (true) {
+            try {
+                Class<?> c = Class.forName(type);
+                if (!c.isEnum()) {
+                    return null;
+                }
+                List<String> names = new ArrayList<>();
+                for (Object constant : c.getEnumConstants()) {
+                    names.add(((Enum<?>) constant).name().toLowerCase(Locale.ROOT).replace('_', '-'));
+                }
+                String near = ConfigKeys.closest(m.group(2), names);
+                return "not one of " + String.join(", ", names) + (near == null ? "" : " (did you mean '" + near
+                        + "'?)");
+            } catch (ClassNotFoundException e) {
+                int dot = type.lastIndexOf('.');
+                if (dot < 0) {
+                    return null;
+                }
+                type = type.substring(0, dot) + '$' + type.substring(dot + 1); // a nested type
+            }
+        }
     }
 
     private static SidecarConfigException unknown(String key, String value) {

@@ -4,7 +4,8 @@ import java.util.Locale;
 
 /**
  * A fatal configuration error: the sidecar prints {@link #oneLine()} and exits with status
- * {@value SidecarApplication#CONFIG_ERROR_EXIT}. The value of a key that holds a secret is never shown. Immutable.
+ * {@value SidecarApplication#CONFIG_ERROR_EXIT}. The value of a key that holds a secret is never shown, nor a secret inside
+ * another value (a password in a JDBC URL: {@link Redaction}). Immutable.
  */
 public final class SidecarConfigException extends RuntimeException {
     private static final long serialVersionUID = 1L;
@@ -46,8 +47,10 @@ public final class SidecarConfigException extends RuntimeException {
     }
 
     private static String format(String key, String value, String problem) {
-        String shown = value == null ? "(not set)" : isSecret(key) ? "'******'" : "'" + value + "'";
-        return ("configuration error: " + key + " = " + shown + ": " + problem).replaceAll("[\\r\\n]+", " ");
+        String shown = value == null ? "(not set)" : isSecret(key) ? "'" + Redaction.MASK + "'"
+                : "'" + Redaction.redact(value) + "'";
+        return ("configuration error: " + key + " = " + shown + ": " + Redaction.redact(problem))
+                .replaceAll("[\\r\\n]+", " ");
     }
 
     /** Whether the value of {@code key} must never be shown. */

@@ -126,4 +126,45 @@ class SidecarConfigErrorsTest {
 
         assertThat(line).contains("sidecar.kafka.bootstrap-servers = '" + kafka + "': Kafka did not answer");
     }
+
+    @Test
+    void aPasswordInTheJdbcUrlIsMaskedInTheErrorLine() throws IOException {
+        String withPassword = """
+                datasource:
+                  url: %s?user=sidecar_errors&password=%s
+                store:
+                  table: Orders-Table
+                """.formatted(url, PASSWORD);
+
+        String line = fails(config(withPassword, "127.0.0.1:9"));
+
+        assertThat(line).contains("sidecar.outboxes.orders.store.table = 'Orders-Table'");
+    }
+
+    @Test
+    void aPasswordInTheUrlOfADatabaseThatCannotBeReachedIsMasked() throws IOException {
+        String unreachable = "jdbc:postgresql://127.0.0.1:" + SidecarProcess.freePort() + "/nowhere?password=" + PASSWORD;
+        String line = fails(config("datasource:\n  url: " + unreachable + "\n  username: sidecar_errors\n",
+                "127.0.0.1:9"));
+
+        assertThat(line).contains("sidecar.outboxes.orders.datasource.url = '")
+                .contains("password=" + Redaction.MASK).contains("cannot connect");
+    }
+
+    @Test
+    void anUnsetEnvironmentVariableIsNamed() throws IOException {
+        String line = fails(config(datasource().replace("${ERRORS_DB_PASSWORD}", "${OUTBOX_NOT_SET_ANYWHERE}"),
+                "127.0.0.1:9"));
+
+        assertThat(line).contains("sidecar.outboxes.orders.datasource.password = '" + Redaction.MASK + "'")
+                .contains("the environment variable OUTBOX_NOT_SET_ANYWHERE is not set");
+    }
+
+    @Test
+    void aMisspeltChoiceIsNamedWithTheChoicesAndTheNearest() throws IOException {
+        String line = fails(config(datasource() + "dispatcher:\n  harvest: cursr\n", "127.0.0.1:9"));
+
+        assertThat(line).contains("sidecar.outboxes.orders.dispatcher.harvest = 'cursr': not one of ")
+                .contains("cursor").contains("(did you mean 'cursor'?)").doesNotContain("No enum constant");
+    }
 }
