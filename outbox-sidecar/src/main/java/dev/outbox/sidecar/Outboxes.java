@@ -161,7 +161,8 @@ public final class Outboxes implements SmartLifecycle, AutoCloseable {
         }
     }
 
-    private static HikariDataSource pool(String name, String prefix, SidecarProperties.DataSource d, Secrets secrets) {
+    /** A pool over the outbox's database, connected once to prove the settings; its failure names the URL. */
+    static HikariDataSource pool(String name, String prefix, SidecarProperties.DataSource d, Secrets secrets) {
         if (d.getUrl() == null || d.getUrl().isBlank()) {
             throw new SidecarConfigException(prefix + ".url", d.getUrl(), "set the JDBC URL of the outbox's database,"
                     + " e.g. jdbc:postgresql://db:5432/app or jdbc:mysql://db:3306/app", null);

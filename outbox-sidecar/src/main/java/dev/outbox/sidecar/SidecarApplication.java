@@ -11,7 +11,8 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
- * The sidecar's entry point: {@code java -jar outbox-sidecar.jar --config outbox.yaml}.
+ * The sidecar's entry point: {@code java -jar outbox-sidecar.jar --config outbox.yaml}, or, before the first start,
+ * {@code schema} (print the DDL) and {@code init} (apply it) as the first argument ({@link SchemaCommand}).
  *
  * <p>It reads and checks the configuration file, connects every outbox's pool, builds its store and dispatcher and
  * checks that Kafka answers, all before Spring starts, so that a bad configuration ends the process with exit status
@@ -38,6 +39,19 @@ public class SidecarApplication {
             config = configPath(args);
         } catch (SidecarConfigException e) {
             fail(e.oneLine(), CONFIG_ERROR_EXIT);
+            return;
+        }
+        if (args.length > 0 && (args[0].equals("schema") || args[0].equals("init"))) {
+            int status;
+            try {
+                SidecarConfig.Loaded loaded = SidecarConfig.load(config);
+                status = SchemaCommand.run(args[0], loaded.properties(), option(args, "--outbox"), new Secrets(),
+                        System.out, System.err);
+            } catch (SidecarConfigException e) {
+                fail(e.oneLine(), CONFIG_ERROR_EXIT);
+                return;
+            }
+            System.exit(status);
             return;
         }
         Outboxes outboxes;
@@ -76,16 +90,25 @@ public class SidecarApplication {
 
     /** The path after {@code --config}. */
     private static Path configPath(String[] args) {
+        String path = option(args, "--config");
+        if (path == null) {
+            throw new SidecarConfigException("--config", null, "usage: java -jar outbox-sidecar.jar [schema|init]"
+                    + " --config outbox.yaml [--outbox NAME]", null);
+        }
+        return Path.of(path);
+    }
+
+    /** The value of {@code --name value} or {@code --name=value}, or null. */
+    private static String option(String[] args, String name) {
         for (int i = 0; i < args.length; i++) {
-            if (args[i].equals("--config") && i + 1 < args.length) {
-                return Path.of(args[i + 1]);
+            if (args[i].equals(name) && i + 1 < args.length) {
+                return args[i + 1];
             }
-            if (args[i].startsWith("--config=")) {
-                return Path.of(args[i].substring("--config=".length()));
+            if (args[i].startsWith(name + "=")) {
+                return args[i].substring(name.length() + 1);
             }
         }
-        throw new SidecarConfigException("--config", null, "usage: java -jar outbox-sidecar.jar --config outbox.yaml",
-                null);
+        return null;
     }
 
     /** Spring's settings, derived from the sidecar's own keys (the file holds only {@code sidecar.*}). */

@@ -55,6 +55,31 @@ final class SidecarProcess implements AutoCloseable {
         }
     }
 
+    /**
+     * Runs {@code java -jar outbox-sidecar.jar <args>} to its end, standard output to {@code out} and standard error to
+     * {@code err}; returns its exit status.
+     */
+    static int command(List<String> args, Path out, Path err, Map<String, String> env, Duration timeout) {
+        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx192m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-jar", jar().toString()));
+        command.addAll(args);
+        ProcessBuilder b = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(err.toFile());
+        b.environment().putAll(env);
+        try {
+            Process p = b.start();
+            if (!p.waitFor(timeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)) {
+                p.destroyForcibly();
+                throw new AssertionError("the sidecar did not exit within " + timeout + ": " + args);
+            }
+            return p.exitValue();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError("interrupted", e);
+        }
+    }
+
     /** Runs the sidecar until it exits (it must, within {@code timeout}); returns its exit status. */
     static int runToExit(Path config, Path log, Map<String, String> env, Duration timeout) {
         try (SidecarProcess p = start(config, log, 0, env)) {
