@@ -45,6 +45,7 @@ public class SidecarApplication {
             int status;
             try {
                 SidecarConfig.Loaded loaded = SidecarConfig.load(config);
+                SidecarLogging.levels(loaded.properties().getLogging().getLevel());
                 status = SchemaCommand.run(args[0], loaded.properties(), option(args, "--outbox"), new Secrets(),
                         System.out, System.err);
             } catch (SidecarConfigException e) {
@@ -59,6 +60,7 @@ public class SidecarApplication {
         SidecarWebConfiguration.OperatorCredentials credentials;
         try {
             loaded = SidecarConfig.load(config);
+            SidecarLogging.levels(loaded.properties().getLogging().getLevel());
             credentials = SidecarWebConfiguration.operatorCredentials(loaded.properties());
             outboxes = Outboxes.build(loaded.properties(), loaded::raw, new Secrets());
         } catch (SidecarConfigException e) {
@@ -114,6 +116,7 @@ public class SidecarApplication {
     /** Spring's settings, derived from the sidecar's own keys (the file holds only {@code sidecar.*}). */
     private static Map<String, Object> defaults(SidecarProperties p) {
         Map<String, Object> d = new LinkedHashMap<>();
+        d.putAll(SidecarLogging.springProperties(p.getLogging()));
         d.put("spring.main.banner-mode", "off");
         d.put("spring.application.name", "outbox-sidecar");
         d.put("server.shutdown", "graceful");

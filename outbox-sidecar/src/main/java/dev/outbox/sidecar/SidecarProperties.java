@@ -23,6 +23,7 @@ public final class SidecarProperties {
     private final Management management = new Management();
     private final Operator operator = new Operator();
     private final Readiness readiness = new Readiness();
+    private final Logging logging = new Logging();
 
     /** The outboxes to harvest, by name (the name appears in URLs, metrics tags and log lines). */
     public Map<String, Outbox> getOutboxes() {
@@ -35,6 +36,11 @@ public final class SidecarProperties {
 
     public Http getHttp() {
         return http;
+    }
+
+    /** Log levels and the log format. */
+    public Logging getLogging() {
+        return logging;
     }
 
     public Management getManagement() {
@@ -306,6 +312,40 @@ public final class SidecarProperties {
 
         public void setMaxFenced(Duration maxFenced) {
             this.maxFenced = maxFenced;
+        }
+    }
+
+    /** How log lines are written: plain text, or one JSON object a line in one of Spring Boot's structured formats. */
+    public enum LogFormat {
+        /** Plain text (the default). */
+        TEXT,
+        /** Elastic Common Schema JSON. */
+        ECS,
+        /** Logstash JSON. */
+        LOGSTASH,
+        /** Graylog Extended Log Format JSON. */
+        GELF
+    }
+
+    /**
+     * {@code sidecar.logging}: levels by logger name ({@code level.root}, {@code level.dev.outbox},
+     * {@code level.org.apache.kafka}: trace, debug, info, warn, error, off) on top of the sidecar's defaults, and the
+     * format of the lines ({@code text}, or JSON: {@code ecs}, {@code logstash}, {@code gelf}).
+     */
+    public static final class Logging {
+        private final Map<String, String> level = new LinkedHashMap<>();
+        private LogFormat format = LogFormat.TEXT;
+
+        public Map<String, String> getLevel() {
+            return level;
+        }
+
+        public LogFormat getFormat() {
+            return format;
+        }
+
+        public void setFormat(LogFormat format) {
+            this.format = format;
         }
     }
 }

@@ -167,4 +167,12 @@ class SidecarConfigErrorsTest {
         assertThat(line).contains("sidecar.outboxes.orders.dispatcher.harvest = 'cursr': not one of ")
                 .contains("cursor").contains("(did you mean 'cursor'?)").doesNotContain("No enum constant");
     }
+
+    @Test
+    void aMisspeltLogLevelIsNamed() throws IOException {
+        String line = fails(config(datasource(), "127.0.0.1:9") + "  logging:\n    level:\n      dev.outbox: debgu\n");
+
+        assertThat(line).contains("sidecar.logging.level.dev.outbox = 'debgu': not a level")
+                .contains("(did you mean 'debug'?)");
+    }
 }
