@@ -63,13 +63,18 @@ final class SidecarProcess implements AutoCloseable {
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx192m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-jar", jar().toString()));
         command.addAll(args);
+        return run(command, out, err, env, timeout);
+    }
+
+    /** Runs {@code command} to its end, standard output to {@code out}, standard error to {@code err}. */
+    static int run(List<String> command, Path out, Path err, Map<String, String> env, Duration timeout) {
         ProcessBuilder b = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(err.toFile());
         b.environment().putAll(env);
         try {
             Process p = b.start();
             if (!p.waitFor(timeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)) {
                 p.destroyForcibly();
-                throw new AssertionError("the sidecar did not exit within " + timeout + ": " + args);
+                throw new AssertionError("did not exit within " + timeout + ": " + command);
             }
             return p.exitValue();
         } catch (IOException e) {
@@ -77,6 +82,17 @@ final class SidecarProcess implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new AssertionError("interrupted", e);
+        }
+    }
+
+    /** Starts {@code command} (e.g. the distribution's launcher) as the sidecar, its output in {@code log}. */
+    static SidecarProcess startCommand(List<String> command, Path log, int port, Map<String, String> env) {
+        ProcessBuilder b = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
+        b.environment().putAll(env);
+        try {
+            return new SidecarProcess(b.start(), log, port);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
     }
 
