@@ -20,25 +20,36 @@ import java.util.Optional;
  * pool, whose purges are logged in the {@link SendLog}, and which can be {@linkplain #cut() cut off}: every
  * later call fails as if the process had died (its sessions are killed at the same time by the scenario), so a
  * crashed dispatcher changes nothing in the database any more.
+ *
+ * <p>It forwards every method of the port, so that the engine sees what the real store offers: storage fencing (the
+ * fenced view the leader writes through, {@link #fencedBy}) and shards ({@link #shard}) are node stores too, sharing
+ * this one's cut. {@code NodeStoreTest} fails if a method of {@link Store} is not overridden here, or if fencing is
+ * hidden.
  */
 final class NodeStore implements Store {
     private final String node;
     private final Store delegate;
     private final SendLog log;
-    private volatile boolean cut;
+    /** Shared by this store and the views made from it (fenced, per shard): one crash cuts them all. */
+    private final java.util.concurrent.atomic.AtomicBoolean cut;
 
     NodeStore(String node, Store delegate, SendLog log) {
+        this(node, delegate, log, new java.util.concurrent.atomic.AtomicBoolean());
+    }
+
+    private NodeStore(String node, Store delegate, SendLog log, java.util.concurrent.atomic.AtomicBoolean cut) {
         this.node = node;
         this.delegate = delegate;
         this.log = log;
+        this.cut = cut;
     }
 
     void cut() {
-        cut = true;
+        cut.set(true);
     }
 
     private void check(String operation) {
-        if (cut) {
+        if (cut.get()) {
             throw new StoreException(node + " has crashed: no database session for " + operation, null, true);
         }
     }
@@ -160,5 +171,31 @@ final class NodeStore implements Store {
     public Optional<Instant> oldestCreateTime() {
         check("oldestCreateTime");
         return delegate.oldestCreateTime();
+    }
+
+    @Override
+    public boolean supportsFencing() {
+        return delegate.supportsFencing();
+    }
+
+    @Override
+    public long acquireEpoch() {
+        check("acquireEpoch");
+        return delegate.acquireEpoch();
+    }
+
+    @Override
+    public Store fencedBy(long epoch) {
+        return new NodeStore(node, delegate.fencedBy(epoch), log, cut);
+    }
+
+    @Override
+    public int shards() {
+        return delegate.shards();
+    }
+
+    @Override
+    public Store shard(int index) {
+        return new NodeStore(node, delegate.shard(index), log, cut);
     }
 }
