@@ -4,6 +4,7 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherListener;
+import dev.outbox.Header;
 import dev.outbox.OutboxRecord;
 import dev.outbox.broker.kafka.KafkaLeaderTransport;
 import dev.outbox.broker.kafka.KafkaMessageBroker;
@@ -20,6 +21,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 
 /**
@@ -32,14 +34,19 @@ import java.util.concurrent.CompletionStage;
  * way; Kafka sees them only on {@code RELEASE}), as a leader paused between reading records and sending them would;
  * {@code RELEASE} (the held sends go on to Kafka first, then the held acknowledgements); {@code STOP}. It reports on
  * standard output, each line starting with {@value #PREFIX}: {@code LEADER}, {@code HOLDING}, {@code HOLDING_SENDS},
- * {@code SEND_HELD} for each send held, {@code RELEASED n}, {@code FENCED <operation>} for every write the database
+ * {@code SEND_HELD} for each send held, {@code RELEASED n}, {@code HELD_SENDS <held> <refused> <acknowledged>
+ * <failed>} once Kafka has answered every send held back by {@code HOLD_SENDS} (how many were held, how many Kafka
+ * refused as fenced, acknowledged, or failed otherwise), {@code FENCED <operation>} for every write the database
  * refused as fenced, {@code REFUSED_SENDS n} (the records Kafka refused so far as fenced) when sends are refused,
- * {@code STOOD_DOWN}.
+ * {@code STOOD_DOWN}. The sends held back go to Kafka with the header {@value #HELD_HEADER}, so that a consumer can
+ * tell them from the successor's copies of the same records.
  * The database password comes from the environment ({@value #PASSWORD_VARIABLE}).
  */
 public final class FencedLeaderChild {
     static final String PREFIX = "@@ ";
     static final String PASSWORD_VARIABLE = "OUTBOX_TEST_DB_PASSWORD";
+    /** The header marking a send that was held back (its value: the record's id). */
+    static final String HELD_HEADER = "e2e-held-send";
 
     private FencedLeaderChild() {
     }
@@ -109,6 +116,11 @@ public final class FencedLeaderChild {
         private final List<Runnable> heldSends = new ArrayList<>();
         private boolean holding;
         private boolean holdingSends;
+        /** The sends released from {@code HOLD_SENDS}, -1 before; then Kafka's answers to them. */
+        private int heldSendsReleased = -1;
+        private int heldSendsRefused;
+        private int heldSendsAcknowledged;
+        private int heldSendsFailed;
 
         HoldingBroker(KafkaMessageBroker delegate) {
             this.delegate = delegate;
@@ -138,9 +150,36 @@ public final class FencedLeaderChild {
                 out = new ArrayList<>(held);
                 held.clear();
             }
+            heldSendsAnswered(sends.size(), 0, 0, 0);
             sends.forEach(Runnable::run);
             out.forEach(Runnable::run);
             return out.size();
+        }
+
+        /**
+         * Counts Kafka's answers to the sends released from {@code HOLD_SENDS} ({@code released}, once, when they
+         * are: -1 for an answer) and reports {@code HELD_SENDS} once each has its answer.
+         */
+        private void heldSendsAnswered(int released, int refused, int acknowledged, int failed) {
+            String line;
+            synchronized (this) {
+                if (released >= 0) {
+                    if (heldSendsReleased >= 0) {
+                        return; // released before (close releases again)
+                    }
+                    heldSendsReleased = released;
+                }
+                heldSendsRefused += refused;
+                heldSendsAcknowledged += acknowledged;
+                heldSendsFailed += failed;
+                if (heldSendsReleased < 0
+                        || heldSendsRefused + heldSendsAcknowledged + heldSendsFailed != heldSendsReleased) {
+                    return;
+                }
+                line = "HELD_SENDS " + heldSendsReleased + " " + heldSendsRefused + " " + heldSendsAcknowledged
+                        + " " + heldSendsFailed;
+            }
+            report(line);
         }
 
         @Override
@@ -148,17 +187,25 @@ public final class FencedLeaderChild {
             CompletableFuture<Void> answer = new CompletableFuture<>();
             synchronized (this) {
                 if (holdingSends) {
-                    heldSends.add(() -> pass(record, answer));
+                    OutboxRecord marked = new OutboxRecord(record.id(), record.createdAt(),
+                            record.message().withHeader(Header.of(HELD_HEADER, Long.toString(record.id()))),
+                            record.attempts(), record.leaderId(), record.messageId(), record.nextAttemptAt());
+                    heldSends.add(() -> pass(marked, answer, true));
                     report("SEND_HELD");
                     return answer;
                 }
             }
-            pass(record, answer);
+            pass(record, answer, false);
             return answer;
         }
 
-        private void pass(OutboxRecord record, CompletableFuture<Void> answer) {
+        private void pass(OutboxRecord record, CompletableFuture<Void> answer, boolean wasHeld) {
             delegate.send(record).whenComplete((ok, error) -> {
+                if (wasHeld) {
+                    Throwable e = error instanceof CompletionException c && c.getCause() != null ? c.getCause() : error;
+                    boolean refused = e instanceof DeliveryException d && d.isFenced();
+                    heldSendsAnswered(-1, refused ? 1 : 0, e == null ? 1 : 0, e != null && !refused ? 1 : 0);
+                }
                 Runnable pass = () -> {
                     if (error == null) {
                         answer.complete(null);

@@ -14,6 +14,12 @@ import dev.outbox.store.postgres.PostgresStore;
 import dev.outbox.testservers.JdbcServer;
 import dev.outbox.testservers.KafkaServer;
 import dev.outbox.testservers.TestServers;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.StringDeserializer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -25,6 +31,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -44,8 +51,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * JVM, takes over once the leader group expires the frozen one, takes the next leader epoch in the database and the
  * transactional id in Kafka ({@code initTransactions}: the child's producer is fenced), and publishes and purges
  * everything, including more records written meanwhile. Then the first is let run on (SIGCONT): Kafka refuses its
- * sends (each record counted) and the database its purges (each refusal counted); it stands down, nothing is lost and
- * no key goes backwards for a {@code read_committed} consumer.
+ * sends (each record counted: every one of the {@value #KEYS} held sends must be refused, and none of them may reach
+ * a {@code read_committed} consumer) and the database its purges (each refusal counted); it stands down, nothing is
+ * lost and no key goes backwards for a {@code read_committed} consumer.
  */
 @Timeout(value = 3, unit = TimeUnit.MINUTES)
 class FencedLeaderEndToEndTest {
@@ -146,6 +154,8 @@ class FencedLeaderEndToEndTest {
                 command(commands, "RELEASE");
                 await(() -> reports.stream().anyMatch(r -> r.startsWith("RELEASED")), "the child released");
                 await(() -> reports.stream().anyMatch(r -> r.startsWith("REFUSED_SENDS")), "the child's refused sends");
+                await(() -> reports.stream().anyMatch(r -> r.startsWith("HELD_SENDS")),
+                        "Kafka's answer to each of the child's held sends");
                 await(() -> reports.stream().anyMatch(r -> r.startsWith("FENCED")), "the child's refused purge");
                 // Its election stops it (the lapsed lease, then the lost partition): wait until it no longer leads.
                 await(() -> lastOf(reports, "LEADER", "STOOD_DOWN").equals("STOOD_DOWN")
@@ -160,7 +170,21 @@ class FencedLeaderEndToEndTest {
                 assertThat(watcher.violations()).as("per-key order, read_committed").isEmpty();
                 assertThat(watcher.distinct()).as("every committed record consumed, none lost")
                         .isEqualTo((long) KEYS * 8);
+                // Every send the child held while frozen is refused by Kafka (its producer fenced) and none reaches a
+                // read_committed consumer: 7 refused and 13 let out through a new producer would fail here.
+                String[] held = reports.stream().filter(r -> r.startsWith("HELD_SENDS")).findFirst().orElseThrow()
+                        .split(" ");
+                int heldSends = Integer.parseInt(held[1]);
+                int heldRefused = Integer.parseInt(held[2]);
+                int heldAcknowledged = Integer.parseInt(held[3]);
+                int heldFailed = Integer.parseInt(held[4]);
+                assertThat(heldSends).as("the child's held sends").isEqualTo(KEYS);
+                assertThat(heldRefused).as("the child's held sends refused by Kafka as fenced (of %d: %d"
+                        + " acknowledged, %d failed otherwise)", heldSends, heldAcknowledged, heldFailed)
+                        .isEqualTo(heldSends);
                 assertThat(refusedSends).as("the child's sends refused by Kafka").isPositive();
+                List<String> heldConsumed = heldRecordsConsumed(kafka.bootstrapServers(), topic);
+                assertThat(heldConsumed).as("the child's held sends seen by a read_committed consumer").isEmpty();
                 assertThat(refused).as("the child's writes refused by the database").isPositive();
                 // Its lease lapsed while it was frozen: it asks the group to reconfirm its assignment, which finds
                 // the partition gone, so it never leads again and never takes an epoch from the successor.
@@ -171,12 +195,14 @@ class FencedLeaderEndToEndTest {
                 assertThat(admin.parked(10)).isEmpty();
                 System.out.printf("storage and broker fencing, a leader paused (SIGSTOP) holding %d sends and %s"
                         + " acknowledgements: the successor led %d ms after the pause; after SIGCONT Kafka refused %d"
-                        + " of the child's sends (fenced producer) and the database %d of its purges, it stood down"
+                        + " of the %d held sends (%d of the child's sends in all: fenced producer), %d of them seen by"
+                        + " a read_committed consumer, and the database %d of its purges; it stood down"
                         + " without leading again; the successor's writes refused: %d, sends refused: %d;"
                         + " read_committed: %d records consumed once each, %d copies in all, 0 lost, 0 per-key order"
                         + " violations%n",
-                        KEYS, released.substring("RELEASED ".length()), (tookOver - paused) / 1_000_000, refusedSends,
-                        refused, refusedHere.get(), refusedSendsHere.get(), watcher.distinct(), watcher.records());
+                        heldSends, released.substring("RELEASED ".length()), (tookOver - paused) / 1_000_000,
+                        heldRefused, heldSends, refusedSends, heldConsumed.size(), refused, refusedHere.get(),
+                        refusedSendsHere.get(), watcher.distinct(), watcher.records());
             } finally {
                 if (successor != null) {
                     successor.close();
@@ -209,6 +235,41 @@ class FencedLeaderEndToEndTest {
                 lastSeq.put(key, seq);
             }
         }
+    }
+
+    /**
+     * The records carrying {@link FencedLeaderChild#HELD_HEADER} (the child's held sends) that a fresh
+     * {@code read_committed} consumer reads from every partition of {@code topic}, from the beginning to the end
+     * (the last stable offset: no transaction is still open by then), each described.
+     */
+    private static List<String> heldRecordsConsumed(String bootstrap, String topic) {
+        List<String> found = new ArrayList<>();
+        try (KafkaConsumer<String, byte[]> consumer = new KafkaConsumer<>(Map.of(
+                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
+                ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false,
+                ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed",
+                ConsumerConfig.CLIENT_ID_CONFIG, "e2e-fence-held-check"),
+                new StringDeserializer(), new ByteArrayDeserializer())) {
+            List<TopicPartition> partitions = consumer.partitionsFor(topic, Duration.ofSeconds(30)).stream()
+                    .map(p -> new TopicPartition(topic, p.partition())).toList();
+            consumer.assign(partitions);
+            consumer.seekToBeginning(partitions);
+            Map<TopicPartition, Long> end = consumer.endOffsets(partitions, Duration.ofSeconds(30));
+            long[] records = {0};
+            await(() -> {
+                for (ConsumerRecord<String, byte[]> r : consumer.poll(Duration.ofMillis(100))) {
+                    records[0]++;
+                    if (r.headers().lastHeader(FencedLeaderChild.HELD_HEADER) != null) {
+                        found.add("key " + r.key() + ", record " + new String(r.headers().lastHeader(
+                                FencedLeaderChild.HELD_HEADER).value(), StandardCharsets.UTF_8) + " at partition "
+                                + r.partition() + " offset " + r.offset());
+                    }
+                }
+                return partitions.stream().allMatch(p -> consumer.position(p) >= end.get(p));
+            }, "a read_committed consumer read the topic to its end");
+            assertThat(records[0]).as("records read by the check").isGreaterThanOrEqualTo((long) KEYS * 8);
+        }
+        return found;
     }
 
     private static HikariDataSource pool(JdbcServer pg, String url, String name, int size) {

@@ -24,7 +24,9 @@ import org.openqa.selenium.chrome.ChromeOptions;
 
 import javax.sql.DataSource;
 import java.io.File;
+import java.net.URLEncoder;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -32,6 +34,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -45,6 +49,7 @@ class SidecarConsoleBrowserTest {
     private static final String CHROMEDRIVER = "/usr/bin/chromedriver";
     private static final String PASSWORD = "console-operator-pw";
     private static final String TOPIC = "sidecar-console-late-topic";
+    private static final String FORM = "application/x-www-form-urlencoded";
 
     @Test
     void anOperatorLogsInSeesTheReasonAndReplaysAParkedRecordWhichIsPublished() throws Exception {
@@ -86,10 +91,26 @@ class SidecarConsoleBrowserTest {
                     Duration.ofSeconds(60), () -> "the row is parked; log:\n" + sidecar.log());
             kafka.createTopic(TOPIC, 1);
 
+            long id = Jdbc.queryLong(db, "SELECT id FROM outbox_parked");
+            String replay = "/console/outboxes/orders/replay";
             assertThat(sidecar.get("/console", Map.of()).statusCode()).as("no credentials: to the login page")
                     .isEqualTo(302);
-            assertThat(sidecar.post("/console/outboxes/outbox/replay", "ids=1", Map.of()).statusCode())
-                    .as("no credentials, no CSRF token").isEqualTo(403);
+            assertThat(sidecar.post(replay, "ids=" + id, Map.of("Content-Type", FORM)).statusCode())
+                    .as("a replay with no credentials, no CSRF token").isEqualTo(403);
+            // With a valid CSRF token (an anonymous session's, from the login form) but no credentials, a replay is
+            // sent to the login page: a refused CSRF token would answer 403, an unprotected path anything but this.
+            HttpResponse<String> loginForm = sidecar.get("/login", Map.of());
+            Matcher csrfField = Pattern.compile("name=\"_csrf\"[^>]*value=\"([^\"]+)\"").matcher(loginForm.body());
+            assertThat(csrfField.find()).as("the login form's CSRF token: %s", loginForm.body()).isTrue();
+            HttpResponse<String> anonymous = sidecar.post(replay, "ids=" + id + "&_csrf="
+                            + URLEncoder.encode(csrfField.group(1), StandardCharsets.UTF_8),
+                    Map.of("Cookie", sessionCookie(loginForm), "Content-Type", FORM));
+            assertThat(anonymous.statusCode()).as("a replay with the CSRF token, no credentials: %s",
+                    anonymous.body()).isEqualTo(302);
+            assertThat(anonymous.headers().firstValue("Location")).as("redirected to")
+                    .hasValueSatisfying(l -> assertThat(l).endsWith("/login"));
+            assertThat(Jdbc.queryLong(db, "SELECT count(*) FROM outbox_parked WHERE id = " + id))
+                    .as("still parked after the unauthenticated replays").isOne();
 
             WebDriver browser = chromium(dir);
             try {
@@ -109,10 +130,8 @@ class SidecarConsoleBrowserTest {
 
                 // With the session but without the CSRF token, a replay is refused.
                 Cookie session = browser.manage().getCookieNamed("JSESSIONID");
-                long id = Jdbc.queryLong(db, "SELECT id FROM outbox_parked");
-                HttpResponse<String> forged = sidecar.post("/console/outboxes/orders/replay", "ids=" + id,
-                        Map.of("Cookie", "JSESSIONID=" + session.getValue(),
-                                "Content-Type", "application/x-www-form-urlencoded"));
+                HttpResponse<String> forged = sidecar.post(replay, "ids=" + id,
+                        Map.of("Cookie", "JSESSIONID=" + session.getValue(), "Content-Type", FORM));
                 assertThat(forged.statusCode()).as("a replay without the CSRF token").isEqualTo(403);
                 assertThat(Jdbc.queryLong(db, "SELECT count(*) FROM outbox_parked")).isEqualTo(1);
 
@@ -131,6 +150,13 @@ class SidecarConsoleBrowserTest {
             sidecar.awaitLog("AUDIT 'operator' replayed 1 parked record(s) of outbox 'orders'", Duration.ofSeconds(10));
             assertThat(sidecar.log()).doesNotContain(PASSWORD);
         }
+    }
+
+    /** The {@code JSESSIONID=…} cookie {@code response} sets. */
+    private static String sessionCookie(HttpResponse<String> response) {
+        return response.headers().allValues("Set-Cookie").stream().filter(c -> c.startsWith("JSESSIONID="))
+                .map(c -> c.substring(0, c.indexOf(';'))).findFirst()
+                .orElseThrow(() -> new AssertionError("no session cookie: " + response.headers()));
     }
 
     /** The element, once the page that has it is loaded (a click that submits a form returns before). */

@@ -144,6 +144,11 @@ final class SidecarProcess implements AutoCloseable {
     }
 
     HttpResponse<String> get(String path, Map<String, String> headers) {
+        return get(port, path, headers);
+    }
+
+    /** GET {@code path} on {@code port} of 127.0.0.1 (the sidecar's other port, when it has two). */
+    static HttpResponse<String> get(int port, String path, Map<String, String> headers) {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
                 .timeout(Duration.ofSeconds(10)).GET();
         headers.forEach(b::header);
@@ -151,9 +156,19 @@ final class SidecarProcess implements AutoCloseable {
     }
 
     HttpResponse<String> post(String path, String json, Map<String, String> headers) {
+        return post(port, path, json, headers);
+    }
+
+    /**
+     * POST {@code body} to {@code path} on {@code port} of 127.0.0.1 (the sidecar's other port, when it has two), as
+     * JSON unless {@code headers} name another {@code Content-Type}.
+     */
+    static HttpResponse<String> post(int port, String path, String body, Map<String, String> headers) {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
-                .timeout(Duration.ofSeconds(10)).header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(json));
+                .timeout(Duration.ofSeconds(10)).POST(HttpRequest.BodyPublishers.ofString(body));
+        if (headers.keySet().stream().noneMatch("Content-Type"::equalsIgnoreCase)) {
+            b.header("Content-Type", "application/json");
+        }
         headers.forEach(b::header);
         return send(b.build());
     }
