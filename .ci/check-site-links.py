@@ -3,8 +3,11 @@
 
 MkDocs 1.4's strict mode catches links to missing pages but not to missing anchors (#section); this walks every
 HTML page of the built site, collects the ids each page defines, and checks every relative link and fragment.
-Usage: check-site-links.py <site directory>
+It also checks that every page of the guide (docs/**/*.md) can be reached from docs/index.md by following the
+pages' own links, not only through the theme's navigation.
+Usage: check-site-links.py <site directory> [<docs directory>]
 """
+import re
 import os
 import sys
 from html.parser import HTMLParser
@@ -62,5 +65,32 @@ def main(site):
     return 1 if broken else 0
 
 
+def unreachable(docs):
+    pages = set()
+    for root, _, files in os.walk(docs):
+        for f in files:
+            if f.endswith('.md'):
+                pages.add(os.path.normpath(os.path.join(root, f)))
+    start = os.path.normpath(os.path.join(docs, 'index.md'))
+    seen, todo = {start}, [start]
+    link = re.compile(r'\]\(([^)#\s]+\.md)(?:#[^)]*)?\)')
+    while todo:
+        page = todo.pop()
+        with open(page, encoding='utf-8') as h:
+            text = h.read()
+        for target in link.findall(text):
+            t = os.path.normpath(os.path.join(os.path.dirname(page), target))
+            if t in pages and t not in seen:
+                seen.add(t)
+                todo.append(t)
+    missing = sorted(os.path.relpath(p, docs) for p in pages - seen)
+    for m in missing:
+        print('not reachable from index.md by the pages\' links:', m)
+    return 1 if missing else 0
+
+
 if __name__ == '__main__':
-    sys.exit(main(sys.argv[1]))
+    status = main(sys.argv[1])
+    if len(sys.argv) > 2:
+        status |= unreachable(sys.argv[2])
+    sys.exit(status)

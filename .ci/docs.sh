@@ -15,4 +15,4 @@ if ! command -v mkdocs >/dev/null 2>&1 || [ ! -d /usr/share/mkdocs/themes/materi
 fi
 
 mkdocs build --strict --quiet --site-dir target/site
-python3 .ci/check-site-links.py target/site
+python3 .ci/check-site-links.py target/site docs
