@@ -150,7 +150,7 @@ public final class OutboxRecord {
 
     @Override
     public String toString() {
-        return "OutboxRecord{id=" + id + ", topic=" + message.topic() + ", key=" + message.key()
+        return "OutboxRecord{id=" + id + ", topic=" + message.topic() + ", key=" + dev.outbox.spi.Excerpt.of(message.key())
                 + ", attempts=" + attempts + ", leaderId=" + leaderId + ", messageId=" + messageId
                 + (nextAttemptAt == null ? "" : ", nextAttemptAt=" + nextAttemptAt) + '}';
     }

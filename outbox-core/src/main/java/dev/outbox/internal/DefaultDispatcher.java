@@ -11,6 +11,7 @@ import dev.outbox.OutboxRecord;
 import dev.outbox.OutboxSample;
 import dev.outbox.ParkedRecord;
 import dev.outbox.spi.DeliveryException;
+import dev.outbox.spi.Excerpt;
 import dev.outbox.spi.Heartbeat;
 import dev.outbox.spi.LeaderTransport;
 import dev.outbox.spi.MarkResult;
@@ -1387,7 +1388,7 @@ public final class DefaultDispatcher implements Dispatcher {
     private void parkRejected(List<MarkResult.Rejected> rejected) {
         Map<Long, String> reasons = new LinkedHashMap<>();
         for (MarkResult.Rejected r : rejected) {
-            reasons.put(r.id(), r.reason());
+            reasons.put(r.id(), Excerpt.of(r.reason(), Excerpt.MAX_REASON_LENGTH));
         }
         // Refused rows stay in the table, unheld: the next rescan (or, marking, the next leader id) tries again.
         WriteOutcome outcome = write("park", "park unreadable", reasons, m -> writes.park(m), markStopped);
@@ -1416,7 +1417,7 @@ public final class DefaultDispatcher implements Dispatcher {
         }
         for (MarkResult.Rejected r : rejected) {
             if (!outcome.refused().contains(r.id())) {
-                reportParked(new ParkedRecord(r.id(), r.topic(), r.key(), r.attempts(), r.reason(), now));
+                reportParked(new ParkedRecord(r.id(), r.topic(), r.key(), r.attempts(), reasons.get(r.id()), now));
             }
         }
     }
@@ -1621,8 +1622,8 @@ public final class DefaultDispatcher implements Dispatcher {
                 log.debug("{}: delivery of record {} (key {}) failed in an outage; its key retries at {}", name,
                         r.id(), r.key(), v.nextAttemptAt(), cause);
             } else if (v.park()) {
-                String reason = (permanent ? "permanent failure: " : "failed " + v.attempts() + " times, last: ")
-                        + describe(cause);
+                String reason = Excerpt.of((permanent ? "permanent failure: " : "failed " + v.attempts()
+                        + " times, last: ") + describe(cause), Excerpt.MAX_REASON_LENGTH);
                 parkReasons.put(r.id(), reason);
                 parkedNow.add(new ParkedRecord(r.id(), r.topic(), r.key(), v.attempts(), reason, now));
             } else {
@@ -1788,7 +1789,7 @@ public final class DefaultDispatcher implements Dispatcher {
 
     private void reportParked(ParkedRecord p) {
         parked.incrementAndGet();
-        log.error("{}: parked record {} (topic {}, key {}): {}{}", name, p.id(), p.topic(), p.key(), p.reason(),
+        log.error("{}: parked record {} (topic {}, key {}): {}{}", name, p.id(), p.topic(), Excerpt.of(p.key()), p.reason(),
                 holdKeys ? "; its key is held (afterPark HOLD_KEY) until the parked row is replayed or discarded"
                         : "");
         notifyListener("recordParked", l -> l.recordParked(p));
@@ -1816,7 +1817,7 @@ public final class DefaultDispatcher implements Dispatcher {
             lock.unlock();
         }
         for (KeySchedule.Flight f : stuck) {
-            TimeoutException e = new TimeoutException("record " + f.record().id() + " (key " + f.record().key()
+            TimeoutException e = new TimeoutException("record " + f.record().id() + " (key " + Excerpt.of(f.record().key())
                     + ") unacknowledged after " + config.queueTimeout() + "; its key waits for the broker");
             log.warn("{}: {}", name, e.getMessage());
             reportFailure("send", e);

@@ -107,7 +107,7 @@ public final class KeySchedule {
 
         @Override
         public String toString() {
-            return "Flight{" + record.id() + ", key " + record.key() + '}';
+            return "Flight{" + record.id() + ", key " + dev.outbox.spi.Excerpt.of(record.key()) + '}';
         }
     }
 

@@ -90,7 +90,7 @@ public final class MessageDecorators {
     }
 
     private static String describe(int index, OutboxMessage m) {
-        return "message " + index + " (topic '" + m.topic() + "', key '" + m.key() + "')";
+        return "message " + index + " (topic '" + m.topic() + "', key '" + Excerpt.of(m.key()) + "')";
     }
 
     @Override

@@ -2,6 +2,7 @@ package dev.outbox.broker.kafka;
 
 import dev.outbox.OutboxRecord;
 import dev.outbox.spi.DeliveryException;
+import dev.outbox.spi.Excerpt;
 import org.apache.kafka.common.InvalidRecordException;
 import org.apache.kafka.common.errors.AuthorizationException;
 import org.apache.kafka.common.errors.InvalidTimestampException;
@@ -33,7 +34,7 @@ final class KafkaErrors {
      */
     static DeliveryException classify(OutboxRecord record, Throwable error) {
         Throwable cause = unwrap(error);
-        String what = "record " + record.id() + " (topic '" + record.topic() + "', key '" + record.key() + "')";
+        String what = "record " + record.id() + " (topic '" + record.topic() + "', key '" + Excerpt.of(record.key()) + "')";
         if (isPermanent(cause)) {
             return DeliveryException.permanent("Kafka can never accept " + what + ": " + describe(cause), cause);
         }

@@ -17,6 +17,7 @@ import org.apache.kafka.common.errors.SaslAuthenticationException;
 import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.errors.TopicAuthorizationException;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -76,5 +77,14 @@ class KafkaFailureClassificationTest {
     static Stream<Exception> unknown() {
         return Stream.of(new org.apache.kafka.common.KafkaException("something the client cannot name"),
                 new RuntimeException("a bug in a serializer or interceptor"));
+    }
+
+    @Test
+    void aHugeKeyIsQuotedOnlyInPart() {
+        OutboxRecord huge = new OutboxRecord(1, Instant.EPOCH, OutboxMessage.of("t", "k".repeat(1_048_576), "v"), 0,
+                null);
+        DeliveryException d = KafkaErrors.classify(huge, new RecordTooLargeException("too large"));
+        assertThat(d.getMessage().length()).isLessThan(400);
+        assertThat(d.getMessage()).contains("1,048,576 characters");
     }
 }
