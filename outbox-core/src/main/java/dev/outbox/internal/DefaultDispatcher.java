@@ -10,6 +10,7 @@ import dev.outbox.OutboxException;
 import dev.outbox.OutboxRecord;
 import dev.outbox.OutboxSample;
 import dev.outbox.ParkedRecord;
+import dev.outbox.spi.Backoff;
 import dev.outbox.spi.DeliveryException;
 import dev.outbox.spi.Excerpt;
 import dev.outbox.spi.Heartbeat;
@@ -167,7 +168,9 @@ public final class DefaultDispatcher implements Dispatcher {
     /** Completions whose store write was refused for good, tried again when due; purge thread only. */
     private final List<Completion> held = new ArrayList<>();
     private long heldDueNanos;
-    private final Backoff heldBackoff;
+    /** How store calls that failed are retried: ioErrorBackoff doubling up to maxIoErrorBackoff. */
+    private final Backoff ioBackoff;
+    private final Backoff.Sequence heldBackoff;
     /** Records in {@link #held}; guarded by lock, so that a drain can tell them from records still under way. */
     private int heldRecords;
     /** Store writes refused for good and not yet done since: each refusal is reported once. */
@@ -290,7 +293,8 @@ public final class DefaultDispatcher implements Dispatcher {
         }
         schedule.holdKeysAfterPark(holdKeys);
         this.cursor = config.harvest() == DispatcherConfig.Harvest.CURSOR ? new HarvestCursor(MAX_GAPS) : null;
-        this.heldBackoff = new Backoff(config.ioErrorBackoff(), config.maxIoErrorBackoff());
+        this.ioBackoff = Backoff.exponential(config.ioErrorBackoff(), config.maxIoErrorBackoff());
+        this.heldBackoff = ioBackoff.sequence();
         this.fencing = store.supportsFencing();
         this.writes = store;
         this.sampler = new OutboxSampler(runtime, store, config.metricsInterval(), () -> leading, this::onSample,
@@ -740,8 +744,9 @@ public final class DefaultDispatcher implements Dispatcher {
     // ------------------------------------------------------------------------------------------ marking
 
     private void markLoop() {
-        Backoff readFailures = new Backoff(config.ioErrorBackoff(), config.maxIoErrorBackoff());
-        Duration idle = config.markBackoff();
+        Backoff.Sequence readFailures = ioBackoff.sequence();
+        // An idle outbox is read again after markBackoff, doubling up to pollInterval while reads find nothing.
+        Backoff.Sequence idle = Backoff.exponential(config.markBackoff(), config.pollInterval()).sequence();
         long lastRescan = runtime.nanoTime();
         boolean lastReadFull = true; // until a read says otherwise, a send may be followed by more
         // The epoch the store was last read in, or -1: a store that holds something while it is harvested (a
@@ -750,7 +755,7 @@ public final class DefaultDispatcher implements Dispatcher {
         long harvestEndedAt = Long.MIN_VALUE; // when the loop saw that epoch end
         long epochTakenFor = 0; // the leadership for which a fencing store's epoch was taken (0: none yet)
         long brokerStoodDownFor = 0; // the leadership in which a fenced broker last had this thread stand down
-        Backoff fencedBackoff = new Backoff(config.ioErrorBackoff(), config.maxIoErrorBackoff());
+        Backoff.Sequence fencedBackoff = ioBackoff.sequence();
         long holdsReadFor = 0; // HOLD_KEY: the leadership for which the parked keys were read (0: none yet)
         long lastHoldsRead = 0;
         try {
@@ -912,13 +917,12 @@ public final class DefaultDispatcher implements Dispatcher {
                 }
                 lastReadFull = cursor != null ? readFull : read >= limit;
                 if (read == 0 && store.readWaits()) {
-                    idle = config.markBackoff(); // the read waited for rows already: read again at once
+                    idle.reset(); // the read waited for rows already: read again at once
                 } else if (read == 0) {
                     watchNeeded(true);
-                    pauseUnlessCommitted(idle, signalsBefore);
-                    idle = min(idle.multipliedBy(2), config.pollInterval());
+                    pauseUnlessCommitted(idle.next(), signalsBefore);
                 } else {
-                    idle = config.markBackoff();
+                    idle.reset();
                     watchNeeded(false); // busy: it reads again at once, wake-ups would be wasted
                 }
                 if (cursor != null && read < room
@@ -948,7 +952,7 @@ public final class DefaultDispatcher implements Dispatcher {
      * @param loaded whether the keys were read already in this leadership; until they were, nothing is read or sent
      * @return whether they were read and applied
      */
-    private boolean readHeldKeys(long leadership, long started, boolean loaded, Backoff failures) {
+    private boolean readHeldKeys(long leadership, long started, boolean loaded, Backoff.Sequence failures) {
         Set<String> parkedKeys;
         try {
             parkedKeys = store.parkedKeys();
@@ -1015,7 +1019,7 @@ public final class DefaultDispatcher implements Dispatcher {
      * @return null if taken; zero if this instance no longer leads; else how long to back off after a failure,
      *         which was reported
      */
-    private Duration takeEpochWhileLeading(long leadership, Backoff failures) {
+    private Duration takeEpochWhileLeading(long leadership, Backoff.Sequence failures) {
         long taken;
         sendLock.lock();
         try {
@@ -1166,7 +1170,7 @@ public final class DefaultDispatcher implements Dispatcher {
      *
      * @return the rows read, or -1 if the read failed
      */
-    private int readOnce(int room, long markEpoch, Backoff failures) {
+    private int readOnce(int room, long markEpoch, Backoff.Sequence failures) {
         HarvestCursor.Request request;
         lock.lock();
         try {
@@ -1229,7 +1233,7 @@ public final class DefaultDispatcher implements Dispatcher {
      *
      * @return the rows marked, or -1 if the mark failed
      */
-    private int markOnce(UUID markAs, int limit, long markEpoch, Backoff failures) {
+    private int markOnce(UUID markAs, int limit, long markEpoch, Backoff.Sequence failures) {
         lock.lock();
         try {
             schedule.readStarted();
@@ -1900,7 +1904,7 @@ public final class DefaultDispatcher implements Dispatcher {
      * @return whether the call succeeded
      */
     private boolean retryUntilDone(String operation, Runnable call, Latch stop, RuntimeException[] refusal) {
-        Backoff backoff = new Backoff(config.ioErrorBackoff(), config.maxIoErrorBackoff());
+        Backoff.Sequence backoff = ioBackoff.sequence();
         while (true) {
             try {
                 call.run();
@@ -1956,29 +1960,6 @@ public final class DefaultDispatcher implements Dispatcher {
     private record Completion(KeySchedule.Flight flight, Throwable error, long at, String refusedWrite) {
         Completion(KeySchedule.Flight flight, Throwable error, long at) {
             this(flight, error, at, null);
-        }
-    }
-
-    /** Exponential backoff, capped. Not thread-safe. */
-    static final class Backoff {
-        private final Duration first;
-        private final Duration max;
-        private Duration next;
-
-        Backoff(Duration first, Duration max) {
-            this.first = first;
-            this.max = max;
-            this.next = first;
-        }
-
-        Duration next() {
-            Duration d = next;
-            next = min(next.multipliedBy(2), max);
-            return d;
-        }
-
-        void reset() {
-            next = first;
         }
     }
 }

@@ -3,6 +3,7 @@ package dev.outbox.internal;
 import dev.outbox.Header;
 import dev.outbox.OutboxMessage;
 import dev.outbox.OutboxRecord;
+import dev.outbox.spi.Backoff;
 
 import java.time.Clock;
 import java.time.Duration;
@@ -146,7 +147,8 @@ public final class KeySchedule {
     private final int maxInFlight;
     private final long maxBytes;
     private final Duration firstBackoff;
-    private final Duration maxBackoff;
+    /** How long a record waits before its next attempt, before jitter. */
+    private final Backoff retries;
     private final int maxAttempts;
     private final Clock clock;
     private final DoubleSupplier jitter;
@@ -220,7 +222,7 @@ public final class KeySchedule {
         this.maxInFlight = maxInFlight;
         this.maxBytes = maxBytes;
         this.firstBackoff = Objects.requireNonNull(firstBackoff, "firstBackoff");
-        this.maxBackoff = Objects.requireNonNull(maxBackoff, "maxBackoff");
+        this.retries = Backoff.exponential(firstBackoff, Objects.requireNonNull(maxBackoff, "maxBackoff"));
         this.maxAttempts = maxAttempts;
         this.clock = Objects.requireNonNull(clock, "clock");
         this.jitter = Objects.requireNonNull(jitter, "jitter");
@@ -580,19 +582,7 @@ public final class KeySchedule {
      * together do not retry together.
      */
     Duration backoff(int attempts) {
-        Duration d = firstBackoff;
-        for (int i = 1; i < attempts && d.compareTo(maxBackoff) < 0; i++) {
-            d = d.multipliedBy(2);
-        }
-        if (d.compareTo(maxBackoff) > 0) {
-            d = maxBackoff;
-        }
-        double j = jitter.getAsDouble();
-        if (!(j >= 0 && j < 1)) {
-            j = 0;
-        }
-        long nanos = d.toNanos();
-        return Duration.ofNanos(nanos / 2 + (long) (nanos / 2 * j));
+        return retries.delay(attempts, jitter.getAsDouble());
     }
 
     /**

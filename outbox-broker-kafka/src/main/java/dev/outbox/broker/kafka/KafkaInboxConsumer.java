@@ -4,6 +4,7 @@ import dev.outbox.FailedMessage;
 import dev.outbox.Inbox;
 import dev.outbox.InboxHandlerException;
 import dev.outbox.MessageIds;
+import dev.outbox.spi.Backoff;
 import dev.outbox.spi.StoreException;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
@@ -163,6 +164,7 @@ public final class KafkaInboxConsumer implements AutoCloseable {
     private final int maxAttempts;
     private final Duration initialBackoff;
     private final Duration maxBackoff;
+    private final Backoff retries;
     private final Duration purgeInterval;
     private final Thread thread;
     private final CountDownLatch stopped = new CountDownLatch(1);
@@ -200,6 +202,7 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         this.maxAttempts = b.maxAttempts;
         this.initialBackoff = b.initialBackoff;
         this.maxBackoff = b.maxBackoff;
+        this.retries = Backoff.exponential(b.initialBackoff, b.maxBackoff);
         this.purgeInterval = b.purgeInterval;
         try {
             this.consumer = new KafkaConsumer<>(config, new StringDeserializer(), new ByteArrayDeserializer());
@@ -473,8 +476,7 @@ public final class KafkaInboxConsumer implements AutoCloseable {
     }
 
     private long backoff(int attempt) {
-        long nanos = initialBackoff.toNanos() << Math.min(20, attempt - 1);
-        return Math.min(nanos, maxBackoff.toNanos());
+        return retries.nanos(attempt);
     }
 
     private UUID messageId(ConsumerRecord<String, byte[]> record) {

@@ -1,5 +1,6 @@
 package dev.outbox.store.postgres;
 
+import dev.outbox.spi.Backoff;
 import dev.outbox.spi.Store;
 import org.jdbi.v3.core.Handle;
 import org.jdbi.v3.core.Jdbi;
@@ -35,8 +36,7 @@ final class PgCommitListener implements Store.CommitWatch {
     private static final int WAIT_MILLIS = 250;
     /** How long an idle listening connection goes unchecked. */
     private static final long CHECK_NANOS = TimeUnit.SECONDS.toNanos(5);
-    private static final Duration FIRST_BACKOFF = Duration.ofMillis(100);
-    private static final Duration MAX_BACKOFF = Duration.ofSeconds(5);
+    private static final Backoff RECONNECT = Backoff.exponential(Duration.ofMillis(100), Duration.ofSeconds(5));
 
     private final Jdbi jdbi;
     private final String channel;
@@ -86,7 +86,7 @@ final class PgCommitListener implements Store.CommitWatch {
     }
 
     private void run() {
-        Duration backoff = FIRST_BACKOFF;
+        Backoff.Sequence reconnects = RECONNECT.sequence();
         boolean down = false;
         while (!closed) {
             try (Handle handle = jdbi.open()) {
@@ -99,7 +99,7 @@ final class PgCommitListener implements Store.CommitWatch {
                     log.info("Listening for commits on channel {} again", channel);
                     down = false;
                 }
-                backoff = FIRST_BACKOFF;
+                reconnects.reset();
                 try {
                     listen(connection, pg);
                 } finally {
@@ -114,6 +114,7 @@ final class PgCommitListener implements Store.CommitWatch {
                 if (closed) {
                     break;
                 }
+                Duration backoff = reconnects.next();
                 if (!down) {
                     log.warn("Lost the connection listening for commits on channel {}; polling until it is back"
                             + " (retrying in {}): {}", channel, backoff, e.toString());
@@ -121,7 +122,6 @@ final class PgCommitListener implements Store.CommitWatch {
                 }
                 wakeUp.run(); // a commit may have gone unheard
                 LockSupport.parkNanos(this, backoff.toNanos());
-                backoff = backoff.multipliedBy(2).compareTo(MAX_BACKOFF) > 0 ? MAX_BACKOFF : backoff.multipliedBy(2);
             }
         }
     }

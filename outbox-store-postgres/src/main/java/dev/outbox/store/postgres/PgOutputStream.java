@@ -1,5 +1,6 @@
 package dev.outbox.store.postgres;
 
+import dev.outbox.spi.Backoff;
 import dev.outbox.spi.CommitStream;
 import dev.outbox.spi.StoreException;
 import org.postgresql.PGConnection;
@@ -73,6 +74,11 @@ final class PgOutputStream implements CommitStream {
     private static final long PG_EPOCH_MICROS = 946_684_800_000_000L;
     private static final long MIN_IDLE_MICROS = 50;
     static final long MAX_IDLE_MICROS = 1_000;
+    /** The reader's parks while the server answers at once with nothing: MIN_IDLE_MICROS doubling to MAX. */
+    private static final Backoff IDLE_WAITS = Backoff.exponential(Duration.ofNanos(MIN_IDLE_MICROS * 1_000),
+            Duration.ofNanos(MAX_IDLE_MICROS * 1_000));
+    /** Waits for a slot another process still streams, until the take-over point: 10 ms doubling to 500 ms. */
+    private static final Backoff TAKEOVER_WAITS = Backoff.exponential(Duration.ofMillis(10), Duration.ofMillis(500));
     private static final long QUICK_ANSWER_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
     /** How long close() waits for the reader to say goodbye before it cuts the socket. */
     private static final Duration CLOSE_GRACE = Duration.ofSeconds(2);
@@ -124,7 +130,7 @@ final class PgOutputStream implements CommitStream {
         long takeOver = settings.takeOverTimeout().toNanos();
         // Past the take-over point the holder is terminated; give the whole open a bound all the same.
         long giveUp = takeOver + TimeUnit.SECONDS.toNanos(30);
-        long backoffMillis = 10;
+        Backoff.Sequence waits = TAKEOVER_WAITS.sequence();
         while (true) {
             SlotState slot = slotState(settings);
             if (slot.invalidated()) {
@@ -140,8 +146,8 @@ final class PgOutputStream implements CommitStream {
                 if (waited >= takeOver) {
                     terminate(settings, slot.activePid(), waited);
                 } else {
-                    pause(Math.min(backoffMillis, TimeUnit.NANOSECONDS.toMillis(takeOver - waited) + 1));
-                    backoffMillis = Math.min(backoffMillis * 2, 500);
+                    pause(Math.min(TimeUnit.NANOSECONDS.toMillis(waits.nextNanos()),
+                            TimeUnit.NANOSECONDS.toMillis(takeOver - waited) + 1));
                 }
                 continue;
             }
@@ -156,7 +162,7 @@ final class PgOutputStream implements CommitStream {
                 throw new StoreException("replication slot " + settings.slot() + " stays in use after "
                         + Duration.ofNanos(System.nanoTime() - start), null, true);
             }
-            pause(backoffMillis);
+            pause(TimeUnit.NANOSECONDS.toMillis(waits.nextNanos()));
         }
     }
 
@@ -323,7 +329,7 @@ final class PgOutputStream implements CommitStream {
     private void readLoop() {
         Decoder decoder = new Decoder();
         long pushed = 0;
-        long idleMicros = MIN_IDLE_MICROS;
+        Backoff.Sequence idle = IDLE_WAITS.sequence();
         long statusNanos = settings.statusInterval().toNanos();
         long lastForced = System.nanoTime();
         long lastSeen = 0;
@@ -355,7 +361,7 @@ final class PgOutputStream implements CommitStream {
                 long asked = System.nanoTime();
                 ByteBuffer data = stream.readPending();
                 if (data != null) {
-                    idleMicros = MIN_IDLE_MICROS;
+                    idle.reset();
                     decoder.decode(data);
                     continue;
                 }
@@ -370,8 +376,7 @@ final class PgOutputStream implements CommitStream {
                 // returns as soon as data arrives: that is the wait. Only if it answered at once (a closed socket
                 // answers at once, until a status update finds it broken) does the reader park, not to spin.
                 if (System.nanoTime() - asked < QUICK_ANSWER_NANOS) {
-                    LockSupport.parkNanos(this, TimeUnit.MICROSECONDS.toNanos(idleMicros));
-                    idleMicros = Math.min(idleMicros * 2, MAX_IDLE_MICROS);
+                    LockSupport.parkNanos(this, idle.nextNanos());
                 }
             }
         } catch (Throwable t) {
