@@ -151,6 +151,8 @@ public final class KafkaMessageBroker implements MessageBroker {
      * (created by the first warm-up); null until then, and always null without a transactional id.
      */
     private Producer<String, byte[]> metadataProducer;
+    /** Set by {@link #close} once the warm-ups are over: no metadata producer is created after it. */
+    private boolean metadataClosed;
     private final Object adminLock = new Object();
     private Admin admin;
     private volatile boolean closed;
@@ -204,7 +206,9 @@ public final class KafkaMessageBroker implements MessageBroker {
             return producer;
         }
         synchronized (adminLock) {
-            if (closed) {
+            // Not refused while closing: close() lets the warm-ups under way finish (their records are produced)
+            // before it closes this producer.
+            if (metadataClosed) {
                 throw new IllegalStateException("Kafka broker is closed");
             }
             if (metadataProducer == null) {
@@ -495,6 +499,7 @@ public final class KafkaMessageBroker implements MessageBroker {
                 admin.close(Duration.ZERO);
                 admin = null;
             }
+            metadataClosed = true;
             if (metadataProducer != null) {
                 metadataProducer.close(Duration.ZERO);
                 metadataProducer = null;
