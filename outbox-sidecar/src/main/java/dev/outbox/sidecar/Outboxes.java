@@ -9,6 +9,7 @@ import dev.outbox.broker.kafka.KafkaMessageBroker;
 import dev.outbox.spring.OutboxConfigurationException;
 import dev.outbox.spring.OutboxKafkaClients;
 import dev.outbox.spring.OutboxProperties;
+import dev.outbox.spring.OutboxSchemaInitializer;
 import dev.outbox.spring.OutboxStoreFactory;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -116,9 +117,8 @@ public final class Outboxes implements SmartLifecycle, AutoCloseable {
             DispatcherConfig config;
             try {
                 store = OutboxStoreFactory.build(pool, prefix + ".store", o.getStore());
-                if (o.getStore().isCreateSchema()) {
-                    store.createSchema().run();
-                }
+                new OutboxSchemaInitializer(store.store(), o.getStore().isCreateSchema() ? store.createSchema() : null,
+                        prefix + ".store.shards");
                 config = o.getDispatcher().toConfig(prefix + ".dispatcher");
             } catch (OutboxConfigurationException e) {
                 throw translate(e, raw);
@@ -141,9 +141,15 @@ public final class Outboxes implements SmartLifecycle, AutoCloseable {
                     .listener(status);
             if (o.getDispatcher().isLeaderElection()) {
                 try {
-                    KafkaLeaderTransport transport = OutboxKafkaClients.leaderTransport(connection, leaderTopic,
-                            prefix + ".kafka", o.getKafka(), config, broker);
-                    b.leaderTransport(transport);
+                    int shards = store.store().shards();
+                    if (shards > 1) {
+                        b.leaderTransport(OutboxKafkaClients.shardedLeaderTransport(connection, leaderTopic, shards,
+                                prefix + ".kafka", o.getKafka(), config, broker));
+                    } else {
+                        KafkaLeaderTransport transport = OutboxKafkaClients.leaderTransport(connection, leaderTopic,
+                                prefix + ".kafka", o.getKafka(), config, broker);
+                        b.leaderTransport(transport);
+                    }
                 } catch (OutboxConfigurationException e) {
                     throw translate(e, raw);
                 }

@@ -91,6 +91,19 @@ class SidecarConfigErrorsTest {
     }
 
     @Test
+    void aShardCountThatIsNotTheTablesIsNamedWithBothCounts() throws IOException {
+        JdbcServer postgres = TestServers.postgres();
+        dev.outbox.store.postgres.PostgresStore.builder(postgres.dataSource(url)).table("unsharded_outbox").build()
+                .createSchema();
+
+        String line = fails(config(datasource() + "store:\n  table: unsharded_outbox\n  shards: 4\n",
+                "127.0.0.1:9"));
+
+        assertThat(line).contains("sidecar.outboxes.orders.store.shards = '4'")
+                .contains("made for 1 shard(s)").contains("configured with 4 shard(s)");
+    }
+
+    @Test
     void aMissingDatasourceIsNamed() throws IOException {
         String line = fails(config("topic-prefix: x.\n", "127.0.0.1:9"));
 

@@ -4,12 +4,16 @@ import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.DispatcherListener;
 import dev.outbox.DispatcherObserver;
+import dev.outbox.MessageDecorator;
 import dev.outbox.broker.kafka.KafkaMessageBroker;
 import dev.outbox.jackson.JacksonPayloadSerializer;
 import dev.outbox.spi.PayloadSerializer;
 import dev.outbox.spi.Store;
 import org.flywaydb.core.api.configuration.FluentConfiguration;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.config.BeanFactoryPostProcessor;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
@@ -18,14 +22,19 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandi
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.flyway.autoconfigure.FlywayConfigurationCustomizer;
 import org.springframework.boot.kafka.autoconfigure.KafkaProperties;
+import org.springframework.boot.sql.init.dependency.DatabaseInitializationDependencyConfigurer;
+import org.springframework.boot.sql.init.dependency.DependsOnDatabaseInitialization;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
+import org.springframework.core.env.ConfigurableEnvironment;
 import org.springframework.core.env.Environment;
 import tools.jackson.databind.json.JsonMapper;
 
 import javax.sql.DataSource;
 import java.time.Duration;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
 
@@ -43,23 +52,55 @@ import java.util.function.Consumer;
         "org.springframework.boot.hibernate.autoconfigure.HibernateJpaAutoConfiguration"})
 @ConditionalOnSingleCandidate(DataSource.class)
 @EnableConfigurationProperties({OutboxProperties.class, KafkaProperties.class})
+@Import(DatabaseInitializationDependencyConfigurer.class)
 public class OutboxAutoConfiguration {
+    private static final Logger log = LoggerFactory.getLogger(OutboxAutoConfiguration.class);
 
-    /** The store with its table names; creates the tables first if {@code outbox.store.create-schema=true}. */
+    /**
+     * Stops start-up on an {@code outbox.*} key that no property binds (a misspelling would otherwise be silently
+     * ignored), naming it and the nearest known key; runs before any bean is created.
+     */
+    @Bean
+    static BeanFactoryPostProcessor outboxPropertyKeysCheck(Environment environment) {
+        return beanFactory -> {
+            if (environment instanceof ConfigurableEnvironment configurable) {
+                OutboxPropertyKeys.check(configurable);
+            }
+        };
+    }
+
+    /** The store with its table names (built without touching the tables). */
     @Bean
     @ConditionalOnMissingBean(Store.class)
-    OutboxStoreFactory.Built outboxStoreDefinition(DataSource dataSource, OutboxProperties properties) {
-        OutboxStoreFactory.Built built = OutboxStoreFactory.build(dataSource, properties.getStore());
-        if (properties.getStore().isCreateSchema()) {
-            built.createSchema().run();
-        }
-        return built;
+    OutboxStoreFactory.Built outboxStoreDefinition(DataSource dataSource, OutboxProperties properties,
+                                                   ObjectProvider<MessageDecorator> decorators) {
+        return OutboxStoreFactory.build(dataSource, properties.getStore(), decorators.orderedStream().toList());
     }
 
     @Bean
     @ConditionalOnMissingBean(Store.class)
     Store outboxStore(OutboxStoreFactory.Built definition) {
         return definition.store();
+    }
+
+    /**
+     * Creates the tables if {@code outbox.store.create-schema=true} and checks the table's shard count, after the
+     * application's Flyway, Liquibase and SQL initialization (never before: Flyway refuses to baseline a schema the
+     * outbox tables were created in first).
+     */
+    @Bean
+    @DependsOnDatabaseInitialization
+    OutboxSchemaInitializer outboxSchemaInitializer(Store store, ObjectProvider<OutboxStoreFactory.Built> definition,
+                                                    OutboxProperties properties,
+                                                    ObjectProvider<MessageDecorator> decorators) {
+        OutboxStoreFactory.Built built = definition.getIfAvailable();
+        if (built == null && decorators.orderedStream().findAny().isPresent()) {
+            log.warn("The application defines its own outbox Store bean: the MessageDecorator beans are not applied"
+                    + " by the starter; add them to your store's builder (decorator(...))");
+        }
+        Runnable create = built != null && built.store() == store && properties.getStore().isCreateSchema()
+                ? built.createSchema() : null;
+        return new OutboxSchemaInitializer(store, create, "outbox.store.shards");
     }
 
     @Bean
@@ -71,7 +112,7 @@ public class OutboxAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     OutboxPublisher outboxPublisher(DataSource dataSource, Store store, PayloadSerializer serializer,
-                                    OutboxProperties properties) {
+                                    OutboxProperties properties, OutboxSchemaInitializer schema) {
         return new OutboxPublisher(dataSource, store.publisher(), serializer,
                 properties.getPublisher().isRequireTransaction());
     }
@@ -85,7 +126,8 @@ public class OutboxAutoConfiguration {
         @ConditionalOnMissingBean
         OutboxDispatcherLifecycle outboxDispatcher(Store store, OutboxProperties properties,
                                                    KafkaProperties kafkaProperties, Environment env,
-                                                   ObjectProvider<DispatcherListener> listener,
+                                                   OutboxSchemaInitializer schema,
+                                                   ObjectProvider<DispatcherListener> listeners,
                                                    ObjectProvider<DispatcherObserver> observers) {
             OutboxKafkaClients.requireBootstrapServers(env);
             OutboxProperties.Dispatcher d = properties.getDispatcher();
@@ -96,17 +138,35 @@ public class OutboxAutoConfiguration {
             try {
                 Dispatcher.Builder b = Dispatcher.builder(store, broker).config(config);
                 set("outbox.dispatcher.name", d.getName(), b::name);
-                if (d.isLeaderElection()) {
+                if (d.isLeaderElection() && store.shards() > 1) {
+                    b.leaderTransport(OutboxKafkaClients.shardedLeaderTransport(
+                            OutboxKafkaClients.connectionProperties(kafkaProperties), leaderTopic(k, env),
+                            store.shards(), k, config, broker, env));
+                } else if (d.isLeaderElection()) {
                     b.leaderTransport(OutboxKafkaClients.leaderTransport(
                             OutboxKafkaClients.connectionProperties(kafkaProperties), leaderTopic(k, env), k, config,
                             broker, env));
                 }
-                listener.ifUnique(b::listener);
+                List<DispatcherListener> all = listeners.orderedStream().toList();
+                if (!all.isEmpty()) {
+                    b.listener(DispatcherListeners.of(all));
+                }
                 observers.orderedStream().forEach(b::observer);
-                return new OutboxDispatcherLifecycle(b.build());
+                return new OutboxDispatcherLifecycle(build(b));
             } catch (RuntimeException e) {
                 broker.close(Duration.ofSeconds(1));
                 throw e;
+            }
+        }
+
+        /** Builds the dispatcher; a combination the engine refuses is reported naming the outbox's properties. */
+        private static Dispatcher build(Dispatcher.Builder b) {
+            try {
+                return b.build();
+            } catch (IllegalArgumentException e) {
+                throw new OutboxConfigurationException("outbox", OutboxSchemaInitializer.oneLine(e), "change the"
+                        + " outbox.store.* / outbox.dispatcher.* settings the message names, or the Store bean"
+                        + " you defined", e);
             }
         }
 

@@ -3,6 +3,7 @@ package dev.outbox.spring;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.broker.kafka.KafkaLeaderTransport;
 import dev.outbox.broker.kafka.KafkaMessageBroker;
+import dev.outbox.broker.kafka.KafkaShardedLeaderTransport;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.springframework.boot.context.properties.bind.Bindable;
@@ -117,6 +118,56 @@ public final class OutboxKafkaClients {
         }
     }
 
+    static KafkaShardedLeaderTransport shardedLeaderTransport(Map<String, Object> connection, String topic, int shards,
+                                                              OutboxProperties.Kafka outbox, DispatcherConfig config,
+                                                              KafkaMessageBroker broker, Environment env) {
+        KafkaShardedLeaderTransport.Builder b = shardedLeaderTransportBuilder(connection, topic, shards, "outbox.kafka",
+                outbox, config, broker);
+        return translate(env, false, b::build);
+    }
+
+    /**
+     * The shard-leadership transport of a sharded outbox ({@code shards} &gt; 1): the settings of
+     * {@link #leaderTransport(Map, String, String, OutboxProperties.Kafka, DispatcherConfig, KafkaMessageBroker)}
+     * over a leader topic with one partition per shard.
+     *
+     * @param shards the store's shard count ({@code Store.shards()})
+     * @throws OutboxConfigurationException naming the property of a value that is rejected
+     */
+    public static KafkaShardedLeaderTransport shardedLeaderTransport(Map<String, Object> connection, String topic,
+                                                                     int shards, String prefix,
+                                                                     OutboxProperties.Kafka outbox,
+                                                                     DispatcherConfig config,
+                                                                     KafkaMessageBroker broker) {
+        KafkaShardedLeaderTransport.Builder b = shardedLeaderTransportBuilder(connection, topic, shards, prefix, outbox,
+                config, broker);
+        try {
+            return b.build();
+        } catch (IllegalArgumentException | org.apache.kafka.common.KafkaException e) {
+            throw new OutboxConfigurationException(prefix, e.getMessage(), "the outbox enforces the Kafka settings"
+                    + " that keep its guarantees; remove the contradicting value", e);
+        }
+    }
+
+    /** The same settings as {@link #leaderTransportBuilder}; the builders share no public type. */
+    private static KafkaShardedLeaderTransport.Builder shardedLeaderTransportBuilder(
+            Map<String, Object> connection, String topic, int shards, String prefix, OutboxProperties.Kafka outbox,
+            DispatcherConfig config, KafkaMessageBroker broker) {
+        KafkaShardedLeaderTransport.Builder b = KafkaShardedLeaderTransport.builder().properties(connection);
+        b.shards(shards);
+        setting(prefix + ".leader-topic", topic, () -> b.topic(topic));
+        if (outbox.getLeaderGroup() != null) {
+            setting(prefix + ".leader-group", outbox.getLeaderGroup(), () -> b.groupId(outbox.getLeaderGroup()));
+        }
+        if (outbox.getLeaderTopicReplicationFactor() != null) {
+            setting(prefix + ".leader-topic-replication-factor", outbox.getLeaderTopicReplicationFactor(),
+                    () -> b.topicReplicationFactor(outbox.getLeaderTopicReplicationFactor()));
+        }
+        setting(prefix + ".close-timeout", outbox.getCloseTimeout(), () -> b.closeTimeout(outbox.getCloseTimeout()));
+        b.createTopic(outbox.isCreateLeaderTopic()).dispatcherConfig(config).deliveryTimeoutOf(broker);
+        return b;
+    }
+
     private static KafkaLeaderTransport.Builder leaderTransportBuilder(Map<String, Object> connection, String topic,
                                                                        String prefix, OutboxProperties.Kafka outbox,
                                                                        DispatcherConfig config,
@@ -153,7 +204,11 @@ public final class OutboxKafkaClients {
             String kafkaName = m.find() ? m.group(1) : null;
             String property = kafkaName == null ? (producer ? "spring.kafka.producer" : "spring.kafka")
                     : springProperty(env, kafkaName, producer);
-            throw new OutboxConfigurationException(property, e.getMessage(), "the outbox enforces the Kafka settings"
+            String problem = e.getMessage();
+            if (property.equals("outbox.kafka.delivery-timeout")) {
+                problem = "'" + env.getProperty(property, "8s") + "' is not valid: " + problem;
+            }
+            throw new OutboxConfigurationException(property, problem, "the outbox enforces the Kafka settings"
                     + " that keep its guarantees; remove the contradicting value (settings meant for your own"
                     + " KafkaTemplate cannot be shared with the outbox producer)", e);
         }
@@ -163,6 +218,11 @@ public final class OutboxKafkaClients {
     static String springProperty(Environment env, String name, boolean producer) {
         Binder binder = Binder.get(env);
         String dedicated = DEDICATED.get(name);
+        if (producer && name.equals(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG)) {
+            // The broker's deliveryTimeout(outbox.kafka.delivery-timeout, 8 s by default) overrides any
+            // delivery.timeout.ms of the client properties: the value Kafka judged is always this property's.
+            return "outbox.kafka.delivery-timeout";
+        }
         if (producer) {
             if (bound(binder, "outbox.kafka.producer-properties[" + name + "]")) {
                 return "outbox.kafka.producer-properties[" + name + "]";

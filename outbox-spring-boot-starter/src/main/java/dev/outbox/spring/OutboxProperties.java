@@ -60,8 +60,9 @@ public final class OutboxProperties {
         /** Longest key the publisher accepts; the store's default when not set (Postgres: none, MySQL: 1024). */
         private Integer maxKeyLength;
         /**
-         * Whether to create the outbox tables at start-up if they are missing (idempotent). Off by default: ship
-         * the DDL with your migrations instead (Flyway and Liquibase migrations are included).
+         * Whether to create the outbox tables at start-up if they are missing (idempotent), after the application's
+         * Flyway or Liquibase migrations have run. Off by default: ship the DDL with your migrations instead (Flyway
+         * and Liquibase migrations are included).
          */
         private boolean createSchema = false;
         /**

@@ -1,5 +1,6 @@
 package dev.outbox.spring;
 
+import dev.outbox.MessageDecorator;
 import dev.outbox.spi.Store;
 import dev.outbox.spring.OutboxProperties.StoreType;
 import dev.outbox.store.mysql.MySqlStore;
@@ -10,6 +11,7 @@ import org.springframework.util.ClassUtils;
 import javax.sql.DataSource;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.util.List;
 import java.util.Locale;
 
 /**
@@ -39,8 +41,8 @@ public final class OutboxStoreFactory {
     private OutboxStoreFactory() {
     }
 
-    static Built build(DataSource dataSource, OutboxProperties.Store p) {
-        return build(dataSource, "outbox.store", p);
+    static Built build(DataSource dataSource, OutboxProperties.Store p, List<MessageDecorator> decorators) {
+        return build(dataSource, "outbox.store", p, decorators);
     }
 
     /**
@@ -51,6 +53,19 @@ public final class OutboxStoreFactory {
      * @throws OutboxConfigurationException naming the property of a value the store rejects
      */
     public static Built build(DataSource dataSource, String prefix, OutboxProperties.Store p) {
+        return build(dataSource, prefix, p, List.of());
+    }
+
+    /**
+     * The store of the settings {@code p} over {@code dataSource}, its publisher applying {@code decorators} to every
+     * message, in their order; detects the database when {@code p} names no type.
+     *
+     * @param prefix the settings' property prefix, e.g. {@code outbox.store}: a bad value is reported as
+     *               {@code <prefix>.<setting>}
+     * @throws OutboxConfigurationException naming the property of a value the store rejects
+     */
+    public static Built build(DataSource dataSource, String prefix, OutboxProperties.Store p,
+                              List<MessageDecorator> decorators) {
         StoreType type = p.getType() != null ? p.getType() : detect(dataSource, prefix);
         String className = type == StoreType.POSTGRES ? POSTGRES_CLASS : MYSQL_CLASS;
         if (!ClassUtils.isPresent(className, OutboxStoreFactory.class.getClassLoader())) {
@@ -59,7 +74,8 @@ public final class OutboxStoreFactory {
                     + artifact + ", which is not on the class path", "add the dependency dev.outbox:" + artifact
                     + ", or set " + prefix + ".type to the store of your database", null);
         }
-        return type == StoreType.POSTGRES ? Postgres.build(dataSource, prefix, p) : MySql.build(dataSource, prefix, p);
+        return type == StoreType.POSTGRES ? Postgres.build(dataSource, prefix, p, decorators)
+                : MySql.build(dataSource, prefix, p, decorators);
     }
 
     private static StoreType detect(DataSource dataSource, String prefix) {
@@ -94,8 +110,10 @@ public final class OutboxStoreFactory {
     }
 
     private static final class Postgres {
-        static Built build(DataSource dataSource, String prefix, OutboxProperties.Store p) {
+        static Built build(DataSource dataSource, String prefix, OutboxProperties.Store p,
+                           List<MessageDecorator> decorators) {
             PostgresStore.Builder b = PostgresStore.builder(dataSource);
+            decorators.forEach(b::decorator);
             if (p.getSchema() != null) {
                 set(prefix + ".schema", p.getSchema(), () -> b.schema(p.getSchema()));
             }
@@ -144,13 +162,15 @@ public final class OutboxStoreFactory {
     }
 
     private static final class MySql {
-        static Built build(DataSource dataSource, String prefix, OutboxProperties.Store p) {
+        static Built build(DataSource dataSource, String prefix, OutboxProperties.Store p,
+                           List<MessageDecorator> decorators) {
             if (p.getWal().getUrl() != null) {
                 throw new OutboxConfigurationException(prefix + ".wal.url", "is set, but the WAL harvest needs"
                         + " Postgres and the store is MySQL", "remove " + prefix + ".wal.url: MySQL and MariaDB"
                         + " are harvested from the table", null);
             }
             MySqlStore.Builder b = MySqlStore.builder(dataSource);
+            decorators.forEach(b::decorator);
             if (p.getSchema() != null) {
                 set(prefix + ".schema", p.getSchema(), () -> b.schema(p.getSchema()));
             }

@@ -113,4 +113,49 @@ class StartupFailureTest {
         assertThat(output).contains("APPLICATION FAILED TO START")
                 .contains("Outbox configuration property 'spring.kafka.producer.properties[enable.idempotence]'");
     }
+
+    @Test
+    void aMisspeltOutboxKeyNamesItAndTheNearestKnownKey(CapturedOutput output) {
+        startFails("spring.kafka.bootstrap-servers=127.0.0.1:1", "outbox.dispatcher.max-atempts=3");
+
+        assertThat(output).contains("APPLICATION FAILED TO START")
+                .contains("Outbox configuration property 'outbox.dispatcher.max-atempts': is not a property of the"
+                        + " outbox starter (set in commandLineArgs); did you mean 'outbox.dispatcher.max-attempts'?");
+    }
+
+    @Test
+    void aMisspeltSectionInCamelCaseNamesTheNearestKnownKey(CapturedOutput output) {
+        startFails("spring.kafka.bootstrap-servers=127.0.0.1:1", "outbox.dispacher.maxAttempts=3");
+
+        assertThat(output).contains("APPLICATION FAILED TO START")
+                .contains("'outbox.dispacher.maxAttempts': is not a property")
+                .contains("did you mean 'outbox.dispatcher'?");
+    }
+
+    @Test
+    void knownKeysInAnyFormAndProducerPropertiesPassTheKeyCheck() {
+        org.springframework.core.env.StandardEnvironment env = new org.springframework.core.env.StandardEnvironment();
+        env.getPropertySources().addFirst(new org.springframework.core.env.MapPropertySource("test", java.util.Map.of(
+                "outbox.dispatcher.maxAttempts", "3",
+                "outbox.dispatcher.max-in-flight-bytes", "1MB",
+                "outbox.store.wal.takeover-timeout", "5s",
+                "outbox.kafka.producer-properties[linger.ms]", "5",
+                "outbox.kafka.producer-properties.compression.type", "lz4",
+                "outbox.publisher.require-transaction", "false")));
+        OutboxPropertyKeys.check(env);
+
+        env.getPropertySources().addFirst(new org.springframework.core.env.MapPropertySource("bad",
+                java.util.Map.of("outbox.store.shards.count", "4")));
+        assertThatThrownBy(() -> OutboxPropertyKeys.check(env)).isInstanceOf(OutboxConfigurationException.class)
+                .hasMessageContaining("'outbox.store.shards.count': is not a property");
+    }
+
+    @Test
+    void aDeliveryTimeoutAboveTwoMinutesNamesOutboxKafkaDeliveryTimeout(CapturedOutput output) {
+        startFails("spring.kafka.bootstrap-servers=127.0.0.1:1", "outbox.kafka.delivery-timeout=5m");
+
+        assertThat(output).contains("APPLICATION FAILED TO START")
+                .contains("Outbox configuration property 'outbox.kafka.delivery-timeout': '5m' is not valid")
+                .doesNotContain("Outbox configuration property 'spring.kafka");
+    }
 }
