@@ -226,20 +226,8 @@ public final class DefaultDispatcher implements Dispatcher {
 
     // --- health: written by the engine's threads where the events happen, read by health()
     /** The leader id while leading: a copy of {@link #leaderId} readable without the lock. */
-    private volatile UUID currentLeaderId;
-    private volatile boolean electionJoined;
-    private volatile boolean fenced;
-    private volatile Instant lastMark;
-    private volatile Instant lastPurge;
-    private volatile DispatcherHealth.Failure lastFailure;
-    /** When the current broker outage began (an outage failure since the last acknowledgement), or null. */
-    private volatile Instant outageSince;
-    /** When an outage was last logged at WARN: a partial outage that comes and goes logs once a minute. */
-    private Instant lastOutageWarning;
-    private static final Duration OUTAGE_WARNING_INTERVAL = Duration.ofMinutes(1);
-    private volatile OutboxSample lastSample;
-    /** The status last reported to the observers; see {@link #reportStatus()}. */
-    private volatile DispatcherHealth.Status reportedStatus = DispatcherHealth.Status.STARTING;
+    /** What health reports: leader id, fenced, last mark and purge, last failure, outage, sample, status. */
+    private final EngineHealth health = new EngineHealth();
     private volatile Runnable onDeath;
 
     public DefaultDispatcher(String name, Store store, MessageBroker broker, LeaderTransport transport,
@@ -372,7 +360,7 @@ public final class DefaultDispatcher implements Dispatcher {
         }
         log.error("{}: {} thread died unexpectedly; closing the dispatcher", name, role, e);
         fatal.compareAndSet(null, e);
-        lastFailure = new DispatcherHealth.Failure("dispatcher", role + " thread died: " + describe(e),
+        health.failed("dispatcher", role + " thread died: " + describe(e),
                 clock.instant());
         Runnable hook = onDeath;
         runtime.start(name + "-closer", hook == null ? this::close : () -> {
@@ -558,20 +546,7 @@ public final class DefaultDispatcher implements Dispatcher {
 
     @Override
     public DispatcherHealth health() {
-        UUID leader = currentLeaderId;
-        DispatcherHealth.Status status = status(leader);
-        return DispatcherHealth.builder(status)
-                .leaderId(status == DispatcherHealth.Status.LEADER ? leader : null)
-                .lastMark(lastMark)
-                .lastPurge(lastPurge)
-                .lastFailure(lastFailure)
-                .lastSample(status == DispatcherHealth.Status.LEADER ? lastSample : null)
-                .inFlightRecords(inFlightRecords())
-                .callbackErrors(callbacks.errors())
-                .outageSince(status == DispatcherHealth.Status.LEADER ? outageSince : null)
-                .heldRecords(heldRecords())
-                .heldKeys(status == DispatcherHealth.Status.LEADER ? heldKeys() : 0)
-                .build();
+        return health.report(state.get(), inFlightRecords(), callbacks.errors(), heldRecords(), heldKeys());
     }
 
     /**
@@ -593,25 +568,13 @@ public final class DefaultDispatcher implements Dispatcher {
         callbacks.remove(observer);
     }
 
-    private DispatcherHealth.Status status(UUID leader) {
-        return switch (state.get()) {
-            case NEW -> DispatcherHealth.Status.STARTING;
-            case CLOSING, CLOSED -> DispatcherHealth.Status.CLOSED;
-            case RUNNING -> leader != null ? DispatcherHealth.Status.LEADER
-                    : fenced ? DispatcherHealth.Status.FENCED
-                    : electionJoined ? DispatcherHealth.Status.STANDBY
-                    : DispatcherHealth.Status.STARTING;
-        };
-    }
-
     /**
      * Hook: tells the observers when the health status changed. Called by the leader thread after each poll (every
      * leadership change happens on it) and, once that thread has ended, by close: never by two threads at once.
      */
     private void reportStatus() {
-        DispatcherHealth.Status now = status(currentLeaderId);
-        if (now != reportedStatus) {
-            reportedStatus = now;
+        DispatcherHealth.Status now = health.changedStatus(state.get());
+        if (now != null) {
             callbacks.statusChanged(now);
         }
     }
@@ -620,7 +583,7 @@ public final class DefaultDispatcher implements Dispatcher {
         if (!leading) {
             return; // leadership ended while the sample was taken: not this instance's figure any more
         }
-        lastSample = sample;
+        health.sampled(sample);
         callbacks.sampled(sample); // hook: sample
     }
 
@@ -634,7 +597,7 @@ public final class DefaultDispatcher implements Dispatcher {
             while (!stopLeading) {
                 transport.poll(config.pollInterval());
                 machine.polled();
-                electionJoined = true;
+                health.electionJoined();
                 Heartbeat hb = machine.tick();
                 if (hb != null) {
                     transport.publish(hb);
@@ -672,8 +635,7 @@ public final class DefaultDispatcher implements Dispatcher {
         lock.lock();
         try {
             leaderId = id;
-            currentLeaderId = id;
-            fenced = false;
+            health.leading(id);
             epoch++;
             leaderships++;
             forceRemark = false;
@@ -690,7 +652,7 @@ public final class DefaultDispatcher implements Dispatcher {
 
     private void onFenced() {
         if (stopPublishing(true)) {
-            fenced = true;
+            health.fenced(true);
             log.warn("{}: leader fenced: stopped publishing", name);
             notifyListener("leaderFenced", DispatcherListener::leaderFenced);
         }
@@ -705,7 +667,7 @@ public final class DefaultDispatcher implements Dispatcher {
                     config.drainTimeout());
         }
         if (was) {
-            fenced = false;
+            health.fenced(false);
             log.info("{}: leader revoked", name);
             notifyListener("leaderRevoked", DispatcherListener::leaderRevoked);
         }
@@ -725,9 +687,8 @@ public final class DefaultDispatcher implements Dispatcher {
             try {
                 boolean was = leaderId != null;
                 leaderId = null;
-                currentLeaderId = null;
+                health.notLeading();
                 leading = false;
-                lastSample = null;
                 epoch++;
                 schedule.stop();
                 rewindCursor();
@@ -1187,7 +1148,7 @@ public final class DefaultDispatcher implements Dispatcher {
             long readStart = runtime.nanoTime();
             result = store.read(request.after(), request.recheck(), request.limit());
             callbacks.marked(result.size(), Duration.ofNanos(runtime.nanoTime() - readStart)); // hook: mark (read)
-            lastMark = clock.instant();
+            health.marked(clock.instant());
             failures.reset();
         } catch (RuntimeException e) {
             endMark();
@@ -1245,7 +1206,7 @@ public final class DefaultDispatcher implements Dispatcher {
             long markStart = runtime.nanoTime();
             result = writes.mark(markAs, limit);
             callbacks.marked(result.size(), Duration.ofNanos(runtime.nanoTime() - markStart)); // hook: mark
-            lastMark = clock.instant();
+            health.marked(clock.instant());
             failures.reset();
         } catch (StoreFencedException e) {
             endMark();
@@ -1312,7 +1273,7 @@ public final class DefaultDispatcher implements Dispatcher {
         schedule.abandon();
         rewindCursor();
         log.info("{}: leader refreshed, leader id {}", name, fresh);
-        currentLeaderId = fresh;
+        health.leading(fresh);
         notifyListener("leaderRefreshed", l -> l.leaderRefreshed(fresh));
     }
 
@@ -1612,12 +1573,7 @@ public final class DefaultDispatcher implements Dispatcher {
             }
             verdicts.put(c.flight, v);
             if (outageBegins) {
-                outageSince = now;
-                boolean warn = lastOutageWarning == null
-                        || !now.isBefore(lastOutageWarning.plus(OUTAGE_WARNING_INTERVAL));
-                if (warn) {
-                    lastOutageWarning = now;
-                }
+                boolean warn = health.outageBegan(now);
                 log.atLevel(warn ? org.slf4j.event.Level.WARN : org.slf4j.event.Level.DEBUG).log("{}: the broker is"
                         + " unavailable ({}); every failing key is held and retried with a shared backoff for as long"
                         + " as it lasts; nothing is parked or counted during an outage", name, describe(cause));
@@ -1637,7 +1593,7 @@ public final class DefaultDispatcher implements Dispatcher {
             }
         }
         if (lastDeliveryError != null) { // before the writes: a refused write is the failure health should show
-            lastFailure = new DispatcherHealth.Failure("send", describe(lastDeliveryError), now);
+            health.failed("send", describe(lastDeliveryError), now);
         }
         boolean barrierFirst = runtime.planted(PlantedBug.BARRIER_BEFORE_PURGE);
         if (barrierFirst) {
@@ -1663,7 +1619,7 @@ public final class DefaultDispatcher implements Dispatcher {
             purged = o.fenced() != null ? 0 : purgeIds.size() - o.refused().size();
             if (!o.stopped() && purged > 0) {
                 callbacks.purged(purged, Duration.ofNanos(runtime.nanoTime() - purgeStart)); // hook: purge
-                lastPurge = clock.instant();
+                health.purged(clock.instant());
             }
         }
         if (!retryAt.isEmpty()) {
@@ -1688,9 +1644,8 @@ public final class DefaultDispatcher implements Dispatcher {
             }
         }
         List<Completion> settled = barrierFirst ? batch : applyVerdicts(batch, verdicts, refused, fencedIds);
-        Instant outageBegan = outageSince;
-        if (outageBegan != null && !purgeIds.isEmpty()) {
-            outageSince = null;
+        Instant outageBegan = purgeIds.isEmpty() ? null : health.outageEnded();
+        if (outageBegan != null) {
             log.info("{}: the broker is available again after an outage of {}", name,
                     Duration.between(outageBegan, now));
         }
@@ -1802,7 +1757,7 @@ public final class DefaultDispatcher implements Dispatcher {
 
     /** Remembers a failed operation for {@link #health()} and tells the listener. */
     private void reportFailure(String operation, Throwable e) {
-        lastFailure = new DispatcherHealth.Failure(operation, describe(e), clock.instant());
+        health.failed(operation, describe(e), clock.instant());
         notifyListener("failure", l -> l.failure(operation, e));
     }
 
