@@ -1,18 +1,26 @@
 package dev.outbox;
 
+import java.time.Instant;
+import java.util.UUID;
+
 /**
  * Which parked rows to list: optional filters (all must match) and a page. Immutable and thread-safe.
  *
  * @param topic          only rows with exactly this topic, or null for any
  * @param key            only rows with exactly this key, or null for any
  * @param reasonContains only rows whose reason contains this text (compared by the database's collation), or null
+ * @param messageId      only the row with this message id, or null for any
+ * @param parkedFrom     only rows parked at or after this instant, or null
+ * @param parkedBefore   only rows parked before this instant, or null
  * @param afterId        only rows with a greater id (0 for the first page)
  * @param limit          the most rows to return, at least 1
  */
-public record ParkedQuery(String topic, String key, String reasonContains, long afterId, int limit) {
+public record ParkedQuery(String topic, String key, String reasonContains, UUID messageId, Instant parkedFrom,
+                          Instant parkedBefore, long afterId, int limit) {
 
     /**
-     * @throws IllegalArgumentException if {@code limit} is less than 1 or {@code afterId} is negative
+     * @throws IllegalArgumentException if {@code limit} is less than 1, {@code afterId} is negative, or
+     *                                  {@code parkedFrom} is not before {@code parkedBefore}
      */
     public ParkedQuery {
         if (limit < 1) {
@@ -21,9 +29,18 @@ public record ParkedQuery(String topic, String key, String reasonContains, long 
         if (afterId < 0) {
             throw new IllegalArgumentException("afterId must not be negative: " + afterId);
         }
+        if (parkedFrom != null && parkedBefore != null && !parkedFrom.isBefore(parkedBefore)) {
+            throw new IllegalArgumentException("parkedFrom must be before parkedBefore: " + parkedFrom + " is not before "
+                    + parkedBefore);
+        }
         topic = blankToNull(topic);
         key = blankToNull(key);
         reasonContains = blankToNull(reasonContains);
+    }
+
+    /** Filters by topic, key and reason only. */
+    public ParkedQuery(String topic, String key, String reasonContains, long afterId, int limit) {
+        this(topic, key, reasonContains, null, null, null, afterId, limit);
     }
 
     /** The first {@code limit} parked rows, unfiltered. */
@@ -33,7 +50,7 @@ public record ParkedQuery(String topic, String key, String reasonContains, long 
 
     /** This query for the page after the row with {@code id}. */
     public ParkedQuery after(long id) {
-        return new ParkedQuery(topic, key, reasonContains, id, limit);
+        return new ParkedQuery(topic, key, reasonContains, messageId, parkedFrom, parkedBefore, id, limit);
     }
 
     private static String blankToNull(String s) {

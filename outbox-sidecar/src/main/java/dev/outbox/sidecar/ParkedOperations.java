@@ -1,7 +1,6 @@
 package dev.outbox.sidecar;
 
 import dev.outbox.ParkedMessage;
-import dev.outbox.ParkedQuery;
 import dev.outbox.ParkedRecord;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -13,17 +12,21 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.function.ToIntFunction;
 import java.util.stream.Collectors;
 
 /**
- * What the operator API and the console do with parked records, in one place: list, show, replay and discard, the
- * changes written to the audit log ({@value #AUDIT_LOGGER}) naming who did what. Thread-safe.
+ * What the operator API and the console do with parked records, in one place: list, show, replay and discard
+ * (selected records, or all those matching a filter), the changes written to the audit log ({@value #AUDIT_LOGGER})
+ * naming who did what. Thread-safe.
  */
 public final class ParkedOperations {
     /** The logger of the audit lines. */
     public static final String AUDIT_LOGGER = "dev.outbox.sidecar.audit";
-    /** The most records one page lists, and one replay or discard takes. */
+    /** The most records one page lists, and one replay or discard of selected records takes. */
     public static final int MAX_PAGE = 500;
+    /** The most records one replay or discard of all those matching a filter takes. */
+    public static final int MAX_MATCHING = 10_000;
 
     private static final Logger audit = LoggerFactory.getLogger(AUDIT_LOGGER);
 
@@ -37,24 +40,55 @@ public final class ParkedOperations {
     public record Page(List<ParkedRecord> records, long total, Long nextAfter) {
     }
 
+    /**
+     * A replay or discard of all records matching a filter was confirmed for a number that no longer matches: the
+     * operator looks again. A 409.
+     */
+    static final class CountChanged extends ResponseStatusException {
+        private final long matching;
+
+        CountChanged(long expected, long matching) {
+            super(HttpStatus.CONFLICT, matching + " record(s) match the filter now, not the " + expected
+                    + " expected: list them again and confirm the new number");
+            this.matching = matching;
+        }
+
+        /** How many match now (at most {@link #MAX_MATCHING} + 1). */
+        long matching() {
+            return matching;
+        }
+    }
+
     /** The outbox named {@code name}, or a 404. */
     public SidecarOutbox outbox(String name) {
         return outboxes.get(name).orElseThrow(() -> new ResponseStatusException(HttpStatus.NOT_FOUND,
                 "no outbox named '" + name + "'"));
     }
 
-    public Page list(String outbox, String topic, String key, String reason, long after, int limit) {
-        ParkedQuery query;
-        try {
-            query = new ParkedQuery(topic, key, reason, after, Math.min(limit, MAX_PAGE));
-        } catch (IllegalArgumentException e) {
-            throw new ResponseStatusException(HttpStatus.BAD_REQUEST, e.getMessage(), e);
+    /**
+     * The page of records matching {@code filter} after the id {@code after}, at most {@code limit}.
+     *
+     * @throws ResponseStatusException 400 if {@code limit} is not between 1 and {@value #MAX_PAGE} or {@code after}
+     *                                 is negative; 404 for an unknown outbox
+     */
+    public Page list(String outbox, ParkedFilter filter, long after, int limit) {
+        if (limit < 1 || limit > MAX_PAGE) {
+            throw new ResponseStatusException(HttpStatus.BAD_REQUEST, "limit must be between 1 and " + MAX_PAGE
+                    + ": " + limit);
+        }
+        if (after < 0) {
+            throw new ResponseStatusException(HttpStatus.BAD_REQUEST, "after must not be negative: " + after);
         }
         SidecarOutbox o = outbox(outbox);
-        List<ParkedRecord> records = o.parked().parked(query);
-        long total = o.parked().parkedCount(query);
-        Long next = records.size() == query.limit() ? records.get(records.size() - 1).id() : null;
+        List<ParkedRecord> records = o.parked().parked(filter.query(after, limit));
+        long total = o.parked().parkedCount(filter.query(0, 1));
+        Long next = records.size() == limit ? records.get(records.size() - 1).id() : null;
         return new Page(records, total, next);
+    }
+
+    /** How many parked records match {@code filter}. */
+    public long count(String outbox, ParkedFilter filter) {
+        return outbox(outbox).parked().parkedCount(filter.query(0, 1));
     }
 
     public Optional<ParkedMessage> show(String outbox, long id) {
@@ -73,7 +107,7 @@ public final class ParkedOperations {
 
     /** Puts the records back into the outbox; logs an audit line naming {@code who}. */
     public int replay(String outbox, Collection<Long> ids, String who) {
-        List<ParkedMessage> records = selected(outbox, ids);
+        List<ParkedRecord> records = selected(outbox, ids).stream().map(ParkedMessage::record).toList();
         int replayed = outbox(outbox).store().replay(checked(ids));
         audit.info("AUDIT {} replayed {} parked record(s) of outbox '{}': {}", quoted(who), replayed, outbox,
                 describe(records));
@@ -82,19 +116,75 @@ public final class ParkedOperations {
 
     /** Deletes the records for good; logs an audit line naming {@code who} and every record discarded. */
     public int discard(String outbox, Collection<Long> ids, String who) {
-        List<ParkedMessage> records = selected(outbox, ids);
+        List<ParkedRecord> records = selected(outbox, ids).stream().map(ParkedMessage::record).toList();
         int discarded = outbox(outbox).parked().discard(checked(ids));
         audit.info("AUDIT {} discarded {} parked record(s) of outbox '{}': {}", quoted(who), discarded, outbox,
                 describe(records));
         return discarded;
     }
 
+    /**
+     * Replays every record matching {@code filter}, in id order, {@value #MAX_PAGE} at a time; {@code expected} is
+     * the number the operator confirmed. Logs an audit line per {@value #MAX_PAGE} records.
+     *
+     * @throws CountChanged            if another number matches
+     * @throws ResponseStatusException 400 if more than {@value #MAX_MATCHING} match
+     */
+    public int replayMatching(String outbox, ParkedFilter filter, long expected, String who) {
+        SidecarOutbox o = outbox(outbox);
+        return matching(o, filter, expected, who, "replayed", ids -> o.store().replay(ids));
+    }
+
+    /** Discards every record matching {@code filter}; as {@link #replayMatching}. */
+    public int discardMatching(String outbox, ParkedFilter filter, long expected, String who) {
+        SidecarOutbox o = outbox(outbox);
+        return matching(o, filter, expected, who, "discarded", ids -> o.parked().discard(ids));
+    }
+
+    private int matching(SidecarOutbox o, ParkedFilter filter, long expected, String who, String verb,
+                         ToIntFunction<List<Long>> action) {
+        if (expected < 1) {
+            throw new ResponseStatusException(HttpStatus.BAD_REQUEST, "expected must be the number of records the"
+                    + " filter matches (at least 1): " + expected);
+        }
+        List<ParkedRecord> all = new ArrayList<>();
+        long after = 0;
+        while (all.size() <= MAX_MATCHING) {
+            List<ParkedRecord> page = o.parked().parked(filter.query(after, MAX_PAGE));
+            all.addAll(page);
+            if (page.size() < MAX_PAGE) {
+                break;
+            }
+            after = page.get(page.size() - 1).id();
+        }
+        if (all.size() > MAX_MATCHING) {
+            throw new ResponseStatusException(HttpStatus.BAD_REQUEST, "at most " + MAX_MATCHING + " records at once:"
+                    + " the filter (" + filter.describe() + ") matches " + o.parked().parkedCount(filter.query(0, 1))
+                    + "; narrow it, e.g. with parkedBefore");
+        }
+        if (all.size() != expected) {
+            throw new CountChanged(expected, all.size());
+        }
+        int done = 0;
+        int parts = (all.size() + MAX_PAGE - 1) / MAX_PAGE;
+        for (int part = 0; part < parts; part++) {
+            List<ParkedRecord> chunk = all.subList(part * MAX_PAGE, Math.min(all.size(), (part + 1) * MAX_PAGE));
+            int n = action.applyAsInt(chunk.stream().map(ParkedRecord::id).toList());
+            done += n;
+            audit.info("AUDIT {} {} {} parked record(s) of outbox '{}' matching {} (part {} of {}): {}", quoted(who),
+                    verb, n, o.name(), filter.describe(), part + 1, parts, describe(chunk));
+        }
+        return done;
+    }
+
     private static List<Long> checked(Collection<Long> ids) {
         if (ids == null || ids.isEmpty()) {
-            throw new ResponseStatusException(HttpStatus.BAD_REQUEST, "select at least one record (ids)");
+            throw new ResponseStatusException(HttpStatus.BAD_REQUEST, "select at least one record: ids, or a"
+                    + " filter with the number expected");
         }
         if (ids.size() > MAX_PAGE) {
-            throw new ResponseStatusException(HttpStatus.BAD_REQUEST, "at most " + MAX_PAGE + " records at once");
+            throw new ResponseStatusException(HttpStatus.BAD_REQUEST, "ids must hold at most " + MAX_PAGE
+                    + " records: " + ids.size() + " given; to act on more, use a filter");
         }
         if (ids.contains(null)) {
             throw new ResponseStatusException(HttpStatus.BAD_REQUEST, "ids must not contain null");
@@ -102,13 +192,13 @@ public final class ParkedOperations {
         return List.copyOf(ids);
     }
 
-    private static String describe(List<ParkedMessage> records) {
-        return records.stream().map(m -> "id " + m.record().id() + " (topic " + quoted(m.record().topic()) + ", key "
-                + quoted(m.record().key()) + ", reason " + quoted(m.record().reason()) + ")")
+    private static String describe(List<ParkedRecord> records) {
+        return records.stream().map(r -> "id " + r.id() + " (topic " + quoted(r.topic()) + ", key "
+                + quoted(r.key()) + ", reason " + quoted(r.reason()) + ")")
                 .collect(Collectors.joining(", ", "[", "]"));
     }
 
     private static String quoted(String s) {
-        return s == null ? "null" : "'" + s.replaceAll("[\\r\\n]+", " ") + "'";
+        return ParkedFilter.quoted(s);
     }
 }

@@ -120,6 +120,8 @@ public class SidecarApplication {
         d.put("spring.main.banner-mode", "off");
         d.put("spring.application.name", "outbox-sidecar");
         d.put("server.shutdown", "graceful");
+        // Every 4xx says why in its body ("message"): the reasons name a parameter and its value, never a secret.
+        d.put("spring.web.error.include-message", "always");
         d.put("server.port", p.getHttp().getPort());
         d.put("server.address", p.getHttp().getAddress());
         if (p.getManagement().getPort() != null) {

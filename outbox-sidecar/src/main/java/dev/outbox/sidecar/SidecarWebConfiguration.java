@@ -18,7 +18,6 @@ import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.boot.health.contributor.Status;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
-import org.springframework.http.HttpStatus;
 import org.springframework.security.authentication.UsernamePasswordAuthenticationToken;
 import org.springframework.security.config.annotation.web.builders.HttpSecurity;
 import org.springframework.security.core.authority.AuthorityUtils;
@@ -29,10 +28,10 @@ import org.springframework.security.core.userdetails.UsernameNotFoundException;
 import org.springframework.security.provisioning.InMemoryUserDetailsManager;
 import org.springframework.security.web.SecurityFilterChain;
 import org.springframework.security.web.AuthenticationEntryPoint;
-import org.springframework.security.web.authentication.HttpStatusEntryPoint;
 import org.springframework.security.web.authentication.LoginUrlAuthenticationEntryPoint;
 import org.springframework.security.web.authentication.www.BasicAuthenticationFilter;
 import org.springframework.security.web.servlet.util.matcher.PathPatternRequestMatcher;
+import org.springframework.security.web.util.matcher.RequestMatcher;
 import org.springframework.web.filter.OncePerRequestFilter;
 
 import java.io.IOException;
@@ -182,7 +181,8 @@ class SidecarWebConfiguration {
      * Actuator endpoints are open (they are on the management address, localhost by default); the API and the
      * console need an operator: a login form (the console), HTTP basic or a bearer token (the API). Every
      * state-changing request needs the CSRF token, except one carrying a bearer token, which a browser never adds
-     * by itself.
+     * by itself, and an API request carrying no credential at all, which is answered 401 (see
+     * {@link OperatorAuthentication}).
      */
     @Bean
     SecurityFilterChain sidecarSecurity(HttpSecurity http, OperatorCredentials c) throws Exception {
@@ -196,15 +196,16 @@ class SidecarWebConfiguration {
             }
             a.anyRequest().denyAll();
         });
+        AuthenticationEntryPoint unauthorized = OperatorAuthentication.api(c);
         if (c.username() != null) {
             http.formLogin(f -> f.defaultSuccessUrl("/console", true));
-            http.httpBasic(b -> { });
+            http.httpBasic(b -> b.realmName(OperatorAuthentication.REALM).authenticationEntryPoint(unauthorized));
             http.logout(l -> l.logoutSuccessUrl("/login?logout"));
         }
         // Without credentials: the API answers 401, the console sends a browser to its login form. (Registered as
         // defaults, not as the entry point: a custom entry point would turn off the generated login page.)
-        AuthenticationEntryPoint unauthorized = new HttpStatusEntryPoint(HttpStatus.UNAUTHORIZED);
         http.exceptionHandling(e -> {
+            e.accessDeniedHandler(OperatorAuthentication.denied());
             e.defaultAuthenticationEntryPointFor(unauthorized, paths.matcher("/api/**"));
             if (c.username() != null) {
                 AuthenticationEntryPoint login = new LoginUrlAuthenticationEntryPoint("/login");
@@ -214,18 +215,22 @@ class SidecarWebConfiguration {
             }
         });
         if (c.token() != null) {
-            http.addFilterBefore(new BearerTokenFilter(c.token()), BasicAuthenticationFilter.class);
+            http.addFilterBefore(new BearerTokenFilter(c), BasicAuthenticationFilter.class);
         }
-        http.csrf(csrf -> csrf.ignoringRequestMatchers(BearerTokenFilter::hasBearer));
+        RequestMatcher api = paths.matcher("/api/**");
+        http.csrf(csrf -> csrf.ignoringRequestMatchers(BearerTokenFilter::hasBearer,
+                r -> api.matches(r) && OperatorAuthentication.withoutCredentials(r)));
         return http.build();
     }
 
     /** Authenticates {@code Authorization: Bearer <token>} against the configured token. Thread-safe. */
     static final class BearerTokenFilter extends OncePerRequestFilter {
+        private final OperatorCredentials credentials;
         private final byte[] token;
 
-        BearerTokenFilter(String token) {
-            this.token = token.getBytes(StandardCharsets.UTF_8);
+        BearerTokenFilter(OperatorCredentials credentials) {
+            this.credentials = credentials;
+            this.token = credentials.token().getBytes(StandardCharsets.UTF_8);
         }
 
         static boolean hasBearer(HttpServletRequest request) {
@@ -240,7 +245,7 @@ class SidecarWebConfiguration {
                 byte[] given = request.getHeader("Authorization").substring(7).strip()
                         .getBytes(StandardCharsets.UTF_8);
                 if (!MessageDigest.isEqual(given, token)) {
-                    response.sendError(HttpStatus.UNAUTHORIZED.value(), "bad token");
+                    OperatorAuthentication.badToken(response, credentials);
                     return;
                 }
                 SecurityContextHolder.getContext().setAuthentication(UsernamePasswordAuthenticationToken.authenticated(

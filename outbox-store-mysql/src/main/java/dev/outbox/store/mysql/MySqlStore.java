@@ -231,8 +231,8 @@ public final class MySqlStore extends SqlStore {
         this.backlogSql = "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM " + t + inShard + " LIMIT "
                 + (EXACT_BACKLOG_LIMIT + 1) + ") head), (SELECT " + (shard < 0 ? "MAX(id) - MIN(id) + 1"
                 : "(MAX(id) - MIN(id) + 1) DIV " + shardCount()) + " FROM " + t + inShard + ")";
-        this.parkedSql = "SELECT id, topic, `key`, attempts, reason, UNIX_TIMESTAMP(parked_at) FROM " + names.parked()
-                + " ORDER BY id LIMIT ?";
+        this.parkedSql = "SELECT id, topic, `key`, attempts, reason, UNIX_TIMESTAMP(parked_at), message_id FROM "
+                + names.parked() + " ORDER BY id LIMIT ?";
         this.parkedCountSql = "SELECT COUNT(*) FROM " + names.parked();
         this.oldestSql = "SELECT UNIX_TIMESTAMP(create_time) FROM " + names.outbox()
                 + (shard < 0 ? "" : " FORCE INDEX (" + harvestIndex + ")" + inShard) + " ORDER BY id LIMIT 1";
@@ -841,9 +841,7 @@ public final class MySqlStore extends SqlStore {
     public List<ParkedRecord> parked(int limit) {
         limit(limit);
         return inTransaction("listing parked rows of " + names.parked(), handle ->
-                timed(handle.createQuery(parkedSql)).bind(0, limit).map((rs, ctx) ->
-                        new ParkedRecord(rs.getLong(1), rs.getString(2), rs.getString(3), rs.getInt(4),
-                                rs.getString(5), RowReader.instant(rs.getBigDecimal(6)))).list());
+                timed(handle.createQuery(parkedSql)).bind(0, limit).map((rs, ctx) -> parkedRecord(rs)).list());
     }
 
     /**
@@ -949,15 +947,17 @@ public final class MySqlStore extends SqlStore {
 
     /** The filter of {@link #parked(ParkedQuery)} and {@link #parkedCount(ParkedQuery)}; see {@link #bindFilter}. */
     private static final String PARKED_FILTER = " WHERE id > ? AND (? IS NULL OR topic = ?)"
-            + " AND (? IS NULL OR `key` = ?) AND (? IS NULL OR LOCATE(?, reason) > 0)";
+            + " AND (? IS NULL OR `key` = ?) AND (? IS NULL OR LOCATE(?, reason) > 0)"
+            + " AND (? IS NULL OR message_id = ?) AND (? IS NULL OR UNIX_TIMESTAMP(parked_at) >= ?)"
+            + " AND (? IS NULL OR UNIX_TIMESTAMP(parked_at) < ?)";
 
     @Override
     public List<ParkedRecord> parked(ParkedQuery query) {
         Objects.requireNonNull(query, "query must not be null");
         return inTransaction("listing parked rows of " + names.parked(), handle ->
-                bindFilter(timed(handle.createQuery("SELECT id, topic, `key`, attempts, reason, UNIX_TIMESTAMP(parked_at)"
-                        + " FROM " + names.parked() + PARKED_FILTER + " ORDER BY id LIMIT ?")), query)
-                        .bind(7, query.limit()).map((rs, ctx) -> parkedRecord(rs)).list());
+                bindFilter(timed(handle.createQuery("SELECT id, topic, `key`, attempts, reason, UNIX_TIMESTAMP(parked_at),"
+                        + " message_id FROM " + names.parked() + PARKED_FILTER + " ORDER BY id LIMIT ?")), query)
+                        .bind(13, query.limit()).map((rs, ctx) -> parkedRecord(rs)).list());
     }
 
     @Override
@@ -972,7 +972,8 @@ public final class MySqlStore extends SqlStore {
     public Optional<ParkedMessage> parkedMessage(long id) {
         return inTransaction("reading parked row " + id + " of " + names.parked(), handle ->
                 timed(handle.createQuery("SELECT id, topic, `key`, attempts, reason, UNIX_TIMESTAMP(parked_at),"
-                        + " UNIX_TIMESTAMP(create_time), value, headers FROM " + names.parked() + " WHERE id = ?"))
+                        + " UNIX_TIMESTAMP(create_time), value, headers, message_id FROM " + names.parked()
+                        + " WHERE id = ?"))
                         .bind(0, id).map((rs, ctx) -> {
                             List<Header> headers = List.of();
                             String problem = null;
@@ -1003,13 +1004,18 @@ public final class MySqlStore extends SqlStore {
     }
 
     private static <S extends SqlStatement<S>> S bindFilter(S statement, ParkedQuery q) {
+        byte[] messageId = q.messageId() == null ? null : RowReader.bytes(q.messageId());
+        BigDecimal from = q.parkedFrom() == null ? null : unixSeconds(q.parkedFrom());
+        BigDecimal before = q.parkedBefore() == null ? null : unixSeconds(q.parkedBefore());
         return statement.bind(0, q.afterId()).bind(1, q.topic()).bind(2, q.topic()).bind(3, q.key())
-                .bind(4, q.key()).bind(5, q.reasonContains()).bind(6, q.reasonContains());
+                .bind(4, q.key()).bind(5, q.reasonContains()).bind(6, q.reasonContains()).bind(7, messageId)
+                .bind(8, messageId).bind(9, from).bind(10, from).bind(11, before).bind(12, before);
     }
 
+    /** A parked row's summary from columns 1 to 6 (id to parked_at) and the column message_id. */
     private static ParkedRecord parkedRecord(java.sql.ResultSet rs) throws SQLException {
         return new ParkedRecord(rs.getLong(1), rs.getString(2), rs.getString(3), rs.getInt(4), rs.getString(5),
-                RowReader.instant(rs.getBigDecimal(6)));
+                RowReader.instant(rs.getBigDecimal(6)), RowReader.uuid(rs.getBytes("message_id")));
     }
 
     /**

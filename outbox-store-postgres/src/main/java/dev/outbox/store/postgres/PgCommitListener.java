@@ -26,7 +26,9 @@ import java.util.concurrent.locks.LockSupport;
  * down. An idle connection is checked with {@code SELECT 1} every few seconds, so that a silently dead one is
  * noticed. While the dispatcher is busy ({@link #needed} false: it reads back to back) it {@code UNLISTEN}s, so that
  * the server does not signal it at every commit for nothing; needed again, it listens again and wakes the
- * dispatcher once. Closing it {@code UNLISTEN}s before the connection goes back to the pool.
+ * dispatcher once. Closing it {@code UNLISTEN}s and gives the connection back to the pool before {@link #close}
+ * returns (waiting at most {@value #CLOSE_WAIT_MILLIS} ms), so that a pool closed right after does not abort a
+ * connection still in use; a failure that the close itself causes is logged at DEBUG, not as a lost connection.
  *
  * <p>Thread-safe.
  */
@@ -37,6 +39,8 @@ final class PgCommitListener implements Store.CommitWatch {
     /** How long an idle listening connection goes unchecked. */
     private static final long CHECK_NANOS = TimeUnit.SECONDS.toNanos(5);
     private static final Backoff RECONNECT = Backoff.exponential(Duration.ofMillis(100), Duration.ofSeconds(5));
+    /** How long {@link #close} waits for the listening thread to give its connection back. */
+    static final long CLOSE_WAIT_MILLIS = 5_000;
 
     private final Jdbi jdbi;
     private final String channel;
@@ -79,10 +83,28 @@ final class PgCommitListener implements Store.CommitWatch {
         LockSupport.unpark(thread);
     }
 
+    /**
+     * Stops listening: the thread {@code UNLISTEN}s, gives its connection back to the pool and ends; this waits for
+     * that for at most {@value #CLOSE_WAIT_MILLIS} ms (not when called on the listening thread itself, from a
+     * wake-up).
+     */
     @Override
     public void close() {
         closed = true;
         LockSupport.unpark(thread);
+        if (Thread.currentThread() == thread) {
+            return;
+        }
+        try {
+            thread.join(CLOSE_WAIT_MILLIS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return;
+        }
+        if (thread.isAlive()) {
+            log.warn("The commit listener of channel {} did not stop within {} ms; its connection may still be in use",
+                    channel, CLOSE_WAIT_MILLIS);
+        }
     }
 
     private void run() {
@@ -112,6 +134,7 @@ final class PgCommitListener implements Store.CommitWatch {
             } catch (SQLException | RuntimeException e) {
                 listening = false;
                 if (closed) {
+                    log.debug("The commit listener of channel {} failed while closing: {}", channel, e.toString());
                     break;
                 }
                 Duration backoff = reconnects.next();

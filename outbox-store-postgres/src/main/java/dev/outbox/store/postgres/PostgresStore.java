@@ -303,7 +303,8 @@ public final class PostgresStore extends SqlStore {
                 + prefixed("o", RowReader.COLUMNS) + ", r.reason)"
                 + " INSERT INTO " + p + " (" + RowReader.COLUMNS + ", reason, parked_at)"
                 + " SELECT " + RowReader.COLUMNS + ", reason, now() FROM moved";
-        this.parkedSql = "SELECT id, topic, key, attempts, reason, parked_at FROM " + p + " ORDER BY id LIMIT ?";
+        this.parkedSql = "SELECT id, topic, key, attempts, reason, parked_at, message_id FROM " + p
+                + " ORDER BY id LIMIT ?";
         // Replay: the parked rows go back at the tail, then each replayed key's outbox rows above its first replayed
         // row's parked id are moved behind them (new ids, same order): a key's order survives the replay (held keys,
         // Store.replay). Run after replayLockSql, so that no writer transaction holding an id is still open.
@@ -337,9 +338,12 @@ public final class PostgresStore extends SqlStore {
                 + (shard < 0 ? "" : " WHERE " + shardWalk().replaceFirst(" AND $", "")) + " ORDER BY " + shardOrder()
                 + "id LIMIT 1";
         this.parkedFilter = " WHERE id > ? AND (CAST(? AS text) IS NULL OR topic = ?)"
-                + " AND (CAST(? AS text) IS NULL OR key = ?) AND (CAST(? AS text) IS NULL OR strpos(reason, ?) > 0)";
+                + " AND (CAST(? AS text) IS NULL OR key = ?) AND (CAST(? AS text) IS NULL OR strpos(reason, ?) > 0)"
+                + " AND (CAST(? AS uuid) IS NULL OR message_id = CAST(? AS uuid))"
+                + " AND (CAST(? AS timestamptz) IS NULL OR parked_at >= CAST(? AS timestamptz))"
+                + " AND (CAST(? AS timestamptz) IS NULL OR parked_at < CAST(? AS timestamptz))";
         this.parkedMessageSql = "SELECT id, topic, key, attempts, reason, parked_at, create_time, value, header_names,"
-                + " header_values FROM " + p + " WHERE id = ?";
+                + " header_values, message_id FROM " + p + " WHERE id = ?";
         this.discardSql = "DELETE FROM " + p + " WHERE id = ANY(?)";
         // Storage fencing. The bump is an upsert whose UPDATE takes the leader row's lock; every fenced write reads
         // the row FOR SHARE in a CTE (f) of its own statement and does its work only if the epoch is the writer's.
@@ -976,11 +980,7 @@ public final class PostgresStore extends SqlStore {
     public List<ParkedRecord> parked(int limit) {
         limit(limit);
         return inTransaction("listing parked rows of " + names.parked(), settingsSql, handle ->
-                handle.createQuery(parkedSql).bind(0, limit).map((rs, ctx) -> {
-                    OffsetDateTime parkedAt = rs.getObject(6, OffsetDateTime.class);
-                    return new ParkedRecord(rs.getLong(1), rs.getString(2), rs.getString(3), rs.getInt(4),
-                            rs.getString(5), parkedAt == null ? null : parkedAt.toInstant());
-                }).list());
+                handle.createQuery(parkedSql).bind(0, limit).map((rs, ctx) -> parkedRecord(rs)).list());
     }
 
     @Override
@@ -1006,8 +1006,8 @@ public final class PostgresStore extends SqlStore {
     public List<ParkedRecord> parked(ParkedQuery query) {
         Objects.requireNonNull(query, "query must not be null");
         return inTransaction("listing parked rows of " + names.parked(), settingsSql, handle ->
-                bindFilter(handle.createQuery("SELECT id, topic, key, attempts, reason, parked_at FROM " + names.parked()
-                        + parkedFilter + " ORDER BY id LIMIT ?"), query).bind(7, query.limit())
+                bindFilter(handle.createQuery("SELECT id, topic, key, attempts, reason, parked_at, message_id FROM "
+                        + names.parked() + parkedFilter + " ORDER BY id LIMIT ?"), query).bind(13, query.limit())
                         .map((rs, ctx) -> parkedRecord(rs)).list());
     }
 
@@ -1047,14 +1047,20 @@ public final class PostgresStore extends SqlStore {
     }
 
     private static <S extends org.jdbi.v3.core.statement.SqlStatement<S>> S bindFilter(S statement, ParkedQuery q) {
+        // Bound as text and cast by the server: a null needs no JDBC type, an instant keeps its zone (ISO-8601, UTC).
+        String messageId = q.messageId() == null ? null : q.messageId().toString();
+        String from = q.parkedFrom() == null ? null : q.parkedFrom().toString();
+        String before = q.parkedBefore() == null ? null : q.parkedBefore().toString();
         return statement.bind(0, q.afterId()).bind(1, q.topic()).bind(2, q.topic()).bind(3, q.key())
-                .bind(4, q.key()).bind(5, q.reasonContains()).bind(6, q.reasonContains());
+                .bind(4, q.key()).bind(5, q.reasonContains()).bind(6, q.reasonContains()).bind(7, messageId)
+                .bind(8, messageId).bind(9, from).bind(10, from).bind(11, before).bind(12, before);
     }
 
+    /** A parked row's summary from columns 1 to 6 (id to parked_at) and the column message_id. */
     private static ParkedRecord parkedRecord(java.sql.ResultSet rs) throws java.sql.SQLException {
         OffsetDateTime parkedAt = rs.getObject(6, OffsetDateTime.class);
         return new ParkedRecord(rs.getLong(1), rs.getString(2), rs.getString(3), rs.getInt(4), rs.getString(5),
-                parkedAt == null ? null : parkedAt.toInstant());
+                parkedAt == null ? null : parkedAt.toInstant(), rs.getObject("message_id", UUID.class));
     }
 
     /**

@@ -201,6 +201,39 @@ public abstract class SqlStoreContract extends StoreContract {
     }
 
     @Test
+    void parkedRowsCarryTheirMessageIdAndAreFoundByItAndByWhenTheyWereParked() {
+        ParkedRecords parked = (ParkedRecords) store;
+        List<OutboxRecord> marked = parkSix();
+
+        List<ParkedRecord> all = parked.parked(ParkedQuery.first(10));
+        assertThat(all).extracting(ParkedRecord::messageId).as("kept from the outbox row")
+                .containsExactlyElementsOf(marked.stream().map(OutboxRecord::messageId).toList()).doesNotContainNull();
+        assertThat(parked.parkedMessage(marked.get(2).id()).orElseThrow().record().messageId())
+                .isEqualTo(marked.get(2).messageId());
+        assertThat(store.parked(10)).extracting(ParkedRecord::messageId).containsExactlyElementsOf(
+                all.stream().map(ParkedRecord::messageId).toList());
+
+        ParkedQuery byId = new ParkedQuery(null, null, null, marked.get(4).messageId(), null, null, 0, 10);
+        assertThat(parked.parked(byId)).extracting(ParkedRecord::key).containsExactly("k4");
+        assertThat(parked.parkedCount(byId)).isEqualTo(1);
+        assertThat(parked.parkedCount(new ParkedQuery("b", null, null, marked.get(4).messageId(), null, null, 0, 10)))
+                .as("every filter must match").isZero();
+        assertThat(parked.parkedCount(new ParkedQuery(null, null, null, UUID.randomUUID(), null, null, 0, 10))).isZero();
+
+        java.time.Instant at = all.get(0).parkedAt(); // the six were parked by one statement: one time
+        java.time.Instant justAfter = at.plusNanos(1_000);
+        ParkedQuery around = new ParkedQuery(null, null, null, null, at, justAfter, 0, 10);
+        assertThat(parked.parked(around)).hasSize(6);
+        assertThat(parked.parkedCount(new ParkedQuery("a", null, null, null, at, null, 0, 10))).isEqualTo(3);
+        assertThat(parked.parkedCount(new ParkedQuery(null, null, null, null, justAfter, null, 0, 10)))
+                .as("parked from just after").isZero();
+        assertThat(parked.parkedCount(new ParkedQuery(null, null, null, null, null, at, 0, 10)))
+                .as("parked before, exclusive").isZero();
+        assertThatThrownBy(() -> new ParkedQuery(null, null, null, null, justAfter, at, 0, 10))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("parkedFrom must be before");
+    }
+
+    @Test
     void aParkedMessageIsReadInFullWithPayloadAndHeaders() {
         ParkedRecords parked = (ParkedRecords) store;
         commit(OutboxMessage.builder(TOPIC, "k1").value(new byte[]{0, 1, (byte) 0xff})
