@@ -8,7 +8,6 @@ import dev.outbox.broker.kafka.KafkaLeaderTransport;
 import dev.outbox.broker.kafka.KafkaMessageBroker;
 import dev.outbox.spring.OutboxConfigurationException;
 import dev.outbox.spring.OutboxKafkaClients;
-import dev.outbox.spring.OutboxProperties;
 import dev.outbox.spring.OutboxSchemaInitializer;
 import dev.outbox.spring.OutboxStoreFactory;
 import org.apache.kafka.clients.admin.Admin;
