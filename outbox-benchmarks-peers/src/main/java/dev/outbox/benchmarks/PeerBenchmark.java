@@ -33,7 +33,8 @@ import java.util.regex.Pattern;
  * ({@link PeerChecker}); then a crash run of each peer (SIGKILL of the publishing JVM under load, restart). Run by
  * {@code ./bench.sh --scenarios peers}; takes the benchmark's options (--rates, --duration, --latency-warmup,
  * --latency-jit-warmup, --writers, --value-bytes, --partitions, --out) plus {@code --systems} (any of
- * cursor,wal,modulith,debezium), {@code --crash-rate N} and {@code --crash-seconds S} (0: no crash run).
+ * cursor,wal,modulith,debezium), {@code --crash-rate N} and {@code --crash-seconds S} (0: no crash run),
+ * {@code --crash-only} (the crash runs without the latency lines).
  */
 public final class PeerBenchmark {
     static final List<String> SYSTEMS = List.of("cursor", "wal", "modulith", "debezium");
@@ -99,12 +100,14 @@ public final class PeerBenchmark {
         int crashRate = 1_000;
         double crashSeconds = 20;
         boolean ratesGiven = false;
+        boolean latencyLines = true;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--scenarios" -> i++; // "peers"
                 case "--systems" -> systems = List.of(args[++i].split(","));
                 case "--crash-rate" -> crashRate = Integer.parseInt(args[++i]);
                 case "--crash-seconds" -> crashSeconds = Double.parseDouble(args[++i]);
+                case "--crash-only" -> latencyLines = false;
                 default -> {
                     ratesGiven |= args[i].equals("--rates");
                     rest.add(args[i]);
@@ -124,7 +127,9 @@ public final class PeerBenchmark {
             PeerBenchmark b = new PeerBenchmark(env, options);
             b.createTables();
             for (String system : systems) {
-                b.latency(system);
+                if (latencyLines) {
+                    b.latency(system);
+                }
             }
             if (crashSeconds > 0) {
                 for (String system : systems) {
@@ -211,7 +216,6 @@ public final class PeerBenchmark {
         p.put("bench.jdbc.url", env.database().jdbcUrl());
         p.put("bench.jdbc.user", env.database().server().username());
         p.put("bench.bootstrap", env.kafka().bootstrapServers());
-        p.put("logback.configurationFile", "logback.xml");
         return p;
     }
 
@@ -487,6 +491,8 @@ public final class PeerBenchmark {
         BenchEnvironment.execute(env.pool(), "DELETE FROM peer_commits WHERE system = '" + system + "'");
         double restart;
         if (system.equals("modulith")) {
+            // Publications left incomplete by a latency line that fell behind would be resubmitted on start.
+            BenchEnvironment.execute(env.pool(), "DROP TABLE IF EXISTS event_publication");
             PeerChild first = startModulith();
             long start = System.nanoTime() + 300_000_000L;
             Path file = Files.createTempFile("peer-crash", ".bin");

@@ -62,6 +62,8 @@ public class ModulithPeer {
                     "Kafka's default (acks=all, enable.idempotence=true since 3.0), written out"},
             new String[] {"spring.datasource.hikari.maximum-pool-size", "10", "Boot (Hikari) default, written out"},
             new String[] {"spring.modulith.events.completion-mode", "update", "default"},
+            new String[] {"spring.task.execution.pool.core-size", "8", "Boot default, written out: the externalizer"
+                    + " is an @ApplicationModuleListener (@Async), so events are sent from this pool's threads"},
             new String[] {"EventExternalizationConfiguration", "route(topic, key) + mapping(value) + headers",
                     "Modulith reference, 'Externalizing Events': the programmatic routing, key and payload mapping"});
 
