@@ -34,7 +34,8 @@ import java.util.regex.Pattern;
  * {@code ./bench.sh --scenarios peers}; takes the benchmark's options (--rates, --duration, --latency-warmup,
  * --latency-jit-warmup, --writers, --value-bytes, --partitions, --out) plus {@code --systems} (any of
  * cursor,wal,modulith,debezium), {@code --crash-rate N} and {@code --crash-seconds S} (0: no crash run),
- * {@code --crash-only} (the crash runs without the latency lines).
+ * {@code --crash-only} (the crash runs alone), {@code --drain-only} (the backlog drains alone),
+ * {@code --drain-rows N} (the backlog drains' size; 0: none).
  */
 public final class PeerBenchmark {
     static final List<String> SYSTEMS = List.of("cursor", "wal", "modulith", "debezium");
@@ -52,6 +53,15 @@ public final class PeerBenchmark {
                  double load) {
     }
 
+    /** A backlog drain: records, seconds from the first to the last arrival, and from the start to the first. */
+    record Drain(String system, long records, double seconds, double startSeconds, long left,
+                 double cpuMicrosPerRecord, double load) {
+        double rate() {
+            return seconds <= 0 ? 0 : records / seconds;
+        }
+    }
+
+    final List<Drain> drains = new ArrayList<>();
     final List<Line> lines = new ArrayList<>();
     final List<Crash> crashes = new ArrayList<>();
     final Map<String, List<String[]>> settings = new LinkedHashMap<>();
@@ -61,6 +71,8 @@ public final class PeerBenchmark {
     private final BenchmarkOptions options;
     private final Path out;
     private long seqBase = 1;
+    /** --drain-rows: the Debezium drain runs right after its latency lines, on the same slot (one start fewer). */
+    private int drainRows;
     private final ServerCpu serverCpu;
     /** The running peer's child JVM, whose CPU time counts with this JVM's and the database server's. */
     private volatile PeerChild current;
@@ -101,6 +113,8 @@ public final class PeerBenchmark {
         double crashSeconds = 20;
         boolean ratesGiven = false;
         boolean latencyLines = true;
+        int drainRows = 100_000;
+        boolean crashRuns = true;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--scenarios" -> i++; // "peers"
@@ -108,6 +122,11 @@ public final class PeerBenchmark {
                 case "--crash-rate" -> crashRate = Integer.parseInt(args[++i]);
                 case "--crash-seconds" -> crashSeconds = Double.parseDouble(args[++i]);
                 case "--crash-only" -> latencyLines = false;
+                case "--drain-rows" -> drainRows = Integer.parseInt(args[++i]);
+                case "--drain-only" -> {
+                    latencyLines = false;
+                    crashRuns = false;
+                }
                 default -> {
                     ratesGiven |= args[i].equals("--rates");
                     rest.add(args[i]);
@@ -125,13 +144,19 @@ public final class PeerBenchmark {
         double loadAtStart = Machine.loadAverage();
         try (BenchEnvironment env = new BenchEnvironment(options)) {
             PeerBenchmark b = new PeerBenchmark(env, options);
+            b.drainRows = drainRows;
             b.createTables();
             for (String system : systems) {
                 if (latencyLines) {
                     b.latency(system);
                 }
             }
-            if (crashSeconds > 0) {
+            if (drainRows > 0 && (latencyLines || !crashRuns)) {
+                for (String system : systems) {
+                    b.drain(system, drainRows);
+                }
+            }
+            if (crashSeconds > 0 && crashRuns) {
                 for (String system : systems) {
                     if (system.equals("modulith") || system.equals("debezium")) {
                         b.crash(system, crashRate, crashSeconds);
@@ -314,6 +339,8 @@ public final class PeerBenchmark {
         BenchEnvironment.execute(env.pool(), "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
                 + " WHERE slot_name = 'peer_debezium' AND NOT active");
         BenchEnvironment.execute(env.pool(), "DROP PUBLICATION IF EXISTS peer_debezium_pub");
+        // A new connector snapshots the table first (snapshot.mode initial): start it on an empty one.
+        BenchEnvironment.execute(env.pool(), "TRUNCATE peer_outbox");
     }
 
     private void debezium() throws Exception {
@@ -330,6 +357,9 @@ public final class PeerBenchmark {
                 peerLine("debezium", rate, this::runDebeziumWriters);
                 ThroughputScenarios.settle();
             }
+        }
+        if (drainRows > 0) {
+            drainDebezium(drainRows, props, false);
         }
         dropDebeziumSlot();
     }
@@ -469,6 +499,104 @@ public final class PeerBenchmark {
         say(line);
         Progress.say("%s at %,d/s: %,d committed, %,d arrived, %d duplicates, %d out of order, tail %.2f s", system,
                 rate, n, checker.distinct(), checker.duplicates(), checker.outOfOrder(), tail);
+    }
+
+    // ---------------------------------------------------------------------------------------------- drains
+
+    /**
+     * A backlog of {@code rows} records drained: ours by the benchmark's {@code drain} and {@code drain-wal}
+     * scenarios (the Dispatcher started on a full table, or a full slot); Debezium started on {@code rows} outbox
+     * rows inserted while it was stopped (its slot holds them), from its start (startup included) and from its
+     * first record to its last. Modulith has none here (see the performance page).
+     */
+    private void drain(String system, int rows) throws Exception {
+        switch (system) {
+            case "cursor", "wal" -> {
+                Progress.say("%s drain of %,d rows ...", system, rows);
+                ThroughputScenarios throughput = new ThroughputScenarios(env, options);
+                double proc0 = processSeconds();
+                ThroughputScenarios.Run r = system.equals("wal") ? throughput.drainWal(rows, options.seed)
+                        : throughput.drain(rows, options.seed);
+                double proc = processSeconds() - proc0;
+                drains.add(new Drain(system, r.records(), r.seconds(), Double.NaN, r.left(),
+                        proc * 1e6 / Math.max(1, r.records()), Machine.loadAverage()));
+                if (system.equals("cursor")) {
+                    Progress.say("cursor drain: %,d records in %.2f s, %,.0f records/s; bare pipeline of %,d rows ...",
+                            r.records(), r.seconds(), r.rate(), rows);
+                    ThroughputScenarios.settle();
+                    double b0 = processSeconds();
+                    double[] bare = BarePipeline.run(env, options, rows);
+                    double b = processSeconds() - b0;
+                    drains.add(new Drain("bare", (long) bare[0], bare[1], Double.NaN, (long) bare[2],
+                            b * 1e6 / Math.max(1, bare[0]), Machine.loadAverage()));
+                }
+            }
+            case "debezium" -> {
+                if (!debeziumDrained) {
+                    Path offsets = out.resolve("peer-debezium-drain-offsets.dat").toAbsolutePath();
+                    Files.deleteIfExists(offsets);
+                    dropDebeziumSlot();
+                    drainDebezium(rows, debeziumProperties(offsets), true);
+                }
+            }
+            default -> {
+                return;
+            }
+        }
+        if (!system.equals("debezium")) {
+            Drain d = drains.get(drains.size() - 1); // the bare pipeline's, after the cursor drain
+            Progress.say("%s drain: %,d records in %.2f s, %,.0f records/s, %d left", d.system(), d.records(),
+                    d.seconds(), d.rate(), d.left());
+        }
+        ThroughputScenarios.settle();
+    }
+
+    private boolean debeziumDrained;
+
+    /**
+     * Debezium's drain: {@code rows} outbox rows inserted while it is stopped (its slot keeps them), then started.
+     * With {@code fresh}, a new connector is started and stopped first, to create its slot.
+     */
+    private void drainDebezium(int rows, Map<String, String> props, boolean fresh) throws Exception {
+        Progress.say("debezium drain of %,d rows in its slot ...", rows);
+        debeziumDrained = true;
+        String topic = env.newTopic("debezium-drain");
+        if (fresh) {
+            try (PeerChild child = startDebezium(props)) {
+                Progress.say("debezium started (pid %d) and stopped: its slot keeps what comes next", child.pid());
+            }
+        }
+        long base = seqBase;
+        seqBase += rows;
+        BenchEnvironment.execute(env.pool(), "INSERT INTO peer_outbox SELECT gen_random_uuid(), '" + topic + "',"
+                + " 'w0-' || (i % " + KEYS_PER_WRITER + "), 'bench', int8send(i) || decode(repeat('00', "
+                + Math.max(0, options.valueBytes - 8) + "), 'hex') FROM generate_series(" + base + ", "
+                + (base + rows - 1) + ") AS i");
+        PeerChecker checker = new PeerChecker(env.kafka().bootstrapServers(), topic, base, rows).start();
+        double proc0 = processSeconds();
+        long started = System.nanoTime();
+        long firstArrival;
+        try (PeerChild child = startDebezium(props)) {
+            waitFor(checker, rows, Duration.ofMinutes(5));
+            double proc = processSeconds() - proc0;
+            checker.stop();
+            firstArrival = Long.MAX_VALUE;
+            for (int i = 0; i < rows; i++) {
+                long t = checker.consumed.get(i);
+                if (t != 0) {
+                    firstArrival = Math.min(firstArrival, t);
+                }
+            }
+            drains.add(new Drain("debezium", checker.distinct(), (checker.lastArrival() - firstArrival) / 1e9,
+                    (firstArrival - started) / 1e9, rows - checker.distinct(), proc * 1e6 / rows,
+                    Machine.loadAverage()));
+        }
+        Drain d = drains.get(drains.size() - 1);
+        Progress.say("debezium drain: %,d records in %.2f s, %,.0f records/s, first after %.1f s, %d left",
+                d.records(), d.seconds(), d.rate(), d.startSeconds(), d.left());
+        if (fresh) {
+            dropDebeziumSlot();
+        }
     }
 
     // ---------------------------------------------------------------------------------------------- crash runs
@@ -622,6 +750,19 @@ public final class PeerBenchmark {
             }
             b.append(String.format(Locale.ROOT, "  %-9s %s%n", system, best == 0 ? "none" : String.format(
                     Locale.ROOT, "%,d records/s", best)));
+        }
+        if (!drains.isEmpty()) {
+            b.append("\nBacklog drain (records/s from the first record to the last; Debezium: the slot's backlog"
+                    + " after a restart, start = from its JVM's start to its first record; bare: the cursor read,"
+                    + " a bare producer and purge, pipelined, no engine):\n");
+            b.append(String.format(Locale.ROOT, "%-9s %10s %10s %12s %8s %6s %11s %6s%n", "system", "records",
+                    "seconds", "records/s", "start s", "left", "CPU us/rec", "load"));
+            for (Drain d : drains) {
+                b.append(String.format(Locale.ROOT, "%-9s %10d %10.2f %12.0f %8s %6d %11.1f %6.2f%n", d.system(),
+                        d.records(), d.seconds(), d.rate(), Double.isNaN(d.startSeconds()) ? "-"
+                                : String.format(Locale.ROOT, "%.1f", d.startSeconds()), d.left(),
+                        d.cpuMicrosPerRecord(), d.load()));
+            }
         }
         if (!crashes.isEmpty()) {
             b.append("\nCrash run (publishing JVM SIGKILLed under load, restarted):\n");

@@ -56,6 +56,8 @@ public final class DebeziumPeer {
         s.add(new String[] {"table.include.list", "public.peer_outbox", "outbox event router docs: capture the"
                 + " outbox table only"});
         s.add(new String[] {"tombstones.on.delete", "false", "outbox event router docs"});
+        s.add(new String[] {"snapshot.mode", "initial", "default, written out (the harness starts every new"
+                + " connector on an empty outbox table)"});
         s.add(new String[] {"heartbeat.interval.ms", "10000", "Postgres connector docs, 'WAL disk space"
                 + " consumption': heartbeats let the slot advance while the captured table is quiet"});
         s.add(new String[] {"offset.storage", "org.apache.kafka.connect.storage.FileOffsetBackingStore",
