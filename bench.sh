@@ -9,14 +9,24 @@
 #   ./bench.sh writer-cost [seconds per cell] [rounds]   # Postgres writer: table INSERT vs WAL emit, commits/s
 #   ./bench.sh --scenarios writer-cost,drain,drain-wal,cursor,wal-ceiling,broker,latency,latency-wal \
 #       --rows 300000 --repeat 2 --rates 10,100,5000,20000   # the WAL harvest next to the cursor harvest
+#   ./bench.sh --scenarios peers [--systems cursor,wal,modulith,debezium] [--crash-rate 1000 --crash-seconds 20] \
+#       [--rates 10,100,1000,5000] [--duration 20]   # Spring Modulith and Debezium (child JVMs) next to our harvests
 #   BENCH_MAIN=PurgeShapeBenchmark ./bench.sh 100000 mysql all 2000 scattered 2   # MySQL purge: statement shapes
 # Results: a table on standard output, and outbox-benchmarks/target/benchmark/results.{txt,csv,json}.
 # JAVA_OPTS adds JVM options (e.g. JAVA_OPTS="-XX:StartFlightRecording=filename=bench.jfr").
 set -euo pipefail
 cd "$(dirname "$0")"
 
+# --scenarios peers: the side-by-side run of outbox-benchmarks-peers (results-peers.txt).
+module_name=outbox-benchmarks
+args=" $* "
+if [[ "$args" == *" --scenarios peers "* ]]; then
+  module_name=outbox-benchmarks-peers
+  BENCH_MAIN=${BENCH_MAIN:-PeerBenchmark}
+fi
+
 if [[ "${BENCH_SKIP_BUILD:-}" != "1" ]]; then
-  ./mvnw -q -B -pl outbox-benchmarks -am -DskipTests package
+  ./mvnw -q -B -pl "$module_name" -am -DskipTests package
 fi
 
 main="dev.outbox.benchmarks.${BENCH_MAIN:-Benchmark}"
@@ -30,7 +40,7 @@ elif [[ "${1:-}" == "writer-cost" ]]; then
   main=dev.outbox.benchmarks.WriterCostBenchmark
   shift
 fi
-module=outbox-benchmarks/target
+module=$module_name/target
 cp="$module/classes:$(cat "$module/classpath.txt")"
 exec java -Xms1g -Xmx2g ${JAVA_OPTS:-} \
   -Dbench.command="./bench.sh $*" \
