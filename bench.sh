@@ -16,7 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 if [[ "${BENCH_SKIP_BUILD:-}" != "1" ]]; then
-  ./mvnw -q -B -pl outbox-benchmarks -am -DskipTests package
+  # Without the sources and Javadoc jars that publishing needs.
+  ./mvnw -q -B -pl outbox-benchmarks -am -DskipTests -Dmaven.source.skip=true -Dmaven.javadoc.skip=true package
 fi
 
 main="dev.outbox.benchmarks.${BENCH_MAIN:-Benchmark}"

@@ -4,7 +4,8 @@
 #
 # The two builds run in two copies of the work tree (the files git tracks or would track, without target/) at
 # paths of different lengths, in different time zones and with different umasks, so that a path, a clock or a file
-# mode leaking into an artifact shows up as a difference. Tests are skipped: they do not change the artifacts.
+# mode leaking into an artifact shows up as a difference. Tests are skipped: they do not change the artifacts. The
+# SBOMs, which ordinary builds skip, are made (-Dcyclonedx.skip=false) and compared too.
 # (Maven's JVM runs in UTC whatever TZ says - .mvn/jvm.config - because spring-boot-maven-plugin's repackage of the
 # sidecar writes its classes' times shifted by the JVM's time zone otherwise.)
 #
@@ -52,7 +53,8 @@ copy_tree() {
 build() {
   local dir=$1 tz=$2 mask=$3 log=$1.log
   echo "reproducible: building ${#modules[@]} published modules in $dir (TZ=$tz, umask $mask)"
-  if ! (cd "$dir" && umask "$mask" && TZ=$tz ./mvnw -B -DskipTests package -pl "$projects" -am >"$log" 2>&1); then
+  if ! (cd "$dir" && umask "$mask" && TZ=$tz ./mvnw -B -DskipTests -Dcyclonedx.skip=false package -pl "$projects" -am \
+       >"$log" 2>&1); then
     keep=1
     echo "reproducible: the build in $dir failed; the end of its log ($log):" >&2
     tail -n 40 "$log" >&2

@@ -57,18 +57,23 @@ fail_with_log() {
   local log=$1
   shift
   keep=1
-  echo "staging-check: FAILED: $*; the end of $log:" >&2
-  grep -E '^\[ERROR\]' "$log" | head -n 20 >&2 || true
-  tail -n 30 "$log" >&2
+  echo "staging-check: FAILED: $*; from $log:" >&2
+  if grep -q '^\[ERROR\]' "$log"; then
+    grep '^\[ERROR\]' "$log" | awk '!seen[$0]++' | head -n 20 >&2   # Maven prints its errors twice
+  else
+    tail -n 30 "$log" >&2
+  fi
   exit 1
 }
 java_cmd=java
 [[ -n "${JAVA_HOME:-}" ]] && java_cmd=$JAVA_HOME/bin/java
 
-# (a) Deploy. The whole reactor, so that an unpublished module which lost its maven.deploy.skip shows up below.
+# (a) Deploy. The whole reactor, so that an unpublished module which lost its maven.deploy.skip shows up below; with
+# the SBOMs, which ordinary builds skip.
 echo "staging-check: deploying the reactor to $staging (tests skipped, nothing installed)"
 t=$SECONDS
-./mvnw -B -DskipTests -Dmaven.install.skip=true deploy -DaltDeploymentRepository="staging::file://$staging" \
+./mvnw -B -DskipTests -Dcyclonedx.skip=false -Dmaven.install.skip=true deploy \
+  -DaltDeploymentRepository="staging::file://$staging" \
   >"$work/deploy.log" 2>&1 || fail_with_log "$work/deploy.log" "the deploy to the staging directory failed"
 deploy_seconds=$((SECONDS - t))
 
