@@ -26,7 +26,8 @@ if [[ "$args" == *" --scenarios peers "* ]]; then
 fi
 
 if [[ "${BENCH_SKIP_BUILD:-}" != "1" ]]; then
-  ./mvnw -q -B -pl "$module_name" -am -DskipTests package
+  # Without the sources and Javadoc jars that publishing needs.
+  ./mvnw -q -B -pl "$module_name" -am -DskipTests -Dmaven.source.skip=true -Dmaven.javadoc.skip=true package
 fi
 
 main="dev.outbox.benchmarks.${BENCH_MAIN:-Benchmark}"

@@ -5,8 +5,9 @@ set -eu
 cd "$(dirname "$0")"
 root=$(pwd)
 
-# Build only what the demo needs (tests are skipped here; ./mvnw -B verify runs them). Never installs anything.
-./mvnw -q -B -pl outbox-examples -am -DskipTests package
+# Build only what the demo needs (tests are skipped here; ./mvnw -B verify runs them), without the sources and
+# Javadoc jars that publishing needs. Never installs anything.
+./mvnw -q -B -pl outbox-examples -am -DskipTests -Dmaven.source.skip=true -Dmaven.javadoc.skip=true package
 
 exec "${JAVA_HOME:+$JAVA_HOME/bin/}java" -Doutbox.test.servers.dir="$root/outbox-examples/target/outbox-test-servers" \
   -cp "$root/outbox-examples/target/classes:$(cat "$root/outbox-examples/target/demo.classpath")" \

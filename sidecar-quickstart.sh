@@ -6,8 +6,9 @@ set -eu
 cd "$(dirname "$0")"
 root=$(pwd)
 
-# Build only what the sidecar needs (tests are compiled, not run). Never installs anything.
-./mvnw -q -B -pl outbox-sidecar -am -DskipTests package
+# Build only what the sidecar needs (tests are compiled, not run; no sources or Javadoc jars). Never installs
+# anything.
+./mvnw -q -B -pl outbox-sidecar -am -DskipTests -Dmaven.source.skip=true -Dmaven.javadoc.skip=true package
 
 exec "${JAVA_HOME:+$JAVA_HOME/bin/}java" -Doutbox.test.servers=embedded \
   -Doutbox.test.servers.dir="$root/outbox-sidecar/target/outbox-test-servers" \
