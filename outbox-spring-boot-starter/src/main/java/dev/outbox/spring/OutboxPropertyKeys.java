@@ -30,8 +30,9 @@ public final class OutboxPropertyKeys {
 
     /**
      * Fails start-up on the first {@code outbox.*} key of {@code env} that {@link OutboxProperties} does not bind,
-     * naming it as written and the nearest known key. Environment variables are not checked: {@code OUTBOX_*} may
-     * belong to other tools.
+     * naming it as written and the nearest known key. Environment variables and JVM system properties are not
+     * checked: {@code OUTBOX_*} and {@code -Doutbox.*} may belong to other tools (the project's own test servers read
+     * {@code -Doutbox.test.servers}, for one); the application's configuration files and command-line arguments are.
      *
      * @throws OutboxConfigurationException naming the unknown key, where it was set, and the nearest known key
      */
@@ -39,6 +40,7 @@ public final class OutboxPropertyKeys {
         for (PropertySource<?> source : env.getPropertySources()) {
             if (!(source instanceof EnumerablePropertySource<?> enumerable)
                     || StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME.equals(source.getName())
+                    || StandardEnvironment.SYSTEM_PROPERTIES_PROPERTY_SOURCE_NAME.equals(source.getName())
                     || "configurationProperties".equals(source.getName())) {
                 continue;
             }
