@@ -65,7 +65,9 @@ public final class OutboxSchemaInitializer {
             try {
                 sql.checkShards();
             } catch (StoreException e) {
-                if (e.isRetriable()) {
+                // The store's verdict (the counts differ, or its expression names none) carries no cause; a
+                // failure to ask the database carries the database's error and is not a configuration error.
+                if (e.isRetriable() || e.getCause() != null) {
                     log.warn("Could not check the outbox table's shard count at start-up (the dispatcher checks it"
                             + " before its first harvest): {}", oneLine(e));
                     return;
