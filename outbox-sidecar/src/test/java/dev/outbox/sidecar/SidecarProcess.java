@@ -103,12 +103,23 @@ final class SidecarProcess implements AutoCloseable {
         }
     }
 
+    /**
+     * A port free now, below Linux's ephemeral range (32768-60999): a port the kernel hands out for {@code bind(0)} may
+     * be taken by any outgoing connection (a Kafka or JDBC client's) before the sidecar binds it, which a clean-clone
+     * run met as "Address already in use".
+     */
     static int freePort() {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
+        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+        for (int attempt = 0; attempt < 200; attempt++) {
+            int port = 20_000 + random.nextInt(12_000);
+            try (ServerSocket s = new ServerSocket()) {
+                s.bind(new java.net.InetSocketAddress(port));
+                return port;
+            } catch (IOException taken) {
+                // try another
+            }
         }
+        throw new IllegalStateException("no free port between 20000 and 32000 after 200 tries");
     }
 
     int port() {
