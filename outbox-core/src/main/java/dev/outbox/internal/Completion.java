@@ -5,8 +5,8 @@ package dev.outbox.internal;
  * monotonic time when it came; {@code refusedWrite} names the store write ("purge", "park", "retryLater") that was
  * refused for good while the completion waits among the held ones of {@link SettleLoop}, else null.
  */
-record Completion(KeySchedule.Flight flight, Throwable error, long at, String refusedWrite) {
-    Completion(KeySchedule.Flight flight, Throwable error, long at) {
+record Completion(Flight flight, Throwable error, long at, String refusedWrite) {
+    Completion(Flight flight, Throwable error, long at) {
         this(flight, error, at, null);
     }
 }

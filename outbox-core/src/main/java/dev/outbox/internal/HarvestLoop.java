@@ -160,7 +160,7 @@ final class HarvestLoop implements Runnable {
 
     /** What one turn decided, with the figures it carries out the step with. */
     private record Turn(HarvestDecision.Decision decision, UUID markAs, long markEpoch, long leadership, int room,
-                        List<KeySchedule.Flight> toSend, boolean brokerIdle, long holdsStarted) {
+                        List<Flight> toSend, boolean brokerIdle, long holdsStarted) {
     }
 
     /** Decides under the lock, and does there what must happen under it: a refresh, a wait, taking ready records. */
@@ -188,7 +188,7 @@ final class HarvestLoop implements Runnable {
                 l.regained();
             }
             boolean brokerIdle = schedule.inFlight() == 0;
-            List<KeySchedule.Flight> toSend = List.of();
+            List<Flight> toSend = List.of();
             switch (d.step()) {
                 case AWAIT_DRAIN, AWAIT_LEADERSHIP -> awaitWork(config.pollInterval());
                 case STOP_HARVEST -> p.harvestEndedAt = Long.MIN_VALUE;

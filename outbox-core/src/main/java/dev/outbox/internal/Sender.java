@@ -53,7 +53,7 @@ final class Sender {
      * lapses; what was not sent leaves flight (its rows are read again later). Each broker answer goes to the settle
      * thread.
      */
-    void send(List<KeySchedule.Flight> batch, long markEpoch) {
+    void send(List<Flight> batch, long markEpoch) {
         int stops = stopRequests.get();
         sendLock.lock();
         try {
@@ -74,7 +74,7 @@ final class Sender {
                     state.remark(); // the held-back rows stay marked with this id: re-mark them later
                     break;
                 }
-                KeySchedule.Flight f = batch.get(i);
+                Flight f = batch.get(i);
                 CompletionStage<Void> stage;
                 try {
                     stage = broker.send(f.record());
@@ -97,7 +97,7 @@ final class Sender {
                 // Fenced, refreshed or lease lapsed before these were sent: they never leave.
                 state.lock.lock();
                 try {
-                    for (KeySchedule.Flight f : batch.subList(i, batch.size())) {
+                    for (Flight f : batch.subList(i, batch.size())) {
                         state.schedule.unsent(f);
                     }
                     state.unsent();

@@ -135,7 +135,7 @@ final class SettleLoop implements Runnable {
         final Map<Long, Instant> retryAt = new LinkedHashMap<>();
         final Map<Long, String> parkReasons = new LinkedHashMap<>();
         final List<ParkedRecord> parkedNow = new ArrayList<>();
-        final Map<KeySchedule.Flight, KeySchedule.Verdict> verdicts = new HashMap<>();
+        final Map<Flight, Verdict> verdicts = new HashMap<>();
         /** Sends refused by a fenced broker: no verdict, not counted; their rows are the successor's. */
         final Set<Long> fencedSendIds = new LinkedHashSet<>();
         DeliveryException brokerFence;
@@ -229,7 +229,7 @@ final class SettleLoop implements Runnable {
             b.lastDeliveryError = cause;
             b.failures++;
         }
-        KeySchedule.Verdict v;
+        Verdict v;
         boolean outageBegins;
         state.lock.lock();
         try {
@@ -299,14 +299,14 @@ final class SettleLoop implements Runnable {
      * @return the completions settled, in batch order
      */
     private List<Completion> applyVerdicts(List<Completion> batch,
-                                           Map<KeySchedule.Flight, KeySchedule.Verdict> verdicts, Set<Long> refused,
+                                           Map<Flight, Verdict> verdicts, Set<Long> refused,
                                            Set<Long> fenced) {
         List<Completion> settled = refused.isEmpty() && fenced.isEmpty() ? batch : new ArrayList<>(batch.size());
         KeySchedule schedule = state.schedule;
         state.lock.lock();
         try {
             for (Completion c : batch) {
-                KeySchedule.Verdict v = verdicts.get(c.flight());
+                Verdict v = verdicts.get(c.flight());
                 if (fenced.contains(c.flight().record().id())) {
                     schedule.unsent(c.flight()); // a deposed leader's record: the successor reads its row again
                     continue;
@@ -361,11 +361,11 @@ final class SettleLoop implements Runnable {
 
     /** Reports, once each, the records the broker has not answered for longer than {@code queueTimeout}. */
     private void reportStuckSends() {
-        List<KeySchedule.Flight> stuck = new ArrayList<>();
+        List<Flight> stuck = new ArrayList<>();
         long limit = runtime.nanoTime() - config.queueTimeout().toNanos();
         state.lock.lock();
         try {
-            for (KeySchedule.Flight f : state.schedule.flights()) {
+            for (Flight f : state.schedule.flights()) {
                 if (!f.reportedStuck() && f.sentAtNanos() - limit < 0) {
                     f.markReportedStuck();
                     stuck.add(f);
@@ -374,7 +374,7 @@ final class SettleLoop implements Runnable {
         } finally {
             state.lock.unlock();
         }
-        for (KeySchedule.Flight f : stuck) {
+        for (Flight f : stuck) {
             TimeoutException e = new TimeoutException("record " + f.record().id() + " (key "
                     + Excerpt.of(f.record().key()) + ") unacknowledged after " + config.queueTimeout()
                     + "; its key waits for the broker");
