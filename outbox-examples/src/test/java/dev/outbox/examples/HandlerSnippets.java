@@ -3,6 +3,7 @@ package dev.outbox.examples;
 import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.handlers.HandlerMessageBroker;
+import dev.outbox.handlers.PermanentFailureException;
 import dev.outbox.jackson.JacksonPayloadSerializer;
 import dev.outbox.spi.Store;
 
@@ -19,6 +20,9 @@ final class HandlerSnippets {
     final List<String> alerts = new CopyOnWriteArrayList<>();
 
     void confirm(OrderPlaced order) {
+        if (order.customer().isEmpty()) {
+            throw new PermanentFailureException("order " + order.orderId() + " has no customer to confirm to");
+        }
         confirmed.add(order);
     }
 

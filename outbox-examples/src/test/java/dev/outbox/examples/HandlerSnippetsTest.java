@@ -2,7 +2,6 @@ package dev.outbox.examples;
 
 import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherConfig;
-import dev.outbox.OutboxMessage;
 import dev.outbox.jackson.JacksonPayloadSerializer;
 import dev.outbox.testkit.Await;
 import dev.outbox.testkit.InMemoryStore;
@@ -17,14 +16,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 class HandlerSnippetsTest {
 
     @Test
-    void theSnippetsHandlerReceivesTheEventAndAnUnreadableOneReachesTheFallback() {
+    void theSnippetsHandlerReceivesTheEventAndARefusedOneReachesTheFallback() {
         InMemoryStore store = new InMemoryStore();
         HandlerSnippets snippets = new HandlerSnippets();
         try (InMemoryStore.Transaction tx = store.begin()) {
             tx.publish(List.of(JacksonPayloadSerializer.create().message("order-events", "c1",
                             new HandlerSnippets.OrderPlaced(1, "c1")),
-                    OutboxMessage.builder("order-events", "c2").value("{\"orderId\":\"not a number\"}")
-                            .header("content-type", "application/json").build()));
+                    JacksonPayloadSerializer.create().message("order-events", "c2",
+                            new HandlerSnippets.OrderPlaced(2, ""))));
             tx.commit();
         }
         Dispatcher dispatcher = snippets.dispatcher(store, DispatcherConfig.builder()
@@ -33,7 +32,7 @@ class HandlerSnippetsTest {
             Await.untilOrFail(() -> store.size() == 0 && snippets.alerts.size() == 1, Duration.ofSeconds(30),
                     store::toString);
             assertThat(snippets.confirmed).containsExactly(new HandlerSnippets.OrderPlaced(1, "c1"));
-            assertThat(snippets.alerts).singleElement().asString().contains("cannot be read as a");
+            assertThat(snippets.alerts).singleElement().asString().contains("2: ", "permanent", "no customer");
         } finally {
             dispatcher.close();
         }
