@@ -63,10 +63,11 @@ public final class JacksonPayloadSerializer implements PayloadSerializer {
     }
 
     /**
-     * Reads a value written by {@link #serialize} back as a {@code type}, for consumers and tests.
+     * Reads a value written by {@link #serialize} back as a {@code type}, for handlers, consumers and tests.
      *
      * @throws PayloadSerializationException if {@code json} is not a {@code type} in JSON
      */
+    @Override
     public <T> T deserialize(byte[] json, Class<T> type) {
         Objects.requireNonNull(json, "json must not be null");
         Objects.requireNonNull(type, "type must not be null");

@@ -1,6 +1,8 @@
 package dev.outbox.sidecar;
 
-import dev.outbox.spring.OutboxProperties;
+import dev.outbox.spring.OutboxDispatcherProperties;
+import dev.outbox.spring.OutboxKafkaProperties;
+import dev.outbox.spring.OutboxStoreProperties;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
 import java.time.Duration;
@@ -102,9 +104,9 @@ public final class SidecarProperties {
     /** One outbox: its database, table, leader election and dispatcher. */
     public static final class Outbox {
         private final DataSource datasource = new DataSource();
-        private final OutboxProperties.Store store = new OutboxProperties.Store();
-        private final OutboxProperties.Kafka kafka = new OutboxProperties.Kafka();
-        private final OutboxProperties.Dispatcher dispatcher = new OutboxProperties.Dispatcher();
+        private final OutboxStoreProperties store = new OutboxStoreProperties();
+        private final OutboxKafkaProperties kafka = new OutboxKafkaProperties();
+        private final OutboxDispatcherProperties dispatcher = new OutboxDispatcherProperties();
         /** Prepended to every row's topic when it is published (e.g. "prod."); empty by default. */
         private String topicPrefix = "";
 
@@ -112,15 +114,15 @@ public final class SidecarProperties {
             return datasource;
         }
 
-        public OutboxProperties.Store getStore() {
+        public OutboxStoreProperties getStore() {
             return store;
         }
 
-        public OutboxProperties.Kafka getKafka() {
+        public OutboxKafkaProperties getKafka() {
             return kafka;
         }
 
-        public OutboxProperties.Dispatcher getDispatcher() {
+        public OutboxDispatcherProperties getDispatcher() {
             return dispatcher;
         }
 

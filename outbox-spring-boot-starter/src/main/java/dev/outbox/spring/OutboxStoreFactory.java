@@ -41,7 +41,7 @@ public final class OutboxStoreFactory {
     private OutboxStoreFactory() {
     }
 
-    static Built build(DataSource dataSource, OutboxProperties.Store p, List<MessageDecorator> decorators) {
+    static Built build(DataSource dataSource, OutboxStoreProperties p, List<MessageDecorator> decorators) {
         return build(dataSource, "outbox.store", p, decorators);
     }
 
@@ -52,7 +52,7 @@ public final class OutboxStoreFactory {
      *               {@code <prefix>.<setting>}
      * @throws OutboxConfigurationException naming the property of a value the store rejects
      */
-    public static Built build(DataSource dataSource, String prefix, OutboxProperties.Store p) {
+    public static Built build(DataSource dataSource, String prefix, OutboxStoreProperties p) {
         return build(dataSource, prefix, p, List.of());
     }
 
@@ -64,7 +64,7 @@ public final class OutboxStoreFactory {
      *               {@code <prefix>.<setting>}
      * @throws OutboxConfigurationException naming the property of a value the store rejects
      */
-    public static Built build(DataSource dataSource, String prefix, OutboxProperties.Store p,
+    public static Built build(DataSource dataSource, String prefix, OutboxStoreProperties p,
                               List<MessageDecorator> decorators) {
         StoreType type = p.getType() != null ? p.getType() : detect(dataSource, prefix);
         String className = type == StoreType.POSTGRES ? POSTGRES_CLASS : MYSQL_CLASS;
@@ -110,7 +110,7 @@ public final class OutboxStoreFactory {
     }
 
     private static final class Postgres {
-        static Built build(DataSource dataSource, String prefix, OutboxProperties.Store p,
+        static Built build(DataSource dataSource, String prefix, OutboxStoreProperties p,
                            List<MessageDecorator> decorators) {
             PostgresStore.Builder b = PostgresStore.builder(dataSource);
             decorators.forEach(b::decorator);
@@ -125,7 +125,7 @@ public final class OutboxStoreFactory {
             }
             b.commitNotifications(p.isCommitNotifications());
             set(prefix + ".shards", p.getShards(), () -> b.shards(p.getShards()));
-            OutboxProperties.Wal wal = p.getWal();
+            OutboxWalProperties wal = p.getWal();
             if (wal.getUrl() != null) {
                 if (p.getShards() > 1) {
                     throw new OutboxConfigurationException(prefix + ".shards", "is " + p.getShards() + ", but the"
@@ -140,7 +140,7 @@ public final class OutboxStoreFactory {
                     store.leaderTable());
         }
 
-        private static WalHarvest walHarvest(String prefix, OutboxProperties.Wal wal) {
+        private static WalHarvest walHarvest(String prefix, OutboxWalProperties wal) {
             WalHarvest.Builder[] w = new WalHarvest.Builder[1];
             set(prefix + ".url", wal.getUrl(), () -> w[0] = WalHarvest.builder(wal.getUrl()));
             if (wal.getUsername() != null) {
@@ -162,7 +162,7 @@ public final class OutboxStoreFactory {
     }
 
     private static final class MySql {
-        static Built build(DataSource dataSource, String prefix, OutboxProperties.Store p,
+        static Built build(DataSource dataSource, String prefix, OutboxStoreProperties p,
                            List<MessageDecorator> decorators) {
             if (p.getWal().getUrl() != null) {
                 throw new OutboxConfigurationException(prefix + ".wal.url", "is set, but the WAL harvest needs"
