@@ -102,8 +102,8 @@ class InboxConsole {
         InboxFailures.Page page = failures.list(inbox, selected, PAGE);
         b.append("<h2>Inbox failures of <span id='consumer'>").append(esc(selected)).append("</span> (")
                 .append(page.records().size()).append(page.more() ? "+" : "").append(")</h2>");
-        b.append("<table id='failed'><tr><th>message id</th><th>topic / partition @ offset</th><th>key</th><th>attempts</th>"
-                + "<th>failed at</th><th>reason</th><th>payload</th></tr>");
+        b.append("<table id='failed'><tr><th>message id</th><th>topic / partition @ offset</th><th>key</th>"
+                + "<th>attempts</th><th>failed at</th><th>reason</th><th>payload</th></tr>");
         for (FailedMessage m : page.records()) {
             b.append("<tr><td class='id message-id'><a href='").append(inboxBase(inbox)).append("/failed/")
                     .append(m.messageId()).append(consumerParam(m.consumer(), true)).append("'>").append(m.messageId())

@@ -278,8 +278,8 @@ class SidecarInboxApiTest {
                 .contains(small.toString()).contains(large.toString()).contains(tombstone.toString())
                 .doesNotContain(LONG_REASON).contains(LONG_REASON.substring(0, InboxConsole.REASON_CHARS) + "…")
                 .contains("<code>{&quot;order&quot;:1}</code>")
-                .contains("<code>" + "ff fe ".repeat(InboxConsole.PAYLOAD_BYTES / 2).strip() + "</code>… (8,192 bytes,"
-                        + " hex)")
+                .contains("<code>" + "ff fe ".repeat(InboxConsole.PAYLOAD_BYTES / 2).strip()
+                        + "</code>… (8,192 bytes, hex)")
                 .doesNotContain(refund.toString());
         assertThat(sidecar.get("/console/inboxes/billing?consumer=refunds", operator).body())
                 .contains(refund.toString()).doesNotContain(small.toString());

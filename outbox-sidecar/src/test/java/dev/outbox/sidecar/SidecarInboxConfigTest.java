@@ -66,7 +66,8 @@ class SidecarInboxConfigTest {
                     billing:
                       tabel: inbox
                 """)).isInstanceOf(SidecarConfigException.class).hasMessage("configuration error:"
-                + " sidecar.inboxes.billing.tabel = 'inbox': unknown key (did you mean 'sidecar.inboxes.billing.table'?)");
+                + " sidecar.inboxes.billing.tabel = 'inbox': unknown key (did you mean"
+                + " 'sidecar.inboxes.billing.table'?)");
         assertThatThrownBy(() -> load("""
                 sidecar:
                   inboxes:
