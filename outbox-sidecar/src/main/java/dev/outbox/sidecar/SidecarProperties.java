@@ -6,7 +6,9 @@ import dev.outbox.spring.OutboxStoreProperties;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -20,6 +22,7 @@ import java.util.Map;
 @ConfigurationProperties(prefix = "sidecar", ignoreUnknownFields = false)
 public final class SidecarProperties {
     private final Map<String, Outbox> outboxes = new LinkedHashMap<>();
+    private final Map<String, Inbox> inboxes = new LinkedHashMap<>();
     private final Kafka kafka = new Kafka();
     private final Http http = new Http();
     private final Management management = new Management();
@@ -30,6 +33,14 @@ public final class SidecarProperties {
     /** The outboxes to harvest, by name (the name appears in URLs, metrics tags and log lines). */
     public Map<String, Outbox> getOutboxes() {
         return outboxes;
+    }
+
+    /**
+     * The inboxes whose failed messages the operator API and console show, by name (the name appears in URLs);
+     * none by default.
+     */
+    public Map<String, Inbox> getInboxes() {
+        return inboxes;
     }
 
     public Kafka getKafka() {
@@ -135,7 +146,61 @@ public final class SidecarProperties {
         }
     }
 
-    /** The connection pool of one outbox's database. */
+    /**
+     * One inbox ({@code PostgresInbox} or {@code MySqlInbox}) whose failed-messages table the operator API and
+     * console show, read-only: its database, the inbox table's name (failed messages are in
+     * {@code <table>_failed}), and optionally which consumers to show.
+     */
+    public static final class Inbox {
+        private final DataSource datasource = new DataSource(2);
+        /** postgres or mysql (also MariaDB); detected from the database when not set. */
+        private OutboxProperties.StoreType type;
+        /** The schema (MySQL: the database) of the inbox tables; the connection's default when not set. */
+        private String schema;
+        /** The inbox table's name, as given to the inbox's builder; failed messages are in {@code <table>_failed}. */
+        private String table = "inbox";
+        /** The consumers to show; when empty, every consumer that has failed messages. */
+        private List<String> consumers = new ArrayList<>();
+
+        /** The pool of the inbox's database: one connection is enough (default pool size 2). */
+        public DataSource getDatasource() {
+            return datasource;
+        }
+
+        public OutboxProperties.StoreType getType() {
+            return type;
+        }
+
+        public void setType(OutboxProperties.StoreType type) {
+            this.type = type;
+        }
+
+        public String getSchema() {
+            return schema;
+        }
+
+        public void setSchema(String schema) {
+            this.schema = schema;
+        }
+
+        public String getTable() {
+            return table;
+        }
+
+        public void setTable(String table) {
+            this.table = table;
+        }
+
+        public List<String> getConsumers() {
+            return consumers;
+        }
+
+        public void setConsumers(List<String> consumers) {
+            this.consumers = consumers;
+        }
+    }
+
+    /** The connection pool of one outbox's (or inbox's) database. */
     public static final class DataSource {
         /** JDBC URL, e.g. jdbc:postgresql://db:5432/app or jdbc:mysql://db:3306/app. Required. */
         private String url;
@@ -149,6 +214,14 @@ public final class SidecarProperties {
         private int maximumPoolSize = 4;
         /** How long a call waits for a connection from the pool. */
         private Duration connectionTimeout = Duration.ofSeconds(10);
+
+        /** An outbox's pool: 4 connections by default. */
+        public DataSource() {
+        }
+
+        DataSource(int maximumPoolSize) {
+            this.maximumPoolSize = maximumPoolSize;
+        }
 
         public String getUrl() {
             return url;
