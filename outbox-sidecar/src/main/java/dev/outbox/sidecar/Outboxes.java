@@ -53,12 +53,21 @@ public final class Outboxes implements SmartLifecycle, AutoCloseable {
         this.outboxes = outboxes;
     }
 
-    /** The outboxes by name, in the configuration's order. */
+    /**
+     * The outboxes by name, in the configuration's order.
+     *
+     * @return every configured outbox, at least one: a view of this object's map, not to be modified
+     */
     public Collection<SidecarOutbox> all() {
         return outboxes.values();
     }
 
-    /** The outbox named {@code name}, if configured. */
+    /**
+     * The outbox named {@code name}, if configured.
+     *
+     * @param name the outbox's name as in {@code sidecar.outboxes.<name>} (the name in the operator API's URLs)
+     * @return the outbox, or empty if none has that name
+     */
     public Optional<SidecarOutbox> get(String name) {
         return Optional.ofNullable(outboxes.get(name));
     }

@@ -31,7 +31,14 @@ public class SidecarApplication {
     /** Exit status of any other start-up failure. */
     public static final int STARTUP_FAILURE_EXIT = 1;
 
-    /** Starts the sidecar; see the class comment. */
+    /**
+     * Starts the sidecar; see the class comment. Exits with {@value #CONFIG_ERROR_EXIT} on a configuration error
+     * (one line naming the key), with {@value #STARTUP_FAILURE_EXIT} on another start-up failure.
+     *
+     * @param args {@code [schema|init] --config <file> [--outbox <name>]}: without a command, runs the sidecar
+     *             until SIGTERM; {@code schema} prints each outbox's DDL, {@code init} creates the tables (both only
+     *             for {@code --outbox} if given, and then exit). Options may also be written {@code --name=value}.
+     */
     public static void main(String[] args) {
         Redaction.install(); // before the first logger: every line printed from here on is redacted
         SidecarLogging.configure();

@@ -104,8 +104,16 @@ public final class OutboxKafkaClients {
      * The leader-election transport of the settings {@code outbox} (leader topic, group, replication factor, close
      * timeout) over the Kafka client properties {@code connection}.
      *
-     * @param prefix the settings' property prefix, e.g. {@code outbox.kafka}: a bad value is reported as
-     *               {@code <prefix>.<setting>}, a client setting Kafka rejects as {@code <prefix>}
+     * @param connection the client properties the election's consumer, producer and admin client share (bootstrap
+     *                   servers, TLS, SASL); not {@code null}
+     * @param topic      the leader topic, one per outbox and the same on every instance that harvests it
+     * @param prefix     the settings' property prefix, e.g. {@code outbox.kafka}: a bad value is reported as
+     *                   {@code <prefix>.<setting>}, a client setting Kafka rejects as {@code <prefix>}
+     * @param outbox     the leader group, replication factor, topic creation and close timeout to apply
+     * @param config     the dispatcher's configuration, whose heartbeat and drain timeouts the group's session
+     *                   timeouts must cover
+     * @param broker     the outbox's broker, whose delivery timeout the session timeout must cover
+     * @return a new transport, not started (the dispatcher starts it)
      * @throws OutboxConfigurationException naming the property of a value that is rejected
      */
     public static KafkaLeaderTransport leaderTransport(Map<String, Object> connection, String topic, String prefix,
@@ -135,7 +143,17 @@ public final class OutboxKafkaClients {
      * {@link #leaderTransport(Map, String, String, OutboxKafkaProperties, DispatcherConfig, KafkaMessageBroker)}
      * over a leader topic with one partition per shard.
      *
-     * @param shards the store's shard count ({@code Store.shards()})
+     * @param connection the client properties the election's consumer, producer and admin client share (bootstrap
+     *                   servers, TLS, SASL); not {@code null}
+     * @param topic      the leader topic, which must have (or is created with) one partition per shard
+     * @param shards     the store's shard count ({@code Store.shards()})
+     * @param prefix     the settings' property prefix, e.g. {@code outbox.kafka}: a bad value is reported as
+     *                   {@code <prefix>.<setting>}, a client setting Kafka rejects as {@code <prefix>}
+     * @param outbox     the leader group, replication factor, topic creation and close timeout to apply
+     * @param config     the dispatcher's configuration, whose heartbeat and drain timeouts the group's session
+     *                   timeouts must cover
+     * @param broker     the outbox's broker, whose delivery timeout the session timeout must cover
+     * @return a new transport, not started (the dispatcher starts it)
      * @throws OutboxConfigurationException naming the property of a value that is rejected
      */
     public static KafkaShardedLeaderTransport shardedLeaderTransport(Map<String, Object> connection, String topic,

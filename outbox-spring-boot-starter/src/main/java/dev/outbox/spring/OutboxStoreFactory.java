@@ -48,8 +48,11 @@ public final class OutboxStoreFactory {
     /**
      * The store of the settings {@code p} over {@code dataSource}; detects the database when {@code p} names no type.
      *
-     * @param prefix the settings' property prefix, e.g. {@code outbox.store}: a bad value is reported as
-     *               {@code <prefix>.<setting>}
+     * @param dataSource the database of the outbox tables; asked for its product name when {@code p} names no type
+     * @param prefix     the settings' property prefix, e.g. {@code outbox.store}: a bad value is reported as
+     *                   {@code <prefix>.<setting>}
+     * @param p          the store settings (type, schema, table, timeouts, shards, WAL harvest)
+     * @return the store with its table names and schema creation; the tables are neither created nor checked yet
      * @throws OutboxConfigurationException naming the property of a value the store rejects
      */
     public static Built build(DataSource dataSource, String prefix, OutboxStoreProperties p) {
@@ -60,8 +63,13 @@ public final class OutboxStoreFactory {
      * The store of the settings {@code p} over {@code dataSource}, its publisher applying {@code decorators} to every
      * message, in their order; detects the database when {@code p} names no type.
      *
-     * @param prefix the settings' property prefix, e.g. {@code outbox.store}: a bad value is reported as
-     *               {@code <prefix>.<setting>}
+     * @param dataSource the database of the outbox tables; asked for its product name when {@code p} names no type
+     * @param prefix     the settings' property prefix, e.g. {@code outbox.store}: a bad value is reported as
+     *                   {@code <prefix>.<setting>}
+     * @param p          the store settings (type, schema, table, timeouts, shards, WAL harvest)
+     * @param decorators applied by the store's publisher to every message before it is written (tracing, say);
+     *                   may be empty
+     * @return the store with its table names and schema creation; the tables are neither created nor checked yet
      * @throws OutboxConfigurationException naming the property of a value the store rejects
      */
     public static Built build(DataSource dataSource, String prefix, OutboxStoreProperties p,

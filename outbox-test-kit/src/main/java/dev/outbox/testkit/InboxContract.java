@@ -44,16 +44,35 @@ public abstract class InboxContract {
     protected Inbox inbox;
     private String effects;
 
-    /** A fresh inbox over fresh, empty tables, with its schema created. */
+    /**
+     * A fresh inbox over fresh, empty tables, with its schema created. Called before each test.
+     *
+     * @return the inbox under test, over tables no other test uses (a unique table name, for example), in
+     *         {@link #dataSource()}'s database
+     */
     protected abstract Inbox createInbox();
 
-    /** The database the inbox's tables are in; the suite's transactions take connections from it. */
+    /**
+     * The database the inbox's tables are in; the suite's transactions take connections from it.
+     *
+     * @return the data source; it must allow two connections at once (two transactions race for one id)
+     */
     protected abstract DataSource dataSource();
 
-    /** Makes every entry of {@code inbox} look processed {@code age} earlier than it was. */
+    /**
+     * Makes every entry of {@code inbox} look processed {@code age} earlier than it was: for example
+     * {@code UPDATE <table> SET processed_at = processed_at - <age>}.
+     *
+     * @param inbox the inbox {@link #createInbox()} returned
+     * @param age   how far to move the entries back, beyond the inbox's retention (seconds are precise enough)
+     */
     protected abstract void age(Inbox inbox, Duration age);
 
-    /** Drops what {@link #createInbox()} created. Default: nothing. */
+    /**
+     * Drops what {@link #createInbox()} created. Called after each test. Default: nothing.
+     *
+     * @param inbox the inbox {@link #createInbox()} returned for the test
+     */
     protected void disposeInbox(Inbox inbox) {
     }
 
