@@ -7,6 +7,9 @@ import dev.outbox.internal.SingleInstanceTransport;
 import dev.outbox.spi.LeaderTransport;
 import dev.outbox.spi.MessageBroker;
 import dev.outbox.spi.ShardedLeaderTransport;
+import dev.outbox.spi.CursorHarvest;
+import dev.outbox.spi.MarkHarvest;
+import dev.outbox.spi.Sharding;
 import dev.outbox.spi.Store;
 
 import java.time.Clock;
@@ -91,7 +94,7 @@ public interface Dispatcher extends AutoCloseable {
     DispatcherHealth health();
 
     /**
-     * The health of each shard this dispatcher harvests, by shard index ({@link dev.outbox.spi.Store#shards()}):
+     * The health of each shard this dispatcher harvests, by shard index ({@link dev.outbox.spi.Sharding#shards}):
      * for an unsharded outbox, the one {@link #health()}. For a sharded one, {@link #health()} folds these into
      * one (LEADER if this instance leads any shard).
      */
@@ -144,7 +147,7 @@ public interface Dispatcher extends AutoCloseable {
         /**
          * The transport a sharded outbox's leader elections run over, one channel per shard (for example a Kafka
          * consumer group over a leader topic with one partition per shard): its shard count must equal the store's
-         * ({@link Store#shards()}). If a sharded outbox has no transport, this instance leads every shard: use that
+         * ({@link dev.outbox.spi.Sharding#shards}). If a sharded outbox has no transport, this instance leads every shard: use that
          * only when exactly one dispatcher harvests the outbox.
          */
         public Builder leaderTransport(ShardedLeaderTransport transport) {
@@ -188,7 +191,7 @@ public interface Dispatcher extends AutoCloseable {
             if (transport != null && shardedTransport != null) {
                 throw new IllegalArgumentException("set either a LeaderTransport or a ShardedLeaderTransport, not both");
             }
-            int shards = store.shards();
+            int shards = Sharding.of(store);
             if (shards > 1 && transport != null) {
                 throw new IllegalArgumentException("the store " + store + " has " + shards + " shards: give the"
                         + " builder a ShardedLeaderTransport with " + shards + " shards, not " + transport);
@@ -197,12 +200,12 @@ public interface Dispatcher extends AutoCloseable {
                 throw new IllegalArgumentException("the leader transport has " + shardedTransport.shards()
                         + " shards but the store " + store + " has " + shards + ": they must be equal");
             }
-            if (config.harvest() == DispatcherConfig.Harvest.CURSOR && !store.supportsRead()) {
-                throw new IllegalArgumentException("harvest CURSOR needs a store with a cursor read (Store.read),"
+            if (config.harvest() == DispatcherConfig.Harvest.CURSOR && store.capability(CursorHarvest.class).isEmpty()) {
+                throw new IllegalArgumentException("harvest CURSOR needs a store with a cursor read (CursorHarvest),"
                         + " which " + store.getClass().getName() + " has not: set DispatcherConfig.harvest(MARK)");
             }
-            if (config.harvest() == DispatcherConfig.Harvest.MARK && !store.supportsMark()) {
-                throw new IllegalArgumentException("harvest MARK needs a store that marks rows (Store.mark), which "
+            if (config.harvest() == DispatcherConfig.Harvest.MARK && store.capability(MarkHarvest.class).isEmpty()) {
+                throw new IllegalArgumentException("harvest MARK needs a store that marks rows (MarkHarvest), which "
                         + store + " does not: leave DispatcherConfig.harvest at CURSOR");
             }
             if (shards > 1 || shardedTransport != null) {

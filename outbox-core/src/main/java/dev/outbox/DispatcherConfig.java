@@ -38,7 +38,7 @@ import java.util.Objects;
  *       {@link Dispatcher#health()})</td></tr>
  *   <tr><td>harvest</td><td>{@link Harvest#CURSOR CURSOR}</td><td>how the leader reads the outbox: by a cursor
  *       held in memory (rows are read, sent, and deleted once acknowledged) or by marking rows in the table
- *       ({@link Harvest#MARK MARK}, for stores without {@link dev.outbox.spi.Store#read})</td></tr>
+ *       ({@link Harvest#MARK MARK}, for stores without {@link dev.outbox.spi.CursorHarvest#read})</td></tr>
  *   <tr><td>rescanInterval</td><td>30 s</td><td>cursor harvest only: how often a leader that has caught up reads
  *       the table again from its head, a safety net for rows that appeared below the cursor after the store said
  *       none could (a sequence reset by hand, a writer transaction longer than the store's late-commit window)
@@ -57,7 +57,7 @@ public final class DispatcherConfig {
          * deletes each row once the broker acknowledged it; nothing is written to a row on the way unless its
          * delivery fails. Ids a read passed without seeing (their writer had not committed) are read again until
          * the store says they cannot commit any more, so late commits are published, in key order. Needs a
-         * store that {@linkplain dev.outbox.spi.Store#supportsRead() supports it}; the SQL stores do.
+         * store that {@linkplain dev.outbox.spi.CursorHarvest supports it}; the SQL stores do.
          */
         CURSOR,
         /**
@@ -78,11 +78,11 @@ public final class DispatcherConfig {
         MOVE_ON,
         /**
          * The key is held: while the parked table holds a row of the key, none of the key's records is sent; every
-         * other key flows. When an operator replays the parked rows ({@link dev.outbox.spi.Store#replay}, which puts
+         * other key flows. When an operator replays the parked rows ({@link dev.outbox.spi.ParkedRecords#replay}, which puts
          * them back ahead of the key's waiting rows) or discards them, the key's records are sent again, in order:
          * the replayed ones first. The hold is derived from the parked table, so a new leader keeps it. For
          * consumers that need a key's records strictly in order without gaps. Needs a store that
-         * {@linkplain dev.outbox.spi.Store#supportsHoldKey() supports it}.
+         * {@linkplain dev.outbox.spi.ParkedKeys supports it}.
          */
         HOLD_KEY
     }

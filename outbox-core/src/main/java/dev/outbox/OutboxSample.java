@@ -10,11 +10,11 @@ import java.util.OptionalLong;
  * the head of the outbox. Immutable and thread-safe.
  *
  * @param at               when the sample was taken (dispatcher's clock)
- * @param backlog          rows waiting in the outbox ({@link dev.outbox.spi.Store#backlog()}, may be an estimate)
- * @param parked           rows in the parked area ({@link dev.outbox.spi.Store#parkedCount()})
+ * @param backlog          rows waiting in the outbox ({@link dev.outbox.spi.Gauges#backlog}, may be an estimate)
+ * @param parked           rows in the parked area ({@link dev.outbox.spi.Gauges#parkedCount})
  * @param oldestCreateTime the creation time of the head of the outbox — the unparked row with the lowest id,
  *                         the next the dispatcher will harvest — or {@code null} if the outbox is empty
- * @param retainedBytes    the bytes the database keeps for the harvest ({@link dev.outbox.spi.Store#retainedBytes()}:
+ * @param retainedBytes    the bytes the database keeps for the harvest ({@link dev.outbox.spi.Gauges#retainedBytes}:
  *                         the write-ahead log a replication slot holds back), or -1 for a store that keeps none
  */
 public record OutboxSample(Instant at, long backlog, long parked, Instant oldestCreateTime, long retainedBytes) {

@@ -1,5 +1,6 @@
 package dev.outbox.benchmarks;
 
+
 import dev.outbox.DispatcherConfig;
 import dev.outbox.OutboxRecord;
 import dev.outbox.spi.Store;
@@ -57,7 +58,7 @@ final class BarePipeline {
                     int limit = config.markBatchSize() + room.drainPermits();
                     List<Long> ids = new ArrayList<>(limit);
                     List<Future<RecordMetadata>> acks = new ArrayList<>(limit);
-                    for (OutboxRecord r : store.read(cursor, List.of(), limit).rows().records()) {
+                    for (OutboxRecord r : dev.outbox.spi.Store.require(store, dev.outbox.spi.CursorHarvest.class, "the benchmark").read(cursor, List.of(), limit).rows().records()) {
                         ids.add(r.id());
                         acks.add(producer.send(new ProducerRecord<>(r.topic(), r.key(), r.message().value())));
                     }

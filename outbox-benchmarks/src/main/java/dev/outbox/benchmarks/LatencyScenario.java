@@ -1,5 +1,6 @@
 package dev.outbox.benchmarks;
 
+
 import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.OutboxMessage;
@@ -530,7 +531,7 @@ final class LatencyScenario {
         @Override
         public void run() {
             while (!stop) {
-                long rows = store.backlog();
+                long rows = dev.outbox.spi.Store.require(store, dev.outbox.spi.Gauges.class, "the benchmark").backlog();
                 synchronized (samples) {
                     samples.add(new long[] {System.nanoTime() - start, rows});
                 }

@@ -1,5 +1,6 @@
 package dev.outbox.benchmarks;
 
+
 import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.DispatcherHealth;
@@ -148,7 +149,7 @@ final class ShardedTakeoverScenario {
                     if (times.ackedCount.get() >= committed) {
                         return true;
                     }
-                    return sharded.backlog() == 0 && sharded.parkedCount() == 0
+                    return dev.outbox.spi.Store.require(sharded, dev.outbox.spi.Gauges.class, "the benchmark").backlog() == 0 && dev.outbox.spi.Store.require(sharded, dev.outbox.spi.Gauges.class, "the benchmark").parkedCount() == 0
                             && unreported(times, committed, isOwn, killedAt) >= 0;
                 }, Duration.ofSeconds(60));
             } catch (IllegalStateException e) {
@@ -163,7 +164,7 @@ final class ShardedTakeoverScenario {
                     led.add(c.name + " leads " + Arrays.toString(c.led.get()));
                 }
                 throw new IllegalStateException(e.getMessage() + ": unacknowledged per shard "
-                        + Arrays.toString(unacked) + "; " + led + "; rows left " + sharded.backlog(), e);
+                        + Arrays.toString(unacked) + "; " + led + "; rows left " + dev.outbox.spi.Store.require(sharded, dev.outbox.spi.Gauges.class, "the benchmark").backlog(), e);
             }
             long lostReports = Math.max(0, unreported(times, committed, isOwn, killed));
             Histogram quietOthers = LatencyScenario.histogram();

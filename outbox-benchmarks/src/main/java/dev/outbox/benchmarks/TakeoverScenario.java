@@ -1,5 +1,6 @@
 package dev.outbox.benchmarks;
 
+
 import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.DispatcherListener;
@@ -152,8 +153,8 @@ final class TakeoverScenario {
             double acq = (acquired.get() - stopped) / 1e9;
             writer.stop();
             Store store = env.store();
-            await("the backlog to be drained", () -> store.backlog() == 0, Duration.ofSeconds(60));
-            return new Result(mode, acq, firstAck, store.backlog());
+            await("the backlog to be drained", () -> dev.outbox.spi.Store.require(store, dev.outbox.spi.Gauges.class, "the benchmark").backlog() == 0, Duration.ofSeconds(60));
+            return new Result(mode, acq, firstAck, dev.outbox.spi.Store.require(store, dev.outbox.spi.Gauges.class, "the benchmark").backlog());
         } finally {
             writer.stop();
             if (standby != null) {

@@ -1,5 +1,6 @@
 package dev.outbox.benchmarks;
 
+
 import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.OutboxRecord;
@@ -623,7 +624,7 @@ final class ThroughputScenarios {
             started = System.nanoTime();
             while (System.nanoTime() - deadline < 0) {
                 long t0 = System.nanoTime();
-                MarkResult result = store.mark(leader, 1);
+                MarkResult result = dev.outbox.spi.Store.require(store, dev.outbox.spi.MarkHarvest.class, "the benchmark").mark(leader, 1);
                 if (result.isEmpty()) {
                     break;
                 }

@@ -1,26 +1,32 @@
 package dev.outbox.benchmarks;
 
-import dev.outbox.ParkedRecord;
 import dev.outbox.Publisher;
+import dev.outbox.spi.CursorHarvest;
 import dev.outbox.spi.IdRange;
+import dev.outbox.spi.MarkHarvest;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.ReadResult;
+import dev.outbox.spi.Sharding;
+import dev.outbox.spi.StorageFencing;
 import dev.outbox.spi.Store;
 
+import java.time.Instant;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.atomic.LongAdder;
-import java.time.Instant;
-import java.util.Optional;
 
 /**
  * A {@link Store} that passes everything to the real one and adds up how often, how long and with how many rows
- * {@code mark} and {@code purge} ran: where the Dispatcher's time goes. Thread-safe.
+ * the harvest ({@code mark} or {@code read}) and {@code purge} ran: where the Dispatcher's time goes. It wraps the
+ * capabilities it times (and those that hand out stores: fencing, shards) and forwards every other. Thread-safe.
  */
-final class TimingStore implements Store {
+final class TimingStore implements Store, MarkHarvest, CursorHarvest, StorageFencing, Sharding {
     private final Store delegate;
+    private final MarkHarvest marking;
+    private final CursorHarvest reading;
     private final boolean fencing;
     private final boolean skipPurge;
     final LongAdder marks;
@@ -31,8 +37,8 @@ final class TimingStore implements Store {
     final LongAdder purged;
 
     /**
-     * @param fencing whether to pass on the store's storage fencing ({@link Store#supportsFencing()}); false hides
-     *                it, so that the Dispatcher writes unfenced, as before fencing existed
+     * @param fencing whether to pass on the store's storage fencing ({@link StorageFencing}); false hides it, so
+     *                that the Dispatcher writes unfenced, as before fencing existed
      */
     TimingStore(Store delegate, boolean fencing) {
         this(delegate, fencing, false);
@@ -41,6 +47,8 @@ final class TimingStore implements Store {
     /** With {@code skipPurge}, {@link #purge} deletes nothing (the drain-nopurge upper bound). */
     TimingStore(Store delegate, boolean fencing, boolean skipPurge) {
         this.delegate = delegate;
+        this.marking = delegate.capability(MarkHarvest.class).orElse(null);
+        this.reading = delegate.capability(CursorHarvest.class).orElse(null);
         this.fencing = fencing;
         this.skipPurge = skipPurge;
         this.marks = new LongAdder();
@@ -51,9 +59,11 @@ final class TimingStore implements Store {
         this.purged = new LongAdder();
     }
 
-    /** {@code delegate} (a fenced view) timed into the counters of {@code shared}. */
+    /** {@code delegate} (a fenced view, a shard) timed into the counters of {@code shared}. */
     private TimingStore(Store delegate, TimingStore shared) {
         this.delegate = delegate;
+        this.marking = delegate.capability(MarkHarvest.class).orElse(null);
+        this.reading = delegate.capability(CursorHarvest.class).orElse(null);
         this.fencing = shared.fencing;
         this.skipPurge = shared.skipPurge;
         this.marks = shared.marks;
@@ -65,29 +75,37 @@ final class TimingStore implements Store {
     }
 
     @Override
-    public boolean supportsFencing() {
-        return fencing && delegate.supportsFencing();
+    public <T> Optional<T> capability(Class<T> type) {
+        if (type == StorageFencing.class && !fencing) {
+            return Optional.empty();
+        }
+        if (type == MarkHarvest.class || type == CursorHarvest.class || type == StorageFencing.class
+                || type == Sharding.class) {
+            return delegate.capability(type).map(own -> type.cast(this));
+        }
+        return delegate.capability(type);
     }
 
     @Override
     public long acquireEpoch() {
-        return delegate.acquireEpoch();
+        return delegate.capability(StorageFencing.class).orElseThrow().acquireEpoch();
     }
 
     @Override
     public Store fencedBy(long epoch) {
-        return new TimingStore(delegate.fencedBy(epoch), this);
+        return new TimingStore(delegate.capability(StorageFencing.class).orElseThrow().fencedBy(epoch), this);
     }
 
     @Override
     public int shards() {
-        return delegate.shards();
+        return Sharding.of(delegate);
     }
 
     /** The delegate's shard, timed into this store's counters (the summary adds the shards up). */
     @Override
     public Store shard(int index) {
-        return delegate.shards() == 1 ? Store.super.shard(index) : new TimingStore(delegate.shard(index), this);
+        Sharding sharding = delegate.capability(Sharding.class).orElseThrow();
+        return sharding.shards() == 1 ? this : new TimingStore(sharding.shard(index), this);
     }
 
     @Override
@@ -98,7 +116,7 @@ final class TimingStore implements Store {
     @Override
     public MarkResult mark(UUID leaderId, int limit) {
         long t = System.nanoTime();
-        MarkResult r = delegate.mark(leaderId, limit);
+        MarkResult r = marking.mark(leaderId, limit);
         markNanos.add(System.nanoTime() - t);
         marks.increment();
         marked.add(r.size());
@@ -106,45 +124,30 @@ final class TimingStore implements Store {
     }
 
     @Override
-    public boolean supportsRead() {
-        return delegate.supportsRead();
-    }
-
-    @Override
-    public boolean supportsMark() {
-        return delegate.supportsMark();
+    public void reset(UUID leaderId, Collection<Long> ids) {
+        marking.reset(leaderId, ids);
     }
 
     @Override
     public boolean readWaits() {
-        return delegate.readWaits();
+        return reading.readWaits();
     }
 
     @Override
     public void wakeRead() {
-        delegate.wakeRead();
-    }
-
-    @Override
-    public CommitWatch watchCommits(Runnable wakeUp) {
-        return delegate.watchCommits(wakeUp);
+        reading.wakeRead();
     }
 
     @Override
     public void harvestStopped() {
-        delegate.harvestStopped();
-    }
-
-    @Override
-    public java.util.OptionalLong retainedBytes() {
-        return delegate.retainedBytes();
+        reading.harvestStopped();
     }
 
     /** Timed like {@link #mark}: the summary's "reads or marks". */
     @Override
     public ReadResult read(long after, List<IdRange> recheck, int limit) {
         long t = System.nanoTime();
-        ReadResult r = delegate.read(after, recheck, limit);
+        ReadResult r = reading.read(after, recheck, limit);
         markNanos.add(System.nanoTime() - t);
         marks.increment();
         marked.add(r.size());
@@ -163,11 +166,6 @@ final class TimingStore implements Store {
     }
 
     @Override
-    public void reset(UUID leaderId, Collection<Long> ids) {
-        delegate.reset(leaderId, ids);
-    }
-
-    @Override
     public void retryLater(Map<Long, Instant> nextAttempts) {
         delegate.retryLater(nextAttempts);
     }
@@ -175,41 +173,6 @@ final class TimingStore implements Store {
     @Override
     public void park(Map<Long, String> reasons) {
         delegate.park(reasons);
-    }
-
-    @Override
-    public List<ParkedRecord> parked(int limit) {
-        return delegate.parked(limit);
-    }
-
-    @Override
-    public int replay(Collection<Long> ids) {
-        return delegate.replay(ids);
-    }
-
-    @Override
-    public boolean supportsHoldKey() {
-        return delegate.supportsHoldKey();
-    }
-
-    @Override
-    public java.util.Set<String> parkedKeys() {
-        return delegate.parkedKeys();
-    }
-
-    @Override
-    public long backlog() {
-        return delegate.backlog();
-    }
-
-    @Override
-    public long parkedCount() {
-        return delegate.parkedCount();
-    }
-
-    @Override
-    public Optional<Instant> oldestCreateTime() {
-        return delegate.oldestCreateTime();
     }
 
     /** A one-line summary over {@code seconds} of wall time. */

@@ -1,5 +1,7 @@
 package dev.outbox.internal;
 
+import dev.outbox.spi.CommitSignals;
+import dev.outbox.spi.CursorHarvest;
 import dev.outbox.spi.Store;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -8,9 +10,9 @@ import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The store's commit wake-ups ({@link Store#watchCommits}) while this instance harvests: subscribed when the harvest
+ * The store's commit wake-ups ({@link CommitSignals}) while this instance harvests: subscribed when the harvest
  * starts, told whether wake-ups are needed (not while the harvest reads back to back), closed with the store's own
- * harvest ({@link Store#harvestStopped()}) when it stops. An idle pause of the harvest thread ends as soon as a
+ * harvest ({@link CursorHarvest#harvestStopped()}) when it stops. An idle pause of the harvest thread ends as soon as a
  * wake-up comes.
  *
  * <p>The harvest thread calls every method but {@link #stop()}, which close may call too once that thread ended; the
@@ -20,7 +22,10 @@ final class CommitWakeups {
     private static final Logger log = LoggerFactory.getLogger(DefaultDispatcher.class);
 
     private final String name;
-    private final Store store;
+    /** The store's commit signals, or null if it has none (the harvest polls). */
+    private final CommitSignals signalling;
+    /** The store's cursor harvest, told when the harvest stops; or null. */
+    private final CursorHarvest reads;
     private final EngineState state;
     private final Duration pollInterval;
     /** Counts the wake-ups; an idle pause ends when it moves. */
@@ -32,23 +37,24 @@ final class CommitWakeups {
     private volatile boolean idlePause;
     /** What the watch was last told ({@link #needed}); a new watch starts needed. Harvest thread. */
     private boolean isNeeded = true;
-    private volatile Store.CommitWatch watch;
+    private volatile CommitSignals.CommitWatch watch;
 
     CommitWakeups(String name, Store store, EngineState state, Duration pollInterval) {
         this.name = name;
-        this.store = store;
+        this.signalling = store.capability(CommitSignals.class).orElse(null);
+        this.reads = store.capability(CursorHarvest.class).orElse(null);
         this.state = state;
         this.pollInterval = pollInterval;
     }
 
     /** Subscribes, if the store can tell and this instance is not subscribed yet. */
     void start() {
-        if (watch != null) {
+        if (watch != null || signalling == null) {
             return;
         }
         isNeeded = true;
         try {
-            watch = store.watchCommits(() -> {
+            watch = signalling.watchCommits(() -> {
                 signals.incrementAndGet();
                 if (idlePause) {
                     state.signalWork(); // else the harvest thread is busy: it reads again anyway
@@ -60,9 +66,9 @@ final class CommitWakeups {
         }
     }
 
-    /** Tells the watch, if any, whether wake-ups are needed (see {@link Store.CommitWatch#needed}). */
+    /** Tells the watch, if any, whether wake-ups are needed (see {@link CommitSignals.CommitWatch#needed}). */
     void needed(boolean needed) {
-        Store.CommitWatch w = watch;
+        CommitSignals.CommitWatch w = watch;
         if (w != null && isNeeded != needed) {
             isNeeded = needed;
             try {
@@ -90,7 +96,7 @@ final class CommitWakeups {
 
     /** Closes the watch and tells the store that this instance no longer harvests it. */
     void stop() {
-        Store.CommitWatch w = watch;
+        CommitSignals.CommitWatch w = watch;
         watch = null;
         if (w != null) {
             try {
@@ -99,8 +105,11 @@ final class CommitWakeups {
                 log.warn("{}: the store's commit wake-ups failed to close", name, e);
             }
         }
+        if (reads == null) {
+            return;
+        }
         try {
-            store.harvestStopped();
+            reads.harvestStopped();
         } catch (RuntimeException e) {
             log.warn("{}: the store failed to let go of its harvest", name, e);
         }

@@ -2,7 +2,9 @@ package dev.outbox.internal;
 
 import dev.outbox.OutboxRecord;
 import dev.outbox.spi.Backoff;
+import dev.outbox.spi.CursorHarvest;
 import dev.outbox.spi.ReadResult;
+import dev.outbox.spi.Store;
 
 import java.time.Duration;
 import java.util.List;
@@ -15,12 +17,14 @@ import java.util.UUID;
  * was. Once caught up, the table is read from its head again every {@code rescanInterval}, a safety net.
  */
 final class CursorSource extends HarvestSource {
+    private final CursorHarvest reads;
     private final long rescanNanos;
     private long lastRescan;
     private boolean lastFull = true;
 
     CursorSource(Parts parts, Duration rescanInterval) {
         super(parts);
+        this.reads = Store.require(parts.store(), CursorHarvest.class, "harvest CURSOR");
         this.rescanNanos = rescanInterval.toNanos();
         this.lastRescan = parts.runtime().nanoTime();
     }
@@ -44,7 +48,7 @@ final class CursorSource extends HarvestSource {
         ReadResult result;
         try {
             long readStart = runtime.nanoTime();
-            result = parts.store().read(request.after(), request.recheck(), request.limit());
+            result = reads.read(request.after(), request.recheck(), request.limit());
             parts.events().callbacks.marked(result.size(), Duration.ofNanos(runtime.nanoTime() - readStart)); // hook
             parts.events().health.marked(runtime.clock().instant());
             failures.reset();
@@ -89,6 +93,11 @@ final class CursorSource extends HarvestSource {
     @Override
     boolean lastFull() {
         return lastFull;
+    }
+
+    @Override
+    boolean waits() {
+        return reads.readWaits();
     }
 
     @Override

@@ -10,6 +10,7 @@ import dev.outbox.OutboxSample;
 import dev.outbox.spi.Backoff;
 import dev.outbox.spi.LeaderTransport;
 import dev.outbox.spi.MessageBroker;
+import dev.outbox.spi.ParkedKeys;
 import dev.outbox.spi.Store;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -107,9 +108,9 @@ public final class DefaultDispatcher implements Dispatcher {
         this.closed = new Latch(runtime);
         Clock clock = runtime.clock();
         boolean holdKeys = config.afterPark() == DispatcherConfig.AfterPark.HOLD_KEY;
-        if (holdKeys && !store.supportsHoldKey()) {
-            throw new IllegalArgumentException("afterPark " + config.afterPark() + " needs a store that supports held"
-                    + " keys (Store.supportsHoldKey), and " + store.getClass().getName() + " does not; use MOVE_ON");
+        if (holdKeys && store.capability(ParkedKeys.class).isEmpty()) {
+            throw new IllegalArgumentException("afterPark " + config.afterPark() + " needs a store that lists its"
+                    + " parked keys (ParkedKeys), and " + store.getClass().getName() + " does not; use MOVE_ON");
         }
         KeySchedule schedule = new KeySchedule(config.maxInFlightRecords(), config.maxInFlightBytes(),
                 config.ioErrorBackoff(), config.maxIoErrorBackoff(), config.maxAttempts(), clock, runtime::random);

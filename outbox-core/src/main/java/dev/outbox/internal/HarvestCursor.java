@@ -18,7 +18,7 @@ import java.util.TreeMap;
  * Where a cursor harvest stands in the outbox table, as pure logic: the cursor (every row above it is still to be
  * read), and the gaps (ids at or below the cursor that no read has seen yet, because their writer had not
  * committed when the cursor passed them, or rolled back). The {@link DefaultDispatcher} asks it what to
- * {@linkplain #request read}, reads with {@link dev.outbox.spi.Store#read}, and hands the result back to
+ * {@linkplain #request read}, reads with {@link dev.outbox.spi.CursorHarvest#read}, and hands the result back to
  * {@link #advance}; the {@link KeySchedule} then takes the rows.
  *
  * <h2>Why nothing is skipped, and no key reordered</h2>

@@ -3,6 +3,7 @@ package dev.outbox.internal;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.spi.Backoff;
 import dev.outbox.spi.MessageBroker;
+import dev.outbox.spi.ParkedKeys;
 import dev.outbox.spi.Store;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -286,7 +287,7 @@ final class HarvestLoop implements Runnable {
     private boolean readHeldKeys(long leadership, long started, boolean loaded, Backoff.Sequence failures) {
         Set<String> parkedKeys;
         try {
-            parkedKeys = store.parkedKeys();
+            parkedKeys = Store.require(store, ParkedKeys.class, "afterPark HOLD_KEY").parkedKeys();
         } catch (RuntimeException e) {
             events.failure("parkedKeys", e);
             if (loaded) {

@@ -55,11 +55,11 @@ abstract class HarvestSource {
     }
 
     /**
-     * Whether the store's read waits for rows when none is ready ({@link Store#readWaits()}): the harvest then reads
-     * again straight after an empty read.
+     * Whether the read waits for rows when none is ready ({@link dev.outbox.spi.CursorHarvest#readWaits()}): the
+     * harvest then reads again straight after an empty read. False for a mark.
      */
     boolean waits() {
-        return parts.store().readWaits();
+        return false;
     }
 
     /** Ends a read that failed: the schedule may take reads' results again. */

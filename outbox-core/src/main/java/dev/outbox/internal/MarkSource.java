@@ -10,7 +10,7 @@ import java.util.UUID;
 
 /**
  * The mark harvest ({@code DispatcherConfig.Harvest.MARK}): stamps the leader id on the oldest rows not marked with
- * it ({@link dev.outbox.spi.Store#mark}, fenced with a fencing store) and queues them. A failed mark rewinds
+ * it ({@link dev.outbox.spi.MarkHarvest#mark}, fenced with a fencing store) and queues them. A failed mark rewinds
  * globally: it may have committed rows this leader never saw, which later marks under the same id would skip, so the
  * leader takes a fresh id and marks from the head again.
  */
@@ -35,7 +35,7 @@ final class MarkSource extends HarvestSource {
         MarkResult result;
         try {
             long markStart = runtime.nanoTime();
-            result = parts.writes().writes().mark(markAs, limit);
+            result = parts.writes().marks().mark(markAs, limit);
             parts.events().callbacks.marked(result.size(), Duration.ofNanos(runtime.nanoTime() - markStart)); // hook
             parts.events().health.marked(runtime.clock().instant());
             failures.reset();

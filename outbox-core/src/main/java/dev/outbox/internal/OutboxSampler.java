@@ -1,6 +1,7 @@
 package dev.outbox.internal;
 
 import dev.outbox.OutboxSample;
+import dev.outbox.spi.Gauges;
 import dev.outbox.spi.Store;
 
 import java.time.Clock;
@@ -16,7 +17,8 @@ import java.util.function.Consumer;
  * thread-safe: {@link #run()} is the body of one thread, {@link #stop()} may be called from any.
  */
 final class OutboxSampler implements Runnable {
-    private final Store store;
+    /** The store's gauges, or null if it has none (every figure is then 0). */
+    private final Gauges gauges;
     private final Clock clock;
     private final Latch stopped;
     private final Duration interval;
@@ -26,7 +28,7 @@ final class OutboxSampler implements Runnable {
 
     OutboxSampler(EngineRuntime runtime, Store store, Duration interval, BooleanSupplier leading,
                   Consumer<OutboxSample> onSample, Consumer<RuntimeException> onFailure) {
-        this.store = store;
+        this.gauges = store.capability(Gauges.class).orElse(null);
         this.clock = runtime.clock();
         this.stopped = new Latch(runtime);
         this.interval = interval;
@@ -52,10 +54,10 @@ final class OutboxSampler implements Runnable {
     void sampleOnce() {
         OutboxSample sample;
         try {
-            Instant oldest = store.oldestCreateTime().orElse(null);
-            long backlog = store.backlog();
-            long parked = store.parkedCount();
-            long retained = store.retainedBytes().orElse(-1);
+            Instant oldest = gauges == null ? null : gauges.oldestCreateTime().orElse(null);
+            long backlog = gauges == null ? 0 : gauges.backlog();
+            long parked = gauges == null ? 0 : gauges.parkedCount();
+            long retained = gauges == null ? -1 : gauges.retainedBytes().orElse(-1);
             sample = new OutboxSample(clock.instant(), Math.max(0, backlog), Math.max(0, parked), oldest,
                     Math.max(-1, retained));
         } catch (RuntimeException e) {

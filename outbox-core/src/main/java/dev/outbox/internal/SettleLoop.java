@@ -4,6 +4,7 @@ import dev.outbox.DispatcherConfig;
 import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
 import dev.outbox.spi.Backoff;
+import dev.outbox.spi.CursorHarvest;
 import dev.outbox.spi.DeliveryException;
 import dev.outbox.spi.Excerpt;
 import dev.outbox.spi.Store;
@@ -46,7 +47,8 @@ final class SettleLoop implements Runnable {
     private final DispatcherConfig config;
     private final EngineRuntime runtime;
     private final Clock clock;
-    private final Store store;
+    /** The store's cursor harvest if its read waits for rows (a stream), else null. */
+    private final CursorHarvest waitingReads;
     private final EngineState state;
     private final StoreWrites writes;
     private final Fences fences;
@@ -67,7 +69,7 @@ final class SettleLoop implements Runnable {
         this.config = config;
         this.runtime = runtime;
         this.clock = runtime.clock();
-        this.store = store;
+        this.waitingReads = store.capability(CursorHarvest.class).filter(CursorHarvest::readWaits).orElse(null);
         this.state = state;
         this.writes = writes;
         this.fences = fences;
@@ -334,10 +336,10 @@ final class SettleLoop implements Runnable {
         } finally {
             state.lock.unlock();
         }
-        if (!settled.isEmpty() && store.readWaits()) {
+        if (!settled.isEmpty() && waitingReads != null) {
             // Keys moved on: their next records must not wait for the end of a read that waits for new rows (the
             // harvest thread sends only between reads). Outside the lock: the store's wait has its own.
-            store.wakeRead();
+            waitingReads.wakeRead();
         }
         return settled;
     }

@@ -10,6 +10,7 @@ import dev.outbox.OutboxSample;
 import dev.outbox.spi.LeaderTransport;
 import dev.outbox.spi.MessageBroker;
 import dev.outbox.spi.ShardedLeaderTransport;
+import dev.outbox.spi.Sharding;
 import dev.outbox.spi.Store;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -26,7 +27,7 @@ import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * A sharded outbox's dispatcher: one {@link DefaultDispatcher} per shard, each harvesting its shard
- * ({@link Store#shard}) under its own NELI timeline, over a view of the one {@link ShardedLeaderTransport}
+ * ({@link dev.outbox.spi.Sharding#shard}) under its own NELI timeline, over a view of the one {@link ShardedLeaderTransport}
  * ({@link ShardChannels}), and sending through the broker's {@link MessageBroker#forShard} (by default the one
  * broker, shared). A shard this instance is not given
  * stands by, holding no connection; a shard it leads runs the unsharded engine unchanged, with its four threads,
@@ -57,7 +58,8 @@ public final class ShardedDispatcher implements Dispatcher {
      */
     public ShardedDispatcher(String name, Store store, MessageBroker broker, ShardedLeaderTransport transport,
                              DispatcherConfig config, DispatcherListener listener, EngineRuntime runtime) {
-        int count = store.shards();
+        Sharding sharding = Store.require(store, Sharding.class, "a sharded dispatcher");
+        int count = sharding.shards();
         if (transport != null && transport.shards() != count) {
             throw new IllegalArgumentException("the leader transport has " + transport.shards() + " shards but the"
                     + " store " + store + " has " + count + ": they must be equal");
@@ -72,7 +74,7 @@ public final class ShardedDispatcher implements Dispatcher {
                 config.drainTimeout().plusSeconds(5), config.ioErrorBackoff());
         for (int i = 0; i < count; i++) {
             LeaderTransport t = channels == null ? new SingleInstanceTransport() : channels.shard(i);
-            DefaultDispatcher d = new DefaultDispatcher(name + "-s" + i, store.shard(i), broker.forShard(i), t, config,
+            DefaultDispatcher d = new DefaultDispatcher(name + "-s" + i, sharding.shard(i), broker.forShard(i), t, config,
                     listener, runtime);
             d.onDeath(this::closeAfterDeath);
             shards.add(d);

@@ -1,6 +1,8 @@
 package dev.outbox.internal;
 
 import dev.outbox.spi.Backoff;
+import dev.outbox.spi.MarkHarvest;
+import dev.outbox.spi.StorageFencing;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
 import dev.outbox.spi.StoreFencedException;
@@ -33,10 +35,14 @@ final class StoreWrites {
     private final Backoff backoff;
     private final Duration maxBackoff;
     private final EngineEvents events;
-    /** Whether the store fences deposed leaders ({@link Store#supportsFencing()}). */
+    /** The store's fencing of deposed leaders, or null if it has none. */
+    private final StorageFencing fencer;
+    /** Whether the store fences deposed leaders ({@link StorageFencing}). */
     final boolean fencing;
     /** The store as this leader writes to it: fenced by its epoch once taken, else the store itself. */
     private volatile Store writes;
+    /** The mark of {@link #writes}, or null if the store does not mark. */
+    private volatile MarkHarvest marks;
     /** The epoch {@link #writes} is fenced by, or 0. */
     private volatile long takenEpoch;
     /** Store writes refused for good and not yet done since: each refusal is reported once. */
@@ -48,13 +54,20 @@ final class StoreWrites {
         this.backoff = backoff;
         this.maxBackoff = maxBackoff;
         this.events = events;
-        this.fencing = store.supportsFencing();
+        this.fencer = store.capability(StorageFencing.class).orElse(null);
+        this.fencing = fencer != null;
         this.writes = store;
+        this.marks = store.capability(MarkHarvest.class).orElse(null);
     }
 
     /** The store as this leader writes to it. */
     Store writes() {
         return writes;
+    }
+
+    /** The mark harvest as this leader marks: fenced like {@link #writes()}; null if the store does not mark. */
+    MarkHarvest marks() {
+        return marks;
     }
 
     /** The database epoch this leader's writes are fenced by, or 0. */
@@ -63,15 +76,17 @@ final class StoreWrites {
     }
 
     /**
-     * Takes the outbox's leader epoch in the database ({@link Store#acquireEpoch()}): from now on this leader's
+     * Takes the outbox's leader epoch in the database ({@link StorageFencing#acquireEpoch()}): from now on this leader's
      * writes are fenced by it. The caller holds the send lock (see {@link HarvestLoop}).
      *
      * @return the epoch taken
      */
     long takeEpoch() {
-        long taken = store.acquireEpoch();
+        long taken = fencer.acquireEpoch();
+        Store fenced = fencer.fencedBy(taken);
         takenEpoch = taken;
-        writes = store.fencedBy(taken);
+        marks = fenced.capability(MarkHarvest.class).orElse(null);
+        writes = fenced;
         log.info("{}: took leader epoch {} in the database: writes of earlier leaders are refused from now on", name,
                 taken);
         return taken;

@@ -9,7 +9,7 @@ import java.util.concurrent.CopyOnWriteArraySet;
 
 /**
  * The commit wake-ups subscribed to a store that learns of commits in its own process (see
- * {@link Store#watchCommits}): {@link #watch} subscribes one, {@link #wakeAll} calls every one. For store
+ * {@link CommitSignals#watchCommits}): {@link #watch} subscribes one, {@link #wakeAll} calls every one. For store
  * implementations. Thread-safe.
  */
 public final class CommitWatchers {
@@ -18,10 +18,10 @@ public final class CommitWatchers {
     private final Set<Runnable> wakeUps = new CopyOnWriteArraySet<>();
 
     /** Subscribes {@code wakeUp} until the returned watch is closed; it listens for as long as it is subscribed. */
-    public Store.CommitWatch watch(Runnable wakeUp) {
+    public CommitSignals.CommitWatch watch(Runnable wakeUp) {
         Objects.requireNonNull(wakeUp, "wakeUp");
         wakeUps.add(wakeUp);
-        return new Store.CommitWatch() {
+        return new CommitSignals.CommitWatch() {
             @Override
             public boolean listening() {
                 return wakeUps.contains(wakeUp);

@@ -3,7 +3,7 @@ package dev.outbox.spi;
 /**
  * An inclusive range of outbox row ids, {@code from} to {@code to}, that a cursor harvest reads again: ids the
  * cursor passed while they were not visible (taken by a transaction that had not committed yet, or by one that
- * rolled back). See {@link Store#read}.
+ * rolled back). See {@link CursorHarvest#read}.
  *
  * @param from the lowest id of the range, at least 1
  * @param to   the highest id of the range, at least {@code from}

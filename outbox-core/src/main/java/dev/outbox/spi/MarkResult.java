@@ -5,7 +5,7 @@ import dev.outbox.OutboxRecord;
 import java.util.List;
 
 /**
- * What one {@link Store#mark} returned.
+ * What one {@link MarkHarvest#mark} returned.
  *
  * @param records  the marked rows that could be read as messages, sorted by ascending id
  * @param rejected marked rows that could not be read as a message (written by hand with inconsistent

@@ -5,7 +5,7 @@ import dev.outbox.OutboxRecord;
 import java.util.List;
 
 /**
- * What one {@link Store#read} returned: the rows, and where the read stood among the writers' transactions, so
+ * What one {@link CursorHarvest#read} returned: the rows, and where the read stood among the writers' transactions, so
  * that the harvest can tell an id that may still commit from one that never will.
  *
  * <p>Transactions are ordered by an <em>ordinal</em> the store chooses (on Postgres the transaction id, elsewhere

@@ -2,7 +2,7 @@ package dev.outbox.spi;
 
 /**
  * A store write was refused because another dispatcher took the outbox's leadership in the database since the
- * writer did: the outbox's leader epoch is no longer the one the write was fenced by ({@link Store#fencedBy}). The
+ * writer did: the outbox's leader epoch is no longer the one the write was fenced by ({@link StorageFencing#fencedBy}). The
  * write changed nothing. Never retriable: the writer is a deposed leader (a paused or partitioned process that
  * resumed after a successor took over), and the dispatcher treats it as a lost lease — it stops publishing,
  * forgets what it had in flight (the rows are the new leader's) and waits to be elected again.

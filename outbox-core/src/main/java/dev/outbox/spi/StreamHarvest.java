@@ -20,8 +20,8 @@ import java.util.function.Supplier;
 
 /**
  * The {@link Store} side of a harvest fed by a {@link CommitStream} (a log of committed messages, such as a Postgres
- * replication slot) instead of a table: what a store's {@link Store#read}, {@link Store#purge},
- * {@link Store#retryLater} and {@link Store#harvestStopped} delegate to. It keeps the messages the leader has
+ * replication slot) instead of a table: what a store's {@link CursorHarvest#read}, {@link Store#purge},
+ * {@link Store#retryLater} and {@link CursorHarvest#harvestStopped} delegate to. It keeps the messages the leader has
  * received and not yet finished in memory, gives each an id, and confirms to the stream the position below which
  * every message is finished, so that the database may forget them and a later stream starts after them.
  *
@@ -190,7 +190,7 @@ public final class StreamHarvest {
     }
 
     /**
-     * The {@link Store#read} of a streamed outbox: the pending messages with ids above {@code after} or in the
+     * The {@link CursorHarvest#read} of a streamed outbox: the pending messages with ids above {@code after} or in the
      * {@code recheck} ranges, at most {@code limit}, in id order, after taking what the stream has (waiting up to
      * the read wait when nothing is pending above {@code after}). Opens a stream if none is open.
      *
@@ -286,7 +286,7 @@ public final class StreamHarvest {
     }
 
     /**
-     * The {@link Store#wakeRead} of a streamed outbox: cuts short a {@link #read} waiting on the stream for a message
+     * The {@link CursorHarvest#wakeRead} of a streamed outbox: cuts short a {@link #read} waiting on the stream for a message
      * (see {@link CommitStream#wakeup}). Any thread.
      */
     public void wakeRead() {
@@ -437,7 +437,7 @@ public final class StreamHarvest {
     }
 
     /**
-     * Closes the stream and forgets every pending message ({@link Store#harvestStopped}): the next read opens a new
+     * Closes the stream and forgets every pending message ({@link CursorHarvest#harvestStopped}): the next read opens a new
      * stream, which starts after the confirmed position. Idempotent.
      */
     public void stop() {

@@ -1,5 +1,13 @@
 package dev.outbox.it;
 
+import dev.outbox.spi.CommitSignals;
+import dev.outbox.spi.CursorHarvest;
+import dev.outbox.spi.Gauges;
+import dev.outbox.spi.MarkHarvest;
+import dev.outbox.spi.ParkedKeys;
+import dev.outbox.spi.ParkedRecords;
+import dev.outbox.spi.Sharding;
+import dev.outbox.spi.StorageFencing;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreFencedException;
 import dev.outbox.store.postgres.PostgresStore;
@@ -22,20 +30,41 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  */
 class NodeStoreTest {
 
+    /** Every capability a store can have. */
+    private static final List<Class<?>> CAPABILITIES = List.of(MarkHarvest.class, CursorHarvest.class,
+            CommitSignals.class, StorageFencing.class, Sharding.class, ParkedRecords.class, ParkedKeys.class,
+            Gauges.class);
+
     @Test
-    void everyMethodOfThePortIsForwarded() {
+    void everyMethodOfThePortAndOfEveryCapabilityIsWrapped() {
         List<String> missing = new ArrayList<>();
-        for (Method m : Store.class.getMethods()) {
-            if (Modifier.isStatic(m.getModifiers()) || m.getDeclaringClass() != Store.class) {
-                continue;
-            }
-            try {
-                NodeStore.class.getDeclaredMethod(m.getName(), m.getParameterTypes());
-            } catch (NoSuchMethodException e) {
-                missing.add(m.getName());
+        List<Class<?>> types = new ArrayList<>(CAPABILITIES);
+        types.add(Store.class);
+        for (Class<?> type : types) {
+            for (Method m : type.getMethods()) {
+                if (Modifier.isStatic(m.getModifiers()) || m.getDeclaringClass() != type) {
+                    continue;
+                }
+                try {
+                    NodeStore.class.getDeclaredMethod(m.getName(), m.getParameterTypes());
+                } catch (NoSuchMethodException e) {
+                    missing.add(type.getSimpleName() + "." + m.getName());
+                }
             }
         }
-        assertThat(missing).as("methods of Store that NodeStore leaves to the port's defaults").isEmpty();
+        assertThat(missing).as("methods that NodeStore leaves to defaults, bypassing its cut").isEmpty();
+    }
+
+    @Test
+    void theNodeStoreHasExactlyTheRealStoresCapabilitiesAndAnswersForThemItself() {
+        JdbcServer postgres = TestServers.postgres();
+        PostgresStore real = PostgresStore.builder(postgres.dataSource(postgres.createDatabase("node_caps"))).build();
+        NodeStore node = new NodeStore("node-1", real, new SendLog(false));
+        for (Class<?> type : CAPABILITIES) {
+            assertThat(node.capability(type).isPresent()).as(type.getSimpleName())
+                    .isEqualTo(real.capability(type).isPresent());
+            node.capability(type).ifPresent(c -> assertThat(c).as(type.getSimpleName()).isSameAs(node));
+        }
     }
 
     @Test
@@ -45,7 +74,7 @@ class NodeStoreTest {
         real.createSchema();
         NodeStore node = new NodeStore("node-1", real, new SendLog(false));
 
-        assertThat(node.supportsFencing()).as("fencing, on by default in PostgresStore").isTrue();
+        assertThat(node.capability(StorageFencing.class)).as("fencing, on by default in PostgresStore").isPresent();
         long deposed = node.acquireEpoch();
         Store fenced = node.fencedBy(deposed);
         long successor = new NodeStore("node-2", real, new SendLog(false)).acquireEpoch();
@@ -55,7 +84,7 @@ class NodeStoreTest {
         assertThatThrownBy(() -> fenced.purge(List.of(1L))).as("a deposed leader's purge")
                 .isInstanceOf(StoreFencedException.class);
         node.cut();
-        assertThatThrownBy(() -> fenced.acquireEpoch()).as("the fenced view shares the node's cut")
+        assertThatThrownBy(() -> ((NodeStore) fenced).acquireEpoch()).as("the fenced view shares the node's cut")
                 .hasMessageContaining("node-1 has crashed");
     }
 }

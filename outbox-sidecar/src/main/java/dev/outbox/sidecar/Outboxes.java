@@ -1,5 +1,6 @@
 package dev.outbox.sidecar;
 
+
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outbox.Dispatcher;
@@ -149,7 +150,7 @@ public final class Outboxes implements SmartLifecycle, AutoCloseable {
                     .listener(status);
             if (o.getDispatcher().isLeaderElection()) {
                 try {
-                    int shards = store.store().shards();
+                    int shards = dev.outbox.spi.Sharding.of(store.store());
                     if (shards > 1) {
                         b.leaderTransport(OutboxKafkaClients.shardedLeaderTransport(connection, leaderTopic, shards,
                                 prefix + ".kafka", o.getKafka(), config, broker));

@@ -1,5 +1,6 @@
 package dev.outbox.sidecar;
 
+
 import dev.outbox.ParkedMessage;
 import dev.outbox.ParkedRecord;
 import org.slf4j.Logger;
@@ -158,7 +159,7 @@ public final class ParkedOperations {
      */
     public int replay(String outbox, Collection<Long> ids, String who) {
         List<ParkedRecord> records = selected(outbox, ids).stream().map(ParkedMessage::record).toList();
-        int replayed = outbox(outbox).store().replay(checked(ids));
+        int replayed = outbox(outbox).parked().replay(checked(ids));
         audit.info("AUDIT {} replayed {} parked record(s) of outbox '{}': {}", quoted(who), replayed, outbox,
                 describe(records));
         return replayed;
@@ -197,7 +198,7 @@ public final class ParkedOperations {
      */
     public int replayMatching(String outbox, ParkedFilter filter, long expected, String who) {
         SidecarOutbox o = outbox(outbox);
-        return matching(o, filter, expected, who, "replayed", ids -> o.store().replay(ids));
+        return matching(o, filter, expected, who, "replayed", ids -> o.parked().replay(ids));
     }
 
     /**

@@ -31,7 +31,7 @@ public final class SidecarOutbox {
         this.name = Objects.requireNonNull(name, "name");
         this.pool = Objects.requireNonNull(pool, "pool");
         this.store = Objects.requireNonNull(store, "store");
-        this.parked = (ParkedRecords) store;
+        this.parked = Store.require(store, ParkedRecords.class, "the operator API");
         this.dispatcher = Objects.requireNonNull(dispatcher, "dispatcher");
         this.status = Objects.requireNonNull(status, "status");
     }

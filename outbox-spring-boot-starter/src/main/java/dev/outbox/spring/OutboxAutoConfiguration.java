@@ -156,10 +156,10 @@ public class OutboxAutoConfiguration {
             try {
                 Dispatcher.Builder b = Dispatcher.builder(store, broker).config(config);
                 set("outbox.dispatcher.name", d.getName(), b::name);
-                if (d.isLeaderElection() && store.shards() > 1) {
+                if (d.isLeaderElection() && dev.outbox.spi.Sharding.of(store) > 1) {
                     b.leaderTransport(OutboxKafkaClients.shardedLeaderTransport(
                             OutboxKafkaClients.connectionProperties(kafkaProperties), leaderTopic(k, env),
-                            store.shards(), k, config, deliveryTimeout, env));
+                            dev.outbox.spi.Sharding.of(store), k, config, deliveryTimeout, env));
                 } else if (d.isLeaderElection()) {
                     b.leaderTransport(OutboxKafkaClients.leaderTransport(
                             OutboxKafkaClients.connectionProperties(kafkaProperties), leaderTopic(k, env), k, config,

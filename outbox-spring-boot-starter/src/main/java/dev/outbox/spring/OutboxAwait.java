@@ -82,7 +82,7 @@ public final class OutboxAwait {
             throw new IllegalArgumentException("OutboxAwait needs one of the SQL stores (Postgres, MySQL), not "
                     + store);
         }
-        if (!store.supportsMark()) {
+        if (!store.capability(dev.outbox.spi.MarkHarvest.class).isPresent()) {
             throw new IllegalArgumentException("OutboxAwait needs the table harvest, and " + store + " harvests the"
                     + " WAL (outbox.store.wal.url)");
         }

@@ -1,5 +1,7 @@
 package dev.outbox.spring;
 
+import dev.outbox.testkit.Capabilities;
+
 import dev.outbox.DispatcherHealth;
 import dev.outbox.micrometer.OutboxMetrics;
 import dev.outbox.spi.Store;
@@ -65,18 +67,18 @@ abstract class JdbcOutboxContract {
                     .isEqualTo("application/json");
         }
         assertThat(jdbc.queryForList("SELECT id FROM orders ORDER BY id", Long.class)).containsExactly(1L, 3L);
-        Await.untilOrFail(() -> store.backlog() == 0, TIMEOUT, () -> "outbox purged, backlog " + store.backlog());
+        Await.untilOrFail(() -> Capabilities.gauges(store).backlog() == 0, TIMEOUT, () -> "outbox purged, backlog " + Capabilities.gauges(store).backlog());
     }
 
     @Test
     void aPublishOutsideATransactionFailsClearlyAndWritesNothing() {
-        long before = store.backlog();
+        long before = Capabilities.gauges(store).backlog();
 
         assertThatThrownBy(() -> publisher.publish("orders", "customer-x", "no transaction"))
                 .isInstanceOf(IllegalTransactionStateException.class)
                 .hasMessageContaining("No transaction is active")
                 .hasMessageContaining("outbox.publisher.require-transaction");
-        assertThat(store.backlog()).isLessThanOrEqualTo(before);
+        assertThat(Capabilities.gauges(store).backlog()).isLessThanOrEqualTo(before);
     }
 
     @Test

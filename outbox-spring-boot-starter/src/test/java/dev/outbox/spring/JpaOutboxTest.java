@@ -1,5 +1,7 @@
 package dev.outbox.spring;
 
+import dev.outbox.testkit.Capabilities;
+
 import dev.outbox.spi.Store;
 import dev.outbox.spring.app.JpaOrders;
 import dev.outbox.spring.app.TestApplication;
@@ -71,6 +73,6 @@ class JpaOutboxTest {
                     .containsExactly("{\"orderId\":101,\"customer\":\"jpa-customer\"}",
                             "{\"orderId\":103,\"customer\":\"jpa-customer\"}");
         }
-        Await.untilOrFail(() -> store.backlog() == 0, Duration.ofSeconds(60), () -> "outbox purged");
+        Await.untilOrFail(() -> Capabilities.gauges(store).backlog() == 0, Duration.ofSeconds(60), () -> "outbox purged");
     }
 }

@@ -1,5 +1,7 @@
 package dev.outbox.spring;
 
+import dev.outbox.testkit.Capabilities;
+
 import dev.outbox.Dispatcher;
 import dev.outbox.spi.Store;
 import dev.outbox.spring.app.JdbcOrders;
@@ -92,7 +94,7 @@ class LeaderTakeoverTest {
                 perKey.forEach((key, seen) -> assertThat(seen).as("order ids of %s as consumed", key).isSorted());
             }
             Store store = standby.getBean(Store.class);
-            Await.untilOrFail(() -> store.backlog() == 0, TIMEOUT, () -> "outbox purged by the new leader");
+            Await.untilOrFail(() -> Capabilities.gauges(store).backlog() == 0, TIMEOUT, () -> "outbox purged by the new leader");
         } finally {
             second.close();
             first.close();

@@ -1,5 +1,9 @@
 package dev.outbox.spring;
 
+import dev.outbox.testkit.Capabilities;
+
+import dev.outbox.spi.CommitSignals;
+
 import dev.outbox.spi.Store;
 import dev.outbox.spring.app.TestApplication;
 import dev.outbox.store.mysql.MySqlStore;
@@ -55,7 +59,7 @@ class MySqlOutboxTest extends JdbcOutboxContract {
     @Test
     void aCommittedTransactionWakesALeaderInThisProcessAndARolledBackOneDoesNot() {
         AtomicInteger wakeUps = new AtomicInteger();
-        try (Store.CommitWatch watch = store.watchCommits(wakeUps::incrementAndGet)) {
+        try (CommitSignals.CommitWatch watch = Capabilities.signals(store).watchCommits(wakeUps::incrementAndGet)) {
             orders.place(1001, "wake-up", false);
             assertThat(wakeUps).as("after the commit").hasValue(1);
             assertThatThrownBy(() -> orders.place(1002, "wake-up", true)).isInstanceOf(IllegalStateException.class);

@@ -1,5 +1,7 @@
 package dev.outbox.spring;
 
+import dev.outbox.testkit.Capabilities;
+
 import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherHealth;
 import dev.outbox.spi.Store;
@@ -64,7 +66,7 @@ class ShardedOutboxTest {
             second = start(properties);
             Dispatcher a = dispatcher(first);
             Dispatcher b = dispatcher(second);
-            assertThat(first.getBean(Store.class).shards()).isEqualTo(4);
+            assertThat(Capabilities.sharding(first.getBean(Store.class)).shards()).isEqualTo(4);
             Await.untilOrFail(() -> led(a).size() + led(b).size() == 4 && !led(a).isEmpty() && !led(b).isEmpty(),
                     TIMEOUT, () -> "the two contexts share the 4 shards: first leads " + led(a) + ", second " + led(b));
             assertThat(led(a)).as("shards led by both").doesNotContainAnyElementsOf(led(b));
@@ -89,7 +91,7 @@ class ShardedOutboxTest {
                 assertThat(distinct(got)).isEqualTo(ORDERS);
             }
             Store store = second.getBean(Store.class);
-            Await.untilOrFail(() -> store.backlog() == 0, TIMEOUT, () -> "outbox purged, backlog " + store.backlog());
+            Await.untilOrFail(() -> Capabilities.gauges(store).backlog() == 0, TIMEOUT, () -> "outbox purged, backlog " + Capabilities.gauges(store).backlog());
         } finally {
             if (second != null) {
                 second.close();

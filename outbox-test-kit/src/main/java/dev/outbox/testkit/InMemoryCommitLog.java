@@ -391,6 +391,19 @@ public final class InMemoryCommitLog {
         }
     }
 
+    /** Deletes the given parked messages for good; returns how many there were. */
+    int discard(java.util.Collection<Long> ids) {
+        synchronized (lock) {
+            int n = 0;
+            for (Long id : ids) {
+                if (id != null && parked.remove(id) != null) {
+                    n++;
+                }
+            }
+            return n;
+        }
+    }
+
     /** Removes the given parked messages and appends them to the log as one new committed transaction. */
     int replay(java.util.Collection<Long> parkedIdsToReplay) {
         synchronized (lock) {

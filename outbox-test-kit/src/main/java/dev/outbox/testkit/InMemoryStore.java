@@ -3,6 +3,8 @@ package dev.outbox.testkit;
 import dev.outbox.OutboxMessage;
 import dev.outbox.OutboxShards;
 import dev.outbox.OutboxRecord;
+import dev.outbox.ParkedMessage;
+import dev.outbox.ParkedQuery;
 import dev.outbox.ParkedRecord;
 import dev.outbox.Publisher;
 import dev.outbox.spi.MarkResult;
@@ -11,6 +13,14 @@ import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkedRow;
 import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.RowChecks;
+import dev.outbox.spi.CommitSignals;
+import dev.outbox.spi.CursorHarvest;
+import dev.outbox.spi.Gauges;
+import dev.outbox.spi.MarkHarvest;
+import dev.outbox.spi.ParkedKeys;
+import dev.outbox.spi.ParkedRecords;
+import dev.outbox.spi.Sharding;
+import dev.outbox.spi.StorageFencing;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
 import dev.outbox.spi.StoreFencedException;
@@ -60,7 +70,7 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>Thread-safe: every call is atomic under one lock (injected delays are spent outside it).
  */
-public final class InMemoryStore implements Store {
+public final class InMemoryStore implements Store, MarkHarvest, CursorHarvest, CommitSignals, StorageFencing, Sharding, ParkedRecords, ParkedKeys, Gauges {
 
     /**
      * A row of the outbox as a test sees it, a snapshot.
@@ -171,7 +181,7 @@ public final class InMemoryStore implements Store {
     }
 
     /**
-     * Turns storage fencing on or off (off by default): with it on, {@link #supportsFencing()} is true and the
+     * Turns storage fencing on or off (off by default): with it on, the store has {@link StorageFencing} and the
      * writes of {@link #fencedBy} views check the epoch. Set it before a dispatcher starts on this store.
      *
      * @param on {@code true} to model a store with storage fencing (as the SQL stores with a lease table)
@@ -196,6 +206,19 @@ public final class InMemoryStore implements Store {
                 r.shard = -1;
             }
         }
+    }
+
+    /**
+     * {@inheritDoc} {@link StorageFencing} only with {@link #setFencing fencing} on, {@link CommitSignals} only with
+     * {@link #commitNotifications} on; every other capability always.
+     */
+    @Override
+    public <T> Optional<T> capability(Class<T> type) {
+        return has(type) ? Store.super.capability(type) : Optional.empty();
+    }
+
+    private boolean has(Class<?> type) {
+        return !(type == StorageFencing.class && !fencing || type == CommitSignals.class && !commitNotifications);
     }
 
     @Override
@@ -269,7 +292,7 @@ public final class InMemoryStore implements Store {
     }
 
     @Override
-    public CommitWatch watchCommits(Runnable wakeUp) {
+    public CommitSignals.CommitWatch watchCommits(Runnable wakeUp) {
         Objects.requireNonNull(wakeUp, "wakeUp");
         if (!commitNotifications) {
             return null;
@@ -407,11 +430,6 @@ public final class InMemoryStore implements Store {
         }
         leave(Operation.MARK, fault, "mark(" + leaderId + ", " + limit + ")");
         return new MarkResult(records, rejected);
-    }
-
-    @Override
-    public boolean supportsRead() {
-        return true;
     }
 
     /**
@@ -594,11 +612,6 @@ public final class InMemoryStore implements Store {
         leave(Operation.PARK, fault, "park of " + reasons.size() + " ids");
     }
 
-    @Override
-    public boolean supportsFencing() {
-        return fencing;
-    }
-
     /** {@inheritDoc} An injected failure after the change leaves the epoch incremented. */
     @Override
     public long acquireEpoch() {
@@ -659,12 +672,49 @@ public final class InMemoryStore implements Store {
         return result;
     }
 
+    @Override
+    public List<ParkedRecord> parked(ParkedQuery query) {
+        return ParkedPages.page(query, parkedRows());
+    }
+
+    @Override
+    public long parkedCount(ParkedQuery query) {
+        return ParkedPages.count(query, parkedRows());
+    }
+
+    @Override
+    public Optional<ParkedMessage> parkedMessage(long id) {
+        synchronized (lock) {
+            StoredRow row = parked.get(id);
+            if (row == null) {
+                return Optional.empty();
+            }
+            OutboxMessage m = row.message;
+            return Optional.of(new ParkedMessage(row.toParked(), row.createdAt, m == null ? null : m.value(),
+                    m == null ? List.of() : m.headers(), row.malformedReason));
+        }
+    }
+
+    @Override
+    public int discard(Collection<Long> ids) {
+        Objects.requireNonNull(ids, "ids");
+        synchronized (lock) {
+            int n = 0;
+            for (Long id : ids) {
+                if (id != null && parked.remove(id) != null) {
+                    n++;
+                }
+            }
+            return n;
+        }
+    }
+
     /**
      * {@inheritDoc}
      *
      * <p>Rows are replayed in ascending order of their parked id; each new row gets the current time as its
      * creation time. Then each replayed key's outbox rows with ids above its first replayed row's parked id are
-     * moved behind them, in id order, keeping their creation time and message id (see {@link Store#replay}).
+     * moved behind them, in id order, keeping their creation time and message id (see {@link dev.outbox.spi.ParkedRecords#replay}).
      */
     @Override
     public int replay(Collection<Long> ids) {
@@ -707,12 +757,6 @@ public final class InMemoryStore implements Store {
         }
         leave(Operation.REPLAY, fault, "replay of " + ids.size() + " ids");
         return replayed;
-    }
-
-    /** Held keys are supported: {@link #parkedKeys()}, and {@link #replay} moves a key's later rows. */
-    @Override
-    public boolean supportsHoldKey() {
-        return true;
     }
 
     /** The distinct keys of the parked rows (fault-injected as {@link Operation#PARKED}). */
@@ -925,7 +969,7 @@ public final class InMemoryStore implements Store {
      * A view of this store: one shard's rows (or all), its writes fenced by one epoch (or unfenced); everything else
      * is the store's own.
      */
-    private final class View implements Store {
+    private final class View implements Store, MarkHarvest, CursorHarvest, CommitSignals, StorageFencing, Sharding, ParkedRecords, ParkedKeys, Gauges {
         private final Scope scope;
 
         View(Scope scope) {
@@ -943,23 +987,13 @@ public final class InMemoryStore implements Store {
         }
 
         @Override
-        public boolean supportsRead() {
-            return true;
-        }
-
-        @Override
         public ReadResult read(long after, List<IdRange> recheck, int limit) {
             return InMemoryStore.this.read(after, recheck, limit, scope.shard());
         }
 
         @Override
-        public CommitWatch watchCommits(Runnable wakeUp) {
+        public CommitSignals.CommitWatch watchCommits(Runnable wakeUp) {
             return InMemoryStore.this.watchCommits(wakeUp);
-        }
-
-        @Override
-        public boolean supportsFencing() {
-            return InMemoryStore.this.supportsFencing();
         }
 
         @Override
@@ -1008,8 +1042,23 @@ public final class InMemoryStore implements Store {
         }
 
         @Override
-        public boolean supportsHoldKey() {
-            return true;
+        public List<ParkedRecord> parked(ParkedQuery query) {
+            return InMemoryStore.this.parked(query);
+        }
+
+        @Override
+        public long parkedCount(ParkedQuery query) {
+            return InMemoryStore.this.parkedCount(query);
+        }
+
+        @Override
+        public Optional<ParkedMessage> parkedMessage(long id) {
+            return InMemoryStore.this.parkedMessage(id);
+        }
+
+        @Override
+        public int discard(Collection<Long> ids) {
+            return InMemoryStore.this.discard(ids);
         }
 
         @Override
@@ -1030,6 +1079,22 @@ public final class InMemoryStore implements Store {
         @Override
         public Optional<Instant> oldestCreateTime() {
             return InMemoryStore.this.oldestCreateTime(scope.shard());
+        }
+
+        @Override
+        public <T> Optional<T> capability(Class<T> type) {
+            return has(type) ? Store.super.capability(type) : Optional.empty();
+        }
+
+        @Override
+        public int shards() {
+            return 1;
+        }
+
+        @Override
+        public Store shard(int index) {
+            OutboxShards.checkIndex(index, 1);
+            return this;
         }
 
         @Override

@@ -2,6 +2,8 @@ package dev.outbox.testkit;
 
 import dev.outbox.OutboxMessage;
 import dev.outbox.OutboxRecord;
+import dev.outbox.ParkedMessage;
+import dev.outbox.ParkedQuery;
 import dev.outbox.ParkedRecord;
 import dev.outbox.Publisher;
 import dev.outbox.spi.CommitStream;
@@ -9,6 +11,9 @@ import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.MarkedRow;
 import dev.outbox.spi.ReadResult;
+import dev.outbox.spi.CursorHarvest;
+import dev.outbox.spi.Gauges;
+import dev.outbox.spi.ParkedRecords;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
 import dev.outbox.spi.StreamHarvest;
@@ -51,7 +56,7 @@ import java.util.UUID;
  *
  * <p>Thread-safe.
  */
-public final class InMemoryStreamStore implements Store {
+public final class InMemoryStreamStore implements Store, CursorHarvest, ParkedRecords, Gauges {
     private final InMemoryCommitLog log;
     private final String name;
     private final Clock clock;
@@ -171,21 +176,6 @@ public final class InMemoryStreamStore implements Store {
     }
 
     @Override
-    public MarkResult mark(UUID leaderId, int limit) {
-        throw new UnsupportedOperationException("a stream-harvested store has no mark: use the cursor harvest");
-    }
-
-    @Override
-    public boolean supportsMark() {
-        return false;
-    }
-
-    @Override
-    public boolean supportsRead() {
-        return true;
-    }
-
-    @Override
     public ReadResult read(long after, List<IdRange> recheck, int limit) {
         Fault f = faults.decide(Operation.READ);
         if (f.failure() == Failure.BEFORE || f.failure() == Failure.AFTER) {
@@ -205,16 +195,6 @@ public final class InMemoryStreamStore implements Store {
         Fault f = before(Operation.PURGE);
         harvest.finished(ids);
         after(f, "purge");
-    }
-
-    @Override
-    public void reset(UUID leaderId, Collection<Long> ids) {
-        Objects.requireNonNull(ids, "ids");
-        Map<Long, Instant> now = new LinkedHashMap<>();
-        for (Long id : ids) {
-            now.put(id, clock.instant());
-        }
-        retryLater(now);
     }
 
     @Override
@@ -250,15 +230,40 @@ public final class InMemoryStreamStore implements Store {
     }
 
     @Override
-    public List<ParkedRecord> parked(int limit) {
-        if (limit < 1) {
-            throw new IllegalArgumentException("limit must be at least 1: " + limit);
+    public List<ParkedRecord> parked(ParkedQuery query) {
+        return ParkedPages.page(query, allParked());
+    }
+
+    @Override
+    public long parkedCount(ParkedQuery query) {
+        return ParkedPages.count(query, allParked());
+    }
+
+    @Override
+    public Optional<ParkedMessage> parkedMessage(long id) {
+        for (InMemoryCommitLog.ParkedEntry p : log.parked(Integer.MAX_VALUE)) {
+            if (p.parkedId() == id) {
+                return Optional.of(new ParkedMessage(toRecord(p), null, p.payload(), List.of(), null));
+            }
         }
+        return Optional.empty();
+    }
+
+    @Override
+    public int discard(Collection<Long> ids) {
+        return log.discard(Objects.requireNonNull(ids, "ids"));
+    }
+
+    private List<ParkedRecord> allParked() {
         List<ParkedRecord> out = new ArrayList<>();
-        for (InMemoryCommitLog.ParkedEntry p : log.parked(limit)) {
-            out.add(new ParkedRecord(p.parkedId(), p.topic(), p.key(), p.attempts(), p.reason(), p.parkedAt()));
+        for (InMemoryCommitLog.ParkedEntry p : log.parked(Integer.MAX_VALUE)) {
+            out.add(toRecord(p));
         }
         return out;
+    }
+
+    private static ParkedRecord toRecord(InMemoryCommitLog.ParkedEntry p) {
+        return new ParkedRecord(p.parkedId(), p.topic(), p.key(), p.attempts(), p.reason(), p.parkedAt());
     }
 
     @Override

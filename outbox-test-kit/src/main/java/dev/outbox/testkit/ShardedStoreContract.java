@@ -23,7 +23,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
- * What a sharded store must do ({@link Store#shards()} &gt; 1, see {@link Store#shard}), for every store that can be
+ * What a sharded store must do ({@link dev.outbox.spi.Sharding#shards} &gt; 1, see {@link dev.outbox.spi.Sharding#shard}), for every store that can be
  * sharded, beside the {@link StoreContract} it passes unsharded: a shard's view marks, reads, counts and dates only
  * the shard's rows; purge, reset, failure records and parking act by id across shards; each shard fences with an
  * epoch of its own; parked rows and the publisher are the whole outbox's.
@@ -74,7 +74,7 @@ public abstract class ShardedStoreContract {
     @BeforeEach
     final void createFreshStore() {
         store = createStore(SHARDS);
-        assertThat(store.shards()).as("createStore(%d).shards()", SHARDS).isEqualTo(SHARDS);
+        assertThat(Capabilities.sharding(store).shards()).as("createStore(%d).shards()", SHARDS).isEqualTo(SHARDS);
     }
 
     @AfterEach
@@ -110,7 +110,7 @@ public abstract class ShardedStoreContract {
             }
             tx.commit();
         }
-        return store.read(0, List.of(), 10_000).rows().records();
+        return Capabilities.reading(store).read(0, List.of(), 10_000).rows().records();
     }
 
     private static List<String> all(List<List<String>> keys) {
@@ -131,15 +131,15 @@ public abstract class ShardedStoreContract {
             int shard = s;
             List<Long> expected = ids(rows.stream().filter(r -> OutboxShards.shardOf(r.key(), SHARDS) == shard)
                     .collect(Collectors.toList()));
-            Store view = store.shard(s);
-            assertThat(view.shards()).as("a shard's view is one outbox").isEqualTo(1);
-            assertThat(ids(view.read(0, List.of(), 100).rows().records())).as("read of shard %d", s)
+            Store view = Capabilities.sharding(store).shard(s);
+            assertThat(Capabilities.sharding(view).shards()).as("a shard's view is one outbox").isEqualTo(1);
+            assertThat(ids(Capabilities.reading(view).read(0, List.of(), 100).rows().records())).as("read of shard %d", s)
                     .containsExactlyElementsOf(expected);
-            assertThat(ids(view.read(0, List.of(), 2).rows().records())).as("the limit counts the shard's rows")
+            assertThat(ids(Capabilities.reading(view).read(0, List.of(), 2).rows().records())).as("the limit counts the shard's rows")
                     .containsExactlyElementsOf(expected.subList(0, 2));
-            assertThat(ids(view.read(last, List.of(new IdRange(1, last)), 100).rows().records()))
+            assertThat(ids(Capabilities.reading(view).read(last, List.of(new IdRange(1, last)), 100).rows().records()))
                     .as("a recheck range of shard %d", s).containsExactlyElementsOf(expected);
-            List<OutboxRecord> marked = view.mark(UUID.randomUUID(), 100).records();
+            List<OutboxRecord> marked = Capabilities.marking(view).mark(UUID.randomUUID(), 100).records();
             assertThat(ids(marked)).as("mark of shard %d", s).containsExactlyElementsOf(expected);
             assertThat(marked).allSatisfy(r -> assertThat(OutboxShards.shardOf(r.key(), SHARDS)).isEqualTo(shard));
             seen.addAll(expected);
@@ -153,28 +153,28 @@ public abstract class ShardedStoreContract {
         List<OutboxRecord> rows = commit(all(keys));
         Map<Integer, List<OutboxRecord>> byShard = rows.stream()
                 .collect(Collectors.groupingBy(r -> OutboxShards.shardOf(r.key(), SHARDS)));
-        Store zero = store.shard(0);
+        Store zero = Capabilities.sharding(store).shard(0);
         UUID leader = UUID.randomUUID();
 
         zero.purge(ids(byShard.get(1)));
         zero.park(Map.of(byShard.get(2).get(0).id(), "poison"));
         zero.retryLater(Map.of(byShard.get(3).get(0).id(), java.time.Instant.now().plusSeconds(60)));
-        OutboxRecord marked = store.shard(3).mark(leader, 1).records().get(0);
-        zero.reset(leader, List.of(marked.id()));
+        OutboxRecord marked = Capabilities.marking(Capabilities.sharding(store).shard(3)).mark(leader, 1).records().get(0);
+        Capabilities.marking(zero).reset(leader, List.of(marked.id()));
 
-        assertThat(store.shard(1).backlog()).as("shard 1's rows purged through shard 0's view").isZero();
-        assertThat(store.shard(1).read(0, List.of(), 100).rows().records()).isEmpty();
-        assertThat(store.parkedCount()).isEqualTo(1);
-        assertThat(zero.parkedCount()).as("parked rows are the whole outbox's").isEqualTo(1);
-        assertThat(zero.parked(10)).extracting(p -> p.id()).containsExactly(byShard.get(2).get(0).id());
-        OutboxRecord retried = store.shard(3).read(0, List.of(), 100).rows().records().stream()
+        assertThat(Capabilities.gauges(Capabilities.sharding(store).shard(1)).backlog()).as("shard 1's rows purged through shard 0's view").isZero();
+        assertThat(Capabilities.reading(Capabilities.sharding(store).shard(1)).read(0, List.of(), 100).rows().records()).isEmpty();
+        assertThat(Capabilities.gauges(store).parkedCount()).isEqualTo(1);
+        assertThat(Capabilities.gauges(zero).parkedCount()).as("parked rows are the whole outbox's").isEqualTo(1);
+        assertThat(Capabilities.parkedRecords(zero).parked(10)).extracting(p -> p.id()).containsExactly(byShard.get(2).get(0).id());
+        OutboxRecord retried = Capabilities.reading(Capabilities.sharding(store).shard(3)).read(0, List.of(), 100).rows().records().stream()
                 .filter(r -> r.id() == byShard.get(3).get(0).id()).findFirst().orElseThrow();
         assertThat(retried.attempts()).as("failure record and reset each count an attempt").isEqualTo(2);
         assertThat(retried.nextAttemptAt()).isNotNull();
-        assertThat(store.shard(2).replay(List.of(byShard.get(2).get(0).id()))).isEqualTo(1);
-        assertThat(store.shard(2).read(0, List.of(), 100).rows().records()).extracting(OutboxRecord::key)
+        assertThat(Capabilities.parkedRecords(Capabilities.sharding(store).shard(2)).replay(List.of(byShard.get(2).get(0).id()))).isEqualTo(1);
+        assertThat(Capabilities.reading(Capabilities.sharding(store).shard(2)).read(0, List.of(), 100).rows().records()).extracting(OutboxRecord::key)
                 .as("the replayed row is back in its key's shard").hasSize(byShard.get(2).size());
-        assertThat(store.shard(2).publisher()).as("the publisher is the whole outbox's").isNotNull();
+        assertThat(Capabilities.sharding(store).shard(2).publisher()).as("the publisher is the whole outbox's").isNotNull();
     }
 
     @Test
@@ -182,27 +182,27 @@ public abstract class ShardedStoreContract {
         List<OutboxRecord> rows = commit(all(keysByShard()));
         Map<Integer, List<OutboxRecord>> byShard = rows.stream()
                 .collect(Collectors.groupingBy(r -> OutboxShards.shardOf(r.key(), SHARDS)));
-        long zeroEpoch = store.shard(0).acquireEpoch();
-        long oneEpoch = store.shard(1).acquireEpoch();
-        Store zero = store.shard(0).fencedBy(zeroEpoch);
-        Store one = store.shard(1).fencedBy(oneEpoch);
+        long zeroEpoch = Capabilities.fencing(Capabilities.sharding(store).shard(0)).acquireEpoch();
+        long oneEpoch = Capabilities.fencing(Capabilities.sharding(store).shard(1)).acquireEpoch();
+        Store zero = Capabilities.fencing(Capabilities.sharding(store).shard(0)).fencedBy(zeroEpoch);
+        Store one = Capabilities.fencing(Capabilities.sharding(store).shard(1)).fencedBy(oneEpoch);
 
-        long newer = store.shard(1).acquireEpoch();
+        long newer = Capabilities.fencing(Capabilities.sharding(store).shard(1)).acquireEpoch();
         assertThat(newer).isGreaterThan(oneEpoch);
         zero.purge(List.of(byShard.get(0).get(0).id()));
-        assertThat(zero.mark(UUID.randomUUID(), 100).records())
+        assertThat(Capabilities.marking(zero).mark(UUID.randomUUID(), 100).records())
                 .as("shard 1's new epoch does not fence shard 0's leader").hasSize(byShard.get(0).size() - 1);
         assertThatThrownBy(() -> one.purge(List.of(byShard.get(1).get(0).id())))
                 .as("shard 1's deposed leader").isInstanceOf(StoreFencedException.class);
-        assertThatThrownBy(() -> one.mark(UUID.randomUUID(), 100)).isInstanceOf(StoreFencedException.class);
-        assertThat(store.shard(1).backlog()).as("the refused purge changed nothing").isEqualTo(byShard.get(1).size());
-        store.shard(1).fencedBy(newer).purge(List.of(byShard.get(1).get(0).id()));
-        assertThat(store.shard(1).backlog()).isEqualTo(byShard.get(1).size() - 1);
+        assertThatThrownBy(() -> Capabilities.marking(one).mark(UUID.randomUUID(), 100)).isInstanceOf(StoreFencedException.class);
+        assertThat(Capabilities.gauges(Capabilities.sharding(store).shard(1)).backlog()).as("the refused purge changed nothing").isEqualTo(byShard.get(1).size());
+        Capabilities.fencing(Capabilities.sharding(store).shard(1)).fencedBy(newer).purge(List.of(byShard.get(1).get(0).id()));
+        assertThat(Capabilities.gauges(Capabilities.sharding(store).shard(1)).backlog()).isEqualTo(byShard.get(1).size() - 1);
 
-        store.shard(0).acquireEpoch();
+        Capabilities.fencing(Capabilities.sharding(store).shard(0)).acquireEpoch();
         assertThatThrownBy(() -> zero.park(Map.of(byShard.get(0).get(1).id(), "late")))
                 .as("shard 0's own new epoch fences it").isInstanceOf(StoreFencedException.class);
-        assertThat(store.parkedCount()).isZero();
+        assertThat(Capabilities.gauges(store).parkedCount()).isZero();
     }
 
     @Test
@@ -210,23 +210,23 @@ public abstract class ShardedStoreContract {
         List<List<String>> keys = keysByShard();
         commit(keys.get(2));
         List<OutboxRecord> later = commit(keys.get(1));
-        assertThat(store.backlog()).isEqualTo(12);
-        assertThat(store.shard(0).backlog()).isZero();
-        assertThat(store.shard(0).oldestCreateTime()).isEmpty();
-        assertThat(store.shard(3).oldestCreateTime()).isEmpty();
-        assertThat(store.shard(1).backlog()).isEqualTo(6);
-        assertThat(store.shard(2).backlog()).isEqualTo(6);
+        assertThat(Capabilities.gauges(store).backlog()).isEqualTo(12);
+        assertThat(Capabilities.gauges(Capabilities.sharding(store).shard(0)).backlog()).isZero();
+        assertThat(Capabilities.gauges(Capabilities.sharding(store).shard(0)).oldestCreateTime()).isEmpty();
+        assertThat(Capabilities.gauges(Capabilities.sharding(store).shard(3)).oldestCreateTime()).isEmpty();
+        assertThat(Capabilities.gauges(Capabilities.sharding(store).shard(1)).backlog()).isEqualTo(6);
+        assertThat(Capabilities.gauges(Capabilities.sharding(store).shard(2)).backlog()).isEqualTo(6);
         OutboxRecord firstOfOne = later.stream().filter(r -> OutboxShards.shardOf(r.key(), SHARDS) == 1)
                 .min(Comparator.comparingLong(OutboxRecord::id)).orElseThrow();
-        assertThat(store.shard(1).oldestCreateTime()).contains(firstOfOne.createdAt());
-        assertThat(store.shard(2).oldestCreateTime()).isEqualTo(store.oldestCreateTime());
+        assertThat(Capabilities.gauges(Capabilities.sharding(store).shard(1)).oldestCreateTime()).contains(firstOfOne.createdAt());
+        assertThat(Capabilities.gauges(Capabilities.sharding(store).shard(2)).oldestCreateTime()).isEqualTo(Capabilities.gauges(store).oldestCreateTime());
     }
 
     @Test
     void shardIndicesOutsideTheCountAreRefusedNamingThem() {
-        assertThatThrownBy(() -> store.shard(SHARDS)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> Capabilities.sharding(store).shard(SHARDS)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining(Integer.toString(SHARDS));
-        assertThatThrownBy(() -> store.shard(-1)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> Capabilities.sharding(store).shard(-1)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("-1");
     }
 }

@@ -168,7 +168,7 @@ public abstract class StoreContract {
         Instant after = Instant.now();
         UUID leader = UUID.randomUUID();
 
-        MarkResult result = store.mark(leader, 10);
+        MarkResult result = Capabilities.marking(store).mark(leader, 10);
 
         assertThat(result.rejected()).isEmpty();
         assertThat(result.records()).hasSize(1);
@@ -265,7 +265,7 @@ public abstract class StoreContract {
             insertRow(small, TOPIC, four, 0);
             insertRow(small, TOPIC, five, 0);
 
-            MarkResult result = small.mark(UUID.randomUUID(), 10);
+            MarkResult result = Capabilities.marking(small).mark(UUID.randomUUID(), 10);
 
             assertThat(result.records()).extracting(OutboxRecord::key).containsExactly(four, four);
             assertThat(result.rejected()).hasSize(1);
@@ -283,7 +283,7 @@ public abstract class StoreContract {
         insertRow(store, "has space", "bad-topic", 0);
         insertRow(store, "", "empty-topic", 0);
 
-        MarkResult result = store.mark(UUID.randomUUID(), 10);
+        MarkResult result = Capabilities.marking(store).mark(UUID.randomUUID(), 10);
 
         assertThat(result.rejected()).extracting(MarkResult.Rejected::key)
                 .containsExactly("negative", "bad-topic", "empty-topic");
@@ -322,9 +322,9 @@ public abstract class StoreContract {
         }
         UUID leader = UUID.randomUUID();
 
-        List<OutboxRecord> first = store.mark(leader, 3).records();
-        List<OutboxRecord> second = store.mark(leader, 3).records();
-        List<OutboxRecord> rest = store.mark(leader, 10).records();
+        List<OutboxRecord> first = Capabilities.marking(store).mark(leader, 3).records();
+        List<OutboxRecord> second = Capabilities.marking(store).mark(leader, 3).records();
+        List<OutboxRecord> rest = Capabilities.marking(store).mark(leader, 10).records();
 
         assertThat(first).extracting(this::valueOf).containsExactly("v0", "v1", "v2");
         assertThat(second).extracting(this::valueOf).containsExactly("v3", "v4", "v5");
@@ -334,12 +334,12 @@ public abstract class StoreContract {
         all.addAll(rest);
         assertAscendingIds(all);
         assertThat(all).allSatisfy(r -> assertThat(r.leaderId()).isEqualTo(leader));
-        assertThat(store.mark(leader, 10).isEmpty()).as("nothing left to mark").isTrue();
+        assertThat(Capabilities.marking(store).mark(leader, 10).isEmpty()).as("nothing left to mark").isTrue();
     }
 
     @Test
     void markOfAnEmptyOutboxReturnsNothing() {
-        MarkResult result = store.mark(UUID.randomUUID(), 100);
+        MarkResult result = Capabilities.marking(store).mark(UUID.randomUUID(), 100);
 
         assertThat(result.isEmpty()).isTrue();
         assertThat(result.records()).isEmpty();
@@ -352,11 +352,11 @@ public abstract class StoreContract {
         commit(msg("c", "3"));
         UUID leader = UUID.randomUUID();
 
-        assertThat(store.mark(leader, 10).records()).hasSize(3);
-        assertThat(store.mark(leader, 10).isEmpty()).as("second mark with the same leader id").isTrue();
+        assertThat(Capabilities.marking(store).mark(leader, 10).records()).hasSize(3);
+        assertThat(Capabilities.marking(store).mark(leader, 10).isEmpty()).as("second mark with the same leader id").isTrue();
 
         commit(msg("d", "4"));
-        assertThat(store.mark(leader, 10).records()).extracting(this::valueOf).containsExactly("4");
+        assertThat(Capabilities.marking(store).mark(leader, 10).records()).extracting(this::valueOf).containsExactly("4");
     }
 
     @Test
@@ -366,29 +366,29 @@ public abstract class StoreContract {
         }
         UUID oldLeader = UUID.randomUUID();
         UUID newLeader = UUID.randomUUID();
-        List<OutboxRecord> byOld = store.mark(oldLeader, 10).records();
+        List<OutboxRecord> byOld = Capabilities.marking(store).mark(oldLeader, 10).records();
         assertThat(byOld).hasSize(5);
 
-        List<OutboxRecord> stolen = store.mark(newLeader, 2).records();
+        List<OutboxRecord> stolen = Capabilities.marking(store).mark(newLeader, 2).records();
 
         assertThat(stolen).extracting(OutboxRecord::id).containsExactly(byOld.get(0).id(), byOld.get(1).id());
         assertThat(stolen).allSatisfy(r -> assertThat(r.leaderId()).isEqualTo(newLeader));
         assertThat(stolen).extracting(OutboxRecord::message)
                 .containsExactly(byOld.get(0).message(), byOld.get(1).message());
         // the old leader's id now differs on the stolen rows, so it would take them back
-        assertThat(store.mark(oldLeader, 10).records()).extracting(OutboxRecord::id)
+        assertThat(Capabilities.marking(store).mark(oldLeader, 10).records()).extracting(OutboxRecord::id)
                 .containsExactly(byOld.get(0).id(), byOld.get(1).id());
         // the new leader goes on with the rest
-        assertThat(store.mark(newLeader, 10).records()).extracting(OutboxRecord::id)
+        assertThat(Capabilities.marking(store).mark(newLeader, 10).records()).extracting(OutboxRecord::id)
                 .containsExactly(byOld.get(0).id(), byOld.get(1).id(), byOld.get(2).id(), byOld.get(3).id(),
                         byOld.get(4).id());
     }
 
     @Test
     void markRejectsANullLeaderIdAndALimitBelowOne() {
-        assertThatThrownBy(() -> store.mark(null, 10))
+        assertThatThrownBy(() -> Capabilities.marking(store).mark(null, 10))
                 .isInstanceOfAny(IllegalArgumentException.class, NullPointerException.class);
-        assertThatThrownBy(() -> store.mark(UUID.randomUUID(), 0))
+        assertThatThrownBy(() -> Capabilities.marking(store).mark(UUID.randomUUID(), 0))
                 .isInstanceOfAny(IllegalArgumentException.class)
                 .hasMessageContaining("0");
     }
@@ -403,18 +403,18 @@ public abstract class StoreContract {
             early.publish(msg("late", "taken first, committed last"));
             commit(msg("other", "committed first"));
 
-            firstPass = store.mark(leader, 10).records();
+            firstPass = Capabilities.marking(store).mark(leader, 10).records();
             assertThat(firstPass).extracting(this::valueOf).containsExactly("committed first");
-            assertThat(store.backlog()).as("backlog before the late commit").isEqualTo(1);
+            assertThat(Capabilities.gauges(store).backlog()).as("backlog before the late commit").isEqualTo(1);
 
             early.commit();
         }
 
-        List<OutboxRecord> secondPass = store.mark(leader, 10).records();
+        List<OutboxRecord> secondPass = Capabilities.marking(store).mark(leader, 10).records();
         assertThat(secondPass).extracting(this::valueOf).containsExactly("taken first, committed last");
         assertThat(secondPass.get(0).id()).as("the late row took its id before the other row was written")
                 .isLessThan(firstPass.get(0).id());
-        assertThat(store.mark(leader, 10).isEmpty()).isTrue();
+        assertThat(Capabilities.marking(store).mark(leader, 10).isEmpty()).isTrue();
     }
 
     @Test
@@ -429,19 +429,19 @@ public abstract class StoreContract {
         commit(msg("k", "kept"));
 
         assertThat(markAll(UUID.randomUUID())).extracting(this::valueOf).containsExactly("kept");
-        assertThat(store.backlog()).isEqualTo(1);
+        assertThat(Capabilities.gauges(store).backlog()).isEqualTo(1);
     }
 
     // ---- read (cursor harvest) ------------------------------------------------------------------------------
 
     /** Reads rows above {@code after} with no recheck ranges; requires a store that supports read. */
     private ReadResult read(long after, int limit) {
-        return store.read(after, List.of(), limit);
+        return Capabilities.reading(store).read(after, List.of(), limit);
     }
 
     @Test
     void readReturnsCommittedRowsAboveTheCursorInIdOrderUpToTheLimitAndChangesNothing() {
-        assertThat(store.supportsRead()).as("supportsRead()").isTrue();
+        assertThat(store.capability(dev.outbox.spi.CursorHarvest.class).isPresent()).as("supportsRead()").isTrue();
         for (int i = 0; i < 5; i++) {
             commit(msg("k" + (i % 2), "v" + i));
         }
@@ -452,8 +452,8 @@ public abstract class StoreContract {
         assertThat(read(cursor, 10).rows().records()).extracting(this::valueOf).containsExactly("v3", "v4");
         assertThat(read(0, 10).rows().records()).as("a read marks nothing: the same rows again")
                 .extracting(this::valueOf).containsExactly("v0", "v1", "v2", "v3", "v4");
-        assertThat(store.read(Long.MAX_VALUE - 1, List.of(), 10).rows().isEmpty()).isTrue();
-        assertThat(store.backlog()).isEqualTo(5);
+        assertThat(Capabilities.reading(store).read(Long.MAX_VALUE - 1, List.of(), 10).rows().isEmpty()).isTrue();
+        assertThat(Capabilities.gauges(store).backlog()).isEqualTo(5);
     }
 
     @Test
@@ -463,9 +463,9 @@ public abstract class StoreContract {
         }
         List<OutboxRecord> all = read(0, 100).rows().records();
         long[] ids = all.stream().mapToLong(OutboxRecord::id).toArray();
-        ReadResult r = store.read(ids[5], List.of(IdRange.of(ids[1]), new IdRange(ids[3], ids[4])), 100);
+        ReadResult r = Capabilities.reading(store).read(ids[5], List.of(IdRange.of(ids[1]), new IdRange(ids[3], ids[4])), 100);
         assertThat(r.rows().records()).extracting(this::valueOf).containsExactly("v1", "v3", "v4", "v6", "v7");
-        ReadResult limited = store.read(ids[5], List.of(IdRange.of(ids[1]), new IdRange(ids[3], ids[4])), 2);
+        ReadResult limited = Capabilities.reading(store).read(ids[5], List.of(IdRange.of(ids[1]), new IdRange(ids[3], ids[4])), 2);
         assertThat(limited.rows().records()).as("the lowest ids first").extracting(this::valueOf)
                 .containsExactly("v1", "v3");
     }
@@ -482,14 +482,14 @@ public abstract class StoreContract {
             passed = read(0, 10);
             assertThat(passed.rows().records()).extracting(this::valueOf).containsExactly("committed first");
             committedId = passed.maxId();
-            ReadResult whileOpen = store.read(committedId, List.of(new IdRange(1, committedId - 1)), 10);
+            ReadResult whileOpen = Capabilities.reading(store).read(committedId, List.of(new IdRange(1, committedId - 1)), 10);
             assertThat(whileOpen.rows().isEmpty()).as("the open writer's row").isTrue();
             assertThat(whileOpen.horizon()).as("a writer that took an id below the passed one is still open:"
                     + " the horizon must not reach the token of the read that passed it")
                     .isLessThan(passed.gapToken());
             early.commit();
         }
-        ReadResult after = store.read(committedId, List.of(new IdRange(1, committedId - 1)), 10);
+        ReadResult after = Capabilities.reading(store).read(committedId, List.of(new IdRange(1, committedId - 1)), 10);
         assertThat(after.rows().records()).extracting(this::valueOf).containsExactly("taken first, committed last");
         lateId = after.maxId();
         assertThat(lateId).isLessThan(committedId);
@@ -534,9 +534,9 @@ public abstract class StoreContract {
 
     /** A read with a limit below one fails naming the limit; one with null recheck ranges fails (both contracts). */
     static void assertReadRejectsBadArguments(Store store) {
-        assertThatThrownBy(() -> store.read(0, List.of(), 0)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> Capabilities.reading(store).read(0, List.of(), 0)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("0");
-        assertThatThrownBy(() -> store.read(0, null, 1)).isInstanceOf(RuntimeException.class);
+        assertThatThrownBy(() -> Capabilities.reading(store).read(0, null, 1)).isInstanceOf(RuntimeException.class);
     }
 
     // ---- purge --------------------------------------------------------------------------------------------
@@ -547,18 +547,18 @@ public abstract class StoreContract {
             commit(msg("k" + i, "v" + i));
         }
         UUID leader = UUID.randomUUID();
-        List<OutboxRecord> marked = store.mark(leader, 10).records();
+        List<OutboxRecord> marked = Capabilities.marking(store).mark(leader, 10).records();
 
         store.purge(List.of(marked.get(0).id(), marked.get(2).id(), UNKNOWN_ID));
 
-        assertThat(store.backlog()).isEqualTo(3);
+        assertThat(Capabilities.gauges(store).backlog()).isEqualTo(3);
         assertThat(markAll(UUID.randomUUID())).extracting(this::valueOf).containsExactly("v1", "v3", "v4");
         // purging rows marked by another leader, or not marked at all, deletes them too
         commit(msg("k5", "v5"));
         List<Long> rest = ids(markAll(UUID.randomUUID()));
         store.purge(rest);
-        assertThat(store.backlog()).isZero();
-        assertThat(store.mark(UUID.randomUUID(), 10).isEmpty()).isTrue();
+        assertThat(Capabilities.gauges(store).backlog()).isZero();
+        assertThat(Capabilities.marking(store).mark(UUID.randomUUID(), 10).isEmpty()).isTrue();
     }
 
     @Test
@@ -577,18 +577,18 @@ public abstract class StoreContract {
     void resetCountsAnAttemptAndUnmarksTheRowsOfThatLeader() {
         commit(msg("a", "1"), msg("b", "2"), msg("c", "3"));
         UUID leader = UUID.randomUUID();
-        List<OutboxRecord> marked = store.mark(leader, 10).records();
+        List<OutboxRecord> marked = Capabilities.marking(store).mark(leader, 10).records();
 
-        store.reset(leader, List.of(marked.get(0).id(), marked.get(1).id(), UNKNOWN_ID));
+        Capabilities.marking(store).reset(leader, List.of(marked.get(0).id(), marked.get(1).id(), UNKNOWN_ID));
 
-        List<OutboxRecord> again = store.mark(leader, 10).records();
+        List<OutboxRecord> again = Capabilities.marking(store).mark(leader, 10).records();
         assertThat(again).extracting(OutboxRecord::id).containsExactly(marked.get(0).id(), marked.get(1).id());
         assertThat(again).extracting(OutboxRecord::attempts).containsExactly(1, 1);
         assertThat(again).extracting(OutboxRecord::message)
                 .containsExactly(marked.get(0).message(), marked.get(1).message());
 
-        store.reset(leader, List.of(marked.get(0).id()));
-        assertThat(store.mark(leader, 10).records()).extracting(OutboxRecord::attempts).containsExactly(2);
+        Capabilities.marking(store).reset(leader, List.of(marked.get(0).id()));
+        assertThat(Capabilities.marking(store).mark(leader, 10).records()).extracting(OutboxRecord::attempts).containsExactly(2);
         assertThat(markAll(UUID.randomUUID())).extracting(OutboxRecord::attempts).containsExactly(2, 1, 0);
     }
 
@@ -597,15 +597,15 @@ public abstract class StoreContract {
         commit(msg("a", "1"), msg("b", "2"), msg("c", "3"));
         UUID oldLeader = UUID.randomUUID();
         UUID newLeader = UUID.randomUUID();
-        List<OutboxRecord> marked = store.mark(oldLeader, 10).records();
+        List<OutboxRecord> marked = Capabilities.marking(store).mark(oldLeader, 10).records();
         long stolenId = marked.get(0).id();
-        assertThat(store.mark(newLeader, 1).records()).extracting(OutboxRecord::id).containsExactly(stolenId);
+        assertThat(Capabilities.marking(store).mark(newLeader, 1).records()).extracting(OutboxRecord::id).containsExactly(stolenId);
 
         // the old leader learns that its sends of the first two rows failed
-        store.reset(oldLeader, List.of(stolenId, marked.get(1).id()));
+        Capabilities.marking(store).reset(oldLeader, List.of(stolenId, marked.get(1).id()));
 
         // the new leader's mark on the stolen row holds: it marks only the other two
-        List<OutboxRecord> byNew = store.mark(newLeader, 10).records();
+        List<OutboxRecord> byNew = Capabilities.marking(store).mark(newLeader, 10).records();
         assertThat(byNew).extracting(OutboxRecord::id).containsExactly(marked.get(1).id(), marked.get(2).id());
         assertThat(byNew).extracting(OutboxRecord::attempts).containsExactly(1, 0);
         // the stolen row counted the attempt too
@@ -618,23 +618,23 @@ public abstract class StoreContract {
     void resetOfAnUnmarkedRowCountsTheAttempt() {
         commit(msg("a", "1"));
         UUID leader = UUID.randomUUID();
-        long id = store.mark(leader, 10).records().get(0).id();
-        store.reset(leader, List.of(id));
+        long id = Capabilities.marking(store).mark(leader, 10).records().get(0).id();
+        Capabilities.marking(store).reset(leader, List.of(id));
 
-        store.reset(leader, List.of(id));
+        Capabilities.marking(store).reset(leader, List.of(id));
 
-        assertThat(store.mark(leader, 10).records()).extracting(OutboxRecord::attempts).containsExactly(2);
+        assertThat(Capabilities.marking(store).mark(leader, 10).records()).extracting(OutboxRecord::attempts).containsExactly(2);
     }
 
     @Test
     void resetOfAnEmptyBatchDoesNothing() {
         commit(msg("a", "1"));
         UUID leader = UUID.randomUUID();
-        assertThat(store.mark(leader, 10).records()).hasSize(1);
+        assertThat(Capabilities.marking(store).mark(leader, 10).records()).hasSize(1);
 
-        store.reset(leader, List.of());
+        Capabilities.marking(store).reset(leader, List.of());
 
-        assertThat(store.mark(leader, 10).isEmpty()).as("the row is still marked").isTrue();
+        assertThat(Capabilities.marking(store).mark(leader, 10).isEmpty()).as("the row is still marked").isTrue();
         assertThat(markAll(UUID.randomUUID())).extracting(OutboxRecord::attempts).containsExactly(0);
     }
 
@@ -644,7 +644,7 @@ public abstract class StoreContract {
     void retryLaterCountsAnAttemptKeepsTheMarkAndRecordsTheNextAttemptTime() {
         commit(msg("a", "1"), msg("b", "2"), msg("c", "3"));
         UUID leader = UUID.randomUUID();
-        List<OutboxRecord> marked = store.mark(leader, 10).records();
+        List<OutboxRecord> marked = Capabilities.marking(store).mark(leader, 10).records();
         assertThat(marked).extracting(OutboxRecord::nextAttemptAt).containsOnlyNulls();
         Instant first = Instant.parse("2030-01-02T03:04:05.123456Z");
         Instant second = Instant.parse("2030-01-02T03:05:00.000001Z");
@@ -655,7 +655,7 @@ public abstract class StoreContract {
 
         store.retryLater(failed);
 
-        assertThat(store.mark(leader, 10).isEmpty()).as("the rows keep their leader's mark").isTrue();
+        assertThat(Capabilities.marking(store).mark(leader, 10).isEmpty()).as("the rows keep their leader's mark").isTrue();
         List<OutboxRecord> byNewLeader = markAll(UUID.randomUUID());
         assertThat(byNewLeader).extracting(OutboxRecord::attempts).containsExactly(1, 0, 1);
         assertThat(byNewLeader).extracting(OutboxRecord::nextAttemptAt).containsExactly(first, null, second);
@@ -672,7 +672,7 @@ public abstract class StoreContract {
     void retryLaterOfAnEmptyMapDoesNothingAndANullIdOrTimeIsRejected() {
         commit(msg("a", "1"));
         UUID leader = UUID.randomUUID();
-        long id = store.mark(leader, 10).records().get(0).id();
+        long id = Capabilities.marking(store).mark(leader, 10).records().get(0).id();
 
         store.retryLater(Map.of());
         Map<Long, Instant> nullTime = new HashMap<>();
@@ -697,55 +697,55 @@ public abstract class StoreContract {
      */
     @Test
     void aStoreThatDoesNotFenceRefusesToTakeAnEpoch() {
-        if (store.supportsFencing()) {
-            long first = store.acquireEpoch();
+        if (store.capability(dev.outbox.spi.StorageFencing.class).isPresent()) {
+            long first = Capabilities.fencing(store).acquireEpoch();
             assertThat(first).as("the first epoch").isPositive();
-            assertThat(store.acquireEpoch()).as("each acquisition increments the epoch").isEqualTo(first + 1);
+            assertThat(Capabilities.fencing(store).acquireEpoch()).as("each acquisition increments the epoch").isEqualTo(first + 1);
         } else {
-            assertThatThrownBy(() -> store.acquireEpoch()).isInstanceOf(UnsupportedOperationException.class);
-            assertThatThrownBy(() -> store.fencedBy(1)).isInstanceOf(UnsupportedOperationException.class);
+            assertThatThrownBy(() -> Capabilities.fencing(store).acquireEpoch()).isInstanceOf(UnsupportedOperationException.class);
+            assertThatThrownBy(() -> Capabilities.fencing(store).fencedBy(1)).isInstanceOf(UnsupportedOperationException.class);
         }
     }
 
     @Test
     void writesFencedByTheCurrentEpochWorkAsUnfencedOnes() {
-        if (!store.supportsFencing()) {
+        if (!store.capability(dev.outbox.spi.StorageFencing.class).isPresent()) {
             return; // aStoreThatDoesNotFenceRefusesToTakeAnEpoch covers it
         }
         commit(msg("a", "1"), msg("b", "2"), msg("c", "3"), msg("d", "4"));
-        Store leader = store.fencedBy(store.acquireEpoch());
+        Store leader = Capabilities.fencing(store).fencedBy(Capabilities.fencing(store).acquireEpoch());
         UUID id = UUID.randomUUID();
-        List<OutboxRecord> marked = leader.mark(id, 10).records();
+        List<OutboxRecord> marked = Capabilities.marking(leader).mark(id, 10).records();
         assertThat(marked).extracting(this::valueOf).containsExactly("1", "2", "3", "4");
         Instant later = Instant.parse("2030-01-02T03:04:05Z");
 
         leader.retryLater(Map.of(marked.get(1).id(), later, UNKNOWN_ID, later));
-        leader.reset(id, List.of(marked.get(2).id(), UNKNOWN_ID));
+        Capabilities.marking(leader).reset(id, List.of(marked.get(2).id(), UNKNOWN_ID));
         leader.park(Map.of(marked.get(3).id(), "poison", UNKNOWN_ID, "unknown"));
         leader.purge(List.of(marked.get(0).id(), UNKNOWN_ID));
         leader.purge(List.of());
 
-        assertThat(store.parked(10)).extracting(ParkedRecord::id).containsExactly(marked.get(3).id());
+        assertThat(Capabilities.parkedRecords(store).parked(10)).extracting(ParkedRecord::id).containsExactly(marked.get(3).id());
         List<OutboxRecord> left = markAll(UUID.randomUUID());
         assertThat(left).extracting(this::valueOf).containsExactly("2", "3");
         assertThat(left).extracting(OutboxRecord::attempts).containsExactly(1, 1);
         assertThat(left.get(0).nextAttemptAt()).isEqualTo(later);
-        assertThat(leader.mark(UUID.randomUUID(), 10).records()).as("a fenced mark by the current epoch")
+        assertThat(Capabilities.marking(leader).mark(UUID.randomUUID(), 10).records()).as("a fenced mark by the current epoch")
                 .extracting(this::valueOf).containsExactly("2", "3");
     }
 
     @Test
     void writesFencedByAnEarlierEpochChangeNothingAndAreRefusedAsFenced() {
-        if (!store.supportsFencing()) {
+        if (!store.capability(dev.outbox.spi.StorageFencing.class).isPresent()) {
             return; // aStoreThatDoesNotFenceRefusesToTakeAnEpoch covers it
         }
         commit(msg("a", "1"), msg("b", "2"), msg("c", "3"));
-        long old = store.acquireEpoch();
-        Store deposed = store.fencedBy(old);
+        long old = Capabilities.fencing(store).acquireEpoch();
+        Store deposed = Capabilities.fencing(store).fencedBy(old);
         UUID oldId = UUID.randomUUID();
-        List<OutboxRecord> marked = deposed.mark(oldId, 10).records();
+        List<OutboxRecord> marked = Capabilities.marking(deposed).mark(oldId, 10).records();
         assertThat(marked).hasSize(3);
-        long current = store.acquireEpoch();
+        long current = Capabilities.fencing(store).acquireEpoch();
         assertThat(current).isGreaterThan(old);
         List<Long> ids = ids(marked);
         Instant later = Instant.parse("2030-01-02T03:04:05Z");
@@ -753,13 +753,13 @@ public abstract class StoreContract {
         assertFenced(() -> deposed.purge(ids), old, current);
         assertFenced(() -> deposed.purge(List.of(UNKNOWN_ID)), old, current);
         assertFenced(() -> deposed.retryLater(Map.of(ids.get(0), later)), old, current);
-        assertFenced(() -> deposed.reset(oldId, ids), old, current);
+        assertFenced(() -> Capabilities.marking(deposed).reset(oldId, ids), old, current);
         assertFenced(() -> deposed.park(Map.of(ids.get(1), "poison")), old, current);
         commit(msg("e", "5"));
-        assertFenced(() -> deposed.mark(UUID.randomUUID(), 10), old, current);
+        assertFenced(() -> Capabilities.marking(deposed).mark(UUID.randomUUID(), 10), old, current);
 
-        assertThat(store.parked(10)).as("nothing parked").isEmpty();
-        List<OutboxRecord> rows = store.fencedBy(current).mark(UUID.randomUUID(), 10).records();
+        assertThat(Capabilities.parkedRecords(store).parked(10)).as("nothing parked").isEmpty();
+        List<OutboxRecord> rows = Capabilities.marking(Capabilities.fencing(store).fencedBy(current)).mark(UUID.randomUUID(), 10).records();
         assertThat(rows).as("every row still there, as it was").extracting(this::valueOf)
                 .containsExactly("1", "2", "3", "5");
         assertThat(rows).extracting(OutboxRecord::attempts).containsOnly(0);
@@ -784,20 +784,20 @@ public abstract class StoreContract {
             commit(msg("k" + i, "v" + i));
         }
         UUID leader = UUID.randomUUID();
-        List<OutboxRecord> marked = store.mark(leader, 10).records();
+        List<OutboxRecord> marked = Capabilities.marking(store).mark(leader, 10).records();
         long parkedId = marked.get(1).id();
-        store.reset(leader, List.of(parkedId));
-        store.reset(leader, List.of(parkedId));
+        Capabilities.marking(store).reset(leader, List.of(parkedId));
+        Capabilities.marking(store).reset(leader, List.of(parkedId));
         Instant before = Instant.now();
 
         store.park(Map.of(parkedId, "too large: 2000000 bytes", UNKNOWN_ID, "unknown"));
         Instant after = Instant.now();
 
-        assertThat(store.backlog()).isEqualTo(3);
+        assertThat(Capabilities.gauges(store).backlog()).isEqualTo(3);
         assertThat(markAll(UUID.randomUUID())).extracting(this::valueOf).containsExactly("v0", "v2", "v3");
         assertThat(markAll(leader)).extracting(this::valueOf).as("not even for the leader that reset it")
                 .containsExactly("v0", "v2", "v3");
-        List<ParkedRecord> parked = store.parked(10);
+        List<ParkedRecord> parked = Capabilities.parkedRecords(store).parked(10);
         assertThat(parked).hasSize(1);
         ParkedRecord p = parked.get(0);
         assertThat(p.id()).isEqualTo(parkedId);
@@ -809,7 +809,7 @@ public abstract class StoreContract {
             assertThat(p.parkedAt()).isBetween(before.minus(CLOCK_SLACK), after.plus(CLOCK_SLACK));
         }
         // reset of a parked row does not bring it back
-        store.reset(leader, List.of(parkedId));
+        Capabilities.marking(store).reset(leader, List.of(parkedId));
         assertThat(markAll(UUID.randomUUID())).extracting(this::valueOf).containsExactly("v0", "v2", "v3");
     }
 
@@ -820,7 +820,7 @@ public abstract class StoreContract {
         store.park(Map.of());
         store.park(Map.of(UNKNOWN_ID, "unknown"));
 
-        assertThat(store.parked(10)).isEmpty();
+        assertThat(Capabilities.parkedRecords(store).parked(10)).isEmpty();
         assertThat(markAll(UUID.randomUUID())).extracting(this::valueOf).containsExactly("v");
     }
 
@@ -837,12 +837,12 @@ public abstract class StoreContract {
 
         store.park(reasons);
 
-        assertThat(store.parked(3)).extracting(ParkedRecord::id)
+        assertThat(Capabilities.parkedRecords(store).parked(3)).extracting(ParkedRecord::id)
                 .containsExactly(marked.get(0).id(), marked.get(1).id(), marked.get(2).id());
-        assertThat(store.parked(3)).extracting(ParkedRecord::reason)
+        assertThat(Capabilities.parkedRecords(store).parked(3)).extracting(ParkedRecord::reason)
                 .containsExactly("reason 0", "reason 1", "reason 2");
-        assertThat(store.parked(100)).hasSize(5);
-        assertThat(store.backlog()).isEqualTo(1);
+        assertThat(Capabilities.parkedRecords(store).parked(100)).hasSize(5);
+        assertThat(Capabilities.gauges(store).backlog()).isEqualTo(1);
     }
 
     @Test
@@ -853,15 +853,15 @@ public abstract class StoreContract {
         commit(msg("k2", "v2"));
         commit(msg("k3", "v3"));
         UUID leader = UUID.randomUUID();
-        List<OutboxRecord> marked = store.mark(leader, 10).records();
-        store.reset(leader, List.of(marked.get(0).id()));
+        List<OutboxRecord> marked = Capabilities.marking(store).mark(leader, 10).records();
+        Capabilities.marking(store).reset(leader, List.of(marked.get(0).id()));
         store.park(Map.of(marked.get(0).id(), "reason-1", marked.get(1).id(), "reason-2"));
-        assertThat(store.parked(10)).extracting(ParkedRecord::attempts).containsExactly(1, 0);
+        assertThat(Capabilities.parkedRecords(store).parked(10)).extracting(ParkedRecord::attempts).containsExactly(1, 0);
 
-        int replayed = store.replay(List.of(marked.get(0).id(), UNKNOWN_ID));
+        int replayed = Capabilities.parkedRecords(store).replay(List.of(marked.get(0).id(), UNKNOWN_ID));
 
         assertThat(replayed).isEqualTo(1);
-        assertThat(store.parked(10)).extracting(ParkedRecord::id).containsExactly(marked.get(1).id());
+        assertThat(Capabilities.parkedRecords(store).parked(10)).extracting(ParkedRecord::id).containsExactly(marked.get(1).id());
         List<OutboxRecord> after = markAll(UUID.randomUUID());
         assertThat(after).hasSize(2);
         assertThat(after.get(0).id()).isEqualTo(marked.get(2).id());
@@ -869,36 +869,35 @@ public abstract class StoreContract {
         assertThat(back.id()).as("a replayed row is a new row at the tail").isGreaterThan(marked.get(2).id());
         assertThat(back.message()).isEqualTo(first);
         assertThat(back.attempts()).isZero();
-        assertThat(store.replay(List.of())).isZero();
-        assertThat(store.replay(List.of(marked.get(0).id()))).as("replaying twice").isZero();
-        assertThat(store.backlog()).isEqualTo(2);
+        assertThat(Capabilities.parkedRecords(store).replay(List.of())).isZero();
+        assertThat(Capabilities.parkedRecords(store).replay(List.of(marked.get(0).id()))).as("replaying twice").isZero();
+        assertThat(Capabilities.gauges(store).backlog()).isEqualTo(2);
     }
 
     /**
-     * Held keys ({@code DispatcherConfig.AfterPark.HOLD_KEY}): {@link Store#parkedKeys()} lists the parked rows' keys,
+     * Held keys ({@code DispatcherConfig.AfterPark.HOLD_KEY}): {@link dev.outbox.spi.ParkedKeys#parkedKeys} lists the parked rows' keys,
      * and a replay puts a key's replayed rows ahead of the key's rows that waited in the outbox (they move behind,
-     * new ids, same order, same message ids); other keys' rows stay where they are. A store that does not support
-     * held keys says so.
+     * new ids, same order, same message ids); other keys' rows stay where they are. Only for a store with that
+     * capability.
      */
     @Test
     void replayPutsAKeysReplayedRowsAheadOfItsWaitingRowsAndParkedKeysListsTheParkedKeys() {
-        if (!store.supportsHoldKey()) {
-            assertThatThrownBy(store::parkedKeys).isInstanceOf(UnsupportedOperationException.class);
-            return;
+        if (store.capability(dev.outbox.spi.ParkedKeys.class).isEmpty()) {
+            return; // an optional capability: a store without it is not asked
         }
-        assertThat(store.parkedKeys()).isEmpty();
+        assertThat(Capabilities.parkedKeys(store).parkedKeys()).isEmpty();
         commit(msg("a", "a0"));
         commit(msg("b", "b0"));
         List<OutboxRecord> heads = markAll(UUID.randomUUID());
         store.park(Map.of(heads.get(0).id(), "poison", heads.get(1).id(), "poison"));
         commit(msg("a", "a1"), msg("c", "c1"));
         commit(msg("a", "a2"));
-        assertThat(store.parkedKeys()).containsExactlyInAnyOrder("a", "b");
+        assertThat(Capabilities.parkedKeys(store).parkedKeys()).containsExactlyInAnyOrder("a", "b");
         List<OutboxRecord> waiting = markAll(UUID.randomUUID());
 
-        assertThat(store.replay(List.of(heads.get(0).id()))).isEqualTo(1);
+        assertThat(Capabilities.parkedRecords(store).replay(List.of(heads.get(0).id()))).isEqualTo(1);
 
-        assertThat(store.parkedKeys()).containsExactly("b");
+        assertThat(Capabilities.parkedKeys(store).parkedKeys()).containsExactly("b");
         List<OutboxRecord> after = markAll(UUID.randomUUID());
         assertThat(after).extracting(this::valueOf).as("c1 stays; a's replayed row, then its waiting rows")
                 .containsExactly("c1", "a0", "a1", "a2");
@@ -907,9 +906,9 @@ public abstract class StoreContract {
         assertThat(after.get(1).messageId()).isEqualTo(heads.get(0).messageId());
         assertThat(after.get(2).messageId()).as("a moved row keeps its message id").isEqualTo(waiting.get(0).messageId());
         assertThat(after.get(3).messageId()).isEqualTo(waiting.get(2).messageId());
-        assertThat(store.backlog()).isEqualTo(4);
-        store.replay(List.of(heads.get(1).id()));
-        assertThat(store.parkedKeys()).isEmpty();
+        assertThat(Capabilities.gauges(store).backlog()).isEqualTo(4);
+        Capabilities.parkedRecords(store).replay(List.of(heads.get(1).id()));
+        assertThat(Capabilities.parkedKeys(store).parkedKeys()).isEmpty();
     }
 
     // ---- message ids ----------------------------------------------------------------------------------------
@@ -918,7 +917,7 @@ public abstract class StoreContract {
     void everyRowHasAVersion7MessageIdThatSurvivesResetParkAndReplay() {
         commit(msg("k1", "v1"), msg("k2", "v2"), msg("k3", "v3"));
         UUID leader = UUID.randomUUID();
-        List<OutboxRecord> marked = store.mark(leader, 10).records();
+        List<OutboxRecord> marked = Capabilities.marking(store).mark(leader, 10).records();
         assertThat(marked).hasSize(3);
         for (OutboxRecord r : marked) {
             assertThat(r.messageId()).as("message id of %s", r).isNotNull();
@@ -931,12 +930,12 @@ public abstract class StoreContract {
         assertThat(marked.get(0).messageId()).as("ids of one batch follow the list")
                 .isLessThan(marked.get(1).messageId());
 
-        store.reset(leader, List.of(marked.get(0).id()));
-        OutboxRecord again = store.mark(UUID.randomUUID(), 1).records().get(0);
+        Capabilities.marking(store).reset(leader, List.of(marked.get(0).id()));
+        OutboxRecord again = Capabilities.marking(store).mark(UUID.randomUUID(), 1).records().get(0);
         assertThat(again.messageId()).as("after reset and a new mark").isEqualTo(marked.get(0).messageId());
 
         store.park(Map.of(marked.get(1).id(), "parked for the test"));
-        store.replay(List.of(marked.get(1).id()));
+        Capabilities.parkedRecords(store).replay(List.of(marked.get(1).id()));
         OutboxRecord replayed = markAll(UUID.randomUUID()).stream()
                 .filter(r -> r.key().equals("k2")).findFirst().orElseThrow();
         assertThat(replayed.id()).as("a replayed row has a new id").isNotEqualTo(marked.get(1).id());
@@ -952,8 +951,8 @@ public abstract class StoreContract {
         commit(msg("good-2", "v2"));
         UUID leader = UUID.randomUUID();
 
-        MarkResult first = store.mark(leader, 2);
-        MarkResult second = store.mark(leader, 2);
+        MarkResult first = Capabilities.marking(store).mark(leader, 2);
+        MarkResult second = Capabilities.marking(store).mark(leader, 2);
 
         assertThat(first.size()).as("an unreadable row counts against the limit").isEqualTo(2);
         assertThat(first.records()).extracting(this::valueOf).containsExactly("v1");
@@ -967,18 +966,18 @@ public abstract class StoreContract {
         assertThat(second.rejected()).isEmpty();
         assertThat(second.records()).extracting(this::valueOf).containsExactly("v2");
         assertThat(second.records().get(0).id()).isGreaterThan(bad.id());
-        assertThat(store.mark(leader, 10).isEmpty()).as("the unreadable row is marked like any other").isTrue();
-        assertThat(store.backlog()).isEqualTo(3);
+        assertThat(Capabilities.marking(store).mark(leader, 10).isEmpty()).as("the unreadable row is marked like any other").isTrue();
+        assertThat(Capabilities.gauges(store).backlog()).isEqualTo(3);
 
         store.park(Map.of(bad.id(), "unreadable: " + bad.reason()));
-        assertThat(store.parked(10)).singleElement().satisfies(p -> {
+        assertThat(Capabilities.parkedRecords(store).parked(10)).singleElement().satisfies(p -> {
             assertThat(p.id()).isEqualTo(bad.id());
             assertThat(p.topic()).isEqualTo(TOPIC);
             assertThat(p.key()).isEqualTo("bad-key");
             assertThat(p.reason()).isEqualTo("unreadable: " + bad.reason());
         });
-        assertThat(store.replay(List.of(bad.id()))).isEqualTo(1);
-        MarkResult replayed = store.mark(UUID.randomUUID(), 10);
+        assertThat(Capabilities.parkedRecords(store).replay(List.of(bad.id()))).isEqualTo(1);
+        MarkResult replayed = Capabilities.marking(store).mark(UUID.randomUUID(), 10);
         assertThat(replayed.records()).hasSize(2);
         assertThat(replayed.rejected()).singleElement().satisfies(r -> {
             assertThat(r.id()).isGreaterThan(second.records().get(0).id());
@@ -990,58 +989,58 @@ public abstract class StoreContract {
 
     @Test
     void backlogCountsCommittedUnparkedRowsMarkedOrNot() {
-        assertThat(store.backlog()).isZero();
+        assertThat(Capabilities.gauges(store).backlog()).isZero();
         commit(msg("a", "1"), msg("b", "2"), msg("c", "3"), msg("d", "4"));
-        assertThat(store.backlog()).isEqualTo(4);
+        assertThat(Capabilities.gauges(store).backlog()).isEqualTo(4);
         UUID leader = UUID.randomUUID();
-        List<OutboxRecord> marked = store.mark(leader, 2).records();
-        assertThat(store.backlog()).as("marked rows still count").isEqualTo(4);
+        List<OutboxRecord> marked = Capabilities.marking(store).mark(leader, 2).records();
+        assertThat(Capabilities.gauges(store).backlog()).as("marked rows still count").isEqualTo(4);
 
         store.purge(List.of(marked.get(0).id()));
-        assertThat(store.backlog()).isEqualTo(3);
+        assertThat(Capabilities.gauges(store).backlog()).isEqualTo(3);
         store.park(Map.of(marked.get(1).id(), "parked"));
-        assertThat(store.backlog()).isEqualTo(2);
+        assertThat(Capabilities.gauges(store).backlog()).isEqualTo(2);
         try (TestTransaction open = begin(store)) {
             open.publish(msg("e", "5"));
-            assertThat(store.backlog()).as("uncommitted rows do not count").isEqualTo(2);
+            assertThat(Capabilities.gauges(store).backlog()).as("uncommitted rows do not count").isEqualTo(2);
         }
-        store.replay(List.of(marked.get(1).id()));
-        assertThat(store.backlog()).isEqualTo(3);
+        Capabilities.parkedRecords(store).replay(List.of(marked.get(1).id()));
+        assertThat(Capabilities.gauges(store).backlog()).isEqualTo(3);
     }
 
     @Test
     void parkedCountCountsParkedRowsUntilTheyAreReplayed() {
-        assertThat(store.parkedCount()).isZero();
+        assertThat(Capabilities.gauges(store).parkedCount()).isZero();
         commit(msg("a", "1"), msg("b", "2"), msg("c", "3"));
-        List<OutboxRecord> marked = store.mark(UUID.randomUUID(), 3).records();
-        assertThat(store.parkedCount()).as("marked rows are not parked").isZero();
+        List<OutboxRecord> marked = Capabilities.marking(store).mark(UUID.randomUUID(), 3).records();
+        assertThat(Capabilities.gauges(store).parkedCount()).as("marked rows are not parked").isZero();
 
         store.park(Map.of(marked.get(0).id(), "first", marked.get(2).id(), "third"));
-        assertThat(store.parkedCount()).isEqualTo(2);
-        store.replay(List.of(marked.get(0).id()));
-        assertThat(store.parkedCount()).isEqualTo(1);
+        assertThat(Capabilities.gauges(store).parkedCount()).isEqualTo(2);
+        Capabilities.parkedRecords(store).replay(List.of(marked.get(0).id()));
+        assertThat(Capabilities.gauges(store).parkedCount()).isEqualTo(1);
     }
 
     @Test
     void oldestCreateTimeIsTheCreationTimeOfTheHeadOfTheOutbox() {
-        assertThat(store.oldestCreateTime()).as("empty outbox").isEmpty();
+        assertThat(Capabilities.gauges(store).oldestCreateTime()).as("empty outbox").isEmpty();
         commit(msg("a", "1"));
         commit(msg("b", "2"));
         commit(msg("c", "3"));
         UUID leader = UUID.randomUUID();
-        List<OutboxRecord> marked = store.mark(leader, 2).records();
-        assertThat(store.oldestCreateTime()).as("marked rows still count").contains(marked.get(0).createdAt());
+        List<OutboxRecord> marked = Capabilities.marking(store).mark(leader, 2).records();
+        assertThat(Capabilities.gauges(store).oldestCreateTime()).as("marked rows still count").contains(marked.get(0).createdAt());
 
         store.purge(List.of(marked.get(0).id()));
-        assertThat(store.oldestCreateTime()).contains(marked.get(1).createdAt());
+        assertThat(Capabilities.gauges(store).oldestCreateTime()).contains(marked.get(1).createdAt());
         store.park(Map.of(marked.get(1).id(), "parked"));
-        List<OutboxRecord> rest = store.mark(leader, 10).records();
+        List<OutboxRecord> rest = Capabilities.marking(store).mark(leader, 10).records();
         assertThat(rest).hasSize(1);
-        assertThat(store.oldestCreateTime()).as("parked rows do not count").contains(rest.get(0).createdAt());
+        assertThat(Capabilities.gauges(store).oldestCreateTime()).as("parked rows do not count").contains(rest.get(0).createdAt());
         try (TestTransaction open = begin(store)) {
             open.publish(msg("d", "4"));
             store.purge(List.of(rest.get(0).id()));
-            assertThat(store.oldestCreateTime()).as("uncommitted rows do not count").isEmpty();
+            assertThat(Capabilities.gauges(store).oldestCreateTime()).as("uncommitted rows do not count").isEmpty();
         }
     }
 
@@ -1061,16 +1060,16 @@ public abstract class StoreContract {
                 t.commit();
             }
         }
-        assertThat(store.backlog()).isEqualTo(total);
+        assertThat(Capabilities.gauges(store).backlog()).isEqualTo(total);
         UUID leader = UUID.randomUUID();
 
         List<OutboxRecord> all = new ArrayList<>();
         for (int pass = 0; pass < 5; pass++) {
-            List<OutboxRecord> batch = store.mark(leader, 1_000).records();
+            List<OutboxRecord> batch = Capabilities.marking(store).mark(leader, 1_000).records();
             assertThat(batch).as("pass %d", pass).hasSize(1_000);
             all.addAll(batch);
         }
-        assertThat(store.mark(leader, 1_000).isEmpty()).isTrue();
+        assertThat(Capabilities.marking(store).mark(leader, 1_000).isEmpty()).isTrue();
 
         assertAscendingIds(all);
         for (int n = 0; n < total; n++) {
@@ -1080,8 +1079,8 @@ public abstract class StoreContract {
             }
         }
         store.purge(ids(all));
-        assertThat(store.backlog()).isZero();
-        assertThat(store.mark(UUID.randomUUID(), 1_000).isEmpty()).isTrue();
+        assertThat(Capabilities.gauges(store).backlog()).isZero();
+        assertThat(Capabilities.marking(store).mark(UUID.randomUUID(), 1_000).isEmpty()).isTrue();
     }
 
     @Test
@@ -1133,7 +1132,7 @@ public abstract class StoreContract {
             Random markerRandom = new Random(seed - 1);
             Future<?> marker = pool.submit(() -> {
                 while (writing.get()) {
-                    markedByFirst.addAll(store.mark(first, 1 + markerRandom.nextInt(50)).records());
+                    markedByFirst.addAll(Capabilities.marking(store).mark(first, 1 + markerRandom.nextInt(50)).records());
                 }
                 return null;
             });
@@ -1205,8 +1204,8 @@ public abstract class StoreContract {
             tx.commit();
         }
 
-        assertThat(store.mark(UUID.randomUUID(), 10).isEmpty()).isTrue();
-        assertThat(store.backlog()).isZero();
+        assertThat(Capabilities.marking(store).mark(UUID.randomUUID(), 10).isEmpty()).isTrue();
+        assertThat(Capabilities.gauges(store).backlog()).isZero();
     }
 
     // ---- helpers ------------------------------------------------------------------------------------------
@@ -1245,7 +1244,7 @@ public abstract class StoreContract {
         List<OutboxRecord> all = new ArrayList<>();
         Set<Long> seen = new HashSet<>();
         while (true) {
-            MarkResult result = store.mark(leader, 500);
+            MarkResult result = Capabilities.marking(store).mark(leader, 500);
             if (result.isEmpty()) {
                 return all;
             }

@@ -77,14 +77,14 @@ public abstract class StreamStoreContract {
     final void createFreshStore() {
         store = createStore();
         assertThat(store).as("createStore()").isNotNull();
-        assertThat(store.supportsRead()).as("supportsRead()").isTrue();
-        assertThat(store.supportsMark()).as("supportsMark(): a stream has no rows to mark").isFalse();
+        assertThat(store.capability(dev.outbox.spi.CursorHarvest.class).isPresent()).as("supportsRead()").isTrue();
+        assertThat(store.capability(dev.outbox.spi.MarkHarvest.class).isPresent()).as("supportsMark(): a stream has no rows to mark").isFalse();
     }
 
     @AfterEach
     final void disposeFreshStore() {
         if (store != null) {
-            store.harvestStopped();
+            Capabilities.reading(store).harvestStopped();
             disposeStore(store);
         }
     }
@@ -137,13 +137,13 @@ public abstract class StreamStoreContract {
      */
     protected ReadResult readUntil(long after, int limit, Predicate<ReadResult> done, String what) {
         long deadline = System.nanoTime() + ARRIVAL.toNanos();
-        ReadResult r = store.read(after, List.of(), limit);
+        ReadResult r = Capabilities.reading(store).read(after, List.of(), limit);
         while (!done.test(r)) {
             if (System.nanoTime() - deadline > 0) {
                 throw new AssertionError("after " + ARRIVAL + ", still not " + what + "; the last read returned "
                         + values(r));
             }
-            r = store.read(after, List.of(), limit);
+            r = Capabilities.reading(store).read(after, List.of(), limit);
         }
         return r;
     }
@@ -200,13 +200,13 @@ public abstract class StreamStoreContract {
         List<OutboxRecord> all = readAll(5);
         assertThat(all).extracting(this::valueOf).containsExactly("v0", "v1", "v2", "v3", "v4");
         assertThat(ids(all)).isSorted().doesNotHaveDuplicates();
-        ReadResult first = store.read(0, List.of(), 3);
+        ReadResult first = Capabilities.reading(store).read(0, List.of(), 3);
         assertThat(values(first)).containsExactly("v0", "v1", "v2");
-        assertThat(values(store.read(first.maxId(), List.of(), 10))).containsExactly("v3", "v4");
-        assertThat(values(store.read(0, List.of(), 10))).as("a read changes nothing: the same messages again")
+        assertThat(values(Capabilities.reading(store).read(first.maxId(), List.of(), 10))).containsExactly("v3", "v4");
+        assertThat(values(Capabilities.reading(store).read(0, List.of(), 10))).as("a read changes nothing: the same messages again")
                 .containsExactly("v0", "v1", "v2", "v3", "v4");
-        assertThat(store.read(all.get(4).id(), List.of(), 10).rows().isEmpty()).isTrue();
-        assertThat(store.backlog()).as("pending: received and not finished").isEqualTo(5);
+        assertThat(Capabilities.reading(store).read(all.get(4).id(), List.of(), 10).rows().isEmpty()).isTrue();
+        assertThat(Capabilities.gauges(store).backlog()).as("pending: received and not finished").isEqualTo(5);
     }
 
     @Test
@@ -242,11 +242,11 @@ public abstract class StreamStoreContract {
         }
         List<OutboxRecord> all = readAll(6);
         store.purge(List.of(all.get(0).id(), all.get(1).id(), all.get(4).id(), 999_999_999L));
-        assertThat(values(store.read(0, List.of(), 10))).containsExactly("v2", "v3", "v5");
-        assertThat(store.backlog()).isEqualTo(3);
+        assertThat(values(Capabilities.reading(store).read(0, List.of(), 10))).containsExactly("v2", "v3", "v5");
+        assertThat(Capabilities.gauges(store).backlog()).isEqualTo(3);
         store.purge(List.of());
 
-        store.harvestStopped(); // a new leader, or this one again: a new stream, from what was confirmed
+        Capabilities.reading(store).harvestStopped(); // a new leader, or this one again: a new stream, from what was confirmed
         List<OutboxRecord> again = readAll(3);
         assertThat(again).extracting(this::valueOf).as("what was not finished, and only that")
                 .containsExactly("v2", "v3", "v5");
@@ -264,7 +264,7 @@ public abstract class StreamStoreContract {
         OutboxRecord r = readAll(1).get(0);
         Instant next = Instant.now().plusSeconds(60).truncatedTo(ChronoUnit.MILLIS);
         store.retryLater(Map.of(r.id(), next));
-        OutboxRecord again = store.read(0, List.of(), 10).rows().records().get(0);
+        OutboxRecord again = Capabilities.reading(store).read(0, List.of(), 10).rows().records().get(0);
         assertThat(again.id()).isEqualTo(r.id());
         assertThat(again.attempts()).isEqualTo(1);
         assertThat(again.nextAttemptAt()).isEqualTo(next);
@@ -276,17 +276,17 @@ public abstract class StreamStoreContract {
         commit(msg("k", "parked"), msg("k", "kept"));
         List<OutboxRecord> all = readAll(2);
         store.park(Map.of(all.get(0).id(), "parked by the contract"));
-        assertThat(values(store.read(0, List.of(), 10))).containsExactly("kept");
-        assertThat(store.parkedCount()).isEqualTo(1);
-        List<ParkedRecord> parked = store.parked(10);
+        assertThat(values(Capabilities.reading(store).read(0, List.of(), 10))).containsExactly("kept");
+        assertThat(Capabilities.gauges(store).parkedCount()).isEqualTo(1);
+        List<ParkedRecord> parked = Capabilities.parkedRecords(store).parked(10);
         assertThat(parked).hasSize(1);
         assertThat(parked.get(0).reason()).contains("parked by the contract");
         assertThat(parked.get(0).topic()).isEqualTo(TOPIC);
         assertThat(parked.get(0).key()).isEqualTo("k");
 
         store.purge(List.of(all.get(1).id()));
-        assertThat(store.replay(List.of(parked.get(0).id()))).isEqualTo(1);
-        assertThat(store.parkedCount()).isZero();
+        assertThat(Capabilities.parkedRecords(store).replay(List.of(parked.get(0).id()))).isEqualTo(1);
+        assertThat(Capabilities.gauges(store).parkedCount()).isZero();
         OutboxRecord replayed = readUntil(0, 10, x -> !x.rows().isEmpty(), "the replayed message read")
                 .rows().records().get(0);
         assertThat(replayed.message()).isEqualTo(all.get(0).message());
@@ -311,8 +311,8 @@ public abstract class StreamStoreContract {
             assertThat(valueOf(all.get(i))).isEqualTo("v" + i);
         }
         store.purge(ids(all));
-        assertThat(store.backlog()).isZero();
-        MarkResult rest = store.read(0, List.of(), 10).rows();
+        assertThat(Capabilities.gauges(store).backlog()).isZero();
+        MarkResult rest = Capabilities.reading(store).read(0, List.of(), 10).rows();
         assertThat(rest.isEmpty()).isTrue();
     }
 }

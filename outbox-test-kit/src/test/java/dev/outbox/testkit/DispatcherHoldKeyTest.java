@@ -149,11 +149,11 @@ class DispatcherHoldKeyTest {
     void holdKeyNeedsAStoreThatSupportsIt() {
         InMemoryStreamStore stream = new InMemoryStreamStore(new InMemoryCommitLog(Clock.systemUTC()), "stream",
                 Clock.systemUTC(), Duration.ofSeconds(1));
-        assertThat(stream.supportsHoldKey()).isFalse();
+        assertThat(stream.capability(dev.outbox.spi.ParkedKeys.class).isPresent()).isFalse();
         assertThatThrownBy(() -> Dispatcher.builder(stream, InMemoryBroker.builder().build())
                 .config(config().build()).build())
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("afterPark HOLD_KEY").hasMessageContaining("Store.supportsHoldKey");
+                .hasMessageContaining("afterPark HOLD_KEY").hasMessageContaining("ParkedKeys");
     }
 
     /**

@@ -7,6 +7,7 @@ import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
 import dev.outbox.Publisher;
 import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.MarkHarvest;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
 import dev.outbox.testkit.BrokerFaults.Fault;
@@ -86,7 +87,7 @@ class DispatcherRemarkRaceTest {
      * A store whose mark fails once right after the mark that first returned the gated id, and, once it returns the
      * gated id again, waits for the test before returning.
      */
-    private static final class GatedStore implements Store {
+    private static final class GatedStore implements Store, MarkHarvest {
         private final InMemoryStore delegate;
         final CountDownLatch gateReached = new CountDownLatch(1);
         final CountDownLatch proceed = new CountDownLatch(1);
@@ -154,29 +155,10 @@ class DispatcherRemarkRaceTest {
             delegate.park(reasons);
         }
 
+        /** Only the mark is gated: every other capability is the delegate's. */
         @Override
-        public List<ParkedRecord> parked(int limit) {
-            return delegate.parked(limit);
-        }
-
-        @Override
-        public int replay(Collection<Long> ids) {
-            return delegate.replay(ids);
-        }
-
-        @Override
-        public long backlog() {
-            return delegate.backlog();
-        }
-
-        @Override
-        public long parkedCount() {
-            return delegate.parkedCount();
-        }
-
-        @Override
-        public Optional<Instant> oldestCreateTime() {
-            return delegate.oldestCreateTime();
+        public <T> Optional<T> capability(Class<T> type) {
+            return type == MarkHarvest.class ? Optional.of(type.cast(this)) : delegate.capability(type);
         }
     }
 }

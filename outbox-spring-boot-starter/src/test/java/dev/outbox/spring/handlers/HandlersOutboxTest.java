@@ -1,5 +1,7 @@
 package dev.outbox.spring.handlers;
 
+import dev.outbox.testkit.Capabilities;
+
 import dev.outbox.OutboxMessage;
 import dev.outbox.ParkedRecord;
 import dev.outbox.spi.PayloadSerializer;
@@ -110,7 +112,7 @@ class HandlersOutboxTest {
         Await.untilOrFail(() -> handlers.orders.getOrDefault("refused", List.of()).size() == 2, TIMEOUT,
                 () -> "refused: " + handlers.orders.get("refused"));
         assertThat(handlers.orders.get("refused")).containsExactly(1, 2);
-        List<ParkedRecord> parked = store.parked(100).stream().filter(p -> "refused".equals(p.key())).toList();
+        List<ParkedRecord> parked = Capabilities.parkedRecords(store).parked(100).stream().filter(p -> "refused".equals(p.key())).toList();
         assertThat(parked).hasSize(2).anySatisfy(p -> assertThat(p.reason()).contains("order -1 does not exist"))
                 .anySatisfy(p -> assertThat(p.reason()).contains("no handler", "'nobody-handles-this'"));
     }

@@ -1,5 +1,7 @@
 package dev.outbox.spring.handlers;
 
+import dev.outbox.testkit.Capabilities;
+
 import dev.outbox.Dispatcher;
 import dev.outbox.OutboxRecord;
 import dev.outbox.spi.PayloadSerializer;
@@ -69,8 +71,8 @@ class HandlersTakeoverTest {
             leader.close(); // the drain times out; the hung handlers are interrupted, their records stay in the outbox
 
             Store store = standby.getBean(Store.class);
-            Await.untilOrFail(() -> store.backlog() == 0 && handledIds(leaderHandlers, standbyHandlers).size() == ORDERS,
-                    TIMEOUT, () -> "backlog " + store.backlog() + ", handled "
+            Await.untilOrFail(() -> Capabilities.gauges(store).backlog() == 0 && handledIds(leaderHandlers, standbyHandlers).size() == ORDERS,
+                    TIMEOUT, () -> "backlog " + Capabilities.gauges(store).backlog() + ", handled "
                             + handledIds(leaderHandlers, standbyHandlers).size());
             assertThat(standbyHandlers.handled).as("the standby's handlers finished the work").isNotEmpty();
             Set<Long> leaderIds = new HashSet<>();

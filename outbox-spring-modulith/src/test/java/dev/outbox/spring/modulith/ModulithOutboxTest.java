@@ -1,5 +1,7 @@
 package dev.outbox.spring.modulith;
 
+import dev.outbox.testkit.Capabilities;
+
 import dev.outbox.spi.Store;
 import dev.outbox.spring.modulith.app.ModulithTestApplication;
 import dev.outbox.spring.modulith.app.orders.Orders;
@@ -85,7 +87,7 @@ class ModulithOutboxTest {
             assertThat(seen).as("orders of %s as consumed", customer).isSorted();
             assertThat(seen).allSatisfy(o -> assertThat("customer-" + (o % 3)).isEqualTo(customer));
         });
-        Await.untilOrFail(() -> store.backlog() == 0, TIMEOUT, () -> "outbox not purged");
+        Await.untilOrFail(() -> Capabilities.gauges(store).backlog() == 0, TIMEOUT, () -> "outbox not purged");
     }
 
     /** Orders per key as consumed from the topic, until every committed one arrived. */

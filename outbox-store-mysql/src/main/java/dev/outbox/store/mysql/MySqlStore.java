@@ -516,7 +516,7 @@ public final class MySqlStore extends SqlStore {
 
     /** True: see the class Javadoc's "Read" section. */
     @Override
-    public boolean supportsRead() {
+    protected boolean hasRead() {
         return true;
     }
 
@@ -933,7 +933,7 @@ public final class MySqlStore extends SqlStore {
 
     /** True: {@link #parkedKeys()}, and {@link #replay} moves a replayed key's later rows behind the replayed ones. */
     @Override
-    public boolean supportsHoldKey() {
+    protected boolean hasParkedKeys() {
         return true;
     }
 

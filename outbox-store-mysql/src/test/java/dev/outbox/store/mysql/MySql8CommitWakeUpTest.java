@@ -1,5 +1,7 @@
 package dev.outbox.store.mysql;
 
+import dev.outbox.spi.CommitSignals;
+
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherConfig;
@@ -38,7 +40,7 @@ class MySql8CommitWakeUpTest {
             store.createSchema();
 
             AtomicInteger wakeUps = new AtomicInteger();
-            Store.CommitWatch watch = store.watchCommits(wakeUps::incrementAndGet);
+            CommitSignals.CommitWatch watch = store.watchCommits(wakeUps::incrementAndGet);
             assertThat(watch.listening()).isTrue();
             store.publisher().committed();
             assertThat(wakeUps).hasValue(1);

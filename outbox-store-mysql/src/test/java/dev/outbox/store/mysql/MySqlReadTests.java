@@ -116,7 +116,7 @@ abstract class MySqlReadTests {
     @Test
     void readsCommittedRowsAboveTheCursorInIdOrderUpToTheLimitWhoeverMarkedThemAndNeverParkedOnes() {
         MySqlStore store = newStore();
-        assertThat(store.supportsRead()).isTrue();
+        assertThat(store.capability(dev.outbox.spi.CursorHarvest.class).isPresent()).isTrue();
         List<Long> ids = commit(store, "a", "b", "c", "d", "e", "f", "g");
         UUID leader = UUID.randomUUID();
         store.mark(leader, 1); // a is marked

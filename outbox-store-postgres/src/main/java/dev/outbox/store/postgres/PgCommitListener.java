@@ -1,5 +1,7 @@
 package dev.outbox.store.postgres;
 
+import dev.outbox.spi.CommitSignals;
+
 import dev.outbox.spi.Backoff;
 import dev.outbox.spi.Store;
 import org.jdbi.v3.core.Handle;
@@ -18,7 +20,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * The Postgres store's commit wake-ups ({@link Store#watchCommits}): one connection of the store's pool, held for
+ * The Postgres store's commit wake-ups ({@link dev.outbox.spi.CommitSignals#watchCommits}): one connection of the store's pool, held for
  * as long as the subscription lasts, {@code LISTEN}s on the outbox's channel, and a thread of its own calls the
  * wake-up whenever a notification arrives (the publisher's {@code pg_notify}, delivered by Postgres at commit, or
  * the optional trigger's). A lost connection is opened again with a backoff from 100 ms to 5 s; meanwhile the
@@ -32,7 +34,7 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>Thread-safe.
  */
-final class PgCommitListener implements Store.CommitWatch {
+final class PgCommitListener implements CommitSignals.CommitWatch {
     private static final Logger log = LoggerFactory.getLogger(PgCommitListener.class);
     /** How long one wait for notifications lasts: how soon a close is noticed. */
     private static final int WAIT_MILLIS = 250;

@@ -585,8 +585,8 @@ public final class PostgresStore extends SqlStore {
      * terminated by its successor's take-over.
      */
     @Override
-    public boolean supportsFencing() {
-        return super.supportsFencing() && wal == null;
+    protected boolean fencing() {
+        return super.fencing() && wal == null;
     }
 
     @Override
@@ -654,13 +654,13 @@ public final class PostgresStore extends SqlStore {
     }
 
     @Override
-    public boolean supportsRead() {
+    protected boolean hasRead() {
         return true;
     }
 
     /** False with the WAL harvest: the messages are not rows that could be marked. */
     @Override
-    public boolean supportsMark() {
+    protected boolean hasMark() {
         return wal == null;
     }
 
@@ -1089,7 +1089,7 @@ public final class PostgresStore extends SqlStore {
      * the replayed ones. False for the WAL harvest, whose messages are not rows that a replay could move.
      */
     @Override
-    public boolean supportsHoldKey() {
+    protected boolean hasParkedKeys() {
         return wal == null;
     }
 

@@ -1,5 +1,7 @@
 package dev.outbox.store.postgres;
 
+import dev.outbox.spi.CommitSignals;
+
 import dev.outbox.spi.CommitWatchers;
 import dev.outbox.spi.Store;
 
@@ -15,21 +17,21 @@ import java.util.function.Function;
  * <p>Thread-safe.
  */
 final class SharedCommitWatch {
-    private final Function<Runnable, Store.CommitWatch> open;
+    private final Function<Runnable, CommitSignals.CommitWatch> open;
     private final CommitWatchers subscribers = new CommitWatchers();
-    private Store.CommitWatch shared;
+    private CommitSignals.CommitWatch shared;
     private int needing;
-    /** What the shared watch was last told ({@link Store.CommitWatch#needed} is called on changes only). */
+    /** What the shared watch was last told ({@link CommitSignals.CommitWatch#needed} is called on changes only). */
     private boolean sharedNeeded = true;
 
     /** @param open opens the shared watch, given the wake-up that fans out to the subscribers */
-    SharedCommitWatch(Function<Runnable, Store.CommitWatch> open) {
+    SharedCommitWatch(Function<Runnable, CommitSignals.CommitWatch> open) {
         this.open = Objects.requireNonNull(open, "open");
     }
 
     /** Subscribes {@code wakeUp}; it is needed from the start, as a new watch is. */
-    synchronized Store.CommitWatch watch(Runnable wakeUp) {
-        Store.CommitWatch own = subscribers.watch(wakeUp);
+    synchronized CommitSignals.CommitWatch watch(Runnable wakeUp) {
+        CommitSignals.CommitWatch own = subscribers.watch(wakeUp);
         if (shared == null) {
             shared = open.apply(subscribers::wakeAll);
             sharedNeeded = true;
@@ -53,12 +55,12 @@ final class SharedCommitWatch {
         return subscribers.size();
     }
 
-    private final class Subscription implements Store.CommitWatch {
-        private final Store.CommitWatch own;
+    private final class Subscription implements CommitSignals.CommitWatch {
+        private final CommitSignals.CommitWatch own;
         private boolean needed = true;
         private boolean closed;
 
-        Subscription(Store.CommitWatch own) {
+        Subscription(CommitSignals.CommitWatch own) {
             this.own = own;
         }
 

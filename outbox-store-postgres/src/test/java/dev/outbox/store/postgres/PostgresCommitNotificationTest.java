@@ -1,5 +1,7 @@
 package dev.outbox.store.postgres;
 
+import dev.outbox.spi.CommitSignals;
+
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherConfig;
@@ -53,7 +55,7 @@ class PostgresCommitNotificationTest {
         store.createSchema();
         assertThat(store.notifyChannel()).contains("notified");
         AtomicInteger wakeUps = new AtomicInteger();
-        Store.CommitWatch watch = store.watchCommits(wakeUps::incrementAndGet);
+        CommitSignals.CommitWatch watch = store.watchCommits(wakeUps::incrementAndGet);
         int listener;
         try {
             Await.untilOrFail(() -> watch.listening() && wakeUps.get() >= 1, WAIT,
@@ -101,7 +103,7 @@ class PostgresCommitNotificationTest {
         PostgresStore store = PostgresStore.builder(pool).table("notified_local").build();
         store.createSchema();
         AtomicInteger wakeUps = new AtomicInteger();
-        try (Store.CommitWatch watch = store.watchCommits(wakeUps::incrementAndGet)) {
+        try (CommitSignals.CommitWatch watch = store.watchCommits(wakeUps::incrementAndGet)) {
             Await.untilOrFail(() -> watch.listening() && wakeUps.get() >= 1, WAIT, () -> "not listening");
             watch.needed(false); // the listener stops listening: only the local wake-up is left
             int before = wakeUps.get();
@@ -120,7 +122,7 @@ class PostgresCommitNotificationTest {
         PostgresTestSupport.execute(appPool, store.notifyTriggerSql());
         PostgresTestSupport.execute(appPool, store.notifyTriggerSql()); // idempotent
         AtomicInteger wakeUps = new AtomicInteger();
-        try (Store.CommitWatch watch = store.watchCommits(wakeUps::incrementAndGet)) {
+        try (CommitSignals.CommitWatch watch = store.watchCommits(wakeUps::incrementAndGet)) {
             Await.untilOrFail(() -> watch.listening() && wakeUps.get() >= 1, WAIT, () -> "not listening");
             int before = wakeUps.get();
             PostgresTestSupport.execute(appPool, "INSERT INTO notified_sql (topic, key, value)"
@@ -133,7 +135,7 @@ class PostgresCommitNotificationTest {
     void offMeansNoNotificationAndNoTriggerAndOnlyLocalWakeUps() {
         PostgresStore store = PostgresStore.builder(pool).table("unnotified").commitNotifications(false).build();
         assertThat(store.notifyChannel()).isEmpty();
-        Store.CommitWatch local = store.watchCommits(() -> { });
+        CommitSignals.CommitWatch local = store.watchCommits(() -> { });
         assertThat(local).as("this process's publishers only").isNotNull().isNotInstanceOf(PgCommitListener.class);
         local.close();
         assertThat(local.listening()).isFalse();
@@ -165,7 +167,7 @@ class PostgresCommitNotificationTest {
         }
     }
 
-    private static PgCommitListener listener(Store.CommitWatch watch) {
+    private static PgCommitListener listener(CommitSignals.CommitWatch watch) {
         return (PgCommitListener) ((PostgresStore.LocalAndListening) watch).listener;
     }
 

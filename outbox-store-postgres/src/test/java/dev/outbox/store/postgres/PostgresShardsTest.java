@@ -1,5 +1,9 @@
 package dev.outbox.store.postgres;
 
+import dev.outbox.testkit.Capabilities;
+
+import dev.outbox.spi.CommitSignals;
+
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outbox.OutboxShards;
 import dev.outbox.spi.IdRange;
@@ -146,7 +150,7 @@ class PostgresShardsTest extends SqlShardsTests {
                 .contains("CREATE INDEX IF NOT EXISTS \"plain_shard\" ON \"plain\" (shard, id)")
                 .contains("CHECK (id >= 0)");
         assertThat(six.shards()).isEqualTo(6);
-        assertThat(six.shard(5).shards()).isEqualTo(1);
+        assertThat(Capabilities.sharding(six.shard(5)).shards()).isEqualTo(1);
         assertThat(one.shard(0)).isSameAs(one);
         assertThat(six.shard(0).publisher()).isSameAs(six.publisher());
         assertThatThrownBy(() -> six.shard(6)).isInstanceOf(IllegalArgumentException.class)
@@ -172,14 +176,14 @@ class PostgresShardsTest extends SqlShardsTests {
         dev.outbox.testkit.Await.untilOrFail(() -> hikari.getHikariPoolMXBean().getActiveConnections() == 0,
                 java.time.Duration.ofSeconds(20), () -> "the pool idle before the test");
         java.util.concurrent.atomic.AtomicInteger[] woken = new java.util.concurrent.atomic.AtomicInteger[3];
-        List<dev.outbox.spi.Store.CommitWatch> watches = new java.util.ArrayList<>();
+        List<dev.outbox.spi.CommitSignals.CommitWatch> watches = new java.util.ArrayList<>();
         try {
             for (int s = 0; s < 3; s++) {
                 java.util.concurrent.atomic.AtomicInteger count = new java.util.concurrent.atomic.AtomicInteger();
                 woken[s] = count;
-                watches.add(store.shard(s).watchCommits(count::incrementAndGet));
+                watches.add(Capabilities.signals(store.shard(s)).watchCommits(count::incrementAndGet));
             }
-            dev.outbox.testkit.Await.untilOrFail(() -> watches.stream().allMatch(dev.outbox.spi.Store.CommitWatch::listening),
+            dev.outbox.testkit.Await.untilOrFail(() -> watches.stream().allMatch(dev.outbox.spi.CommitSignals.CommitWatch::listening),
                     java.time.Duration.ofSeconds(20), () -> "the shards' watches listen");
             assertThat(hikari.getHikariPoolMXBean().getActiveConnections())
                     .as("one connection of the store's pool listens for the three shards").isEqualTo(1);
@@ -195,7 +199,7 @@ class PostgresShardsTest extends SqlShardsTests {
             dev.outbox.testkit.Await.untilOrFail(() -> woken[0].get() > before[0] && woken[1].get() > before[1]
                     && woken[2].get() > before[2], java.time.Duration.ofSeconds(20), () -> "every shard woken");
         } finally {
-            watches.forEach(dev.outbox.spi.Store.CommitWatch::close);
+            watches.forEach(dev.outbox.spi.CommitSignals.CommitWatch::close);
         }
         assertThat(watches.get(0).listening()).as("closed").isFalse();
     }

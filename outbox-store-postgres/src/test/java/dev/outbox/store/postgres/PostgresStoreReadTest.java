@@ -95,7 +95,7 @@ class PostgresStoreReadTest {
     @Test
     void readsCommittedRowsAboveTheCursorInIdOrderUpToTheLimit() throws SQLException {
         PostgresStore store = newStore();
-        assertThat(store.supportsRead()).isTrue();
+        assertThat(store.capability(dev.outbox.spi.CursorHarvest.class).isPresent()).isTrue();
         assertThat(store.read(0, List.of(), 10).size()).isZero();
         commit(store, "a", "b", "c", "d", "e");
 

@@ -1,5 +1,7 @@
 package dev.outbox.store.postgres;
 
+import dev.outbox.spi.CommitSignals;
+
 import dev.outbox.spi.Store;
 import org.junit.jupiter.api.Test;
 
@@ -13,7 +15,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 class SharedCommitWatchTest {
 
     /** What the shared watch was told, in order. */
-    private static final class Recording implements Store.CommitWatch {
+    private static final class Recording implements CommitSignals.CommitWatch {
         final List<String> calls = new ArrayList<>();
         Runnable wakeUp;
 
@@ -44,8 +46,8 @@ class SharedCommitWatchTest {
         });
         AtomicInteger a = new AtomicInteger();
         AtomicInteger b = new AtomicInteger();
-        Store.CommitWatch wa = shared.watch(a::incrementAndGet);
-        Store.CommitWatch wb = shared.watch(b::incrementAndGet);
+        CommitSignals.CommitWatch wa = shared.watch(a::incrementAndGet);
+        CommitSignals.CommitWatch wb = shared.watch(b::incrementAndGet);
         assertThat(opened).hasSize(1);
         Recording r = opened.get(0);
 

@@ -10,7 +10,14 @@ import dev.outbox.spi.StoreFencedException;
 import dev.outbox.spi.MarkedRow;
 import dev.outbox.spi.SqlStoreSettings;
 import dev.outbox.spi.SqlTableNames;
+import dev.outbox.spi.CommitSignals;
+import dev.outbox.spi.CursorHarvest;
+import dev.outbox.spi.Gauges;
+import dev.outbox.spi.MarkHarvest;
+import dev.outbox.spi.ParkedKeys;
 import dev.outbox.spi.ParkedRecords;
+import dev.outbox.spi.Sharding;
+import dev.outbox.spi.StorageFencing;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
 import org.jdbi.v3.core.Handle;
@@ -53,7 +60,8 @@ import dev.outbox.spi.MessageDecorators;
  *
  * <p>For store implementations, not for applications. Subclasses are immutable and thread-safe.
  */
-public abstract class SqlStore implements Store, ParkedRecords {
+public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, CommitSignals, StorageFencing, Sharding,
+        ParkedRecords, ParkedKeys, Gauges {
     /** The default table name. */
     public static final String DEFAULT_TABLE = "outbox";
     /** The default statement timeout. */
@@ -203,10 +211,36 @@ public abstract class SqlStore implements Store, ParkedRecords {
     /** An unfenced write: no epoch is checked. */
     protected static final long UNFENCED = -1;
 
-    /** Whether {@link Builder#fencing storage fencing} is on. */
-    @Override
-    public boolean supportsFencing() {
+    /** Whether {@link Builder#fencing storage fencing} is on: the store then has {@link StorageFencing}. */
+    protected boolean fencing() {
         return fencing;
+    }
+
+    /** Whether the store marks rows ({@link MarkHarvest}); true unless a subclass harvests otherwise. */
+    protected boolean hasMark() {
+        return true;
+    }
+
+    /** Whether the store reads by cursor or stream ({@link CursorHarvest}); true unless a subclass cannot. */
+    protected boolean hasRead() {
+        return true;
+    }
+
+    /** Whether the store lists its parked keys for held keys ({@link ParkedKeys}); false unless a subclass does. */
+    protected boolean hasParkedKeys() {
+        return false;
+    }
+
+    /**
+     * {@inheritDoc} {@link StorageFencing} with {@link Builder#fencing} on, {@link MarkHarvest},
+     * {@link CursorHarvest} and {@link ParkedKeys} as the subclass says ({@link #hasMark()}, {@link #hasRead()},
+     * {@link #hasParkedKeys()}); every other capability always.
+     */
+    @Override
+    public <T> Optional<T> capability(Class<T> type) {
+        boolean has = type == StorageFencing.class ? fencing() : type == MarkHarvest.class ? hasMark()
+                : type == CursorHarvest.class ? hasRead() : type != ParkedKeys.class || hasParkedKeys();
+        return has ? Store.super.capability(type) : Optional.empty();
     }
 
     /** The leader table as it appears in SQL (storage fencing's epoch, one row). */
@@ -241,7 +275,7 @@ public abstract class SqlStore implements Store, ParkedRecords {
     }
 
     private void requireFencing(String operation) {
-        if (!supportsFencing()) {
+        if (!fencing()) {
             throw new UnsupportedOperationException(operation + ": storage fencing is off for " + names.outbox()
                     + (fencing ? " (the WAL harvest is not fenced)" : " (Builder.fencing(false))"));
         }
@@ -299,8 +333,11 @@ public abstract class SqlStore implements Store, ParkedRecords {
         park(reasons, UNFENCED);
     }
 
-    /** The store's writes fenced by one epoch; everything else is the store's own. Immutable, thread-safe. */
-    private final class Fenced implements Store {
+    /**
+     * The store's writes fenced by one epoch — purge, retry, park and the mark — and nothing else: every other
+     * capability is the store's own. Immutable, thread-safe.
+     */
+    private final class Fenced implements Store, MarkHarvest {
         private final long fence;
 
         Fenced(long fence) {
@@ -318,68 +355,13 @@ public abstract class SqlStore implements Store, ParkedRecords {
         }
 
         @Override
-        public boolean supportsMark() {
-            return SqlStore.this.supportsMark();
-        }
-
-        @Override
-        public boolean supportsRead() {
-            return SqlStore.this.supportsRead();
-        }
-
-        @Override
-        public ReadResult read(long after, List<IdRange> recheck, int limit) {
-            return SqlStore.this.read(after, recheck, limit);
-        }
-
-        @Override
-        public boolean readWaits() {
-            return SqlStore.this.readWaits();
-        }
-
-        @Override
-        public void wakeRead() {
-            SqlStore.this.wakeRead();
-        }
-
-        @Override
-        public CommitWatch watchCommits(Runnable wakeUp) {
-            return SqlStore.this.watchCommits(wakeUp);
-        }
-
-        @Override
-        public void harvestStopped() {
-            SqlStore.this.harvestStopped();
-        }
-
-        @Override
-        public OptionalLong retainedBytes() {
-            return SqlStore.this.retainedBytes();
-        }
-
-        @Override
-        public boolean supportsFencing() {
-            return true;
-        }
-
-        @Override
-        public long acquireEpoch() {
-            return SqlStore.this.acquireEpoch();
-        }
-
-        @Override
-        public Store fencedBy(long epoch) {
-            return SqlStore.this.fencedBy(epoch);
+        public void reset(UUID leaderId, Collection<Long> ids) {
+            SqlStore.this.reset(leaderId, ids, fence);
         }
 
         @Override
         public void purge(Collection<Long> ids) {
             SqlStore.this.purge(ids, fence);
-        }
-
-        @Override
-        public void reset(UUID leaderId, Collection<Long> ids) {
-            SqlStore.this.reset(leaderId, ids, fence);
         }
 
         @Override
@@ -393,38 +375,11 @@ public abstract class SqlStore implements Store, ParkedRecords {
         }
 
         @Override
-        public List<ParkedRecord> parked(int limit) {
-            return SqlStore.this.parked(limit);
-        }
-
-        @Override
-        public int replay(Collection<Long> ids) {
-            return SqlStore.this.replay(ids);
-        }
-
-        @Override
-        public boolean supportsHoldKey() {
-            return SqlStore.this.supportsHoldKey();
-        }
-
-        @Override
-        public java.util.Set<String> parkedKeys() {
-            return SqlStore.this.parkedKeys();
-        }
-
-        @Override
-        public long backlog() {
-            return SqlStore.this.backlog();
-        }
-
-        @Override
-        public long parkedCount() {
-            return SqlStore.this.parkedCount();
-        }
-
-        @Override
-        public Optional<Instant> oldestCreateTime() {
-            return SqlStore.this.oldestCreateTime();
+        public <T> Optional<T> capability(Class<T> type) {
+            if (type == MarkHarvest.class) {
+                return SqlStore.this.capability(type).map(own -> type.cast(this));
+            }
+            return SqlStore.this.capability(type);
         }
 
         @Override
@@ -447,7 +402,7 @@ public abstract class SqlStore implements Store, ParkedRecords {
      * whose database cannot notify offers from {@link #watchCommits}. It hears nothing of other processes' writers,
      * which the dispatcher's polling finds.
      */
-    protected final CommitWatch localCommitWatch(Runnable wakeUp) {
+    protected final CommitSignals.CommitWatch localCommitWatch(Runnable wakeUp) {
         return localWatchers.watch(wakeUp);
     }
 
@@ -456,7 +411,7 @@ public abstract class SqlStore implements Store, ParkedRecords {
      * overrides it.
      */
     @Override
-    public CommitWatch watchCommits(Runnable wakeUp) {
+    public CommitSignals.CommitWatch watchCommits(Runnable wakeUp) {
         return localCommitWatch(wakeUp);
     }
 

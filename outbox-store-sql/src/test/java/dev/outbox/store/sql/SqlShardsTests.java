@@ -1,5 +1,7 @@
 package dev.outbox.store.sql;
 
+import dev.outbox.testkit.Capabilities;
+
 import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.OutboxMessage;
@@ -94,7 +96,7 @@ public abstract class SqlShardsTests {
         assertThatThrownBy(six::createSchema).isInstanceOf(StoreException.class)
                 .hasMessageContaining("is made for 1 shard(s)").hasMessageContaining("no generated shard column")
                 .hasMessageContaining("configured with 6 shard(s)");
-        assertThatThrownBy(() -> six.shard(3).read(0, List.of(), 10)).isInstanceOf(StoreException.class)
+        assertThatThrownBy(() -> Capabilities.reading(six.shard(3)).read(0, List.of(), 10)).isInstanceOf(StoreException.class)
                 .hasMessageContaining("configured with 6 shard(s)")
                 .satisfies(e -> assertThat(((StoreException) e).isRetriable()).isFalse());
 
@@ -116,9 +118,9 @@ public abstract class SqlShardsTests {
     void eachShardTakesItsOwnEpochRow() throws SQLException {
         SqlStore store = builder(newTable()).shards(3).build();
         store.createSchema();
-        assertThat(store.shard(1).acquireEpoch()).isEqualTo(1);
-        assertThat(store.shard(1).acquireEpoch()).isEqualTo(2);
-        assertThat(store.shard(2).acquireEpoch()).isEqualTo(1);
+        assertThat(Capabilities.fencing(store.shard(1)).acquireEpoch()).isEqualTo(1);
+        assertThat(Capabilities.fencing(store.shard(1)).acquireEpoch()).isEqualTo(2);
+        assertThat(Capabilities.fencing(store.shard(2)).acquireEpoch()).isEqualTo(1);
         StringJoiner rows = new StringJoiner(",");
         try (Connection c = admin.getConnection();
              PreparedStatement s = c.prepareStatement("SELECT id, epoch FROM " + store.leaderTable() + " ORDER BY id");
@@ -200,11 +202,11 @@ public abstract class SqlShardsTests {
             List<OutboxRecord> after = new ArrayList<>();
             for (int s = 0; s < count; s++) {
                 int shard = s;
-                List<OutboxRecord> rows = store.shard(s).read(0, List.of(), 1_000).rows().records();
+                List<OutboxRecord> rows = Capabilities.reading(store.shard(s)).read(0, List.of(), 1_000).rows().records();
                 assertThat(rows).as("%d shards: shard %d", count, s)
                         .allSatisfy(r -> assertThat(OutboxShards.shardOf(r.key(), count)).isEqualTo(shard));
                 after.addAll(rows);
-                assertThat(store.shard(s).acquireEpoch()).as("%d shards: shard %d's epoch", count, s).isPositive();
+                assertThat(Capabilities.fencing(store.shard(s)).acquireEpoch()).as("%d shards: shard %d's epoch", count, s).isPositive();
             }
             assertThat(after).as("%d shards: every row, its attempts kept", count)
                     .extracting(r -> r.id() + "/" + r.key() + "/" + r.attempts())

@@ -1,5 +1,7 @@
 package dev.outbox.store.sql;
 
+import dev.outbox.testkit.Capabilities;
+
 import dev.outbox.spi.StoreFencedException;
 import java.sql.Connection;
 import java.sql.Statement;
@@ -132,9 +134,9 @@ public abstract class SqlStoreContract extends StoreContract {
     void aFencedWriteThatMeetsAnEpochIncrementUnderWayWaitsForItAndIsRefused() throws Exception {
         SqlStore sql = (SqlStore) store;
         commit(msg("k", "v"));
-        long old = store.acquireEpoch();
-        Store deposed = store.fencedBy(old);
-        long id = deposed.mark(UUID.randomUUID(), 10).records().get(0).id();
+        long old = Capabilities.fencing(store).acquireEpoch();
+        Store deposed = Capabilities.fencing(store).fencedBy(old);
+        long id = Capabilities.marking(deposed).mark(UUID.randomUUID(), 10).records().get(0).id();
         ExecutorService purger = Executors.newSingleThreadExecutor();
         try (Connection successor = admin.getConnection()) {
             successor.setAutoCommit(false);
@@ -153,9 +155,9 @@ public abstract class SqlStoreContract extends StoreContract {
         } finally {
             purger.shutdownNow();
         }
-        assertThat(store.backlog()).as("the row was not purged").isEqualTo(1);
-        store.fencedBy(old + 1).purge(List.of(id));
-        assertThat(store.backlog()).isZero();
+        assertThat(Capabilities.gauges(store).backlog()).as("the row was not purged").isEqualTo(1);
+        Capabilities.fencing(store).fencedBy(old + 1).purge(List.of(id));
+        assertThat(Capabilities.gauges(store).backlog()).isZero();
     }
 
     // ---- the operator's view of parked rows (ParkedRecords) ------------------------------------------------
@@ -210,7 +212,7 @@ public abstract class SqlStoreContract extends StoreContract {
                 .containsExactlyElementsOf(marked.stream().map(OutboxRecord::messageId).toList()).doesNotContainNull();
         assertThat(parked.parkedMessage(marked.get(2).id()).orElseThrow().record().messageId())
                 .isEqualTo(marked.get(2).messageId());
-        assertThat(store.parked(10)).extracting(ParkedRecord::messageId).containsExactlyElementsOf(
+        assertThat(Capabilities.parkedRecords(store).parked(10)).extracting(ParkedRecord::messageId).containsExactlyElementsOf(
                 all.stream().map(ParkedRecord::messageId).toList());
 
         ParkedQuery byId = new ParkedQuery(null, null, null, marked.get(4).messageId(), null, null, 0, 10);
@@ -265,7 +267,7 @@ public abstract class SqlStoreContract extends StoreContract {
                 .containsExactly("k1", "k3", "k4", "k5");
         assertThat(parked.discard(List.of())).isZero();
         assertThat(parked.discard(List.of(marked.get(0).id()))).as("discarding twice").isZero();
-        assertThat(store.parkedCount()).isEqualTo(4);
-        assertThat(store.backlog()).isZero();
+        assertThat(Capabilities.gauges(store).parkedCount()).isEqualTo(4);
+        assertThat(Capabilities.gauges(store).backlog()).isZero();
     }
 }
