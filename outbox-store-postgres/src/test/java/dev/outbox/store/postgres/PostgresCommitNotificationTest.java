@@ -166,7 +166,7 @@ class PostgresCommitNotificationTest {
     }
 
     private static PgCommitListener listener(Store.CommitWatch watch) {
-        return (PgCommitListener) ((PostgresStore.LocalAndListening) watch).listener;
+        return (PgCommitListener) ((PgNotifications.LocalAndListening) watch).listener;
     }
 
     private static void commit(PostgresStore store, List<OutboxMessage> messages) throws Exception {
