@@ -141,8 +141,15 @@ public abstract class SqlStore implements Store, ParkedRecords {
         return views[index];
     }
 
-    /** A new view of shard {@code index} of this whole outbox ({@link #shard}). */
-    protected abstract SqlStore view(int index);
+    /**
+     * A new view of shard {@code index} of this whole outbox ({@link #shard}); a store that can be sharded overrides
+     * it. This default is for a store with one shard, which is its own view: it is never called.
+     *
+     * @throws UnsupportedOperationException always
+     */
+    protected SqlStore view(int index) {
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " has no shard views");
+    }
 
     /**
      * Makes the views of a sharded whole outbox's shards now ({@link #view}), for a store whose builder may change
