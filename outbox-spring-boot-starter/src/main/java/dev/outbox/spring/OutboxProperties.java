@@ -44,7 +44,9 @@ public final class OutboxProperties {
         /** PostgreSQL 13 or newer ({@code outbox-store-postgres}). */
         POSTGRES,
         /** MySQL 8 or MariaDB 10.6 and newer ({@code outbox-store-mysql}). */
-        MYSQL
+        MYSQL,
+        /** H2 2.2 or newer, embedded, for development and tests ({@code outbox-store-h2}). */
+        H2
     }
 
     /** The outbox table, in the application's {@code DataSource}. */
