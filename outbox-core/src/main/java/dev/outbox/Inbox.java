@@ -3,6 +3,7 @@ package dev.outbox;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import java.util.UUID;
 
 /**
@@ -48,6 +49,25 @@ public interface Inbox {
 
     /** The oldest failed messages of {@code consumer}, by the time they failed, at most {@code limit}. */
     List<FailedMessage> failed(String consumer, int limit);
+
+    /**
+     * The consumers that have failed messages, each once, in the order of their names (as the database sorts them),
+     * at most {@code limit}: what an operator's view of the failed-messages table starts from when it is not told
+     * which consumers write to it. A read on a connection of the inbox's own.
+     *
+     * @throws IllegalArgumentException if {@code limit} is less than 1
+     * @throws dev.outbox.spi.StoreException if the database failed
+     */
+    List<String> failedConsumers(int limit);
+
+    /**
+     * The failed message of {@code consumer} with {@code messageId}, value included, or empty if there is none (the
+     * consumer never gave up on it, or it was deleted). A read on a connection of the inbox's own.
+     *
+     * @throws IllegalArgumentException if {@code consumer} is not a valid consumer name
+     * @throws dev.outbox.spi.StoreException if the database failed
+     */
+    Optional<FailedMessage> failedMessage(String consumer, UUID messageId);
 
     /**
      * Deletes the entries processed longer ago than {@link #retention()}, in batches (each a bounded statement in a

@@ -1,9 +1,6 @@
 package dev.outbox.internal;
 
-import dev.outbox.Header;
-import dev.outbox.OutboxMessage;
 import dev.outbox.OutboxRecord;
-import dev.outbox.spi.Backoff;
 
 import java.time.Clock;
 import java.time.Duration;
@@ -12,21 +9,19 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.PriorityQueue;
 import java.util.Set;
 import java.util.function.DoubleSupplier;
 
 /**
  * The dispatcher's per-key scheduling state as pure logic: which records were read and wait behind their key,
  * which keys may send now, which record of each key is in flight, and when a failed key's head record may be
- * retried. The {@link DefaultDispatcher} keeps only the thread coordination around it.
+ * retried; the {@link EngineState} guards it.
  *
  * <h2>Invariants</h2>
  * <ul>
@@ -47,93 +42,33 @@ import java.util.function.DoubleSupplier;
  *       queued by that read: the store may have returned it before it was deleted.</li>
  *   <li><b>Bounded</b>: {@link #takeReady} never puts more than {@code maxInFlight} records in flight;
  *       {@link #room()} says how many more may be read.</li>
- *   <li><b>Bounded in bytes</b>: {@link #room()} is 0 once the {@linkplain #size(OutboxRecord) bytes} of the records
- *       in flight and queued reach {@code maxBytes}, and otherwise no more rows than fit in the free bytes at the
- *       {@linkplain #sizeEstimate() size estimate}: the mean size of the rows of the last read that returned any (one
- *       row while no read has: it teaches the size). Records are counted when read, not when sent, since that is
- *       when they take up memory. A record larger than {@code maxBytes} is still read once nothing else is queued or
- *       in flight, and goes alone. The store cannot know the sizes before it reads, so a read can overshoot the bound
- *       by what its rows exceed the estimate: never when sizes are steady, by at most that one read's rows (at most
- *       {@code maxInFlight}) when they grow suddenly; the next read waits until the bytes fall below the bound.</li>
+ *   <li><b>Bounded in bytes</b>: {@link #room()} is 0 once the bytes of the records in flight and queued reach
+ *       {@code maxBytes}, and otherwise no more rows than fit at the size the last read taught; a record larger than
+ *       the bound goes alone (see {@link ByteBudget} for how far a read may overshoot).</li>
  * </ul>
  * <b>Held keys</b> ({@code DispatcherConfig.AfterPark.HOLD_KEY}, {@link #holdKeysAfterPark}): once a record is
- * {@linkplain #parked parked} its key is held: the key's queued records are dropped, and nothing of it is queued or
- * sent until the key is released ({@link #parkedKeysRead}). The held keys are the parked table's keys: the
- * dispatcher reads them from the store when it starts leading and every second while it leads; a release is
- * followed by a rewind (the dropped records are read again from the table). Holds survive {@link #abandon()}.
+ * {@linkplain #parked parked} its key is held — its queued records dropped, nothing of it queued or sent — until it
+ * is released ({@link #parkedKeysRead}, see {@link HeldKeys}); a release is followed by a rewind. Holds survive
+ * {@link #abandon()}.
  *
  * <p>{@link #abandon()} forgets every queued record (not those in flight): the dispatcher calls it whenever what it
  * read may no longer be what the table holds for it (a new leader id, a failed read, leadership lost) and reads
  * again from the head of the table. The failure state survives that rewind in the rows themselves (attempts and
  * next attempt time, written by {@code Store.retryLater} before {@link #retryLater} is called).
  *
- * <p>Not thread-safe: single-threaded by contract (the dispatcher calls it only while holding its lock). Time comes
- * from the injected {@link Clock}, jitter from the injected supplier, so tests drive it without threads.
+ * <p>Not thread-safe: called only under the engine's lock. Time and jitter are injected: tests drive it without
+ * threads.
  */
 public final class KeySchedule {
 
-    /** A record in flight: sent (or about to be), its outcome not processed yet. Guarded like the schedule. */
-    public static final class Flight {
-        private final OutboxRecord record;
-        private final long sentAtNanos;
-        /** Its key's state, whose flight it is until it settles (a key in flight stays in the schedule's map). */
-        private final KeyState state;
-        private boolean reportedStuck;
-
-        Flight(OutboxRecord record, long sentAtNanos, KeyState state) {
-            this.record = record;
-            this.sentAtNanos = sentAtNanos;
-            this.state = state;
-        }
-
-        /** The record in flight. */
-        public OutboxRecord record() {
-            return record;
-        }
-
-        /** When it was taken for sending, by {@link System#nanoTime()} (or the caller's equivalent). */
-        public long sentAtNanos() {
-            return sentAtNanos;
-        }
-
-        /** Whether it was reported as unacknowledged for too long; see {@link #markReportedStuck()}. */
-        public boolean reportedStuck() {
-            return reportedStuck;
-        }
-
-        /** Remembers that the dispatcher reported this flight as stuck, so that it reports it once. */
-        public void markReportedStuck() {
-            reportedStuck = true;
-        }
-
-        @Override
-        public String toString() {
-            return "Flight{" + record.id() + ", key " + dev.outbox.spi.Excerpt.of(record.key()) + '}';
-        }
-    }
-
-    /**
-     * What to do with a failed delivery.
-     *
-     * @param park          whether to park the record (too many attempts, or a permanent failure)
-     * @param attempts      the record's failed deliveries, this one included
-     * @param nextAttemptAt when to try again, null when parking
-     * @param outage        the broker was unavailable for every record: the attempt is not counted
-     */
-    public record Verdict(boolean park, int attempts, Instant nextAttemptAt, boolean outage) {
-        /** A verdict on a failure of the record itself. */
-        public Verdict(boolean park, int attempts, Instant nextAttemptAt) {
-            this(park, attempts, nextAttemptAt, false);
-        }
-    }
-
-    private static final class KeyState {
+    /** One key's state: its queue, its flight, whether it is ready. Guarded like the schedule. */
+    static final class KeyState {
         final String key;
         final ArrayDeque<OutboxRecord> queue = new ArrayDeque<>(4);
         Flight flight;
         /** Whether the key is ready: no flight, and its head record may be sent now. */
         boolean ready;
-        /** Its entries in {@link #readyQueue}, stale ones included. */
+        /** Its entries in the {@link ReadyKeys} queue, stale ones included. */
         int readyEntries;
 
         KeyState(String key) {
@@ -141,77 +76,32 @@ public final class KeySchedule {
         }
     }
 
-    private record Due(Instant at, String key, long id) {
-    }
-
     private final int maxInFlight;
-    private final long maxBytes;
-    private final Duration firstBackoff;
-    /** How long a record waits before its next attempt, before jitter. */
-    private final Backoff retries;
-    private final int maxAttempts;
-    private final Clock clock;
-    private final DoubleSupplier jitter;
+    private final ByteBudget budget;
+    private final RetryVerdicts verdicts;
 
     private final Map<String, KeyState> keys = new HashMap<>();
-    /**
-     * Keys with no record in flight whose head record may be sent now, in the order they became so: each key that
-     * became {@linkplain KeyState#ready ready} is appended, and an entry is stale when its key is not ready any more
-     * or has a later entry (it became ready again since: its place is the later one). Stale entries are skipped when
-     * taken. A queue with flags rather than a {@code LinkedHashSet}: no hashing, no node per entry.
-     */
-    private final ArrayDeque<KeyState> readyQueue = new ArrayDeque<>();
-    /** Keys {@linkplain KeyState#ready ready}. */
-    private int readyKeys;
-    /** Keys whose head record waits for its next attempt time; entries go stale and are checked when due. */
-    private final PriorityQueue<Due> waiting = new PriorityQueue<>(Comparator.comparing(Due::at));
+    private final ReadyKeys ready;
     private final LongHashSet queuedIds = new LongHashSet();
     private int inFlight;
-    /** Bytes of the records in flight and queued ({@link #size}). */
-    private long bytes;
-    /** Mean record size of the last read that returned rows; 0 until one has. */
-    private long sizeEstimate;
-    /** Rows and bytes offered since {@link #readStarted()}. */
-    private int readRows;
-    private long readBytes;
-    /** Outage failures since the last acknowledgement: the exponent of the backoff every key shares. */
-    private int outageStreak;
-    /** When {@link #outageStreak} last grew. */
-    private Instant lastOutageStep = Instant.MIN;
     private boolean active;
     private boolean reading;
     private final LongHashSet settledDuringRead = new LongHashSet();
     /** Whether a park holds its key ({@code HOLD_KEY}). */
     private boolean holdAfterPark;
-    /** Held keys → the {@link #holdSeq} at which each was held. */
-    private final Map<String, Long> held = new HashMap<>();
-    private long holdSeq;
+    private final HeldKeys held = new HeldKeys();
 
-    /**
-     * A schedule bounded in records only.
-     *
-     * @param maxInFlight  the most records in flight and queued together
-     * @param firstBackoff the wait before the first retry of a record (before jitter)
-     * @param maxBackoff   the longest wait before a retry
-     * @param maxAttempts  failed deliveries after which a record is parked
-     * @param clock        the time of next attempts
-     * @param jitter       values in [0, 1); a retry waits between half and all of its backoff
-     */
+    /** A schedule bounded in records only; see the other constructor. */
     public KeySchedule(int maxInFlight, Duration firstBackoff, Duration maxBackoff, int maxAttempts, Clock clock,
                        DoubleSupplier jitter) {
         this(maxInFlight, Long.MAX_VALUE, firstBackoff, maxBackoff, maxAttempts, clock, jitter);
     }
 
     /**
-     * @param maxInFlight  the most records in flight and queued together
-     * @param maxBytes     the most {@linkplain #size(OutboxRecord) bytes} of records in flight and queued together
-     *                     (see the class documentation for how a read may overshoot it); {@link Long#MAX_VALUE} for
-     *                     no bound in bytes
-     * @param firstBackoff the wait before the first retry of a record (before jitter)
-     * @param maxBackoff   the longest wait before a retry
-     * @param maxAttempts  failed deliveries after which a record is parked
-     * @param clock        the time of next attempts
-     * @param jitter       values in [0, 1); a retry waits between half and all of its backoff
+     * A schedule of at most {@code maxInFlight} records and {@code maxBytes} bytes ({@link Long#MAX_VALUE}: no bound
+     * in bytes) in flight and queued together, parking a record after {@code maxAttempts} failed deliveries and
+     * retrying it after a backoff from {@code firstBackoff} up to {@code maxBackoff}, of which {@code jitter} (values
+     * in [0, 1)) takes off up to half; {@code clock} gives the times of next attempts.
      */
     public KeySchedule(int maxInFlight, long maxBytes, Duration firstBackoff, Duration maxBackoff, int maxAttempts,
                        Clock clock, DoubleSupplier jitter) {
@@ -220,15 +110,10 @@ public final class KeySchedule {
                     + maxInFlight + ", " + maxBytes + ", " + maxAttempts);
         }
         this.maxInFlight = maxInFlight;
-        this.maxBytes = maxBytes;
-        this.firstBackoff = Objects.requireNonNull(firstBackoff, "firstBackoff");
-        this.retries = Backoff.exponential(firstBackoff, Objects.requireNonNull(maxBackoff, "maxBackoff"));
-        this.maxAttempts = maxAttempts;
-        this.clock = Objects.requireNonNull(clock, "clock");
-        this.jitter = Objects.requireNonNull(jitter, "jitter");
+        this.budget = new ByteBudget(maxBytes);
+        this.ready = new ReadyKeys(Objects.requireNonNull(clock, "clock"));
+        this.verdicts = new RetryVerdicts(firstBackoff, maxBackoff, maxAttempts, clock, jitter);
     }
-
-    // ------------------------------------------------------------------------------------------ leadership
 
     /** Starts accepting records (leadership acquired): forgets anything queued before. */
     public void start() {
@@ -244,11 +129,6 @@ public final class KeySchedule {
         active = false;
     }
 
-    /** Whether records are accepted: between {@link #start()} and {@link #stop()}. */
-    public boolean active() {
-        return active;
-    }
-
     /**
      * Forgets every queued record, so that the next read from the head of the table queues them again. Records in
      * flight stay tracked: their outcomes are still processed, and they are not queued again while in flight.
@@ -257,7 +137,7 @@ public final class KeySchedule {
         for (Iterator<Map.Entry<String, KeyState>> it = keys.entrySet().iterator(); it.hasNext(); ) {
             KeyState ks = it.next().getValue();
             for (OutboxRecord r : ks.queue) {
-                bytes -= size(r);
+                budget.remove(r);
             }
             ks.queue.clear();
             ks.ready = false;
@@ -266,9 +146,7 @@ public final class KeySchedule {
                 it.remove();
             }
         }
-        readyQueue.clear();
-        readyKeys = 0;
-        waiting.clear();
+        ready.clear();
         queuedIds.clear();
     }
 
@@ -278,8 +156,7 @@ public final class KeySchedule {
     public void readStarted() {
         reading = true;
         settledDuringRead.clear();
-        readRows = 0;
-        readBytes = 0;
+        budget.readStarted();
     }
 
     /**
@@ -289,33 +166,28 @@ public final class KeySchedule {
     public void readEnded() {
         reading = false;
         settledDuringRead.clear();
-        if (readRows > 0) {
-            sizeEstimate = Math.max(1, (readBytes + readRows - 1) / readRows);
-        }
-        readRows = 0;
-        readBytes = 0;
+        budget.readEnded();
     }
 
     /**
      * Queues a record read from the table behind its key.
      *
-     * @return whether it was queued: not if the schedule is {@linkplain #active() inactive}, the record is in flight
-     *         or queued already, or it was settled while the read was under way
+     * @return whether it was queued: not if the schedule is stopped, the record is in flight or queued already, or
+     *         it was settled while the read was under way
      */
     public boolean offer(OutboxRecord r) {
         long size = size(r);
-        readRows++;
-        readBytes += size;
-        if (!active || queuedIds.contains(r.id()) || settledDuringRead.contains(r.id()) || held.containsKey(r.key())) {
+        budget.offered(size);
+        if (!active || queuedIds.contains(r.id()) || settledDuringRead.contains(r.id()) || held.contains(r.key())) {
             return false;
         }
         KeyState ks = keys.computeIfAbsent(r.key(), KeyState::new);
-        if (ks.flight != null && ks.flight.record.id() == r.id()) {
+        if (ks.flight != null && ks.flight.record().id() == r.id()) {
             return false;
         }
         ks.queue.addLast(r);
         queuedIds.add(r.id());
-        bytes += size;
+        budget.add(r);
         if (ks.flight == null && ks.queue.size() == 1) {
             headChanged(ks);
         }
@@ -331,14 +203,14 @@ public final class KeySchedule {
      * @param sentAtNanos the time to record as their send time
      */
     public List<Flight> takeReady(int max, long sentAtNanos) {
-        promoteDue();
+        ready.promoteDue(keys::get);
         int room = Math.min(max, maxInFlight - inFlight);
-        if (readyKeys == 0 || room <= 0) {
+        if (ready.count() == 0 || room <= 0) {
             return List.of();
         }
-        List<Flight> out = new ArrayList<>(Math.min(room, readyKeys));
+        List<Flight> out = new ArrayList<>(Math.min(room, ready.count()));
         KeyState ks;
-        while (out.size() < room && (ks = pollReady()) != null) {
+        while (out.size() < room && (ks = ready.poll()) != null) {
             OutboxRecord r = ks.queue.pollFirst();
             queuedIds.remove(r.id());
             Flight f = new Flight(r, sentAtNanos, ks);
@@ -351,74 +223,41 @@ public final class KeySchedule {
 
     /** Whether {@link #takeReady} would return something now. */
     public boolean hasReady() {
-        promoteDue();
-        return readyKeys > 0 && inFlight < maxInFlight;
+        ready.promoteDue(keys::get);
+        return ready.count() > 0 && inFlight < maxInFlight;
     }
 
     /** The earliest next attempt time among keys waiting to retry, or null if none waits. */
     public Instant nextDue() {
-        while (!waiting.isEmpty() && !valid(keys.get(waiting.peek().key()), waiting.peek())) {
-            waiting.poll();
-        }
-        return waiting.isEmpty() ? null : waiting.peek().at();
+        return ready.nextDue(keys::get);
     }
 
     /**
-     * How many more records may be read: the in-flight limit less what is in flight and queued, and no more than fit
-     * in the bytes left below {@code maxBytes} at the {@linkplain #sizeEstimate() size estimate} (one while the size
-     * is unknown). 0 once those bytes reach {@code maxBytes}; at least 1 when nothing is in flight or queued, so that
-     * a record larger than {@code maxBytes} goes alone.
+     * How many more records may be read: the in-flight limit less what is in flight and queued, and no more than
+     * the {@link ByteBudget} lets in.
      */
     public int room() {
-        int records = maxInFlight - inFlight - queuedIds.size();
-        if (maxBytes == Long.MAX_VALUE || records <= 0) {
-            return records;
-        }
-        boolean empty = inFlight == 0 && queuedIds.isEmpty();
-        long fit = sizeEstimate == 0 ? 1 : (maxBytes - bytes) / sizeEstimate;
-        if (fit <= 0) {
-            return empty ? 1 : 0;
-        }
-        return (int) Math.min(records, fit);
+        return budget.room(maxInFlight - inFlight - queuedIds.size(), inFlight == 0 && queuedIds.isEmpty());
     }
 
-    /**
-     * The least {@link #room()} worth a read: {@code batch}, or less when the bound in bytes holds fewer records than
-     * two batches at the {@linkplain #sizeEstimate() size estimate} — then half of what it holds (at least one), so
-     * that reading overlaps sending without waiting for every record to be acknowledged.
-     *
-     * @param batch the least room worth a read when records are small (the mark batch size)
-     */
+    /** The least {@link #room()} worth a read ({@link ByteBudget#readThreshold}); {@code batch}: the mark batch. */
     public int readThreshold(int batch) {
-        if (maxBytes == Long.MAX_VALUE) {
-            return batch;
-        }
-        long holds = sizeEstimate == 0 ? 1 : maxBytes / sizeEstimate;
-        return (int) Math.max(1, Math.min(batch, holds / 2));
+        return budget.readThreshold(batch);
     }
 
     /** Bytes of the records in flight and queued: the sum of their {@link #size sizes}. */
     public long bytes() {
-        return bytes;
+        return budget.bytes();
     }
 
     /** The mean size of the rows of the last read that returned any; 0 before such a read. */
     public long sizeEstimate() {
-        return sizeEstimate;
+        return budget.sizeEstimate();
     }
 
-    /**
-     * A record's size as the schedule counts it: the bytes of its value and of its headers' values, plus one byte per
-     * character of its key and of its headers' names. Object overheads are not counted: they matter only for tiny
-     * records, which {@code maxInFlight} bounds.
-     */
+    /** A record's size as the schedule counts it ({@link ByteBudget#size}). */
     public static long size(OutboxRecord r) {
-        OutboxMessage m = r.message();
-        long n = m.valueSize() + (long) m.key().length();
-        for (Header h : m.headers()) {
-            n += h.name().length() + (long) h.valueSize();
-        }
-        return n;
+        return ByteBudget.size(r);
     }
 
     /** Records in flight. */
@@ -449,7 +288,7 @@ public final class KeySchedule {
      * is dropped.
      */
     public void acknowledged(Flight f) {
-        outageStreak = 0;
+        verdicts.acknowledged();
         settle(f);
     }
 
@@ -460,7 +299,7 @@ public final class KeySchedule {
     public void parked(Flight f) {
         settle(f);
         if (holdAfterPark) {
-            hold(f.record.key());
+            hold(f.record().key());
         }
     }
 
@@ -477,7 +316,7 @@ public final class KeySchedule {
      * A record of it in flight completes as usual.
      */
     public void hold(String key) {
-        held.put(key, ++holdSeq);
+        held.hold(key);
         KeyState ks = keys.get(key);
         if (ks != null) {
             headChanged(ks);
@@ -486,7 +325,7 @@ public final class KeySchedule {
 
     /** Whether {@code key} is held. */
     public boolean isHeld(String key) {
-        return held.containsKey(key);
+        return held.contains(key);
     }
 
     /** How many keys are held. */
@@ -499,7 +338,7 @@ public final class KeySchedule {
      * by a park made while the read was under way is not released by it.
      */
     public long parkedKeysReadStarted() {
-        return holdSeq;
+        return held.readStarted();
     }
 
     /**
@@ -510,19 +349,9 @@ public final class KeySchedule {
      * @return the released keys: their records were dropped, read them again from the table
      */
     public Set<String> parkedKeysRead(Set<String> parkedKeys, long started) {
-        for (String key : parkedKeys) {
-            if (!held.containsKey(key)) {
-                hold(key);
-            }
-        }
-        Set<String> released = new HashSet<>();
-        for (Iterator<Map.Entry<String, Long>> it = held.entrySet().iterator(); it.hasNext(); ) {
-            Map.Entry<String, Long> e = it.next();
-            if (e.getValue() <= started && !parkedKeys.contains(e.getKey())) {
-                it.remove();
-                released.add(e.getKey());
-            }
-        }
+        Set<String> toHold = new HashSet<>();
+        Set<String> released = held.read(parkedKeys, started, toHold);
+        toHold.forEach(this::hold);
         return released;
     }
 
@@ -534,38 +363,19 @@ public final class KeySchedule {
         leaveFlight(f);
     }
 
-    /**
-     * What to do with the failed delivery of {@code f}: park it after {@code maxAttempts} failures or on a
-     * permanent one, else retry at a time backed off exponentially from its attempt count, with jitter. Changes
-     * nothing: apply the verdict with {@link #parked} or {@link #retryLater} once the store recorded it.
-     */
+    /** The verdict on a failed delivery of {@code f} ({@link RetryVerdicts#failure}); apply it once stored. */
     public Verdict failure(Flight f, boolean permanent) {
-        int attempts = f.record.attempts() + 1;
-        if (permanent || attempts >= maxAttempts) {
-            return new Verdict(true, attempts, null);
-        }
-        return new Verdict(false, attempts, clock.instant().plus(backoff(attempts)));
+        return verdicts.failure(f.record(), permanent);
     }
 
-    /**
-     * What to do with a delivery of {@code f} that failed because the broker was unavailable for every record (an
-     * outage): retry it at a time backed off exponentially from the failures since the last acknowledgement of any
-     * record, with jitter; never park, never count the attempt. Apply it with {@link #heldByOutage}; the next
-     * {@linkplain #acknowledged acknowledgement} ends the outage's backoff.
-     */
+    /** The verdict on a delivery of {@code f} failed in an outage ({@link RetryVerdicts#outage}). */
     public Verdict outage(Flight f) {
-        Instant now = clock.instant();
-        // Many records fail together in an outage: the backoff doubles at most once per first backoff, not per record.
-        if (outageStreak == 0 || !now.isBefore(lastOutageStep.plus(firstBackoff))) {
-            outageStreak = Math.min(outageStreak + 1, 62);
-            lastOutageStep = now;
-        }
-        return new Verdict(false, f.record.attempts(), now.plus(backoff(outageStreak)), true);
+        return verdicts.outage(f.record());
     }
 
     /** Whether outage failures were seen since the last acknowledgement. */
     public boolean inOutage() {
-        return outageStreak > 0;
+        return verdicts.inOutage();
     }
 
     /**
@@ -573,25 +383,21 @@ public final class KeySchedule {
      * {@code nextAttemptAt}, its attempts unchanged; nothing is written to the store.
      */
     public void heldByOutage(Flight f, Instant nextAttemptAt) {
-        requeue(f, f.record.retryAt(nextAttemptAt));
+        requeue(f, f.record().retryAt(nextAttemptAt));
     }
 
-    /**
-     * The backoff before the retry that follows failure number {@code attempts}: {@code firstBackoff × 2^(attempts-1)},
-     * capped at {@code maxBackoff}, of which a random half is taken off ("equal jitter"), so that keys that failed
-     * together do not retry together.
-     */
+    /** The backoff after failure number {@code attempts} ({@link RetryVerdicts#backoff}). */
     Duration backoff(int attempts) {
-        return retries.delay(attempts, jitter.getAsDouble());
+        return verdicts.backoff(attempts);
     }
 
     /**
      * The record's failure was recorded in the store with {@code nextAttemptAt}: it goes back to the head of its
-     * key, which waits until then while every other key carries on. If the schedule is
-     * {@linkplain #active() inactive} the record is only let go: the next leader reads it from the table.
+     * key, which waits until then while every other key carries on. If the schedule is stopped the record is only
+     * let go: the next leader reads it from the table.
      */
     public void retryLater(Flight f, Instant nextAttemptAt) {
-        requeue(f, f.record.failedOnce(nextAttemptAt));
+        requeue(f, f.record().failedOnce(nextAttemptAt));
     }
 
     /** The per-key state, keys in order: what is in flight and what is queued behind it. */
@@ -602,14 +408,14 @@ public final class KeySchedule {
         new java.util.TreeMap<>(keys).forEach((key, ks) -> {
             sb.append(", ").append(key).append(':');
             if (ks.flight != null) {
-                sb.append('>').append(ks.flight.record.id());
+                sb.append('>').append(ks.flight.record().id());
             }
             for (OutboxRecord r : ks.queue) {
                 sb.append(' ').append(r.id()).append('a').append(r.attempts());
             }
         });
         if (!held.isEmpty()) {
-            sb.append(", held ").append(new java.util.TreeSet<>(held.keySet()));
+            sb.append(", held ").append(held.sorted());
         }
         return sb.append('}').toString();
     }
@@ -624,7 +430,7 @@ public final class KeySchedule {
         }
         if (queuedIds.remove(r.id())) {
             ks.queue.removeIf(q -> q.id() == r.id());
-            bytes -= size(r);
+            budget.remove(r);
         }
         if (retryAtTail) {
             ks.queue.addLast(r); // PlantedBug.RETRY_OVERTAKES_HEAD
@@ -632,7 +438,7 @@ public final class KeySchedule {
             ks.queue.addFirst(r);
         }
         queuedIds.add(r.id());
-        bytes += size(r);
+        budget.add(r);
         keys.put(r.key(), ks);
         headChanged(ks);
     }
@@ -641,17 +447,17 @@ public final class KeySchedule {
 
     private void settle(Flight f) {
         if (reading) {
-            settledDuringRead.add(f.record.id());
+            settledDuringRead.add(f.record().id());
         }
         KeyState ks = leaveFlight(f);
         if (ks == null) {
             return;
         }
         OutboxRecord head = ks.queue.peekFirst();
-        if (head != null && head.id() == f.record.id()) {
+        if (head != null && head.id() == f.record().id()) {
             ks.queue.pollFirst(); // its copy, read again meanwhile: delivered already
             queuedIds.remove(head.id());
-            bytes -= size(head);
+            budget.remove(head);
             headChanged(ks);
         }
     }
@@ -664,7 +470,7 @@ public final class KeySchedule {
         }
         ks.flight = null;
         inFlight--;
-        bytes -= size(f.record);
+        budget.remove(f.record());
         headChanged(ks);
         return ks;
     }
@@ -672,13 +478,10 @@ public final class KeySchedule {
     /** The key's head (or flight) changed: files it as ready or waiting, or drops an empty key. */
     private void headChanged(KeyState ks) {
         String key = ks.key;
-        if (ks.ready) {
-            ks.ready = false; // its entry in the ready queue goes stale
-            readyKeys--;
-        }
-        if (!held.isEmpty() && held.containsKey(key)) {
+        ready.unready(ks); // its entry in the ready queue goes stale
+        if (held.contains(key)) {
             for (OutboxRecord r : ks.queue) { // a held key keeps nothing queued: read again on release
-                bytes -= size(r);
+                budget.remove(r);
                 queuedIds.remove(r.id());
             }
             ks.queue.clear();
@@ -691,57 +494,6 @@ public final class KeySchedule {
             keys.remove(key);
             return;
         }
-        Instant at = head.nextAttemptAt();
-        if (at == null || !at.isAfter(clock.instant())) {
-            markReady(ks);
-        } else {
-            waiting.add(new Due(at, key, head.id()));
-        }
-    }
-
-    private void promoteDue() {
-        if (waiting.isEmpty()) {
-            return;
-        }
-        Instant now = clock.instant();
-        while (!waiting.isEmpty() && !waiting.peek().at().isAfter(now)) {
-            Due d = waiting.poll();
-            KeyState ks = keys.get(d.key());
-            if (valid(ks, d)) {
-                markReady(ks);
-            }
-        }
-    }
-
-    private void markReady(KeyState ks) {
-        if (!ks.ready) {
-            ks.ready = true;
-            readyKeys++;
-            ks.readyEntries++;
-            readyQueue.addLast(ks);
-        }
-    }
-
-    /** Takes the key that became ready first and is still ready (skipping stale entries), or null if none is. */
-    private KeyState pollReady() {
-        KeyState ks;
-        while ((ks = readyQueue.pollFirst()) != null) {
-            ks.readyEntries--;
-            if (ks.ready && ks.readyEntries == 0) {
-                ks.ready = false;
-                readyKeys--;
-                return ks;
-            }
-        }
-        return null;
-    }
-
-    /** Whether a waiting entry still describes its key's state {@code ks}: no flight, and the same head record. */
-    private static boolean valid(KeyState ks, Due d) {
-        if (ks == null || ks.flight != null) {
-            return false;
-        }
-        OutboxRecord head = ks.queue.peekFirst();
-        return head != null && head.id() == d.id() && d.at().equals(head.nextAttemptAt());
+        ready.file(ks, head);
     }
 }

@@ -13,6 +13,8 @@ import dev.outbox.OutboxMessage;
  * // m.value() is the JSON; m.headers() holds content-type: application/json
  * }</pre>
  *
+ * <p>What {@link #serialize} writes, {@link #deserialize} reads back.
+ *
  * <p>Implementations must be thread-safe: one instance serves every thread of an application.
  */
 public interface PayloadSerializer {
@@ -29,6 +31,19 @@ public interface PayloadSerializer {
      *                                       which may be confidential)
      */
     byte[] serialize(Object payload);
+
+    /**
+     * Reads a value written by {@link #serialize} back as a {@code type}: what in-process handlers
+     * ({@code dev.outbox.handlers.HandlerMessageBroker}) and consumers receive.
+     *
+     * @param value the message's value, not null (a tombstone has no payload to read)
+     * @param type  the payload's class, not null
+     * @param <T>   the payload's type
+     * @return the payload; never null
+     * @throws PayloadSerializationException if {@code value} is not a {@code type} in this format, naming the type
+     *                                       and the value's length (never its content)
+     */
+    <T> T deserialize(byte[] value, Class<T> type);
 
     /**
      * A message to {@code topic} with {@code key} whose value is the serialized {@code payload} and whose first

@@ -34,13 +34,13 @@ class KeyScheduleTest {
                 null);
     }
 
-    private List<KeySchedule.Flight> take() {
+    private List<Flight> take() {
         return schedule.takeReady(Integer.MAX_VALUE, 0);
     }
 
-    private static List<Long> ids(List<KeySchedule.Flight> flights) {
+    private static List<Long> ids(List<Flight> flights) {
         List<Long> out = new ArrayList<>();
-        for (KeySchedule.Flight f : flights) {
+        for (Flight f : flights) {
             out.add(f.record().id());
         }
         return out;
@@ -52,7 +52,7 @@ class KeyScheduleTest {
         schedule.offer(record(1, "poison"));
         schedule.offer(record(2, "poison"));
         schedule.offer(record(3, "other"));
-        List<KeySchedule.Flight> flights = take();
+        List<Flight> flights = take();
         assertThat(ids(flights)).containsExactly(1L, 3L);
         long started = schedule.parkedKeysReadStarted(); // a read of the store's parked keys, before the park
         schedule.parked(flights.get(0));
@@ -84,9 +84,9 @@ class KeyScheduleTest {
         for (long id = 1; id <= 4; id++) {
             schedule.offer(record(id, "k" + id));
         }
-        List<KeySchedule.Flight> flights = take();
-        KeySchedule.Verdict first = schedule.outage(flights.get(0));
-        KeySchedule.Verdict sameRound = schedule.outage(flights.get(1));
+        List<Flight> flights = take();
+        Verdict first = schedule.outage(flights.get(0));
+        Verdict sameRound = schedule.outage(flights.get(1));
         assertThat(first.outage()).isTrue();
         assertThat(first.park()).isFalse();
         assertThat(first.attempts()).as("not counted").isZero();
@@ -100,10 +100,10 @@ class KeyScheduleTest {
 
         for (int i = 0; i < MAX_ATTEMPTS * 3; i++) { // far more failures than maxAttempts
             clock.advance(MAX);
-            List<KeySchedule.Flight> again = take();
+            List<Flight> again = take();
             assertThat(ids(again)).containsExactly(1L, 2L);
-            for (KeySchedule.Flight f : again) {
-                KeySchedule.Verdict v = schedule.outage(f);
+            for (Flight f : again) {
+                Verdict v = schedule.outage(f);
                 assertThat(v.park()).isFalse();
                 assertThat(Duration.between(clock.instant(), v.nextAttemptAt())).isLessThanOrEqualTo(MAX);
                 schedule.heldByOutage(f, v.nextAttemptAt());
@@ -112,7 +112,7 @@ class KeyScheduleTest {
         schedule.acknowledged(flights.get(2));
         assertThat(schedule.inOutage()).as("an acknowledgement ends it").isFalse();
         clock.advance(MAX);
-        KeySchedule.Flight held = take().get(0);
+        Flight held = take().get(0);
         assertThat(held.record().attempts()).as("still never counted").isZero();
         assertThat(Duration.between(clock.instant(), schedule.outage(held).nextAttemptAt()))
                 .as("the backoff starts over").isEqualTo(Duration.ofMillis(75));
@@ -123,7 +123,7 @@ class KeyScheduleTest {
         schedule.offer(record(1, "a"));
         schedule.offer(record(2, "b"));
         schedule.offer(record(3, "a"));
-        List<KeySchedule.Flight> first = take();
+        List<Flight> first = take();
         assertThat(ids(first)).containsExactly(1L, 2L);
         assertThat(take()).isEmpty();
         assertThat(schedule.inFlight()).isEqualTo(2);
@@ -153,10 +153,10 @@ class KeyScheduleTest {
         schedule.offer(record(1, "poison"));
         schedule.offer(record(2, "healthy"));
         schedule.offer(record(3, "poison"));
-        List<KeySchedule.Flight> flights = take();
-        KeySchedule.Flight poison = flights.get(0);
+        List<Flight> flights = take();
+        Flight poison = flights.get(0);
 
-        KeySchedule.Verdict v = schedule.failure(poison, false);
+        Verdict v = schedule.failure(poison, false);
         assertThat(v.park()).isFalse();
         assertThat(v.attempts()).isEqualTo(1);
         // first backoff 100 ms, jitter 0.5: 50 ms + 25 ms
@@ -171,7 +171,7 @@ class KeyScheduleTest {
         clock.advance(Duration.ofMillis(74));
         assertThat(take()).isEmpty();
         clock.advance(Duration.ofMillis(1));
-        List<KeySchedule.Flight> retry = take();
+        List<Flight> retry = take();
         assertThat(ids(retry)).containsExactly(1L);
         assertThat(retry.get(0).record().attempts()).isEqualTo(1);
         assertThat(schedule.nextDue()).isNull();
@@ -196,15 +196,15 @@ class KeyScheduleTest {
         schedule.offer(record(1, "k"));
         schedule.offer(record(2, "k"));
         for (int attempt = 1; attempt < MAX_ATTEMPTS; attempt++) {
-            KeySchedule.Flight f = take().get(0);
+            Flight f = take().get(0);
             assertThat(f.record().id()).isEqualTo(1L);
-            KeySchedule.Verdict v = schedule.failure(f, false);
+            Verdict v = schedule.failure(f, false);
             assertThat(v.park()).isFalse();
             schedule.retryLater(f, v.nextAttemptAt());
             clock.advance(MAX);
         }
-        KeySchedule.Flight last = take().get(0);
-        KeySchedule.Verdict v = schedule.failure(last, false);
+        Flight last = take().get(0);
+        Verdict v = schedule.failure(last, false);
         assertThat(v.park()).isTrue();
         assertThat(v.attempts()).isEqualTo(MAX_ATTEMPTS);
         schedule.parked(last);
@@ -214,7 +214,7 @@ class KeyScheduleTest {
     @Test
     void aPermanentFailureParksAtOnce() {
         schedule.offer(record(1, "k"));
-        KeySchedule.Verdict v = schedule.failure(take().get(0), true);
+        Verdict v = schedule.failure(take().get(0), true);
         assertThat(v.park()).isTrue();
         assertThat(v.attempts()).isEqualTo(1);
         assertThat(v.nextAttemptAt()).isNull();
@@ -236,7 +236,7 @@ class KeyScheduleTest {
     void aRecordInFlightOrQueuedIsNotQueuedTwice() {
         OutboxRecord r1 = record(1, "k");
         schedule.offer(r1);
-        KeySchedule.Flight f = take().get(0);
+        Flight f = take().get(0);
         assertThat(schedule.offer(r1)).isFalse(); // read again under a fresh leader id while in flight
         OutboxRecord r2 = record(2, "k");
         assertThat(schedule.offer(r2)).isTrue();
@@ -249,7 +249,7 @@ class KeyScheduleTest {
     void aRecordAcknowledgedWhileAReadWasUnderWayIsNotQueuedByThatRead() {
         OutboxRecord r1 = record(1, "k");
         schedule.offer(r1);
-        KeySchedule.Flight f = take().get(0);
+        Flight f = take().get(0);
         schedule.abandon();
         schedule.readStarted();
         schedule.acknowledged(f); // its row was deleted after the read returned it
@@ -262,11 +262,11 @@ class KeyScheduleTest {
     @Test
     void aFailedRecordReturningAfterARewindGoesBackToTheHeadOfItsKey() {
         schedule.offer(record(1, "k"));
-        KeySchedule.Flight f = take().get(0);
+        Flight f = take().get(0);
         schedule.abandon();                 // a rewind: the mark reads from the head again
         schedule.offer(record(1, "k"));     // in flight: skipped
         schedule.offer(record(2, "k"));
-        KeySchedule.Verdict v = schedule.failure(f, false);
+        Verdict v = schedule.failure(f, false);
         schedule.retryLater(f, v.nextAttemptAt());
         assertThat(take()).isEmpty();
         clock.advance(MAX);
@@ -276,9 +276,9 @@ class KeyScheduleTest {
     @Test
     void aFailedRecordRetriedBeforeTheRewindsReadIsNotQueuedTwice() {
         schedule.offer(record(1, "k"));
-        KeySchedule.Flight f = take().get(0);
+        Flight f = take().get(0);
         schedule.abandon();
-        KeySchedule.Verdict v = schedule.failure(f, false);
+        Verdict v = schedule.failure(f, false);
         schedule.retryLater(f, v.nextAttemptAt());
         assertThat(schedule.offer(record(1, "k"))).isFalse();
         assertThat(schedule.queued()).isEqualTo(1);
@@ -287,7 +287,7 @@ class KeyScheduleTest {
     @Test
     void stoppedScheduleQueuesNothingAndLetsFailedRecordsGo() {
         schedule.offer(record(1, "k"));
-        KeySchedule.Flight f = take().get(0);
+        Flight f = take().get(0);
         schedule.stop();
         assertThat(schedule.offer(record(2, "k"))).isFalse();
         schedule.retryLater(f, clock.instant());
@@ -300,7 +300,7 @@ class KeyScheduleTest {
     @Test
     void unsentRecordsLeaveFlight() {
         schedule.offer(record(1, "k"));
-        KeySchedule.Flight f = take().get(0);
+        Flight f = take().get(0);
         schedule.abandon();
         schedule.unsent(f);
         assertThat(schedule.inFlight()).isZero();
@@ -357,7 +357,7 @@ class KeyScheduleTest {
         assertThat(schedule.bytes()).isEqualTo(9_000);
         assertThat(schedule.room()).as("1,000 bytes free hold no row of 3,000").isZero();
 
-        List<KeySchedule.Flight> flights = take();
+        List<Flight> flights = take();
         assertThat(flights).hasSize(3);
         assertThat(schedule.bytes()).as("sending moves bytes from queued to in flight").isEqualTo(9_000);
         assertThat(schedule.room()).isZero();
@@ -385,7 +385,7 @@ class KeyScheduleTest {
         read(sized(1, "a", 4_999), sized(2, "b", 4_999)); // the first read knew no size: it overshoots
         assertThat(schedule.room()).isZero();
         assertThat(schedule.readThreshold(50)).isEqualTo(1);
-        List<KeySchedule.Flight> flights = take();
+        List<Flight> flights = take();
         schedule.acknowledged(flights.get(0));
         assertThat(schedule.room()).as("one still in flight").isZero();
         schedule.acknowledged(flights.get(1));
@@ -393,7 +393,7 @@ class KeyScheduleTest {
         assertThat(schedule.room()).as("nothing queued or in flight: one row, however large").isEqualTo(1);
         read(sized(3, "a", 4_999));
         assertThat(schedule.room()).isZero();
-        KeySchedule.Flight alone = take().get(0);
+        Flight alone = take().get(0);
         assertThat(schedule.room()).isZero();
         schedule.acknowledged(alone);
         assertThat(schedule.room()).isEqualTo(1);
@@ -412,8 +412,8 @@ class KeyScheduleTest {
         assertThat(schedule.bytes()).isEqualTo(25_100);
         assertThat(schedule.room()).as("no further read until the bytes fall below the bound").isZero();
         assertThat(schedule.sizeEstimate()).isEqualTo(5_000);
-        List<KeySchedule.Flight> flights = take();
-        for (KeySchedule.Flight f : flights) {
+        List<Flight> flights = take();
+        for (Flight f : flights) {
             schedule.acknowledged(f);
         }
         assertThat(schedule.room()).as("the next read asks for rows at the new size").isEqualTo(2);
@@ -424,8 +424,8 @@ class KeyScheduleTest {
         schedule = bytesBounded(100, 1 << 20);
         read(sized(1, "a", 9), sized(2, "b", 9), sized(3, "a", 9));
         assertThat(schedule.bytes()).isEqualTo(30);
-        List<KeySchedule.Flight> flights = take(); // 1 and 2
-        KeySchedule.Verdict v = schedule.failure(flights.get(0), false);
+        List<Flight> flights = take(); // 1 and 2
+        Verdict v = schedule.failure(flights.get(0), false);
         schedule.retryLater(flights.get(0), v.nextAttemptAt());
         assertThat(schedule.bytes()).as("back at the head of its key, counted once").isEqualTo(30);
         read(sized(1, "a", 9), sized(2, "b", 9), sized(3, "a", 9)); // a rescan: nothing is counted twice
@@ -434,13 +434,13 @@ class KeyScheduleTest {
         assertThat(schedule.bytes()).isEqualTo(20);
 
         clock.advance(MAX);
-        KeySchedule.Flight retried = take().get(0);
-        KeySchedule.Verdict outage = schedule.outage(retried);
+        Flight retried = take().get(0);
+        Verdict outage = schedule.outage(retried);
         schedule.heldByOutage(retried, outage.nextAttemptAt());
         assertThat(schedule.bytes()).isEqualTo(20);
 
         clock.advance(MAX);
-        KeySchedule.Flight again = take().get(0);
+        Flight again = take().get(0);
         schedule.abandon();
         assertThat(schedule.bytes()).as("the queued record is forgotten, the one in flight stays").isEqualTo(10);
         schedule.unsent(again);

@@ -21,6 +21,11 @@ class PayloadSerializerTest {
         public byte[] serialize(Object payload) {
             return payload.toString().getBytes(StandardCharsets.UTF_8);
         }
+
+        @Override
+        public <T> T deserialize(byte[] value, Class<T> type) {
+            return type.cast(new String(value, StandardCharsets.UTF_8));
+        }
     };
 
     @Test

@@ -119,7 +119,8 @@ class ReadmeSnippetsTest {
                         "ObservabilitySnippets#health",
                         "application.yml", "Orders#place",
                         "InboxSnippets#inbox", "InboxSnippets#process", "InboxSnippets#consumer",
-                        "/docs/performance/results.txt");
+                        "/docs/performance/results.txt",
+                        "/outbox-sidecar/src/test/resources/dev/outbox/sidecar/inbox-example.yaml");
     }
 
     /** The source file of a class of this module, main or test, in dev.outbox.examples or its spring package. */

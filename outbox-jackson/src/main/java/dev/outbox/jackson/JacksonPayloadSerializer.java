@@ -32,7 +32,11 @@ public final class JacksonPayloadSerializer implements PayloadSerializer {
         this.mapper = mapper;
     }
 
-    /** A serializer over a {@link JsonMapper} with Jackson's defaults. */
+    /**
+     * A serializer over a {@link JsonMapper} with Jackson's defaults.
+     *
+     * @return a new serializer, never {@code null}; it owns its mapper, which nothing else configures
+     */
     public static JacksonPayloadSerializer create() {
         return new JacksonPayloadSerializer(JsonMapper.builder().build());
     }
@@ -41,6 +45,11 @@ public final class JacksonPayloadSerializer implements PayloadSerializer {
      * A serializer over {@code mapper}, for example the application's own. The mapper must write JSON (a
      * {@link JsonMapper}, or an {@link ObjectMapper} over a JSON factory): the content type is always
      * {@value #APPLICATION_JSON}.
+     *
+     * @param mapper the mapper that writes (and {@linkplain #deserialize reads}) the payloads; not {@code null}.
+     *               It is used as it is, not copied: configure it before the first message is written.
+     * @return a new serializer over {@code mapper}, never {@code null}
+     * @throws NullPointerException if {@code mapper} is {@code null}
      */
     public static JacksonPayloadSerializer of(ObjectMapper mapper) {
         return new JacksonPayloadSerializer(Objects.requireNonNull(mapper, "mapper must not be null"));
@@ -63,10 +72,16 @@ public final class JacksonPayloadSerializer implements PayloadSerializer {
     }
 
     /**
-     * Reads a value written by {@link #serialize} back as a {@code type}, for consumers and tests.
+     * Reads a value written by {@link #serialize} back as a {@code type}, for handlers, consumers and tests.
      *
+     * @param <T>  the type of the value read
+     * @param json the UTF-8 JSON bytes of one value, as a message's payload holds them; not {@code null}
+     * @param type the class to read the value as (Jackson binds the JSON to it); not {@code null}
+     * @return the value read; {@code null} only if {@code json} is the JSON literal {@code null}
+     * @throws NullPointerException if {@code json} or {@code type} is {@code null}
      * @throws PayloadSerializationException if {@code json} is not a {@code type} in JSON
      */
+    @Override
     public <T> T deserialize(byte[] json, Class<T> type) {
         Objects.requireNonNull(json, "json must not be null");
         Objects.requireNonNull(type, "type must not be null");

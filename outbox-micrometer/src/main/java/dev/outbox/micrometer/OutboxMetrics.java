@@ -52,6 +52,10 @@ import java.util.function.ToDoubleFunction;
  *       <td>records parked by this dispatcher</td></tr>
  *   <tr><td>outbox.records.in.flight [outbox_records_in_flight]</td><td>gauge</td><td>outbox</td>
  *       <td>records sent and not yet completed</td></tr>
+ *   <tr><td>outbox.records.held [outbox_records_held]</td><td>gauge</td><td>outbox</td><td>records held because
+ *       the store refused their purge, park or failure record for good: zero normally</td></tr>
+ *   <tr><td>outbox.keys.held [outbox_keys_held]</td><td>gauge</td><td>outbox</td><td>keys held after a park
+ *       (afterPark HOLD_KEY) until their parked rows are replayed or discarded</td></tr>
  *   <tr><td>outbox.backlog [outbox_backlog]</td><td>gauge</td><td>outbox</td><td>rows waiting in the outbox, as
  *       last sampled by the leader (NaN on a standby)</td></tr>
  *   <tr><td>outbox.parked [outbox_parked]</td><td>gauge</td><td>outbox</td><td>rows in the parked area, as last
@@ -96,26 +100,46 @@ import java.util.function.ToDoubleFunction;
  * all of them (the meters stay registered).
  */
 public final class OutboxMetrics implements MeterBinder, AutoCloseable {
+    /** Counter, tags outbox and topic: records handed to the broker. */
     public static final String RECORDS_SENT = "outbox.records.sent";
+    /** Counter, tags outbox and topic: records the broker acknowledged (and the dispatcher purged). */
     public static final String RECORDS_ACKNOWLEDGED = "outbox.records.acknowledged";
+    /** Counter, tags outbox and topic: failed deliveries, each then retried or parked. */
     public static final String RECORDS_FAILED = "outbox.records.failed";
+    /** Counter, tags outbox and topic: records this dispatcher parked. */
     public static final String RECORDS_PARKED = "outbox.records.parked";
+    /** Gauge: records sent to the broker and not yet completed ({@link Dispatcher#inFlightRecords()}). */
     public static final String RECORDS_IN_FLIGHT = "outbox.records.in.flight";
+    /**
+     * Gauge: records held because the store refused their purge, park or failure record for good
+     * ({@code health().heldRecords()}); zero normally, so alert when it is not.
+     */
     public static final String RECORDS_HELD = "outbox.records.held";
     /** Gauge: keys held after a park ({@code DispatcherConfig.AfterPark.HOLD_KEY}); {@code health().heldKeys()}. */
     public static final String KEYS_HELD = "outbox.keys.held";
+    /** Gauge: rows waiting in the outbox, as last sampled by the leader; NaN on a standby. */
     public static final String BACKLOG = "outbox.backlog";
+    /** Gauge: rows in the parked area, as last sampled by the leader; NaN on a standby. */
     public static final String PARKED = "outbox.parked";
     /** Gauge: bytes the database keeps for the harvest (a replication slot's write-ahead log); WAL harvest only. */
     public static final String RETAINED = "outbox.retained";
+    /** Gauge: 1 while this instance leads the outbox, else 0. */
     public static final String LEADER = "outbox.leader";
+    /** Time gauge, in seconds: the age of the oldest unpublished row, as last sampled by the leader; NaN elsewhere. */
     public static final String LAG = "outbox.lag";
+    /** Timer with a percentile histogram: from a row's creation (its transaction) to the broker's acknowledgement. */
     public static final String ACK_LATENCY = "outbox.ack.latency";
+    /** Timer (count, sum and max; no histogram): from the hand-over to the broker to its acknowledgement. */
     public static final String SEND_DURATION = "outbox.send.duration";
+    /** Timer with a percentile histogram: the duration of each mark query. */
     public static final String MARK_DURATION = "outbox.mark.duration";
+    /** Timer with a percentile histogram: the duration of each purge of acknowledged rows. */
     public static final String PURGE_DURATION = "outbox.purge.duration";
+    /** Distribution summary, base unit records: the rows each mark query marked. */
     public static final String MARK_SIZE = "outbox.mark.size";
+    /** Distribution summary, base unit records: the rows each purge removed. */
     public static final String PURGE_SIZE = "outbox.purge.size";
+    /** Function counter: exceptions thrown by listener and observer callbacks, which the dispatcher ignores. */
     public static final String CALLBACK_ERRORS = "outbox.callback.errors";
     /** Gauge, sharded outboxes only: 1 while this instance leads the shard, else 0. */
     public static final String SHARD_LEADER = "outbox.shard.leader";
@@ -151,7 +175,11 @@ public final class OutboxMetrics implements MeterBinder, AutoCloseable {
     /**
      * Meters for {@code dispatcher}, tagged {@code outbox=<outbox>}.
      *
-     * @param outbox the outbox's name, usually its table's name; not blank
+     * @param dispatcher the dispatcher to observe; not {@code null}. It may be started before or after
+     *                   {@link #bindTo}: the gauges read its health, and events count from the binding on.
+     * @param outbox     the outbox's name, usually its table's name; not {@code null} or blank
+     * @throws NullPointerException     if {@code dispatcher} is {@code null}
+     * @throws IllegalArgumentException if {@code outbox} is {@code null} or blank
      */
     public OutboxMetrics(Dispatcher dispatcher, String outbox) {
         this(dispatcher, outbox, Tags.empty());
@@ -160,6 +188,15 @@ public final class OutboxMetrics implements MeterBinder, AutoCloseable {
     /**
      * Meters for {@code dispatcher}, tagged {@code outbox=<outbox>} and with {@code tags} (for example the
      * application's name) on every meter.
+     *
+     * @param dispatcher the dispatcher to observe; not {@code null}. It may be started before or after
+     *                   {@link #bindTo}: the gauges read its health, and events count from the binding on.
+     * @param outbox     the outbox's name, usually its table's name; not {@code null} or blank
+     * @param tags       common tags added to every meter, copied at once; not {@code null}, may be empty. Keep
+     *                   their values bounded (a tag per instance or per key multiplies the series). A tag named
+     *                   {@value #OUTBOX_TAG} is replaced by {@code outbox}.
+     * @throws NullPointerException     if {@code dispatcher} or {@code tags} is {@code null}
+     * @throws IllegalArgumentException if {@code outbox} is {@code null} or blank
      */
     public OutboxMetrics(Dispatcher dispatcher, String outbox, Iterable<Tag> tags) {
         this.dispatcher = Objects.requireNonNull(dispatcher, "dispatcher must not be null");

@@ -75,12 +75,27 @@ public final class TracingMessageDecorator implements MessageDecorator {
         this.fields = Set.copyOf(new HashSet<>(f));
     }
 
-    /** A decorator injecting the context through {@code openTelemetry}'s propagators, without producer spans. */
+    /**
+     * A decorator injecting the context through {@code openTelemetry}'s propagators, without producer spans.
+     *
+     * @param openTelemetry the OpenTelemetry instance whose text-map propagator writes the headers (for example
+     *                      {@code GlobalOpenTelemetry.get()}); not {@code null}. Its propagator is read once, here.
+     * @return a new decorator, never {@code null}
+     * @throws NullPointerException if {@code openTelemetry} is {@code null}
+     */
     public static TracingMessageDecorator of(OpenTelemetry openTelemetry) {
         return builder(openTelemetry).build();
     }
 
-    /** Starts a builder over {@code openTelemetry} (its propagators, and its tracer for producer spans). */
+    /**
+     * Starts a builder over {@code openTelemetry} (its propagators, and its tracer for producer spans).
+     *
+     * @param openTelemetry the OpenTelemetry instance whose text-map propagator writes the headers and whose tracer
+     *                      (scope {@value #INSTRUMENTATION_NAME}) starts the producer spans; not {@code null}. Both
+     *                      are read when {@link Builder#build()} runs.
+     * @return a new builder with producer spans off and {@code messaging.system} "kafka"
+     * @throws NullPointerException if {@code openTelemetry} is {@code null}
+     */
     public static Builder builder(OpenTelemetry openTelemetry) {
         return new Builder(openTelemetry);
     }
@@ -137,7 +152,13 @@ public final class TracingMessageDecorator implements MessageDecorator {
             this.openTelemetry = Objects.requireNonNull(openTelemetry, "openTelemetry must not be null");
         }
 
-        /** Whether to start a PRODUCER span per message (see the class documentation); off by default. */
+        /**
+         * Whether to start a PRODUCER span per message (see the class documentation); off by default.
+         *
+         * @param on {@code true} to start and end a producer span around each message's creation and propagate
+         *           its context; {@code false} to propagate the writer's current context as it is
+         * @return this builder
+         */
         public Builder producerSpans(boolean on) {
             this.producerSpans = on;
             return this;
@@ -146,6 +167,11 @@ public final class TracingMessageDecorator implements MessageDecorator {
         /**
          * The {@code messaging.system} attribute of producer spans, naming the broker the dispatcher publishes to;
          * "kafka" by default.
+         *
+         * @param system the value of the attribute, for example "kafka" or "rabbitmq" (OpenTelemetry's
+         *               well-known values are lower case); not {@code null} or blank
+         * @return this builder
+         * @throws IllegalArgumentException if {@code system} is {@code null} or blank
          */
         public Builder messagingSystem(String system) {
             if (system == null || system.isBlank()) {
@@ -155,6 +181,12 @@ public final class TracingMessageDecorator implements MessageDecorator {
             return this;
         }
 
+        /**
+         * Builds the decorator, reading the propagator and the tracer from the OpenTelemetry instance now. The
+         * builder may be reused; later changes do not affect decorators already built.
+         *
+         * @return a new immutable, thread-safe decorator
+         */
         public TracingMessageDecorator build() {
             return new TracingMessageDecorator(this);
         }

@@ -4,6 +4,7 @@ import org.springframework.security.core.Authentication;
 import org.springframework.security.web.csrf.CsrfToken;
 import org.springframework.web.util.UriUtils;
 
+import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Locale;
@@ -23,6 +24,28 @@ final class ConsoleHtml {
     /** An outbox's page: {@code /console/outboxes/<name>} (names are URL-safe, see {@link Outboxes}). */
     static String base(String outbox) {
         return "/console/outboxes/" + esc(outbox);
+    }
+
+    /** An inbox's page: {@code /console/inboxes/<name>} (names are URL-safe, see {@link Inboxes}). */
+    static String inboxBase(String inbox) {
+        return "/console/inboxes/" + esc(inbox);
+    }
+
+    /** {@code ?consumer=<name>} (or {@code &amp;consumer=} after another parameter), encoded, for an attribute. */
+    static String consumerParam(String consumer, boolean first) {
+        return (first ? "?" : "&amp;") + "consumer=" + esc(URLEncoder.encode(consumer, StandardCharsets.UTF_8));
+    }
+
+    /** At most {@code max} characters of {@code s} (never half a surrogate pair), with "…" when cut; "" for null. */
+    static String truncated(String s, int max) {
+        if (s == null) {
+            return "";
+        }
+        if (s.length() <= max) {
+            return s;
+        }
+        int cut = Character.isHighSurrogate(s.charAt(max - 1)) ? max - 1 : max;
+        return s.substring(0, cut) + "…";
     }
 
     /** The start of a page: head, navigation (who is signed in, the sign-out button) and the title. */

@@ -20,7 +20,9 @@ public final class DistributionFiles {
     /**
      * Writes the files under the directory {@code args[0]}.
      *
-     * @param args the output directory
+     * @param args the output directory, exactly one argument; created if missing, files in it replaced
+     * @throws IOException              if a file cannot be written
+     * @throws IllegalArgumentException if there is not exactly one argument
      */
     public static void main(String[] args) throws IOException {
         if (args.length != 1) {

@@ -31,7 +31,8 @@ import static dev.outbox.sidecar.ConsoleHtml.row;
  * The operator console's pages: server-rendered HTML, no script. Per outbox the leader, rate, backlog, lag and
  * parked records, which an operator filters (topic, key, reason, message id, when parked) and inspects; selected
  * records, or all those matching the filter, are replayed or discarded after a confirmation step
- * ({@link ConsoleActions}). Every form that changes something carries the CSRF token. Thread-safe.
+ * ({@link ConsoleActions}). The overview also has the inboxes' failures ({@link InboxConsole}), when inboxes are
+ * configured. Every form that changes something carries the CSRF token. Thread-safe.
  */
 @Controller
 class OperatorConsole {
@@ -40,10 +41,12 @@ class OperatorConsole {
 
     private final Outboxes outboxes;
     private final ParkedOperations parked;
+    private final InboxFailures inboxFailures;
 
-    OperatorConsole(Outboxes outboxes, ParkedOperations parked) {
+    OperatorConsole(Outboxes outboxes, ParkedOperations parked, InboxFailures inboxFailures) {
         this.outboxes = outboxes;
         this.parked = parked;
+        this.inboxFailures = inboxFailures;
     }
 
     @GetMapping("/")
@@ -69,6 +72,7 @@ class OperatorConsole {
                     .append("</td></tr>");
         }
         b.append("</table><p>Backlog and lag are sampled by the leader; a standby shows '-'.</p>");
+        InboxConsole.overviewSection(b, inboxFailures);
         return end(b);
     }
 

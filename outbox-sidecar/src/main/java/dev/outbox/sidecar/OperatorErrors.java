@@ -16,12 +16,14 @@ import java.util.List;
 /**
  * The operator API's and the console's 400s for requests Spring cannot bind, with a reason naming the parameter and
  * the value given. Every error of the sidecar (these, the {@code ResponseStatusException}s of {@link OperatorApi},
- * {@link ParkedOperations} and {@link ParkedFilter}, and the security filters' 401s and 403s, see
- * {@link OperatorAuthentication}) is sent with {@code sendError(status, reason)} and rendered by Spring Boot's error
- * controller: JSON {@code {"timestamp", "status", "error", "message", "path"}} for the API, a page for a browser.
+ * {@link ParkedOperations}, {@link ParkedFilter}, {@link InboxApi} and {@link InboxFailures}, and the security
+ * filters' 401s and 403s, see {@link OperatorAuthentication}) is sent with {@code sendError(status, reason)} and
+ * rendered by Spring Boot's error controller: JSON {@code {"timestamp", "status", "error", "message", "path"}} for
+ * the API, a page for a browser.
  * Thread-safe.
  */
-@ControllerAdvice(assignableTypes = {OperatorApi.class, OperatorConsole.class, ConsoleActions.class})
+@ControllerAdvice(assignableTypes = {OperatorApi.class, OperatorConsole.class, ConsoleActions.class, InboxApi.class,
+        InboxConsole.class})
 class OperatorErrors {
 
     /** A query parameter or path variable that is not of its type: {@code limit must be a whole number: 'ten'}. */

@@ -44,7 +44,7 @@ public final class Outboxes implements SmartLifecycle, AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(Outboxes.class);
     private static final Pattern KAFKA_PROPERTY = Pattern.compile("Kafka property '([^']+)'");
     /** Outbox names appear in URLs and metric tags. */
-    private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
+    static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
 
     private final Map<String, SidecarOutbox> outboxes;
     private volatile boolean running;
@@ -53,12 +53,21 @@ public final class Outboxes implements SmartLifecycle, AutoCloseable {
         this.outboxes = outboxes;
     }
 
-    /** The outboxes by name, in the configuration's order. */
+    /**
+     * The outboxes by name, in the configuration's order.
+     *
+     * @return every configured outbox, at least one: a view of this object's map, not to be modified
+     */
     public Collection<SidecarOutbox> all() {
         return outboxes.values();
     }
 
-    /** The outbox named {@code name}, if configured. */
+    /**
+     * The outbox named {@code name}, if configured.
+     *
+     * @param name the outbox's name as in {@code sidecar.outboxes.<name>} (the name in the operator API's URLs)
+     * @return the outbox, or empty if none has that name
+     */
     public Optional<SidecarOutbox> get(String name) {
         return Optional.ofNullable(outboxes.get(name));
     }
@@ -168,16 +177,29 @@ public final class Outboxes implements SmartLifecycle, AutoCloseable {
 
     /** A pool over the outbox's database, connected once to prove the settings; its failure names the URL. */
     static HikariDataSource pool(String name, String prefix, SidecarProperties.DataSource d, Secrets secrets) {
-        if (d.getUrl() == null || d.getUrl().isBlank()) {
-            throw new SidecarConfigException(prefix + ".url", d.getUrl(), "set the JDBC URL of the outbox's database,"
-                    + " e.g. jdbc:postgresql://db:5432/app or jdbc:mysql://db:3306/app", null);
-        }
-        if (d.getMaximumPoolSize() < 2) {
+        if (d.getUrl() != null && !d.getUrl().isBlank() && d.getMaximumPoolSize() < 2) { // a missing URL first
             throw new SidecarConfigException(prefix + ".maximum-pool-size", String.valueOf(d.getMaximumPoolSize()),
                     "at least 2: the dispatcher marks on one connection while it purges on another", null);
         }
+        return pool("outbox", name, prefix, d, secrets);
+    }
+
+    /**
+     * A pool named {@code <owner>-<name>} over the database of an outbox or inbox ({@code owner}), connected once to
+     * prove the settings; its failure names the URL.
+     */
+    static HikariDataSource pool(String owner, String name, String prefix, SidecarProperties.DataSource d,
+                                 Secrets secrets) {
+        if (d.getUrl() == null || d.getUrl().isBlank()) {
+            throw new SidecarConfigException(prefix + ".url", d.getUrl(), "set the JDBC URL of the " + owner
+                    + "'s database, e.g. jdbc:postgresql://db:5432/app or jdbc:mysql://db:3306/app", null);
+        }
+        if (d.getMaximumPoolSize() < 1) {
+            throw new SidecarConfigException(prefix + ".maximum-pool-size", String.valueOf(d.getMaximumPoolSize()),
+                    "at least 1", null);
+        }
         HikariConfig c = new HikariConfig();
-        c.setPoolName("outbox-" + name);
+        c.setPoolName(owner + "-" + name);
         c.setJdbcUrl(d.getUrl());
         c.setUsername(d.getUsername());
         c.setPassword(secrets.read(prefix + ".password", d.getPassword(), prefix + ".password-file",

@@ -110,7 +110,8 @@ record ParkedFilter(String topic, String key, String reason, UUID messageId, Ins
         return parts.isEmpty() ? "no filter" : String.join(", ", parts);
     }
 
-    private static UUID messageId(String name, String value) {
+    /** The message id {@code value} (a UUID in text, either case), null when blank; a 400 naming {@code name}. */
+    static UUID messageId(String name, String value) {
         if (value == null || value.isBlank()) {
             return null;
         }

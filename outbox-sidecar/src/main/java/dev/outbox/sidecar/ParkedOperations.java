@@ -36,7 +36,14 @@ public final class ParkedOperations {
         this.outboxes = Objects.requireNonNull(outboxes, "outboxes");
     }
 
-    /** One page of parked records, the number matching the filters, and the id to continue after (or null). */
+    /**
+     * One page of parked records, the number matching the filters, and the id to continue after (or null).
+     *
+     * @param records   the page's records in id order, at most the limit asked
+     * @param total     how many parked records match the filter in all
+     * @param nextAfter the {@code after} of the next page (the last id here), or {@code null} when this page was
+     *                  not full
+     */
     public record Page(List<ParkedRecord> records, long total, Long nextAfter) {
     }
 
@@ -59,7 +66,13 @@ public final class ParkedOperations {
         }
     }
 
-    /** The outbox named {@code name}, or a 404. */
+    /**
+     * The outbox named {@code name}, or a 404.
+     *
+     * @param name the outbox's name, as in {@code sidecar.outboxes.<name>}
+     * @return the outbox
+     * @throws ResponseStatusException 404 if no outbox has that name
+     */
     public SidecarOutbox outbox(String name) {
         return outboxes.get(name).orElseThrow(() -> new ResponseStatusException(HttpStatus.NOT_FOUND,
                 "no outbox named '" + name + "'"));
@@ -68,6 +81,11 @@ public final class ParkedOperations {
     /**
      * The page of records matching {@code filter} after the id {@code after}, at most {@code limit}.
      *
+     * @param outbox the outbox's name
+     * @param filter which parked records to list (topic, key, reason, parked time)
+     * @param after  list records with ids above this; 0 for the first page
+     * @param limit  the most records, 1 to {@value #MAX_PAGE}
+     * @return the page, with the total count and where the next page starts
      * @throws ResponseStatusException 400 if {@code limit} is not between 1 and {@value #MAX_PAGE} or {@code after}
      *                                 is negative; 404 for an unknown outbox
      */
@@ -86,16 +104,39 @@ public final class ParkedOperations {
         return new Page(records, total, next);
     }
 
-    /** How many parked records match {@code filter}. */
+    /**
+     * How many parked records match {@code filter}.
+     *
+     * @param outbox the outbox's name
+     * @param filter which parked records to count
+     * @return the number matching now
+     * @throws ResponseStatusException 404 for an unknown outbox
+     */
     public long count(String outbox, ParkedFilter filter) {
         return outbox(outbox).parked().parkedCount(filter.query(0, 1));
     }
 
+    /**
+     * One parked record with its message (value and headers).
+     *
+     * @param outbox the outbox's name
+     * @param id     the parked record's id (its id in the outbox)
+     * @return the record, or empty if no parked record has that id
+     * @throws ResponseStatusException 404 for an unknown outbox
+     */
     public Optional<ParkedMessage> show(String outbox, long id) {
         return outbox(outbox).parked().parkedMessage(id);
     }
 
-    /** The parked records with the given ids (those that exist), for a confirmation page. */
+    /**
+     * The parked records with the given ids (those that exist), for a confirmation page.
+     *
+     * @param outbox the outbox's name
+     * @param ids    1 to {@value #MAX_PAGE} ids, none {@code null}
+     * @return the records found, in the order of {@code ids}; ids of no parked record are left out
+     * @throws ResponseStatusException 400 if {@code ids} is empty, too large or holds {@code null}; 404 for an
+     *                                 unknown outbox
+     */
     public List<ParkedMessage> selected(String outbox, Collection<Long> ids) {
         SidecarOutbox o = outbox(outbox);
         List<ParkedMessage> result = new ArrayList<>();
@@ -105,7 +146,16 @@ public final class ParkedOperations {
         return result;
     }
 
-    /** Puts the records back into the outbox; logs an audit line naming {@code who}. */
+    /**
+     * Puts the records back into the outbox; logs an audit line naming {@code who}.
+     *
+     * @param outbox the outbox's name
+     * @param ids    1 to {@value #MAX_PAGE} ids, none {@code null}
+     * @param who    the operator, as authenticated, for the audit line
+     * @return how many records were replayed (ids of no parked record count none)
+     * @throws ResponseStatusException 400 if {@code ids} is empty, too large or holds {@code null}; 404 for an
+     *                                 unknown outbox
+     */
     public int replay(String outbox, Collection<Long> ids, String who) {
         List<ParkedRecord> records = selected(outbox, ids).stream().map(ParkedMessage::record).toList();
         int replayed = outbox(outbox).store().replay(checked(ids));
@@ -114,7 +164,16 @@ public final class ParkedOperations {
         return replayed;
     }
 
-    /** Deletes the records for good; logs an audit line naming {@code who} and every record discarded. */
+    /**
+     * Deletes the records for good; logs an audit line naming {@code who} and every record discarded.
+     *
+     * @param outbox the outbox's name
+     * @param ids    1 to {@value #MAX_PAGE} ids, none {@code null}
+     * @param who    the operator, as authenticated, for the audit line
+     * @return how many records were discarded (ids of no parked record count none)
+     * @throws ResponseStatusException 400 if {@code ids} is empty, too large or holds {@code null}; 404 for an
+     *                                 unknown outbox
+     */
     public int discard(String outbox, Collection<Long> ids, String who) {
         List<ParkedRecord> records = selected(outbox, ids).stream().map(ParkedMessage::record).toList();
         int discarded = outbox(outbox).parked().discard(checked(ids));
@@ -127,15 +186,30 @@ public final class ParkedOperations {
      * Replays every record matching {@code filter}, in id order, {@value #MAX_PAGE} at a time; {@code expected} is
      * the number the operator confirmed. Logs an audit line per {@value #MAX_PAGE} records.
      *
+     * @param outbox   the outbox's name
+     * @param filter   which parked records to replay
+     * @param expected the number of matching records the operator confirmed, at least 1
+     * @param who      the operator, as authenticated, for the audit lines
+     * @return how many records were replayed
      * @throws CountChanged            if another number matches
-     * @throws ResponseStatusException 400 if more than {@value #MAX_MATCHING} match
+     * @throws ResponseStatusException 400 if more than {@value #MAX_MATCHING} match or {@code expected} is less
+     *                                 than 1; 404 for an unknown outbox
      */
     public int replayMatching(String outbox, ParkedFilter filter, long expected, String who) {
         SidecarOutbox o = outbox(outbox);
         return matching(o, filter, expected, who, "replayed", ids -> o.store().replay(ids));
     }
 
-    /** Discards every record matching {@code filter}; as {@link #replayMatching}. */
+    /**
+     * Discards every record matching {@code filter}; as {@link #replayMatching}.
+     *
+     * @param outbox   the outbox's name
+     * @param filter   which parked records to discard
+     * @param expected the number of matching records the operator confirmed, at least 1
+     * @param who      the operator, as authenticated, for the audit lines
+     * @return how many records were discarded
+     * @throws ResponseStatusException 400 or 404 as {@link #replayMatching}, or 409 if another number matches
+     */
     public int discardMatching(String outbox, ParkedFilter filter, long expected, String who) {
         SidecarOutbox o = outbox(outbox);
         return matching(o, filter, expected, who, "discarded", ids -> o.parked().discard(ids));

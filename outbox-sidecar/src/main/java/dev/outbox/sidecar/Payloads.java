@@ -38,8 +38,13 @@ final class Payloads {
      * valid UTF-8 (cut before a character that would not fit whole), else as hex.
      */
     static Preview preview(byte[] value, boolean hex) {
+        return preview(value, hex, PREVIEW_BYTES);
+    }
+
+    /** As {@link #preview(byte[], boolean)}, at most {@code maxBytes} bytes (a list's cell shows fewer). */
+    static Preview preview(byte[] value, boolean hex, int maxBytes) {
         boolean asHex = hex || text(value).isEmpty();
-        int cut = Math.min(value.length, PREVIEW_BYTES);
+        int cut = Math.min(value.length, maxBytes);
         if (!asHex) {
             while (cut > 0 && cut < value.length && (value[cut] & 0xC0) == 0x80) {
                 cut--; // value[cut] continues the character before it: cut before that character

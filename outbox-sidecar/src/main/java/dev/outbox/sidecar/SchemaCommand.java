@@ -4,6 +4,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.outbox.spi.StoreException;
 import dev.outbox.spring.OutboxConfigurationException;
 import dev.outbox.spring.OutboxProperties;
+import dev.outbox.spring.OutboxStoreProperties;
 import dev.outbox.spring.OutboxStoreFactory;
 import dev.outbox.store.postgres.PostgresStore;
 
@@ -45,7 +46,7 @@ final class SchemaCommand {
      */
     static String ddl(String name, SidecarProperties.Outbox o) {
         String prefix = "sidecar.outboxes." + name;
-        OutboxProperties.Store store = storeSettings(prefix, o);
+        OutboxStoreProperties store = storeSettings(prefix, o);
         OutboxStoreFactory.Built built = build(NotConnecting.INSTANCE, prefix, store);
         StringBuilder out = new StringBuilder();
         out.append("-- Outbox '").append(name).append("' (").append(prefix).append("): ")
@@ -115,7 +116,7 @@ final class SchemaCommand {
     /** Applies outbox {@code name}'s DDL; returns null, or what went wrong in one line. */
     private static String init(String name, SidecarProperties.Outbox o, Secrets secrets) {
         String prefix = "sidecar.outboxes." + name;
-        OutboxProperties.Store store = storeSettings(prefix, o);
+        OutboxStoreProperties store = storeSettings(prefix, o);
         try (HikariDataSource pool = Outboxes.pool(name, prefix + ".datasource", o.getDatasource(), secrets)) {
             OutboxStoreFactory.Built built = build(pool, prefix, store);
             try {
@@ -153,8 +154,8 @@ final class SchemaCommand {
     }
 
     /** The outbox's store settings, its type taken from the JDBC URL when not set (the DDL must not need a login). */
-    private static OutboxProperties.Store storeSettings(String prefix, SidecarProperties.Outbox o) {
-        OutboxProperties.Store store = o.getStore();
+    private static OutboxStoreProperties storeSettings(String prefix, SidecarProperties.Outbox o) {
+        OutboxStoreProperties store = o.getStore();
         if (store.getType() == null) {
             String url = o.getDatasource().getUrl();
             if (url == null || url.isBlank()) {
@@ -174,7 +175,7 @@ final class SchemaCommand {
         return store;
     }
 
-    private static OutboxStoreFactory.Built build(DataSource dataSource, String prefix, OutboxProperties.Store store) {
+    private static OutboxStoreFactory.Built build(DataSource dataSource, String prefix, OutboxStoreProperties store) {
         try {
             return OutboxStoreFactory.build(dataSource, prefix + ".store", store);
         } catch (OutboxConfigurationException e) {

@@ -14,8 +14,9 @@ import java.util.concurrent.atomic.AtomicReference;
  * The sidecar's entry point: {@code java -jar outbox-sidecar.jar --config outbox.yaml}, or, before the first start,
  * {@code schema} (print the DDL) and {@code init} (apply it) as the first argument ({@link SchemaCommand}).
  *
- * <p>It reads and checks the configuration file, connects every outbox's pool, builds its store and dispatcher and
- * checks that Kafka answers, all before Spring starts, so that a bad configuration ends the process with exit status
+ * <p>It reads and checks the configuration file, connects every inbox's pool and reads its failed-messages table
+ * ({@link Inboxes}), connects every outbox's pool, builds its store and dispatcher and checks that Kafka answers, all
+ * before Spring starts, so that a bad configuration ends the process with exit status
  * {@value #CONFIG_ERROR_EXIT} and one line on standard error naming the key and its value. Then Spring Boot serves
  * health, Prometheus and the operator API and console, and runs the dispatchers. SIGTERM (or SIGINT) closes the
  * context: the web server stops, every dispatcher drains its in-flight records, and the process exits with 0.
@@ -30,7 +31,14 @@ public class SidecarApplication {
     /** Exit status of any other start-up failure. */
     public static final int STARTUP_FAILURE_EXIT = 1;
 
-    /** Starts the sidecar; see the class comment. */
+    /**
+     * Starts the sidecar; see the class comment. Exits with {@value #CONFIG_ERROR_EXIT} on a configuration error
+     * (one line naming the key), with {@value #STARTUP_FAILURE_EXIT} on another start-up failure.
+     *
+     * @param args {@code [schema|init] --config <file> [--outbox <name>]}: without a command, runs the sidecar
+     *             until SIGTERM; {@code schema} prints each outbox's DDL, {@code init} creates the tables (both only
+     *             for {@code --outbox} if given, and then exit). Options may also be written {@code --name=value}.
+     */
     public static void main(String[] args) {
         Redaction.install(); // before the first logger: every line printed from here on is redacted
         SidecarLogging.configure();
@@ -56,17 +64,23 @@ public class SidecarApplication {
             return;
         }
         Outboxes outboxes;
+        Inboxes inboxes = null;
         SidecarConfig.Loaded loaded;
         SidecarWebConfiguration.OperatorCredentials credentials;
         try {
             loaded = SidecarConfig.load(config);
             SidecarLogging.levels(loaded.properties().getLogging().getLevel());
             credentials = SidecarWebConfiguration.operatorCredentials(loaded.properties());
+            inboxes = Inboxes.build(loaded.properties(), new Secrets());
             outboxes = Outboxes.build(loaded.properties(), loaded::raw, new Secrets());
         } catch (SidecarConfigException e) {
+            if (inboxes != null) {
+                inboxes.close();
+            }
             fail(e.oneLine(), CONFIG_ERROR_EXIT);
             return;
         }
+        Inboxes builtInboxes = inboxes;
         SidecarProperties properties = loaded.properties();
         credentials.log();
         SpringApplication app = new SpringApplication(SidecarApplication.class);
@@ -76,16 +90,18 @@ public class SidecarApplication {
             GenericApplicationContext c = (GenericApplicationContext) context;
             c.registerBean(SidecarProperties.class, () -> properties);
             c.registerBean(Outboxes.class, () -> outboxes);
+            c.registerBean(Inboxes.class, () -> builtInboxes);
             c.registerBean(SidecarWebConfiguration.OperatorCredentials.class, () -> credentials);
         });
         AtomicReference<ConfigurableApplicationContext> context = new AtomicReference<>();
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> shutdown(context.get(), outboxes),
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> shutdown(context.get(), outboxes, builtInboxes),
                 "outbox-sidecar-shutdown"));
         try {
             // No application.properties/yaml of the working directory: the configuration file is the only one.
             context.set(app.run("--spring.config.location=optional:classpath:/dev/outbox/sidecar/none/"));
         } catch (RuntimeException e) {
             outboxes.close();
+            builtInboxes.close();
             fail("start-up failed: " + Outboxes.rootMessage(e), STARTUP_FAILURE_EXIT);
         }
     }
@@ -137,7 +153,7 @@ public class SidecarApplication {
     }
 
     /** On SIGTERM/SIGINT (or any other JVM exit): close the context, then end with status 0 unless already failing. */
-    private static void shutdown(ConfigurableApplicationContext context, Outboxes outboxes) {
+    private static void shutdown(ConfigurableApplicationContext context, Outboxes outboxes, Inboxes inboxes) {
         if (FAILED.get() != null) {
             return;
         }
@@ -146,6 +162,7 @@ public class SidecarApplication {
                 context.close();
             }
             outboxes.close();
+            inboxes.close();
         } finally {
             System.out.flush();
             System.err.flush();

@@ -10,14 +10,20 @@ import java.util.Locale;
 public final class SidecarConfigException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /** The configuration key at fault. */
     private final String key;
+    /** Its value as configured, or null when it is not set; kept as given, shown only masked or redacted. */
     private final String value;
+    /** What is wrong, and what to do. */
     private final String problem;
 
     /**
+     * A configuration error; the message is the one line {@link #oneLine()} returns.
+     *
      * @param key     the configuration key at fault, e.g. {@code sidecar.outboxes.orders.store.table}
      * @param value   its value as configured, or null when it is not set (masked if the key holds a secret)
      * @param problem what is wrong, and what to do
+     * @param cause   the exception behind it (a builder's rejection, a failed connection), or {@code null}
      */
     public SidecarConfigException(String key, String value, String problem, Throwable cause) {
         super(format(key, value, problem), cause);
@@ -26,17 +32,31 @@ public final class SidecarConfigException extends RuntimeException {
         this.problem = problem;
     }
 
-    /** The key at fault. */
+    /**
+     * The key at fault.
+     *
+     * @return the full key, e.g. {@code sidecar.outboxes.orders.store.table}, or an option such as
+     *         {@code --config}
+     */
     public String key() {
         return key;
     }
 
-    /** What is wrong. */
+    /**
+     * What is wrong.
+     *
+     * @return the problem and what to do, as given (not redacted: print {@link #oneLine()} instead)
+     */
     public String problem() {
         return problem;
     }
 
-    /** The message on one line: the key, its value (masked if secret) and the problem. */
+    /**
+     * The message on one line: the key, its value (masked if secret) and the problem.
+     *
+     * @return {@code configuration error: <key> = <value>: <problem>}, secrets masked or redacted and line breaks
+     *         removed, safe to print
+     */
     public String oneLine() {
         return getMessage();
     }

@@ -36,35 +36,66 @@ public final class SidecarOutbox {
         this.status = Objects.requireNonNull(status, "status");
     }
 
-    /** The outbox's name in the configuration file. */
+    /**
+     * The outbox's name in the configuration file.
+     *
+     * @return the {@code <name>} of {@code sidecar.outboxes.<name>}, as in the operator API's URLs and the metrics'
+     *         {@code outbox} tag
+     */
     public String name() {
         return name;
     }
 
+    /**
+     * The outbox's store.
+     *
+     * @return the store (a {@code PostgresStore} or {@code MySqlStore}) over this outbox's own pool
+     */
     public Store store() {
         return store;
     }
 
-    /** The operator's view of the store's parked rows. */
+    /**
+     * The operator's view of the store's parked rows.
+     *
+     * @return the same object as {@link #store()}, seen as {@link ParkedRecords}
+     */
     public ParkedRecords parked() {
         return parked;
     }
 
+    /**
+     * The outbox's dispatcher.
+     *
+     * @return the dispatcher, run by the sidecar's lifecycle; do not start or close it
+     */
     public Dispatcher dispatcher() {
         return dispatcher;
     }
 
-    /** The dispatcher's health (no I/O). */
+    /**
+     * The dispatcher's health (no I/O).
+     *
+     * @return a snapshot of {@link Dispatcher#health()}
+     */
     public DispatcherHealth health() {
         return dispatcher.health();
     }
 
-    /** Records acknowledged per second over the last metrics interval; empty before the first reading. */
+    /**
+     * Records acknowledged per second over the last metrics interval; empty before the first reading.
+     *
+     * @return the rate in records per second, or empty before the first reading
+     */
     public Optional<Double> rate() {
         return status.rate();
     }
 
-    /** How long the dispatcher has been fenced, or empty when it is not. */
+    /**
+     * How long the dispatcher has been fenced, or empty when it is not.
+     *
+     * @return the time since it was fenced, by the sidecar's clock; empty unless its status is FENCED
+     */
     public Optional<Duration> fencedFor() {
         return health().status() == DispatcherHealth.Status.FENCED ? status.fencedFor() : Optional.empty();
     }

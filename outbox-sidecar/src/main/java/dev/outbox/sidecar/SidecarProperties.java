@@ -1,10 +1,15 @@
 package dev.outbox.sidecar;
 
+import dev.outbox.spring.OutboxDispatcherProperties;
+import dev.outbox.spring.OutboxKafkaProperties;
 import dev.outbox.spring.OutboxProperties;
+import dev.outbox.spring.OutboxStoreProperties;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -18,6 +23,7 @@ import java.util.Map;
 @ConfigurationProperties(prefix = "sidecar", ignoreUnknownFields = false)
 public final class SidecarProperties {
     private final Map<String, Outbox> outboxes = new LinkedHashMap<>();
+    private final Map<String, Inbox> inboxes = new LinkedHashMap<>();
     private final Kafka kafka = new Kafka();
     private final Http http = new Http();
     private final Management management = new Management();
@@ -25,32 +31,64 @@ public final class SidecarProperties {
     private final Readiness readiness = new Readiness();
     private final Logging logging = new Logging();
 
-    /** The outboxes to harvest, by name (the name appears in URLs, metrics tags and log lines). */
+    /**
+     * The outboxes to harvest, by name (the name appears in URLs, metrics tags and log lines).
+     *
+     * @return the {@code sidecar.outboxes.<name>.*} settings by name, in the file's order; bound in place, never
+     *         {@code null} (start-up stops when it is empty)
+     */
     public Map<String, Outbox> getOutboxes() {
         return outboxes;
     }
 
+    /**
+     * {@return the inboxes whose failed messages the operator API and console show, by name (the name appears in
+     * URLs); none by default; never {@code null}}
+     */
+    public Map<String, Inbox> getInboxes() {
+        return inboxes;
+    }
+
+    /**
+     * {@return the {@code sidecar.kafka.*} settings: the Kafka cluster every outbox publishes to; never {@code null}}
+     */
     public Kafka getKafka() {
         return kafka;
     }
 
+    /**
+     * {@return the {@code sidecar.http.*} settings: the operator API's and console's HTTP server; never {@code null}}
+     */
     public Http getHttp() {
         return http;
     }
 
-    /** Log levels and the log format. */
+    /**
+     * Log levels and the log format.
+     *
+     * @return the {@code sidecar.logging.*} settings; never {@code null}
+     */
     public Logging getLogging() {
         return logging;
     }
 
+    /**
+     * {@return the {@code sidecar.management.*} settings: where health and Prometheus are served; never {@code null}}
+     */
     public Management getManagement() {
         return management;
     }
 
+    /**
+     * {@return the {@code sidecar.operator.*} settings: who may use the operator API and console; never {@code null}}
+     */
     public Operator getOperator() {
         return operator;
     }
 
+    /**
+     * {@return the {@code sidecar.readiness.*} settings: when the readiness probe says not ready; never {@code null}}
+     */
     public Readiness getReadiness() {
         return readiness;
     }
@@ -66,34 +104,73 @@ public final class SidecarProperties {
         /** How long start-up waits for the cluster to answer before giving up. */
         private Duration startupTimeout = Duration.ofSeconds(30);
 
+        /**
+         * {@return the cluster's comma-separated {@code host:port} list; required (start-up stops, naming it, when it
+         * is missing)} Bound from the {@code bootstrap-servers} property.
+         */
         public String getBootstrapServers() {
             return bootstrapServers;
         }
 
+        /**
+         * Sets the {@code bootstrap-servers} property.
+         *
+         * @param bootstrapServers the list, for example {@code kafka-1:9092,kafka-2:9092}
+         */
         public void setBootstrapServers(String bootstrapServers) {
             this.bootstrapServers = bootstrapServers;
         }
 
+        /**
+         * {@return Kafka client properties the producers and leader election share (TLS, SASL,
+         * {@code client.dns.lookup}, ...); empty by default, never {@code null} as bound} Bound from the
+         * {@code properties} property.
+         */
         public Map<String, String> getProperties() {
             return properties;
         }
 
+        /**
+         * Sets the {@code properties} property.
+         *
+         * @param properties the properties by Kafka name; the settings the outbox enforces cannot be contradicted here
+         */
         public void setProperties(Map<String, String> properties) {
             this.properties = properties;
         }
 
+        /**
+         * {@return producer properties for every outbox's producer, over {@code properties}; an outbox's own
+         * {@code kafka.producer-properties} win over them. Empty by default} Bound from the {@code producer-properties}
+         * property.
+         */
         public Map<String, String> getProducerProperties() {
             return producerProperties;
         }
 
+        /**
+         * Sets the {@code producer-properties} property.
+         *
+         * @param producerProperties the properties by Kafka name; the settings the outbox enforces ({@code acks=all},
+         *                           idempotence, ...) cannot be contradicted here
+         */
         public void setProducerProperties(Map<String, String> producerProperties) {
             this.producerProperties = producerProperties;
         }
 
+        /**
+         * {@return how long start-up waits for the cluster to answer before it gives up; 30 seconds by default} Bound
+         * from the {@code startup-timeout} property.
+         */
         public Duration getStartupTimeout() {
             return startupTimeout;
         }
 
+        /**
+         * Sets the {@code startup-timeout} property.
+         *
+         * @param startupTimeout a positive duration
+         */
         public void setStartupTimeout(Duration startupTimeout) {
             this.startupTimeout = startupTimeout;
         }
@@ -102,38 +179,116 @@ public final class SidecarProperties {
     /** One outbox: its database, table, leader election and dispatcher. */
     public static final class Outbox {
         private final DataSource datasource = new DataSource();
-        private final OutboxProperties.Store store = new OutboxProperties.Store();
-        private final OutboxProperties.Kafka kafka = new OutboxProperties.Kafka();
-        private final OutboxProperties.Dispatcher dispatcher = new OutboxProperties.Dispatcher();
+        private final OutboxStoreProperties store = new OutboxStoreProperties();
+        private final OutboxKafkaProperties kafka = new OutboxKafkaProperties();
+        private final OutboxDispatcherProperties dispatcher = new OutboxDispatcherProperties();
         /** Prepended to every row's topic when it is published (e.g. "prod."); empty by default. */
         private String topicPrefix = "";
 
+        /**
+         * {@return the outbox's {@code datasource.*} settings: its database's connection pool; never {@code null}}
+         */
         public DataSource getDatasource() {
             return datasource;
         }
 
-        public OutboxProperties.Store getStore() {
+        /**
+         * {@return the outbox's {@code store.*} settings, the starter's {@code outbox.store.*} with the same keys and
+         * defaults; never {@code null}}
+         */
+        public OutboxStoreProperties getStore() {
             return store;
         }
 
-        public OutboxProperties.Kafka getKafka() {
+        /**
+         * {@return the outbox's {@code kafka.*} settings (leader topic and group, delivery timeout, producer
+         * properties), the starter's {@code outbox.kafka.*}; never {@code null}}
+         */
+        public OutboxKafkaProperties getKafka() {
             return kafka;
         }
 
-        public OutboxProperties.Dispatcher getDispatcher() {
+        /**
+         * {@return the outbox's {@code dispatcher.*} settings, the starter's {@code outbox.dispatcher.*} with the same
+         * keys and defaults; never {@code null}}
+         */
+        public OutboxDispatcherProperties getDispatcher() {
             return dispatcher;
         }
 
+        /**
+         * {@return prepended to every row's topic when it is published (for example {@code prod.}); empty by default}
+         * Bound from the {@code topic-prefix} property.
+         */
         public String getTopicPrefix() {
             return topicPrefix;
         }
 
+        /**
+         * Sets the {@code topic-prefix} property.
+         *
+         * @param topicPrefix the prefix, empty for none; the prefixed topics must be valid Kafka topic names
+         */
         public void setTopicPrefix(String topicPrefix) {
             this.topicPrefix = topicPrefix;
         }
     }
 
-    /** The connection pool of one outbox's database. */
+    /**
+     * One inbox ({@code PostgresInbox} or {@code MySqlInbox}) whose failed-messages table the operator API and
+     * console show, read-only: its database, the inbox table's name (failed messages are in
+     * {@code <table>_failed}), and optionally which consumers to show.
+     */
+    public static final class Inbox {
+        private final DataSource datasource = new DataSource(2);
+        /** postgres or mysql (also MariaDB); detected from the database when not set. */
+        private OutboxProperties.StoreType type;
+        /** The schema (MySQL: the database) of the inbox tables; the connection's default when not set. */
+        private String schema;
+        /** The inbox table's name, as given to the inbox's builder; failed messages are in {@code <table>_failed}. */
+        private String table = "inbox";
+        /** The consumers to show; when empty, every consumer that has failed messages. */
+        private List<String> consumers = new ArrayList<>();
+
+        /** The pool of the inbox's database: one connection is enough (default pool size 2). */
+        public DataSource getDatasource() {
+            return datasource;
+        }
+
+        public OutboxProperties.StoreType getType() {
+            return type;
+        }
+
+        public void setType(OutboxProperties.StoreType type) {
+            this.type = type;
+        }
+
+        public String getSchema() {
+            return schema;
+        }
+
+        public void setSchema(String schema) {
+            this.schema = schema;
+        }
+
+        public String getTable() {
+            return table;
+        }
+
+        public void setTable(String table) {
+            this.table = table;
+        }
+
+        public List<String> getConsumers() {
+            return consumers;
+        }
+
+        public void setConsumers(List<String> consumers) {
+            this.consumers = consumers;
+        }
+    }
+
+    /** The connection pool of one outbox's (or inbox's) database. */
     public static final class DataSource {
         /** JDBC URL, e.g. jdbc:postgresql://db:5432/app or jdbc:mysql://db:3306/app. Required. */
         private String url;
@@ -148,50 +303,113 @@ public final class SidecarProperties {
         /** How long a call waits for a connection from the pool. */
         private Duration connectionTimeout = Duration.ofSeconds(10);
 
+        /** An outbox's pool: 4 connections by default. */
+        public DataSource() {
+        }
+
+        DataSource(int maximumPoolSize) {
+            this.maximumPoolSize = maximumPoolSize;
+        }
+
+        /**
+         * {@return the JDBC URL of the outbox's database, for example {@code jdbc:postgresql://db:5432/app} or
+         * {@code jdbc:mysql://db:3306/app}; required} Bound from the {@code url} property.
+         */
         public String getUrl() {
             return url;
         }
 
+        /**
+         * Sets the {@code url} property.
+         *
+         * @param url a PostgreSQL, MySQL or MariaDB JDBC URL; a password in it is redacted from every log line
+         */
         public void setUrl(String url) {
             this.url = url;
         }
 
+        /**
+         * {@return the database user, or {@code null} for the driver's default} Bound from the {@code username}
+         * property.
+         */
         public String getUsername() {
             return username;
         }
 
+        /**
+         * Sets the {@code username} property.
+         *
+         * @param username the user, or {@code null}
+         */
         public void setUsername(String username) {
             this.username = username;
         }
 
+        /**
+         * {@return the database password, or {@code null}; never logged} Bound from the {@code password} property.
+         */
         public String getPassword() {
             return password;
         }
 
+        /**
+         * Sets the {@code password} property.
+         *
+         * @param password the password (prefer {@code ${ENV_VAR}} or {@code password-file}), or {@code null}; not
+         *                 together with {@code password-file}
+         */
         public void setPassword(String password) {
             this.password = password;
         }
 
+        /**
+         * {@return a file holding the password (its trailing line break ignored), for example a mounted Kubernetes
+         * secret, or {@code null}} Bound from the {@code password-file} property.
+         */
         public String getPasswordFile() {
             return passwordFile;
         }
 
+        /**
+         * Sets the {@code password-file} property.
+         *
+         * @param passwordFile the file's path, or {@code null}; not together with {@code password}. Start-up stops if
+         *                     it cannot be read.
+         */
         public void setPasswordFile(String passwordFile) {
             this.passwordFile = passwordFile;
         }
 
+        /**
+         * {@return the connections in the outbox's pool (the dispatcher uses two at a time, the operator API one); 4 by
+         * default} Bound from the {@code maximum-pool-size} property.
+         */
         public int getMaximumPoolSize() {
             return maximumPoolSize;
         }
 
+        /**
+         * Sets the {@code maximum-pool-size} property.
+         *
+         * @param maximumPoolSize at least 2; checked at start-up
+         */
         public void setMaximumPoolSize(int maximumPoolSize) {
             this.maximumPoolSize = maximumPoolSize;
         }
 
+        /**
+         * {@return how long a call waits for a connection from the pool; 10 seconds by default} Bound from the
+         * {@code connection-timeout} property.
+         */
         public Duration getConnectionTimeout() {
             return connectionTimeout;
         }
 
+        /**
+         * Sets the {@code connection-timeout} property.
+         *
+         * @param connectionTimeout a duration; below 250 ms counts as 250 ms
+         */
         public void setConnectionTimeout(Duration connectionTimeout) {
             this.connectionTimeout = connectionTimeout;
         }
@@ -204,18 +422,36 @@ public final class SidecarProperties {
         /** Address to bind; localhost only by default. Set 0.0.0.0 to serve other hosts. */
         private String address = "127.0.0.1";
 
+        /**
+         * {@return the port of the operator API and console, and of the management endpoints unless
+         * {@code management.port} is set; 8080 by default} Bound from the {@code port} property.
+         */
         public int getPort() {
             return port;
         }
 
+        /**
+         * Sets the {@code port} property.
+         *
+         * @param port a TCP port, 0 for any free one
+         */
         public void setPort(int port) {
             this.port = port;
         }
 
+        /**
+         * {@return the address the HTTP server binds, {@code 127.0.0.1} (this host only) by default} Bound from the
+         * {@code address} property.
+         */
         public String getAddress() {
             return address;
         }
 
+        /**
+         * Sets the {@code address} property.
+         *
+         * @param address an IP address or host name of this host; {@code 0.0.0.0} to serve other hosts
+         */
         public void setAddress(String address) {
             this.address = address;
         }
@@ -228,18 +464,36 @@ public final class SidecarProperties {
         /** Address of the management port; localhost only by default. */
         private String address = "127.0.0.1";
 
+        /**
+         * {@return the port of {@code /actuator/health} and {@code /actuator/prometheus}, or {@code null} (the default)
+         * to serve them on the HTTP port} Bound from the {@code port} property.
+         */
         public Integer getPort() {
             return port;
         }
 
+        /**
+         * Sets the {@code port} property.
+         *
+         * @param port a TCP port, or {@code null}
+         */
         public void setPort(Integer port) {
             this.port = port;
         }
 
+        /**
+         * {@return the address of the management port (used only when {@code port} is set), {@code 127.0.0.1} by
+         * default} Bound from the {@code address} property.
+         */
         public String getAddress() {
             return address;
         }
 
+        /**
+         * Sets the {@code address} property.
+         *
+         * @param address an IP address or host name of this host
+         */
         public void setAddress(String address) {
             this.address = address;
         }
@@ -260,42 +514,88 @@ public final class SidecarProperties {
         /** A file holding the token. */
         private String tokenFile;
 
+        /**
+         * {@return the user name of the console's login form and of HTTP basic authentication, or {@code null} for
+         * none} Bound from the {@code username} property.
+         */
         public String getUsername() {
             return username;
         }
 
+        /**
+         * Sets the {@code username} property.
+         *
+         * @param username the user name, or {@code null}; with it a password is required
+         */
         public void setUsername(String username) {
             this.username = username;
         }
 
+        /**
+         * {@return the password of {@code username}, or {@code null}; never logged} Bound from the {@code password}
+         * property.
+         */
         public String getPassword() {
             return password;
         }
 
+        /**
+         * Sets the {@code password} property.
+         *
+         * @param password the password (prefer {@code ${ENV_VAR}} or {@code password-file}), or {@code null}; not
+         *                 together with {@code password-file}
+         */
         public void setPassword(String password) {
             this.password = password;
         }
 
+        /**
+         * {@return a file holding the password (its trailing line break ignored), or {@code null}} Bound from the
+         * {@code password-file} property.
+         */
         public String getPasswordFile() {
             return passwordFile;
         }
 
+        /**
+         * Sets the {@code password-file} property.
+         *
+         * @param passwordFile the file's path, or {@code null}; not together with {@code password}
+         */
         public void setPasswordFile(String passwordFile) {
             this.passwordFile = passwordFile;
         }
 
+        /**
+         * {@return the bearer token of the API ({@code Authorization: Bearer <token>}), or {@code null} for none; never
+         * logged} Bound from the {@code token} property.
+         */
         public String getToken() {
             return token;
         }
 
+        /**
+         * Sets the {@code token} property.
+         *
+         * @param token the token, or {@code null}; not together with {@code token-file}
+         */
         public void setToken(String token) {
             this.token = token;
         }
 
+        /**
+         * {@return a file holding the token (its trailing line break ignored), or {@code null}} Bound from the
+         * {@code token-file} property.
+         */
         public String getTokenFile() {
             return tokenFile;
         }
 
+        /**
+         * Sets the {@code token-file} property.
+         *
+         * @param tokenFile the file's path, or {@code null}; not together with {@code token}
+         */
         public void setTokenFile(String tokenFile) {
             this.tokenFile = tokenFile;
         }
@@ -306,10 +606,19 @@ public final class SidecarProperties {
         /** A dispatcher fenced (cut off from Kafka) for longer than this makes the sidecar not ready. */
         private Duration maxFenced = Duration.ofSeconds(30);
 
+        /**
+         * {@return a dispatcher fenced (cut off from Kafka) for longer than this makes the sidecar not ready; 30
+         * seconds by default} Bound from the {@code max-fenced} property.
+         */
         public Duration getMaxFenced() {
             return maxFenced;
         }
 
+        /**
+         * Sets the {@code max-fenced} property.
+         *
+         * @param maxFenced a duration
+         */
         public void setMaxFenced(Duration maxFenced) {
             this.maxFenced = maxFenced;
         }
@@ -336,14 +645,27 @@ public final class SidecarProperties {
         private final Map<String, String> level = new LinkedHashMap<>();
         private LogFormat format = LogFormat.TEXT;
 
+        /**
+         * {@return log levels by logger name ({@code root}, {@code dev.outbox}, ...), over the sidecar's defaults;
+         * empty by default, the map itself bound in place} Bound from the {@code level.*} property.
+         */
         public Map<String, String> getLevel() {
             return level;
         }
 
+        /**
+         * {@return the format of log lines, {@code TEXT} (the default) or one of the JSON formats} Bound from the
+         * {@code format} property.
+         */
         public LogFormat getFormat() {
             return format;
         }
 
+        /**
+         * Sets the {@code format} property.
+         *
+         * @param format the format; bound from {@code text}, {@code ecs}, {@code logstash} or {@code gelf}
+         */
         public void setFormat(LogFormat format) {
             this.format = format;
         }

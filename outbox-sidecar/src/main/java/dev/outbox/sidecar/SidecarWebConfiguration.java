@@ -119,6 +119,11 @@ class SidecarWebConfiguration {
         return new ParkedOperations(outboxes);
     }
 
+    @Bean
+    InboxFailures inboxFailures(Inboxes inboxes) {
+        return new InboxFailures(inboxes);
+    }
+
     /**
      * The configured operator credentials, secrets read.
      *

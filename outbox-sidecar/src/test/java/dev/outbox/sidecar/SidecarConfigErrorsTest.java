@@ -182,6 +182,16 @@ class SidecarConfigErrorsTest {
     }
 
     @Test
+    void anInboxWhoseFailedMessagesTableCannotBeReadIsNamed() throws IOException {
+        String line = fails(config(datasource(), "127.0.0.1:9") + "  inboxes:\n    billing:\n"
+                + datasource().indent(6) + "      table: no_such_inbox\n");
+
+        assertThat(line).contains("sidecar.inboxes.billing.table = 'no_such_inbox': cannot read the failed-messages"
+                + " table \"no_such_inbox_failed\" (is it the inbox's table, created, and may 'sidecar_errors' read it?)")
+                .contains("does not exist");
+    }
+
+    @Test
     void aMisspeltLogLevelIsNamed() throws IOException {
         String line = fails(config(datasource(), "127.0.0.1:9") + "  logging:\n    level:\n      dev.outbox: debgu\n");
 

@@ -133,6 +133,16 @@ class SidecarOperatorApiTest {
     }
 
     @Test
+    void withoutInboxesConfiguredTheApiSaysSoAndTheConsoleHasNoInboxSection() {
+        assertThat(sidecar.get("/api/inboxes", bearer()).body()).isEqualTo("[]");
+        assertError(sidecar.get("/api/inboxes/billing/failed?consumer=billing", bearer()), 404,
+                "no inbox named 'billing': no inbox is configured (sidecar.inboxes)");
+        HttpResponse<String> overview = sidecar.get("/console", basic(OPERATOR_PASSWORD));
+        assertThat(overview.statusCode()).isEqualTo(200);
+        assertThat(overview.body()).contains("<table id='outboxes'>").doesNotContain("Inbox");
+    }
+
+    @Test
     void noCredentialIs401WithAChallengeAndACredentialWithoutTheCsrfTokenIs403() {
         String discard = "/api/outboxes/orders/parked/discard";
         for (HttpResponse<String> r : List.of(sidecar.get("/api/outboxes", Map.of()),

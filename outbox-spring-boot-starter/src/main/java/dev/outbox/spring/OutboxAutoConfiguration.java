@@ -6,7 +6,9 @@ import dev.outbox.DispatcherListener;
 import dev.outbox.DispatcherObserver;
 import dev.outbox.MessageDecorator;
 import dev.outbox.broker.kafka.KafkaMessageBroker;
+import dev.outbox.handlers.HandlerMessageBroker;
 import dev.outbox.jackson.JacksonPayloadSerializer;
+import dev.outbox.spi.MessageBroker;
 import dev.outbox.spi.PayloadSerializer;
 import dev.outbox.spi.Store;
 import org.flywaydb.core.api.configuration.FluentConfiguration;
@@ -14,6 +16,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanFactoryPostProcessor;
+import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
@@ -42,7 +45,8 @@ import java.util.function.Consumer;
  * Auto-configures the outbox in a Spring Boot application that has a {@code DataSource}: the {@link Store} on it,
  * the {@link OutboxPublisher} bound to Spring transactions, JSON payloads with the application's
  * {@link JsonMapper}, and (unless {@code outbox.dispatcher.enabled=false}) a {@link Dispatcher} publishing to the
- * Kafka cluster of {@code spring.kafka.*}, run by an {@link OutboxDispatcherLifecycle}. Every bean backs off
+ * Kafka cluster of {@code spring.kafka.*} — or, with {@code outbox.broker=handlers}, to the application's
+ * {@link OutboxHandler} methods — run by an {@link OutboxDispatcherLifecycle}. Every bean backs off
  * when the application defines its own of the same type.
  */
 @AutoConfiguration(afterName = {
@@ -128,28 +132,45 @@ public class OutboxAutoConfiguration {
                                                    KafkaProperties kafkaProperties, Environment env,
                                                    OutboxSchemaInitializer schema,
                                                    ObjectProvider<DispatcherListener> listeners,
-                                                   ObjectProvider<DispatcherObserver> observers) {
-            OutboxKafkaClients.requireBootstrapServers(env);
-            OutboxProperties.Dispatcher d = properties.getDispatcher();
-            OutboxProperties.Kafka k = properties.getKafka();
+                                                   ObjectProvider<DispatcherObserver> observers,
+                                                   PayloadSerializer serializer,
+                                                   ConfigurableListableBeanFactory beanFactory) {
+            OutboxDispatcherProperties d = properties.getDispatcher();
+            OutboxKafkaProperties k = properties.getKafka();
+            boolean handlers = properties.getBroker() == OutboxProperties.Broker.HANDLERS;
+            if (!handlers || d.isLeaderElection()) {
+                OutboxKafkaClients.requireBootstrapServers(env);
+            }
             DispatcherConfig config = dispatcherConfig(d);
-            KafkaMessageBroker broker = OutboxKafkaClients.broker(
-                    OutboxKafkaClients.producerProperties(kafkaProperties, k), k, env);
+            MessageBroker broker;
+            Duration deliveryTimeout;
+            if (handlers) {
+                broker = OutboxHandlerMethods.broker(beanFactory, serializer, properties.getHandlers(), d.getName());
+                deliveryTimeout = properties.getHandlers().getTimeout();
+            } else {
+                KafkaMessageBroker kafka = OutboxKafkaClients.broker(
+                        OutboxKafkaClients.producerProperties(kafkaProperties, k), k, env);
+                broker = kafka;
+                deliveryTimeout = kafka.deliveryTimeout();
+            }
             try {
                 Dispatcher.Builder b = Dispatcher.builder(store, broker).config(config);
                 set("outbox.dispatcher.name", d.getName(), b::name);
                 if (d.isLeaderElection() && store.shards() > 1) {
                     b.leaderTransport(OutboxKafkaClients.shardedLeaderTransport(
                             OutboxKafkaClients.connectionProperties(kafkaProperties), leaderTopic(k, env),
-                            store.shards(), k, config, broker, env));
+                            store.shards(), k, config, deliveryTimeout, env));
                 } else if (d.isLeaderElection()) {
                     b.leaderTransport(OutboxKafkaClients.leaderTransport(
                             OutboxKafkaClients.connectionProperties(kafkaProperties), leaderTopic(k, env), k, config,
-                            broker, env));
+                            deliveryTimeout, env));
                 }
                 List<DispatcherListener> all = listeners.orderedStream().toList();
                 if (!all.isEmpty()) {
                     b.listener(DispatcherListeners.of(all));
+                }
+                if (broker instanceof HandlerMessageBroker h) {
+                    b.observer(h); // the fallbacks of parked records
                 }
                 observers.orderedStream().forEach(b::observer);
                 return new OutboxDispatcherLifecycle(build(b));
@@ -170,7 +191,7 @@ public class OutboxAutoConfiguration {
             }
         }
 
-        private static String leaderTopic(OutboxProperties.Kafka k, Environment env) {
+        private static String leaderTopic(OutboxKafkaProperties k, Environment env) {
             if (k.getLeaderTopic() != null) {
                 return k.getLeaderTopic();
             }
@@ -184,7 +205,7 @@ public class OutboxAutoConfiguration {
             return app.strip() + "-outbox-leader";
         }
 
-        static DispatcherConfig dispatcherConfig(OutboxProperties.Dispatcher d) {
+        static DispatcherConfig dispatcherConfig(OutboxDispatcherProperties d) {
             return d.toConfig("outbox.dispatcher");
         }
 

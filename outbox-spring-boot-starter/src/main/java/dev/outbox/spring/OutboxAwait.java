@@ -49,7 +49,18 @@ public final class OutboxAwait {
         this.dispatcher = dispatcher;
     }
 
-    /** For the outbox of an application context with the starter: its {@code DataSource}, store and dispatcher. */
+    /**
+     * For the outbox of an application context with the starter: its {@code DataSource}, store and dispatcher.
+     *
+     * @param context the application's context (in a test, the injected {@code ApplicationContext}); it must hold
+     *                one {@code DataSource} and the starter's {@link Store}, and may run no dispatcher
+     *                ({@code outbox.dispatcher.enabled=false})
+     * @return a waiter over that outbox
+     * @throws org.springframework.beans.BeansException if the context has no single {@code DataSource} or
+     *                                                  {@code Store} bean
+     * @throws IllegalArgumentException                 if the store is not one of the SQL stores, or harvests the
+     *                                                  WAL
+     */
     public static OutboxAwait of(ApplicationContext context) {
         ObjectProvider<OutboxDispatcherLifecycle> lifecycle = context.getBeanProvider(OutboxDispatcherLifecycle.class);
         OutboxDispatcherLifecycle l = lifecycle.getIfAvailable();
@@ -59,7 +70,11 @@ public final class OutboxAwait {
     /**
      * For the outbox of {@code store} in {@code dataSource}.
      *
+     * @param dataSource the database of the outbox table, read with plain queries; not {@code null}
+     * @param store      the outbox's store: a {@code PostgresStore} or {@code MySqlStore} with the table harvest
      * @param dispatcher the dispatcher in this JVM, or null: named in a failure's message
+     * @return a waiter over that outbox
+     * @throws NullPointerException     if {@code dataSource} is {@code null}
      * @throws IllegalArgumentException if the store is not one of the SQL stores, or harvests the WAL
      */
     public static OutboxAwait of(DataSource dataSource, Store store, Dispatcher dispatcher) {
@@ -77,7 +92,9 @@ public final class OutboxAwait {
     /**
      * Waits until every record committed before this call has been published.
      *
-     * @throws AssertionError if one of them is still in the outbox after {@code timeout}, or was parked
+     * @param timeout how long to wait at most; the outbox is polled every 10 ms meanwhile
+     * @throws AssertionError        if one of them is still in the outbox after {@code timeout}, or was parked
+     * @throws IllegalStateException if the outbox cannot be read, or the calling thread is interrupted
      */
     public void untilPublished(Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();

@@ -29,11 +29,22 @@ public final class OutboxDispatcherLifecycle implements SmartLifecycle, Disposab
 
     private final Dispatcher dispatcher;
 
+    /**
+     * A lifecycle for {@code dispatcher}.
+     *
+     * @param dispatcher the application's dispatcher, normally built and not yet started; not {@code null}. This
+     *                   lifecycle starts it (unless it already runs) and closes it.
+     * @throws NullPointerException if {@code dispatcher} is {@code null}
+     */
     public OutboxDispatcherLifecycle(Dispatcher dispatcher) {
         this.dispatcher = Objects.requireNonNull(dispatcher, "dispatcher");
     }
 
-    /** The dispatcher this lifecycle runs. */
+    /**
+     * The dispatcher this lifecycle runs.
+     *
+     * @return the dispatcher given to the constructor, for its health, state and statistics
+     */
     public Dispatcher dispatcher() {
         return dispatcher;
     }

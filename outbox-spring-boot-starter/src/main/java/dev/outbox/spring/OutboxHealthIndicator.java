@@ -25,13 +25,24 @@ public final class OutboxHealthIndicator implements HealthIndicator {
     private final Dispatcher dispatcher;
     private final long maxRetainedBytes;
 
+    /**
+     * An indicator with the default WAL bound, {@value #DEFAULT_MAX_RETAINED_BYTES} bytes.
+     *
+     * @param dispatcher the dispatcher whose health is reported; not {@code null}
+     * @throws NullPointerException if {@code dispatcher} is {@code null}
+     */
     public OutboxHealthIndicator(Dispatcher dispatcher) {
         this(dispatcher, DEFAULT_MAX_RETAINED_BYTES);
     }
 
     /**
+     * An indicator with its own WAL bound.
+     *
+     * @param dispatcher       the dispatcher whose health is reported; not {@code null}
      * @param maxRetainedBytes the write-ahead log the outbox's replication slot may hold back (WAL harvest) before
      *                         the indicator reports DOWN; positive
+     * @throws NullPointerException     if {@code dispatcher} is {@code null}
+     * @throws IllegalArgumentException if {@code maxRetainedBytes} is not positive
      */
     public OutboxHealthIndicator(Dispatcher dispatcher, long maxRetainedBytes) {
         this.dispatcher = Objects.requireNonNull(dispatcher, "dispatcher");

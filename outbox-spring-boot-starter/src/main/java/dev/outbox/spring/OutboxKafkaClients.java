@@ -11,6 +11,7 @@ import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.kafka.autoconfigure.KafkaProperties;
 import org.springframework.core.env.Environment;
 
+import java.time.Duration;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -59,7 +60,7 @@ public final class OutboxKafkaClients {
     }
 
     /** The outbox producer's properties: Boot's producer properties, without its serializers, plus ours. */
-    static Map<String, Object> producerProperties(KafkaProperties kafka, OutboxProperties.Kafka outbox) {
+    static Map<String, Object> producerProperties(KafkaProperties kafka, OutboxKafkaProperties outbox) {
         Map<String, Object> p = new LinkedHashMap<>(kafka.buildProducerProperties());
         // Boot defaults these for the application's KafkaTemplate; the outbox sends the rows' bytes as they are.
         p.remove(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG);
@@ -82,7 +83,7 @@ public final class OutboxKafkaClients {
         return p;
     }
 
-    static KafkaMessageBroker broker(Map<String, Object> producerProperties, OutboxProperties.Kafka outbox,
+    static KafkaMessageBroker broker(Map<String, Object> producerProperties, OutboxKafkaProperties outbox,
                                      Environment env) {
         return translate(env, true, () -> KafkaMessageBroker.builder()
                 .properties(producerProperties)
@@ -90,11 +91,12 @@ public final class OutboxKafkaClients {
                 .build());
     }
 
+    /** @param deliveryTimeout the longest a send to the outbox's broker may take to settle */
     static KafkaLeaderTransport leaderTransport(Map<String, Object> connection, String topic,
-                                                OutboxProperties.Kafka outbox, DispatcherConfig config,
-                                                KafkaMessageBroker broker, Environment env) {
+                                                OutboxKafkaProperties outbox, DispatcherConfig config,
+                                                Duration deliveryTimeout, Environment env) {
         KafkaLeaderTransport.Builder b = leaderTransportBuilder(connection, topic, "outbox.kafka", outbox, config,
-                broker);
+                deliveryTimeout);
         return translate(env, false, b::build);
     }
 
@@ -102,14 +104,23 @@ public final class OutboxKafkaClients {
      * The leader-election transport of the settings {@code outbox} (leader topic, group, replication factor, close
      * timeout) over the Kafka client properties {@code connection}.
      *
-     * @param prefix the settings' property prefix, e.g. {@code outbox.kafka}: a bad value is reported as
-     *               {@code <prefix>.<setting>}, a client setting Kafka rejects as {@code <prefix>}
+     * @param connection the client properties the election's consumer, producer and admin client share (bootstrap
+     *                   servers, TLS, SASL); not {@code null}
+     * @param topic      the leader topic, one per outbox and the same on every instance that harvests it
+     * @param prefix     the settings' property prefix, e.g. {@code outbox.kafka}: a bad value is reported as
+     *                   {@code <prefix>.<setting>}, a client setting Kafka rejects as {@code <prefix>}
+     * @param outbox     the leader group, replication factor, topic creation and close timeout to apply
+     * @param config     the dispatcher's configuration, whose heartbeat and drain timeouts the group's session
+     *                   timeouts must cover
+     * @param broker     the outbox's broker, whose delivery timeout the session timeout must cover
+     * @return a new transport, not started (the dispatcher starts it)
      * @throws OutboxConfigurationException naming the property of a value that is rejected
      */
     public static KafkaLeaderTransport leaderTransport(Map<String, Object> connection, String topic, String prefix,
-                                                       OutboxProperties.Kafka outbox, DispatcherConfig config,
+                                                       OutboxKafkaProperties outbox, DispatcherConfig config,
                                                        KafkaMessageBroker broker) {
-        KafkaLeaderTransport.Builder b = leaderTransportBuilder(connection, topic, prefix, outbox, config, broker);
+        KafkaLeaderTransport.Builder b = leaderTransportBuilder(connection, topic, prefix, outbox, config,
+                broker.deliveryTimeout());
         try {
             return b.build();
         } catch (IllegalArgumentException | org.apache.kafka.common.KafkaException e) {
@@ -118,29 +129,40 @@ public final class OutboxKafkaClients {
         }
     }
 
+    /** @param deliveryTimeout the longest a send to the outbox's broker may take to settle */
     static KafkaShardedLeaderTransport shardedLeaderTransport(Map<String, Object> connection, String topic, int shards,
-                                                              OutboxProperties.Kafka outbox, DispatcherConfig config,
-                                                              KafkaMessageBroker broker, Environment env) {
+                                                              OutboxKafkaProperties outbox, DispatcherConfig config,
+                                                              Duration deliveryTimeout, Environment env) {
         KafkaShardedLeaderTransport.Builder b = shardedLeaderTransportBuilder(connection, topic, shards, "outbox.kafka",
-                outbox, config, broker);
+                outbox, config, deliveryTimeout);
         return translate(env, false, b::build);
     }
 
     /**
      * The shard-leadership transport of a sharded outbox ({@code shards} &gt; 1): the settings of
-     * {@link #leaderTransport(Map, String, String, OutboxProperties.Kafka, DispatcherConfig, KafkaMessageBroker)}
+     * {@link #leaderTransport(Map, String, String, OutboxKafkaProperties, DispatcherConfig, KafkaMessageBroker)}
      * over a leader topic with one partition per shard.
      *
-     * @param shards the store's shard count ({@code Store.shards()})
+     * @param connection the client properties the election's consumer, producer and admin client share (bootstrap
+     *                   servers, TLS, SASL); not {@code null}
+     * @param topic      the leader topic, which must have (or is created with) one partition per shard
+     * @param shards     the store's shard count ({@code Store.shards()})
+     * @param prefix     the settings' property prefix, e.g. {@code outbox.kafka}: a bad value is reported as
+     *                   {@code <prefix>.<setting>}, a client setting Kafka rejects as {@code <prefix>}
+     * @param outbox     the leader group, replication factor, topic creation and close timeout to apply
+     * @param config     the dispatcher's configuration, whose heartbeat and drain timeouts the group's session
+     *                   timeouts must cover
+     * @param broker     the outbox's broker, whose delivery timeout the session timeout must cover
+     * @return a new transport, not started (the dispatcher starts it)
      * @throws OutboxConfigurationException naming the property of a value that is rejected
      */
     public static KafkaShardedLeaderTransport shardedLeaderTransport(Map<String, Object> connection, String topic,
                                                                      int shards, String prefix,
-                                                                     OutboxProperties.Kafka outbox,
+                                                                     OutboxKafkaProperties outbox,
                                                                      DispatcherConfig config,
                                                                      KafkaMessageBroker broker) {
         KafkaShardedLeaderTransport.Builder b = shardedLeaderTransportBuilder(connection, topic, shards, prefix, outbox,
-                config, broker);
+                config, broker.deliveryTimeout());
         try {
             return b.build();
         } catch (IllegalArgumentException | org.apache.kafka.common.KafkaException e) {
@@ -151,8 +173,8 @@ public final class OutboxKafkaClients {
 
     /** The same settings as {@link #leaderTransportBuilder}; the builders share no public type. */
     private static KafkaShardedLeaderTransport.Builder shardedLeaderTransportBuilder(
-            Map<String, Object> connection, String topic, int shards, String prefix, OutboxProperties.Kafka outbox,
-            DispatcherConfig config, KafkaMessageBroker broker) {
+            Map<String, Object> connection, String topic, int shards, String prefix, OutboxKafkaProperties outbox,
+            DispatcherConfig config, Duration deliveryTimeout) {
         KafkaShardedLeaderTransport.Builder b = KafkaShardedLeaderTransport.builder().properties(connection);
         b.shards(shards);
         setting(prefix + ".leader-topic", topic, () -> b.topic(topic));
@@ -164,14 +186,14 @@ public final class OutboxKafkaClients {
                     () -> b.topicReplicationFactor(outbox.getLeaderTopicReplicationFactor()));
         }
         setting(prefix + ".close-timeout", outbox.getCloseTimeout(), () -> b.closeTimeout(outbox.getCloseTimeout()));
-        b.createTopic(outbox.isCreateLeaderTopic()).dispatcherConfig(config).deliveryTimeoutOf(broker);
+        b.createTopic(outbox.isCreateLeaderTopic()).dispatcherConfig(config).deliveryTimeout(deliveryTimeout);
         return b;
     }
 
     private static KafkaLeaderTransport.Builder leaderTransportBuilder(Map<String, Object> connection, String topic,
-                                                                       String prefix, OutboxProperties.Kafka outbox,
+                                                                       String prefix, OutboxKafkaProperties outbox,
                                                                        DispatcherConfig config,
-                                                                       KafkaMessageBroker broker) {
+                                                                       Duration deliveryTimeout) {
         KafkaLeaderTransport.Builder b = KafkaLeaderTransport.builder().properties(connection);
         setting(prefix + ".leader-topic", topic, () -> b.topic(topic));
         if (outbox.getLeaderGroup() != null) {
@@ -182,7 +204,7 @@ public final class OutboxKafkaClients {
                     () -> b.topicReplicationFactor(outbox.getLeaderTopicReplicationFactor()));
         }
         setting(prefix + ".close-timeout", outbox.getCloseTimeout(), () -> b.closeTimeout(outbox.getCloseTimeout()));
-        b.createTopic(outbox.isCreateLeaderTopic()).dispatcherConfig(config).deliveryTimeoutOf(broker);
+        b.createTopic(outbox.isCreateLeaderTopic()).dispatcherConfig(config).deliveryTimeout(deliveryTimeout);
         return b;
     }
 

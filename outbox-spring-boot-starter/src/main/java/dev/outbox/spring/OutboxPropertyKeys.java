@@ -34,6 +34,7 @@ public final class OutboxPropertyKeys {
      * checked: {@code OUTBOX_*} and {@code -Doutbox.*} may belong to other tools (the project's own test servers read
      * {@code -Doutbox.test.servers}, for one); the application's configuration files and command-line arguments are.
      *
+     * @param env the application's environment, after its configuration files and arguments were loaded
      * @throws OutboxConfigurationException naming the unknown key, where it was set, and the nearest known key
      */
     public static void check(ConfigurableEnvironment env) {
@@ -104,6 +105,9 @@ public final class OutboxPropertyKeys {
      *
      * @param root     the root segment, e.g. {@code outbox}
      * @param rootType the properties class bound at {@code root}
+     * @param key      the unknown key, dot-separated, in kebab or camel case
+     * @return the known key up to and including the corrected segment (for {@code outbox.dispatcher.max-atempts},
+     *         {@code outbox.dispatcher.max-attempts}), or {@code null}
      */
     public static String suggest(String root, Class<?> rootType, String key) {
         String[] segments = key.split("\\.");
@@ -175,7 +179,12 @@ public final class OutboxPropertyKeys {
         return null;
     }
 
-    /** {@code maxAttempts} as {@code max-attempts}; a kebab-case name unchanged. */
+    /**
+     * {@code maxAttempts} as {@code max-attempts}; a kebab-case name unchanged.
+     *
+     * @param camel a property name in camel case (a JavaBean property) or already in kebab case
+     * @return the name in kebab case: a hyphen before each upper-case letter, which is lowered
+     */
     public static String kebab(String camel) {
         StringBuilder b = new StringBuilder();
         for (int i = 0; i < camel.length(); i++) {
@@ -192,7 +201,14 @@ public final class OutboxPropertyKeys {
         return b.toString();
     }
 
-    /** The candidate within an edit distance of a third of the word's length (at least 2), or null. */
+    /**
+     * The candidate within an edit distance of a third of the word's length (at least 2), or null.
+     *
+     * @param word       the unknown word; compared in lower case
+     * @param candidates the known words, in lower case
+     * @return the candidate at the smallest Levenshtein distance (the first of equals) if within the bound, else
+     *         {@code null}
+     */
     public static String closest(String word, List<String> candidates) {
         String w = word.toLowerCase(Locale.ROOT);
         String best = null;

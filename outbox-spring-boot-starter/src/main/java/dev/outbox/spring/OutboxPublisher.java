@@ -64,6 +64,11 @@ public final class OutboxPublisher {
      * Writes a message whose value is {@code payload} serialized by the application's serializer (JSON by
      * default, with a {@code content-type} header); a null payload writes a tombstone.
      *
+     * @param topic   the Kafka topic the message goes to; a valid topic name
+     * @param key     the message key, which orders messages (same key, same partition, in order); {@code null}
+     *                for none
+     * @param payload the value, serialized by the application's {@code PayloadSerializer}; {@code null} for a
+     *                tombstone
      * @throws IllegalArgumentException        if the topic or key is invalid, or the message does not fit the
      *                                         store, naming the bad value
      * @throws IllegalTransactionStateException if no transaction is active on the outbox's DataSource (see above)
@@ -73,12 +78,24 @@ public final class OutboxPublisher {
         publish(serializer.message(topic, key, payload));
     }
 
-    /** Writes {@code message} in the current transaction; see {@link #publish(String, String, Object)}. */
+    /**
+     * Writes {@code message} in the current transaction; see {@link #publish(String, String, Object)}.
+     *
+     * @param message the message as built ({@code OutboxMessage.of}, {@code OutboxMessage.builder}); not
+     *                {@code null}
+     * @throws NullPointerException if {@code message} is {@code null}
+     */
     public void publish(OutboxMessage message) {
         publish(List.of(Objects.requireNonNull(message, "message must not be null")));
     }
 
-    /** Writes {@code messages}, in order, in the current transaction, as one batch. */
+    /**
+     * Writes {@code messages}, in order, in the current transaction, as one batch.
+     *
+     * @param messages the messages, in the order their keys' consumers see them; not {@code null}, no
+     *                 {@code null} element; may be empty (nothing is written)
+     * @throws NullPointerException if {@code messages} is {@code null}
+     */
     public void publish(List<OutboxMessage> messages) {
         Objects.requireNonNull(messages, "messages must not be null");
         boolean bound = TransactionSynchronizationManager.isActualTransactionActive()

@@ -44,18 +44,21 @@ public final class OutboxStoreFactory {
     private OutboxStoreFactory() {
     }
 
-    static Built build(DataSource dataSource, OutboxProperties.Store p, List<MessageDecorator> decorators) {
+    static Built build(DataSource dataSource, OutboxStoreProperties p, List<MessageDecorator> decorators) {
         return build(dataSource, "outbox.store", p, decorators);
     }
 
     /**
      * The store of the settings {@code p} over {@code dataSource}; detects the database when {@code p} names no type.
      *
-     * @param prefix the settings' property prefix, e.g. {@code outbox.store}: a bad value is reported as
-     *               {@code <prefix>.<setting>}
+     * @param dataSource the database of the outbox tables; asked for its product name when {@code p} names no type
+     * @param prefix     the settings' property prefix, e.g. {@code outbox.store}: a bad value is reported as
+     *                   {@code <prefix>.<setting>}
+     * @param p          the store settings (type, schema, table, timeouts, shards, WAL harvest)
+     * @return the store with its table names and schema creation; the tables are neither created nor checked yet
      * @throws OutboxConfigurationException naming the property of a value the store rejects
      */
-    public static Built build(DataSource dataSource, String prefix, OutboxProperties.Store p) {
+    public static Built build(DataSource dataSource, String prefix, OutboxStoreProperties p) {
         return build(dataSource, prefix, p, List.of());
     }
 
@@ -63,11 +66,16 @@ public final class OutboxStoreFactory {
      * The store of the settings {@code p} over {@code dataSource}, its publisher applying {@code decorators} to every
      * message, in their order; detects the database when {@code p} names no type.
      *
-     * @param prefix the settings' property prefix, e.g. {@code outbox.store}: a bad value is reported as
-     *               {@code <prefix>.<setting>}
+     * @param dataSource the database of the outbox tables; asked for its product name when {@code p} names no type
+     * @param prefix     the settings' property prefix, e.g. {@code outbox.store}: a bad value is reported as
+     *                   {@code <prefix>.<setting>}
+     * @param p          the store settings (type, schema, table, timeouts, shards, WAL harvest)
+     * @param decorators applied by the store's publisher to every message before it is written (tracing, say);
+     *                   may be empty
+     * @return the store with its table names and schema creation; the tables are neither created nor checked yet
      * @throws OutboxConfigurationException naming the property of a value the store rejects
      */
-    public static Built build(DataSource dataSource, String prefix, OutboxProperties.Store p,
+    public static Built build(DataSource dataSource, String prefix, OutboxStoreProperties p,
                               List<MessageDecorator> decorators) {
         StoreType type = p.getType() != null ? p.getType() : detect(dataSource, prefix);
         String className = switch (type) {
@@ -123,7 +131,7 @@ public final class OutboxStoreFactory {
     }
 
     private static final class Postgres {
-        static Built build(DataSource dataSource, String prefix, OutboxProperties.Store p,
+        static Built build(DataSource dataSource, String prefix, OutboxStoreProperties p,
                            List<MessageDecorator> decorators) {
             PostgresStore.Builder b = PostgresStore.builder(dataSource);
             decorators.forEach(b::decorator);
@@ -138,7 +146,7 @@ public final class OutboxStoreFactory {
             }
             b.commitNotifications(p.isCommitNotifications());
             set(prefix + ".shards", p.getShards(), () -> b.shards(p.getShards()));
-            OutboxProperties.Wal wal = p.getWal();
+            OutboxWalProperties wal = p.getWal();
             if (wal.getUrl() != null) {
                 if (p.getShards() > 1) {
                     throw new OutboxConfigurationException(prefix + ".shards", "is " + p.getShards() + ", but the"
@@ -153,7 +161,7 @@ public final class OutboxStoreFactory {
                     store.leaderTable());
         }
 
-        private static WalHarvest walHarvest(String prefix, OutboxProperties.Wal wal) {
+        private static WalHarvest walHarvest(String prefix, OutboxWalProperties wal) {
             WalHarvest.Builder[] w = new WalHarvest.Builder[1];
             set(prefix + ".url", wal.getUrl(), () -> w[0] = WalHarvest.builder(wal.getUrl()));
             if (wal.getUsername() != null) {
@@ -175,7 +183,7 @@ public final class OutboxStoreFactory {
     }
 
     private static final class MySql {
-        static Built build(DataSource dataSource, String prefix, OutboxProperties.Store p,
+        static Built build(DataSource dataSource, String prefix, OutboxStoreProperties p,
                            List<MessageDecorator> decorators) {
             if (p.getWal().getUrl() != null) {
                 throw new OutboxConfigurationException(prefix + ".wal.url", "is set, but the WAL harvest needs"
@@ -201,7 +209,7 @@ public final class OutboxStoreFactory {
     }
 
     private static final class H2 {
-        static Built build(DataSource dataSource, String prefix, OutboxProperties.Store p,
+        static Built build(DataSource dataSource, String prefix, OutboxStoreProperties p,
                            List<MessageDecorator> decorators) {
             if (p.getWal().getUrl() != null) {
                 throw new OutboxConfigurationException(prefix + ".wal.url", "is set, but the WAL harvest needs"

@@ -17,7 +17,16 @@ public final class Await {
     private Await() {
     }
 
-    /** Polls {@code condition} until it holds or {@code timeout} passes; returns whether it held. */
+    /**
+     * Polls {@code condition} until it holds or {@code timeout} passes; returns whether it held.
+     *
+     * @param condition checked on the calling thread at once and then about every millisecond; it should be
+     *                  cheap and must not block
+     * @param timeout   how long to keep polling; zero or negative checks the condition once
+     * @return {@code true} as soon as the condition holds, {@code false} if it did not by the deadline
+     * @throws IllegalStateException if the calling thread is interrupted while waiting (its interrupt status
+     *                               stays set)
+     */
     public static boolean until(BooleanSupplier condition, Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (true) {
@@ -38,7 +47,12 @@ public final class Await {
      * Polls {@code condition} until it holds; fails with an {@link AssertionError} carrying {@code description}
      * if it still does not hold after {@code timeout}.
      *
+     * @param condition   checked as {@link #until} does
+     * @param timeout     how long to keep polling
+     * @param description what was awaited, for the failure's message; called only if the wait fails
      * @return the {@link System#nanoTime()} at which the condition was seen to hold
+     * @throws AssertionError        if the condition did not hold within {@code timeout}
+     * @throws IllegalStateException if the calling thread is interrupted while waiting
      */
     public static long untilOrFail(BooleanSupplier condition, Duration timeout, Supplier<String> description) {
         if (!until(condition, timeout)) {

@@ -63,6 +63,14 @@ public interface BrokerFaults {
         /** Acknowledged without delay. */
         public static final Fault ACK = new Fault(Outcome.ACK, Duration.ZERO);
 
+        /**
+         * Checks the decision.
+         *
+         * @param outcome what happens to the record; not {@code null}
+         * @param delay   how long after {@code send} the outcome takes effect; zero or positive
+         * @throws NullPointerException     if {@code outcome} or {@code delay} is {@code null}
+         * @throws IllegalArgumentException if {@code delay} is negative
+         */
         public Fault {
             Objects.requireNonNull(outcome, "outcome");
             Objects.requireNonNull(delay, "delay");
@@ -71,26 +79,55 @@ public interface BrokerFaults {
             }
         }
 
-        /** {@code outcome} without delay. */
+        /**
+         * {@code outcome} without delay.
+         *
+         * @param outcome what happens to the record; not {@code null}
+         * @return a decision for {@code outcome} at once
+         * @throws NullPointerException if {@code outcome} is {@code null}
+         */
         public static Fault of(Outcome outcome) {
             return new Fault(outcome, Duration.ZERO);
         }
 
-        /** {@code outcome} after {@code delay}. */
+        /**
+         * {@code outcome} after {@code delay}.
+         *
+         * @param outcome what happens to the record; not {@code null}
+         * @param delay   how long after {@code send} it takes effect; zero or positive
+         * @return a decision for {@code outcome} after {@code delay}
+         * @throws NullPointerException     if an argument is {@code null}
+         * @throws IllegalArgumentException if {@code delay} is negative
+         */
         public static Fault of(Outcome outcome, Duration delay) {
             return new Fault(outcome, delay);
         }
     }
 
-    /** Decides the fate of {@code record}. Never returns null. */
+    /**
+     * Decides the fate of {@code record}. Never returns null.
+     *
+     * @param record the record being sent (a retry of a record is a new call)
+     * @return the decision, {@link Fault#ACK} for a normal send; never {@code null}
+     */
     Fault decide(OutboxRecord record);
 
-    /** A plan that acknowledges everything at once. */
+    /**
+     * A plan that acknowledges everything at once.
+     *
+     * @return a stateless plan that always decides {@link Fault#ACK}; the broker's default
+     */
     static BrokerFaults none() {
         return record -> Fault.ACK;
     }
 
-    /** Starts a random plan driven by {@code new Random(seed)}. */
+    /**
+     * Starts a random plan driven by {@code new Random(seed)}: the same seed and the same sends in the same order
+     * give the same decisions.
+     *
+     * @param seed the seed; log it with a failing test so that the run can be repeated
+     * @return a new builder that acknowledges everything at once until its probabilities are set
+     */
     static RandomBuilder random(long seed) {
         return new RandomBuilder(seed);
     }
@@ -114,31 +151,63 @@ public interface BrokerFaults {
             this.seed = seed;
         }
 
-        /** Probability of a retriable failure. Default 0. */
+        /**
+         * Probability of a retriable failure. Default 0.
+         *
+         * @param probability from 0 to 1, per send; the four failure probabilities may add up to at most 1
+         *                    (checked by {@link #build()})
+         * @return this builder
+         * @throws IllegalArgumentException if {@code probability} is not between 0 and 1 (or is NaN)
+         */
         public RandomBuilder failRetriably(double probability) {
             this.failRetriably = probability(probability, "failRetriably");
             return this;
         }
 
-        /** Probability of a lost acknowledgement (delivered, reported failed). Default 0. */
+        /**
+         * Probability of a lost acknowledgement (delivered, reported failed). Default 0.
+         *
+         * @param probability from 0 to 1, per send; the four failure probabilities may add up to at most 1
+         * @return this builder
+         * @throws IllegalArgumentException if {@code probability} is not between 0 and 1 (or is NaN)
+         */
         public RandomBuilder loseAcks(double probability) {
             this.loseAck = probability(probability, "loseAcks");
             return this;
         }
 
-        /** Probability of a hung send. Default 0. */
+        /**
+         * Probability of a hung send ({@link Outcome#HANG}). Default 0.
+         *
+         * @param probability from 0 to 1, per send; the four failure probabilities may add up to at most 1
+         * @return this builder
+         * @throws IllegalArgumentException if {@code probability} is not between 0 and 1 (or is NaN)
+         */
         public RandomBuilder hang(double probability) {
             this.hang = probability(probability, "hang");
             return this;
         }
 
-        /** Probability that {@code send} throws. Default 0. */
+        /**
+         * Probability that {@code send} throws. Default 0.
+         *
+         * @param probability from 0 to 1, per send; the four failure probabilities may add up to at most 1
+         * @return this builder
+         * @throws IllegalArgumentException if {@code probability} is not between 0 and 1 (or is NaN)
+         */
         public RandomBuilder throwOnSend(double probability) {
             this.throwOnSend = probability(probability, "throwOnSend");
             return this;
         }
 
-        /** Each completion is delayed by a uniformly random time up to {@code max}. Default zero. */
+        /**
+         * Each completion is delayed by a uniformly random time up to {@code max}. Default zero.
+         *
+         * @param max the longest delay, zero or positive (zero: every outcome at once)
+         * @return this builder
+         * @throws NullPointerException     if {@code max} is {@code null}
+         * @throws IllegalArgumentException if {@code max} is negative
+         */
         public RandomBuilder delayAcks(Duration max) {
             Objects.requireNonNull(max, "max ack delay");
             if (max.isNegative()) {
@@ -148,12 +217,26 @@ public interface BrokerFaults {
             return this;
         }
 
-        /** Records matching {@code predicate} always fail permanently (poison records). Default none. */
+        /**
+         * Records matching {@code predicate} always fail permanently (poison records). Default none.
+         *
+         * @param predicate which records are poison; called once per send, under the plan's lock. Not
+         *                  {@code null}.
+         * @return this builder
+         * @throws NullPointerException if {@code predicate} is {@code null}
+         */
         public RandomBuilder failPermanentlyWhen(Predicate<OutboxRecord> predicate) {
             this.permanent = Objects.requireNonNull(predicate, "predicate");
             return this;
         }
 
+        /**
+         * Builds the plan. The builder may be reused: later changes do not affect plans already built.
+         *
+         * @return a new plan, thread-safe (decisions are drawn under its lock, in call order), with a
+         *         {@code toString()} that names its seed and settings
+         * @throws IllegalArgumentException if the four failure probabilities add up to more than 1
+         */
         public BrokerFaults build() {
             double total = failRetriably + loseAck + hang + throwOnSend;
             if (total > 1.0) {

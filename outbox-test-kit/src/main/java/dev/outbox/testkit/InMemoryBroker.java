@@ -90,12 +90,22 @@ public final class InMemoryBroker implements MessageBroker {
         this.scheduler = executor;
     }
 
-    /** Starts a builder; not thread-safe. */
+    /**
+     * Starts a builder; not thread-safe.
+     *
+     * @return a new builder with the defaults: 1 MiB records, no delivery timeout, no faults
+     */
     public static Builder builder() {
         return new Builder();
     }
 
-    /** Replaces the fault plan; {@link BrokerFaults#none()} heals the broker. Applies to later sends. */
+    /**
+     * Replaces the fault plan; {@link BrokerFaults#none()} heals the broker. Applies to later sends.
+     *
+     * @param faults the plan, asked once per send that gets past the size check; not {@code null}. Sends already
+     *               decided (pending or hung) keep their outcome.
+     * @throws NullPointerException if {@code faults} is {@code null}
+     */
     public void setFaults(BrokerFaults faults) {
         this.faults = Objects.requireNonNull(faults, "faults");
     }
@@ -289,14 +299,23 @@ public final class InMemoryBroker implements MessageBroker {
         return release.size();
     }
 
-    /** Every accepted record, in the order the broker accepted it. A snapshot. */
+    /**
+     * Every accepted record, in the order the broker accepted it. A snapshot.
+     *
+     * @return an immutable copy of the log, duplicates (a retry after a lost acknowledgement) included
+     */
     public List<OutboxRecord> delivered() {
         synchronized (lock) {
             return List.copyOf(log);
         }
     }
 
-    /** The accepted records of {@code topic}, in the order the broker accepted them. A snapshot. */
+    /**
+     * The accepted records of {@code topic}, in the order the broker accepted them. A snapshot.
+     *
+     * @param topic the topic; not {@code null}
+     * @return a new list of that topic's records from the log, empty if none
+     */
     public List<OutboxRecord> delivered(String topic) {
         synchronized (lock) {
             List<OutboxRecord> result = new ArrayList<>();
@@ -309,50 +328,84 @@ public final class InMemoryBroker implements MessageBroker {
         }
     }
 
-    /** The number of records accepted so far. */
+    /**
+     * The number of records accepted so far.
+     *
+     * @return the size of the log, duplicates included
+     */
     public int deliveredCount() {
         synchronized (lock) {
             return log.size();
         }
     }
 
-    /** Waits until at least {@code count} records were accepted; returns whether that happened in time. */
+    /**
+     * Waits until at least {@code count} records were accepted; returns whether that happened in time.
+     *
+     * @param count   the log size to wait for (duplicates count)
+     * @param timeout how long to wait, polling as {@link Await#until} does
+     * @return whether the log held at least {@code count} records before the timeout
+     */
     public boolean awaitDelivered(int count, Duration timeout) {
         return Await.until(() -> deliveredCount() >= count, timeout);
     }
 
-    /** The number of calls of {@link #send}, whatever became of them. */
+    /**
+     * The number of calls of {@link #send}, whatever became of them.
+     *
+     * @return the calls so far with a non-null record, including those that threw or failed at once
+     */
     public long sendCount() {
         return sends.get();
     }
 
-    /** The number of sends that failed (thrown, completed exceptionally, or failed by close). */
+    /**
+     * The number of sends that failed (thrown, completed exceptionally, or failed by close).
+     *
+     * @return the failures so far, lost acknowledgements included
+     */
     public long failureCount() {
         return failures.get();
     }
 
-    /** The number of sends not yet completed, hung ones included. */
+    /**
+     * The number of sends not yet completed, hung ones included.
+     *
+     * @return the sends whose stage has not completed yet
+     */
     public int pendingCount() {
         synchronized (lock) {
             return pending.size();
         }
     }
 
-    /** The number of outcomes held back by {@link #pauseAcks()} so far. */
+    /**
+     * The number of outcomes held back by {@link #pauseAcks()} so far.
+     *
+     * @return the outcomes waiting for {@link #resumeAcks()}; 0 when not paused
+     */
     public int heldCount() {
         synchronized (lock) {
             return held.size();
         }
     }
 
-    /** The number of hung sends. */
+    /**
+     * The number of hung sends.
+     *
+     * @return the sends with {@link Outcome#HANG} not yet released, failed, timed out or closed
+     */
     public int hungCount() {
         synchronized (lock) {
             return hung.size();
         }
     }
 
-    /** Whether {@link #close} was called. */
+    /**
+     * Whether {@link #close} was called.
+     *
+     * @return {@code true} from the start of the first close on, even while it still flushes
+     */
     public boolean isClosed() {
         synchronized (lock) {
             return closing;
@@ -482,6 +535,10 @@ public final class InMemoryBroker implements MessageBroker {
         /**
          * The largest record (key, value, header names and values, in bytes) the broker accepts; larger
          * records fail permanently. Default 1 MiB, Kafka's default {@code max.request.size}.
+         *
+         * @param bytes the largest size, at least 1
+         * @return this builder
+         * @throws IllegalArgumentException if {@code bytes} is less than 1
          */
         public Builder maxRecordSize(int bytes) {
             if (bytes < 1) {
@@ -494,6 +551,11 @@ public final class InMemoryBroker implements MessageBroker {
         /**
          * How long a {@link Outcome#HANG hung} send waits before it fails retriably, like Kafka's
          * {@code delivery.timeout.ms}. Default none: hung sends wait for the test or for {@code close}.
+         *
+         * @param timeout the time from the send, positive
+         * @return this builder
+         * @throws NullPointerException     if {@code timeout} is {@code null}
+         * @throws IllegalArgumentException if {@code timeout} is zero or negative
          */
         public Builder deliveryTimeout(Duration timeout) {
             Objects.requireNonNull(timeout, "deliveryTimeout");
@@ -504,12 +566,23 @@ public final class InMemoryBroker implements MessageBroker {
             return this;
         }
 
-        /** The initial fault plan. Default {@link BrokerFaults#none()}. */
+        /**
+         * The initial fault plan. Default {@link BrokerFaults#none()}.
+         *
+         * @param faults the plan; not {@code null}. It can be replaced later with {@link InMemoryBroker#setFaults}.
+         * @return this builder
+         * @throws NullPointerException if {@code faults} is {@code null}
+         */
         public Builder faults(BrokerFaults faults) {
             this.faults = Objects.requireNonNull(faults, "faults");
             return this;
         }
 
+        /**
+         * Builds the broker. Its completion thread is a daemon, started by the first send.
+         *
+         * @return a new open broker; {@code close} it to fail what is pending and stop its thread
+         */
         public InMemoryBroker build() {
             return new InMemoryBroker(this);
         }

@@ -72,19 +72,35 @@ public final class InMemoryCommitLog {
     private final TreeMap<Long, ParkedEntry> parked = new TreeMap<>();
     private long parkedIds;
 
-    /** An empty log whose commit and parking times come from {@code clock}. */
+    /**
+     * An empty log whose commit and parking times come from {@code clock}.
+     *
+     * @param clock the source of commit and parking times; a virtual clock (the simulation's) makes them
+     *              predictable. Not {@code null}.
+     * @throws NullPointerException if {@code clock} is {@code null}
+     */
     public InMemoryCommitLog(Clock clock) {
         this.clock = Objects.requireNonNull(clock, "clock");
     }
 
     // ---- writing ------------------------------------------------------------------------------------------
 
-    /** Begins a writer's transaction: its messages take writer ids at once and enter the log on commit. */
+    /**
+     * Begins a writer's transaction: its messages take writer ids at once and enter the log on commit.
+     *
+     * @return a new open transaction
+     */
     public Transaction begin() {
         return new Transaction();
     }
 
-    /** Writes and commits one transaction of {@code messages} at once; returns their writer ids. */
+    /**
+     * Writes and commits one transaction of {@code messages} at once; returns their writer ids.
+     *
+     * @param messages the messages, in the order written; none {@code null}. An empty list appends nothing.
+     * @return their writer ids, ascending, in the order of {@code messages}
+     * @throws NullPointerException if {@code messages} or one of them is {@code null}
+     */
     public List<Long> commit(List<OutboxMessage> messages) {
         Transaction tx = begin();
         for (OutboxMessage m : messages) {
@@ -107,7 +123,14 @@ public final class InMemoryCommitLog {
         private Transaction() {
         }
 
-        /** Writes {@code message}; returns its writer id, taken at once (ascending in the order of writes). */
+        /**
+         * Writes {@code message}; returns its writer id, taken at once (ascending in the order of writes).
+         *
+         * @param message the message; not {@code null}
+         * @return its writer id, higher than every writer id taken before in this log, by any transaction
+         * @throws NullPointerException  if {@code message} is {@code null}
+         * @throws IllegalStateException if the transaction has ended
+         */
         public long write(OutboxMessage message) {
             check("write");
             Objects.requireNonNull(message, "message");
@@ -127,7 +150,11 @@ public final class InMemoryCommitLog {
             }
         }
 
-        /** The writer ids taken so far. */
+        /**
+         * The writer ids taken so far.
+         *
+         * @return an immutable copy of the writer ids of this transaction's writes, in order
+         */
         public List<Long> ids() {
             return List.copyOf(ids);
         }
@@ -185,6 +212,10 @@ public final class InMemoryCommitLog {
     /**
      * Appends to the stream harvest's ledger (see {@code StreamHarvest.Ledger}) the entries that end after the slot's
      * confirmed position, forgets those that no longer do, and returns that position.
+     *
+     * @param finished per message position, the end position of its transaction, for messages the harvest
+     *                 finished; not {@code null}, may be empty
+     * @return the slot's confirmed position: entries ending at or below it are dropped
      */
     public long appendLedger(Map<Long, Long> finished) {
         synchronized (lock) {
@@ -196,7 +227,11 @@ public final class InMemoryCommitLog {
         }
     }
 
-    /** The stream harvest's ledger as last saved. */
+    /**
+     * The stream harvest's ledger as last saved.
+     *
+     * @return an immutable map of message position to end position, empty before the first save
+     */
     public Map<Long, Long> loadLedger() {
         synchronized (lock) {
             return ledger;
@@ -208,6 +243,7 @@ public final class InMemoryCommitLog {
      *
      * @param owner    who opens it, for messages
      * @param takeOver whether to terminate a stream that holds the slot (else the open fails while one does)
+     * @return the new stream, now the slot's holder; its polls never wait
      * @throws StoreException if another stream holds the slot and {@code takeOver} is false
      */
     public CommitStream open(String owner, boolean takeOver) {
@@ -229,7 +265,12 @@ public final class InMemoryCommitLog {
         }
     }
 
-    /** Who holds the slot, or null. */
+    /**
+     * Who holds the slot, or null.
+     *
+     * @return the owner named when the holding stream was {@linkplain #open opened}, or {@code null} if no stream
+     *         holds the slot
+     */
     public String holder() {
         synchronized (lock) {
             return holder == null ? null : holder.owner;
@@ -239,6 +280,9 @@ public final class InMemoryCommitLog {
     /**
      * Terminates the stream that holds the slot, if any, as a lost connection does: its next poll fails and its
      * unsent confirmation is lost. With {@code statusFirst}, its last confirmation reaches the slot first.
+     *
+     * @param statusFirst {@code true} to deliver the holder's pending confirmation before terminating it (a
+     *                    connection lost just after a status update), {@code false} to lose it
      */
     public void terminateHolder(boolean statusFirst) {
         synchronized (lock) {
@@ -252,14 +296,22 @@ public final class InMemoryCommitLog {
         }
     }
 
-    /** The slot's confirmed position. */
+    /**
+     * The slot's confirmed position.
+     *
+     * @return the position up to which the slot has released the log, 0 before the first confirmation
+     */
     public long confirmedPosition() {
         synchronized (lock) {
             return slotConfirmed;
         }
     }
 
-    /** The writer ids of the committed messages that the slot still holds (ending after its confirmed position). */
+    /**
+     * The writer ids of the committed messages that the slot still holds (ending after its confirmed position).
+     *
+     * @return a new list of writer ids, in commit order
+     */
     public List<Long> retained() {
         synchronized (lock) {
             List<Long> ids = new ArrayList<>();
@@ -272,7 +324,11 @@ public final class InMemoryCommitLog {
         }
     }
 
-    /** How many committed messages the slot still holds. */
+    /**
+     * How many committed messages the slot still holds.
+     *
+     * @return the count of messages ending after the confirmed position
+     */
     public int retainedCount() {
         synchronized (lock) {
             int n = 0;
@@ -283,7 +339,11 @@ public final class InMemoryCommitLog {
         }
     }
 
-    /** The bytes of payload the slot still holds. */
+    /**
+     * The bytes of payload the slot still holds.
+     *
+     * @return the total size of the encoded messages the slot holds, as the WAL it keeps on a database
+     */
     public long retainedBytes() {
         synchronized (lock) {
             long n = 0;
@@ -351,7 +411,11 @@ public final class InMemoryCommitLog {
         }
     }
 
-    /** The writer ids of every parked message. */
+    /**
+     * The writer ids of every parked message.
+     *
+     * @return a new list of writer ids, in the order the messages were parked
+     */
     public List<Long> parkedWriterIds() {
         synchronized (lock) {
             List<Long> ids = new ArrayList<>();
@@ -362,7 +426,11 @@ public final class InMemoryCommitLog {
         }
     }
 
-    /** What the simulation's state hashing sees: the log's writer ids and ends, the slot, the holder, the parked. */
+    /**
+     * What the simulation's state hashing sees: the log's writer ids and ends, the slot, the holder, the parked.
+     *
+     * @return a compact text, equal for equal states; its format may change
+     */
     public String describe() {
         synchronized (lock) {
             StringBuilder sb = new StringBuilder();
@@ -378,7 +446,12 @@ public final class InMemoryCommitLog {
 
     // ---- the encoding ---------------------------------------------------------------------------------------
 
-    /** A message as a writer emitted it, with the writer id it carries. */
+    /**
+     * A message as a writer emitted it, with the writer id it carries.
+     *
+     * @param writerId the id its {@link Transaction#write} returned
+     * @param message  the message as written: topic, key, value and headers
+     */
     public record Decoded(long writerId, OutboxMessage message) {
     }
 
@@ -408,7 +481,13 @@ public final class InMemoryCommitLog {
         }
     }
 
-    /** Decodes {@link #encode}'s bytes. */
+    /**
+     * Decodes {@link #encode}'s bytes.
+     *
+     * @param payload a message's payload as the log's streams deliver it; not {@code null}
+     * @return the writer id and the message
+     * @throws java.io.UncheckedIOException if {@code payload} is truncated or not this encoding
+     */
     public static Decoded decode(byte[] payload) {
         try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(payload))) {
             long id = in.readLong();

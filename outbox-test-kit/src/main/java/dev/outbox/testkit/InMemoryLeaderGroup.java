@@ -26,6 +26,8 @@ public final class InMemoryLeaderGroup {
     /**
      * A new member's transport; it joins the group when its dispatcher starts it. Members are numbered in the
      * order this method created them.
+     *
+     * @return the transport to give one dispatcher; its member number is the count of earlier calls
      */
     public synchronized LeaderTransport newMember() {
         Member m = new Member();
@@ -33,12 +35,21 @@ public final class InMemoryLeaderGroup {
         return m;
     }
 
-    /** Number (in order of {@link #newMember()} calls) of the member that owns the group, or -1. */
+    /**
+     * Number (in order of {@link #newMember()} calls) of the member that owns the group, or -1.
+     *
+     * @return the owner's member number, or -1 while nobody owns the group (for example between a
+     *         {@link #loseOwner()} and the next {@link #assignNext()})
+     */
     public synchronized int ownerIndex() {
         return owner == null ? -1 : members.indexOf(owner);
     }
 
-    /** Number of members that joined and have not left. */
+    /**
+     * Number of members that joined and have not left.
+     *
+     * @return the count of members whose transport was started and not closed
+     */
     public synchronized int size() {
         return (int) members.stream().filter(m -> m.joined).count();
     }
@@ -68,6 +79,8 @@ public final class InMemoryLeaderGroup {
     /**
      * The owner loses the group without an orderly hand-over (its session expired). Nobody owns the group
      * until {@link #assignNext()}: the test decides when, typically once the old owner's sends completed.
+     *
+     * @return whether there was an owner
      */
     public synchronized boolean loseOwner() {
         Member old = owner;
@@ -86,7 +99,12 @@ public final class InMemoryLeaderGroup {
         }
     }
 
-    /** While true, the owner's heartbeats are dropped, as if its connection stalled: it fences itself. */
+    /**
+     * While true, the owner's heartbeats are dropped, as if its connection stalled: it fences itself.
+     *
+     * @param stalled {@code true} to drop every member's heartbeats from now on (whoever owns the group),
+     *                {@code false} to deliver them again
+     */
     public synchronized void stallHeartbeats(boolean stalled) {
         for (Member m : members) {
             m.stalled = stalled;

@@ -74,33 +74,58 @@ public final class InMemoryShardedLeaderGroup {
         });
     }
 
-    /** A new member's transport; it joins the group when its dispatcher starts it. */
+    /**
+     * A new member's transport; it joins the group when its dispatcher starts it.
+     *
+     * @return the transport to give one dispatcher; its member number is the count of earlier calls
+     */
     public synchronized ShardedLeaderTransport newMember() {
         Member m = new Member(members.size());
         members.add(m);
         return m;
     }
 
-    /** The number of the member that owns {@code shard} (a revoked shard until its drain ended), or -1. */
+    /**
+     * The number of the member that owns {@code shard} (a revoked shard until its drain ended), or -1.
+     *
+     * @param shard the shard, from 0 to the shard count - 1
+     * @return the owner's member number, or -1 if no member owns the shard now
+     * @throws IllegalArgumentException if {@code shard} is out of range
+     */
     public synchronized int owner(int shard) {
         return assignment.owner(OutboxShards.checkIndex(shard, shards));
     }
 
-    /** The shards member {@code member} owns. */
+    /**
+     * The shards member {@code member} owns.
+     *
+     * @param member a member number (see {@link #newMember()})
+     * @return a sorted snapshot of its shards, empty if it owns none (or there is no such member); the caller may
+     *         change it
+     */
     public synchronized Set<Integer> shardsOf(int member) {
         return assignment.owned(member);
     }
 
-    /** The number of members that joined, have not left and whose session has not expired. */
+    /**
+     * The number of members that joined, have not left and whose session has not expired.
+     *
+     * @return the count, from 0 to the number of {@link #newMember()} calls
+     */
     public synchronized int size() {
         return (int) members.stream().filter(Member::eligible).count();
     }
 
     /**
      * Moves {@code shard} to member {@code to} by an orderly revocation: its owner drains, then {@code to} is
-     * granted it (or, if {@code to} is no longer in the group by then, the least loaded member).
+     * granted it (or, if {@code to} is no longer in the group by then, the least loaded member). Returns at once;
+     * the move completes as the members poll.
      *
+     * @param shard the shard to move, from 0 to the shard count - 1
+     * @param to    the member number of its next owner
      * @return false if the shard has no owner or is already being revoked
+     * @throws IndexOutOfBoundsException if there is no member {@code to}
+     * @throws IllegalArgumentException  if {@code shard} is out of range
      */
     public synchronized boolean move(int shard, int to) {
         Objects.checkIndex(to, members.size());
@@ -111,7 +136,9 @@ public final class InMemoryShardedLeaderGroup {
      * Member {@code member}'s session expires: its shards are taken from it at once and granted to the other
      * members; it learns that it lost them when it next polls, and rejoins the group then.
      *
+     * @param member the member number of the member whose session expires
      * @return false if the member is not in the group
+     * @throws IndexOutOfBoundsException if there is no such member
      */
     public synchronized boolean expire(int member) {
         Member m = members.get(member);
@@ -128,7 +155,13 @@ public final class InMemoryShardedLeaderGroup {
         return true;
     }
 
-    /** While true, heartbeats on {@code shard}'s channel are lost: its leader fences itself. */
+    /**
+     * While true, heartbeats on {@code shard}'s channel are lost: its leader fences itself.
+     *
+     * @param shard the shard, from 0 to the shard count - 1
+     * @param stall {@code true} to drop the shard's heartbeats from now on, {@code false} to deliver them again
+     * @throws IllegalArgumentException if {@code shard} is out of range
+     */
     public synchronized void stallHeartbeats(int shard, boolean stall) {
         stalled[OutboxShards.checkIndex(shard, shards)] = stall;
     }

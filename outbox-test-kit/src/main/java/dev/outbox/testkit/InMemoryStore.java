@@ -75,7 +75,16 @@ public final class InMemoryStore implements Store {
      */
     public record Row(long id, String topic, String key, UUID leaderId, int attempts, boolean malformed,
                       Instant nextAttemptAt) {
-        /** A row without a next attempt time: never failed, or reset. */
+        /**
+         * A row without a next attempt time: never failed, or reset. For expected values in assertions.
+         *
+         * @param id        the row's id
+         * @param topic     its topic
+         * @param key       its key, {@code null} for none
+         * @param leaderId  the leader id that marked it, {@code null} if unmarked
+         * @param attempts  failed deliveries recorded so far
+         * @param malformed whether the row cannot be read as a message
+         */
         public Row(long id, String topic, String key, UUID leaderId, int attempts, boolean malformed) {
             this(id, topic, key, leaderId, attempts, malformed, null);
         }
@@ -127,7 +136,13 @@ public final class InMemoryStore implements Store {
         this(Clock.systemUTC());
     }
 
-    /** An empty store whose creation and parking times come from {@code clock}. */
+    /**
+     * An empty store whose creation and parking times come from {@code clock}.
+     *
+     * @param clock the source of rows' creation times, parking times and the times {@code retryLater} compares
+     *              against; a fixed or hand-moved clock makes them predictable. Not {@code null}.
+     * @throws NullPointerException if {@code clock} is {@code null}
+     */
     public InMemoryStore(Clock clock) {
         this(clock, Integer.MAX_VALUE);
     }
@@ -136,6 +151,12 @@ public final class InMemoryStore implements Store {
      * An empty store whose creation and parking times come from {@code clock} and whose longest key is
      * {@code maxKeyLength} code points, like an SQL store's {@code maxKeyLength}: the publisher rejects a longer key
      * and {@code mark} rejects a row with one (see {@link #insertRow}).
+     *
+     * @param clock        the source of rows' creation and parking times; not {@code null}
+     * @param maxKeyLength the longest key, in Unicode code points, at least 1; {@link Integer#MAX_VALUE} for no
+     *                     limit
+     * @throws NullPointerException     if {@code clock} is {@code null}
+     * @throws IllegalArgumentException if {@code maxKeyLength} is less than 1
      */
     public InMemoryStore(Clock clock, int maxKeyLength) {
         this.clock = Objects.requireNonNull(clock, "clock");
@@ -152,6 +173,8 @@ public final class InMemoryStore implements Store {
     /**
      * Turns storage fencing on or off (off by default): with it on, {@link #supportsFencing()} is true and the
      * writes of {@link #fencedBy} views check the epoch. Set it before a dispatcher starts on this store.
+     *
+     * @param on {@code true} to model a store with storage fencing (as the SQL stores with a lease table)
      */
     public void setFencing(boolean on) {
         this.fencing = on;
@@ -161,6 +184,7 @@ public final class InMemoryStore implements Store {
      * Splits this store into {@code count} shards ({@link dev.outbox.OutboxShards#shardOf} of each row's key), as a
      * sharded SQL store's table is. Set it before the store is used; 1 (unsharded) by default.
      *
+     * @param count the number of shards; every shard's epoch starts again at 0
      * @throws IllegalArgumentException if the count is not between 1 and {@link dev.outbox.OutboxShards#MAX_SHARDS}
      */
     public void setShards(int count) {
@@ -185,7 +209,13 @@ public final class InMemoryStore implements Store {
         return shards == 1 ? this : new View(new Scope(index, UNFENCED));
     }
 
-    /** Shard {@code shard}'s leader epoch: 0 until its first {@code acquireEpoch()}. */
+    /**
+     * Shard {@code shard}'s leader epoch: 0 until its first {@code acquireEpoch()}.
+     *
+     * @param shard the shard, from 0 to {@link #shards()} - 1
+     * @return the epoch, which each {@code acquireEpoch()} of the shard's view increments
+     * @throws IllegalArgumentException if {@code shard} is out of range
+     */
     public long epoch(int shard) {
         synchronized (lock) {
             return shardEpochs[OutboxShards.checkIndex(shard, shards)];
@@ -203,12 +233,22 @@ public final class InMemoryStore implements Store {
         return row.shard == shard;
     }
 
-    /** Writes refused as fenced so far. */
+    /**
+     * Writes refused as fenced so far.
+     *
+     * @return the number of calls of {@link #fencedBy} views (and shard views) refused because their epoch was no
+     *         longer current, across all shards
+     */
     public long fencedWrites() {
         return fencedWrites.get();
     }
 
-    /** The outbox's leader epoch: 0 until the first {@link #acquireEpoch()}. */
+    /**
+     * The outbox's leader epoch: 0 until the first {@link #acquireEpoch()}.
+     *
+     * @return the unsharded outbox's epoch, which each {@link #acquireEpoch()} increments (see
+     *         {@link #epoch(int)} for a shard's)
+     */
     public long epoch() {
         synchronized (lock) {
             return epoch;
@@ -220,6 +260,9 @@ public final class InMemoryStore implements Store {
      * {@link #watchCommits} subscribes, and every committed write (a publisher call, a {@link Transaction#commit()})
      * wakes the subscribers after it committed. Off by default: {@code watchCommits} returns null and the dispatcher
      * polls, as the simulation expects.
+     *
+     * @param on {@code true} to let {@code watchCommits} subscribe; watches already open stay open when it is
+     *           turned off
      */
     public void commitNotifications(boolean on) {
         this.commitNotifications = on;
@@ -234,7 +277,11 @@ public final class InMemoryStore implements Store {
         return commitWatchers.watch(wakeUp);
     }
 
-    /** How many commit watches are open now ({@link #watchCommits}). */
+    /**
+     * How many commit watches are open now ({@link #watchCommits}).
+     *
+     * @return the watches subscribed and not yet closed, for tests that check the dispatcher closes its own
+     */
     public int commitWatches() {
         return commitWatchers.size();
     }
@@ -243,7 +290,12 @@ public final class InMemoryStore implements Store {
         commitWatchers.wakeAll();
     }
 
-    /** Replaces the fault plan; {@link StoreFaults#none()} heals the store. Takes effect for the next call. */
+    /**
+     * Replaces the fault plan; {@link StoreFaults#none()} heals the store. Takes effect for the next call.
+     *
+     * @param faults the plan, asked once per call of the port (and of its views); not {@code null}
+     * @throws NullPointerException if {@code faults} is {@code null}
+     */
     public void setFaults(StoreFaults faults) {
         this.faults = Objects.requireNonNull(faults, "faults");
     }
@@ -260,7 +312,12 @@ public final class InMemoryStore implements Store {
         return publisher;
     }
 
-    /** Begins an application transaction: its messages take ids at once and become visible on commit. */
+    /**
+     * Begins an application transaction: its messages take ids at once and become visible on commit.
+     *
+     * @return a new open transaction; until it ends, {@code read} reports it as running (a gap below it may
+     *         still fill)
+     */
     public Transaction begin() {
         return new Transaction();
     }
@@ -291,6 +348,9 @@ public final class InMemoryStore implements Store {
      * checks it like every row ({@link RowChecks#check}): an invalid topic, a key longer than {@code maxKeyLength}
      * or negative attempts make it a rejected row.
      *
+     * @param topic    the topic as stored, unchecked (may be {@code null} or invalid)
+     * @param key      the key as stored, unchecked (may be {@code null} or too long)
+     * @param attempts the failed deliveries recorded, unchecked (may be negative)
      * @return the row's id
      */
     public long insertRow(String topic, String key, int attempts) {
@@ -712,7 +772,11 @@ public final class InMemoryStore implements Store {
 
     // ---- inspection -----------------------------------------------------------------------------------------
 
-    /** A snapshot of the committed, unparked rows in id order. */
+    /**
+     * A snapshot of the committed, unparked rows in id order.
+     *
+     * @return a new list of every shard's rows, never subject to faults
+     */
     public List<Row> rows() {
         synchronized (lock) {
             List<Row> result = new ArrayList<>(rows.size());
@@ -724,14 +788,22 @@ public final class InMemoryStore implements Store {
         }
     }
 
-    /** The number of committed, unparked rows; unlike {@link #backlog()}, never subject to faults. */
+    /**
+     * The number of committed, unparked rows; unlike {@link #backlog()}, never subject to faults.
+     *
+     * @return the count across every shard, marked rows included
+     */
     public int size() {
         synchronized (lock) {
             return rows.size();
         }
     }
 
-    /** Every parked row in id order; unlike {@link #parked(int)}, never subject to faults. */
+    /**
+     * Every parked row in id order; unlike {@link #parked(int)}, never subject to faults.
+     *
+     * @return a new list of the parked rows with their reasons
+     */
     public List<ParkedRecord> parkedRows() {
         synchronized (lock) {
             List<ParkedRecord> result = new ArrayList<>(parked.size());
@@ -742,17 +814,32 @@ public final class InMemoryStore implements Store {
         }
     }
 
-    /** How many times {@code operation} was called, whether it failed or not. */
+    /**
+     * How many times {@code operation} was called, whether it failed or not.
+     *
+     * @param operation the store call; not {@code null}
+     * @return the calls so far, through this store and its views
+     */
     public long calls(Operation operation) {
         return calls.get(operation).get();
     }
 
-    /** How many calls of {@code operation} the fault plan failed. */
+    /**
+     * How many calls of {@code operation} the fault plan failed.
+     *
+     * @param operation the store call; not {@code null}
+     * @return the calls that threw because of the plan (before, after or refused, or an interrupted delay);
+     *         delays alone do not count
+     */
     public long injectedFailures(Operation operation) {
         return injected.get(operation).get();
     }
 
-    /** How many rows purge calls have deleted in total. */
+    /**
+     * How many rows purge calls have deleted in total.
+     *
+     * @return the rows deleted, counting ids that existed only (a purge of an unknown id deletes nothing)
+     */
     public long purgedRows() {
         return purged.get();
     }
@@ -1023,7 +1110,14 @@ public final class InMemoryStore implements Store {
         private Transaction() {
         }
 
-        /** Writes {@code message}, taking its id at once; returns the id. */
+        /**
+         * Writes {@code message}, taking its id at once; returns the id.
+         *
+         * @param message the message, checked as the publisher checks it; not {@code null}
+         * @return its id, higher than every id taken before by any transaction (committed or not)
+         * @throws IllegalArgumentException if {@code message} is {@code null} or its key is too long
+         * @throws IllegalStateException    if the transaction has ended
+         */
         public long write(OutboxMessage message) {
             checkOpen("publish");
             validate(java.util.Collections.singletonList(message));
@@ -1047,7 +1141,11 @@ public final class InMemoryStore implements Store {
             }
         }
 
-        /** The ids this transaction has taken so far, in order. */
+        /**
+         * The ids this transaction has taken so far, in order.
+         *
+         * @return a new list of the ids of its writes, ascending; emptied by a rollback
+         */
         public List<Long> ids() {
             List<Long> ids = new ArrayList<>(pending.size());
             for (StoredRow row : pending) {

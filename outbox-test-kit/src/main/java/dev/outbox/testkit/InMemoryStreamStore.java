@@ -88,7 +88,12 @@ public final class InMemoryStreamStore implements Store {
                 });
     }
 
-    /** Replaces the fault plan. */
+    /**
+     * Replaces the fault plan; takes effect from the next operation, on any thread.
+     *
+     * @param faults the plan, {@link StoreFaults#none()} to inject nothing; not {@code null}
+     * @throws NullPointerException if {@code faults} is {@code null}
+     */
     public void setFaults(StoreFaults faults) {
         this.faults = Objects.requireNonNull(faults, "faults");
     }
@@ -96,12 +101,20 @@ public final class InMemoryStreamStore implements Store {
     /**
      * A planted bug, for tests that prove the simulation finds it: every poll confirms the stream up to the last
      * message it returned, before the engine finished it.
+     *
+     * @param value {@code true} to plant the bug in streams opened from now on; {@code false} (the default) to
+     *              confirm only what the engine finished, as the real harvest does
      */
     public void confirmOnRead(boolean value) {
         this.confirmOnRead = value;
     }
 
-    /** The harvest this store delegates to (to look inside: pending messages, whether it streams). */
+    /**
+     * The harvest this store delegates to (to look inside: pending messages, whether it streams).
+     *
+     * @return the engine's harvest, an implementation class whose API may change between releases; the same
+     *         instance for the store's life
+     */
     public StreamHarvest harvest() {
         return harvest;
     }
@@ -142,6 +155,9 @@ public final class InMemoryStreamStore implements Store {
     /**
      * The writer id a record read from this store carries, as its message id ({@code new UUID(0, writerId)}): the
      * in-memory encoding carries it, as the Postgres store's carries a message id.
+     *
+     * @param record a record read from an {@code InMemoryStreamStore}; not {@code null}
+     * @return the id {@link InMemoryCommitLog.Transaction#write} returned when the message was written
      */
     public static long writerId(OutboxRecord record) {
         return record.messageId().getLeastSignificantBits();

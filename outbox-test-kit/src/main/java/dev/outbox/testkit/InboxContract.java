@@ -32,8 +32,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 /**
  * The contract of an {@link Inbox}, as a JUnit 5 suite every SQL inbox runs against a real database: a new id runs
  * the handler once and commits with its effect, a repeat does nothing, a failed handler or a rollback leaves the id
- * new, two transactions racing for one id apply it once, failures are recorded once, expired entries are purged and
- * fresh ones kept.
+ * new, two transactions racing for one id apply it once, failures are recorded once and read back (by consumer, one
+ * by its id, and the consumers that have any), expired entries are purged and fresh ones kept.
  *
  * <p>Each test gets a fresh inbox over fresh tables from {@link #createInbox()} and an effects table
  * ({@code effects (message_id VARCHAR(36), consumer VARCHAR(200))}) created by the suite.
@@ -44,16 +44,35 @@ public abstract class InboxContract {
     protected Inbox inbox;
     private String effects;
 
-    /** A fresh inbox over fresh, empty tables, with its schema created. */
+    /**
+     * A fresh inbox over fresh, empty tables, with its schema created. Called before each test.
+     *
+     * @return the inbox under test, over tables no other test uses (a unique table name, for example), in
+     *         {@link #dataSource()}'s database
+     */
     protected abstract Inbox createInbox();
 
-    /** The database the inbox's tables are in; the suite's transactions take connections from it. */
+    /**
+     * The database the inbox's tables are in; the suite's transactions take connections from it.
+     *
+     * @return the data source; it must allow two connections at once (two transactions race for one id)
+     */
     protected abstract DataSource dataSource();
 
-    /** Makes every entry of {@code inbox} look processed {@code age} earlier than it was. */
+    /**
+     * Makes every entry of {@code inbox} look processed {@code age} earlier than it was: for example
+     * {@code UPDATE <table> SET processed_at = processed_at - <age>}.
+     *
+     * @param inbox the inbox {@link #createInbox()} returned
+     * @param age   how far to move the entries back, beyond the inbox's retention (seconds are precise enough)
+     */
     protected abstract void age(Inbox inbox, Duration age);
 
-    /** Drops what {@link #createInbox()} created. Default: nothing. */
+    /**
+     * Drops what {@link #createInbox()} created. Called after each test. Default: nothing.
+     *
+     * @param inbox the inbox {@link #createInbox()} returned for the test
+     */
     protected void disposeInbox(Inbox inbox) {
     }
 
@@ -157,6 +176,47 @@ public abstract class InboxContract {
         assertThat(f.failedAt()).isNotNull();
         assertThat(inbox.failed("shipping", 10)).isEmpty();
         assertThat(processAndCommit("billing", id)).as("a failed message is not a processed one").isTrue();
+    }
+
+    @Test
+    void theConsumersWithFailuresAndOneFailedMessageAreRead() throws SQLException {
+        assertThat(inbox.failedConsumers(10)).as("no failure yet").isEmpty();
+        UUID first = MessageIds.next();
+        UUID second = MessageIds.next();
+        UUID shipped = MessageIds.next();
+        byte[] value = {0, 1, (byte) 0xff};
+        try (Connection c = begin()) {
+            inbox.recordFailure(c, new FailedMessage("shipping", shipped, "orders", 0, 7, null, null, 1,
+                    "no address", null));
+            inbox.recordFailure(c, new FailedMessage("billing", first, "orders", 1, 8, "k-1", value, 5,
+                    "IllegalStateException: no such account", null));
+            inbox.recordFailure(c, new FailedMessage("billing", second, "orders", 1, 9, "k-2", null, 5, "again", null));
+            c.commit();
+        }
+        processAndCommit("audit", MessageIds.next());
+
+        assertThat(inbox.failedConsumers(10)).as("each once, by name; a processed entry is no failure")
+                .containsExactly("billing", "shipping");
+        assertThat(inbox.failedConsumers(1)).containsExactly("billing");
+
+        FailedMessage read = inbox.failedMessage("billing", first).orElseThrow();
+        assertThat(read).isEqualTo(inbox.failed("billing", 10).get(0));
+        assertThat(read.value()).isEqualTo(value);
+        assertThat(read.key()).isEqualTo("k-1");
+        assertThat(read.offset()).isEqualTo(8);
+        assertThat(read.failedAt()).isNotNull();
+        FailedMessage tombstone = inbox.failedMessage("shipping", shipped).orElseThrow();
+        assertThat(tombstone.value()).isNull();
+        assertThat(tombstone.key()).isNull();
+        assertThat(inbox.failedMessage("shipping", first)).as("another consumer's failure").isEmpty();
+        assertThat(inbox.failedMessage("billing", MessageIds.next())).isEmpty();
+
+        assertThatThrownBy(() -> inbox.failedConsumers(0)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("limit");
+        assertThatThrownBy(() -> inbox.failedMessage(" ", first)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("consumer");
+        assertThatThrownBy(() -> inbox.failedMessage("billing", null)).isInstanceOf(NullPointerException.class)
+                .hasMessageContaining("messageId");
     }
 
     @Test

@@ -38,12 +38,29 @@ public final class JdbcTestTransaction implements TestTransaction {
         }
     }
 
-    /** Begins a transaction on {@code connection}, which it takes over and closes when it ends. */
+    /**
+     * Begins a transaction on {@code connection}, which it takes over and closes when it ends.
+     *
+     * @param connection an open connection to the store's database; its auto-commit is turned off. Not
+     *                   {@code null}.
+     * @param publisher  the store's publisher ({@code store.publisher()}); not {@code null}
+     * @return a new open transaction
+     * @throws NullPointerException  if {@code connection} or {@code publisher} is {@code null}
+     * @throws IllegalStateException if auto-commit cannot be turned off (the connection is then closed)
+     */
     public static JdbcTestTransaction begin(Connection connection, Publisher publisher) {
         return new JdbcTestTransaction(connection, publisher);
     }
 
-    /** Begins a transaction on a new connection from {@code dataSource}. */
+    /**
+     * Begins a transaction on a new connection from {@code dataSource}.
+     *
+     * @param dataSource where the connection comes from: the store's database; not {@code null}
+     * @param publisher  the store's publisher ({@code store.publisher()}); not {@code null}
+     * @return a new open transaction, owning its connection
+     * @throws NullPointerException  if {@code dataSource} or {@code publisher} is {@code null}
+     * @throws IllegalStateException if no connection can be had or its auto-commit cannot be turned off
+     */
     public static JdbcTestTransaction begin(DataSource dataSource, Publisher publisher) {
         Objects.requireNonNull(dataSource, "dataSource");
         try {
@@ -53,7 +70,12 @@ public final class JdbcTestTransaction implements TestTransaction {
         }
     }
 
-    /** The connection this transaction runs on, for tests that write more in the same transaction. */
+    /**
+     * The connection this transaction runs on, for tests that write more in the same transaction.
+     *
+     * @return the connection, auto-commit off; closed once the transaction has ended. Do not commit, roll back
+     *         or close it directly.
+     */
     public Connection connection() {
         return connection;
     }

@@ -42,14 +42,29 @@ public final class LeadershipTimeline {
         STOPPED
     }
 
-    /** One event: when ({@link System#nanoTime()}), who, what, and the leader id where there is one. */
+    /**
+     * One event: when ({@link System#nanoTime()}), who, what, and the leader id where there is one.
+     *
+     * @param nanos    when it was added, as {@link System#nanoTime()} (compare by difference, not by value)
+     * @param who      the contender's name, as the test gave it
+     * @param kind     what happened
+     * @param leaderId the fresh leader id of {@link Kind#ACQUIRED} and {@link Kind#REFRESHED}; else usually
+     *                 {@code null}
+     */
     public record Event(long nanos, String who, Kind kind, UUID leaderId) {
     }
 
     private final long origin = System.nanoTime();
     private final List<Event> events = new ArrayList<>();
 
-    /** Appends an event stamped now. */
+    /**
+     * Appends an event stamped now.
+     *
+     * @param who      the contender's name (any text the test chooses, the same for all its events)
+     * @param kind     what happened
+     * @param leaderId the leader id taken with {@link Kind#ACQUIRED} or {@link Kind#REFRESHED}; {@code null} for
+     *                 the other kinds
+     */
     public synchronized void add(String who, Kind kind, UUID leaderId) {
         events.add(new Event(System.nanoTime(), who, kind, leaderId));
     }
@@ -57,6 +72,9 @@ public final class LeadershipTimeline {
     /**
      * A listener recording the leadership events of the dispatcher named {@code who}: acquired, refreshed,
      * fenced and revoked. Closing a dispatcher emits none of them: record {@link Kind#STOPPED} before closing.
+     *
+     * @param who the dispatcher's name in the timeline
+     * @return a new listener for that one dispatcher ({@code Dispatcher.Builder.listener}); thread-safe
      */
     public DispatcherListener listener(String who) {
         return new DispatcherListener() {
@@ -82,12 +100,22 @@ public final class LeadershipTimeline {
         };
     }
 
-    /** A copy of the events so far, in order. */
+    /**
+     * A copy of the events so far, in order.
+     *
+     * @return an immutable snapshot, in the order the events were added
+     */
     public synchronized List<Event> events() {
         return List.copyOf(events);
     }
 
-    /** The first event stamped at or after {@code afterNanos} that matches {@code p}, or null. */
+    /**
+     * The first event stamped at or after {@code afterNanos} that matches {@code p}, or null.
+     *
+     * @param afterNanos a {@link System#nanoTime()} value, for example taken just before a fault was injected
+     * @param p          which events qualify; called under the timeline's lock, so it must not add events
+     * @return the earliest such event, or {@code null} if none
+     */
     public synchronized Event first(long afterNanos, Predicate<Event> p) {
         for (Event e : events) {
             if (e.nanos() - afterNanos >= 0 && p.test(e)) {
@@ -97,7 +125,12 @@ public final class LeadershipTimeline {
         return null;
     }
 
-    /** How many events match {@code p}. */
+    /**
+     * How many events match {@code p}.
+     *
+     * @param p which events to count; called under the timeline's lock, so it must not add events
+     * @return the number of matching events so far
+     */
     public synchronized int count(Predicate<Event> p) {
         int n = 0;
         for (Event e : events) {
@@ -141,7 +174,12 @@ public final class LeadershipTimeline {
         }
     }
 
-    /** Milliseconds from this timeline's creation to {@code nanos}. */
+    /**
+     * Milliseconds from this timeline's creation to {@code nanos}.
+     *
+     * @param nanos a {@link System#nanoTime()} value, such as an {@link Event#nanos()}
+     * @return the whole milliseconds elapsed, truncated; negative for a time before the creation
+     */
     public long millisSinceOrigin(long nanos) {
         return TimeUnit.NANOSECONDS.toMillis(nanos - origin);
     }

@@ -59,20 +59,41 @@ public abstract class MessageBrokerContract {
     /** The broker under test in the current test. */
     protected MessageBroker broker;
 
-    /** A fresh broker, for one test. */
+    /**
+     * A fresh broker, for one test. Called before each test; the suite closes it afterwards.
+     *
+     * @return the broker under test, not {@code null}, connected to the server {@link #readBack} reads
+     */
     protected abstract MessageBroker createBroker();
 
-    /** Creates (if the broker needs it) and returns a topic no other test uses. */
+    /**
+     * Creates (if the broker needs it) and returns a topic no other test uses.
+     *
+     * @return the topic's name, empty on return; a valid topic name for the broker
+     */
     protected abstract String newTopic();
 
     /**
      * Reads what was delivered to {@code topic}, from its beginning, until {@code expected} messages have been
      * read or {@code timeout} has passed, and returns them. Order across keys need not be preserved; order
      * within a key must be as the broker stores it.
+     *
+     * @param topic    a topic from {@link #newTopic()}
+     * @param expected how many messages the test expects; reading may stop once that many arrived (returning more
+     *                 is allowed, so that a test sees duplicates)
+     * @param timeout  how long to wait for them, at most; return what arrived by then rather than fail
+     * @return the messages read, each with every header a consumer of the topic sees, in order (the suite's
+     *         records carry no message id, so a broker adds none)
      */
     protected abstract List<ReceivedMessage> readBack(String topic, int expected, Duration timeout);
 
-    /** A record to {@code topic} that this broker can never accept, for example one larger than it allows. */
+    /**
+     * A record to {@code topic} that this broker can never accept, for example one larger than it allows.
+     *
+     * @param topic a topic from {@link #newTopic()}
+     * @return a record whose send must complete with a permanent {@link dev.outbox.spi.DeliveryException} (see
+     *         {@link #record} to build one)
+     */
     protected abstract OutboxRecord permanentlyFailingRecord(String topic);
 
     @BeforeEach
@@ -207,6 +228,8 @@ public abstract class MessageBrokerContract {
      * A topic the broker cannot send to at once, because it has to find something out first: for Kafka, a topic
      * that does not exist on a cluster that does not create topics (the producer waits for its metadata). By
      * default a fresh name that no test created, which is what most brokers need.
+     *
+     * @return the topic's name; a new one on each call
      */
     protected String topicTheBrokerMustWaitFor() {
         return "contract-unknown-" + UUID.randomUUID();
@@ -343,16 +366,33 @@ public abstract class MessageBrokerContract {
 
     // ---- helpers ------------------------------------------------------------------------------------------
 
-    /** A record of {@code message} with a fresh id, created now, never failed before. */
+    /**
+     * A record of {@code message} with a fresh id, created now, never failed before.
+     *
+     * @param message the message to send; not {@code null}
+     * @return a record with an id unique in this JVM, a random leader id and no message id
+     */
     protected static OutboxRecord record(OutboxMessage message) {
         return new OutboxRecord(IDS.incrementAndGet(), Instant.now(), message, 0, UUID.randomUUID());
     }
 
-    /** How one send ended: {@code failure} is null when it was acknowledged. */
+    /**
+     * How one send ended: {@code failure} is null when it was acknowledged.
+     *
+     * @param failure why the send failed, unwrapped from {@code CompletionException}s; {@code null} if it was
+     *                acknowledged
+     */
     protected record Outcome(Throwable failure) {
     }
 
-    /** Waits for {@code stage} (at most {@link #WAIT}); returns how it ended, unwrapping completion wrappers. */
+    /**
+     * Waits for {@code stage} (at most {@link #WAIT}); returns how it ended, unwrapping completion wrappers.
+     *
+     * @param stage a stage {@code send} returned
+     * @return how it completed
+     * @throws AssertionError if {@code stage} is {@code null}, did not complete within {@link #WAIT}, or the
+     *                        thread was interrupted
+     */
     protected static Outcome await(CompletionStage<Void> stage) {
         assertThat(stage).as("stage returned by send").isNotNull();
         CompletableFuture<Outcome> outcome = new CompletableFuture<>();
@@ -369,7 +409,13 @@ public abstract class MessageBrokerContract {
         }
     }
 
-    /** Waits for every stage, in order; returns their outcomes. */
+    /**
+     * Waits for every stage, in order; returns their outcomes.
+     *
+     * @param stages stages {@code send} returned; each is awaited up to {@link #WAIT}
+     * @return their outcomes, in the iteration order of {@code stages}
+     * @throws AssertionError as {@link #await} does
+     */
     protected static List<Outcome> awaitAll(Collection<CompletionStage<Void>> stages) {
         List<Outcome> outcomes = new ArrayList<>(stages.size());
         for (CompletionStage<Void> stage : stages) {
@@ -401,7 +447,12 @@ public abstract class MessageBrokerContract {
         return result;
     }
 
-    /** The value of {@code message} in UTF-8. */
+    /**
+     * The value of a message decoded as UTF-8.
+     *
+     * @param value a message's or header's value bytes, {@code null} for a tombstone (or a null header value)
+     * @return the text, or {@code null} if {@code value} is {@code null}
+     */
     protected static String utf8(byte[] value) {
         return value == null ? null : new String(value, StandardCharsets.UTF_8);
     }

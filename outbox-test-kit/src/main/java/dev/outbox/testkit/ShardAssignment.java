@@ -21,22 +21,48 @@ import java.util.TreeSet;
 public final class ShardAssignment {
     /** The group around the assignment: who may be given shards, and the delivery of its decisions. */
     public interface Group {
-        /** How many members there are (numbered from 0), eligible or not. */
+        /**
+         * How many members there are (numbered from 0), eligible or not.
+         *
+         * @return the number of members ever added; members are never renumbered
+         */
         int members();
 
-        /** Whether {@code member} may be given shards (it joined, did not leave, and reaches the coordinator). */
+        /**
+         * Whether {@code member} may be given shards (it joined, did not leave, and reaches the coordinator).
+         *
+         * @param member a member number, from 0 to {@link #members()} - 1
+         * @return {@code true} if it may be given shards now
+         */
         boolean eligible(int member);
 
-        /** {@code shard} was granted to {@code member}: tell it. */
+        /**
+         * {@code shard} was granted to {@code member}: tell it. Called with the assignment already changed; must
+         * not call back into the assignment.
+         *
+         * @param shard  the shard granted
+         * @param member its new owner
+         */
         void granted(int shard, int member);
 
         /**
          * {@code shard} is revoked from {@code member} in an orderly way: tell it, and call {@link #released} once its
          * {@code revoked} callback returned.
+         *
+         * @param shard  the shard being revoked; its owner stays {@code member} until {@link #released}
+         * @param member its owner, which must drain it
          */
         void revoking(int shard, int member);
 
-        /** Which of {@code candidates}, shards of {@code from}, moves to the newcomer {@code to}: an index into it. */
+        /**
+         * Which of {@code candidates}, shards of {@code from}, moves to the newcomer {@code to}: an index into it.
+         *
+         * @param from       the busiest member, which gives up a shard
+         * @param to         the member that joined
+         * @param candidates the shards of {@code from} that may move, in ascending order; never empty
+         * @return an index into {@code candidates}, from 0 to {@code candidates.size() - 1} (a simulation lets its
+         *         chooser decide; a fixed choice keeps a test predictable)
+         */
         int pick(int from, int to, List<Integer> candidates);
     }
 
@@ -47,6 +73,10 @@ public final class ShardAssignment {
     private final int[] target;
 
     /**
+     * An assignment in which no shard has an owner yet.
+     *
+     * @param shards the number of shards, from 1 to {@link OutboxShards#MAX_SHARDS}
+     * @param group  the members and the delivery of decisions; called back from this object's methods
      * @throws IllegalArgumentException naming the count if it is not between 1 and {@link OutboxShards#MAX_SHARDS}
      */
     public ShardAssignment(int shards, Group group) {
@@ -59,17 +89,32 @@ public final class ShardAssignment {
         Arrays.fill(target, NONE);
     }
 
-    /** The number of shards. */
+    /**
+     * The number of shards.
+     *
+     * @return the count given to the constructor
+     */
     public int shards() {
         return owner.length;
     }
 
-    /** The owner of {@code shard} (until its revocation's drain returned), or -1. */
+    /**
+     * The owner of {@code shard} (until its revocation's drain returned), or -1.
+     *
+     * @param shard a shard, from 0 to {@link #shards()} - 1
+     * @return the owner's member number, or -1 if the shard has none
+     * @throws ArrayIndexOutOfBoundsException if {@code shard} is out of range
+     */
     public int owner(int shard) {
         return owner[shard];
     }
 
-    /** The shards {@code member} owns. */
+    /**
+     * The shards {@code member} owns.
+     *
+     * @param member a member number
+     * @return a new sorted set of its shards, those being revoked included; empty if none
+     */
     public Set<Integer> owned(int member) {
         Set<Integer> s = new TreeSet<>();
         for (int i = 0; i < owner.length; i++) {
@@ -80,7 +125,11 @@ public final class ShardAssignment {
         return s;
     }
 
-    /** The shards that have an owner and no revocation under way. */
+    /**
+     * The shards that have an owner and no revocation under way.
+     *
+     * @return a new list of those shards, ascending
+     */
     public List<Integer> movable() {
         List<Integer> l = new ArrayList<>();
         for (int i = 0; i < owner.length; i++) {
@@ -91,7 +140,12 @@ public final class ShardAssignment {
         return l;
     }
 
-    /** Whether a revocation of one of {@code member}'s shards is under way. */
+    /**
+     * Whether a revocation of one of {@code member}'s shards is under way.
+     *
+     * @param member a member number
+     * @return {@code true} if one of its shards was revoked and not yet {@linkplain #released released}
+     */
     public boolean revokingFrom(int member) {
         for (int i = 0; i < owner.length; i++) {
             if (owner[i] == member && revoking[i]) {
@@ -105,6 +159,8 @@ public final class ShardAssignment {
      * An orderly move of {@code shard} to {@code to}: revoked from its owner, granted to {@code to} once released
      * (or, if {@code to} is no longer eligible by then, to the least loaded member).
      *
+     * @param shard the shard to move, from 0 to {@link #shards()} - 1
+     * @param to    the member number of its next owner
      * @return false if the shard has no owner or is already being revoked
      */
     public boolean move(int shard, int to) {
@@ -119,6 +175,9 @@ public final class ShardAssignment {
     /**
      * {@code old}'s revocation of {@code shard} returned: the shard goes to its next owner, unless it was taken from
      * {@code old} meanwhile (its session expired, or it left).
+     *
+     * @param shard the shard whose revocation returned
+     * @param old   the member that drained it; a release by a member that no longer owns the shard is ignored
      */
     public void released(int shard, int old) {
         if (owner[shard] != old || !revoking[shard]) {
@@ -139,7 +198,8 @@ public final class ShardAssignment {
      * Takes every shard from {@code member} at once (its session expired, or it left), revocations under way
      * included, and forgets the shards on their way to it; does not grant them (see {@link #grantUnowned}).
      *
-     * @return the shards it had
+     * @param member the member number of the member that is out
+     * @return the shards it had, as a new sorted set
      */
     public Set<Integer> takeAll(int member) {
         Set<Integer> had = new TreeSet<>();
@@ -172,6 +232,9 @@ public final class ShardAssignment {
     /**
      * {@code member} (re)joined: it is given the shards nobody owns, then takes shards from the busiest members until
      * it has its share, each by an orderly move ({@link Group#pick} says which of the busiest member's shards).
+     *
+     * @param member the member number of the member that joined; it must already be {@linkplain Group#eligible
+     *               eligible}
      */
     public void joined(int member) {
         grantUnowned();
@@ -214,7 +277,12 @@ public final class ShardAssignment {
         }
     }
 
-    /** The shards {@code member} owns (not being revoked) or is about to be given. */
+    /**
+     * The shards {@code member} owns (not being revoked) or is about to be given.
+     *
+     * @param member a member number
+     * @return the number of such shards
+     */
     public int load(int member) {
         int n = 0;
         for (int i = 0; i < owner.length; i++) {

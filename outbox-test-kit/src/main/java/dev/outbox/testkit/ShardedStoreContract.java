@@ -47,13 +47,27 @@ public abstract class ShardedStoreContract {
     /** The store under test in the current test: {@value #SHARDS} shards, storage fencing on. */
     protected Store store;
 
-    /** A fresh store with storage fencing on over an empty outbox of {@code shards} shards. */
+    /**
+     * A fresh store with storage fencing on over an empty outbox of {@code shards} shards. Called before each test.
+     *
+     * @param shards the shard count, {@value #SHARDS}
+     * @return the store under test, whose {@code shards()} is {@code shards}, over an outbox no other test uses
+     */
     protected abstract Store createStore(int shards);
 
-    /** Begins an application transaction whose messages {@code store}'s publisher writes. */
+    /**
+     * Begins an application transaction whose messages {@code store}'s publisher writes.
+     *
+     * @param store the store under test (the whole outbox, not a shard's view)
+     * @return a new open transaction; the suite commits, rolls back or closes it
+     */
     protected abstract TestTransaction begin(Store store);
 
-    /** Releases what {@link #createStore(int)} created. Default: nothing. */
+    /**
+     * Releases what {@link #createStore(int)} created. Called after each test. Default: nothing.
+     *
+     * @param store the store {@link #createStore(int)} returned for the test
+     */
     protected void disposeStore(Store store) {
     }
 

@@ -72,22 +72,41 @@ public abstract class StoreContract {
     /** The store under test in the current test. */
     protected Store store;
 
-    /** A fresh store over an empty outbox, for one test. */
+    /**
+     * A fresh store over an empty outbox, for one test. Called before each test.
+     *
+     * @return the store under test, not {@code null}, over an outbox no other test uses, with the store's
+     *         default key length
+     */
     protected abstract Store createStore();
 
     /**
      * A fresh store over an empty outbox whose longest key is {@code maxKeyLength} code points; the test disposes of
      * it with {@link #disposeStore(Store)}.
+     *
+     * @param maxKeyLength the longest key the store accepts, in Unicode code points (the suite asks small values,
+     *                     such as 4)
+     * @return a second store, besides {@link #store}, over an empty outbox of its own
      */
     protected abstract Store createStore(int maxKeyLength);
 
-    /** Begins an application transaction whose messages {@code store}'s publisher writes. */
+    /**
+     * Begins an application transaction whose messages {@code store}'s publisher writes.
+     *
+     * @param store the store under test, or one from {@link #createStore(int)}
+     * @return a new open transaction; the suite commits, rolls back or closes it, possibly with others open at
+     *         the same time and from several threads (one thread per transaction)
+     */
     protected abstract TestTransaction begin(Store store);
 
     /**
      * Writes and commits, bypassing the publisher, a row that {@code store} cannot read as a message (for an
      * SQL store, for example, header name and value arrays of different lengths written by raw SQL), with the
      * given topic and key. The row must take its id from the same sequence as published rows.
+     *
+     * @param store the store whose outbox gets the row
+     * @param topic the row's topic, a valid one
+     * @param key   the row's key, {@code null} for none
      */
     protected abstract void insertMalformedRow(Store store, String topic, String key);
 
@@ -95,10 +114,20 @@ public abstract class StoreContract {
      * Writes and commits, bypassing the publisher and its checks (as another language writing the table with plain
      * SQL would), a row with the given topic, key and attempts, the value {@code "x"} and no headers. The row must
      * take its id from the same sequence as published rows.
+     *
+     * @param store    the store whose outbox gets the row
+     * @param topic    the topic to store as it is, possibly invalid (blank, too long, illegal characters)
+     * @param key      the key to store as it is, possibly longer than the store's maximum
+     * @param attempts the attempts to store, possibly negative
      */
     protected abstract void insertRow(Store store, String topic, String key, int attempts);
 
-    /** Releases what {@link #createStore()} created (drops a table, closes a pool). Default: nothing. */
+    /**
+     * Releases what {@link #createStore()} created (drops a table, closes a pool). Called after each test, and
+     * for each store of {@link #createStore(int)}. Default: nothing.
+     *
+     * @param store a store the suite created through one of the two {@code createStore} methods
+     */
     protected void disposeStore(Store store) {
     }
 
@@ -1182,12 +1211,22 @@ public abstract class StoreContract {
 
     // ---- helpers ------------------------------------------------------------------------------------------
 
-    /** A message to {@link #TOPIC} with {@code value} in UTF-8. */
+    /**
+     * A message to {@link #TOPIC} with {@code value} in UTF-8.
+     *
+     * @param key   its key, {@code null} for none
+     * @param value its value, encoded as UTF-8
+     * @return a message without headers
+     */
     protected static OutboxMessage msg(String key, String value) {
         return OutboxMessage.of(TOPIC, key, value);
     }
 
-    /** Writes {@code messages} in one transaction and commits it. */
+    /**
+     * Writes {@code messages} in one transaction and commits it.
+     *
+     * @param messages the messages, in the order written; none {@code null}
+     */
     protected final void commit(OutboxMessage... messages) {
         try (TestTransaction tx = begin(store)) {
             tx.publish(List.of(messages));
@@ -1195,7 +1234,13 @@ public abstract class StoreContract {
         }
     }
 
-    /** Marks for {@code leader} until nothing is left; returns everything marked, in order. */
+    /**
+     * Marks for {@code leader} until nothing is left; returns everything marked, in order.
+     *
+     * @param leader the leader id to mark with
+     * @return the records of every mark, in the order returned (rejected rows left out)
+     * @throws AssertionError if a mark returns a row the same leader had marked already
+     */
     protected final List<OutboxRecord> markAll(UUID leader) {
         List<OutboxRecord> all = new ArrayList<>();
         Set<Long> seen = new HashSet<>();
@@ -1219,7 +1264,12 @@ public abstract class StoreContract {
         }
     }
 
-    /** The value of {@code record} decoded as UTF-8, or null for a tombstone. */
+    /**
+     * The value of {@code record} decoded as UTF-8, or null for a tombstone.
+     *
+     * @param record a record read from the store
+     * @return its value as text, or {@code null} for a tombstone
+     */
     protected final String valueOf(OutboxRecord record) {
         byte[] value = record.message().value();
         return value == null ? null : new String(value, StandardCharsets.UTF_8);

@@ -48,13 +48,28 @@ public abstract class StreamStoreContract {
     /** The store under test in the current test. */
     protected Store store;
 
-    /** A fresh store harvested from the stream of a fresh, empty outbox, for one test. */
+    /**
+     * A fresh store harvested from the stream of a fresh, empty outbox, for one test. Called before each test.
+     *
+     * @return the store under test: {@code supportsRead()} true and {@code supportsMark()} false, over an outbox
+     *         (and stream position) no other test uses
+     */
     protected abstract Store createStore();
 
-    /** Begins an application transaction whose messages {@code store}'s publisher writes. */
+    /**
+     * Begins an application transaction whose messages {@code store}'s publisher writes.
+     *
+     * @param store the store under test
+     * @return a new open transaction; the suite commits, rolls back or closes it, possibly while others are open
+     */
     protected abstract TestTransaction begin(Store store);
 
-    /** Releases what {@link #createStore()} created (a replication slot, a table). Default: nothing. */
+    /**
+     * Releases what {@link #createStore()} created (a replication slot, a table). Called after each test, once the
+     * harvest was stopped ({@code harvestStopped()}). Default: nothing.
+     *
+     * @param store the store {@link #createStore()} returned for the test
+     */
     protected void disposeStore(Store store) {
     }
 
@@ -76,10 +91,22 @@ public abstract class StreamStoreContract {
 
     // ---- helpers ------------------------------------------------------------------------------------------
 
+    /**
+     * A message of the suite's topic.
+     *
+     * @param key   its key, {@code null} for none
+     * @param value its value, encoded as UTF-8
+     * @return a message to {@link #TOPIC} without headers
+     */
     protected static OutboxMessage msg(String key, String value) {
         return OutboxMessage.of(TOPIC, key, value);
     }
 
+    /**
+     * Writes {@code messages} in one transaction of {@link #begin} and commits it.
+     *
+     * @param messages the messages, in the order written; none {@code null}
+     */
     protected void commit(OutboxMessage... messages) {
         try (TestTransaction tx = begin(store)) {
             tx.publish(List.of(messages));
@@ -87,11 +114,27 @@ public abstract class StreamStoreContract {
         }
     }
 
+    /**
+     * A record's value as text.
+     *
+     * @param r a record read from the store, not a tombstone
+     * @return its value decoded as UTF-8
+     */
     protected String valueOf(OutboxRecord r) {
         return new String(r.message().value(), StandardCharsets.UTF_8);
     }
 
-    /** Reads above {@code after} until the read satisfies {@code done}, for up to {@link #ARRIVAL}. */
+    /**
+     * Reads above {@code after} until the read satisfies {@code done}, for up to {@link #ARRIVAL}, reading again
+     * at once after each read that does not.
+     *
+     * @param after the cursor: records with ids above it are read
+     * @param limit the most records per read
+     * @param done  whether a read is what the test waits for
+     * @param what  what is awaited, for the failure's message ("3 records read")
+     * @return the first read that satisfied {@code done}
+     * @throws AssertionError if no read did within {@link #ARRIVAL}
+     */
     protected ReadResult readUntil(long after, int limit, Predicate<ReadResult> done, String what) {
         long deadline = System.nanoTime() + ARRIVAL.toNanos();
         ReadResult r = store.read(after, List.of(), limit);
@@ -105,12 +148,25 @@ public abstract class StreamStoreContract {
         return r;
     }
 
-    /** Reads from the head until {@code count} records are pending, and returns them. */
+    /**
+     * Reads from the head until {@code count} records are pending, and returns them.
+     *
+     * @param count the number of records awaited, zero or more
+     * @return the records of the first read that returned at least {@code count} (more if more were pending),
+     *         as it returned them
+     * @throws AssertionError if fewer than {@code count} arrived within {@link #ARRIVAL}
+     */
     protected List<OutboxRecord> readAll(int count) {
         return readUntil(0, Math.max(count, 1) + 10, r -> r.rows().records().size() >= count,
                 count + " records read").rows().records();
     }
 
+    /**
+     * The values of a read's records, as text.
+     *
+     * @param r a read of the store
+     * @return each record's value decoded as UTF-8, in the read's order
+     */
     protected List<String> values(ReadResult r) {
         List<String> out = new ArrayList<>();
         r.rows().records().forEach(x -> out.add(valueOf(x)));

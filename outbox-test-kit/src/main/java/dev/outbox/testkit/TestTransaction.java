@@ -20,10 +20,18 @@ public interface TestTransaction extends AutoCloseable {
      * Writes {@code messages} in list order through the batch form of the store's publisher
      * ({@link dev.outbox.Publisher#publish(java.sql.Connection, List)}). The list is passed on as it is, null
      * elements included, so that the contract can check how the publisher rejects bad input.
+     *
+     * @param messages the messages to write, in order; passed on unchecked (may be empty, or hold {@code null})
+     * @throws IllegalStateException if the transaction has ended (or whatever the publisher throws for bad
+     *                               input)
      */
     void publish(List<OutboxMessage> messages);
 
-    /** Writes one message through the store's publisher. */
+    /**
+     * Writes one message through the store's publisher, as a list of one.
+     *
+     * @param message the message to write; passed on unchecked, so {@code null} reaches the publisher
+     */
     default void publish(OutboxMessage message) {
         publish(java.util.Collections.singletonList(message));
     }

@@ -119,6 +119,17 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         /**
          * Applies {@code record}'s effect on {@code connection}, in the transaction that records {@code messageId};
          * must not commit, roll back or close it. Throwing rolls both back; the record is retried.
+         *
+         * @param connection the transaction's connection (auto-commit off), from the consumer's data source; valid
+         *                   only during this call
+         * @param record     the Kafka record: its key as a UTF-8 string ({@code null} if it has none), its value as
+         *                   the bytes published ({@code null} for a tombstone), and its headers
+         * @param messageId  the id the inbox records the record under: the message id header's, or
+         *                   {@link #fallbackId} of its position when it has none; never {@code null}
+         * @throws Exception any failure of the effect: the transaction is rolled back and the record retried after a
+         *                   backoff, and after {@link Builder#maxAttempts} failures recorded as failed. If the
+         *                   connection is no longer valid afterwards, the failure is the database's and counts no
+         *                   attempt.
          */
         void handle(Connection connection, ConsumerRecord<String, byte[]> record, UUID messageId) throws Exception;
     }
@@ -128,27 +139,55 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         /**
          * The record's effect committed. Called once per record even when the connection failed during the COMMIT
          * that applied it: the retry finds the id recorded and reports it here, not as a duplicate.
+         *
+         * @param record    the record whose effect committed
+         * @param messageId the id the inbox recorded it under
          */
         default void applied(ConsumerRecord<String, byte[]> record, UUID messageId) {
         }
 
-        /** The record's id was processed before, by an earlier delivery of the message: skipped. */
+        /**
+         * The record's id was processed before, by an earlier delivery of the message: skipped, its handler not run.
+         *
+         * @param record    the record skipped (a redelivery, or the same message published again)
+         * @param messageId the id the inbox had already recorded
+         */
         default void duplicate(ConsumerRecord<String, byte[]> record, UUID messageId) {
         }
 
-        /** The handler failed; the record is retried after a backoff (or recorded as failed after the last). */
+        /**
+         * The handler failed; the record is retried after a backoff (or recorded as failed after the last).
+         *
+         * @param record    the record whose handler failed; its partition waits for it
+         * @param messageId the record's message id
+         * @param attempt   the number of the attempt that failed, from 1 to {@link Builder#maxAttempts}
+         * @param error     what the handler threw
+         */
         default void handlerFailed(ConsumerRecord<String, byte[]> record, UUID messageId, int attempt, Throwable error) {
         }
 
-        /** The record was written to the failed-messages table. */
+        /**
+         * The record was written to the failed-messages table; its partition moves on.
+         *
+         * @param failed the row written: the record, its id, the attempts and the reason (the last error)
+         */
         default void failed(FailedMessage failed) {
         }
 
-        /** The database failed; the consumer waits and retries. */
+        /**
+         * The database failed; the consumer waits and retries. No attempt of the record is counted.
+         *
+         * @param error the failure: of the data source, the inbox, the commit, or a connection found invalid after a
+         *              handler failure
+         */
         default void databaseUnavailable(Throwable error) {
         }
 
-        /** Offsets were committed. */
+        /**
+         * Offsets were committed.
+         *
+         * @param offsets per partition, the next offset to read (one past the last record done), as committed
+         */
         default void committed(Map<TopicPartition, OffsetAndMetadata> offsets) {
         }
     }
@@ -212,12 +251,21 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         this.thread = new Thread(this::run, "outbox-inbox-" + consumerName);
     }
 
-    /** Starts a builder; not thread-safe. */
+    /**
+     * Starts a builder; not thread-safe.
+     *
+     * @return a new builder with the defaults (the {@code DEFAULT_*} constants) and no Kafka property set
+     */
     public static Builder builder() {
         return new Builder();
     }
 
-    /** Subscribes and starts the consumer thread. */
+    /**
+     * Subscribes and starts the consumer thread. Returns at once: the group join and the first poll happen on that
+     * thread.
+     *
+     * @throws IllegalStateException if the consumer was started before (it cannot be restarted, even after a close)
+     */
     public synchronized void start() {
         if (started) {
             throw new IllegalStateException("already started");
@@ -228,7 +276,11 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         log.info("Inbox consumer {} started on {}", consumerName, topics);
     }
 
-    /** The inbox consumer name its entries are recorded under. */
+    /**
+     * The inbox consumer name its entries are recorded under.
+     *
+     * @return the name set with {@link Builder#consumerName}, or else the group id
+     */
     public String consumerName() {
         return consumerName;
     }
@@ -237,31 +289,49 @@ public final class KafkaInboxConsumer implements AutoCloseable {
      * Records whose effect was committed, each counted once: a record whose COMMIT failed on the connection but had
      * been applied is counted when its retry finds the id recorded (not as a duplicate). Exact as long as no other
      * consumer with the same name works on the same message id at the same time.
+     *
+     * @return the count since the consumer was built, never negative
      */
     public long applied() {
         return applied.get();
     }
 
-    /** Records skipped because their id was processed before. */
+    /**
+     * Records skipped because their id was processed before.
+     *
+     * @return the count since the consumer was built, never negative
+     */
     public long duplicates() {
         return duplicates.get();
     }
 
-    /** Records moved to the failed-messages table. */
+    /**
+     * Records moved to the failed-messages table.
+     *
+     * @return the count since the consumer was built, never negative
+     */
     public long failed() {
         return failedCount.get();
     }
 
-    /** The error that ended the consumer thread, or null while it runs or after a clean close. */
+    /**
+     * The error that ended the consumer thread.
+     *
+     * @return the error, or {@code null} before the start, while the thread runs and after a clean close
+     */
     public Throwable failure() {
         return failure;
     }
 
     /**
      * Stops polling, commits the offsets of the records that are done, leaves the group and closes the consumer; waits
-     * for the consumer thread up to {@code timeout}.
+     * for the consumer thread up to {@code timeout}. Idempotent; a consumer never started only closes its Kafka
+     * client.
      *
-     * @return whether the thread ended within the timeout
+     * @param timeout how long to wait for the consumer thread (millisecond precision); not {@code null} once
+     *                started. The thread goes on stopping after it has passed.
+     * @return whether the thread ended within the timeout ({@code false} too if the calling thread was interrupted,
+     *         whose interrupt status is then set)
      */
     public boolean close(Duration timeout) {
         running = false;
@@ -489,7 +559,14 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         return fallbackId(record.topic(), record.partition(), record.offset());
     }
 
-    /** The id of a record without a message id header: a name-based UUID of where it is in Kafka. */
+    /**
+     * The id of a record without a message id header: a name-based UUID of where it is in Kafka.
+     *
+     * @param topic     the record's topic; not {@code null}
+     * @param partition the record's partition
+     * @param offset    the record's offset in its partition
+     * @return a version 3 UUID of the three, the same for the same three on every run and machine
+     */
     public static UUID fallbackId(String topic, int partition, long offset) {
         return UUID.nameUUIDFromBytes(("kafka:" + topic + ":" + partition + ":" + offset)
                 .getBytes(StandardCharsets.UTF_8));
@@ -655,19 +732,41 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         private Builder() {
         }
 
-        /** Adds Kafka consumer properties; later values win. */
+        /**
+         * Adds Kafka consumer properties; later values win.
+         *
+         * @param properties Kafka consumer properties (TLS, SASL, ...), copied at once; keys are converted with
+         *                   {@code toString()}. Not {@code null}, and no value {@code null}. The enforced settings
+         *                   (see the class documentation) are checked by {@link #build()}.
+         * @return this builder
+         * @throws NullPointerException     if {@code properties} is {@code null}
+         * @throws IllegalArgumentException if a name is blank or a value {@code null}
+         */
         public Builder properties(Map<?, ?> properties) {
             settings.putAll(properties);
             return this;
         }
 
-        /** Sets one Kafka consumer property. */
+        /**
+         * Sets one Kafka consumer property, replacing an earlier value of it.
+         *
+         * @param name  the property's name, as in {@link ConsumerConfig}; not blank
+         * @param value its value, a string or the type Kafka expects; not {@code null}
+         * @return this builder
+         * @throws IllegalArgumentException if {@code name} is {@code null} or blank or {@code value} is {@code null}
+         */
         public Builder property(String name, Object value) {
             settings.put(name, value);
             return this;
         }
 
-        /** Shorthand for {@code bootstrap.servers}. */
+        /**
+         * Shorthand for {@code bootstrap.servers}.
+         *
+         * @param servers a comma-separated list of {@code host:port} pairs to reach the cluster; not blank
+         * @return this builder
+         * @throws IllegalArgumentException if {@code servers} is {@code null} or blank
+         */
         public Builder bootstrapServers(String servers) {
             if (servers == null || servers.isBlank()) {
                 throw new IllegalArgumentException("bootstrapServers must not be blank: '" + servers + "'");
@@ -676,7 +775,14 @@ public final class KafkaInboxConsumer implements AutoCloseable {
             return this;
         }
 
-        /** Shorthand for {@code group.id}; also the inbox consumer name unless {@link #consumerName} is set. */
+        /**
+         * Shorthand for {@code group.id}; also the inbox consumer name unless {@link #consumerName} is set.
+         *
+         * @param groupId the Kafka consumer group, under which offsets are committed; not blank. As the inbox
+         *                consumer name it must also be at most {@value Inbox#MAX_CONSUMER_LENGTH} characters.
+         * @return this builder
+         * @throws IllegalArgumentException if {@code groupId} is {@code null} or blank
+         */
         public Builder groupId(String groupId) {
             if (groupId == null || groupId.isBlank()) {
                 throw new IllegalArgumentException("groupId must not be blank: '" + groupId + "'");
@@ -685,7 +791,14 @@ public final class KafkaInboxConsumer implements AutoCloseable {
             return this;
         }
 
-        /** The topics to consume; at least one. */
+        /**
+         * The topics to consume; at least one. Calls add up.
+         *
+         * @param topics topic names, valid as Kafka wants them (1 to 249 characters of {@code [a-zA-Z0-9._-]})
+         * @return this builder
+         * @throws IllegalArgumentException if a name is {@code null} or not a valid topic name (the names before
+         *                                  it are added)
+         */
         public Builder topics(String... topics) {
             for (String topic : topics) {
                 String problem = KafkaSettings.topicProblem(topic);
@@ -697,31 +810,67 @@ public final class KafkaInboxConsumer implements AutoCloseable {
             return this;
         }
 
-        /** Where transactions are opened: the database of the inbox and of the handler's effects. */
+        /**
+         * Where transactions are opened: the database of the inbox and of the handler's effects.
+         *
+         * @param dataSource the data source (a pool, usually); not {@code null}. The consumer holds one connection
+         *                   of it while it runs and replaces it after a database failure.
+         * @return this builder
+         * @throws NullPointerException if {@code dataSource} is {@code null}
+         */
         public Builder dataSource(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource must not be null");
             return this;
         }
 
-        /** The inbox (its tables must be in {@link #dataSource}'s database). */
+        /**
+         * The inbox (its tables must be in {@link #dataSource}'s database).
+         *
+         * @param inbox the inbox that records message ids and failed messages, for example a
+         *              {@code PostgresInbox} or {@code MySqlInbox}; not {@code null}
+         * @return this builder
+         * @throws NullPointerException if {@code inbox} is {@code null}
+         */
         public Builder inbox(Inbox inbox) {
             this.inbox = Objects.requireNonNull(inbox, "inbox must not be null");
             return this;
         }
 
-        /** The name the inbox records entries under; default the group id. */
+        /**
+         * The name the inbox records entries under; default the group id. Two consumers under the same name
+         * deduplicate against each other; under different names each applies every message once.
+         *
+         * @param consumerName 1 to {@value Inbox#MAX_CONSUMER_LENGTH} characters, not blank, without control
+         *                     characters
+         * @return this builder
+         * @throws IllegalArgumentException if {@code consumerName} is {@code null} or not such a name
+         */
         public Builder consumerName(String consumerName) {
             this.consumerName = Inbox.validateConsumer(consumerName);
             return this;
         }
 
-        /** What to do with each new message. */
+        /**
+         * What to do with each new message. Required.
+         *
+         * @param handler applies each record's effect; runs on the consumer's thread, one record at a time, so it
+         *                need not be thread-safe unless shared. Not {@code null}.
+         * @return this builder
+         * @throws NullPointerException if {@code handler} is {@code null}
+         */
         public Builder handler(RecordHandler handler) {
             this.handler = Objects.requireNonNull(handler, "handler must not be null");
             return this;
         }
 
-        /** Hears what happens to records; default none. */
+        /**
+         * Hears what happens to records; default none.
+         *
+         * @param listener called on the consumer's thread, so it must return quickly and should not throw; not
+         *                 {@code null}
+         * @return this builder
+         * @throws NullPointerException if {@code listener} is {@code null}
+         */
         public Builder listener(Listener listener) {
             this.listener = Objects.requireNonNull(listener, "listener must not be null");
             return this;
@@ -730,6 +879,10 @@ public final class KafkaInboxConsumer implements AutoCloseable {
         /**
          * The header that carries the message id; default {@value KafkaMessageBroker#DEFAULT_MESSAGE_ID_HEADER},
          * as the outbox's broker writes it. Null: use (topic, partition, offset) for every record.
+         *
+         * @param name the header's name, or {@code null} for none; not blank
+         * @return this builder
+         * @throws IllegalArgumentException if {@code name} is blank
          */
         public Builder messageIdHeader(String name) {
             if (name != null && name.isBlank()) {
@@ -739,7 +892,13 @@ public final class KafkaInboxConsumer implements AutoCloseable {
             return this;
         }
 
-        /** How many times the handler may fail on a record before it is recorded as failed; default 5, 1 to 100. */
+        /**
+         * How many times the handler may fail on a record before it is recorded as failed; default 5, 1 to 100.
+         *
+         * @param maxAttempts the attempts per record, from 1 (no retry) to 100; database failures do not count
+         * @return this builder
+         * @throws IllegalArgumentException if {@code maxAttempts} is outside 1 to 100
+         */
         public Builder maxAttempts(int maxAttempts) {
             if (maxAttempts < 1 || maxAttempts > 100) {
                 throw new IllegalArgumentException("maxAttempts must be between 1 and 100: " + maxAttempts);
@@ -748,19 +907,42 @@ public final class KafkaInboxConsumer implements AutoCloseable {
             return this;
         }
 
-        /** The wait after the first failure; doubled after each next one. Default 100 ms, at least 1 ms. */
+        /**
+         * The wait after the first failure; doubled after each next one. Default 100 ms, at least 1 ms.
+         *
+         * @param backoff the first wait, at least 1 ms and at most {@link #maxBackoff} (checked by {@link #build()})
+         * @return this builder
+         * @throws NullPointerException     if {@code backoff} is {@code null}
+         * @throws IllegalArgumentException if {@code backoff} is under 1 ms
+         */
         public Builder initialBackoff(Duration backoff) {
             this.initialBackoff = positive("initialBackoff", backoff);
             return this;
         }
 
-        /** The longest wait between two tries (of a handler or of the database). Default 5 s. */
+        /**
+         * The longest wait between two tries (of a handler or of the database). Default 5 s.
+         *
+         * @param backoff the cap of the waits, at least 1 ms and at least {@link #initialBackoff} (checked by
+         *                {@link #build()})
+         * @return this builder
+         * @throws NullPointerException     if {@code backoff} is {@code null}
+         * @throws IllegalArgumentException if {@code backoff} is under 1 ms
+         */
         public Builder maxBackoff(Duration backoff) {
             this.maxBackoff = positive("maxBackoff", backoff);
             return this;
         }
 
-        /** How often expired inbox entries are purged ({@link Inbox#purgeExpired()}); default 1 hour. */
+        /**
+         * How often expired inbox entries are purged ({@link Inbox#purgeExpired()}); default 1 hour.
+         *
+         * @param interval the time between two purges, on the consumer's thread, the first one interval after the
+         *                 start; at least 1 ms
+         * @return this builder
+         * @throws NullPointerException     if {@code interval} is {@code null}
+         * @throws IllegalArgumentException if {@code interval} is under 1 ms
+         */
         public Builder purgeInterval(Duration interval) {
             this.purgeInterval = positive("purgeInterval", interval);
             return this;
@@ -779,6 +961,8 @@ public final class KafkaInboxConsumer implements AutoCloseable {
          *
          * @throws IllegalArgumentException naming a missing part, a bad relation or a Kafka setting that breaks a
          *                                  guarantee
+         * @return a new consumer, not started ({@link #start()}); its Kafka client is created now, so
+         *         {@link #close()} it if it is never started
          */
         public KafkaInboxConsumer build() {
             if (topics.isEmpty()) {

@@ -77,35 +77,68 @@ public final class KafkaLeaderTransport implements LeaderTransport {
         this.group = new LeaderGroup(settings, 1, false, "leader");
     }
 
-    /** Starts a builder; not thread-safe. */
+    /**
+     * Starts a builder; not thread-safe.
+     *
+     * @return a new builder with the defaults and no property, topic or group set
+     */
     public static Builder builder() {
         return new Builder();
     }
 
+    /**
+     * The leader topic.
+     *
+     * @return the topic's name, as set on the builder
+     */
     public String topic() {
         return group.settings().topic();
     }
 
+    /**
+     * The leader group.
+     *
+     * @return the group's id: as set on the builder, else the topic's name
+     */
     public String groupId() {
         return group.settings().groupId();
     }
 
-    /** The effective {@code session.timeout.ms}: a crashed leader is replaced after about this long. */
+    /**
+     * The effective {@code session.timeout.ms}: a crashed leader is replaced after about this long.
+     *
+     * @return the value set, or else the one derived from the timings (see the class documentation), in
+     *         milliseconds
+     */
     public Duration sessionTimeout() {
         return group.settings().sessionTimeout();
     }
 
-    /** The effective {@code max.poll.interval.ms}. */
+    /**
+     * The effective {@code max.poll.interval.ms}.
+     *
+     * @return the value set, or else the one derived from the timings (see {@link KafkaLeaderTransport}), in
+     *         milliseconds
+     */
     public Duration maxPollInterval() {
         return group.settings().maxPollInterval();
     }
 
-    /** The effective {@code heartbeat.interval.ms} (Kafka's group heartbeat, not NELI's). */
+    /**
+     * The effective {@code heartbeat.interval.ms} (Kafka's group heartbeat, not NELI's).
+     *
+     * @return the value set, or else min(1 s, heartbeat timeout / 3), in milliseconds
+     */
     public Duration heartbeatInterval() {
         return group.settings().heartbeatInterval();
     }
 
-    /** Whether this instance currently owns the leader partition; safe to read from any thread. */
+    /**
+     * Whether this instance currently owns the leader partition; safe to read from any thread.
+     *
+     * @return {@code true} from the assignment of partition 0 until its revocation or loss; owning it is what
+     *         allows this instance to lead, not proof that it leads (the dispatcher decides that)
+     */
     public boolean isAssigned() {
         return group.owned().contains(LEADER_PARTITION);
     }
@@ -212,6 +245,10 @@ public final class KafkaLeaderTransport implements LeaderTransport {
         }
 
         /**
+         * Validates the settings and derives the client configurations; creates no client (that is
+         * {@link KafkaLeaderTransport#start}'s work), so nothing needs closing if the transport is never started.
+         *
+         * @return a new transport, not started
          * @throws IllegalArgumentException if the topic is missing, a property contradicts an enforced setting,
          *                                  or the timings break a relation in the class documentation (the
          *                                  message names the setting, its value and the bound)

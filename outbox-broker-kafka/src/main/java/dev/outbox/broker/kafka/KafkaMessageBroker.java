@@ -216,12 +216,21 @@ public final class KafkaMessageBroker implements MessageBroker {
         return c;
     }
 
-    /** Starts a builder; not thread-safe. */
+    /**
+     * Starts a builder; not thread-safe.
+     *
+     * @return a new builder with the defaults and no Kafka property set
+     */
     public static Builder builder() {
         return new Builder();
     }
 
-    /** The effective {@code delivery.timeout.ms}: every send completes within it. */
+    /**
+     * The effective {@code delivery.timeout.ms}: every send completes within it.
+     *
+     * @return the timeout set, or {@link #DEFAULT_DELIVERY_TIMEOUT}; between 1 ms and
+     *         {@link #MAX_DELIVERY_TIMEOUT}, in milliseconds
+     */
     public Duration deliveryTimeout() {
         return deliveryTimeout;
     }
@@ -229,6 +238,9 @@ public final class KafkaMessageBroker implements MessageBroker {
     /**
      * The transactional id this broker's producer uses, or null if it does not use transactions (the default); see
      * {@link Builder#transactionalId}.
+     *
+     * @return the id as set on the builder (a shard's broker from {@link #forShard}: that id with its
+     *         {@code -shard-<n>} suffix), or {@code null}
      */
     public String transactionalId() {
         return transactionalId;
@@ -238,6 +250,8 @@ public final class KafkaMessageBroker implements MessageBroker {
      * Records refused because this broker's transactional producer was fenced by a newer producer of its
      * transactional id (each failed with {@link DeliveryException#isFenced()}), since it was built; counts those of
      * the shards' brokers ({@link #forShard}) too. Always 0 without a transactional id.
+     *
+     * @return the count, never negative; safe to read from any thread
      */
     public long fencedRecords() {
         long n = transactions == null ? 0 : transactions.fencedRecords();
@@ -252,6 +266,8 @@ public final class KafkaMessageBroker implements MessageBroker {
     /**
      * Kafka transactions committed by this broker (and its shards' brokers), since it was built; always 0 without a
      * transactional id. Records per transaction = records acknowledged / this.
+     *
+     * @return the count, never negative; safe to read from any thread
      */
     public long committedTransactions() {
         long n = transactions == null ? 0 : transactions.committedTransactions();
@@ -291,7 +307,12 @@ public final class KafkaMessageBroker implements MessageBroker {
         }
     }
 
-    /** Records sent and not yet completed. */
+    /**
+     * Records sent and not yet completed.
+     *
+     * @return the number of sends whose completion has not run yet (of this broker, not of its shards' brokers);
+     *         a snapshot, safe to read from any thread
+     */
     public int pendingRecords() {
         return pending.size();
     }
@@ -549,6 +570,7 @@ public final class KafkaMessageBroker implements MessageBroker {
          * also sees records of aborted transactions — the zombie's refused ones among them.
          *
          * @param id 1 to {@value #MAX_TRANSACTIONAL_ID_LENGTH} characters, no whitespace or control characters
+         * @return this builder
          * @throws IllegalArgumentException naming the id if it is blank, too long or contains whitespace
          */
         public Builder transactionalId(String id) {
@@ -562,19 +584,42 @@ public final class KafkaMessageBroker implements MessageBroker {
             return this;
         }
 
-        /** Adds Kafka producer properties (a {@link java.util.Properties} works); later values win. */
+        /**
+         * Adds Kafka producer properties (a {@link java.util.Properties} works); later values win.
+         *
+         * @param properties Kafka producer properties (bootstrap servers, TLS, SASL, compression, batching, ...),
+         *                   copied at once; keys are converted with {@code toString()}. Not {@code null}, and no
+         *                   value {@code null}. The enforced settings (see the class documentation) are checked by
+         *                   {@link #build()}.
+         * @return this builder
+         * @throws NullPointerException     if {@code properties} is {@code null}
+         * @throws IllegalArgumentException if a name is blank or a value {@code null}
+         */
         public Builder properties(Map<?, ?> properties) {
             settings.putAll(properties);
             return this;
         }
 
-        /** Sets one Kafka producer property. */
+        /**
+         * Sets one Kafka producer property, replacing an earlier value of it.
+         *
+         * @param name  the property's name, as in {@link ProducerConfig}; not blank
+         * @param value its value, a string or the type Kafka expects; not {@code null}
+         * @return this builder
+         * @throws IllegalArgumentException if {@code name} is {@code null} or blank or {@code value} is {@code null}
+         */
         public Builder property(String name, Object value) {
             settings.put(name, value);
             return this;
         }
 
-        /** Shorthand for {@code bootstrap.servers}. */
+        /**
+         * Shorthand for {@code bootstrap.servers}.
+         *
+         * @param servers a comma-separated list of {@code host:port} pairs to reach the cluster; not blank
+         * @return this builder
+         * @throws IllegalArgumentException if {@code servers} is {@code null} or blank
+         */
         public Builder bootstrapServers(String servers) {
             if (servers == null || servers.isBlank()) {
                 throw new IllegalArgumentException("bootstrapServers must not be blank: '" + servers + "'");
@@ -583,13 +628,28 @@ public final class KafkaMessageBroker implements MessageBroker {
             return this;
         }
 
-        /** Shorthand for {@code delivery.timeout.ms}; default {@link #DEFAULT_DELIVERY_TIMEOUT}. */
+        /**
+         * Shorthand for {@code delivery.timeout.ms}; default {@link #DEFAULT_DELIVERY_TIMEOUT}.
+         *
+         * @param timeout the bound on every send, positive and at most {@link #MAX_DELIVERY_TIMEOUT} (checked by
+         *                {@link #build()}, with its relation to {@code linger.ms} and {@code request.timeout.ms});
+         *                millisecond precision
+         * @return this builder
+         * @throws NullPointerException     if {@code timeout} is {@code null}
+         * @throws IllegalArgumentException if {@code timeout} is zero or negative
+         */
         public Builder deliveryTimeout(Duration timeout) {
             settings.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, KafkaSettings.millis("deliveryTimeout", timeout));
             return this;
         }
 
-        /** Which time records carry as their timestamp; {@link RecordTimestamp#CREATED_AT} by default. */
+        /**
+         * Which time records carry as their timestamp; {@link RecordTimestamp#CREATED_AT} by default.
+         *
+         * @param timestamp the time to use; not {@code null}
+         * @return this builder
+         * @throws NullPointerException if {@code timestamp} is {@code null}
+         */
         public Builder recordTimestamp(RecordTimestamp timestamp) {
             this.timestamp = Objects.requireNonNull(timestamp, "timestamp");
             return this;
@@ -600,6 +660,11 @@ public final class KafkaMessageBroker implements MessageBroker {
          * message's own headers; default {@value KafkaMessageBroker#DEFAULT_MESSAGE_ID_HEADER}. Null sends no id
          * (consumers then fall back to the record's topic, partition and offset). Records from a store that
          * assigns no ids carry none.
+         *
+         * @param name the header's name, or {@code null} to send no id; not blank, no leading or trailing
+         *             whitespace, and not the {@link #createdAtHeader}
+         * @return this builder
+         * @throws IllegalArgumentException if {@code name} is blank or padded with whitespace
          */
         public Builder messageIdHeader(String name) {
             this.messageIdHeader = headerName("messageIdHeader", name);
@@ -610,6 +675,11 @@ public final class KafkaMessageBroker implements MessageBroker {
          * A header that carries each record's creation time (ISO-8601, UTC, e.g. {@code 2026-11-23T10:15:30.123Z});
          * default none. Useful where the record timestamp is {@link RecordTimestamp#SEND_TIME}, or to measure how long
          * a message waited.
+         *
+         * @param name the header's name, or {@code null} for none; not blank, no leading or trailing whitespace,
+         *             and not the {@link #messageIdHeader}
+         * @return this builder
+         * @throws IllegalArgumentException if {@code name} is blank or padded with whitespace
          */
         public Builder createdAtHeader(String name) {
             this.createdAtHeader = headerName("createdAtHeader", name);
@@ -626,6 +696,8 @@ public final class KafkaMessageBroker implements MessageBroker {
         /**
          * Validates the properties and creates the producer (it connects lazily, on the first send).
          *
+         * @return a new broker, ready to {@link KafkaMessageBroker#send send}; {@link KafkaMessageBroker#close()}
+         *         it when done (it holds a producer and its I/O thread)
          * @throws IllegalArgumentException naming the setting and value that breaks a guarantee
          */
         public KafkaMessageBroker build() {

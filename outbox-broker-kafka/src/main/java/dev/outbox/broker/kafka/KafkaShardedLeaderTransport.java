@@ -69,7 +69,11 @@ public final class KafkaShardedLeaderTransport implements ShardedLeaderTransport
         this.shards = shards;
     }
 
-    /** Starts a builder; not thread-safe. */
+    /**
+     * Starts a builder; not thread-safe.
+     *
+     * @return a new builder with the defaults and no property, topic or group set
+     */
     public static Builder builder() {
         return new Builder();
     }
@@ -79,30 +83,59 @@ public final class KafkaShardedLeaderTransport implements ShardedLeaderTransport
         return shards;
     }
 
+    /**
+     * The leader topic.
+     *
+     * @return the topic's name, as set on the builder
+     */
     public String topic() {
         return group.settings().topic();
     }
 
+    /**
+     * The leader group.
+     *
+     * @return the group's id: as set on the builder, else the topic's name
+     */
     public String groupId() {
         return group.settings().groupId();
     }
 
-    /** The effective {@code session.timeout.ms}: a crashed member's shards move after about this long. */
+    /**
+     * The effective {@code session.timeout.ms}: a crashed member's shards move after about this long.
+     *
+     * @return the value set, or else the one derived from the timings (see {@link KafkaLeaderTransport}), in
+     *         milliseconds
+     */
     public Duration sessionTimeout() {
         return group.settings().sessionTimeout();
     }
 
-    /** The effective {@code max.poll.interval.ms}. */
+    /**
+     * The effective {@code max.poll.interval.ms}.
+     *
+     * @return the value set, or else the one derived from the timings (see {@link KafkaLeaderTransport}), in
+     *         milliseconds
+     */
     public Duration maxPollInterval() {
         return group.settings().maxPollInterval();
     }
 
-    /** The effective {@code heartbeat.interval.ms} (Kafka's group heartbeat, not NELI's). */
+    /**
+     * The effective {@code heartbeat.interval.ms} (Kafka's group heartbeat, not NELI's).
+     *
+     * @return the value set, or else min(1 s, heartbeat timeout / 3), in milliseconds
+     */
     public Duration heartbeatInterval() {
         return group.settings().heartbeatInterval();
     }
 
-    /** The shards whose partitions this member owns now (an immutable snapshot); safe from any thread. */
+    /**
+     * The shards whose partitions this member owns now; safe from any thread.
+     *
+     * @return an immutable snapshot of the shard indexes (0 to {@code shards() - 1}), empty before the first
+     *         assignment and after the close
+     */
     public Set<Integer> assignedShards() {
         return group.owned();
     }
@@ -133,7 +166,6 @@ public final class KafkaShardedLeaderTransport implements ShardedLeaderTransport
         group.poll(timeout);
     }
 
-    /** Sends a heartbeat to the shard's partition, asynchronously. Thread-safe. */
     /**
      * Rejoins the group on the next {@link #poll} to confirm the shards this member still owns (see
      * {@link ShardedLeaderTransport#reconfirm()}); thread-safe.
@@ -143,6 +175,7 @@ public final class KafkaShardedLeaderTransport implements ShardedLeaderTransport
         return group.reconfirm();
     }
 
+    /** Sends a heartbeat to the shard's partition, asynchronously. Thread-safe. */
     @Override
     public void publish(int shard, Heartbeat heartbeat) {
         group.publish(OutboxShards.checkIndex(shard, shards), heartbeat);
@@ -182,6 +215,9 @@ public final class KafkaShardedLeaderTransport implements ShardedLeaderTransport
          * The number of shards, equal to the store's ({@code Store.shards()}): the leader topic has one partition
          * per shard. Required.
          *
+         * @param shards the shard count, from 1 to {@link OutboxShards#MAX_SHARDS}; an existing leader topic must
+         *               have exactly that many partitions
+         * @return this builder
          * @throws IllegalArgumentException if not between 1 and {@link OutboxShards#MAX_SHARDS}
          */
         public Builder shards(int shards) {
@@ -190,6 +226,11 @@ public final class KafkaShardedLeaderTransport implements ShardedLeaderTransport
         }
 
         /**
+         * Validates the settings and derives the client configurations; creates no client (that is
+         * {@link KafkaShardedLeaderTransport#start}'s work), so nothing needs closing if the transport is never
+         * started.
+         *
+         * @return a new transport, not started
          * @throws IllegalArgumentException if the shard count or the topic is missing, a property contradicts an
          *                                  enforced setting, or the timings break a relation (the message names
          *                                  the setting, its value and the bound)

@@ -39,13 +39,29 @@ abstract class LeaderGroupBuilder<B extends LeaderGroupBuilder<B>> {
         return (B) this;
     }
 
-    /** Client properties for the consumer, the heartbeat producer and the admin client (TLS, SASL, ...). */
+    /**
+     * Client properties for the consumer, the heartbeat producer and the admin client (TLS, SASL, ...); later
+     * values win. The admin client gets only the properties it knows.
+     *
+     * @param properties Kafka client properties, copied at once; keys are converted with {@code toString()}. Not
+     *                   {@code null}, and no value {@code null}. The enforced settings are checked by
+     *                   {@code build()}.
+     * @return this builder
+     * @throws NullPointerException     if {@code properties} is {@code null}
+     * @throws IllegalArgumentException if a name is blank or a value {@code null}
+     */
     public B properties(Map<?, ?> properties) {
         common.putAll(properties);
         return self();
     }
 
-    /** Shorthand for {@code bootstrap.servers}. */
+    /**
+     * Shorthand for {@code bootstrap.servers}, for all three clients.
+     *
+     * @param servers a comma-separated list of {@code host:port} pairs to reach the cluster; not blank
+     * @return this builder
+     * @throws IllegalArgumentException if {@code servers} is {@code null} or blank
+     */
     public B bootstrapServers(String servers) {
         if (servers == null || servers.isBlank()) {
             throw new IllegalArgumentException("bootstrapServers must not be blank: '" + servers + "'");
@@ -54,19 +70,44 @@ abstract class LeaderGroupBuilder<B extends LeaderGroupBuilder<B>> {
         return self();
     }
 
-    /** A property for the leader group consumer only (for example {@code session.timeout.ms}). */
+    /**
+     * A property for the leader group consumer only (for example {@code session.timeout.ms}); it wins over the
+     * same property given to {@link #properties}.
+     *
+     * @param name  the property's name, as in {@link ConsumerConfig}; not blank
+     * @param value its value, a string or the type Kafka expects (milliseconds as a number for the timings); not
+     *              {@code null}
+     * @return this builder
+     * @throws IllegalArgumentException if {@code name} is {@code null} or blank or {@code value} is {@code null}
+     */
     public B consumerProperty(String name, Object value) {
         consumerOnly.put(name, value);
         return self();
     }
 
-    /** A property for the heartbeat producer only. */
+    /**
+     * A property for the heartbeat producer only; it wins over the same property given to {@link #properties}.
+     * The producer's timeouts, retries, acks and idempotence are set from the heartbeat timeout and cannot be
+     * changed.
+     *
+     * @param name  the property's name, as in {@link ProducerConfig}; not blank
+     * @param value its value, a string or the type Kafka expects; not {@code null}
+     * @return this builder
+     * @throws IllegalArgumentException if {@code name} is {@code null} or blank or {@code value} is {@code null}
+     */
     public B producerProperty(String name, Object value) {
         producerOnly.put(name, value);
         return self();
     }
 
-    /** The leader topic, one per outbox; required. */
+    /**
+     * The leader topic, one per outbox; required.
+     *
+     * @param topic a valid Kafka topic name (1 to 249 characters of {@code [a-zA-Z0-9._-]}) that does not start
+     *              with {@code __}
+     * @return this builder
+     * @throws IllegalArgumentException if {@code topic} is {@code null} or not such a name
+     */
     public B topic(String topic) {
         String problem = KafkaSettings.topicProblem(topic);
         if (problem != null) {
@@ -80,7 +121,13 @@ abstract class LeaderGroupBuilder<B extends LeaderGroupBuilder<B>> {
         return self();
     }
 
-    /** The leader group, one per outbox; defaults to the topic name. */
+    /**
+     * The leader group, one per outbox; defaults to the topic name. It must not be the group of any other consumer.
+     *
+     * @param groupId the consumer group's id: 1 to 255 characters, no whitespace or control character
+     * @return this builder
+     * @throws IllegalArgumentException if {@code groupId} is {@code null}, blank or not such an id
+     */
     public B groupId(String groupId) {
         if (groupId == null || groupId.isBlank()) {
             throw new IllegalArgumentException("leader groupId must not be blank: '" + groupId + "'");
@@ -100,14 +147,31 @@ abstract class LeaderGroupBuilder<B extends LeaderGroupBuilder<B>> {
         return self();
     }
 
-    /** The dispatcher's heartbeat timeout; must equal its {@link DispatcherConfig#heartbeatTimeout()}. */
+    /**
+     * The dispatcher's heartbeat timeout; must equal its {@link DispatcherConfig#heartbeatTimeout()}. Default
+     * {@link KafkaLeaderTransport#DEFAULT_HEARTBEAT_TIMEOUT}. The session timeout and the poll interval are derived
+     * from it (see {@link KafkaLeaderTransport}).
+     *
+     * @param timeout the heartbeat timeout, positive (millisecond precision)
+     * @return this builder
+     * @throws NullPointerException     if {@code timeout} is {@code null}
+     * @throws IllegalArgumentException if {@code timeout} is zero or negative
+     */
     public B heartbeatTimeout(Duration timeout) {
         KafkaSettings.millis("heartbeatTimeout", timeout);
         this.heartbeatTimeout = timeout;
         return self();
     }
 
-    /** Takes the heartbeat timeout and the drain timeout from the dispatcher's configuration. */
+    /**
+     * Takes the heartbeat timeout and the drain timeout from the dispatcher's configuration: the safe way to keep
+     * them equal to the dispatcher's.
+     *
+     * @param config the configuration the dispatcher runs with; not {@code null}. Only its two timeouts are read,
+     *               now.
+     * @return this builder
+     * @throws NullPointerException if {@code config} is {@code null}
+     */
     public B dispatcherConfig(DispatcherConfig config) {
         Objects.requireNonNull(config, "config");
         this.heartbeatTimeout = config.heartbeatTimeout();
@@ -117,7 +181,13 @@ abstract class LeaderGroupBuilder<B extends LeaderGroupBuilder<B>> {
 
     /**
      * The {@code delivery.timeout.ms} of the producer publishing the outbox; default
-     * {@link KafkaMessageBroker#DEFAULT_DELIVERY_TIMEOUT}.
+     * {@link KafkaMessageBroker#DEFAULT_DELIVERY_TIMEOUT}. A leader's last sends settle within it, so the session
+     * timeout must cover it (see {@link KafkaLeaderTransport}).
+     *
+     * @param timeout the outbox producer's delivery timeout, positive (millisecond precision)
+     * @return this builder
+     * @throws NullPointerException     if {@code timeout} is {@code null}
+     * @throws IllegalArgumentException if {@code timeout} is zero or negative
      */
     public B deliveryTimeout(Duration timeout) {
         KafkaSettings.millis("deliveryTimeout", timeout);
@@ -125,12 +195,25 @@ abstract class LeaderGroupBuilder<B extends LeaderGroupBuilder<B>> {
         return self();
     }
 
-    /** Takes the delivery timeout from the broker publishing the outbox. */
+    /**
+     * Takes the delivery timeout from the broker publishing the outbox: the safe way to keep the two equal.
+     *
+     * @param broker the outbox's broker, whose {@link KafkaMessageBroker#deliveryTimeout()} is read now; not
+     *               {@code null}
+     * @return this builder
+     * @throws NullPointerException if {@code broker} is {@code null}
+     */
     public B deliveryTimeoutOf(KafkaMessageBroker broker) {
         return deliveryTimeout(Objects.requireNonNull(broker, "broker").deliveryTimeout());
     }
 
-    /** Whether {@code start} creates a missing leader topic; true by default. */
+    /**
+     * Whether {@code start} creates a missing leader topic; true by default.
+     *
+     * @param create {@code true} to create a missing topic (which needs the permission to); {@code false} to
+     *               make a missing topic an error of {@code start}, for clusters where topics are provisioned
+     * @return this builder
+     */
     public B createTopic(boolean create) {
         this.createTopic = create;
         return self();
@@ -140,6 +223,11 @@ abstract class LeaderGroupBuilder<B extends LeaderGroupBuilder<B>> {
      * The replication factor of a leader topic the transport creates; the cluster's
      * {@code default.replication.factor} if not set. With one replica, losing its broker leaves the group
      * without a leader until the broker returns.
+     *
+     * @param replicas the number of replicas, from 1 to {@value Short#MAX_VALUE} (at most the cluster's brokers,
+     *                 which Kafka checks when it creates the topic); ignored if the topic exists
+     * @return this builder
+     * @throws IllegalArgumentException if {@code replicas} is outside that range
      */
     public B topicReplicationFactor(int replicas) {
         if (replicas < 1 || replicas > Short.MAX_VALUE) {
@@ -150,7 +238,14 @@ abstract class LeaderGroupBuilder<B extends LeaderGroupBuilder<B>> {
         return self();
     }
 
-    /** How long {@code close} waits to leave the group and close the clients; 5 s by default. */
+    /**
+     * How long {@code close} waits to leave the group and close the clients; 5 s by default.
+     *
+     * @param timeout the longest wait, positive (millisecond precision)
+     * @return this builder
+     * @throws NullPointerException     if {@code timeout} is {@code null}
+     * @throws IllegalArgumentException if {@code timeout} is zero or negative
+     */
     public B closeTimeout(Duration timeout) {
         KafkaSettings.millis("closeTimeout", timeout);
         this.closeTimeout = timeout;

@@ -59,6 +59,9 @@ public final class MySqlInbox extends SqlInbox {
             "SELECT consumer, message_id, topic, `partition`, `offset`, `key`, value, attempts, reason,"
                     + " UNIX_TIMESTAMP(failed_at) FROM ${failed} WHERE consumer = ? ORDER BY failed_at, message_id"
                     + " LIMIT ?",
+            "SELECT consumer, message_id, topic, `partition`, `offset`, `key`, value, attempts, reason,"
+                    + " UNIX_TIMESTAMP(failed_at) FROM ${failed} WHERE consumer = ? AND message_id = ?",
+            "SELECT DISTINCT consumer FROM ${failed} ORDER BY consumer LIMIT ?",
             "DELETE FROM ${inbox} WHERE processed_at < NOW(6) - INTERVAL ? MICROSECOND ORDER BY processed_at LIMIT ?");
 
     private MySqlInbox(Builder b) {

@@ -56,6 +56,9 @@ public final class PostgresInbox extends SqlInbox {
                     + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             "SELECT consumer, message_id, topic, partition, \"offset\", key, value, attempts, reason, failed_at"
                     + " FROM ${failed} WHERE consumer = ? ORDER BY failed_at, message_id LIMIT ?",
+            "SELECT consumer, message_id, topic, partition, \"offset\", key, value, attempts, reason, failed_at"
+                    + " FROM ${failed} WHERE consumer = ? AND message_id = ?",
+            "SELECT DISTINCT consumer FROM ${failed} ORDER BY consumer LIMIT ?",
             "DELETE FROM ${inbox} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${inbox}"
                     + " WHERE processed_at < now() - CAST(? AS double precision) * interval '1 microsecond' LIMIT ?))");
 

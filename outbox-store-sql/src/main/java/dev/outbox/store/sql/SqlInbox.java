@@ -21,6 +21,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.function.Function;
 
@@ -52,15 +53,21 @@ public abstract class SqlInbox implements Inbox {
      *                       attempts, reason; a second one of the same (consumer, message id) changes nothing
      * @param failed         lists a consumer's failed messages: the same columns then the failure time, for a
      *                       consumer and a limit
+     * @param failedMessage  reads one failed message, the same columns as {@code failed}, for a consumer and a
+     *                       message id
+     * @param failedConsumers lists the consumers having failed messages, each once, by name, for a limit
      * @param purge          deletes at most a limit of entries processed longer ago than an age in microseconds
      *                       (parameters: the age, the limit)
      */
-    public record Statements(String schemaResource, String insert, String fail, String failed, String purge) {
+    public record Statements(String schemaResource, String insert, String fail, String failed, String failedMessage,
+                             String failedConsumers, String purge) {
         public Statements {
             Objects.requireNonNull(schemaResource, "schemaResource must not be null");
             Objects.requireNonNull(insert, "insert must not be null");
             Objects.requireNonNull(fail, "fail must not be null");
             Objects.requireNonNull(failed, "failed must not be null");
+            Objects.requireNonNull(failedMessage, "failedMessage must not be null");
+            Objects.requireNonNull(failedConsumers, "failedConsumers must not be null");
             Objects.requireNonNull(purge, "purge must not be null");
         }
     }
@@ -80,6 +87,8 @@ public abstract class SqlInbox implements Inbox {
     private final String insertSql;
     private final String failSql;
     private final String failedSql;
+    private final String failedMessageSql;
+    private final String failedConsumersSql;
     private final String purgeSql;
 
     /** Takes the builder's settings (each validated by the builder) and the database's statements. */
@@ -98,6 +107,8 @@ public abstract class SqlInbox implements Inbox {
         this.insertSql = names(statements.insert());
         this.failSql = names(statements.fail());
         this.failedSql = names(statements.failed());
+        this.failedMessageSql = names(statements.failedMessage());
+        this.failedConsumersSql = names(statements.failedConsumers());
         this.purgeSql = names(statements.purge());
     }
 
@@ -206,9 +217,39 @@ public abstract class SqlInbox implements Inbox {
         }
         return call("listing failed messages of " + consumer, handle ->
                 handle.createQuery(failedSql).setQueryTimeout(queryTimeoutSeconds).bind(0, consumer).bind(1, limit)
-                        .map((rs, ctx) -> new FailedMessage(rs.getString(1), readId(rs, 2), rs.getString(3),
-                                rs.getInt(4), rs.getLong(5), rs.getString(6), rs.getBytes(7), rs.getInt(8),
-                                rs.getString(9), readInstant(rs, 10))).list());
+                        .map((rs, ctx) -> failedMessage(rs)).list());
+    }
+
+    @Override
+    public final List<String> failedConsumers(int limit) {
+        if (limit < 1) {
+            throw new IllegalArgumentException("limit must be at least 1: " + limit);
+        }
+        return call("listing the consumers with failed messages in " + failedTable, handle ->
+                handle.createQuery(failedConsumersSql).setQueryTimeout(queryTimeoutSeconds).bind(0, limit)
+                        .mapTo(String.class).list());
+    }
+
+    @Override
+    public final Optional<FailedMessage> failedMessage(String consumer, UUID messageId) {
+        Inbox.validateConsumer(consumer);
+        Objects.requireNonNull(messageId, "messageId must not be null");
+        return call("reading failed message " + messageId + " of " + consumer, handle -> {
+            try (PreparedStatement select = handle.getConnection().prepareStatement(failedMessageSql)) {
+                select.setQueryTimeout(queryTimeoutSeconds);
+                select.setString(1, consumer);
+                bindId(select, 2, messageId);
+                try (ResultSet rs = select.executeQuery()) {
+                    return rs.next() ? Optional.of(failedMessage(rs)) : Optional.<FailedMessage>empty();
+                }
+            }
+        });
+    }
+
+    /** The failed message of the current row: the columns of {@link Statements#failed}, in their order. */
+    private FailedMessage failedMessage(ResultSet rs) throws SQLException {
+        return new FailedMessage(rs.getString(1), readId(rs, 2), rs.getString(3), rs.getInt(4), rs.getLong(5),
+                rs.getString(6), rs.getBytes(7), rs.getInt(8), rs.getString(9), readInstant(rs, 10));
     }
 
     @Override

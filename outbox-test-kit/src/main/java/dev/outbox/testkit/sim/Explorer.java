@@ -14,11 +14,21 @@ public final class Explorer {
     private final Simulation sim;
     private boolean stateHashing = true;
 
+    /**
+     * An explorer of {@code sim}, with state hashing on.
+     *
+     * @param sim the simulation whose runs it plays; not {@code null}
+     * @throws NullPointerException if {@code sim} is {@code null}
+     */
     public Explorer(Simulation sim) {
         this.sim = Objects.requireNonNull(sim, "sim");
     }
 
-    /** Turns state hashing off in {@link #exhaustive}: every schedule within the bound is run. */
+    /**
+     * Turns state hashing off in {@link #exhaustive}: every schedule within the bound is run.
+     *
+     * @return this explorer
+     */
     public Explorer withoutStateHashing() {
         stateHashing = false;
         return this;
@@ -26,15 +36,34 @@ public final class Explorer {
 
     // ------------------------------------------------------------------------------------------ random
 
-    /** The result of random runs: how many ran, and the first that failed (with its seed), if any. */
+    /**
+     * The result of random runs: how many ran, and the first that failed (with its seed), if any.
+     *
+     * @param runs        how many runs were played, the failing one included
+     * @param firstSeed   the seed of the first run
+     * @param failingSeed the seed of the failing run, {@code null} if none failed
+     * @param failure     the failing run, {@code null} if none failed
+     * @param choices     the choices made in all the runs together
+     */
     public record RandomResult(int runs, long firstSeed, Long failingSeed, Simulation.Outcome failure,
                                long choices) {
+        /**
+         * Whether a run failed.
+         *
+         * @return {@code true} if {@link #failure()} is not {@code null}
+         */
         public boolean failed() {
             return failure != null;
         }
     }
 
-    /** Runs seeds {@code firstSeed .. firstSeed + count - 1}, stopping at the first failure. */
+    /**
+     * Runs seeds {@code firstSeed .. firstSeed + count - 1}, stopping at the first failure.
+     *
+     * @param firstSeed the seed of the first run ({@link Chooser#random})
+     * @param count     how many runs at most; zero or less runs none
+     * @return how many ran and the first failure, whose {@link Simulation.Outcome#choices()} replays it
+     */
     public RandomResult random(long firstSeed, int count) {
         long choices = 0;
         for (int i = 0; i < count; i++) {
@@ -53,8 +82,19 @@ public final class Explorer {
     /**
      * The result of an exhaustive exploration: schedules run, distinct states seen, whether every schedule within
      * the bound was run (rather than the budget running out first), and the first failing run, if any.
+     *
+     * @param schedules the schedules run, the failing one included
+     * @param states    the distinct states seen at the choices where schedules could branch
+     * @param complete  whether every schedule within the bound was run; {@code false} if the budget or a failure
+     *                  stopped the search
+     * @param failure   the first failing run, {@code null} if none failed
      */
     public record ExhaustiveResult(long schedules, long states, boolean complete, Simulation.Outcome failure) {
+        /**
+         * Whether a run failed.
+         *
+         * @return {@code true} if {@link #failure()} is not {@code null}
+         */
         public boolean failed() {
             return failure != null;
         }
@@ -78,6 +118,11 @@ public final class Explorer {
      * and pending sends, the writers, the group, the fault budgets, each dispatcher's leadership, schedule and
      * cursor, where in the code each worker stopped, the virtual time, and what the choice is about). Stops at the
      * first failure or after {@code maxSchedules}.
+     *
+     * @param maxDeviations the bound: the most choices per schedule that do not take the first option (the
+     *                      number of schedules grows steeply with it; 2 or 3 is typical)
+     * @param maxSchedules  the budget: the most schedules to run
+     * @return the schedules run, the states seen, whether the search completed, and the first failure
      */
     public ExhaustiveResult exhaustive(int maxDeviations, long maxSchedules) {
         Map<String, Integer> seen = new HashMap<>(); // state -> the fewest deviations it was reached with
@@ -144,6 +189,12 @@ public final class Explorer {
     /**
      * Shrinks a failing run: deletes choices and lowers them while the run still breaks the same guarantee,
      * preferring fewer steps. Returns the smallest failing run found within {@code maxRuns} replays.
+     *
+     * @param failing a failed run of this explorer's simulation
+     * @param maxRuns the most replays to try
+     * @return a failed run breaking the same guarantee, with a trace no longer than {@code failing}'s;
+     *         {@code failing} itself if nothing smaller was found
+     * @throws IllegalArgumentException if {@code failing} did not fail
      */
     public Simulation.Outcome shrink(Simulation.Outcome failing, int maxRuns) {
         if (!failing.failed()) {

@@ -29,7 +29,7 @@ import java.util.concurrent.locks.Lock;
  * touched only between two of its points. Thread-safe in the sense that matters: only the worker holding the
  * baton calls into it.
  */
-public final class SimScheduler implements EngineRuntime {
+final class SimScheduler implements EngineRuntime {
     /** Virtual time zero, as a wall-clock instant. */
     public static final Instant EPOCH = Instant.parse("2026-01-01T00:00:00Z");
     private static final long NONE = Long.MAX_VALUE;

@@ -66,15 +66,31 @@ public final class Simulation {
 
     private final Config config;
 
+    /**
+     * A simulation of {@code config}.
+     *
+     * @param config the configuration, from {@link #builder()}; not {@code null}
+     * @throws NullPointerException if {@code config} is {@code null}
+     */
     public Simulation(Config config) {
         this.config = Objects.requireNonNull(config, "config");
     }
 
+    /**
+     * The configuration every run plays.
+     *
+     * @return the configuration given to the constructor
+     */
     public Config config() {
         return config;
     }
 
-    /** Plays one run with {@code chooser}'s choices. */
+    /**
+     * Plays one run with {@code chooser}'s choices.
+     *
+     * @param chooser makes every choice of the run; a fresh one per run (it records the choices made)
+     * @return what the run did and the guarantees it broke
+     */
     public Outcome run(Chooser chooser) {
         return run(chooser, null);
     }
@@ -82,6 +98,12 @@ public final class Simulation {
     /**
      * Plays one run; {@code onChoice}, if given, sees a fingerprint of the state before every choice (the
      * exhaustive explorer's state hashing).
+     *
+     * @param chooser  makes every choice of the run; a fresh one per run (it records the choices made)
+     * @param onChoice called on the run's worker thread before each choice with a text that is equal for equal
+     *                 states (the choice's label included); {@code null} for none, which also runs faster (no
+     *                 worker locations are tracked)
+     * @return what the run did and the guarantees it broke
      */
     public Outcome run(Chooser chooser, Consumer<String> onChoice) {
         SimScheduler sched = new SimScheduler(chooser, config.seed, config.bugs, config.maxChoices,
@@ -1042,14 +1064,30 @@ public final class Simulation {
     /**
      * What a run did: its choices (which replay it), its trace (what happened, step by step, in virtual time) and
      * the guarantees it broke.
+     *
+     * @param choices     the options taken, in order: {@link Chooser#script} of them replays the run
+     * @param options     how many options each choice had
+     * @param trace       what happened, one line per step, stamped with virtual time
+     * @param violations  the guarantees broken ("G2: ..."), or why the run did not finish; empty for a run that
+     *                    passed
+     * @param choiceCount the choices the scheduler counted (those of two or more options)
      */
     public record Outcome(List<Integer> choices, List<Integer> options, List<String> trace, List<String> violations,
                           long choiceCount) {
+        /**
+         * Whether the run broke a guarantee (or did not finish).
+         *
+         * @return {@code true} if {@link #violations()} is not empty
+         */
         public boolean failed() {
             return !violations.isEmpty();
         }
 
-        /** The trace and the violations, one per line. */
+        /**
+         * The trace and the violations, one per line.
+         *
+         * @return a text to print for a failing run: the trace, then the violations or "no violation"
+         */
         public String report() {
             return String.join("\n", trace) + "\n" + (violations.isEmpty() ? "no violation"
                     : "violations:\n  " + String.join("\n  ", violations));
@@ -1058,6 +1096,12 @@ public final class Simulation {
 
     // ------------------------------------------------------------------------------------------ configuration
 
+    /**
+     * Starts a configuration.
+     *
+     * @return a new builder with the defaults: 2 keys x 3 records, 2 dispatchers, the engine's mark harvest, no
+     *         faults
+     */
     public static Builder builder() {
         return new Builder();
     }
@@ -1213,17 +1257,38 @@ public final class Simulation {
         private long maxChoices = 200_000;
         private long seed;
 
+        /**
+         * The records the writers write: keys {@code k0, k1, ...}, each written in its own transactions, one record
+         * per transaction. Default 2 keys x 3 records.
+         *
+         * @param keys          how many keys, at least 1 (checked by {@link #build()})
+         * @param recordsPerKey how many records of each key, at least 1 (checked by {@link #build()})
+         * @return this builder
+         */
         public Builder keys(int keys, int recordsPerKey) {
             this.keys = keys;
             this.recordsPerKey = recordsPerKey;
             return this;
         }
 
+        /**
+         * How many dispatchers ({@code d0, d1, ...}) run, all started at the beginning. Default 2.
+         *
+         * @param n at least 1 (checked by {@link #build()})
+         * @return this builder
+         */
         public Builder dispatchers(int n) {
             this.dispatchers = n;
             return this;
         }
 
+        /**
+         * Harvests the {@link InMemoryStore} table with {@code harvest} (and not the commit log, undoing
+         * {@link #streamHarvest()}). Default the engine's default.
+         *
+         * @param harvest the engine's harvest of the table
+         * @return this builder
+         */
         public Builder harvest(DispatcherConfig.Harvest harvest) {
             engine.harvest(harvest);
             stream = false;
@@ -1235,7 +1300,9 @@ public final class Simulation {
          * their messages to an {@link InMemoryCommitLog} when they commit, and each dispatcher's own
          * {@link InMemoryStreamStore} streams it through the real {@code StreamHarvest}, with one replication slot
          * that one stream holds at a time. Store errors become a lost stream (read), and failed, lost or refused
-         * purges (the confirmation), failure records and parks.
+         * purges (the confirmation), failure records and parks. Not with {@link #shards} above 1.
+         *
+         * @return this builder
          */
         public Builder streamHarvest() {
             this.stream = true;
@@ -1247,6 +1314,10 @@ public final class Simulation {
          * In the stream harvest, how long a new leader lets another process hold the slot before it terminates that
          * process's stream (default 3 s: above the heartbeat timeout, so that a deposed leader that is alive lets go
          * first; a paused one does not).
+         *
+         * @param timeout virtual time; not {@code null}
+         * @return this builder
+         * @throws NullPointerException if {@code timeout} is {@code null}
          */
         public Builder takeoverTimeout(Duration timeout) {
             this.takeoverTimeout = Objects.requireNonNull(timeout, "timeout");
@@ -1254,14 +1325,13 @@ public final class Simulation {
         }
 
         /**
-         * Plants a bug in the stream harvest's in-memory stream (not in the engine, not in {@code StreamHarvest}):
-         * every poll confirms the stream up to the last message it returned, before the engine has finished it.
-         */
-        /**
          * In the stream harvest, lets a lost stream lose the confirmation it kept for its next status update, as a
          * connection lost between status updates (or a crashed leader) does; by default a store error loses the
          * stream only after its last status update. A later leader then delivers again what the lost stream's
          * leader had finished since: a re-run, which breaks G2 and G4 (a known gap, see SimulationTest).
+         *
+         * @param value {@code true} to let a lost stream's unsent confirmation be lost too (a choice of the run)
+         * @return this builder
          */
         public Builder lostConfirmations(boolean value) {
             this.lostConfirmations = value;
@@ -1274,6 +1344,11 @@ public final class Simulation {
          * ({@link SimShardedLeaderGroup}: Kafka's coordinator over a leader topic with a partition per shard). The
          * dispatchers join at the start, and the group spreads the shards over them by orderly moves. G3 is checked
          * per shard, G4 against the faults of the record's own shard (and the store's and broker's). 1: unsharded.
+         *
+         * @param n the shard count, from 1 to {@link OutboxShards#MAX_SHARDS}; above 1 not with
+         *          {@link #streamHarvest()} (checked by {@link #build()})
+         * @return this builder
+         * @throws IllegalArgumentException if {@code n} is out of range
          */
         public Builder shards(int n) {
             this.shards = OutboxShards.checkCount(n);
@@ -1285,13 +1360,21 @@ public final class Simulation {
          * orderly move of a shard to another dispatcher, a dispatcher joining (up to {@link #joins}) or leaving, a
          * dispatcher cut off from the group or paused past its session (its shards are taken from it, and it rejoins
          * later), a shard's heartbeats stalling (its leader fences itself, and leads again when they return).
+         *
+         * @param n the budget of such faults per run; 0 (the default) for none
+         * @return this builder
          */
         public Builder rebalances(int n) {
             this.rebalances = n;
             return this;
         }
 
-        /** With {@link #shards}, how many new dispatchers may join the group during a run. */
+        /**
+         * With {@link #shards}, how many new dispatchers may join the group during a run.
+         *
+         * @param n the most dispatchers that may join, each costing one of the {@link #rebalances}; 0 by default
+         * @return this builder
+         */
         public Builder joins(int n) {
             this.joins = n;
             return this;
@@ -1300,6 +1383,8 @@ public final class Simulation {
         /**
          * Plants a sharding bug in the store (not in the engine): each shard view forgets its shard and is the whole
          * outbox, so that every shard's leader harvests every shard's rows.
+         *
+         * @return this builder
          */
         public Builder plantForgottenShardFilter() {
             this.forgetShardFilter = true;
@@ -1309,27 +1394,56 @@ public final class Simulation {
         /**
          * Plants a sharding bug in the group (the transport, not the engine): an orderly revocation does not wait for
          * the old owner's drain; the shard is granted to its next owner as soon as the old one is told.
+         *
+         * @return this builder
          */
         public Builder plantGrantBeforeDrain() {
             this.grantBeforeDrain = true;
             return this;
         }
 
+        /**
+         * Plants a bug in the stream harvest's in-memory stream (not in the engine, not in {@code StreamHarvest}):
+         * every poll confirms the stream up to the last message it returned, before the engine has finished it.
+         *
+         * @return this builder
+         */
         public Builder plantConfirmOnRead() {
             this.confirmOnRead = true;
             return this;
         }
 
+        /**
+         * How many sends the broker may fail retriably, at points the run chooses. Default 0.
+         *
+         * @param n the budget per run
+         * @return this builder
+         */
         public Builder sendFailures(int n) {
             this.sendFailures = n;
             return this;
         }
 
+        /**
+         * How many sends the broker may append to its log and then report failed (a lost acknowledgement: the
+         * retry is a legitimate duplicate). Default 0.
+         *
+         * @param n the budget per run
+         * @return this builder
+         */
         public Builder lostAcks(int n) {
             this.duplicateAcks = n;
             return this;
         }
 
+        /**
+         * How many store calls of the harvest may fail, while rows wait: before their change, after it (a lost
+         * answer), or, for writes, refused for good; in the stream harvest a failed read loses the stream. Default
+         * 0.
+         *
+         * @param n the budget per run
+         * @return this builder
+         */
         public Builder storeErrors(int n) {
             this.storeErrors = n;
             return this;
@@ -1339,13 +1453,23 @@ public final class Simulation {
          * Makes the first {@code n} transactions of key k0 commit late even on the happy path: after every other
          * key's writes, and no sooner than 300 ms after they began (any schedule may still commit them earlier or
          * later).
+         *
+         * @param n how many of k0's transactions commit late; 0 by default
+         * @return this builder
          */
         public Builder lateCommits(int n) {
             this.lateCommits = n;
             return this;
         }
 
-        /** Store errors only on these operations (by default any write or read of the harvest). */
+        /**
+         * Store errors only on these operations (by default any write or read of the harvest).
+         *
+         * @param n     the budget per run, as {@link #storeErrors(int)}
+         * @param first an operation that may fail; only MARK, READ, PURGE, RESET, RETRY_LATER and PARK ever do
+         * @param more  more of them
+         * @return this builder
+         */
         public Builder storeErrors(int n, StoreFaults.Operation first, StoreFaults.Operation... more) {
             this.storeErrors = n;
             this.storeErrorOps = EnumSet.of(first, more);
@@ -1355,6 +1479,9 @@ public final class Simulation {
         /**
          * Storage fencing in the table store ({@code InMemoryStore.setFencing}): each leadership takes an epoch, and
          * a deposed leader's purges, failure records, parks and marks are refused (the engine then stands down).
+         *
+         * @param value {@code true} for a fencing store; {@code false} (the default) for none
+         * @return this builder
          */
         public Builder storageFencing(boolean value) {
             this.storageFencing = value;
@@ -1364,47 +1491,108 @@ public final class Simulation {
         /**
          * Lets a pause fall between the engine's lease check and its send, as a real JVM pause can: the window
          * that only broker-side fencing closes.
+         *
+         * @param value {@code true} to add that pause point; {@code false} by default
+         * @return this builder
          */
         public Builder pauseInsideSend(boolean value) {
             this.pauseInsideSend = value;
             return this;
         }
 
+        /**
+         * How many times the leader may lose the group, while a send is under way or rows wait: an orderly
+         * revocation, a partition (its heartbeats are lost until its session expires), or a pause of the whole
+         * process past its session. Default 0.
+         *
+         * @param n the budget per run
+         * @return this builder
+         */
         public Builder leaderChanges(int n) {
             this.leaderChanges = n;
             return this;
         }
 
+        /**
+         * How many writers' transactions may roll back instead of committing. Default 0.
+         *
+         * @param n the budget per run
+         * @return this builder
+         */
         public Builder rollbacks(int n) {
             this.rollbacks = n;
             return this;
         }
 
+        /**
+         * Whether the first record of key k1 is poison: sent to a topic the broker refuses for good, so that it
+         * must be parked (G6). Needs at least 2 keys.
+         *
+         * @param poison {@code true} for a poison record; {@code false} by default
+         * @return this builder
+         */
         public Builder poison(boolean poison) {
             this.poison = poison;
             return this;
         }
 
+        /**
+         * Plants a bug in the engine, for tests that prove the simulation finds it.
+         *
+         * @param bug one of the engine's planted bugs (an implementation enum, which may change between
+         *            releases); several may be planted
+         * @return this builder
+         */
         public Builder plant(PlantedBug bug) {
             bugs.add(bug);
             return this;
         }
 
+        /**
+         * Changes the engine's configuration, which starts from short timings suited to the simulation (100 ms
+         * poll interval, 1 s heartbeat timeout, 2 s drain timeout, small batches).
+         *
+         * @param change given the configuration's builder, returns it (or another) changed; called at once. The
+         *               heartbeat timeout must stay below 1.5 s (the group's session timeout) and the drain timeout
+         *               above 500 ms (the broker's delivery timeout), checked by {@link #build()}.
+         * @return this builder
+         */
         public Builder engine(java.util.function.UnaryOperator<DispatcherConfig.Builder> change) {
             engine = change.apply(engine);
             return this;
         }
 
+        /**
+         * How many choices a run may make before it ends unfinished (a violation). Default 200,000.
+         *
+         * @param n the limit per run
+         * @return this builder
+         */
         public Builder maxChoices(long n) {
             this.maxChoices = n;
             return this;
         }
 
+        /**
+         * Seeds the engine's randomness (backoff jitter, ids); the choices come from the {@link Chooser}.
+         * Default 0.
+         *
+         * @param seed the seed
+         * @return this builder
+         */
         public Builder seed(long seed) {
             this.seed = seed;
             return this;
         }
 
+        /**
+         * Checks and builds the configuration.
+         *
+         * @return a new immutable configuration
+         * @throws IllegalArgumentException if keys, records per key or dispatchers are not positive, shards above 1
+         *                                  are combined with the stream harvest, or the engine's timeouts break the
+         *                                  simulation's timing assumptions (see {@link Simulation})
+         */
         public Config build() {
             if (keys < 1 || recordsPerKey < 1 || dispatchers < 1) {
                 throw new IllegalArgumentException("keys, records per key and dispatchers must be positive");

@@ -1,0 +1,43 @@
+package dev.outbox.internal;
+
+import dev.outbox.OutboxRecord;
+
+/** A record in flight: sent (or about to be), its outcome not processed yet. Guarded like the schedule. */
+public final class Flight {
+    private final OutboxRecord record;
+    private final long sentAtNanos;
+    /** Its key's state, whose flight it is until it settles (a key in flight stays in the schedule's map). */
+    final KeySchedule.KeyState state;
+    private boolean reportedStuck;
+
+    Flight(OutboxRecord record, long sentAtNanos, KeySchedule.KeyState state) {
+        this.record = record;
+        this.sentAtNanos = sentAtNanos;
+        this.state = state;
+    }
+
+    /** The record in flight. */
+    public OutboxRecord record() {
+        return record;
+    }
+
+    /** When it was taken for sending, by {@link System#nanoTime()} (or the caller's equivalent). */
+    public long sentAtNanos() {
+        return sentAtNanos;
+    }
+
+    /** Whether it was reported as unacknowledged for too long; see {@link #markReportedStuck()}. */
+    public boolean reportedStuck() {
+        return reportedStuck;
+    }
+
+    /** Remembers that the dispatcher reported this flight as stuck, so that it reports it once. */
+    public void markReportedStuck() {
+        reportedStuck = true;
+    }
+
+    @Override
+    public String toString() {
+        return "Flight{" + record.id() + ", key " + dev.outbox.spi.Excerpt.of(record.key()) + '}';
+    }
+}
