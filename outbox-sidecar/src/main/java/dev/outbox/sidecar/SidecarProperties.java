@@ -2,6 +2,7 @@ package dev.outbox.sidecar;
 
 import dev.outbox.spring.OutboxDispatcherProperties;
 import dev.outbox.spring.OutboxKafkaProperties;
+import dev.outbox.spring.OutboxProperties;
 import dev.outbox.spring.OutboxStoreProperties;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
