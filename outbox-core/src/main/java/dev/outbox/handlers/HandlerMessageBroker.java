@@ -69,6 +69,7 @@ public final class HandlerMessageBroker implements MessageBroker, DispatcherObse
      *
      * @param serializer decodes the records' values for the handlers (the one their writers serialized them with)
      * @return a builder with the defaults listed on its setters
+     * @throws NullPointerException if {@code serializer} is {@code null}
      */
     public static Builder builder(PayloadSerializer serializer) {
         return new Builder(serializer);
@@ -132,33 +133,68 @@ public final class HandlerMessageBroker implements MessageBroker, DispatcherObse
         executor.shutdown(Duration.ofSeconds(1));
     }
 
-    /** Remembers a failed record, for its fallback should it be parked. */
+    /**
+     * Remembers a failed record, for its fallback should it be parked: the fallback gets the record as this process
+     * last tried it.
+     *
+     * @param record the record whose delivery failed
+     * @param error  why it failed; not used here
+     */
     @Override
     public void failed(OutboxRecord record, Throwable error) {
         fallbacks.failed(record);
     }
 
-    /** Calls the parked record's fallback, if one is registered (see {@link FallbackHandler}). */
+    /**
+     * Calls the parked record's fallback, if one is registered (see {@link FallbackHandler}), on a handler thread:
+     * the one of its type, else of its topic, else the default fallback.
+     *
+     * @param record the parked row, its park committed
+     */
     @Override
     public void parked(ParkedRecord record) {
         fallbacks.parked(record);
     }
 
+    /**
+     * Forgets what {@link #failed} remembered of the record, if anything: it is being handed to its handler (again).
+     *
+     * @param record the record sent
+     */
     @Override
     public void sent(OutboxRecord record) {
         fallbacks.forget(record);
     }
 
+    /**
+     * Forgets what {@link #failed} remembered of the record, if anything: its handler returned and its row was purged,
+     * so it will not be parked.
+     *
+     * @param record      the record whose handler returned
+     * @param sendToAck   from the hand-over to the handler to its return; not used here
+     * @param commitToAck from the row's creation time to the acknowledgement; not used here
+     */
     @Override
     public void acknowledged(OutboxRecord record, Duration sendToAck, Duration commitToAck) {
         fallbacks.forget(record);
     }
 
+    /**
+     * Follows the dispatcher's status: what {@link #failed} remembered is dropped whenever this instance is not the
+     * leader (the records are another leader's now).
+     *
+     * @param status the dispatcher's new status
+     */
     @Override
     public void statusChanged(DispatcherHealth.Status status) {
         fallbacks.statusChanged(status);
     }
 
+    /**
+     * Describes the broker for logs.
+     *
+     * @return its name and the topics and types it has handlers for
+     */
     @Override
     public String toString() {
         return "HandlerMessageBroker{" + name + ": " + routes + '}';
@@ -190,7 +226,8 @@ public final class HandlerMessageBroker implements MessageBroker, DispatcherObse
          * @param handler the handler
          * @param <T>     the payload's type
          * @return this builder
-         * @throws IllegalArgumentException if the topic already has a handler, naming it
+         * @throws IllegalArgumentException if {@code topic} is {@code null}, blank or already has a handler, naming it
+         * @throws NullPointerException     if {@code type} or {@code handler} is {@code null}
          */
         public <T> Builder handler(String topic, Class<T> type, MessageHandler<? super T> handler) {
             put(handlersByTopic, "topic", topic, type, handler);
@@ -205,7 +242,9 @@ public final class HandlerMessageBroker implements MessageBroker, DispatcherObse
          * @param handler  the handler
          * @param <T>      the payload's type
          * @return this builder
-         * @throws IllegalArgumentException if the type already has a handler, naming it
+         * @throws IllegalArgumentException if {@code typeName} is {@code null}, blank or already has a handler,
+         *                                  naming it
+         * @throws NullPointerException     if {@code type} or {@code handler} is {@code null}
          */
         public <T> Builder typeHandler(String typeName, Class<T> type, MessageHandler<? super T> handler) {
             put(handlersByType, "type", typeName, type, handler);
@@ -220,7 +259,8 @@ public final class HandlerMessageBroker implements MessageBroker, DispatcherObse
          * @param fallback the fallback
          * @param <T>      the payload's type
          * @return this builder
-         * @throws IllegalArgumentException if the topic already has a fallback, naming it
+         * @throws IllegalArgumentException if {@code topic} is {@code null}, blank or already has a fallback, naming it
+         * @throws NullPointerException     if {@code type} or {@code fallback} is {@code null}
          */
         public <T> Builder fallback(String topic, Class<T> type, FallbackHandler<? super T> fallback) {
             put(fallbacksByTopic, "topic", topic, type, fallback);
@@ -235,7 +275,9 @@ public final class HandlerMessageBroker implements MessageBroker, DispatcherObse
          * @param fallback the fallback
          * @param <T>      the payload's type
          * @return this builder
-         * @throws IllegalArgumentException if the type already has a fallback, naming it
+         * @throws IllegalArgumentException if {@code typeName} is {@code null}, blank or already has a fallback,
+         *                                  naming it
+         * @throws NullPointerException     if {@code type} or {@code fallback} is {@code null}
          */
         public <T> Builder typeFallback(String typeName, Class<T> type, FallbackHandler<? super T> fallback) {
             put(fallbacksByType, "type", typeName, type, fallback);
@@ -248,6 +290,7 @@ public final class HandlerMessageBroker implements MessageBroker, DispatcherObse
          *
          * @param fallback the fallback
          * @return this builder
+         * @throws NullPointerException if {@code fallback} is {@code null}
          */
         public Builder defaultFallback(FallbackHandler<Object> fallback) {
             this.defaultFallback = Objects.requireNonNull(fallback, "fallback must not be null");
@@ -259,6 +302,7 @@ public final class HandlerMessageBroker implements MessageBroker, DispatcherObse
          *
          * @param header the header's name, not blank
          * @return this builder
+         * @throws IllegalArgumentException if {@code header} is {@code null} or blank
          */
         public Builder typeHeader(String header) {
             this.typeHeader = notBlank("typeHeader", header);
@@ -270,6 +314,7 @@ public final class HandlerMessageBroker implements MessageBroker, DispatcherObse
          *
          * @param name the name, not blank
          * @return this builder
+         * @throws IllegalArgumentException if {@code name} is {@code null} or blank
          */
         public Builder name(String name) {
             this.name = notBlank("name", name);
@@ -281,6 +326,7 @@ public final class HandlerMessageBroker implements MessageBroker, DispatcherObse
          *
          * @param threads 1 to 1024
          * @return this builder
+         * @throws IllegalArgumentException if {@code threads} is outside that range
          */
         public Builder threads(int threads) {
             if (threads < 1 || threads > 1024) {
@@ -296,6 +342,7 @@ public final class HandlerMessageBroker implements MessageBroker, DispatcherObse
          *
          * @param capacity at least 1
          * @return this builder
+         * @throws IllegalArgumentException if {@code capacity} is less than 1
          */
         public Builder queueCapacity(int capacity) {
             if (capacity < 1) {
@@ -311,6 +358,7 @@ public final class HandlerMessageBroker implements MessageBroker, DispatcherObse
          *
          * @param timeout positive
          * @return this builder
+         * @throws IllegalArgumentException if {@code timeout} is {@code null}, zero or negative
          */
         public Builder handlerTimeout(Duration timeout) {
             if (timeout == null || timeout.isNegative() || timeout.isZero()) {

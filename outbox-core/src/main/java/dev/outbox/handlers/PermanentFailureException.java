@@ -11,6 +11,8 @@ public class PermanentFailureException extends OutboxException {
     private static final long serialVersionUID = 1L;
 
     /**
+     * Creates the exception with its reason.
+     *
      * @param message why the record can never succeed, for the parked row's reason
      */
     public PermanentFailureException(String message) {
@@ -18,6 +20,8 @@ public class PermanentFailureException extends OutboxException {
     }
 
     /**
+     * Creates the exception with its reason and the failure behind it.
+     *
      * @param message why the record can never succeed, for the parked row's reason
      * @param cause   what the handler caught, or null
      */

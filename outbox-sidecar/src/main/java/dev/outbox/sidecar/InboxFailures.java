@@ -32,23 +32,42 @@ public final class InboxFailures {
     }
 
     /**
-     * Oldest first, at most the limit asked for; {@code more} says whether the consumer has more failed messages than
-     * listed (they are reached as the older ones are dealt with: the inbox lists the oldest only).
+     * One list of a consumer's failed messages: oldest first, at most the limit asked for.
+     *
+     * @param inbox    the inbox's name
+     * @param consumer the consumer whose failed messages these are
+     * @param records  the failed messages, oldest first
+     * @param more     whether the consumer has more failed messages than listed (they are reached as the older ones
+     *                 are dealt with: the inbox lists the oldest only)
      */
     public record Page(String inbox, String consumer, List<FailedMessage> records, boolean more) {
     }
 
-    /** The configured inboxes, in the configuration's order. */
+    /**
+     * The configured inboxes.
+     *
+     * @return the inboxes, in the configuration's order; empty when none is configured
+     */
     public Collection<SidecarInbox> all() {
         return inboxes.all();
     }
 
-    /** Whether no inbox is configured: the console shows no inbox section. */
+    /**
+     * Whether no inbox is configured: the console then shows no inbox section.
+     *
+     * @return {@code true} if {@code sidecar.inboxes} names none
+     */
     public boolean isEmpty() {
         return inboxes.isEmpty();
     }
 
-    /** The inbox named {@code name}, or a 404 that says when no inbox is configured at all. */
+    /**
+     * One configured inbox.
+     *
+     * @param name the inbox's name, the key under {@code sidecar.inboxes}
+     * @return the inbox named {@code name}
+     * @throws ResponseStatusException 404 if there is none, saying so when no inbox is configured at all
+     */
     public SidecarInbox inbox(String name) {
         return inboxes.get(name).orElseThrow(() -> new ResponseStatusException(HttpStatus.NOT_FOUND,
                 "no inbox named '" + name + "'" + (inboxes.isEmpty() ? ": no inbox is configured (sidecar.inboxes)"
@@ -56,8 +75,11 @@ public final class InboxFailures {
     }
 
     /**
-     * The consumers shown for {@code inbox}: those its configuration names, else those with failed messages (at most
-     * {@value #MAX_CONSUMERS}, by name).
+     * The consumers shown for an inbox.
+     *
+     * @param inbox one of the configured inboxes
+     * @return those its configuration names, in its order; else those with failed messages now (at most
+     *         {@value #MAX_CONSUMERS}, by name)
      */
     public List<String> consumers(SidecarInbox inbox) {
         return inbox.configuredConsumers().isEmpty() ? inbox.inbox().failedConsumers(MAX_CONSUMERS)
@@ -67,6 +89,10 @@ public final class InboxFailures {
     /**
      * The oldest failed messages of {@code consumer}, at most {@code limit}.
      *
+     * @param inbox    the inbox's name
+     * @param consumer the consumer's name
+     * @param limit    the most messages to list, 1 to {@value #MAX_PAGE}
+     * @return the page of messages, oldest first, saying whether the consumer has more
      * @throws ResponseStatusException 400 if {@code limit} is not between 1 and {@value #MAX_PAGE} or the consumer is
      *                                 missing or not a consumer name; 404 for an unknown inbox or a consumer the
      *                                 inbox's configuration does not name
@@ -86,6 +112,10 @@ public final class InboxFailures {
     /**
      * The failed message {@code messageId} (a UUID in text) of {@code consumer}.
      *
+     * @param inbox     the inbox's name
+     * @param consumer  the consumer's name
+     * @param messageId the message's id, a UUID in text
+     * @return the failed message, its value included
      * @throws ResponseStatusException 400 for a consumer or message id that is not one; 404 if there is no such
      *                                 failed message
      */

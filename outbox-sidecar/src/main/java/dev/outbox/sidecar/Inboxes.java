@@ -34,17 +34,30 @@ public final class Inboxes implements AutoCloseable {
         this.inboxes = inboxes;
     }
 
-    /** The inboxes by name, in the configuration's order; empty when none is configured. */
+    /**
+     * The configured inboxes.
+     *
+     * @return the inboxes, in the configuration's order; empty when none is configured
+     */
     public Collection<SidecarInbox> all() {
         return inboxes.values();
     }
 
-    /** The inbox named {@code name}, if configured. */
+    /**
+     * One configured inbox.
+     *
+     * @param name the inbox's name, the key under {@code sidecar.inboxes}
+     * @return the inbox named {@code name}, or empty if none is configured by that name
+     */
     public Optional<SidecarInbox> get(String name) {
         return Optional.ofNullable(inboxes.get(name));
     }
 
-    /** Whether no inbox is configured. */
+    /**
+     * Whether no inbox is configured.
+     *
+     * @return {@code true} if {@code sidecar.inboxes} names none
+     */
     public boolean isEmpty() {
         return inboxes.isEmpty();
     }

@@ -28,27 +28,48 @@ public final class SidecarInbox {
         this.consumers = List.copyOf(consumers);
     }
 
-    /** The inbox's name in the configuration file. */
+    /**
+     * The inbox's name in the configuration file.
+     *
+     * @return its key under {@code sidecar.inboxes}, as it appears in the API's and the console's URLs
+     */
     public String name() {
         return name;
     }
 
-    /** The inbox, for its reads of failed messages. */
+    /**
+     * The inbox, for its reads of failed messages.
+     *
+     * @return the {@code PostgresInbox} or {@code MySqlInbox} over the inbox's pool; the sidecar only reads with it
+     */
     public Inbox inbox() {
         return inbox;
     }
 
-    /** Which database it is on. */
+    /**
+     * Which database it is on.
+     *
+     * @return {@code POSTGRES}, or {@code MYSQL} (MariaDB included): as configured, else as detected at start-up
+     */
     public OutboxProperties.StoreType type() {
         return type;
     }
 
-    /** The failed-messages table as it appears in SQL. */
+    /**
+     * The failed-messages table as it appears in SQL.
+     *
+     * @return the table's name, qualified by its schema when one is configured ({@code <table>_failed})
+     */
     public String failedTable() {
         return inbox.failedTable();
     }
 
-    /** The consumers the configuration names, in its order; empty when every consumer with failures is shown. */
+    /**
+     * The consumers the configuration names ({@code sidecar.inboxes.<name>.consumers}).
+     *
+     * @return the consumers, in the configuration's order, unmodifiable; empty when every consumer with failed
+     *         messages is shown
+     */
     public List<String> configuredConsumers() {
         return consumers;
     }

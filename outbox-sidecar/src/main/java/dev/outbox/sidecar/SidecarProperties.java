@@ -250,39 +250,81 @@ public final class SidecarProperties {
         /** The consumers to show; when empty, every consumer that has failed messages. */
         private List<String> consumers = new ArrayList<>();
 
-        /** The pool of the inbox's database: one connection is enough (default pool size 2). */
+        /**
+         * {@return the inbox's {@code datasource.*} settings: its database's connection pool, where one connection
+         * is enough (2 by default); never {@code null}}
+         */
         public DataSource getDatasource() {
             return datasource;
         }
 
+        /**
+         * {@return which database the inbox is on, or {@code null} (the default) to detect it from the database} Bound
+         * from the {@code type} property.
+         */
         public OutboxProperties.StoreType getType() {
             return type;
         }
 
+        /**
+         * Sets the {@code type} property.
+         *
+         * @param type {@code POSTGRES} or {@code MYSQL} (bound from {@code postgres} or {@code mysql}, MariaDB
+         *             included), or {@code null} to detect it
+         */
         public void setType(OutboxProperties.StoreType type) {
             this.type = type;
         }
 
+        /**
+         * {@return the schema (MySQL: the database) of the inbox tables, or {@code null} (the default) for the
+         * connection's default} Bound from the {@code schema} property.
+         */
         public String getSchema() {
             return schema;
         }
 
+        /**
+         * Sets the {@code schema} property.
+         *
+         * @param schema an identifier the inbox accepts, or {@code null}; checked at start-up, where a bad one stops
+         *               the sidecar naming the key
+         */
         public void setSchema(String schema) {
             this.schema = schema;
         }
 
+        /**
+         * {@return the inbox table's name, as given to the inbox's builder, {@code inbox} by default; failed messages
+         * are in {@code <table>_failed}} Bound from the {@code table} property.
+         */
         public String getTable() {
             return table;
         }
 
+        /**
+         * Sets the {@code table} property.
+         *
+         * @param table an identifier the inbox accepts; not {@code null}. Checked at start-up, where a bad one, or a
+         *              failed-messages table that cannot be read, stops the sidecar naming the key.
+         */
         public void setTable(String table) {
             this.table = table;
         }
 
+        /**
+         * {@return the consumers whose failed messages are shown, in this order; empty (the default) for every consumer
+         * that has failed messages} Bound from the {@code consumers} property.
+         */
         public List<String> getConsumers() {
             return consumers;
         }
 
+        /**
+         * Sets the {@code consumers} property.
+         *
+         * @param consumers valid consumer names (checked at start-up, naming the bad one's index), or empty for all
+         */
         public void setConsumers(List<String> consumers) {
             this.consumers = consumers;
         }
@@ -312,8 +354,9 @@ public final class SidecarProperties {
         }
 
         /**
-         * {@return the JDBC URL of the outbox's database, for example {@code jdbc:postgresql://db:5432/app} or
-         * {@code jdbc:mysql://db:3306/app}; required} Bound from the {@code url} property.
+         * {@return the JDBC URL of the outbox's (or inbox's) database, for example
+         * {@code jdbc:postgresql://db:5432/app} or {@code jdbc:mysql://db:3306/app}; required} Bound from the
+         * {@code url} property.
          */
         public String getUrl() {
             return url;
@@ -381,8 +424,8 @@ public final class SidecarProperties {
         }
 
         /**
-         * {@return the connections in the outbox's pool (the dispatcher uses two at a time, the operator API one); 4 by
-         * default} Bound from the {@code maximum-pool-size} property.
+         * {@return the connections in the pool (an outbox's dispatcher uses two at a time, the operator API one); 4 by
+         * default for an outbox, 2 for an inbox} Bound from the {@code maximum-pool-size} property.
          */
         public int getMaximumPoolSize() {
             return maximumPoolSize;
@@ -391,7 +434,7 @@ public final class SidecarProperties {
         /**
          * Sets the {@code maximum-pool-size} property.
          *
-         * @param maximumPoolSize at least 2; checked at start-up
+         * @param maximumPoolSize at least 2 for an outbox, 1 for an inbox; checked at start-up
          */
         public void setMaximumPoolSize(int maximumPoolSize) {
             this.maximumPoolSize = maximumPoolSize;

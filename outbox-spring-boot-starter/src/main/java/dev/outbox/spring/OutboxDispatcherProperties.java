@@ -5,7 +5,15 @@ import org.springframework.util.unit.DataSize;
 
 import java.time.Duration;
 
-/** The dispatcher that harvests the outbox; see DispatcherConfig for what each setting does. */
+/**
+ * The dispatcher that harvests the outbox; see {@link DispatcherConfig} for what each setting does. The starter's
+ * {@code outbox.dispatcher.*} properties (the sidecar's {@code sidecar.outboxes.<name>.dispatcher.*}, with the same
+ * keys and defaults but for {@code name}, which defaults to the outbox's name there); the keys named below are
+ * relative to that prefix. The settings that make up a {@link DispatcherConfig} are checked together by
+ * {@link #toConfig}, at start-up.
+ *
+ * <p>A mutable JavaBean for Spring's binder; not thread-safe. Read once, at start-up.
+ */
 public final class OutboxDispatcherProperties {
     /** Whether this instance runs a dispatcher; turn off on instances that only write messages. */
     private boolean enabled = true;
@@ -55,155 +63,329 @@ public final class OutboxDispatcherProperties {
      */
     private DispatcherConfig.AfterPark afterPark = DispatcherConfig.AfterPark.MOVE_ON;
 
+    /**
+     * {@return whether this instance runs a dispatcher; {@code true} by default} Bound from the {@code enabled}
+     * property.
+     */
     public boolean isEnabled() {
         return enabled;
     }
 
+    /**
+     * Sets the {@code enabled} property.
+     *
+     * @param enabled {@code false} on instances that only write messages
+     */
     public void setEnabled(boolean enabled) {
         this.enabled = enabled;
     }
 
+    /**
+     * {@return whether instances elect one leader over Kafka (with either broker); {@code true} by default} Bound from
+     * the {@code leader-election} property.
+     */
     public boolean isLeaderElection() {
         return leaderElection;
     }
 
+    /**
+     * Sets the {@code leader-election} property.
+     *
+     * @param leaderElection {@code false} only when exactly one instance runs a dispatcher for this outbox: it then
+     *                       always leads
+     */
     public void setLeaderElection(boolean leaderElection) {
         this.leaderElection = leaderElection;
     }
 
+    /**
+     * {@return the name of the dispatcher's threads and log lines (and of the handler threads, with
+     * {@code outbox.broker=handlers}); {@code outbox} by default} Bound from the {@code name} property.
+     */
     public String getName() {
         return name;
     }
 
+    /**
+     * Sets the {@code name} property.
+     *
+     * @param name a short name, not blank, distinct per outbox in one JVM; checked at start-up
+     */
     public void setName(String name) {
         this.name = name;
     }
 
+    /**
+     * {@return rows marked per mark statement (mark harvest), or the least room worth a read (cursor harvest); 100 by
+     * default} Bound from the {@code mark-batch-size} property.
+     */
     public int getMarkBatchSize() {
         return markBatchSize;
     }
 
+    /**
+     * Sets the {@code mark-batch-size} property.
+     *
+     * @param markBatchSize at least 1 and at most {@code max-in-flight-records}; checked by {@link #toConfig}
+     */
     public void setMarkBatchSize(int markBatchSize) {
         this.markBatchSize = markBatchSize;
     }
 
+    /**
+     * {@return how many records may be sent and not yet acknowledged and purged; 1000 by default} Bound from the
+     * {@code max-in-flight-records} property.
+     */
     public int getMaxInFlightRecords() {
         return maxInFlightRecords;
     }
 
+    /**
+     * Sets the {@code max-in-flight-records} property.
+     *
+     * @param maxInFlightRecords at least 1; checked by {@link #toConfig}
+     */
     public void setMaxInFlightRecords(int maxInFlightRecords) {
         this.maxInFlightRecords = maxInFlightRecords;
     }
 
-    /** The bound in bytes, or null for the default (an eighth of the heap). */
+    /**
+     * {@return the bytes (value, key and headers) of records read and not yet acknowledged and purged at which the
+     * leader stops reading, or {@code null} (the default) for an eighth of the JVM's maximum heap} Bound from the
+     * {@code max-in-flight-bytes} property.
+     */
     public DataSize getMaxInFlightBytes() {
         return maxInFlightBytes;
     }
 
+    /**
+     * Sets the {@code max-in-flight-bytes} property.
+     *
+     * @param maxInFlightBytes at least 1 byte (for example {@code 64MB}), or {@code null}; checked by {@link #toConfig}
+     */
     public void setMaxInFlightBytes(DataSize maxInFlightBytes) {
         this.maxInFlightBytes = maxInFlightBytes;
     }
 
+    /**
+     * {@return the most settled records one store call writes: ids purged, or failures recorded; 1000 by default} Bound
+     * from the {@code purge-batch-size} property.
+     */
     public int getPurgeBatchSize() {
         return purgeBatchSize;
     }
 
+    /**
+     * Sets the {@code purge-batch-size} property.
+     *
+     * @param purgeBatchSize at least 1; checked by {@link #toConfig}
+     */
     public void setPurgeBatchSize(int purgeBatchSize) {
         this.purgeBatchSize = purgeBatchSize;
     }
 
+    /**
+     * {@return the leader-election poll and heartbeat interval, and the longest wait between two reads of an idle
+     * outbox; 100 ms by default} Bound from the {@code poll-interval} property.
+     */
     public Duration getPollInterval() {
         return pollInterval;
     }
 
+    /**
+     * Sets the {@code poll-interval} property.
+     *
+     * @param pollInterval a positive duration, at most a third of {@code heartbeat-timeout}; checked by
+     *                     {@link #toConfig}
+     */
     public void setPollInterval(Duration pollInterval) {
         this.pollInterval = pollInterval;
     }
 
+    /**
+     * {@return the first wait after a read that found nothing, doubling up to {@code poll-interval}; 10 ms by default}
+     * Bound from the {@code mark-backoff} property.
+     */
     public Duration getMarkBackoff() {
         return markBackoff;
     }
 
+    /**
+     * Sets the {@code mark-backoff} property.
+     *
+     * @param markBackoff a positive duration, at most {@code poll-interval}; checked by {@link #toConfig}
+     */
     public void setMarkBackoff(Duration markBackoff) {
         this.markBackoff = markBackoff;
     }
 
+    /**
+     * {@return a leader that sees none of its own heartbeats for this long fences itself; 5 seconds by default} Bound
+     * from the {@code heartbeat-timeout} property.
+     */
     public Duration getHeartbeatTimeout() {
         return heartbeatTimeout;
     }
 
+    /**
+     * Sets the {@code heartbeat-timeout} property.
+     *
+     * @param heartbeatTimeout a positive duration, at least 3 x {@code poll-interval}; checked by {@link #toConfig}
+     */
     public void setHeartbeatTimeout(Duration heartbeatTimeout) {
         this.heartbeatTimeout = heartbeatTimeout;
     }
 
+    /**
+     * {@return a send still unacknowledged after this long is reported as stuck; 30 seconds by default} Bound from the
+     * {@code queue-timeout} property.
+     */
     public Duration getQueueTimeout() {
         return queueTimeout;
     }
 
+    /**
+     * Sets the {@code queue-timeout} property.
+     *
+     * @param queueTimeout a positive duration; checked by {@link #toConfig}
+     */
     public void setQueueTimeout(Duration queueTimeout) {
         this.queueTimeout = queueTimeout;
     }
 
+    /**
+     * {@return the first wait after a failed store call or delivery, doubling on repeated failures; 500 ms by default}
+     * Bound from the {@code io-error-backoff} property.
+     */
     public Duration getIoErrorBackoff() {
         return ioErrorBackoff;
     }
 
+    /**
+     * Sets the {@code io-error-backoff} property.
+     *
+     * @param ioErrorBackoff a positive duration, at most {@code max-io-error-backoff}; checked by {@link #toConfig}
+     */
     public void setIoErrorBackoff(Duration ioErrorBackoff) {
         this.ioErrorBackoff = ioErrorBackoff;
     }
 
+    /**
+     * {@return the cap of the I/O error backoff; 10 seconds by default} Bound from the {@code max-io-error-backoff}
+     * property.
+     */
     public Duration getMaxIoErrorBackoff() {
         return maxIoErrorBackoff;
     }
 
+    /**
+     * Sets the {@code max-io-error-backoff} property.
+     *
+     * @param maxIoErrorBackoff a positive duration; checked by {@link #toConfig}
+     */
     public void setMaxIoErrorBackoff(Duration maxIoErrorBackoff) {
         this.maxIoErrorBackoff = maxIoErrorBackoff;
     }
 
+    /**
+     * {@return the failed deliveries after which a record is parked; 10 by default} Bound from the {@code max-attempts}
+     * property.
+     */
     public int getMaxAttempts() {
         return maxAttempts;
     }
 
+    /**
+     * Sets the {@code max-attempts} property.
+     *
+     * @param maxAttempts at least 1; checked by {@link #toConfig}
+     */
     public void setMaxAttempts(int maxAttempts) {
         this.maxAttempts = maxAttempts;
     }
 
+    /**
+     * {@return how long shutdown, and a revocation of leadership, waits for the records in flight; 10 seconds by
+     * default} Bound from the {@code drain-timeout} property.
+     */
     public Duration getDrainTimeout() {
         return drainTimeout;
     }
 
+    /**
+     * Sets the {@code drain-timeout} property.
+     *
+     * @param drainTimeout a positive duration; checked by {@link #toConfig}
+     */
     public void setDrainTimeout(Duration drainTimeout) {
         this.drainTimeout = drainTimeout;
     }
 
+    /**
+     * {@return the period of throughput readings and of the leader's outbox samples (backlog, lag); 5 seconds by
+     * default} Bound from the {@code metrics-interval} property.
+     */
     public Duration getMetricsInterval() {
         return metricsInterval;
     }
 
+    /**
+     * Sets the {@code metrics-interval} property.
+     *
+     * @param metricsInterval a positive duration; checked by {@link #toConfig}
+     */
     public void setMetricsInterval(Duration metricsInterval) {
         this.metricsInterval = metricsInterval;
     }
 
+    /**
+     * {@return how the leader reads the outbox, {@code CURSOR} (the default: read, send, delete on acknowledgement) or
+     * {@code MARK}} Bound from the {@code harvest} property.
+     */
     public DispatcherConfig.Harvest getHarvest() {
         return harvest;
     }
 
+    /**
+     * Sets the {@code harvest} property.
+     *
+     * @param harvest the harvest; not {@code null} (checked by {@link #toConfig})
+     */
     public void setHarvest(DispatcherConfig.Harvest harvest) {
         this.harvest = harvest;
     }
 
+    /**
+     * {@return cursor harvest only, how often a caught-up leader reads the table from its head again; 30 seconds by
+     * default} Bound from the {@code rescan-interval} property.
+     */
     public Duration getRescanInterval() {
         return rescanInterval;
     }
 
+    /**
+     * Sets the {@code rescan-interval} property.
+     *
+     * @param rescanInterval a positive duration; checked by {@link #toConfig}
+     */
     public void setRescanInterval(Duration rescanInterval) {
         this.rescanInterval = rescanInterval;
     }
 
+    /**
+     * {@return what happens to a key once one of its records is parked, {@code MOVE_ON} (the default: its later records
+     * flow) or {@code HOLD_KEY} (they wait until the parked rows are replayed or discarded)} Bound from the
+     * {@code after-park} property.
+     */
     public DispatcherConfig.AfterPark getAfterPark() {
         return afterPark;
     }
 
+    /**
+     * Sets the {@code after-park} property.
+     *
+     * @param afterPark the policy; not {@code null} (checked by {@link #toConfig})
+     */
     public void setAfterPark(DispatcherConfig.AfterPark afterPark) {
         this.afterPark = afterPark;
     }
@@ -213,6 +395,8 @@ public final class OutboxDispatcherProperties {
      *
      * @param prefix the settings' property prefix, e.g. {@code outbox.dispatcher}: a bad value is reported as
      *               {@code <prefix>.<setting>}
+     * @return a new configuration with every setting of this object (the default heap share where
+     *         {@code max-in-flight-bytes} is not set)
      * @throws OutboxConfigurationException naming the property of a bad value, or the prefix for a bad relation
      *                                      between values
      */

@@ -4,7 +4,16 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
-/** What the outbox adds to {@code spring.kafka.*}: leader election and the outbox producer's bounds. */
+/**
+ * What the outbox adds to {@code spring.kafka.*}: leader election and the outbox producer's bounds. The starter's
+ * {@code outbox.kafka.*} properties; the keys named below are relative to that prefix. The sidecar binds each
+ * outbox's {@code sidecar.outboxes.<name>.kafka.*} to it too, with its connection from {@code sidecar.kafka.*}
+ * instead of {@code spring.kafka.*} and {@code <name>-outbox-leader} as the default leader topic. With
+ * {@code outbox.broker=handlers} there is no producer, and only the leader-election settings apply (while
+ * {@code outbox.dispatcher.leader-election} is on).
+ *
+ * <p>A mutable JavaBean for Spring's binder; not thread-safe. Read once, at start-up.
+ */
 public final class OutboxKafkaProperties {
     /**
      * Leader topic, one per outbox: every instance harvesting the same outbox table must use the same one.
@@ -27,58 +36,124 @@ public final class OutboxKafkaProperties {
      */
     private Map<String, String> producerProperties = new LinkedHashMap<>();
 
+    /**
+     * {@return the leader-election topic, one per outbox and the same on every instance harvesting it, or {@code null}
+     * (the default) for {@code <spring.application.name>-outbox-leader}} Bound from the {@code leader-topic} property.
+     */
     public String getLeaderTopic() {
         return leaderTopic;
     }
 
+    /**
+     * Sets the {@code leader-topic} property.
+     *
+     * @param leaderTopic a valid Kafka topic name not starting with {@code __}, or {@code null}; checked at start-up
+     */
     public void setLeaderTopic(String leaderTopic) {
         this.leaderTopic = leaderTopic;
     }
 
+    /**
+     * {@return the leader-election consumer group, or {@code null} (the default) for the leader topic's name} Bound
+     * from the {@code leader-group} property.
+     */
     public String getLeaderGroup() {
         return leaderGroup;
     }
 
+    /**
+     * Sets the {@code leader-group} property.
+     *
+     * @param leaderGroup a group id (no whitespace, at most 255 characters), or {@code null}; checked at start-up
+     */
     public void setLeaderGroup(String leaderGroup) {
         this.leaderGroup = leaderGroup;
     }
 
+    /**
+     * {@return whether a missing leader topic is created at start-up; {@code true} by default} Bound from the
+     * {@code create-leader-topic} property.
+     */
     public boolean isCreateLeaderTopic() {
         return createLeaderTopic;
     }
 
+    /**
+     * Sets the {@code create-leader-topic} property.
+     *
+     * @param createLeaderTopic {@code false} where topics are provisioned: a missing one then fails the start-up
+     */
     public void setCreateLeaderTopic(boolean createLeaderTopic) {
         this.createLeaderTopic = createLeaderTopic;
     }
 
+    /**
+     * {@return the replication factor of a leader topic the outbox creates, or {@code null} (the default) for the
+     * cluster's {@code default.replication.factor}} Bound from the {@code leader-topic-replication-factor} property.
+     */
     public Integer getLeaderTopicReplicationFactor() {
         return leaderTopicReplicationFactor;
     }
 
+    /**
+     * Sets the {@code leader-topic-replication-factor} property.
+     *
+     * @param leaderTopicReplicationFactor 1 to 32767, or {@code null}; ignored when the topic exists
+     */
     public void setLeaderTopicReplicationFactor(Integer leaderTopicReplicationFactor) {
         this.leaderTopicReplicationFactor = leaderTopicReplicationFactor;
     }
 
+    /**
+     * {@return the outbox producer's {@code delivery.timeout.ms}, within which every send completes; 8 seconds by
+     * default} Bound from the {@code delivery-timeout} property. Not used with {@code outbox.broker=handlers}, where
+     * {@code outbox.handlers.timeout} bounds a send.
+     */
     public Duration getDeliveryTimeout() {
         return deliveryTimeout;
     }
 
+    /**
+     * Sets the {@code delivery-timeout} property.
+     *
+     * @param deliveryTimeout a positive duration of at most 2 minutes (millisecond precision); checked at start-up
+     */
     public void setDeliveryTimeout(Duration deliveryTimeout) {
         this.deliveryTimeout = deliveryTimeout;
     }
 
+    /**
+     * {@return how long closing the leader-election clients may take; 5 seconds by default} Bound from the
+     * {@code close-timeout} property.
+     */
     public Duration getCloseTimeout() {
         return closeTimeout;
     }
 
+    /**
+     * Sets the {@code close-timeout} property.
+     *
+     * @param closeTimeout a positive duration; checked at start-up
+     */
     public void setCloseTimeout(Duration closeTimeout) {
         this.closeTimeout = closeTimeout;
     }
 
+    /**
+     * {@return Kafka producer properties for the outbox producer only, applied over {@code spring.kafka.producer.*};
+     * empty by default, never {@code null} as bound} Bound from the {@code producer-properties} property. Not used with
+     * {@code outbox.broker=handlers}, which has no producer.
+     */
     public Map<String, String> getProducerProperties() {
         return producerProperties;
     }
 
+    /**
+     * Sets the {@code producer-properties} property.
+     *
+     * @param producerProperties the properties by Kafka name; the settings the outbox enforces ({@code acks=all},
+     *                           idempotence, ...) cannot be contradicted here either
+     */
     public void setProducerProperties(Map<String, String> producerProperties) {
         this.producerProperties = producerProperties;
     }

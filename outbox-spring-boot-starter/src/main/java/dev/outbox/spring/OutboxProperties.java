@@ -8,9 +8,11 @@ import java.util.function.Consumer;
 /**
  * The {@code outbox.*} properties of the Spring Boot starter. Kafka connection settings (bootstrap servers, TLS,
  * SASL, client id, producer properties) come from Spring Boot's own {@code spring.kafka.*}; only what is the
- * outbox's own is here. Each group is a class of its own: {@link OutboxStoreProperties} ({@code outbox.store.*}),
- * {@link OutboxKafkaProperties}, {@link OutboxDispatcherProperties}, {@link OutboxPublisherProperties} and
- * {@link OutboxHandlersProperties}.
+ * outbox's own is here. Each group is a class of its own: {@link OutboxStoreProperties} ({@code outbox.store.*},
+ * with {@link OutboxWalProperties} under {@code outbox.store.wal.*}), {@link OutboxKafkaProperties}
+ * ({@code outbox.kafka.*}), {@link OutboxDispatcherProperties} ({@code outbox.dispatcher.*}),
+ * {@link OutboxPublisherProperties} ({@code outbox.publisher.*}) and {@link OutboxHandlersProperties}
+ * ({@code outbox.handlers.*}); {@code outbox.broker} is here.
  *
  * <p>A mutable JavaBean for Spring's binder; not thread-safe. The starter reads it once, at start-up.
  */
@@ -29,30 +31,61 @@ public final class OutboxProperties {
     @NestedConfigurationProperty
     private final OutboxHandlersProperties handlers = new OutboxHandlersProperties();
 
+    /**
+     * {@return where the dispatcher publishes, {@code KAFKA} (the default) or {@code HANDLERS}} Bound from the
+     * {@code outbox.broker} property.
+     */
     public Broker getBroker() {
         return broker;
     }
 
+    /**
+     * Sets the {@code outbox.broker} property.
+     *
+     * @param broker {@code KAFKA} or {@code HANDLERS} (bound from {@code kafka} or {@code handlers}); with
+     *               {@code HANDLERS}, at least one bean must have an {@code @OutboxHandler} method (checked at
+     *               start-up)
+     */
     public void setBroker(Broker broker) {
         this.broker = broker;
     }
 
+    /**
+     * {@return the {@code outbox.store.*} settings: the store and its tables; never {@code null}, the same object for
+     * the bean's life}
+     */
     public OutboxStoreProperties getStore() {
         return store;
     }
 
+    /**
+     * {@return the {@code outbox.kafka.*} settings: leader election and the outbox producer's bounds; never
+     * {@code null}, the same object for the bean's life}
+     */
     public OutboxKafkaProperties getKafka() {
         return kafka;
     }
 
+    /**
+     * {@return the {@code outbox.dispatcher.*} settings: the dispatcher that harvests the outbox; never {@code null},
+     * the same object for the bean's life}
+     */
     public OutboxDispatcherProperties getDispatcher() {
         return dispatcher;
     }
 
+    /**
+     * {@return the {@code outbox.publisher.*} settings: the {@link OutboxPublisher} bean's; never {@code null}, the
+     * same object for the bean's life}
+     */
     public OutboxPublisherProperties getPublisher() {
         return publisher;
     }
 
+    /**
+     * {@return the {@code outbox.handlers.*} settings: the pool the {@code @OutboxHandler} methods run on, used when
+     * {@code outbox.broker=handlers}; never {@code null}, the same object for the bean's life}
+     */
     public OutboxHandlersProperties getHandlers() {
         return handlers;
     }
@@ -74,7 +107,9 @@ public final class OutboxProperties {
         /** PostgreSQL 13 or newer ({@code outbox-store-postgres}). */
         POSTGRES,
         /** MySQL 8 or MariaDB 10.6 and newer ({@code outbox-store-mysql}). */
-        MYSQL
+        MYSQL,
+        /** H2 2.2 or newer, embedded, for development and tests ({@code outbox-store-h2}). */
+        H2
     }
 
     /** Applies one setting, naming {@code property} when the setter rejects {@code value}. */

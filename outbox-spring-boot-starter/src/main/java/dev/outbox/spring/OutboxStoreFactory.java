@@ -3,6 +3,7 @@ package dev.outbox.spring;
 import dev.outbox.MessageDecorator;
 import dev.outbox.spi.Store;
 import dev.outbox.spring.OutboxProperties.StoreType;
+import dev.outbox.store.h2.H2Store;
 import dev.outbox.store.mysql.MySqlStore;
 import dev.outbox.store.postgres.PostgresStore;
 import dev.outbox.store.postgres.WalHarvest;
@@ -23,11 +24,13 @@ import java.util.Locale;
 public final class OutboxStoreFactory {
     private static final String POSTGRES_CLASS = "dev.outbox.store.postgres.PostgresStore";
     private static final String MYSQL_CLASS = "dev.outbox.store.mysql.MySqlStore";
+    private static final String H2_CLASS = "dev.outbox.store.h2.H2Store";
 
     /**
      * The store, its quoted table names (for migrations' placeholders) and its schema creation.
      *
-     * @param store        the store (a {@code PostgresStore} or {@code MySqlStore}, both {@code ParkedRecords})
+     * @param store        the store (a {@code PostgresStore}, {@code MySqlStore} or {@code H2Store}, all
+     *                     {@code ParkedRecords})
      * @param type         which store it is
      * @param table        the outbox table as it appears in SQL
      * @param parkedTable  the parked table as it appears in SQL
@@ -75,15 +78,22 @@ public final class OutboxStoreFactory {
     public static Built build(DataSource dataSource, String prefix, OutboxStoreProperties p,
                               List<MessageDecorator> decorators) {
         StoreType type = p.getType() != null ? p.getType() : detect(dataSource, prefix);
-        String className = type == StoreType.POSTGRES ? POSTGRES_CLASS : MYSQL_CLASS;
+        String className = switch (type) {
+            case POSTGRES -> POSTGRES_CLASS;
+            case MYSQL -> MYSQL_CLASS;
+            case H2 -> H2_CLASS;
+        };
         if (!ClassUtils.isPresent(className, OutboxStoreFactory.class.getClassLoader())) {
-            String artifact = type == StoreType.POSTGRES ? "outbox-store-postgres" : "outbox-store-mysql";
+            String artifact = "outbox-store-" + type.name().toLowerCase(Locale.ROOT);
             throw new OutboxConfigurationException(prefix + ".type", "the store " + type + " needs dev.outbox:"
                     + artifact + ", which is not on the class path", "add the dependency dev.outbox:" + artifact
                     + ", or set " + prefix + ".type to the store of your database", null);
         }
-        return type == StoreType.POSTGRES ? Postgres.build(dataSource, prefix, p, decorators)
-                : MySql.build(dataSource, prefix, p, decorators);
+        return switch (type) {
+            case POSTGRES -> Postgres.build(dataSource, prefix, p, decorators);
+            case MYSQL -> MySql.build(dataSource, prefix, p, decorators);
+            case H2 -> H2.build(dataSource, prefix, p, decorators);
+        };
     }
 
     private static StoreType detect(DataSource dataSource, String prefix) {
@@ -92,7 +102,7 @@ public final class OutboxStoreFactory {
             product = c.getMetaData().getDatabaseProductName();
         } catch (SQLException e) {
             throw new OutboxConfigurationException(prefix + ".type", "not set, and the database could not be"
-                    + " asked which it is: " + e.getMessage(), "set " + prefix + ".type to postgres or mysql, or"
+                    + " asked which it is: " + e.getMessage(), "set " + prefix + ".type to postgres, mysql or h2, or"
                     + " check the DataSource's settings", e);
         }
         String p = product == null ? "" : product.toLowerCase(Locale.ROOT);
@@ -102,8 +112,11 @@ public final class OutboxStoreFactory {
         if (p.contains("mysql") || p.contains("mariadb")) {
             return StoreType.MYSQL;
         }
+        if (p.equals("h2")) {
+            return StoreType.H2;
+        }
         throw new OutboxConfigurationException(prefix + ".type", "not set, and the DataSource's database ('"
-                + product + "') has no outbox store", "use PostgreSQL, MySQL or MariaDB for the outbox, or set "
+                + product + "') has no outbox store", "use PostgreSQL, MySQL, MariaDB (or H2, for development and tests) for the outbox, or set "
                 + prefix + ".type if the database is one of them behind another name", null);
     }
 
@@ -191,6 +204,36 @@ public final class OutboxStoreFactory {
             set(prefix + ".shards", p.getShards(), () -> b.shards(p.getShards()));
             MySqlStore store = b.build();
             return new Built(store, StoreType.MYSQL, store.table(), store.parkedTable(), store::createSchema,
+                    store.leaderTable());
+        }
+    }
+
+    private static final class H2 {
+        static Built build(DataSource dataSource, String prefix, OutboxStoreProperties p,
+                           List<MessageDecorator> decorators) {
+            if (p.getWal().getUrl() != null) {
+                throw new OutboxConfigurationException(prefix + ".wal.url", "is set, but the WAL harvest needs"
+                        + " Postgres and the store is H2", "remove " + prefix + ".wal.url: H2 is harvested from the"
+                        + " table", null);
+            }
+            if (p.getShards() > 1) {
+                throw new OutboxConfigurationException(prefix + ".shards", "is " + p.getShards() + ", but the H2"
+                        + " store has one shard (it is for development and tests)", "set " + prefix + ".shards to 1"
+                        + " for H2", null);
+            }
+            H2Store.Builder b = H2Store.builder(dataSource);
+            decorators.forEach(b::decorator);
+            if (p.getSchema() != null) {
+                set(prefix + ".schema", p.getSchema(), () -> b.schema(p.getSchema()));
+            }
+            set(prefix + ".table", p.getTable(), () -> b.table(p.getTable()));
+            set(prefix + ".statement-timeout", p.getStatementTimeout(),
+                    () -> b.statementTimeout(p.getStatementTimeout()));
+            if (p.getMaxKeyLength() != null) {
+                set(prefix + ".max-key-length", p.getMaxKeyLength(), () -> b.maxKeyLength(p.getMaxKeyLength()));
+            }
+            H2Store store = b.build();
+            return new Built(store, StoreType.H2, store.table(), store.parkedTable(), store::createSchema,
                     store.leaderTable());
         }
     }

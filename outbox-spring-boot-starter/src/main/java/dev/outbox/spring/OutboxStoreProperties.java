@@ -4,7 +4,13 @@ import org.springframework.boot.context.properties.NestedConfigurationProperty;
 
 import java.time.Duration;
 
-/** The outbox table, in the application's {@code DataSource}. */
+/**
+ * The outbox table, in the application's {@code DataSource}: the starter's {@code outbox.store.*} properties (the
+ * sidecar's {@code sidecar.outboxes.<name>.store.*}, with the same keys and defaults). The keys named below are
+ * relative to that prefix.
+ *
+ * <p>A mutable JavaBean for Spring's binder; not thread-safe. Read once, at start-up.
+ */
 public final class OutboxStoreProperties {
     /** Store implementation; detected from the DataSource's JDBC metadata when not set. */
     private OutboxProperties.StoreType type;
@@ -40,70 +46,151 @@ public final class OutboxStoreProperties {
     @NestedConfigurationProperty
     private final OutboxWalProperties wal = new OutboxWalProperties();
 
+    /**
+     * {@return the {@code wal.*} settings of the Postgres WAL harvest, off while their {@code url} is {@code null};
+     * never {@code null}, the same object for the bean's life}
+     */
     public OutboxWalProperties getWal() {
         return wal;
     }
 
+    /**
+     * {@return the store implementation, or {@code null} (the default) to detect it from the DataSource's JDBC
+     * metadata} Bound from the {@code type} property.
+     */
     public OutboxProperties.StoreType getType() {
         return type;
     }
 
+    /**
+     * Sets the {@code type} property.
+     *
+     * @param type {@code POSTGRES} or {@code MYSQL} (bound from {@code postgres} or {@code mysql}, MariaDB included),
+     *             or {@code null} to detect it
+     */
     public void setType(OutboxProperties.StoreType type) {
         this.type = type;
     }
 
+    /**
+     * {@return the schema (Postgres) or database (MySQL) of the outbox tables, or {@code null} (the default) for the
+     * connection's default} Bound from the {@code schema} property.
+     */
     public String getSchema() {
         return schema;
     }
 
+    /**
+     * Sets the {@code schema} property.
+     *
+     * @param schema an identifier the store accepts, or {@code null}; checked at start-up, where a bad one fails naming
+     *               the property
+     */
     public void setSchema(String schema) {
         this.schema = schema;
     }
 
+    /**
+     * {@return the outbox table, {@code outbox} by default; parked rows go to {@code <table>_parked}} Bound from the
+     * {@code table} property.
+     */
     public String getTable() {
         return table;
     }
 
+    /**
+     * Sets the {@code table} property.
+     *
+     * @param table an identifier the store accepts; not {@code null}. Checked at start-up, where a bad one fails naming
+     *              the property.
+     */
     public void setTable(String table) {
         this.table = table;
     }
 
+    /**
+     * {@return the longest any statement of the store may run, lock waits included; 30 seconds by default} Bound from
+     * the {@code statement-timeout} property.
+     */
     public Duration getStatementTimeout() {
         return statementTimeout;
     }
 
+    /**
+     * Sets the {@code statement-timeout} property.
+     *
+     * @param statementTimeout a positive duration (for example {@code 30s}); checked at start-up
+     */
     public void setStatementTimeout(Duration statementTimeout) {
         this.statementTimeout = statementTimeout;
     }
 
+    /**
+     * {@return the longest key the publisher accepts, in Unicode code points, or {@code null} (the default) for the
+     * store's own (Postgres: none, MySQL: 1024)} Bound from the {@code max-key-length} property.
+     */
     public Integer getMaxKeyLength() {
         return maxKeyLength;
     }
 
+    /**
+     * Sets the {@code max-key-length} property.
+     *
+     * @param maxKeyLength at least 1, or {@code null}; checked at start-up
+     */
     public void setMaxKeyLength(Integer maxKeyLength) {
         this.maxKeyLength = maxKeyLength;
     }
 
+    /**
+     * {@return whether the starter creates missing outbox tables at start-up (idempotently, after the application's
+     * Flyway or Liquibase migrations); {@code false} by default} Bound from the {@code create-schema} property.
+     */
     public boolean isCreateSchema() {
         return createSchema;
     }
 
+    /**
+     * Sets the {@code create-schema} property.
+     *
+     * @param createSchema {@code true} to create them; {@code false} to ship the DDL with the application's migrations
+     */
     public void setCreateSchema(boolean createSchema) {
         this.createSchema = createSchema;
     }
 
+    /**
+     * {@return how many shards the outbox is split into, each harvested by a leader of its own; 1 (unsharded) by
+     * default} Bound from the {@code shards} property.
+     */
     public int getShards() {
         return shards;
     }
 
+    /**
+     * Sets the {@code shards} property.
+     *
+     * @param shards 1 to 256, and 1 with the WAL harvest; it must match the table's (the store refuses another count).
+     *               Checked at start-up.
+     */
     public void setShards(int shards) {
         this.shards = shards;
     }
 
+    /**
+     * {@return whether a Postgres leader is woken by {@code LISTEN/NOTIFY} when rows are committed (holding one pooled
+     * connection while it leads); {@code true} by default, without effect on MySQL} Bound from the
+     * {@code commit-notifications} property.
+     */
     public boolean isCommitNotifications() {
         return commitNotifications;
     }
 
+    /**
+     * Sets the {@code commit-notifications} property.
+     *
+     * @param commitNotifications {@code false} to have the leader poll only
+     */
     public void setCommitNotifications(boolean commitNotifications) {
         this.commitNotifications = commitNotifications;
     }

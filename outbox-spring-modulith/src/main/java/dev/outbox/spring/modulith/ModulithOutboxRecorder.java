@@ -43,10 +43,14 @@ public final class ModulithOutboxRecorder implements ApplicationListener<Payload
     private final EvaluationContext context;
 
     /**
+     * Creates a recorder. {@link OutboxModulithAutoConfiguration} registers one when Modulith's externalization mode
+     * is {@code outbox}; it listens to every event the application publishes.
+     *
      * @param configuration which events are externalized, and how they are routed and mapped
      * @param outbox        writes into the outbox in the current transaction
      * @param serializer    turns a mapped event into the message's value
      * @param context       where routing expressions are evaluated (with the application's beans)
+     * @throws NullPointerException if any argument is {@code null}
      */
     public ModulithOutboxRecorder(EventExternalizationConfiguration configuration, OutboxPublisher outbox,
                                   PayloadSerializer serializer, EvaluationContext context) {
@@ -56,6 +60,16 @@ public final class ModulithOutboxRecorder implements ApplicationListener<Payload
         this.context = Objects.requireNonNull(context, "context");
     }
 
+    /**
+     * Writes the event's payload into the outbox, in the current transaction, if Modulith externalizes it (see
+     * {@link EventExternalizationConfiguration#supports}); ignores any other event.
+     *
+     * @param event an event the application published
+     * @throws IllegalArgumentException if the routing target is not a valid topic, naming it and the event's type
+     * @throws org.springframework.transaction.IllegalTransactionStateException if no transaction is active on the
+     *         outbox's DataSource while {@code outbox.publisher.require-transaction} is on
+     * @throws dev.outbox.OutboxException if the mapped event cannot be serialized or the database rejects the write
+     */
     @Override
     public void onApplicationEvent(PayloadApplicationEvent<?> event) {
         Object payload = event.getPayload();

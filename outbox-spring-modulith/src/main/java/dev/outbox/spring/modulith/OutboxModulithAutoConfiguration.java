@@ -28,6 +28,10 @@ import org.springframework.modulith.events.ExternalizationMode;
 @ConditionalOnBean({OutboxPublisher.class, EventExternalizationConfiguration.class})
 public class OutboxModulithAutoConfiguration {
 
+    /** Creates the auto-configuration; Spring Boot does, when the conditions above hold. */
+    public OutboxModulithAutoConfiguration() {
+    }
+
     /**
      * The recorder writing externalized events into the outbox.
      *

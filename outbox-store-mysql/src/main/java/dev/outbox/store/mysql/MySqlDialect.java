@@ -1,6 +1,7 @@
 package dev.outbox.store.mysql;
 
 import dev.outbox.spi.SqlTableNames;
+import dev.outbox.store.sql.IdBinding;
 import dev.outbox.store.sql.SqlDialect;
 import dev.outbox.store.sql.SqlErrors;
 
@@ -44,9 +45,18 @@ final class MySqlDialect {
     /** The default and the schema's longest key, in code points: {@code VARCHAR(1024)}. */
     static final int DEFAULT_MAX_KEY_LENGTH = 1024;
 
-    /** MySQL and MariaDB limit table and database names to 64 characters and quote them with backticks. */
+    /** The most ids bound into one {@code IN (...)} list; larger batches take several statements. */
+    static final int MAX_IDS_PER_STATEMENT = 1_000;
+
+    /**
+     * MySQL and MariaDB limit table and database names to 64 characters and quote them with backticks. A batch binds
+     * its ids as {@code IN} lists of at most {@value #MAX_IDS_PER_STATEMENT} parameters, every statement of a call in
+     * its transaction; every statement carries the statement timeout as a JDBC query timeout (Connector/J then
+     * cancels it with {@code KILL QUERY}, which also ends a lock wait).
+     */
     static final SqlDialect DIALECT = new SqlDialect(new SqlTableNames.Dialect("MySQL", 64, '`'),
-            "dev/outbox/store/mysql/schema.sql", ERRORS, DEFAULT_MAX_KEY_LENGTH);
+            "dev/outbox/store/mysql/schema.sql", ERRORS, DEFAULT_MAX_KEY_LENGTH,
+            IdBinding.lists(MAX_IDS_PER_STATEMENT), MySqlColumns.INSTANCE, true);
 
     private MySqlDialect() {
     }

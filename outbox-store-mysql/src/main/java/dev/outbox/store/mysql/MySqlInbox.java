@@ -81,7 +81,7 @@ public final class MySqlInbox extends SqlInbox {
     /** Creates the tables if they do not exist ({@link #schemaSql()}), one after the other. */
     @Override
     public void createSchema() {
-        List<String> statements = MySqlStore.statements(schemaSql());
+        List<String> statements = MySqlSchema.statements(schemaSql());
         call("creating the inbox schema " + table(), handle -> {
             try (Statement statement = handle.getConnection().createStatement()) {
                 statement.setQueryTimeout(queryTimeoutSeconds());
@@ -129,8 +129,8 @@ public final class MySqlInbox extends SqlInbox {
     /** The reason is cut to what its column holds. */
     @Override
     protected String text(String column, String value) {
-        return column.equals("reason") && value.length() > MySqlStore.MAX_REASON_LENGTH
-                ? value.substring(0, MySqlStore.MAX_REASON_LENGTH) + "…" : value;
+        return column.equals("reason") && value.length() > MySqlColumns.MAX_REASON_LENGTH
+                ? value.substring(0, MySqlColumns.MAX_REASON_LENGTH) + "…" : value;
     }
 
     /** Auto-commit: each call (each purge batch) is a transaction of its own. */

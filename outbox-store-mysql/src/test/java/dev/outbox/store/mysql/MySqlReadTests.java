@@ -6,6 +6,7 @@ import dev.outbox.OutboxRecord;
 import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.ReadResult;
+import dev.outbox.store.sql.LateCommitWindow;
 import dev.outbox.testservers.JdbcServer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -235,16 +236,16 @@ abstract class MySqlReadTests {
         MySqlStore store = newStore(Duration.ofSeconds(7));
         assertThat(store.lateCommitWindow()).isEqualTo(Duration.ofSeconds(7));
         commit(store, "x");
-        long before = MySqlStore.monotonicMillis();
+        long before = LateCommitWindow.monotonicMillis();
         ReadResult result = store.read(0, List.of(), 10);
-        long after = MySqlStore.monotonicMillis();
+        long after = LateCommitWindow.monotonicMillis();
 
         assertThat(result.horizon()).as("the time before the read").isBetween(before, after);
         assertThat(result.gapToken() - 7_000).as("the time after the read, plus the window")
                 .isBetween(result.horizon(), after);
         ReadResult next = store.read(0, List.of(), 10);
         assertThat(next.horizon()).isGreaterThanOrEqualTo(result.gapToken() - 7_000);
-        assertThat(newStore().read(0, List.of(), 1).gapToken() - MySqlStore.monotonicMillis())
+        assertThat(newStore().read(0, List.of(), 1).gapToken() - LateCommitWindow.monotonicMillis())
                 .as("the default window, 60 s").isBetween(59_000L, 60_000L);
     }
 
@@ -321,7 +322,7 @@ abstract class MySqlReadTests {
             ids.add(min + i);
         }
         String bare = store.table().substring(1, store.table().length() - 1);
-        assertPrimaryKeyRangeScan(MySqlStore.deleteSql(store.table(), bare, ids.size()), ids, "purge");
+        assertPrimaryKeyRangeScan(MySqlStatements.deleteSql(store.table(), bare, ids.size()), ids, "purge");
     }
 
     private void assertPrimaryKeyRangeScan(String sql, List<Long> values, String what) throws SQLException {

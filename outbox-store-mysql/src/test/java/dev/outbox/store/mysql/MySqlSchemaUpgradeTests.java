@@ -65,7 +65,7 @@ abstract class MySqlSchemaUpgradeTests {
     @Test
     void createSchemaUpgradesAnOldTableWithRowsWhileTheOldWriterAndDispatcherRun() throws Exception {
         MySqlStore store = MySqlStore.builder(pool).table("upgraded").statementTimeout(Duration.ofSeconds(10)).build();
-        for (String sql : MySqlStore.statements(oldSchema().replace("${outbox}", store.table())
+        for (String sql : MySqlSchema.statements(oldSchema().replace("${outbox}", store.table())
                 .replace("${parked}", store.parkedTable()))) {
             MySqlTestSupport.execute(pool, sql);
         }

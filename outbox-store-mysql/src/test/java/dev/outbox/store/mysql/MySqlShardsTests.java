@@ -79,7 +79,7 @@ abstract class MySqlShardsTests extends SqlShardsTests {
             }
             c.commit();
             try (PreparedStatement select = c.prepareStatement("SELECT `key`, shard, "
-                    + MySqlStore.shardSql("`key`", OutboxShards.MAX_SHARDS) + ", "
+                    + MySqlSchema.shardSql("`key`", OutboxShards.MAX_SHARDS) + ", "
                     + "conv(substr(md5(`key`), 1, 8), 16, 10) % 7 FROM " + store.table());
                  ResultSet rs = select.executeQuery()) {
                 while (rs.next()) {

@@ -84,7 +84,7 @@ abstract class MySqlStoreTests extends SqlStoreTests<MySqlStore, MySqlStore.Buil
         assertThat(store.publisher().insertSql())
                 .isEqualTo("INSERT INTO `app`.`events` (topic, `key`, value, headers, message_id)"
                         + " VALUES (?, ?, ?, ?, ?)");
-        assertThat(MySqlStore.statements(store.schemaSql())).hasSize(3) // the outbox, parked and leader tables
+        assertThat(MySqlSchema.statements(store.schemaSql())).hasSize(3) // the outbox, parked and leader tables
                 .allSatisfy(s -> assertThat(s).startsWith("CREATE TABLE IF NOT EXISTS").doesNotEndWith(";"));
     }
 

@@ -1,6 +1,7 @@
 package dev.outbox.store.postgres;
 
 import dev.outbox.spi.SqlTableNames;
+import dev.outbox.store.sql.IdBinding;
 import dev.outbox.store.sql.SqlDialect;
 import dev.outbox.store.sql.SqlErrors;
 
@@ -29,10 +30,13 @@ final class PostgresDialect {
 
     /**
      * Postgres truncates identifiers to 63 bytes (NAMEDATALEN - 1) and quotes them with double quotes; keys have no
-     * limit beyond Postgres' own by default.
+     * limit beyond Postgres' own by default. A batch binds its ids as one {@code bigint[]} (and its values as a
+     * parallel {@code text[]}): one statement per call, whatever its size. Statements are bounded by
+     * {@code statement_timeout}, set by each transaction's first statement, not by JDBC query timeouts.
      */
     static final SqlDialect DIALECT = new SqlDialect(new SqlTableNames.Dialect("Postgres", 63, '"'),
-            "dev/outbox/store/postgres/schema.sql", ERRORS, Integer.MAX_VALUE);
+            "dev/outbox/store/postgres/schema.sql", ERRORS, Integer.MAX_VALUE, IdBinding.arrays("bigint", "text"),
+            PostgresColumns.INSTANCE, false);
 
     private PostgresDialect() {
     }

@@ -52,7 +52,7 @@ class PgOutputStreamTest {
     void dropSlot() {
         opened.forEach(PgOutputStream::close);
         if (slot != null) {
-            PgOutputStream.dropSlotAndPublication(admin, slot, PUBLICATION);
+            ReplicationSlots.dropSlotAndPublication(admin, slot, PUBLICATION);
             assertThat(PostgresTestSupport.queryLong(admin,
                     "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '" + slot + "'")).isZero();
         }
@@ -384,8 +384,8 @@ class PgOutputStreamTest {
     private WalStreamSettings settings() {
         if (slot == null) {
             slot = "walread_" + SLOTS.incrementAndGet();
-            PgOutputStream.createSlotAndPublication(admin, slot, PUBLICATION);
-            PgOutputStream.createSlotAndPublication(admin, slot, PUBLICATION); // idempotent
+            ReplicationSlots.createSlotAndPublication(admin, slot, PUBLICATION);
+            ReplicationSlots.createSlotAndPublication(admin, slot, PUBLICATION); // idempotent
         }
         return WalStreamSettings.of(replication(), admin, slot, PUBLICATION, PREFIX)
                 .withStatusInterval(Duration.ofMillis(100));
@@ -461,7 +461,7 @@ class PgOutputStreamTest {
 
     private long retained() {
         try (Connection c = admin.getConnection()) {
-            OptionalLong bytes = PgOutputStream.retainedBytes(c, slot);
+            OptionalLong bytes = ReplicationSlots.retainedBytes(c, slot);
             assertThat(bytes).isPresent();
             return bytes.getAsLong();
         } catch (SQLException e) {

@@ -1,7 +1,5 @@
 package dev.outbox.store.postgres;
 
-import dev.outbox.spi.CommitSignals;
-
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherConfig;
@@ -55,7 +53,7 @@ class PostgresCommitNotificationTest {
         store.createSchema();
         assertThat(store.notifyChannel()).contains("notified");
         AtomicInteger wakeUps = new AtomicInteger();
-        CommitSignals.CommitWatch watch = store.watchCommits(wakeUps::incrementAndGet);
+        dev.outbox.spi.CommitSignals.CommitWatch watch = store.watchCommits(wakeUps::incrementAndGet);
         int listener;
         try {
             Await.untilOrFail(() -> watch.listening() && wakeUps.get() >= 1, WAIT,
@@ -103,7 +101,7 @@ class PostgresCommitNotificationTest {
         PostgresStore store = PostgresStore.builder(pool).table("notified_local").build();
         store.createSchema();
         AtomicInteger wakeUps = new AtomicInteger();
-        try (CommitSignals.CommitWatch watch = store.watchCommits(wakeUps::incrementAndGet)) {
+        try (dev.outbox.spi.CommitSignals.CommitWatch watch = store.watchCommits(wakeUps::incrementAndGet)) {
             Await.untilOrFail(() -> watch.listening() && wakeUps.get() >= 1, WAIT, () -> "not listening");
             watch.needed(false); // the listener stops listening: only the local wake-up is left
             int before = wakeUps.get();
@@ -122,7 +120,7 @@ class PostgresCommitNotificationTest {
         PostgresTestSupport.execute(appPool, store.notifyTriggerSql());
         PostgresTestSupport.execute(appPool, store.notifyTriggerSql()); // idempotent
         AtomicInteger wakeUps = new AtomicInteger();
-        try (CommitSignals.CommitWatch watch = store.watchCommits(wakeUps::incrementAndGet)) {
+        try (dev.outbox.spi.CommitSignals.CommitWatch watch = store.watchCommits(wakeUps::incrementAndGet)) {
             Await.untilOrFail(() -> watch.listening() && wakeUps.get() >= 1, WAIT, () -> "not listening");
             int before = wakeUps.get();
             PostgresTestSupport.execute(appPool, "INSERT INTO notified_sql (topic, key, value)"
@@ -135,7 +133,7 @@ class PostgresCommitNotificationTest {
     void offMeansNoNotificationAndNoTriggerAndOnlyLocalWakeUps() {
         PostgresStore store = PostgresStore.builder(pool).table("unnotified").commitNotifications(false).build();
         assertThat(store.notifyChannel()).isEmpty();
-        CommitSignals.CommitWatch local = store.watchCommits(() -> { });
+        dev.outbox.spi.CommitSignals.CommitWatch local = store.watchCommits(() -> { });
         assertThat(local).as("this process's publishers only").isNotNull().isNotInstanceOf(PgCommitListener.class);
         local.close();
         assertThat(local.listening()).isFalse();
@@ -167,8 +165,8 @@ class PostgresCommitNotificationTest {
         }
     }
 
-    private static PgCommitListener listener(CommitSignals.CommitWatch watch) {
-        return (PgCommitListener) ((PostgresStore.LocalAndListening) watch).listener;
+    private static PgCommitListener listener(dev.outbox.spi.CommitSignals.CommitWatch watch) {
+        return (PgCommitListener) ((PgNotifications.LocalAndListening) watch).listener;
     }
 
     private static void commit(PostgresStore store, List<OutboxMessage> messages) throws Exception {

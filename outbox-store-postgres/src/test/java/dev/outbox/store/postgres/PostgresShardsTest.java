@@ -82,7 +82,7 @@ class PostgresShardsTest extends SqlShardsTests {
                 }
             }
             // The function itself at the largest count, where all 32 bits of the hash matter more.
-            try (PreparedStatement select = c.prepareStatement("SELECT k, " + PostgresStore.shardSql("k",
+            try (PreparedStatement select = c.prepareStatement("SELECT k, " + PostgresSchema.shardSql("k",
                     OutboxShards.MAX_SHARDS) + " FROM unnest(?) AS k")) {
                 select.setArray(1, c.createArrayOf("text", keys));
                 try (ResultSet rs = select.executeQuery()) {
@@ -146,7 +146,7 @@ class PostgresShardsTest extends SqlShardsTests {
         PostgresStore six = pgBuilder("plain").shards(6).build();
         assertThat(one.schemaSql()).doesNotContain("shard").contains("CHECK (id = 1)");
         assertThat(six.schemaSql())
-                .contains("shard integer GENERATED ALWAYS AS (" + PostgresStore.shardSql("key", 6) + ") STORED")
+                .contains("shard integer GENERATED ALWAYS AS (" + PostgresSchema.shardSql("key", 6) + ") STORED")
                 .contains("CREATE INDEX IF NOT EXISTS \"plain_shard\" ON \"plain\" (shard, id)")
                 .contains("CHECK (id >= 0)");
         assertThat(six.shards()).isEqualTo(6);

@@ -267,12 +267,12 @@ class PostgresStoreReadTest {
     @Test
     void theGapTokenIsTheNextTransactionIdAcrossTheWrapOfThe32BitCounter() {
         long epoch = 1L << 32;
-        assertThat(PostgresStore.gapToken(5 * epoch + 100, 100 - 3)).isEqualTo(5 * epoch + 100);
-        assertThat(PostgresStore.gapToken(5 * epoch + 100, 107 - 3)).isEqualTo(5 * epoch + 107);
+        assertThat(PostgresHarvest.gapToken(5 * epoch + 100, 100 - 3)).isEqualTo(5 * epoch + 100);
+        assertThat(PostgresHarvest.gapToken(5 * epoch + 100, 107 - 3)).isEqualTo(5 * epoch + 107);
         // age is a signed 32-bit difference from xid 3
-        assertThat(PostgresStore.gapToken(5 * epoch + 0xFFFF_FFF0L, (int) (0xFFFF_FFF5L - 3)))
+        assertThat(PostgresHarvest.gapToken(5 * epoch + 0xFFFF_FFF0L, (int) (0xFFFF_FFF5L - 3)))
                 .isEqualTo(5 * epoch + 0xFFFF_FFF5L);
-        assertThat(PostgresStore.gapToken(5 * epoch + 0xFFFF_FFF0L, (int) (epoch + 4 - 3)))
+        assertThat(PostgresHarvest.gapToken(5 * epoch + 0xFFFF_FFF0L, (int) (epoch + 4 - 3)))
                 .as("the next id in the next epoch").isEqualTo(6 * epoch + 4);
     }
 

@@ -6,22 +6,29 @@ import java.util.Objects;
 
 /**
  * What one database differs in where the stores' algorithms are the same, held as data: its rules for table
- * names, the resource with its DDL template, how its errors are classified and the default longest key. The
- * statements that really differ (marking, parking) stay in each store. Immutable and thread-safe.
+ * names, the resource with its DDL template, how its errors are classified, the default longest key, how it binds
+ * batches of ids and its typed columns, and how its statements are bounded in time. Its statements are
+ * {@link SqlStatements}, written per table by the store. Immutable and thread-safe.
  *
  * @param tableNames          identifier length limit, quote character and product name
  * @param schemaResource      class-path resource of the DDL template, with {@code ${outbox}} and {@code ${parked}}
  *                            standing for the quoted table names
  * @param errors              which failures are retriable, and how messages name them
  * @param defaultMaxKeyLength the longest key, in code points, a store of this database accepts by default
+ * @param ids                 how batches of ids are bound: arrays or {@code IN} lists
+ * @param columns             how UUIDs, times and headers are bound and read
+ * @param queryTimeouts       whether every statement carries the statement timeout as a JDBC query timeout (else the
+ *                            transaction's prologue sets a timeout of the database's own)
  */
 public record SqlDialect(SqlTableNames.Dialect tableNames, String schemaResource, SqlErrors errors,
-                         int defaultMaxKeyLength) {
+                         int defaultMaxKeyLength, IdBinding ids, SqlColumns columns, boolean queryTimeouts) {
 
     public SqlDialect {
         Objects.requireNonNull(tableNames, "tableNames must not be null");
         Objects.requireNonNull(schemaResource, "schemaResource must not be null");
         Objects.requireNonNull(errors, "errors must not be null");
+        Objects.requireNonNull(ids, "ids must not be null");
+        Objects.requireNonNull(columns, "columns must not be null");
         if (defaultMaxKeyLength < 1) {
             throw new IllegalArgumentException("defaultMaxKeyLength must be at least 1: " + defaultMaxKeyLength);
         }

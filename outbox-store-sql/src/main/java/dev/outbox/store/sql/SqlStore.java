@@ -1,15 +1,13 @@
 package dev.outbox.store.sql;
 
+import dev.outbox.ParkedMessage;
+import dev.outbox.ParkedQuery;
 import dev.outbox.ParkedRecord;
-import dev.outbox.Publisher;
-import dev.outbox.spi.IdRange;
+import dev.outbox.OutboxShards;
 import dev.outbox.spi.CommitWatchers;
+import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkResult;
-import dev.outbox.spi.ReadResult;
-import dev.outbox.spi.StoreFencedException;
-import dev.outbox.spi.MarkedRow;
-import dev.outbox.spi.SqlStoreSettings;
-import dev.outbox.spi.SqlTableNames;
+import dev.outbox.spi.MessageDecorators;
 import dev.outbox.spi.CommitSignals;
 import dev.outbox.spi.CursorHarvest;
 import dev.outbox.spi.Gauges;
@@ -18,11 +16,11 @@ import dev.outbox.spi.ParkedKeys;
 import dev.outbox.spi.ParkedRecords;
 import dev.outbox.spi.Sharding;
 import dev.outbox.spi.StorageFencing;
+import dev.outbox.spi.ReadResult;
+import dev.outbox.spi.SqlTableNames;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
-import org.jdbi.v3.core.Handle;
 import org.jdbi.v3.core.Jdbi;
-import org.jdbi.v3.core.JdbiException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,32 +29,27 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
-import java.sql.Connection;
-import java.sql.SQLException;
-import java.sql.SQLFeatureNotSupportedException;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.OptionalLong;
-import java.util.UUID;
+import java.util.Set;
 import java.util.TreeMap;
-import java.util.TreeSet;
-import java.util.concurrent.Executor;
+import java.util.UUID;
 import java.util.function.Function;
-import java.util.function.UnaryOperator;
-import dev.outbox.MessageDecorator;
-import dev.outbox.spi.MessageDecorators;
 
 /**
- * What the SQL stores share: the builder's settings, the table names, the DDL template, the timeouts, and how a
- * call takes a connection, bounds it and gives it back. Each store ({@code PostgresStore}, {@code MySqlStore})
- * keeps its own statements and transactions, since those are the algorithms that really differ; what differs as
- * data is in its {@link SqlDialect}.
+ * The SQL store, run once for every database: the builder's settings, shards, storage fencing, the batch writes
+ * (purge, reset, failure record, park), the parked area, the gauges (backlog, parked count, oldest create time),
+ * the DDL template, and how a call takes a connection and runs its transaction ({@link SqlTransactions}). Each
+ * database supplies its statements as data ({@link SqlStatements}, {@link SqlDialect}) and what truly differs: the
+ * mark ({@link #mark(UUID, int, long)}), the cursor read and its late-commit rule ({@link #readRows}), the replay,
+ * and how its DDL is applied ({@link #createTables}, {@link #reshardSql}).
  *
  * <p>For store implementations, not for applications. Subclasses are immutable and thread-safe.
  */
@@ -68,8 +61,8 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     public static final Duration DEFAULT_STATEMENT_TIMEOUT = Duration.ofSeconds(30);
     /** Up to this many rows {@link #backlog()} counts exactly; above, it estimates. */
     public static final long EXACT_BACKLOG_LIMIT = 100_000;
-
-    private static final Executor DIRECT = Runnable::run;
+    /** An unfenced write: no epoch is checked ({@link SqlFencing#UNFENCED}). */
+    protected static final long UNFENCED = SqlFencing.UNFENCED;
 
     /** The store's logger, named after the concrete store. */
     protected final Logger log = LoggerFactory.getLogger(getClass());
@@ -78,41 +71,39 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     /** The wake-ups of this process's dispatchers that watch commits locally ({@link #localCommitWatch}). */
     private final CommitWatchers localWatchers = new CommitWatchers();
     private final SqlDialect dialect;
-    private final Jdbi jdbi;
+    private final SqlTransactions tx;
+    private final SqlTable table;
+    private final SqlStatements sql;
+    private final ParkedRows parkedRows;
     private final Duration statementTimeout;
-    private final int queryTimeoutSeconds;
-    private final int networkTimeoutMillis;
     private final int maxKeyLength;
     private final MessageDecorators decorators;
     private final boolean fencing;
-    /** The outbox's shard count ({@link Builder#shards}). */
     private final int shardCount;
     /** The shard this store object is the view of ({@link #shard}), or -1 for the whole outbox. */
     private final int shardIndex;
     /** Whether {@link #checkShards()} found the table's shard count to be {@link #shardCount}; checked once. */
     private volatile boolean shardsChecked;
-
-    /** Takes the builder's settings; the builder validated each of them. */
-    protected SqlStore(Builder<?, ?> builder) {
-        this(builder, -1);
-    }
+    /** The views of the shards, made at the first {@link #shard} call of a sharded whole; guarded by this. */
+    private SqlStore[] views;
 
     /**
      * Takes the builder's settings for the whole outbox ({@code shardIndex} -1) or for the view of one of its shards
-     * ({@link #shard}).
+     * ({@link #shard}), and the statements that {@code statements} writes for that table and view.
      */
-    protected SqlStore(Builder<?, ?> builder, int shardIndex) {
+    protected SqlStore(SqlStoreBuilder<?, ?> builder, int shardIndex, Function<SqlTable, SqlStatements> statements) {
         this.shardCount = builder.shards;
-        this.shardIndex = shardIndex < 0 ? -1 : dev.outbox.OutboxShards.checkIndex(shardIndex, builder.shards);
+        this.shardIndex = shardIndex < 0 ? -1 : OutboxShards.checkIndex(shardIndex, builder.shards);
         this.dialect = builder.dialect;
-        this.jdbi = builder.jdbi;
         this.names = dialect.tableNames().names(builder.schema, builder.table);
         this.statementTimeout = builder.statementTimeout;
-        this.queryTimeoutSeconds = (int) Math.min(Integer.MAX_VALUE, (statementTimeout.toMillis() + 999) / 1000);
-        this.networkTimeoutMillis = (int) Math.min(Integer.MAX_VALUE, statementTimeout.toMillis() * 2);
+        this.tx = new SqlTransactions(builder.jdbi, dialect.errors(), statementTimeout, dialect.queryTimeouts());
         this.maxKeyLength = builder.maxKeyLength;
         this.decorators = MessageDecorators.of(builder.decorators);
         this.fencing = builder.fencing;
+        this.table = new SqlTable(names, this.shardIndex, shardCount, statementTimeout);
+        this.sql = Objects.requireNonNull(statements.apply(table), "statements");
+        this.parkedRows = new ParkedRows(tx, sql, dialect.columns(), dialect.ids(), names.parked());
     }
 
     // ------------------------------------------------------------------------------------------ shards
@@ -136,14 +127,51 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         return shardIndex;
     }
 
-    /** The leader table's row this store's epoch lives in: 1 unsharded; 0 for a sharded whole; shard + 1. */
-    protected final int leaderRow() {
-        return shardIndex >= 0 ? shardIndex + 1 : shardCount > 1 ? 0 : 1;
+    /**
+     * {@inheritDoc}
+     *
+     * <p>The view is a store of the same class over the same table ({@link #view}) whose mark, read, backlog and
+     * oldest create time see only the shard's rows, and whose epoch is the leader table's row {@code index + 1}.
+     * Each view is made once.
+     */
+    @Override
+    public final synchronized Store shard(int index) {
+        OutboxShards.checkIndex(index, shards());
+        if (shards() == 1) {
+            return this;
+        }
+        if (views == null) {
+            views = new SqlStore[shardCount];
+        }
+        if (views[index] == null) {
+            views[index] = view(index);
+        }
+        return views[index];
     }
 
-    /** {@code "shard = <i> AND "} for a shard's view, empty for the whole outbox: a literal, never user text. */
-    protected final String shardAnd() {
-        return shardIndex < 0 ? "" : "shard = " + shardIndex + " AND ";
+    /**
+     * A new view of shard {@code index} of this whole outbox ({@link #shard}); a store that can be sharded overrides
+     * it. This default is for a store with one shard, which is its own view: it is never called.
+     *
+     * @throws UnsupportedOperationException always
+     */
+    protected SqlStore view(int index) {
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " has no shard views");
+    }
+
+    /**
+     * Makes the views of a sharded whole outbox's shards now ({@link #view}), for a store whose builder may change
+     * after {@code build()}: called last by the subclass's constructor. Nothing for a view or an unsharded store.
+     */
+    protected final void makeViews() {
+        for (int i = 0; shardIndex < 0 && shardCount > 1 && i < shardCount; i++) {
+            shard(i);
+        }
+    }
+
+    /** {@code " (shard <i>)"} for a shard's view, for messages; empty for the whole outbox. */
+    protected final String shardName() {
+        return shardIndex < 0 ? "" : " (shard " + shardIndex + ")";
     }
 
     /**
@@ -160,7 +188,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
             return;
         }
         Optional<String> expression = shardExpression();
-        int tableShards = expression.isEmpty() ? 1 : shardCountOf(expression.get());
+        int tableShards = expression.isEmpty() ? 1 : ShardColumn.countOf(expression.get());
         if (tableShards != shardCount) {
             throw new StoreException(names.outbox() + " is made for " + tableShards + " shard(s)"
                     + (expression.isEmpty() ? " (it has no generated shard column, or does not exist yet)"
@@ -171,32 +199,14 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         shardsChecked = true;
     }
 
-    /**
-     * The generation expression of the outbox table's {@code shard} column, as the database reports it; empty if
-     * the table has no such generated column.
-     */
-    protected abstract Optional<String> shardExpression();
-
-    private static final java.util.regex.Pattern MODULUS =
-            java.util.regex.Pattern.compile("(?:%|\\bmod\\b)\\s*\\(*\\s*(\\d+)", java.util.regex.Pattern.CASE_INSENSITIVE);
-
-    /**
-     * The shard count a {@code shard} column's generation expression stands for: the number after its last
-     * {@code %} (or {@code MOD}), as Postgres, MySQL and MariaDB print the expression the stores create.
-     *
-     * @throws StoreException (not retriable) naming the expression if it holds no such number
-     */
-    static int shardCountOf(String expression) {
-        java.util.regex.Matcher m = MODULUS.matcher(expression);
-        String count = null;
-        while (m.find()) {
-            count = m.group(1);
-        }
-        if (count == null || !expression.toLowerCase(java.util.Locale.ROOT).contains("md5")) {
-            throw new StoreException("cannot tell the shard count from the shard column's expression " + expression
-                    + ": it is not the md5-of-the-key modulo a count that the store creates", null, false);
-        }
-        return Integer.parseInt(count);
+    /** The generation expression of the outbox table's {@code shard} column; empty if it has none. */
+    private Optional<String> shardExpression() {
+        return tx.inTransaction("reading the shard column of " + names.outbox(), sql.prologue(), handle -> {
+            try (PreparedStatement statement = tx.prepare(handle.getConnection(), sql.shardExpression());
+                 ResultSet rs = statement.executeQuery()) {
+                return rs.next() ? Optional.ofNullable(rs.getString(1)) : Optional.empty();
+            }
+        });
     }
 
     /** Runs {@link #checkShards()} before a harvest call. */
@@ -208,9 +218,6 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
 
     // ------------------------------------------------------------------------------------------ storage fencing
 
-    /** An unfenced write: no epoch is checked. */
-    protected static final long UNFENCED = -1;
-
     /** Whether {@link Builder#fencing storage fencing} is on: the store then has {@link StorageFencing}. */
     protected boolean fencing() {
         return fencing;
@@ -221,20 +228,23 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         return true;
     }
 
-    /** Whether the store reads by cursor or stream ({@link CursorHarvest}); true unless a subclass cannot. */
+    /** Whether the store reads by cursor or stream ({@link CursorHarvest}); true: every SQL store reads by cursor. */
     protected boolean hasRead() {
         return true;
     }
 
-    /** Whether the store lists its parked keys for held keys ({@link ParkedKeys}); false unless a subclass does. */
+    /**
+     * Whether the store lists its parked keys and its replay moves a replayed key's later rows behind the replayed
+     * ones ({@link ParkedKeys}); true unless a subclass cannot.
+     */
     protected boolean hasParkedKeys() {
-        return false;
+        return true;
     }
 
     /**
-     * {@inheritDoc} {@link StorageFencing} with {@link Builder#fencing} on, {@link MarkHarvest},
-     * {@link CursorHarvest} and {@link ParkedKeys} as the subclass says ({@link #hasMark()}, {@link #hasRead()},
-     * {@link #hasParkedKeys()}); every other capability always.
+     * {@inheritDoc} {@link StorageFencing} with {@link Builder#fencing} on; {@link MarkHarvest}, {@link CursorHarvest}
+     * and {@link ParkedKeys} as the subclass says ({@link #hasMark()}, {@link #hasRead()}, {@link #hasParkedKeys()});
+     * every other capability always.
      */
     @Override
     public <T> Optional<T> capability(Class<T> type) {
@@ -251,19 +261,28 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     /**
      * {@inheritDoc}
      *
-     * <p>An upsert of the leader table's one row ({@link #leaderTable()}): an {@code UPDATE} of an existing row, which
-     * takes the row's lock and so waits for every fenced write under way (each holds a share lock of the row until
-     * it commits).
+     * <p>An upsert of the leader table's row ({@link #leaderTable()}, {@link SqlTable#leaderRow()}): an update of an
+     * existing row, which takes the row's lock and so waits for every fenced write under way.
      */
     @Override
     public final long acquireEpoch() {
         requireFencing("acquireEpoch");
         requireShards();
-        return takeEpoch();
+        return tx.inTransaction("taking the leader epoch" + shardName() + " in " + names.leader() + " (storage"
+                + " fencing: the table is created by createSchema() and the shipped migrations; Builder.fencing(false)"
+                + " turns fencing off)", sql.prologue(), handle -> {
+                    List<String> statements = sql.takeEpoch();
+                    for (int i = 0; i < statements.size() - 1; i++) {
+                        try (PreparedStatement statement = tx.prepare(handle.getConnection(), statements.get(i))) {
+                            statement.executeUpdate();
+                        }
+                    }
+                    try (PreparedStatement statement = tx.prepare(handle.getConnection(),
+                            statements.get(statements.size() - 1))) {
+                        return IdBinding.firstLong(statement);
+                    }
+                });
     }
-
-    /** Increments the epoch in the leader table and returns it, committed. */
-    protected abstract long takeEpoch();
 
     @Override
     public final Store fencedBy(long epoch) {
@@ -271,7 +290,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         if (epoch < 1) {
             throw new IllegalArgumentException("epoch must be at least 1 (one acquireEpoch() returned): " + epoch);
         }
-        return new Fenced(epoch);
+        return new FencedSqlStore(this, epoch);
     }
 
     private void requireFencing(String operation) {
@@ -281,37 +300,34 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         }
     }
 
-    /**
-     * What a fenced write of {@code operation} saw: nothing if the leader table's epoch was {@code epoch} (the
-     * statement then did its work), else a {@link StoreFencedException} (it changed nothing).
-     *
-     * @param seen the epoch the statement read under its share lock, null if the row is missing
-     */
-    protected static void checkFence(String operation, long epoch, Long seen) {
-        if (seen == null || seen != epoch) {
-            throw new StoreFencedException(operation, epoch, seen == null ? -1 : seen);
-        }
-    }
-
-    /** {@link #mark}, fenced by {@code fence} unless it is {@link #UNFENCED}. */
-    protected abstract MarkResult mark(UUID leaderId, int limit, long fence);
-
-    /** {@link #purge}, fenced by {@code fence} unless it is {@link #UNFENCED}. */
-    protected abstract void purge(Collection<Long> ids, long fence);
-
-    /** {@link #reset}, fenced by {@code fence} unless it is {@link #UNFENCED}. */
-    protected abstract void reset(UUID leaderId, Collection<Long> ids, long fence);
-
-    /** {@link #retryLater}, fenced by {@code fence} unless it is {@link #UNFENCED}. */
-    protected abstract void retryLater(Map<Long, Instant> nextAttempts, long fence);
-
-    /** {@link #park}, fenced by {@code fence} unless it is {@link #UNFENCED}. */
-    protected abstract void park(Map<Long, String> reasons, long fence);
+    // ------------------------------------------------------------------------------------------ the harvest
 
     @Override
     public final MarkResult mark(UUID leaderId, int limit) {
         return mark(leaderId, limit, UNFENCED);
     }
+
+    /** {@link #mark}, fenced by {@code fence} unless it is {@link #UNFENCED}: the dialect's own statement. */
+    protected abstract MarkResult mark(UUID leaderId, int limit, long fence);
+
+    /** Checks the arguments, merges the recheck ranges ({@link IdRanges}) and reads ({@link #readRows}). */
+    @Override
+    public ReadResult read(long after, List<IdRange> recheck, int limit) {
+        SqlChecks.after(after);
+        List<IdRange> ranges = IdRanges.merged(recheck, after);
+        SqlChecks.limit(limit);
+        requireShards();
+        return readRows(after, ranges, limit);
+    }
+
+    /**
+     * The cursor read in the dialect's statements, with its late-commit rule in the result's gap token and horizon.
+     *
+     * @param ranges the recheck ranges at or below {@code after}, ascending and merged
+     */
+    protected abstract ReadResult readRows(long after, List<IdRange> ranges, int limit);
+
+    // ------------------------------------------------------------------------------------------ batch writes
 
     @Override
     public final void purge(Collection<Long> ids) {
@@ -333,62 +349,124 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         park(reasons, UNFENCED);
     }
 
-    /**
-     * The store's writes fenced by one epoch — purge, retry, park and the mark — and nothing else: every other
-     * capability is the store's own. Immutable, thread-safe.
-     */
-    private final class Fenced implements Store, MarkHarvest {
-        private final long fence;
-
-        Fenced(long fence) {
-            this.fence = fence;
-        }
-
-        @Override
-        public Publisher publisher() {
-            return SqlStore.this.publisher();
-        }
-
-        @Override
-        public MarkResult mark(UUID leaderId, int limit) {
-            return SqlStore.this.mark(leaderId, limit, fence);
-        }
-
-        @Override
-        public void reset(UUID leaderId, Collection<Long> ids) {
-            SqlStore.this.reset(leaderId, ids, fence);
-        }
-
-        @Override
-        public void purge(Collection<Long> ids) {
-            SqlStore.this.purge(ids, fence);
-        }
-
-        @Override
-        public void retryLater(Map<Long, Instant> nextAttempts) {
-            SqlStore.this.retryLater(nextAttempts, fence);
-        }
-
-        @Override
-        public void park(Map<Long, String> reasons) {
-            SqlStore.this.park(reasons, fence);
-        }
-
-        @Override
-        public <T> Optional<T> capability(Class<T> type) {
-            if (type == MarkHarvest.class) {
-                return SqlStore.this.capability(type).map(own -> type.cast(this));
-            }
-            return SqlStore.this.capability(type);
-        }
-
-        @Override
-        public String toString() {
-            return SqlStore.this + " fenced by epoch " + fence;
-        }
+    /** {@link #purge}, fenced by {@code fence} unless it is {@link #UNFENCED}. */
+    protected void purge(Collection<Long> ids, long fence) {
+        List<Long> sorted = SqlChecks.ids("ids", ids);
+        write("purging " + sorted.size() + " rows of " + names.outbox(), sql.purge(), sorted, null, null, fence);
     }
 
-    /** The decorators the publisher applies to every message, in order ({@link Builder#decorator}). */
+    /** {@link #reset}, fenced by {@code fence} unless it is {@link #UNFENCED}. */
+    protected void reset(UUID leaderId, Collection<Long> ids, long fence) {
+        Objects.requireNonNull(leaderId, "leaderId must not be null");
+        List<Long> sorted = SqlChecks.ids("ids", ids);
+        write("resetting " + sorted.size() + " rows of " + names.outbox(), sql.reset(), sorted, null, leaderId,
+                fence);
+    }
+
+    /** {@link #retryLater}, fenced by {@code fence} unless it is {@link #UNFENCED}. */
+    protected void retryLater(Map<Long, Instant> nextAttempts, long fence) {
+        TreeMap<Long, Object> values = new TreeMap<>();
+        SqlChecks.nextAttempts(nextAttempts).forEach((id, at) -> values.put(id, dialect.columns().instantValue(at)));
+        write("recording failed deliveries of " + values.size() + " rows of " + names.outbox(), sql.retryLater(),
+                List.copyOf(values.keySet()), values, null, fence);
+    }
+
+    /** {@link #park}, fenced by {@code fence} unless it is {@link #UNFENCED}. */
+    protected void park(Map<Long, String> reasons, long fence) {
+        TreeMap<Long, String> sorted = SqlChecks.reasons(reasons, dialect.columns()::storable);
+        write("parking " + sorted.size() + " rows of " + names.outbox(), sql.park(), List.copyOf(sorted.keySet()),
+                sorted, null, fence);
+    }
+
+    /**
+     * Runs {@code write} on the ids in one transaction: fenced by its fenced statement, or by the fence lock first
+     * for a dialect without one. Nothing for no ids.
+     */
+    private void write(String operation, SqlWrite write, List<Long> ids, Map<Long, ?> values, UUID leader,
+                       long fence) {
+        if (ids.isEmpty()) {
+            return;
+        }
+        tx.inTransaction(operation, sql.prologue(), handle -> {
+            if (write.fenced() == null) {
+                SqlFencing.lock(handle.getConnection(), tx, sql.fenceLock(), operation, fence);
+            }
+            return dialect.ids().run(handle.getConnection(), tx, dialect.columns(), write, ids, values, leader,
+                    fence, operation);
+        });
+    }
+
+    // ------------------------------------------------------------------------------------------ gauges
+
+    /**
+     * The rows in the outbox table, marked or not. Exact up to {@value #EXACT_BACKLOG_LIMIT} rows (it counts the
+     * head of the table); above that, the dialect's estimate ({@link SqlStatements#backlog()}), never less than
+     * {@value #EXACT_BACKLOG_LIMIT} + 1.
+     */
+    @Override
+    public long backlog() {
+        return tx.inTransaction("counting the backlog of " + names.outbox(), sql.prologue(), handle -> {
+            try (PreparedStatement statement = tx.prepare(handle.getConnection(), sql.backlog());
+                 ResultSet rs = statement.executeQuery()) {
+                rs.next();
+                long counted = rs.getLong(1);
+                return counted <= EXACT_BACKLOG_LIMIT ? counted : Math.max(counted, (long) rs.getDouble(2));
+            }
+        });
+    }
+
+    /** The rows in the parked table, counted exactly (the parked table is meant to stay small). */
+    @Override
+    public long parkedCount() {
+        return parkedRows.parkedCount();
+    }
+
+    /** The {@code create_time} of the row with the lowest id, found through an index. */
+    @Override
+    public Optional<Instant> oldestCreateTime() {
+        return tx.inTransaction("reading the head of " + names.outbox(), sql.prologue(), handle -> {
+            try (PreparedStatement statement = tx.prepare(handle.getConnection(), sql.oldest());
+                 ResultSet rs = statement.executeQuery()) {
+                return rs.next() ? Optional.ofNullable(dialect.columns().instant(rs, 1)) : Optional.empty();
+            }
+        });
+    }
+
+    // ------------------------------------------------------------------------------------------ the parked area
+
+    @Override
+    public List<ParkedRecord> parked(int limit) {
+        return parkedRows.parked(limit);
+    }
+
+    @Override
+    public List<ParkedRecord> parked(ParkedQuery query) {
+        return parkedRows.parked(query);
+    }
+
+    @Override
+    public long parkedCount(ParkedQuery query) {
+        return parkedRows.parkedCount(query);
+    }
+
+    @Override
+    public Optional<ParkedMessage> parkedMessage(long id) {
+        return parkedRows.parkedMessage(id);
+    }
+
+    @Override
+    public int discard(Collection<Long> ids) {
+        return parkedRows.discard(ids);
+    }
+
+    /** {@code SELECT DISTINCT key} over the parked table. */
+    @Override
+    public Set<String> parkedKeys() {
+        return parkedRows.parkedKeys();
+    }
+
+    // ------------------------------------------------------------------------------------------ commit wake-ups
+
     /**
      * Makes {@code publisher}'s {@link SqlPublisher#committed()} wake this store's local commit watchers
      * ({@link #localCommitWatch}); a store calls it with the publisher it creates.
@@ -415,14 +493,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         return localCommitWatch(wakeUp);
     }
 
-    /** The connections this store works on, for an adapter that must hold one of its own (a listener). */
-    protected final Jdbi jdbi() {
-        return jdbi;
-    }
-
-    protected final MessageDecorators decorators() {
-        return decorators;
-    }
+    // ------------------------------------------------------------------------------------------ schema
 
     /**
      * The DDL for this store's tables (the {@code schema.sql} resource of the store's package), with the
@@ -478,21 +549,20 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      * separated by {@code ;} at the end of a line. It rewrites the table (a generated column is stored).
      *
      * @param fromShards the count the table is made for now (1 if it has no {@code shard} column)
-     * @throws IllegalArgumentException naming the count if it is not between 1 and
-     *                                  {@link dev.outbox.OutboxShards#MAX_SHARDS}
+     * @throws IllegalArgumentException naming the count if it is not between 1 and {@link OutboxShards#MAX_SHARDS}
      */
     public abstract String reshardSql(int fromShards);
 
     /**
      * Runs {@link #reshardSql(int)} from the count the table is made for now (in one transaction where the
-     * database's DDL is transactional, Postgres), then {@link #checkShards()}. Only while no dispatcher of this outbox runs: one that still runs with the former
-     * count would harvest the keys that moved as a second leader.
+     * database's DDL is transactional, Postgres), then {@link #checkShards()}. Only while no dispatcher of this
+     * outbox runs: one that still runs with the former count would harvest the keys that moved as a second leader.
      *
      * @throws StoreException if the DDL fails
      */
     public final void reshard() {
         Optional<String> expression = shardExpression();
-        createTables(reshardSql(expression.isEmpty() ? 1 : shardCountOf(expression.get())));
+        createTables(reshardSql(expression.isEmpty() ? 1 : ShardColumn.countOf(expression.get())));
         shardsChecked = false;
         checkShards();
         log.info("{} resharded to {} shard(s)", names.outbox(), shardCount);
@@ -505,6 +575,8 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      */
     protected abstract void createTables(String ddl);
 
+    // ------------------------------------------------------------------------------------------ settings
+
     /** The outbox table as it appears in SQL: quoted, and qualified if a schema was configured. */
     public final String table() {
         return names.outbox();
@@ -513,6 +585,16 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     /** The parked table as it appears in SQL. */
     public final String parkedTable() {
         return names.parked();
+    }
+
+    /** The statements the base runs for this store ({@link SqlStatements}), for the dialect's parts. */
+    protected final SqlStatements sqlStatements() {
+        return sql;
+    }
+
+    /** The table, shard and settings this store's statements are written for. */
+    protected final SqlTable sqlTable() {
+        return table;
     }
 
     /** The longest any statement (or lock wait) of a store call may take. */
@@ -525,6 +607,26 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         return maxKeyLength;
     }
 
+    /** How this store's calls run their transactions, for the parts of a store. */
+    protected final SqlTransactions transactions() {
+        return tx;
+    }
+
+    /** The statement timeout as a JDBC query timeout: whole seconds, rounded up. */
+    protected final int queryTimeoutSeconds() {
+        return tx.queryTimeoutSeconds();
+    }
+
+    /** The decorators the publisher applies to every message, in order ({@link Builder#decorator}). */
+    protected final MessageDecorators decorators() {
+        return decorators;
+    }
+
+    /** The connections this store works on, for an adapter that must hold one of its own (a listener). */
+    protected final Jdbi jdbi() {
+        return tx.jdbi();
+    }
+
     @Override
     public String toString() {
         return getClass().getSimpleName() + "{table=" + names.outbox() + ", statementTimeout=" + statementTimeout
@@ -532,155 +634,14 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
                 + '}';
     }
 
-    /** The statement timeout as a JDBC query timeout: whole seconds, rounded up. */
-    protected final int queryTimeoutSeconds() {
-        return queryTimeoutSeconds;
-    }
-
-    /** Translates {@code failure} of {@code operation} by the dialect's rules. */
-    protected final StoreException translate(String operation, Throwable failure) {
-        return dialect.errors().translate(operation, failure);
-    }
-
-    /**
-     * The {@link MarkResult} of the rows one mark read, each sorted by id; logs a warning naming the first row
-     * that is not a valid message.
-     */
-    protected final MarkResult marked(Collection<? extends MarkedRow> rows) {
-        MarkResult result = MarkedRow.result(rows);
-        if (!result.rejected().isEmpty()) {
-            MarkResult.Rejected first = result.rejected().get(0);
-            log.warn("Marked {} row(s) of {} that are not valid messages, first: id {}: {}",
-                    result.rejected().size(), names.outbox(), first.id(), first.reason());
-        }
-        return result;
-    }
-
-    /** Work on a handle that may throw SQL exceptions. */
-    @FunctionalInterface
-    protected interface Work<T> {
-        T run(Handle handle) throws SQLException;
-    }
-
-    /**
-     * Runs {@code work} on a connection of its own, with the connection's network timeout set to twice the
-     * statement timeout (so that even a silent network failure ends the call) and restored afterwards; translates
-     * every failure into a {@link StoreException} naming {@code operation}. The work begins and ends its own
-     * transaction.
-     */
-    protected final <T> T withHandle(String operation, Work<T> work) {
-        Handle handle;
-        try {
-            handle = jdbi.open();
-        } catch (JdbiException | IllegalStateException e) {
-            throw translate(operation, e);
-        }
-        Connection connection = handle.getConnection();
-        Integer previousNetworkTimeout = null;
-        try {
-            previousNetworkTimeout = setNetworkTimeout(connection);
-            return work.run(handle);
-        } catch (SQLException | JdbiException | IllegalStateException e) {
-            throw translate(operation, e);
-        } finally {
-            release(handle, connection, previousNetworkTimeout);
-        }
-    }
-
-    private Integer setNetworkTimeout(Connection connection) throws SQLException {
-        try {
-            int previous = connection.getNetworkTimeout();
-            connection.setNetworkTimeout(DIRECT, networkTimeoutMillis);
-            return previous;
-        } catch (SQLFeatureNotSupportedException | UnsupportedOperationException e) {
-            log.debug("The connection does not support a network timeout; relying on the statement timeout", e);
-            return null;
-        }
-    }
-
-    private void release(Handle handle, Connection connection, Integer previousNetworkTimeout) {
-        try {
-            if (previousNetworkTimeout != null && !connection.isClosed()) {
-                connection.setNetworkTimeout(DIRECT, previousNetworkTimeout);
-            }
-        } catch (SQLException | RuntimeException e) {
-            log.debug("Could not restore the connection's network timeout", e);
-        }
-        try {
-            handle.close();
-        } catch (RuntimeException e) {
-            // The work is done (committed or rolled back) by now; a broken connection fails to close quietly.
-            log.debug("Could not close a connection cleanly", e);
-        }
-    }
-
-    /**
-     * Checks a mark's or a listing's {@code limit}.
-     *
-     * @throws IllegalArgumentException if it is less than 1
-     */
+    /** Checks a mark's or a listing's {@code limit} ({@link SqlChecks#limit}). */
     protected static int limit(int limit) {
-        if (limit < 1) {
-            throw new IllegalArgumentException("limit must be at least 1: " + limit);
-        }
-        return limit;
+        return SqlChecks.limit(limit);
     }
 
-    /**
-     * The ids, checked, without duplicates, ascending (so that rows are always locked in the same order).
-     *
-     * @throws IllegalArgumentException naming the position of a null id
-     */
+    /** The ids, checked, without duplicates, ascending ({@link SqlChecks#ids}). */
     protected static List<Long> ids(String what, Collection<Long> ids) {
-        Objects.requireNonNull(ids, what + " must not be null");
-        TreeSet<Long> sorted = new TreeSet<>();
-        int i = 0;
-        for (Long id : ids) {
-            if (id == null) {
-                throw new IllegalArgumentException(what + " contains null at position " + i);
-            }
-            sorted.add(id);
-            i++;
-        }
-        return new ArrayList<>(sorted);
-    }
-
-    /**
-     * The reasons to park rows with, by ascending id: a null reason becomes {@code "(no reason given)"}, and each
-     * reason passes through {@code clean}, which makes it storable in the database's text column.
-     *
-     * @throws IllegalArgumentException if an id is null
-     */
-    protected static TreeMap<Long, String> reasons(Map<Long, String> reasons, UnaryOperator<String> clean) {
-        Objects.requireNonNull(reasons, "reasons must not be null");
-        TreeMap<Long, String> sorted = new TreeMap<>();
-        for (Map.Entry<Long, String> entry : reasons.entrySet()) {
-            if (entry.getKey() == null) {
-                throw new IllegalArgumentException("reasons contains a null id");
-            }
-            sorted.put(entry.getKey(), clean.apply(entry.getValue() == null ? "(no reason given)" : entry.getValue()));
-        }
-        return sorted;
-    }
-
-    /**
-     * The next attempt times to record by id, ascending (so that rows are always locked in the same order).
-     *
-     * @throws IllegalArgumentException naming a null id or the id of a null time
-     */
-    protected static TreeMap<Long, Instant> nextAttempts(Map<Long, Instant> nextAttempts) {
-        Objects.requireNonNull(nextAttempts, "nextAttempts must not be null");
-        TreeMap<Long, Instant> sorted = new TreeMap<>();
-        for (Map.Entry<Long, Instant> entry : nextAttempts.entrySet()) {
-            if (entry.getKey() == null) {
-                throw new IllegalArgumentException("nextAttempts contains a null id");
-            }
-            if (entry.getValue() == null) {
-                throw new IllegalArgumentException("nextAttempts has no time for id " + entry.getKey());
-            }
-            sorted.put(entry.getKey(), entry.getValue());
-        }
-        return sorted;
+        return SqlChecks.ids(what, ids);
     }
 
     /**
@@ -692,120 +653,20 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     }
 
     /**
-     * The settings every SQL store has. Not thread-safe; {@code build()} returns an immutable store. Every setter
-     * rejects a bad value at once, naming it.
+     * The settings every SQL store has ({@link SqlStoreBuilder}). Not thread-safe; {@code build()} returns an
+     * immutable store.
      *
      * @param <B> the store's own builder
      * @param <S> the store
      */
-    @SuppressWarnings("unchecked") // B is the concrete builder itself
-    public abstract static class Builder<B extends Builder<B, S>, S extends SqlStore> {
-        private final Jdbi jdbi;
-        private final SqlDialect dialect;
-        private final Function<B, S> store;
-        private String schema;
-        private String table = DEFAULT_TABLE;
-        private Duration statementTimeout = DEFAULT_STATEMENT_TIMEOUT;
-        private int maxKeyLength;
-        private final List<MessageDecorator> decorators = new ArrayList<>();
-        private boolean fencing = true;
-        private int shards = 1;
-
+    public abstract static class Builder<B extends Builder<B, S>, S extends SqlStore> extends SqlStoreBuilder<B, S> {
         /**
          * @param jdbi    where the store takes its connections
          * @param dialect what the store's database differs in
          * @param store   builds the store from this builder
          */
         protected Builder(Jdbi jdbi, SqlDialect dialect, Function<B, S> store) {
-            this.jdbi = Objects.requireNonNull(jdbi, "jdbi must not be null");
-            this.dialect = Objects.requireNonNull(dialect, "dialect must not be null");
-            this.store = Objects.requireNonNull(store, "store must not be null");
-            this.maxKeyLength = dialect.defaultMaxKeyLength();
-        }
-
-        /**
-         * The schema (MySQL: the database) of the outbox tables. Default: none, so the tables are found through
-         * the connection's defaults (Postgres' {@code search_path}, MySQL's current database). Lower-case letters,
-         * digits and underscores, at most the database's identifier limit (63 characters in Postgres, 64 in
-         * MySQL).
-         */
-        public final B schema(String schema) {
-            this.schema = dialect.tableNames().validateSchema(schema);
-            return (B) this;
-        }
-
-        /**
-         * The outbox table's name; the parked rows go to a table of the same name with {@code _parked} appended.
-         * Default {@value SqlStore#DEFAULT_TABLE}. Lower-case letters, digits and underscores, short enough for the
-         * parked table's name to fit the database's identifier limit (at most 56 characters in Postgres, 57 in
-         * MySQL).
-         */
-        public final B table(String table) {
-            this.table = dialect.tableNames().validateTable(table);
-            return (B) this;
-        }
-
-        /**
-         * The longest any statement (or lock wait) of a store call may take; default 30 s, at least 1 ms. Where it
-         * is applied as a JDBC query timeout, it is rounded up to whole seconds.
-         */
-        public final B statementTimeout(Duration statementTimeout) {
-            this.statementTimeout = SqlStoreSettings.statementTimeout(statementTimeout);
-            return (B) this;
-        }
-
-        /**
-         * The longest key, in characters (Unicode code points: a character outside the Basic Multilingual Plane
-         * counts once), that the publisher writes and that a marked row may have (a longer one, written by plain
-         * SQL, is rejected so that the dispatcher parks it). Set it to what your consumers accept; the store's
-         * documentation gives its default.
-         */
-        public final B maxKeyLength(int maxKeyLength) {
-            this.maxKeyLength = SqlStoreSettings.maxKeyLength(maxKeyLength);
-            return (B) this;
-        }
-
-        /**
-         * Adds a decorator that the publisher applies to every message before writing it (after the decorators
-         * added before it): to add or change headers, or to reject a message; see {@link MessageDecorator}. None by
-         * default.
-         */
-        public final B decorator(MessageDecorator decorator) {
-            decorators.add(Objects.requireNonNull(decorator, "decorator must not be null"));
-            return (B) this;
-        }
-
-        /**
-         * Storage fencing: whether the dispatcher takes the outbox's leader epoch in the database when it becomes
-         * leader, and every purge, failure record, park and mark of a leader checks that epoch in the same statement
-         * (Postgres) or transaction (MySQL), so that a deposed leader's writes (a process paused past its lease, or
-         * cut off, that resumes after a successor took over) change nothing. Default on: the check costs little (see
-         * the README's "Failure modes"). Needs the leader table, {@code <table>_leader}, which {@code createSchema()}
-         * and the shipped migrations create; turn it off only for a schema without it.
-         */
-        public final B fencing(boolean fencing) {
-            this.fencing = fencing;
-            return (B) this;
-        }
-
-        /**
-         * How many shards the outbox is split into (see the README's "Sharded harvest"): each row's shard is
-         * {@link dev.outbox.OutboxShards#shardOf} of its key, computed by the table (a generated column that
-         * {@link SqlStore#schemaSql()} adds, indexed with the id), and the dispatcher harvests each shard through
-         * {@link SqlStore#shard} with a leader and an epoch of its own. Default 1: today's table and statements. The
-         * store refuses a table made for another count ({@link SqlStore#checkShards()}).
-         *
-         * @throws IllegalArgumentException naming the count if it is not between 1 and
-         *                                  {@link dev.outbox.OutboxShards#MAX_SHARDS}
-         */
-        public final B shards(int shards) {
-            this.shards = dev.outbox.OutboxShards.checkCount(shards);
-            return (B) this;
-        }
-
-        /** The store, immutable and thread-safe. */
-        public final S build() {
-            return store.apply((B) this);
+            super(jdbi, dialect, store);
         }
     }
 }

@@ -1,0 +1,129 @@
+package dev.outbox.store.sql;
+
+import dev.outbox.MessageDecorator;
+import dev.outbox.spi.SqlStoreSettings;
+import org.jdbi.v3.core.Jdbi;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.function.Function;
+
+/**
+ * The settings every SQL store has. Not thread-safe; {@code build()} returns an immutable store. Every setter
+ * rejects a bad value at once, naming it.
+ *
+ * @param <B> the store's own builder
+ * @param <S> the store
+ */
+@SuppressWarnings("unchecked") // B is the concrete builder itself
+public abstract class SqlStoreBuilder<B extends SqlStoreBuilder<B, S>, S extends SqlStore> {
+    final Jdbi jdbi;
+    final SqlDialect dialect;
+    final Function<B, S> store;
+    String schema;
+    String table = SqlStore.DEFAULT_TABLE;
+    Duration statementTimeout = SqlStore.DEFAULT_STATEMENT_TIMEOUT;
+    int maxKeyLength;
+    final List<MessageDecorator> decorators = new ArrayList<>();
+    boolean fencing = true;
+    int shards = 1;
+
+    /**
+     * @param jdbi    where the store takes its connections
+     * @param dialect what the store's database differs in
+     * @param store   builds the store from this builder
+     */
+    SqlStoreBuilder(Jdbi jdbi, SqlDialect dialect, Function<B, S> store) {
+        this.jdbi = Objects.requireNonNull(jdbi, "jdbi must not be null");
+        this.dialect = Objects.requireNonNull(dialect, "dialect must not be null");
+        this.store = Objects.requireNonNull(store, "store must not be null");
+        this.maxKeyLength = dialect.defaultMaxKeyLength();
+    }
+
+    /**
+     * The schema (MySQL: the database) of the outbox tables. Default: none, so the tables are found through
+     * the connection's defaults (Postgres' {@code search_path}, MySQL's current database). Lower-case letters,
+     * digits and underscores, at most the database's identifier limit (63 characters in Postgres, 64 in
+     * MySQL).
+     */
+    public final B schema(String schema) {
+        this.schema = dialect.tableNames().validateSchema(schema);
+        return (B) this;
+    }
+
+    /**
+     * The outbox table's name; the parked rows go to a table of the same name with {@code _parked} appended.
+     * Default {@value SqlStore#DEFAULT_TABLE}. Lower-case letters, digits and underscores, short enough for the
+     * parked table's name to fit the database's identifier limit (at most 56 characters in Postgres, 57 in
+     * MySQL).
+     */
+    public final B table(String table) {
+        this.table = dialect.tableNames().validateTable(table);
+        return (B) this;
+    }
+
+    /**
+     * The longest any statement (or lock wait) of a store call may take; default 30 s, at least 1 ms. Where it
+     * is applied as a JDBC query timeout, it is rounded up to whole seconds.
+     */
+    public final B statementTimeout(Duration statementTimeout) {
+        this.statementTimeout = SqlStoreSettings.statementTimeout(statementTimeout);
+        return (B) this;
+    }
+
+    /**
+     * The longest key, in characters (Unicode code points: a character outside the Basic Multilingual Plane
+     * counts once), that the publisher writes and that a marked row may have (a longer one, written by plain
+     * SQL, is rejected so that the dispatcher parks it). Set it to what your consumers accept; the store's
+     * documentation gives its default.
+     */
+    public final B maxKeyLength(int maxKeyLength) {
+        this.maxKeyLength = SqlStoreSettings.maxKeyLength(maxKeyLength);
+        return (B) this;
+    }
+
+    /**
+     * Adds a decorator that the publisher applies to every message before writing it (after the decorators
+     * added before it): to add or change headers, or to reject a message; see {@link MessageDecorator}. None by
+     * default.
+     */
+    public final B decorator(MessageDecorator decorator) {
+        decorators.add(Objects.requireNonNull(decorator, "decorator must not be null"));
+        return (B) this;
+    }
+
+    /**
+     * Storage fencing: whether the dispatcher takes the outbox's leader epoch in the database when it becomes
+     * leader, and every purge, failure record, park and mark of a leader checks that epoch in the same statement
+     * (Postgres) or transaction (MySQL), so that a deposed leader's writes (a process paused past its lease, or
+     * cut off, that resumes after a successor took over) change nothing. Default on: the check costs little (see
+     * the README's "Failure modes"). Needs the leader table, {@code <table>_leader}, which {@code createSchema()}
+     * and the shipped migrations create; turn it off only for a schema without it.
+     */
+    public final B fencing(boolean fencing) {
+        this.fencing = fencing;
+        return (B) this;
+    }
+
+    /**
+     * How many shards the outbox is split into (see the README's "Sharded harvest"): each row's shard is
+     * {@link dev.outbox.OutboxShards#shardOf} of its key, computed by the table (a generated column that
+     * {@link SqlStore#schemaSql()} adds, indexed with the id), and the dispatcher harvests each shard through
+     * {@link SqlStore#shard} with a leader and an epoch of its own. Default 1: today's table and statements. The
+     * store refuses a table made for another count ({@link SqlStore#checkShards()}).
+     *
+     * @throws IllegalArgumentException naming the count if it is not between 1 and
+     *                                  {@link dev.outbox.OutboxShards#MAX_SHARDS}
+     */
+    public final B shards(int shards) {
+        this.shards = dev.outbox.OutboxShards.checkCount(shards);
+        return (B) this;
+    }
+
+    /** The store, immutable and thread-safe. */
+    public final S build() {
+        return store.apply((B) this);
+    }
+}
