@@ -1039,20 +1039,49 @@ public final class Simulation {
      * forgot their shard, each one the whole store (every shard's rows, the outbox's one epoch).
      */
     static Store forgetfulShards(Store store) {
-        return (Store) java.lang.reflect.Proxy.newProxyInstance(Store.class.getClassLoader(),
-                new Class<?>[] {Store.class}, (proxy, method, args) -> {
-                    if (method.getName().equals("shard") && method.getParameterCount() == 1) {
-                        return store;
-                    }
-                    if (method.getName().equals("toString") && method.getParameterCount() == 0) {
-                        return store + " (its shards forget their filter)";
-                    }
-                    try {
-                        return method.invoke(store, args);
-                    } catch (java.lang.reflect.InvocationTargetException e) {
-                        throw e.getCause();
-                    }
-                });
+        dev.outbox.spi.Sharding forgetful = new dev.outbox.spi.Sharding() {
+            @Override
+            public int shards() {
+                return dev.outbox.spi.Sharding.of(store);
+            }
+
+            @Override
+            public Store shard(int index) {
+                return store;
+            }
+        };
+        return new Store() {
+            @Override
+            public dev.outbox.Publisher publisher() {
+                return store.publisher();
+            }
+
+            @Override
+            public void purge(java.util.Collection<Long> ids) {
+                store.purge(ids);
+            }
+
+            @Override
+            public void retryLater(java.util.Map<Long, java.time.Instant> nextAttempts) {
+                store.retryLater(nextAttempts);
+            }
+
+            @Override
+            public void park(java.util.Map<Long, String> reasons) {
+                store.park(reasons);
+            }
+
+            @Override
+            public <T> java.util.Optional<T> capability(Class<T> type) {
+                return type == dev.outbox.spi.Sharding.class ? java.util.Optional.of(type.cast(forgetful))
+                        : store.capability(type);
+            }
+
+            @Override
+            public String toString() {
+                return store + " (its shards forget their filter)";
+            }
+        };
     }
 
     static String ms(long nanos) {
