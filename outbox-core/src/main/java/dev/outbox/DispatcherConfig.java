@@ -10,9 +10,9 @@ import java.util.Objects;
  * <table>
  *   <caption>Settings and defaults</caption>
  *   <tr><th>setting</th><th>default</th><th>meaning</th></tr>
- *   <tr><td>markBatchSize</td><td>100</td><td>rows marked per mark query ({@link Harvest#MARK}); with
- *       {@link Harvest#CURSOR}, the least free room in flight worth a read, which then reads as many rows as there is
- *       room for</td></tr>
+ *   <tr><td>markBatchSize</td><td>100</td><td>rows marked per mark query ({@link Harvest#MARK})</td></tr>
+ *   <tr><td>readBatchSize</td><td>markBatchSize</td><td>{@link Harvest#CURSOR}: the least free room in flight worth
+ *       a read, which then reads as many rows as there is room for</td></tr>
  *   <tr><td>maxInFlightRecords</td><td>1000</td><td>records sent but not yet acknowledged and purged</td></tr>
  *   <tr><td>maxInFlightBytes</td><td>an eighth of the heap ({@link #defaultMaxInFlightBytes()})</td><td>bytes
  *       (value + key + headers) of the records read and not yet acknowledged and purged; the leader stops reading
@@ -26,10 +26,13 @@ import java.util.Objects;
  *       fences itself</td></tr>
  *   <tr><td>queueTimeout</td><td>30 s</td><td>a send still unacknowledged after this long is reported as
  *       stuck</td></tr>
- *   <tr><td>ioErrorBackoff</td><td>500 ms</td><td>first wait after a failed store call, and the backoff
- *       before a failed record's first retry (per record, between half and all of it: jitter); doubles on repeated
- *       failures up to maxIoErrorBackoff</td></tr>
- *   <tr><td>maxIoErrorBackoff</td><td>10 s</td><td>cap of the exponential backoff</td></tr>
+ *   <tr><td>ioErrorBackoff</td><td>500 ms</td><td>store writes' retry ({@link #storeRetry()}): first wait after a
+ *       failed store call; doubles on repeated failures up to maxIoErrorBackoff</td></tr>
+ *   <tr><td>maxIoErrorBackoff</td><td>10 s</td><td>cap of the store writes' backoff</td></tr>
+ *   <tr><td>deliveryBackoff</td><td>ioErrorBackoff</td><td>deliveries' retry ({@link #deliveryRetry()}): the
+ *       backoff before a failed record's first retry (per record, between half and all of it: jitter), and of a
+ *       broker outage's shared retry; doubles per failure up to maxDeliveryBackoff</td></tr>
+ *   <tr><td>maxDeliveryBackoff</td><td>maxIoErrorBackoff</td><td>cap of the deliveries' backoff</td></tr>
  *   <tr><td>maxAttempts</td><td>10</td><td>failed deliveries after which a record is parked</td></tr>
  *   <tr><td>drainTimeout</td><td>10 s</td><td>how long close() and a revocation wait for in-flight records
  *       to be acknowledged</td></tr>
@@ -97,6 +100,9 @@ public final class DispatcherConfig {
     private final Duration queueTimeout;
     private final Duration ioErrorBackoff;
     private final Duration maxIoErrorBackoff;
+    private final Duration deliveryBackoff;
+    private final Duration maxDeliveryBackoff;
+    private final int readBatchSize;
     private final int maxAttempts;
     private final Duration drainTimeout;
     private final Duration metricsInterval;
@@ -115,6 +121,9 @@ public final class DispatcherConfig {
         this.queueTimeout = b.queueTimeout;
         this.ioErrorBackoff = b.ioErrorBackoff;
         this.maxIoErrorBackoff = b.maxIoErrorBackoff;
+        this.deliveryBackoff = b.deliveryBackoff != null ? b.deliveryBackoff : b.ioErrorBackoff;
+        this.maxDeliveryBackoff = b.maxDeliveryBackoff != null ? b.maxDeliveryBackoff : b.maxIoErrorBackoff;
+        this.readBatchSize = b.readBatchSize > 0 ? b.readBatchSize : b.markBatchSize;
         this.maxAttempts = b.maxAttempts;
         this.harvest = b.harvest;
         this.rescanInterval = b.rescanInterval;
@@ -145,6 +154,9 @@ public final class DispatcherConfig {
         b.queueTimeout = queueTimeout;
         b.ioErrorBackoff = ioErrorBackoff;
         b.maxIoErrorBackoff = maxIoErrorBackoff;
+        b.deliveryBackoff = deliveryBackoff;
+        b.maxDeliveryBackoff = maxDeliveryBackoff;
+        b.readBatchSize = readBatchSize;
         b.maxAttempts = maxAttempts;
         b.drainTimeout = drainTimeout;
         b.metricsInterval = metricsInterval;
@@ -155,6 +167,11 @@ public final class DispatcherConfig {
 
     public int markBatchSize() {
         return markBatchSize;
+    }
+
+    /** The least free room in flight worth a cursor read; see the class documentation. */
+    public int readBatchSize() {
+        return readBatchSize;
     }
 
     public int maxInFlightRecords() {
@@ -209,6 +226,37 @@ public final class DispatcherConfig {
         return maxIoErrorBackoff;
     }
 
+    /** The backoff before a failed record's first retry; {@link #ioErrorBackoff()} unless set. */
+    public Duration deliveryBackoff() {
+        return deliveryBackoff;
+    }
+
+    /** The cap of the deliveries' backoff; {@link #maxIoErrorBackoff()} unless set. */
+    public Duration maxDeliveryBackoff() {
+        return maxDeliveryBackoff;
+    }
+
+    /**
+     * How a failed store call (a read, a mark, a purge, a retry time or a park written) is retried: exponential from
+     * {@link #ioErrorBackoff()} up to {@link #maxIoErrorBackoff()}.
+     *
+     * @return the policy as a value
+     */
+    public dev.outbox.spi.Backoff storeRetry() {
+        return dev.outbox.spi.Backoff.exponential(ioErrorBackoff, maxIoErrorBackoff);
+    }
+
+    /**
+     * How a failed delivery is retried: per record, exponential from {@link #deliveryBackoff()} up to
+     * {@link #maxDeliveryBackoff()} by its attempt count, with jitter; in a broker outage, the same backoff shared by
+     * every key.
+     *
+     * @return the policy as a value
+     */
+    public dev.outbox.spi.Backoff deliveryRetry() {
+        return dev.outbox.spi.Backoff.exponential(deliveryBackoff, maxDeliveryBackoff);
+    }
+
     public int maxAttempts() {
         return maxAttempts;
     }
@@ -243,7 +291,9 @@ public final class DispatcherConfig {
                 + ", pollInterval=" + pollInterval
                 + ", markBackoff=" + markBackoff + ", heartbeatTimeout=" + heartbeatTimeout
                 + ", queueTimeout=" + queueTimeout + ", ioErrorBackoff=" + ioErrorBackoff
-                + ", maxIoErrorBackoff=" + maxIoErrorBackoff + ", maxAttempts=" + maxAttempts
+                + ", maxIoErrorBackoff=" + maxIoErrorBackoff + ", deliveryBackoff=" + deliveryBackoff
+                + ", maxDeliveryBackoff=" + maxDeliveryBackoff + ", readBatchSize=" + readBatchSize
+                + ", maxAttempts=" + maxAttempts
                 + ", drainTimeout=" + drainTimeout + ", metricsInterval=" + metricsInterval + ", harvest=" + harvest
                 + ", rescanInterval=" + rescanInterval + ", afterPark=" + afterPark + '}';
     }
@@ -260,6 +310,12 @@ public final class DispatcherConfig {
         private Duration queueTimeout = Duration.ofSeconds(30);
         private Duration ioErrorBackoff = Duration.ofMillis(500);
         private Duration maxIoErrorBackoff = Duration.ofSeconds(10);
+        /** Null: as {@link #ioErrorBackoff}. */
+        private Duration deliveryBackoff;
+        /** Null: as {@link #maxIoErrorBackoff}. */
+        private Duration maxDeliveryBackoff;
+        /** 0: as {@link #markBatchSize}. */
+        private int readBatchSize;
         private int maxAttempts = 10;
         private Duration drainTimeout = Duration.ofSeconds(10);
         private Duration metricsInterval = Duration.ofSeconds(5);
@@ -336,6 +392,44 @@ public final class DispatcherConfig {
             return this;
         }
 
+        /**
+         * The least free room in flight worth a cursor read ({@link Harvest#CURSOR}); default: the
+         * {@code markBatchSize}.
+         *
+         * @param value rows, at least 1 and at most {@code maxInFlightRecords}
+         * @return this builder
+         * @throws IllegalArgumentException naming the value if it is below 1
+         */
+        public Builder readBatchSize(int value) {
+            this.readBatchSize = positive("readBatchSize", value);
+            return this;
+        }
+
+        /**
+         * The backoff before a failed record's first retry, doubling per failure of the record up to
+         * {@code maxDeliveryBackoff} (and of a broker outage's shared retry); default: the {@code ioErrorBackoff}.
+         *
+         * @param value a positive duration
+         * @return this builder
+         * @throws IllegalArgumentException naming the value if it is not positive
+         */
+        public Builder deliveryBackoff(Duration value) {
+            this.deliveryBackoff = positive("deliveryBackoff", value);
+            return this;
+        }
+
+        /**
+         * The cap of the deliveries' backoff; default: the {@code maxIoErrorBackoff}.
+         *
+         * @param value a positive duration, at least the delivery backoff
+         * @return this builder
+         * @throws IllegalArgumentException naming the value if it is not positive
+         */
+        public Builder maxDeliveryBackoff(Duration value) {
+            this.maxDeliveryBackoff = positive("maxDeliveryBackoff", value);
+            return this;
+        }
+
         public Builder maxAttempts(int value) {
             this.maxAttempts = positive("maxAttempts", value);
             return this;
@@ -390,6 +484,16 @@ public final class DispatcherConfig {
             if (ioErrorBackoff.compareTo(maxIoErrorBackoff) > 0) {
                 throw new IllegalArgumentException("ioErrorBackoff (" + ioErrorBackoff
                         + ") must not exceed maxIoErrorBackoff (" + maxIoErrorBackoff + ")");
+            }
+            Duration delivery = deliveryBackoff != null ? deliveryBackoff : ioErrorBackoff;
+            Duration maxDelivery = maxDeliveryBackoff != null ? maxDeliveryBackoff : maxIoErrorBackoff;
+            if (delivery.compareTo(maxDelivery) > 0) {
+                throw new IllegalArgumentException("deliveryBackoff (" + delivery
+                        + ") must not exceed maxDeliveryBackoff (" + maxDelivery + ")");
+            }
+            if (readBatchSize > maxInFlightRecords) {
+                throw new IllegalArgumentException("readBatchSize (" + readBatchSize
+                        + ") must not exceed maxInFlightRecords (" + maxInFlightRecords + ")");
             }
             return new DispatcherConfig(this);
         }

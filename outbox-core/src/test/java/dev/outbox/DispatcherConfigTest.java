@@ -58,4 +58,29 @@ class DispatcherConfigTest {
         assertThat(c.toBuilder().build().maxInFlightBytes()).isEqualTo(12_345);
         assertThat(c.toBuilder().build().toString()).isEqualTo(c.toString());
     }
+
+    @Test
+    void storeWritesAndDeliveriesRetryByPoliciesOfTheirOwnAndTheReadSizeIsApartFromTheMarkBatch() {
+        DispatcherConfig followers = DispatcherConfig.builder().ioErrorBackoff(Duration.ofMillis(20))
+                .maxIoErrorBackoff(Duration.ofSeconds(1)).markBatchSize(50).build();
+        assertThat(followers.deliveryBackoff()).as("unset: as the store's").isEqualTo(Duration.ofMillis(20));
+        assertThat(followers.maxDeliveryBackoff()).isEqualTo(Duration.ofSeconds(1));
+        assertThat(followers.readBatchSize()).as("unset: the mark batch").isEqualTo(50);
+
+        DispatcherConfig apart = followers.toBuilder().deliveryBackoff(Duration.ofSeconds(2))
+                .maxDeliveryBackoff(Duration.ofMinutes(5)).readBatchSize(400).build();
+        assertThat(apart.storeRetry().delay(1)).isEqualTo(Duration.ofMillis(20));
+        assertThat(apart.storeRetry().delay(30)).isEqualTo(Duration.ofSeconds(1));
+        assertThat(apart.deliveryRetry().delay(1)).isEqualTo(Duration.ofSeconds(2));
+        assertThat(apart.deliveryRetry().delay(30)).isEqualTo(Duration.ofMinutes(5));
+        assertThat(apart.readBatchSize()).isEqualTo(400);
+        assertThat(apart.markBatchSize()).isEqualTo(50);
+
+        assertThatThrownBy(() -> DispatcherConfig.builder().deliveryBackoff(Duration.ofMinutes(1)).build())
+                .hasMessage("deliveryBackoff (PT1M) must not exceed maxDeliveryBackoff (PT10S)");
+        assertThatThrownBy(() -> DispatcherConfig.builder().readBatchSize(2000).build())
+                .hasMessage("readBatchSize (2000) must not exceed maxInFlightRecords (1000)");
+        assertThatThrownBy(() -> DispatcherConfig.builder().readBatchSize(0))
+                .hasMessage("readBatchSize must be at least 1, was 0");
+    }
 }

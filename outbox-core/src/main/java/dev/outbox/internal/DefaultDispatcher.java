@@ -113,13 +113,13 @@ public final class DefaultDispatcher implements Dispatcher {
                     + " parked keys (ParkedKeys), and " + store.getClass().getName() + " does not; use MOVE_ON");
         }
         KeySchedule schedule = new KeySchedule(config.maxInFlightRecords(), config.maxInFlightBytes(),
-                config.ioErrorBackoff(), config.maxIoErrorBackoff(), config.maxAttempts(), clock, runtime::random);
+                config.deliveryBackoff(), config.maxDeliveryBackoff(), config.maxAttempts(), clock, runtime::random);
         schedule.retryAtTail = runtime.planted(PlantedBug.RETRY_OVERTAKES_HEAD);
         schedule.holdKeysAfterPark(holdKeys);
         this.state = new EngineState(runtime, schedule,
                 config.harvest() == DispatcherConfig.Harvest.CURSOR ? new HarvestCursor(MAX_GAPS) : null);
         this.events = new EngineEvents(name, listener, clock, holdKeys);
-        Backoff ioBackoff = Backoff.exponential(config.ioErrorBackoff(), config.maxIoErrorBackoff());
+        Backoff ioBackoff = config.storeRetry();
         StoreWrites writes = new StoreWrites(name, store, ioBackoff, config.maxIoErrorBackoff(), events);
         Fences fences = new Fences(name, state, writes, events);
         this.settle = new SettleLoop(name, config, runtime, store, state, writes, fences, events, ioBackoff);

@@ -181,7 +181,8 @@ final class HarvestLoop implements Runnable {
             }
             HarvestDecision.Inputs in = new HarvestDecision.Inputs(l.leading(), leaseValid.getAsBoolean(), l.epoch(),
                     l.leaderships(), l.epochLost(), l.brokerFencedNow(), state.underway(), schedule.hasReady(),
-                    schedule.room(), schedule.readThreshold(config.markBatchSize()), writes.fencing, holdKeys, p,
+                    schedule.room(), schedule.readThreshold(config.harvest() == DispatcherConfig.Harvest.CURSOR
+                            ? config.readBatchSize() : config.markBatchSize()), writes.fencing, holdKeys, p,
                     ended && now - p.harvestEndedAt >= config.drainTimeout().toNanos(),
                     now - p.lastHoldsRead >= HOLD_CHECK_INTERVAL.toNanos());
             HarvestDecision.Decision d = HarvestDecision.decide(in);

@@ -43,10 +43,16 @@ public final class OutboxDispatcherProperties {
     private Duration heartbeatTimeout = Duration.ofSeconds(5);
     /** A send still unacknowledged after this long is reported as stuck. */
     private Duration queueTimeout = Duration.ofSeconds(30);
-    /** First wait after a failed store call or delivery; doubles on repeated failures. */
+    /** First wait after a failed store call; doubles on repeated failures. */
     private Duration ioErrorBackoff = Duration.ofMillis(500);
-    /** Cap of the I/O error backoff. */
+    /** Cap of the store calls' backoff. */
     private Duration maxIoErrorBackoff = Duration.ofSeconds(10);
+    /** The backoff before a failed record's first retry; as io-error-backoff when not set. */
+    private Duration deliveryBackoff;
+    /** Cap of the deliveries' backoff; as max-io-error-backoff when not set. */
+    private Duration maxDeliveryBackoff;
+    /** Cursor harvest: the least free room in flight worth a read; as mark-batch-size when not set. */
+    private Integer readBatchSize;
     /** Failed deliveries after which a record is parked. */
     private int maxAttempts = 10;
     /** How long shutdown (and a leadership revocation) waits for in-flight records. */
@@ -254,8 +260,8 @@ public final class OutboxDispatcherProperties {
     }
 
     /**
-     * {@return the first wait after a failed store call or delivery, doubling on repeated failures; 500 ms by default}
-     * Bound from the {@code io-error-backoff} property.
+     * {@return the first wait after a failed store call, doubling on repeated failures (and the deliveries' too, unless
+     * {@code delivery-backoff} is set); 500 ms by default} Bound from the {@code io-error-backoff} property.
      */
     public Duration getIoErrorBackoff() {
         return ioErrorBackoff;
@@ -285,6 +291,60 @@ public final class OutboxDispatcherProperties {
      */
     public void setMaxIoErrorBackoff(Duration maxIoErrorBackoff) {
         this.maxIoErrorBackoff = maxIoErrorBackoff;
+    }
+
+    /**
+     * {@return the backoff before a failed record's first retry, doubling per failure up to
+     * {@code max-delivery-backoff}; {@code null} (the default) for the {@code io-error-backoff}} Bound from the
+     * {@code delivery-backoff} property.
+     */
+    public Duration getDeliveryBackoff() {
+        return deliveryBackoff;
+    }
+
+    /**
+     * Sets the {@code delivery-backoff} property.
+     *
+     * @param deliveryBackoff a positive duration, at most {@code max-delivery-backoff}, or {@code null}; checked by
+     *                        {@link #toConfig}
+     */
+    public void setDeliveryBackoff(Duration deliveryBackoff) {
+        this.deliveryBackoff = deliveryBackoff;
+    }
+
+    /**
+     * {@return the cap of the deliveries' backoff; {@code null} (the default) for the {@code max-io-error-backoff}}
+     * Bound from the {@code max-delivery-backoff} property.
+     */
+    public Duration getMaxDeliveryBackoff() {
+        return maxDeliveryBackoff;
+    }
+
+    /**
+     * Sets the {@code max-delivery-backoff} property.
+     *
+     * @param maxDeliveryBackoff a positive duration, or {@code null}; checked by {@link #toConfig}
+     */
+    public void setMaxDeliveryBackoff(Duration maxDeliveryBackoff) {
+        this.maxDeliveryBackoff = maxDeliveryBackoff;
+    }
+
+    /**
+     * {@return the cursor harvest's least free room in flight worth a read; {@code null} (the default) for the
+     * {@code mark-batch-size}} Bound from the {@code read-batch-size} property.
+     */
+    public Integer getReadBatchSize() {
+        return readBatchSize;
+    }
+
+    /**
+     * Sets the {@code read-batch-size} property.
+     *
+     * @param readBatchSize at least 1 and at most {@code max-in-flight-records}, or {@code null}; checked by
+     *                      {@link #toConfig}
+     */
+    public void setReadBatchSize(Integer readBatchSize) {
+        this.readBatchSize = readBatchSize;
     }
 
     /**
@@ -414,6 +474,15 @@ public final class OutboxDispatcherProperties {
         OutboxProperties.set(prefix + ".queue-timeout", queueTimeout, b::queueTimeout);
         OutboxProperties.set(prefix + ".io-error-backoff", ioErrorBackoff, b::ioErrorBackoff);
         OutboxProperties.set(prefix + ".max-io-error-backoff", maxIoErrorBackoff, b::maxIoErrorBackoff);
+        if (deliveryBackoff != null) {
+            OutboxProperties.set(prefix + ".delivery-backoff", deliveryBackoff, b::deliveryBackoff);
+        }
+        if (maxDeliveryBackoff != null) {
+            OutboxProperties.set(prefix + ".max-delivery-backoff", maxDeliveryBackoff, b::maxDeliveryBackoff);
+        }
+        if (readBatchSize != null) {
+            OutboxProperties.set(prefix + ".read-batch-size", readBatchSize, b::readBatchSize);
+        }
         OutboxProperties.set(prefix + ".max-attempts", maxAttempts, b::maxAttempts);
         OutboxProperties.set(prefix + ".drain-timeout", drainTimeout, b::drainTimeout);
         OutboxProperties.set(prefix + ".metrics-interval", metricsInterval, b::metricsInterval);

@@ -4,7 +4,6 @@ import dev.outbox.testkit.Capabilities;
 
 import dev.outbox.spi.CommitSignals;
 
-import dev.outbox.spi.Store;
 import dev.outbox.spring.app.TestApplication;
 import dev.outbox.store.mysql.MySqlStore;
 import dev.outbox.testservers.JdbcServer;

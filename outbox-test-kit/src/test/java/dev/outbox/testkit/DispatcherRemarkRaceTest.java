@@ -4,7 +4,6 @@ import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.OutboxMessage;
 import dev.outbox.OutboxRecord;
-import dev.outbox.ParkedRecord;
 import dev.outbox.Publisher;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.MarkHarvest;

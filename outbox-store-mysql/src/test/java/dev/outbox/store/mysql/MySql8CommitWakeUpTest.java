@@ -7,7 +7,6 @@ import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.DispatcherHealth;
 import dev.outbox.OutboxMessage;
-import dev.outbox.spi.Store;
 import dev.outbox.testkit.Await;
 import dev.outbox.testkit.InMemoryBroker;
 import dev.outbox.testservers.JdbcServer;
@@ -16,7 +15,6 @@ import org.junit.jupiter.api.Timeout;
 
 import java.sql.Connection;
 import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 

@@ -3,7 +3,6 @@ package dev.outbox.store.postgres;
 import dev.outbox.spi.CommitSignals;
 
 import dev.outbox.spi.Backoff;
-import dev.outbox.spi.Store;
 import org.jdbi.v3.core.Handle;
 import org.jdbi.v3.core.Jdbi;
 import org.postgresql.PGConnection;

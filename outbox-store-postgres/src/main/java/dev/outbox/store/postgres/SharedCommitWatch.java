@@ -3,7 +3,6 @@ package dev.outbox.store.postgres;
 import dev.outbox.spi.CommitSignals;
 
 import dev.outbox.spi.CommitWatchers;
-import dev.outbox.spi.Store;
 
 import java.util.Objects;
 import java.util.function.Function;

@@ -5,7 +5,6 @@ import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.DispatcherHealth;
 import dev.outbox.OutboxMessage;
-import dev.outbox.spi.Store;
 import dev.outbox.testkit.Await;
 import dev.outbox.testkit.InMemoryBroker;
 import org.junit.jupiter.api.AfterAll;

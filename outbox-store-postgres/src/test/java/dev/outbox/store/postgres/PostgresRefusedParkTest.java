@@ -1,6 +1,5 @@
 package dev.outbox.store.postgres;
 
-import dev.outbox.testkit.Capabilities;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outbox.Dispatcher;
@@ -10,9 +9,6 @@ import dev.outbox.OutboxMessage;
 import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
 import dev.outbox.Publisher;
-import dev.outbox.spi.MarkResult;
-import dev.outbox.spi.ReadResult;
-import dev.outbox.spi.IdRange;
 import dev.outbox.spi.StorageFencing;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
@@ -34,7 +30,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;

@@ -7,7 +7,6 @@ import dev.outbox.spi.CommitSignals;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outbox.OutboxShards;
 import dev.outbox.spi.IdRange;
-import dev.outbox.spi.Store;
 import dev.outbox.store.sql.SqlShardsTests;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;

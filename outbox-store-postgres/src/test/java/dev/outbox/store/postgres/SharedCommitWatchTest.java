@@ -2,7 +2,6 @@ package dev.outbox.store.postgres;
 
 import dev.outbox.spi.CommitSignals;
 
-import dev.outbox.spi.Store;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
