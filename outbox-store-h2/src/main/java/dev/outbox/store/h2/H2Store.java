@@ -76,12 +76,24 @@ public final class H2Store extends SqlStore {
         wakeOnCommitted(publisher);
     }
 
-    /** Starts a builder for an H2 store on the connections of {@code jdbi}. */
+    /**
+     * Starts a builder for an H2 store on the connections of {@code jdbi}.
+     *
+     * @param jdbi the connections the store reads and writes through; not null
+     * @return a new builder with the defaults
+     * @throws NullPointerException if {@code jdbi} is null
+     */
     public static Builder builder(Jdbi jdbi) {
         return new Builder(jdbi);
     }
 
-    /** Starts a builder for an H2 store on the connections of {@code dataSource}; use a pooling one. */
+    /**
+     * Starts a builder for an H2 store on the connections of {@code dataSource}; use a pooling one.
+     *
+     * @param dataSource the database the store connects to; not null
+     * @return a new builder with the defaults
+     * @throws NullPointerException if {@code dataSource} is null
+     */
     public static Builder builder(DataSource dataSource) {
         return builder(jdbi(dataSource));
     }
@@ -211,7 +223,11 @@ public final class H2Store extends SqlStore {
         }
     }
 
-    /** How long a read's gap is rechecked before it is taken to have rolled back. */
+    /**
+     * How long a read's gap is rechecked before it is taken to have rolled back.
+     *
+     * @return the late-commit window set on the builder (default 60 s), between 1 ms and a day
+     */
     public Duration lateCommitWindow() {
         return window.window();
     }
@@ -232,8 +248,12 @@ public final class H2Store extends SqlStore {
          * rolled back; default 60 s, at least 1 ms, at most a day. Set it above the longest transaction in which
          * your application writes to the outbox (see the class Javadoc's "Late commits").
          *
-         * @throws IllegalArgumentException naming the bad value
+         * @param lateCommitWindow the window; not null
+         * @return this builder
+         * @throws NullPointerException if {@code lateCommitWindow} is null
+         * @throws IllegalArgumentException naming the bad value if it is below 1 ms or above a day
          */
+
         public Builder lateCommitWindow(Duration lateCommitWindow) {
             this.lateCommitWindow = LateCommitWindow.check(lateCommitWindow);
             return this;
