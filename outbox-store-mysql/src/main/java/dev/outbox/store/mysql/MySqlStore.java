@@ -195,12 +195,23 @@ public final class MySqlStore extends SqlStore {
     /**
      * Starts a builder for a MySQL or MariaDB store on the connections of {@code jdbi}, or, with the other entry
      * point, of a pooling data source.
+     *
+     * @param jdbi the connections the store reads and writes through; not null
+     * @return a new builder with the defaults
+     * @throws NullPointerException if {@code jdbi} is null
      */
     public static Builder builder(Jdbi jdbi) {
         return new Builder(jdbi);
     }
 
-    /** See {@link #builder(Jdbi)}. */
+    /**
+     * Starts a builder for a MySQL or MariaDB store on the connections of {@code dataSource}; use a pooling one.
+     * See {@link #builder(Jdbi)}.
+     *
+     * @param dataSource the database the store connects to; not null
+     * @return a new builder with the defaults
+     * @throws NullPointerException if {@code dataSource} is null
+     */
     public static Builder builder(DataSource dataSource) {
         return new Builder(jdbi(dataSource));
     }
@@ -261,6 +272,8 @@ public final class MySqlStore extends SqlStore {
      * The in-place upgrade of tables created before message ids (the {@code upgrade-message-id.sql} resource of this
      * package), names filled in: statements separated by {@code ;} at the end of a line. {@link #createSchema()} runs
      * it when the {@code message_id} column is missing.
+     *
+     * @return the upgrade script for this store's tables; never null
      */
     public String upgradeSql() {
         return render(UPGRADE_RESOURCE);
@@ -305,7 +318,12 @@ public final class MySqlStore extends SqlStore {
                 + (ranges.isEmpty() ? "" : " and in " + ranges.size() + " recheck range(s)"));
     }
 
-    /** How long a read's gap is rechecked before it is taken to have rolled back. */
+    /**
+     * How long a read's gap is rechecked before it is taken to have rolled back.
+     *
+     * @return the late-commit window set on the builder (default {@link #DEFAULT_LATE_COMMIT_WINDOW}, 60 s), between
+     *         1 ms and a day
+     */
     public Duration lateCommitWindow() {
         return lateCommitWindow.window();
     }
@@ -362,8 +380,12 @@ public final class MySqlStore extends SqlStore {
          * window costs a little: the ids of rolled-back transactions are read again, by primary key, for that long.
          * See the store's "Read" section.
          *
-         * @throws IllegalArgumentException naming the bad value
+         * @param lateCommitWindow the window; not null
+         * @return this builder
+         * @throws NullPointerException if {@code lateCommitWindow} is null
+         * @throws IllegalArgumentException naming the bad value if it is below 1 ms or above a day
          */
+
         public Builder lateCommitWindow(Duration lateCommitWindow) {
             this.lateCommitWindow = LateCommitWindow.check(lateCommitWindow);
             return this;
