@@ -71,12 +71,25 @@ public final class PostgresInbox extends SqlInbox {
         this.settingsSql = "SELECT set_config('statement_timeout', '" + statementTimeout().toMillis() + "', true)";
     }
 
-    /** Starts a builder for an inbox whose own calls (purge, listing) take connections from {@code jdbi}. */
+    /**
+     * Starts a builder for an inbox whose own calls (purge, listing) take connections from {@code jdbi}.
+     *
+     * @param jdbi the connections of the inbox's own calls; not null
+     * @return a new builder with the defaults
+     * @throws NullPointerException if {@code jdbi} is null
+     */
     public static Builder builder(Jdbi jdbi) {
         return new Builder(Objects.requireNonNull(jdbi, "jdbi must not be null"));
     }
 
-    /** Starts a builder for an inbox whose own calls take connections from {@code dataSource}. */
+    /**
+     * Starts a builder for an inbox whose own calls take connections from {@code dataSource}; use a pooling one.
+     *
+     * @param dataSource the database of the inbox's own calls; not null
+     * @return a new builder with the defaults
+     * @throws NullPointerException if {@code dataSource} is null
+     */
+
     public static Builder builder(DataSource dataSource) {
         return new Builder(Jdbi.create(Objects.requireNonNull(dataSource, "dataSource must not be null")));
     }

@@ -182,12 +182,24 @@ public final class PostgresStore extends SqlStore {
         makeViews();
     }
 
-    /** Starts a builder for a Postgres store on the connections of {@code jdbi}. */
+    /**
+     * Starts a builder for a Postgres store on the connections of {@code jdbi}.
+     *
+     * @param jdbi the connections the store reads and writes through; not null
+     * @return a new builder with the defaults
+     * @throws NullPointerException if {@code jdbi} is null
+     */
     public static Builder builder(Jdbi jdbi) {
         return new Builder(jdbi);
     }
 
-    /** Starts a builder for a Postgres store on the connections of {@code dataSource}; use a pooling one. */
+    /**
+     * Starts a builder for a Postgres store on the connections of {@code dataSource}; use a pooling one.
+     *
+     * @param dataSource the database the store connects to; not null
+     * @return a new builder with the defaults
+     * @throws NullPointerException if {@code dataSource} is null
+     */
     public static Builder builder(DataSource dataSource) {
         return builder(jdbi(dataSource));
     }
@@ -258,6 +270,8 @@ public final class PostgresStore extends SqlStore {
      * package), with the configured names filled in; run it after {@link #schemaSql()}'s function exists. It only
      * changes the catalog, so it neither rewrites nor blocks rows for longer than an instant; {@link #createSchema()}
      * runs it when the {@code message_id} column is missing.
+     *
+     * @return the upgrade script for this store's tables; never null
      */
     public String upgradeSql() {
         return render(UPGRADE_RESOURCE);
@@ -497,6 +511,8 @@ public final class PostgresStore extends SqlStore {
     /**
      * The channel this outbox's commits are notified on ({@code LISTEN}/{@code pg_notify}): the table's name,
      * schema-qualified if a schema is set; empty when commit notifications are off or the WAL is harvested.
+     *
+     * @return the channel's name, or empty; never null
      */
     public Optional<String> notifyChannel() {
         return Optional.ofNullable(notifications).map(PgNotifications::channel);
@@ -509,6 +525,7 @@ public final class PostgresStore extends SqlStore {
      * notifications of a transaction into one). Idempotent (Postgres 14 or later). Not applied by
      * {@link #createSchema()}.
      *
+     * @return the trigger's DDL, names filled in
      * @throws IllegalStateException if commit notifications are off or the WAL is harvested
      */
     public String notifyTriggerSql() {
@@ -521,17 +538,30 @@ public final class PostgresStore extends SqlStore {
 
     // ------------------------------------------------------------------------------------------ WAL harvest
 
-    /** Whether this store harvests the write-ahead log ({@link Builder#walHarvest}) rather than its table. */
+    /**
+     * Whether this store harvests the write-ahead log ({@link Builder#walHarvest}) rather than its table.
+     *
+     * @return true with the WAL harvest, false with the table harvest
+     */
     public boolean harvestsWal() {
         return wal != null;
     }
 
-    /** The replication slot of the WAL harvest, or null when the table is harvested. */
+    /**
+     * The replication slot of the WAL harvest.
+     *
+     * @return the slot's name (the one set with {@link WalHarvest.Builder#slot} or the default), or null when the
+     *         table is harvested
+     */
     public String slot() {
         return wal == null ? null : wal.slot();
     }
 
-    /** The prefix of this outbox's logical messages in the WAL, or null when the table is harvested. */
+    /**
+     * The prefix of this outbox's logical messages in the WAL.
+     *
+     * @return the prefix, or null when the table is harvested
+     */
     public String walPrefix() {
         return wal == null ? null : wal.prefix();
     }
@@ -552,6 +582,8 @@ public final class PostgresStore extends SqlStore {
     /**
      * Drops the WAL harvest's replication slot and publication, if they exist; every message not yet published is
      * lost with the slot. Fails if a dispatcher is streaming the slot at the time.
+     *
+     * @throws IllegalStateException with the table harvest
      */
     public void dropSlot() {
         requireWal("dropSlot").dropSlot();
@@ -560,6 +592,8 @@ public final class PostgresStore extends SqlStore {
     /**
      * The DDL of the WAL harvest's functions ({@code <table>_emit} and {@code <table>_wal_encode}, see the
      * {@code wal.sql} resource): what plain-SQL writers call to publish. Idempotent.
+     *
+     * @return the DDL, names filled in; available with either harvest
      */
     public String walSchemaSql() {
         return WalSql.render(names, WalSql.prefix(names));
@@ -569,6 +603,9 @@ public final class PostgresStore extends SqlStore {
      * The DDL of the WAL harvest's ledger table, {@code <table>_wal_ledger}: rows per slot naming the messages a
      * leader finished above the slot's confirmed position, so that the next leader does not send them again (see
      * {@link StreamHarvest.Ledger}). Idempotent; {@link #createSchema()} runs it with the WAL harvest.
+     *
+     * @return the DDL, names filled in
+     * @throws IllegalStateException with the table harvest
      */
     public String walLedgerSql() {
         return requireWal("walLedgerSql").ledgerDdl();
@@ -603,6 +640,9 @@ public final class PostgresStore extends SqlStore {
          * as it leads, listening. Polling stays the safety net: a notification lost with a connection delays a row,
          * never loses it. Plain-SQL writers notify through {@link PostgresStore#notifyTriggerSql()}. Ignored by the
          * WAL harvest, which is pushed to anyway. Default: on.
+         *
+         * @param on true to listen for commit notifications, false to rely on polling alone
+         * @return this builder
          */
         public Builder commitNotifications(boolean on) {
             this.commitNotifications = on;
@@ -613,7 +653,12 @@ public final class PostgresStore extends SqlStore {
          * Harvests the write-ahead log instead of the table: the publisher emits each message as a transactional
          * logical message, and the leading dispatcher streams them from a replication slot (see
          * {@link WalHarvest}). Default: none, the table is harvested.
+         *
+         * @param wal the WAL harvest's settings; not null
+         * @return this builder
+         * @throws NullPointerException if {@code wal} is null
          */
+
         public Builder walHarvest(WalHarvest wal) {
             this.wal = Objects.requireNonNull(wal, "wal must not be null");
             return this;

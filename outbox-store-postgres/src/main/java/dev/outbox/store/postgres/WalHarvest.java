@@ -66,17 +66,29 @@ public final class WalHarvest {
     /**
      * Starts the settings for replication connections to {@code jdbcUrl} ({@code jdbc:postgresql://...}, the
      * database the outbox lives in). The driver's replication properties are added to it.
+     *
+     * @param jdbcUrl the URL; it must start with {@code jdbc:postgresql:} and must not hold a password
+     * @return a new builder with the defaults
+     * @throws IllegalArgumentException if {@code jdbcUrl} is null, not a Postgres URL or holds a password
      */
     public static Builder builder(String jdbcUrl) {
         return new Builder(jdbcUrl);
     }
 
-    /** The JDBC URL replication connections are opened to. */
+    /**
+     * The JDBC URL replication connections are opened to.
+     *
+     * @return the URL given to {@link #builder(String)}; never null
+     */
     public String url() {
         return url;
     }
 
-    /** A copy of the connection properties (user, password, ssl...), without the replication ones. */
+    /**
+     * A copy of the connection properties (user, password, ssl...), without the replication ones.
+     *
+     * @return a new, modifiable copy on each call; changing it changes nothing here
+     */
     public Properties properties() {
         Properties copy = new Properties();
         copy.putAll(properties);
@@ -86,28 +98,54 @@ public final class WalHarvest {
     /**
      * The replication slot's name, or null for the default, {@code <database>_[<schema>_]<table>_slot} (slot names
      * are unique per server, not per database).
+     *
+     * @return the slot's name as set, or null
      */
     public String slot() {
         return slot;
     }
 
-    /** The publication's name, or null for the default, {@code <table>_publication}. */
+    /**
+     * The publication's name, or null for the default, {@code <table>_publication}.
+     *
+     * @return the publication's name as set, or null
+     */
     public String publication() {
         return publication;
     }
 
+    /**
+     * How often the stream reports its confirmed position to the server ({@link Builder#statusInterval}).
+     *
+     * @return the interval; default {@link #DEFAULT_STATUS_INTERVAL}
+     */
     public Duration statusInterval() {
         return statusInterval;
     }
 
+    /**
+     * How long a new leader waits for a deposed one to release the slot ({@link Builder#takeoverTimeout}).
+     *
+     * @return the timeout, positive; default {@link #DEFAULT_TAKEOVER_TIMEOUT}
+     */
     public Duration takeoverTimeout() {
         return takeoverTimeout;
     }
 
+    /**
+     * The longest a harvest read waits for a message ({@link Builder#readWait}).
+     *
+     * @return the wait, positive and at most 1 s; default {@link #DEFAULT_READ_WAIT}
+     */
     public Duration readWait() {
         return readWait;
     }
 
+    /**
+     * The most messages read from the server and not yet taken by the engine ({@link Builder#maxBuffered}).
+     *
+     * @return the bound, at least 1; default {@link #DEFAULT_MAX_BUFFERED}
+     */
     public int maxBuffered() {
         return maxBuffered;
     }
@@ -142,19 +180,38 @@ public final class WalHarvest {
             this.url = url;
         }
 
-        /** The user of replication connections; it needs the REPLICATION attribute. */
+        /**
+         * The user of replication connections; it needs the REPLICATION attribute.
+         *
+         * @param user the user name; not null
+         * @return this builder
+         * @throws NullPointerException if {@code user} is null
+         */
         public Builder user(String user) {
             properties.setProperty("user", Objects.requireNonNull(user, "user must not be null"));
             return this;
         }
 
-        /** The password of replication connections; never logged. */
+        /**
+         * The password of replication connections; never logged.
+         *
+         * @param password the password; not null
+         * @return this builder
+         * @throws NullPointerException if {@code password} is null
+         */
         public Builder password(String password) {
             properties.setProperty("password", Objects.requireNonNull(password, "password must not be null"));
             return this;
         }
 
-        /** Any other driver property of replication connections (ssl, sslmode, ...). */
+        /**
+         * Any other driver property of replication connections (ssl, sslmode, ...); setting one twice keeps the last.
+         *
+         * @param name the property's name, as the Postgres JDBC driver spells it; not null
+         * @param value its value; not null
+         * @return this builder
+         * @throws NullPointerException if {@code name} or {@code value} is null
+         */
         public Builder property(String name, String value) {
             properties.setProperty(Objects.requireNonNull(name, "name must not be null"),
                     Objects.requireNonNull(value, "value of " + name + " must not be null"));
@@ -164,19 +221,36 @@ public final class WalHarvest {
         /**
          * The replication slot's name ({@code [a-z0-9_]}, at most 63 characters, unique on the server); default
          * {@code <database>_[<schema>_]<table>_slot}.
+         *
+         * @param slot the slot's name
+         * @return this builder
+         * @throws IllegalArgumentException if {@code slot} is null or not 1 to 63 of {@code [a-z0-9_]}
          */
         public Builder slot(String slot) {
             this.slot = name("slot", slot);
             return this;
         }
 
-        /** The publication's name ({@code [a-z0-9_]}, at most 63); default {@code <table>_publication}. */
+        /**
+         * The publication's name ({@code [a-z0-9_]}, at most 63); default {@code <table>_publication}.
+         *
+         * @param publication the publication's name
+         * @return this builder
+         * @throws IllegalArgumentException if {@code publication} is null or not 1 to 63 of {@code [a-z0-9_]}
+         */
         public Builder publication(String publication) {
             this.publication = name("publication", publication);
             return this;
         }
 
-        /** How often the stream reports its confirmed position to the server; 10 ms to 1 h, default 250 ms. */
+        /**
+         * How often the stream reports its confirmed position to the server; 10 ms to 1 h, default 250 ms.
+         *
+         * @param statusInterval the interval; not null
+         * @return this builder
+         * @throws IllegalArgumentException if {@code statusInterval} is null, zero or negative; a positive value
+         *         outside 10 ms to 1 h is rejected only when a leader opens the replication stream
+         */
         public Builder statusInterval(Duration statusInterval) {
             this.statusInterval = positive("statusInterval", statusInterval);
             return this;
@@ -186,6 +260,10 @@ public final class WalHarvest {
          * How long a new leader waits for the slot while another connection still streams it (a deposed leader
          * that has not noticed yet) before it terminates that connection's backend; positive, default 30 s. Keep it
          * above the dispatcher's heartbeat timeout, so that a live deposed leader lets go by itself first.
+         *
+         * @param takeoverTimeout the timeout
+         * @return this builder
+         * @throws IllegalArgumentException if {@code takeoverTimeout} is null, zero or negative
          */
         public Builder takeoverTimeout(Duration takeoverTimeout) {
             this.takeoverTimeout = positive("takeoverTimeout", takeoverTimeout);
@@ -195,6 +273,10 @@ public final class WalHarvest {
         /**
          * The longest a harvest read waits for a message to arrive before the engine looks around (leadership,
          * retries); a message that arrives ends the wait at once. Positive, at most 1 s; default 100 ms.
+         *
+         * @param readWait the wait
+         * @return this builder
+         * @throws IllegalArgumentException if {@code readWait} is null, not positive or above 1 s
          */
         public Builder readWait(Duration readWait) {
             positive("readWait", readWait);
@@ -205,7 +287,13 @@ public final class WalHarvest {
             return this;
         }
 
-        /** The most messages read from the server and not yet taken by the engine; at least 1, default 10,000. */
+        /**
+         * The most messages read from the server and not yet taken by the engine; at least 1, default 10,000.
+         *
+         * @param maxBuffered the bound
+         * @return this builder
+         * @throws IllegalArgumentException if {@code maxBuffered} is below 1
+         */
         public Builder maxBuffered(int maxBuffered) {
             if (maxBuffered < 1) {
                 throw new IllegalArgumentException("maxBuffered must be at least 1, was " + maxBuffered);
@@ -214,7 +302,13 @@ public final class WalHarvest {
             return this;
         }
 
+        /**
+         * The settings as set so far; the builder can go on being used.
+         *
+         * @return new immutable settings
+         */
         public WalHarvest build() {
+
             return new WalHarvest(this);
         }
 
