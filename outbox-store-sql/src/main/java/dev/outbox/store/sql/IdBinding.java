@@ -32,6 +32,8 @@ public final class IdBinding {
      *
      * @param idType    the SQL type name of the ids' array elements, as {@link Connection#createArrayOf} takes it
      * @param valueType the SQL type name of the values' array elements
+     * @return the binding; its {@link #maxIds()} is unbounded ({@link Integer#MAX_VALUE})
+     * @throws NullPointerException if {@code idType} or {@code valueType} is null
      */
     public static IdBinding arrays(String idType, String valueType) {
         return new IdBinding(Objects.requireNonNull(idType, "idType must not be null"),
@@ -42,6 +44,8 @@ public final class IdBinding {
      * Ids as placeholders of an {@code IN} list, at most {@code maxIds} bound parameters per statement (half as many
      * ids where each id also binds a value).
      *
+     * @param maxIds the most parameters one statement binds, at least 2 (the database's limit, or a lower one)
+     * @return the binding
      * @throws IllegalArgumentException naming the count if it is below 2
      */
     public static IdBinding lists(int maxIds) {
@@ -51,12 +55,21 @@ public final class IdBinding {
         return new IdBinding(null, null, maxIds);
     }
 
-    /** Whether ids are bound as one array. */
+    /**
+     * Whether ids are bound as one array.
+     *
+     * @return true for {@link #arrays(String, String)}, false for {@link #lists(int)}
+     */
     public boolean arrays() {
         return idType != null;
     }
 
-    /** The most ids one statement binds: unbounded for arrays. */
+    /**
+     * The most ids one statement binds: unbounded for arrays.
+     *
+     * @return the {@code maxIds} of {@link #lists(int)}, or {@link Integer#MAX_VALUE} for arrays
+     */
+
     public int maxIds() {
         return maxIds;
     }

@@ -16,7 +16,12 @@ public final class IdRanges {
      * The ranges that start at or below {@code after}, ascending, overlapping and adjacent ones merged, so that no
      * row is read twice (a range above the cursor is read by the read's {@code id > after} anyway).
      *
+     * @param recheck the read's recheck ranges, in any order; not null, without null elements
+     * @param after   the read's cursor: the highest id it has passed
+     * @return a new list of the merged ranges, ascending by {@code from}; empty if none starts at or below
+     *         {@code after}
      * @throws NullPointerException     if {@code recheck} is null
+
      * @throws IllegalArgumentException naming the position of a null range
      */
     public static List<IdRange> merged(List<IdRange> recheck, long after) {

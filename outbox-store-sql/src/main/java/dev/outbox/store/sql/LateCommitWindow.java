@@ -34,6 +34,9 @@ public final class LateCommitWindow {
     /**
      * The rule for {@code window}.
      *
+     * @param window how long a passed id is rechecked; not null
+     * @return the rule
+     * @throws NullPointerException     if {@code window} is null
      * @throws IllegalArgumentException naming the bad value if it is below 1 ms or above {@link #MAX}
      */
     public static LateCommitWindow of(Duration window) {
@@ -43,6 +46,9 @@ public final class LateCommitWindow {
     /**
      * {@code window}, checked: at least 1 ms, at most {@link #MAX}.
      *
+     * @param window the window to check
+     * @return {@code window} itself
+     * @throws NullPointerException     if {@code window} is null
      * @throws IllegalArgumentException naming the bad value
      */
     public static Duration check(Duration window) {
@@ -56,22 +62,41 @@ public final class LateCommitWindow {
         return window;
     }
 
-    /** The window. */
+    /**
+     * The window.
+     *
+     * @return the window given to {@link #of(Duration)}
+     */
     public Duration window() {
         return window;
     }
 
-    /** The horizon of a read that starts now: call it before the read. */
+    /**
+     * The horizon of a read that starts now: call it before the read.
+     *
+     * @return the current {@link #monotonicMillis()}
+     */
     public long horizon() {
         return monotonicMillis();
     }
 
-    /** The result of a read of {@code rows} that began at {@code horizon}: call it after the read. */
+    /**
+     * The result of a read of {@code rows} that began at {@code horizon}: call it after the read.
+     *
+     * @param rows    the rows the read returned
+     * @param horizon what {@link #horizon()} returned before the read
+     * @return the result, whose {@code gapToken} is the current monotonic time plus the window
+     */
     public ReadResult result(MarkResult rows, long horizon) {
         return new ReadResult(rows, monotonicMillis() + windowMillis, horizon);
     }
 
-    /** Milliseconds of the monotonic clock the ordinals count, at least 1. */
+    /**
+     * Milliseconds of the monotonic clock the ordinals count, at least 1.
+     *
+     * @return milliseconds since this class was loaded, plus 1; comparable only within this JVM
+     */
+
     public static long monotonicMillis() {
         return 1 + (System.nanoTime() - CLOCK_ORIGIN) / 1_000_000;
     }

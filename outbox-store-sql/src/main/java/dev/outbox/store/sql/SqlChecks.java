@@ -25,6 +25,8 @@ public final class SqlChecks {
     /**
      * Checks a mark's, a read's or a listing's {@code limit}.
      *
+     * @param limit the most rows the call returns
+     * @return {@code limit} itself
      * @throws IllegalArgumentException if it is less than 1
      */
     public static int limit(int limit) {
@@ -37,6 +39,8 @@ public final class SqlChecks {
     /**
      * Checks a read's cursor.
      *
+     * @param after the id the read starts above
+     * @return {@code after} itself
      * @throws IllegalArgumentException if it is negative
      */
     public static long after(long after) {
@@ -49,6 +53,10 @@ public final class SqlChecks {
     /**
      * The ids, checked, without duplicates, ascending (so that rows are always locked in the same order).
      *
+     * @param what the argument's name, for the exceptions' messages
+     * @param ids  the ids, in any order, duplicates allowed; not null
+     * @return a new, modifiable list of the distinct ids, ascending
+     * @throws NullPointerException     if {@code ids} is null
      * @throws IllegalArgumentException naming the position of a null id
      */
     public static List<Long> ids(String what, Collection<Long> ids) {
@@ -69,6 +77,10 @@ public final class SqlChecks {
      * The reasons to park rows with, by ascending id: a null reason becomes {@code "(no reason given)"}, and each
      * reason passes through {@code clean}, which makes it storable in the database's text column.
      *
+     * @param reasons the reason by id; not null; a reason may be null
+     * @param clean   makes a reason storable (truncates it, strips what the column cannot hold); not null
+     * @return a new map of the cleaned reasons, ascending by id
+     * @throws NullPointerException     if {@code reasons} is null
      * @throws IllegalArgumentException if an id is null
      */
     public static TreeMap<Long, String> reasons(Map<Long, String> reasons, UnaryOperator<String> clean) {
@@ -86,6 +98,9 @@ public final class SqlChecks {
     /**
      * The next attempt times to record by id, ascending (so that rows are always locked in the same order).
      *
+     * @param nextAttempts the next attempt's time by id; not null
+     * @return a new map of the same entries, ascending by id
+     * @throws NullPointerException     if {@code nextAttempts} is null
      * @throws IllegalArgumentException naming a null id or the id of a null time
      */
     public static TreeMap<Long, Instant> nextAttempts(Map<Long, Instant> nextAttempts) {
@@ -106,7 +121,13 @@ public final class SqlChecks {
     /**
      * The {@link MarkResult} of the rows one mark or read returned, each sorted by id; logs a warning naming the
      * first row of {@code table} that is not a valid message.
+     *
+     * @param log   where the warning goes
+     * @param table the table's name, for the warning
+     * @param rows  the rows as read, in any order
+     * @return the valid messages and the rejected rows (see {@link MarkedRow#result})
      */
+
     public static MarkResult marked(Logger log, String table, Collection<? extends MarkedRow> rows) {
         MarkResult result = MarkedRow.result(rows);
         if (!result.rejected().isEmpty()) {

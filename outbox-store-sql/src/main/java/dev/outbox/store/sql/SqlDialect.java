@@ -23,7 +23,22 @@ import java.util.Objects;
 public record SqlDialect(SqlTableNames.Dialect tableNames, String schemaResource, SqlErrors errors,
                          int defaultMaxKeyLength, IdBinding ids, SqlColumns columns, boolean queryTimeouts) {
 
+    /**
+     * Checks the components; see the record's description for each.
+     *
+     * @param tableNames          identifier rules; not null
+     * @param schemaResource      the DDL template's class-path resource; not null
+     * @param errors              the error classification; not null
+     * @param defaultMaxKeyLength the default longest key in code points, at least 1
+     * @param ids                 the id binding; not null
+     * @param columns             the typed columns' binding; not null
+     * @param queryTimeouts       whether statements carry a JDBC query timeout
+     * @throws NullPointerException     if an object component is null
+     * @throws IllegalArgumentException if {@code defaultMaxKeyLength} is below 1
+     */
+
     public SqlDialect {
+
         Objects.requireNonNull(tableNames, "tableNames must not be null");
         Objects.requireNonNull(schemaResource, "schemaResource must not be null");
         Objects.requireNonNull(errors, "errors must not be null");

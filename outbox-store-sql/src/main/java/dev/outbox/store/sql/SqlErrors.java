@@ -30,11 +30,15 @@ public final class SqlErrors {
     private final boolean namesVendorCode;
 
     /**
+     * Classifies failures with these SQLSTATEs and codes; the sets are copied.
+     *
      * @param retriableStates SQLSTATEs a retry may cure: five characters for one state, two for a whole class
      *                        (such as {@code "08"}, connection exceptions)
      * @param retriableCodes  vendor error codes a retry may cure
      * @param namesVendorCode whether messages name the vendor error code besides the SQLSTATE (where the vendor's
      *                        codes are what its documentation and users go by, as in MySQL)
+     * @throws NullPointerException     if a set is null or holds null
+     * @throws IllegalArgumentException naming a SQLSTATE that is neither 2 nor 5 characters long
      */
     public SqlErrors(Set<String> retriableStates, Set<Integer> retriableCodes, boolean namesVendorCode) {
         for (String state : retriableStates) {
@@ -52,6 +56,11 @@ public final class SqlErrors {
      * Wraps {@code failure} (returned as it is if it already is a {@link StoreException}); the message names
      * {@code operation}, the SQLSTATE (and the vendor code if so configured), the driver's message and whether a
      * retry may help.
+     *
+     * @param operation what failed, as messages name it ("marking up to 100 rows of outbox")
+     * @param failure   the failure, from the driver, Jdbi or the store; not null
+     * @return {@code failure} itself if it is a {@link StoreException}, else a new one with {@code failure} as its
+     *         cause and {@link #isRetriable} as its retriability
      */
     public StoreException translate(String operation, Throwable failure) {
         if (failure instanceof StoreException store) {
@@ -74,7 +83,12 @@ public final class SqlErrors {
         return new StoreException(message, failure, retriable);
     }
 
-    /** Whether trying again later may succeed. */
+    /**
+     * Whether trying again later may succeed.
+     *
+     * @param failure the failure; its whole cause chain is searched (stopping at a cycle)
+     * @return true if anything in the chain is retriable by the rules of the class description
+     */
     public boolean isRetriable(Throwable failure) {
         for (Throwable t : causes(failure)) {
             if (t instanceof IOException) {
@@ -93,7 +107,13 @@ public final class SqlErrors {
         return false;
     }
 
-    /** Whether {@code state} (null allowed) is one of the retriable SQLSTATEs or in one of their classes. */
+    /**
+     * Whether {@code state} (null allowed) is one of the retriable SQLSTATEs or in one of their classes.
+     *
+     * @param state a SQLSTATE, or null
+     * @return false for null or a state that is not five characters long
+     */
+
     public boolean isRetriableState(String state) {
         if (state == null || state.length() != 5) {
             return false;

@@ -23,7 +23,10 @@ public final class SqlFencing {
      * What a fenced write of {@code operation} saw: nothing if the leader table's epoch was {@code epoch} (the
      * statement then did its work), else a {@link StoreFencedException} (it changed nothing).
      *
-     * @param seen the epoch the statement read under its lock, null if the row is missing
+     * @param operation what was written, for the exception's message
+     * @param epoch     the write's fence: the epoch its leadership holds
+     * @param seen      the epoch the statement read under its lock, null if the row is missing
+     * @throws StoreFencedException if {@code seen} is null or not {@code epoch}
      */
     public static void check(String operation, long epoch, Long seen) {
         if (seen == null || seen != epoch) {
@@ -36,7 +39,16 @@ public final class SqlFencing {
      * the transaction ends, and the write is refused unless the epoch is {@code fence}. An increment of the epoch
      * waits for the lock (so the write commits first), or the read waits for the increment's lock and then reads
      * the new epoch. Nothing for an {@link #UNFENCED} write.
+     *
+     * @param connection the transaction's connection, before any other statement of the transaction
+     * @param tx         the store's transactions, which prepare the statement with its timeout
+     * @param fenceLock  the dialect's locking read of the leader row's epoch ({@link SqlStatements#fenceLock()})
+     * @param operation  what is written, for the exception's message
+     * @param fence      the epoch the write requires, or {@link #UNFENCED}
+     * @throws SQLException         as the driver throws it
+     * @throws StoreFencedException if the epoch is not {@code fence} (or the leader row is missing)
      */
+
     public static void lock(Connection connection, SqlTransactions tx, String fenceLock, String operation, long fence)
             throws SQLException {
         if (fence == UNFENCED) {

@@ -61,6 +61,18 @@ public abstract class SqlInbox implements Inbox {
      */
     public record Statements(String schemaResource, String insert, String fail, String failed, String failedMessage,
                              String failedConsumers, String purge) {
+        /**
+         * Checks the components; see the record's description for what each holds.
+         *
+         * @param schemaResource  the DDL template's class-path resource; not null
+         * @param insert          the insert of an entry; not null
+         * @param fail            the insert of a failed message; not null
+         * @param failed          the listing of a consumer's failed messages; not null
+         * @param failedMessage   the read of one failed message; not null
+         * @param failedConsumers the listing of consumers with failed messages; not null
+         * @param purge           the purge of expired entries; not null
+         * @throws NullPointerException if a component is null
+         */
         public Statements {
             Objects.requireNonNull(schemaResource, "schemaResource must not be null");
             Objects.requireNonNull(insert, "insert must not be null");
@@ -91,7 +103,14 @@ public abstract class SqlInbox implements Inbox {
     private final String failedConsumersSql;
     private final String purgeSql;
 
-    /** Takes the builder's settings (each validated by the builder) and the database's statements. */
+    /**
+     * Takes the builder's settings (each validated by the builder) and the database's statements.
+     *
+     * @param builder    the settings; read here, so later changes to the builder do not reach this inbox
+     * @param statements the database's statements, with {@code ${inbox}} and {@code ${failed}} still in them; not
+     *                   null
+     * @throws NullPointerException if {@code statements} is null
+     */
     protected SqlInbox(Builder<?, ?> builder, Statements statements) {
         Objects.requireNonNull(statements, "statements must not be null");
         this.dialect = builder.dialect;
@@ -116,17 +135,29 @@ public abstract class SqlInbox implements Inbox {
         return template.replace("${inbox}", table).replace("${failed}", failedTable);
     }
 
-    /** The inbox table as it appears in SQL. */
+    /**
+     * The inbox table as it appears in SQL.
+     *
+     * @return the quoted, possibly schema-qualified name
+     */
     public final String table() {
         return table;
     }
 
-    /** The failed-messages table as it appears in SQL. */
+    /**
+     * The failed-messages table as it appears in SQL.
+     *
+     * @return the quoted, possibly schema-qualified name
+     */
     public final String failedTable() {
         return failedTable;
     }
 
-    /** The inbox table's configured name, unquoted and without its schema (to name an index after it, say). */
+    /**
+     * The inbox table's configured name, unquoted and without its schema (to name an index after it, say).
+     *
+     * @return the bare name; default {@value #DEFAULT_TABLE}
+     */
     protected final String tableName() {
         return tableName;
     }
@@ -136,17 +167,31 @@ public abstract class SqlInbox implements Inbox {
         return retention;
     }
 
-    /** The statement timeout. */
+    /**
+     * The statement timeout.
+     *
+     * @return the timeout set on the builder; default 30 s
+     */
     protected final Duration statementTimeout() {
         return statementTimeout;
     }
 
-    /** The statement timeout in whole seconds, rounded up, for JDBC query timeouts. */
+    /**
+     * The statement timeout in whole seconds, rounded up, for JDBC query timeouts.
+     *
+     * @return the timeout in seconds, at least 1
+     */
     protected final int queryTimeoutSeconds() {
         return queryTimeoutSeconds;
     }
 
-    /** The DDL of the inbox and failed-messages tables, names filled in; idempotent. */
+    /**
+     * The DDL of the inbox and failed-messages tables, names filled in; idempotent.
+     *
+     * @return the DDL, from the class-path resource of {@link Statements#schemaResource()}
+     * @throws IllegalStateException if the resource is missing
+     * @throws UncheckedIOException  if it cannot be read
+     */
     public String schemaSql() {
         try (InputStream in = SqlInbox.class.getClassLoader().getResourceAsStream(schemaResource)) {
             if (in == null) {
@@ -275,37 +320,82 @@ public abstract class SqlInbox implements Inbox {
         return getClass().getSimpleName() + "{table=" + table + ", retention=" + retention + '}';
     }
 
-    /** Binds a message id as the database stores it. */
+    /**
+     * Binds a message id as the database stores it.
+     *
+     * @param statement the statement to bind
+     * @param index     the parameter's index, from 1
+     * @param id        the message id; not null
+     * @throws SQLException as the driver throws it
+     */
     protected abstract void bindId(PreparedStatement statement, int index, UUID id) throws SQLException;
 
-    /** Reads a message id as the database stores it. */
+    /**
+     * Reads a message id as the database stores it.
+     *
+     * @param rs     the result set, on a row
+     * @param column the column's index, from 1
+     * @return the message id
+     * @throws SQLException as the driver throws it
+     */
     protected abstract UUID readId(ResultSet rs, int column) throws SQLException;
 
-    /** Reads a time stamp column of the failed-messages listing (null stays null). */
+    /**
+     * Reads a time stamp column of the failed-messages listing (null stays null).
+     *
+     * @param rs     the result set, on a row
+     * @param column the column's index, from 1
+     * @return the time, or null for SQL NULL
+     * @throws SQLException as the driver throws it
+     */
     protected abstract Instant readInstant(ResultSet rs, int column) throws SQLException;
 
     /**
      * Runs the prepared {@link Statements#insert} (parameters bound): whether it recorded a new entry (true) or found
      * the id processed before (false). Any other failure is thrown.
+     *
+     * @param insert the insert, its parameters bound; the caller closes it
+     * @return true for a new entry, false for a message id this consumer processed before
+     * @throws SQLException for any failure other than a duplicate entry
      */
     protected abstract boolean inserted(PreparedStatement insert) throws SQLException;
 
-    /** {@code value} made fit for the failed-messages table's {@code column} (topic, key or reason); not null. */
+    /**
+     * {@code value} made fit for the failed-messages table's {@code column} (topic, key or reason); not null.
+     *
+     * @param column the column's name, {@code "topic"}, {@code "key"} or {@code "reason"}
+     * @param value  the text; not null
+     * @return the text as the column can store it (cut, or with characters replaced)
+     */
     protected abstract String text(String column, String value);
 
     /**
      * Runs one of the inbox's own calls on a connection of its own (auto-commit, or one short transaction), with the
      * statement timeout, translating a failure into a {@link dev.outbox.spi.StoreException} that names
      * {@code operation}.
+     *
+     * @param <T>       the call's result
+     * @param operation what the call does, as a failure's message names it
+     * @param work      the call's work on the handle
+     * @return what {@code work} returned
+     * @throws dev.outbox.spi.StoreException if the call fails
      */
     protected abstract <T> T call(String operation, HandleCallback<T, SQLException> work);
 
-    /** The database's errors, to translate failures of subclass calls. */
+    /**
+     * The database's errors, to translate failures of subclass calls.
+     *
+     * @return the dialect's error classification
+     */
     protected final SqlErrors errors() {
         return dialect.errors();
     }
 
-    /** The jdbi the inbox's own calls take their connections from. */
+    /**
+     * The jdbi the inbox's own calls take their connections from.
+     *
+     * @return the builder's Jdbi
+     */
     protected final Jdbi jdbi() {
         return jdbi;
     }
@@ -342,6 +432,10 @@ public abstract class SqlInbox implements Inbox {
         /**
          * The schema (MySQL: the database) of the inbox tables; default none (Postgres' {@code search_path}, MySQL's
          * current database).
+         *
+         * @param schema the schema's bare name
+         * @return this builder
+         * @throws IllegalArgumentException naming the value if it is null, empty, too long or not a valid name
          */
         public final B schema(String schema) {
             this.schema = dialect.tableNames().validateSchema(schema);
@@ -353,6 +447,11 @@ public abstract class SqlInbox implements Inbox {
          * Default {@value SqlInbox#DEFAULT_TABLE}; lower-case letters, digits and underscores, short enough for the
          * failed table's name to fit the database's identifier limit (at most 49 characters in Postgres, 50 in
          * MySQL).
+         *
+         * @param table the inbox table's bare name
+         * @return this builder
+         * @throws IllegalArgumentException naming the value if it is null, empty, too long (with the suffix) or not
+         *                                  a valid name
          */
         public final B table(String table) {
             dialect.tableNames().validateTable(table == null ? null : table + FAILED_SUFFIX);
@@ -360,7 +459,14 @@ public abstract class SqlInbox implements Inbox {
             return (B) this;
         }
 
-        /** How long an entry is kept ({@link Inbox#retention()}); default 7 days, at least 1 minute. */
+        /**
+         * How long an entry is kept ({@link Inbox#retention()}); default 7 days, at least 1 minute.
+         *
+         * @param retention the retention; not null
+         * @return this builder
+         * @throws NullPointerException     if {@code retention} is null
+         * @throws IllegalArgumentException if it is below 1 minute
+         */
         public final B retention(Duration retention) {
             Objects.requireNonNull(retention, "retention must not be null");
             if (retention.compareTo(Duration.ofMinutes(1)) < 0) {
@@ -370,7 +476,14 @@ public abstract class SqlInbox implements Inbox {
             return (B) this;
         }
 
-        /** The most entries one purge statement deletes; default 5,000, at least 1. */
+        /**
+         * The most entries one purge statement deletes; default 5,000, at least 1. {@link #purgeExpired()} runs
+         * statements until one deletes fewer.
+         *
+         * @param purgeBatchSize the batch size
+         * @return this builder
+         * @throws IllegalArgumentException if it is below 1
+         */
         public final B purgeBatchSize(int purgeBatchSize) {
             if (purgeBatchSize < 1) {
                 throw new IllegalArgumentException("purgeBatchSize must be at least 1: " + purgeBatchSize);
@@ -382,13 +495,23 @@ public abstract class SqlInbox implements Inbox {
         /**
          * The longest any statement may take; default 30 s, at least 1 ms. Where it is applied as a JDBC query
          * timeout, it is rounded up to whole seconds.
+         *
+         * @param statementTimeout the timeout; not null, at least 1 ms, at most {@code Integer.MAX_VALUE / 2} ms
+         * @return this builder
+         * @throws NullPointerException     if {@code statementTimeout} is null
+         * @throws IllegalArgumentException naming the value if it is out of range
          */
         public final B statementTimeout(Duration statementTimeout) {
             this.statementTimeout = SqlStoreSettings.statementTimeout(statementTimeout);
             return (B) this;
         }
 
-        /** The inbox, immutable and thread-safe. */
+        /**
+         * The inbox, immutable and thread-safe.
+         *
+         * @return a new inbox with the settings as set so far
+         */
+
         public final I build() {
             return inbox.apply((B) this);
         }

@@ -22,11 +22,23 @@ public abstract class SqlPublisher implements Publisher {
     /** What {@link #committed()} wakes: the store's local commit watchers, once the store set it. */
     volatile Runnable onCommitted = () -> { };
 
+    /**
+     * A publisher without decorators.
+     *
+     * @param maxKeyLength the longest key, in code points, {@link #check} accepts
+     */
     protected SqlPublisher(int maxKeyLength) {
         this(maxKeyLength, MessageDecorators.none());
     }
 
-    /** @param decorators applied to every message by {@link #decorate} ({@code SqlStore.Builder.decorator}) */
+    /**
+     * A publisher whose {@link #decorate} applies {@code decorators}.
+     *
+     * @param maxKeyLength the longest key, in code points, {@link #check} accepts
+     * @param decorators   applied to every message by {@link #decorate} ({@code SqlStore.Builder.decorator}); not
+     *                     null
+     * @throws NullPointerException if {@code decorators} is null
+     */
     protected SqlPublisher(int maxKeyLength, MessageDecorators decorators) {
         this.maxKeyLength = maxKeyLength;
         this.decorators = Objects.requireNonNull(decorators, "decorators must not be null");
@@ -36,18 +48,32 @@ public abstract class SqlPublisher implements Publisher {
      * The messages as the store's {@linkplain dev.outbox.MessageDecorator decorators} transform them, in order:
      * the first thing {@code publish} does, before any check or write.
      *
+     * @param messages the messages as the application gave them
+     * @return the decorated messages, in the same order
      * @throws dev.outbox.MessageRejectedException if a decorator rejected a message, naming it
      */
     protected final List<OutboxMessage> decorate(List<OutboxMessage> messages) {
         return decorators.apply(messages);
     }
 
-    /** Writes one message on the handle's connection, in the handle's current transaction. */
+    /**
+     * Writes one message on the handle's connection, in the handle's current transaction.
+     *
+     * @param handle  the application's Jdbi handle, in the transaction the message belongs to; not null
+     * @param message the message; not null
+     * @throws NullPointerException if {@code handle} or {@code message} is null
+     */
     public final void publish(Handle handle, OutboxMessage message) {
         publish(handle, List.of(Objects.requireNonNull(message, "message must not be null")));
     }
 
-    /** Writes {@code messages}, in list order, on the handle's connection, in the handle's current transaction. */
+    /**
+     * Writes {@code messages}, in list order, on the handle's connection, in the handle's current transaction.
+     *
+     * @param handle   the application's Jdbi handle, in the transaction the messages belong to; not null
+     * @param messages the messages; see {@link Publisher#publish(java.sql.Connection, List)} for what is checked
+     * @throws NullPointerException if {@code handle} is null
+     */
     public final void publish(Handle handle, List<OutboxMessage> messages) {
         Objects.requireNonNull(handle, "handle must not be null");
         publish(handle.getConnection(), messages);
@@ -59,14 +85,21 @@ public abstract class SqlPublisher implements Publisher {
         onCommitted.run();
     }
 
-    /** The single-row {@code INSERT} statement; any language may write rows the same way. */
+    /**
+     * The single-row {@code INSERT} statement; any language may write rows the same way.
+     *
+     * @return the statement's SQL, names filled in
+     */
     public abstract String insertSql();
 
     /**
      * Checks what every store checks of message {@code index} of a batch: that it is not null and that its key is
      * at most the store's {@code maxKeyLength} code points.
      *
+     * @param index   the message's index in its batch, for the exception's message
+     * @param message the message, possibly null
      * @return the message
+
      * @throws IllegalArgumentException naming the message's index and what is wrong
      */
     protected final OutboxMessage check(int index, OutboxMessage message) {

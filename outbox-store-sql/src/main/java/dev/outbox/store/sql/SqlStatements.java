@@ -43,7 +43,33 @@ public record SqlStatements(String prologue, SqlWrite purge, SqlWrite reset, Sql
                             String parkedFiltered, String parkedFilteredCount, String parkedMessage, String parkedKeys,
                             String backlog, String parkedCount, String oldest, String shardExpression) {
 
+    /**
+     * Checks and copies the components; see the record's description for what each holds.
+     *
+     * @param prologue            the transactions' first statement, or null
+     * @param purge               the purge; not null
+     * @param reset               the reset; not null
+     * @param retryLater          the failure record with a next attempt; not null
+     * @param park                the park; not null
+     * @param discard             the discard of parked rows; not null
+     * @param takeEpoch           the epoch's increment; not null, at least one statement
+     * @param fenceLock           the locking read of the epoch, or null if purge, reset, retryLater and park each have
+     *                            a fenced statement
+     * @param parked              the parked summaries; not null
+     * @param parkedFiltered      the filtered parked summaries; not null
+     * @param parkedFilteredCount their count; not null
+     * @param parkedMessage       one parked row in full; not null
+     * @param parkedKeys          the parked keys; not null
+     * @param backlog             the backlog's count and estimate; not null
+     * @param parkedCount         the parked count; not null
+     * @param oldest              the head's creation time; not null
+     * @param shardExpression     the shard column's expression; not null
+     * @throws NullPointerException     if a component other than {@code prologue} and {@code fenceLock} is null
+     * @throws IllegalArgumentException if {@code takeEpoch} is empty, or a write has neither a fenced statement nor a
+     *                                  {@code fenceLock} to fence it
+     */
     public SqlStatements {
+
         Objects.requireNonNull(purge, "purge must not be null");
         Objects.requireNonNull(reset, "reset must not be null");
         Objects.requireNonNull(retryLater, "retryLater must not be null");

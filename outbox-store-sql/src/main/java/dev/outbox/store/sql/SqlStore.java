@@ -90,6 +90,13 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     /**
      * Takes the builder's settings for the whole outbox ({@code shardIndex} -1) or for the view of one of its shards
      * ({@link #shard}), and the statements that {@code statements} writes for that table and view.
+     *
+     * @param builder    the settings; read here, so later changes to the builder do not reach this store
+     * @param shardIndex -1 for the whole outbox, else the shard this store is the view of, from 0 to the builder's
+     *                   shard count - 1
+     * @param statements writes the dialect's statements for a table (called once, here); must not return null
+     * @throws IllegalArgumentException if {@code shardIndex} is 0 or more but not below the shard count
+     * @throws NullPointerException     if {@code statements} returns null
      */
     protected SqlStore(SqlStoreBuilder<?, ?> builder, int shardIndex, Function<SqlTable, SqlStatements> statements) {
         this.shardCount = builder.shards;
@@ -117,12 +124,20 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         return shardIndex < 0 ? shardCount : 1;
     }
 
-    /** The outbox's shard count as configured ({@link Builder#shards}), for the whole store and its views alike. */
+    /**
+     * The outbox's shard count as configured ({@link Builder#shards}), for the whole store and its views alike.
+     *
+     * @return the count, from 1 to {@link OutboxShards#MAX_SHARDS}
+     */
     public final int shardCount() {
         return shardCount;
     }
 
-    /** The shard this store is the view of, or -1 for the whole outbox. */
+    /**
+     * The shard this store is the view of, or -1 for the whole outbox.
+     *
+     * @return the shard's index from 0, or -1
+     */
     protected final int shardIndex() {
         return shardIndex;
     }
@@ -153,6 +168,8 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      * A new view of shard {@code index} of this whole outbox ({@link #shard}); a store that can be sharded overrides
      * it. This default is for a store with one shard, which is its own view: it is never called.
      *
+     * @param index the shard, from 0 to {@link #shardCount()} - 1, checked by the caller
+     * @return a new store of the subclass for that shard's view
      * @throws UnsupportedOperationException always
      */
     protected SqlStore view(int index) {
@@ -169,7 +186,11 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         }
     }
 
-    /** {@code " (shard <i>)"} for a shard's view, for messages; empty for the whole outbox. */
+    /**
+     * {@code " (shard <i>)"} for a shard's view, for messages; empty for the whole outbox.
+     *
+     * @return the suffix, never null
+     */
     protected final String shardName() {
         return shardIndex < 0 ? "" : " (shard " + shardIndex + ")";
     }
@@ -218,17 +239,29 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
 
     // ------------------------------------------------------------------------------------------ storage fencing
 
-    /** Whether {@link Builder#fencing storage fencing} is on: the store then has {@link StorageFencing}. */
+    /**
+     * Whether {@link Builder#fencing storage fencing} is on: the store then has {@link StorageFencing}.
+     *
+     * @return the builder's setting; a subclass that cannot fence (the WAL harvest) returns false
+     */
     protected boolean fencing() {
         return fencing;
     }
 
-    /** Whether the store marks rows ({@link MarkHarvest}); true unless a subclass harvests otherwise. */
+    /**
+     * Whether the store marks rows ({@link MarkHarvest}); true unless a subclass harvests otherwise.
+     *
+     * @return true by default
+     */
     protected boolean hasMark() {
         return true;
     }
 
-    /** Whether the store reads by cursor or stream ({@link CursorHarvest}); true: every SQL store reads by cursor. */
+    /**
+     * Whether the store reads by cursor or stream ({@link CursorHarvest}); true: every SQL store reads by cursor.
+     *
+     * @return true by default
+     */
     protected boolean hasRead() {
         return true;
     }
@@ -236,6 +269,8 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     /**
      * Whether the store lists its parked keys and its replay moves a replayed key's later rows behind the replayed
      * ones ({@link ParkedKeys}); true unless a subclass cannot.
+     *
+     * @return true by default
      */
     protected boolean hasParkedKeys() {
         return true;
@@ -253,7 +288,12 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         return has ? Store.super.capability(type) : Optional.empty();
     }
 
-    /** The leader table as it appears in SQL (storage fencing's epoch, one row). */
+    /**
+     * The leader table as it appears in SQL (storage fencing's epoch: one row, or one per shard and one for the
+     * whole when sharded).
+     *
+     * @return the quoted, possibly schema-qualified name
+     */
     public final String leaderTable() {
         return names.leader();
     }
@@ -307,7 +347,16 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         return mark(leaderId, limit, UNFENCED);
     }
 
-    /** {@link #mark}, fenced by {@code fence} unless it is {@link #UNFENCED}: the dialect's own statement. */
+    /**
+     * {@link #mark}, fenced by {@code fence} unless it is {@link #UNFENCED}: the dialect's own statement.
+     *
+     * @param leaderId the marking leader's id; not null, not the nil UUID where the dialect uses it for "unmarked"
+     * @param limit    the most rows to mark, at least 1
+     * @param fence    the epoch the mark requires, or {@link #UNFENCED}
+     * @return the marked rows, valid and rejected
+     * @throws StoreException           if the database call fails
+     * @throws dev.outbox.spi.StoreFencedException if fenced and the epoch is no longer {@code fence}
+     */
     protected abstract MarkResult mark(UUID leaderId, int limit, long fence);
 
     /** Checks the arguments, merges the recheck ranges ({@link IdRanges}) and reads ({@link #readRows}). */
@@ -323,7 +372,11 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     /**
      * The cursor read in the dialect's statements, with its late-commit rule in the result's gap token and horizon.
      *
+     * @param after  the cursor, at least 0: the read returns rows with greater ids
      * @param ranges the recheck ranges at or below {@code after}, ascending and merged
+     * @param limit  the most rows above {@code after} to return, at least 1
+     * @return the rows, with the read's gap token and horizon
+     * @throws StoreException if the database call fails
      */
     protected abstract ReadResult readRows(long after, List<IdRange> ranges, int limit);
 
@@ -349,13 +402,24 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         park(reasons, UNFENCED);
     }
 
-    /** {@link #purge}, fenced by {@code fence} unless it is {@link #UNFENCED}. */
+    /**
+     * {@link #purge}, fenced by {@code fence} unless it is {@link #UNFENCED}.
+     *
+     * @param ids   the ids to delete; not null, no null element
+     * @param fence the epoch the write requires, or {@link #UNFENCED}
+     */
     protected void purge(Collection<Long> ids, long fence) {
         List<Long> sorted = SqlChecks.ids("ids", ids);
         write("purging " + sorted.size() + " rows of " + names.outbox(), sql.purge(), sorted, null, null, fence);
     }
 
-    /** {@link #reset}, fenced by {@code fence} unless it is {@link #UNFENCED}. */
+    /**
+     * {@link #reset}, fenced by {@code fence} unless it is {@link #UNFENCED}.
+     *
+     * @param leaderId the leader whose mark is cleared; not null
+     * @param ids      the ids; not null, no null element
+     * @param fence    the epoch the write requires, or {@link #UNFENCED}
+     */
     protected void reset(UUID leaderId, Collection<Long> ids, long fence) {
         Objects.requireNonNull(leaderId, "leaderId must not be null");
         List<Long> sorted = SqlChecks.ids("ids", ids);
@@ -363,7 +427,12 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
                 fence);
     }
 
-    /** {@link #retryLater}, fenced by {@code fence} unless it is {@link #UNFENCED}. */
+    /**
+     * {@link #retryLater}, fenced by {@code fence} unless it is {@link #UNFENCED}.
+     *
+     * @param nextAttempts the next attempt's time by id; not null, no null key or value
+     * @param fence        the epoch the write requires, or {@link #UNFENCED}
+     */
     protected void retryLater(Map<Long, Instant> nextAttempts, long fence) {
         TreeMap<Long, Object> values = new TreeMap<>();
         SqlChecks.nextAttempts(nextAttempts).forEach((id, at) -> values.put(id, dialect.columns().instantValue(at)));
@@ -371,7 +440,12 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
                 List.copyOf(values.keySet()), values, null, fence);
     }
 
-    /** {@link #park}, fenced by {@code fence} unless it is {@link #UNFENCED}. */
+    /**
+     * {@link #park}, fenced by {@code fence} unless it is {@link #UNFENCED}.
+     *
+     * @param reasons the reason by id; not null, no null key (a null reason is stored as "(no reason given)")
+     * @param fence   the epoch the write requires, or {@link #UNFENCED}
+     */
     protected void park(Map<Long, String> reasons, long fence) {
         TreeMap<Long, String> sorted = SqlChecks.reasons(reasons, dialect.columns()::storable);
         write("parking " + sorted.size() + " rows of " + names.outbox(), sql.park(), List.copyOf(sorted.keySet()),
@@ -470,6 +544,8 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     /**
      * Makes {@code publisher}'s {@link SqlPublisher#committed()} wake this store's local commit watchers
      * ({@link #localCommitWatch}); a store calls it with the publisher it creates.
+     *
+     * @param publisher the store's publisher
      */
     protected final void wakeOnCommitted(SqlPublisher publisher) {
         publisher.onCommitted = localWatchers::wakeAll;
@@ -479,6 +555,9 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      * A commit watch fed by this process's publishers only ({@link dev.outbox.Publisher#committed()}): what a store
      * whose database cannot notify offers from {@link #watchCommits}. It hears nothing of other processes' writers,
      * which the dispatcher's polling finds.
+     *
+     * @param wakeUp what a commit of this process's publishers runs; it must be quick and must not block
+     * @return the watch, which the caller closes to stop being woken
      */
     protected final CommitSignals.CommitWatch localCommitWatch(Runnable wakeUp) {
         return localWatchers.watch(wakeUp);
@@ -498,6 +577,8 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     /**
      * The DDL for this store's tables (the {@code schema.sql} resource of the store's package), with the
      * configured names filled in. Idempotent: it only creates what does not exist yet.
+     *
+     * @return the DDL; statements separated by {@code ;}
      */
     public final String schemaSql() {
         return render(dialect.schemaResource());
@@ -506,6 +587,11 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     /**
      * A DDL template of the store's class path ({@code resource}) with the configured names filled in: the tables'
      * ({@code ${outbox}}, {@code ${parked}}, {@code ${leader}}) and the store's own ({@link #fillIn}).
+     *
+     * @param resource the template's class-path resource, read through the store class's class loader
+     * @return the DDL, names filled in
+     * @throws IllegalStateException if the resource is missing
+     * @throws UncheckedIOException  if it cannot be read
      */
     protected final String render(String resource) {
         String template;
@@ -524,6 +610,9 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     /**
      * Fills in what else a store's DDL templates stand for (its own placeholders, such as the message-id function);
      * default: nothing.
+     *
+     * @param sql a template with the table names already filled in
+     * @return the DDL with the store's own placeholders filled in
      */
     protected String fillIn(String sql) {
         return sql;
@@ -549,6 +638,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      * separated by {@code ;} at the end of a line. It rewrites the table (a generated column is stored).
      *
      * @param fromShards the count the table is made for now (1 if it has no {@code shard} column)
+     * @return the DDL, names filled in
      * @throws IllegalArgumentException naming the count if it is not between 1 and {@link OutboxShards#MAX_SHARDS}
      */
     public abstract String reshardSql(int fromShards);
@@ -571,58 +661,99 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     /**
      * Runs {@code ddl}, this store's {@link #schemaSql()}, so that concurrent callers do not trip over each other.
      *
+     * @param ddl the DDL to run: {@link #schemaSql()}, or {@link #reshardSql} for {@link #reshard()}
      * @throws StoreException if the DDL fails
      */
     protected abstract void createTables(String ddl);
 
     // ------------------------------------------------------------------------------------------ settings
 
-    /** The outbox table as it appears in SQL: quoted, and qualified if a schema was configured. */
+    /**
+     * The outbox table as it appears in SQL: quoted, and qualified if a schema was configured.
+     *
+     * @return the outbox table's name in SQL
+     */
     public final String table() {
         return names.outbox();
     }
 
-    /** The parked table as it appears in SQL. */
+    /**
+     * The parked table as it appears in SQL.
+     *
+     * @return the quoted, possibly schema-qualified name
+     */
     public final String parkedTable() {
         return names.parked();
     }
 
-    /** The statements the base runs for this store ({@link SqlStatements}), for the dialect's parts. */
+    /**
+     * The statements the base runs for this store ({@link SqlStatements}), for the dialect's parts.
+     *
+     * @return the statements written for {@link #sqlTable()}
+     */
     protected final SqlStatements sqlStatements() {
         return sql;
     }
 
-    /** The table, shard and settings this store's statements are written for. */
+    /**
+     * The table, shard and settings this store's statements are written for.
+     *
+     * @return the table
+     */
     protected final SqlTable sqlTable() {
         return table;
     }
 
-    /** The longest any statement (or lock wait) of a store call may take. */
+    /**
+     * The longest any statement (or lock wait) of a store call may take.
+     *
+     * @return the timeout set on the builder; default {@link #DEFAULT_STATEMENT_TIMEOUT}
+     */
     public final Duration statementTimeout() {
         return statementTimeout;
     }
 
-    /** The longest key, in code points, that the publisher writes and that a marked row may have. */
+    /**
+     * The longest key, in code points, that the publisher writes and that a marked row may have.
+     *
+     * @return the length set on the builder, or the dialect's default; at least 1
+     */
     public final int maxKeyLength() {
         return maxKeyLength;
     }
 
-    /** How this store's calls run their transactions, for the parts of a store. */
+    /**
+     * How this store's calls run their transactions, for the parts of a store.
+     *
+     * @return the store's transactions, shared by its views
+     */
     protected final SqlTransactions transactions() {
         return tx;
     }
 
-    /** The statement timeout as a JDBC query timeout: whole seconds, rounded up. */
+    /**
+     * The statement timeout as a JDBC query timeout: whole seconds, rounded up.
+     *
+     * @return the timeout in seconds, at least 1
+     */
     protected final int queryTimeoutSeconds() {
         return tx.queryTimeoutSeconds();
     }
 
-    /** The decorators the publisher applies to every message, in order ({@link Builder#decorator}). */
+    /**
+     * The decorators the publisher applies to every message, in order ({@link Builder#decorator}).
+     *
+     * @return the decorators; none if none was added
+     */
     protected final MessageDecorators decorators() {
         return decorators;
     }
 
-    /** The connections this store works on, for an adapter that must hold one of its own (a listener). */
+    /**
+     * The connections this store works on, for an adapter that must hold one of its own (a listener).
+     *
+     * @return the builder's Jdbi
+     */
     protected final Jdbi jdbi() {
         return tx.jdbi();
     }
@@ -634,12 +765,26 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
                 + '}';
     }
 
-    /** Checks a mark's or a listing's {@code limit} ({@link SqlChecks#limit}). */
+    /**
+     * Checks a mark's or a listing's {@code limit} ({@link SqlChecks#limit}).
+     *
+     * @param limit the limit
+     * @return {@code limit}
+     * @throws IllegalArgumentException if it is less than 1
+     */
     protected static int limit(int limit) {
         return SqlChecks.limit(limit);
     }
 
-    /** The ids, checked, without duplicates, ascending ({@link SqlChecks#ids}). */
+    /**
+     * The ids, checked, without duplicates, ascending ({@link SqlChecks#ids}).
+     *
+     * @param what the argument's name, for the exceptions' messages
+     * @param ids  the ids; not null
+     * @return a new list of the distinct ids, ascending
+     * @throws NullPointerException     if {@code ids} is null
+     * @throws IllegalArgumentException naming the position of a null id
+     */
     protected static List<Long> ids(String what, Collection<Long> ids) {
         return SqlChecks.ids(what, ids);
     }
@@ -647,7 +792,12 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     /**
      * A {@link Jdbi} over {@code dataSource}, for the stores' {@code builder(DataSource)} entry points; use a
      * pooling data source, since every call takes a connection and gives it back.
+     *
+     * @param dataSource the data source; not null
+     * @return a new Jdbi over it
+     * @throws NullPointerException if {@code dataSource} is null
      */
+
     protected static Jdbi jdbi(DataSource dataSource) {
         return Jdbi.create(Objects.requireNonNull(dataSource, "dataSource must not be null"));
     }

@@ -47,6 +47,10 @@ public abstract class SqlStoreBuilder<B extends SqlStoreBuilder<B, S>, S extends
      * the connection's defaults (Postgres' {@code search_path}, MySQL's current database). Lower-case letters,
      * digits and underscores, at most the database's identifier limit (63 characters in Postgres, 64 in
      * MySQL).
+     *
+     * @param schema the schema's bare name
+     * @return this builder
+     * @throws IllegalArgumentException naming the value if it is null, empty, too long or not a valid name
      */
     public final B schema(String schema) {
         this.schema = dialect.tableNames().validateSchema(schema);
@@ -58,6 +62,10 @@ public abstract class SqlStoreBuilder<B extends SqlStoreBuilder<B, S>, S extends
      * Default {@value SqlStore#DEFAULT_TABLE}. Lower-case letters, digits and underscores, short enough for the
      * parked table's name to fit the database's identifier limit (at most 56 characters in Postgres, 57 in
      * MySQL).
+     *
+     * @param table the outbox table's bare name
+     * @return this builder
+     * @throws IllegalArgumentException naming the value if it is null, empty, too long or not a valid name
      */
     public final B table(String table) {
         this.table = dialect.tableNames().validateTable(table);
@@ -66,7 +74,14 @@ public abstract class SqlStoreBuilder<B extends SqlStoreBuilder<B, S>, S extends
 
     /**
      * The longest any statement (or lock wait) of a store call may take; default 30 s, at least 1 ms. Where it
-     * is applied as a JDBC query timeout, it is rounded up to whole seconds.
+     * is applied as a JDBC query timeout, it is rounded up to whole seconds. Each call's connection also gets a
+     * network timeout of twice this.
+     *
+     * @param statementTimeout the timeout; not null, at least 1 ms, at most {@code Integer.MAX_VALUE / 2} ms (about
+     *                         12 days)
+     * @return this builder
+     * @throws NullPointerException     if {@code statementTimeout} is null
+     * @throws IllegalArgumentException naming the value if it is out of range
      */
     public final B statementTimeout(Duration statementTimeout) {
         this.statementTimeout = SqlStoreSettings.statementTimeout(statementTimeout);
@@ -78,6 +93,10 @@ public abstract class SqlStoreBuilder<B extends SqlStoreBuilder<B, S>, S extends
      * counts once), that the publisher writes and that a marked row may have (a longer one, written by plain
      * SQL, is rejected so that the dispatcher parks it). Set it to what your consumers accept; the store's
      * documentation gives its default.
+     *
+     * @param maxKeyLength the longest key in code points, at least 1
+     * @return this builder
+     * @throws IllegalArgumentException naming the value if it is below 1
      */
     public final B maxKeyLength(int maxKeyLength) {
         this.maxKeyLength = SqlStoreSettings.maxKeyLength(maxKeyLength);
@@ -88,6 +107,10 @@ public abstract class SqlStoreBuilder<B extends SqlStoreBuilder<B, S>, S extends
      * Adds a decorator that the publisher applies to every message before writing it (after the decorators
      * added before it): to add or change headers, or to reject a message; see {@link MessageDecorator}. None by
      * default.
+     *
+     * @param decorator the decorator; not null
+     * @return this builder
+     * @throws NullPointerException if {@code decorator} is null
      */
     public final B decorator(MessageDecorator decorator) {
         decorators.add(Objects.requireNonNull(decorator, "decorator must not be null"));
@@ -101,6 +124,9 @@ public abstract class SqlStoreBuilder<B extends SqlStoreBuilder<B, S>, S extends
      * cut off, that resumes after a successor took over) change nothing. Default on: the check costs little (see
      * the README's "Failure modes"). Needs the leader table, {@code <table>_leader}, which {@code createSchema()}
      * and the shipped migrations create; turn it off only for a schema without it.
+     *
+     * @param fencing true to fence the leader's writes by the epoch, false not to
+     * @return this builder
      */
     public final B fencing(boolean fencing) {
         this.fencing = fencing;
@@ -114,6 +140,8 @@ public abstract class SqlStoreBuilder<B extends SqlStoreBuilder<B, S>, S extends
      * {@link SqlStore#shard} with a leader and an epoch of its own. Default 1: today's table and statements. The
      * store refuses a table made for another count ({@link SqlStore#checkShards()}).
      *
+     * @param shards the shard count
+     * @return this builder
      * @throws IllegalArgumentException naming the count if it is not between 1 and
      *                                  {@link dev.outbox.OutboxShards#MAX_SHARDS}
      */
@@ -122,7 +150,13 @@ public abstract class SqlStoreBuilder<B extends SqlStoreBuilder<B, S>, S extends
         return (B) this;
     }
 
-    /** The store, immutable and thread-safe. */
+    /**
+     * The store, immutable and thread-safe.
+     *
+     * @return a new store with the settings as set so far
+     * @throws IllegalStateException if the settings do not fit together, such as a sharded H2 store
+     */
+
     public final S build() {
         return store.apply((B) this);
     }

@@ -42,10 +42,15 @@ public final class SqlTransactions {
     private final int networkTimeoutMillis;
 
     /**
-     * @param jdbi             where the calls take their connections
-     * @param errors           how failures are translated
-     * @param statementTimeout the longest a statement may take
+     * The transactions of one store.
+     *
+     * @param jdbi             where the calls take their connections; not null
+     * @param errors           how failures are translated; not null
+     * @param statementTimeout the longest a statement may take; not null, positive (the network timeout is twice
+     *                         it, the query timeout it in whole seconds rounded up, both capped at
+     *                         {@link Integer#MAX_VALUE})
      * @param queryTimeouts    whether each statement carries the timeout as a JDBC query timeout
+     * @throws NullPointerException if {@code jdbi}, {@code errors} or {@code statementTimeout} is null
      */
     public SqlTransactions(Jdbi jdbi, SqlErrors errors, Duration statementTimeout, boolean queryTimeouts) {
         this.jdbi = Objects.requireNonNull(jdbi, "jdbi must not be null");
@@ -55,34 +60,71 @@ public final class SqlTransactions {
         this.networkTimeoutMillis = (int) Math.min(Integer.MAX_VALUE, statementTimeout.toMillis() * 2);
     }
 
-    /** Work on a handle that may throw SQL exceptions. */
+    /**
+     * Work on a handle that may throw SQL exceptions.
+     *
+     * @param <T> the work's result
+     */
     @FunctionalInterface
     public interface Work<T> {
-        /** Does the work on {@code handle}. */
+        /**
+         * Does the work on {@code handle}.
+         *
+         * @param handle the call's handle, open on its own connection; not to be kept after the call
+         * @return the result, which the call returns; may be null
+         * @throws SQLException as the driver throws it; the call translates it into a {@code StoreException}
+         */
         T run(Handle handle) throws SQLException;
     }
 
-    /** The connections of the store, for an adapter that must hold one of its own (a listener). */
+    /**
+     * The connections of the store, for an adapter that must hold one of its own (a listener).
+     *
+     * @return the store's Jdbi
+     */
     public Jdbi jdbi() {
         return jdbi;
     }
 
-    /** The statement timeout as a JDBC query timeout: whole seconds, rounded up. */
+    /**
+     * The statement timeout as a JDBC query timeout: whole seconds, rounded up.
+     *
+     * @return the timeout in seconds; at least 1 for a positive statement timeout
+     */
     public int queryTimeoutSeconds() {
         return queryTimeoutSeconds;
     }
 
-    /** Translates {@code failure} of {@code operation} by the dialect's rules. */
+    /**
+     * Translates {@code failure} of {@code operation} by the dialect's rules ({@link SqlErrors#translate}).
+     *
+     * @param operation what failed, as the message names it
+     * @param failure   the failure; not null
+     * @return {@code failure} if it is a {@link StoreException}, else one wrapping it
+     */
     public StoreException translate(String operation, Throwable failure) {
         return errors.translate(operation, failure);
     }
 
-    /** {@code statement}, with the query timeout if the dialect bounds statements by one. */
+    /**
+     * {@code statement}, with the query timeout if the dialect bounds statements by one.
+     *
+     * @param <S>       the Jdbi statement's type
+     * @param statement the statement
+     * @return {@code statement} itself
+     */
     public <S extends SqlStatement<S>> S timed(S statement) {
         return queryTimeouts ? statement.setQueryTimeout(queryTimeoutSeconds) : statement;
     }
 
-    /** A prepared statement of {@code sql}, with the query timeout if the dialect bounds statements by one. */
+    /**
+     * A prepared statement of {@code sql}, with the query timeout if the dialect bounds statements by one.
+     *
+     * @param connection the connection to prepare it on
+     * @param sql        the statement's SQL
+     * @return a new statement, which the caller closes
+     * @throws SQLException as the driver throws it
+     */
     public PreparedStatement prepare(Connection connection, String sql) throws SQLException {
         PreparedStatement statement = connection.prepareStatement(sql);
         if (queryTimeouts) {
@@ -95,6 +137,16 @@ public final class SqlTransactions {
      * Runs {@code work} in a transaction of its own and commits it: {@code prologue} (if not null) is its first
      * statement. On a connection bounded as {@link #withHandle} describes; leaves the connection's auto-commit mode
      * as it found it.
+     *
+     * <p>On a connection that is not in auto-commit mode, whatever was open on it is rolled back first.
+     *
+     * @param <T>       the work's result
+     * @param operation what the transaction does, as a failure's message names it
+     * @param prologue  the transaction's first statement, or null for none
+     * @param work      the work; not null
+     * @return what {@code work} returned, once committed
+     * @throws StoreException if anything fails (taking the connection, the prologue, the work or the commit); the
+     *                        transaction is then rolled back
      */
     public <T> T inTransaction(String operation, String prologue, Work<T> work) {
         return withHandle(operation, handle -> {
@@ -129,7 +181,16 @@ public final class SqlTransactions {
      * Runs {@code work} on a connection of its own, with the connection's network timeout set to twice the
      * statement timeout and restored afterwards; translates every failure into a {@link StoreException} naming
      * {@code operation}. The work begins and ends its own transaction, if any.
+     *
+     * @param <T>       the work's result
+     * @param operation what the call does, as a failure's message names it
+     * @param work      the work; not null
+     * @return what {@code work} returned
+     * @throws StoreException if taking the connection or the work fails with an {@link SQLException}, a Jdbi
+     *                        exception or an {@link IllegalStateException}; other runtime exceptions of the work
+     *                        pass through untranslated
      */
+
     public <T> T withHandle(String operation, Work<T> work) {
         Handle handle;
         try {

@@ -18,6 +18,13 @@ import java.util.Objects;
  */
 public record SqlWrite(List<Step> steps, String fenced) {
 
+    /**
+     * Checks and copies the components.
+     *
+     * @param steps  the statements run on each batch, in order; not null, at least one, no null element
+     * @param fenced the fenced statement, or null; only with a single step
+     * @throws IllegalArgumentException if {@code steps} is empty, or {@code fenced} is set for several steps
+     */
     public SqlWrite {
         steps = List.copyOf(steps);
         if (steps.isEmpty()) {
@@ -28,12 +35,24 @@ public record SqlWrite(List<Step> steps, String fenced) {
         }
     }
 
-    /** A write of one statement, with its fenced variant (or null). */
+    /**
+     * A write of one statement, with its fenced variant (or null).
+     *
+     * @param step   the statement; not null
+     * @param fenced the fenced statement, or null (a fence then takes a locking read first)
+     * @return the write
+     */
     public static SqlWrite of(Step step, String fenced) {
         return new SqlWrite(List.of(step), fenced);
     }
 
-    /** A write of these statements, fenced by a locking read first. */
+    /**
+     * A write of these statements, fenced by a locking read first.
+     *
+     * @param steps the statements, in order; at least one, none null
+     * @return the write
+     * @throws IllegalArgumentException if there is no step
+     */
     public static SqlWrite of(Step... steps) {
         return new SqlWrite(List.of(steps), null);
     }
@@ -71,12 +90,28 @@ public record SqlWrite(List<Step> steps, String fenced) {
      *             kind is {@link Kind#PAIRS} and ids are bound as lists
      */
     public record Step(Kind kind, String sql, String pair) {
+        /**
+         * Checks the components.
+         *
+         * @param kind what it binds; not null
+         * @param sql  its SQL; not null
+         * @param pair the SQL {@code ${pairs}} repeats for each id, or null
+         * @throws NullPointerException if {@code kind} or {@code sql} is null
+         */
         public Step {
             Objects.requireNonNull(kind, "kind must not be null");
             Objects.requireNonNull(sql, "sql must not be null");
         }
 
-        /** A step that binds no pair template. */
+        /**
+         * A step that binds no pair template.
+         *
+         * @param kind what it binds; not null
+         * @param sql  its SQL; not null
+         * @return the step, whose {@link #pair()} is null
+         * @throws NullPointerException if {@code kind} or {@code sql} is null
+         */
+
         public static Step of(Kind kind, String sql) {
             return new Step(kind, sql, null);
         }
