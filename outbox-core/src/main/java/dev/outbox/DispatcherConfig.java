@@ -132,16 +132,29 @@ public final class DispatcherConfig {
         this.metricsInterval = b.metricsInterval;
     }
 
-    /** The defaults listed in the class documentation. */
+    /**
+     * The defaults listed in the class documentation.
+     *
+     * @return a configuration with every default; {@link #maxInFlightBytes()} depends on this JVM's heap
+     */
     public static DispatcherConfig defaults() {
         return builder().build();
     }
 
+    /**
+     * Starts a builder with the defaults listed in the class documentation.
+     *
+     * @return a new builder
+     */
     public static Builder builder() {
         return new Builder();
     }
 
-    /** A builder starting from this configuration's values. */
+    /**
+     * A builder starting from this configuration's values.
+     *
+     * @return a new builder; changing it does not change this configuration
+     */
     public Builder toBuilder() {
         Builder b = new Builder();
         b.markBatchSize = markBatchSize;
@@ -165,20 +178,38 @@ public final class DispatcherConfig {
         return b;
     }
 
+    /**
+     * The most rows one mark query stamps ({@link Harvest#MARK}).
+     *
+     * @return the batch size in rows, at least 1 and at most {@link #maxInFlightRecords()}; default 100
+     */
     public int markBatchSize() {
         return markBatchSize;
     }
 
-    /** The least free room in flight worth a cursor read; see the class documentation. */
+    /**
+     * The least free room in flight worth a cursor read; see the class documentation.
+     *
+     * @return rows, at least 1 and at most {@link #maxInFlightRecords()}; {@link #markBatchSize()} unless set
+     */
     public int readBatchSize() {
         return readBatchSize;
     }
 
+    /**
+     * The most records read or marked and not yet acknowledged and purged.
+     *
+     * @return the bound in records, at least 1; default 1000
+     */
     public int maxInFlightRecords() {
         return maxInFlightRecords;
     }
 
-    /** The most bytes of records read and not yet acknowledged; see {@link Builder#maxInFlightBytes}. */
+    /**
+     * The most bytes of records read and not yet acknowledged; see {@link Builder#maxInFlightBytes}.
+     *
+     * @return bytes, at least 1 ({@link Long#MAX_VALUE}: no bound); default {@link #defaultMaxInFlightBytes()}
+     */
     public long maxInFlightBytes() {
         return maxInFlightBytes;
     }
@@ -189,6 +220,8 @@ public final class DispatcherConfig {
      * times at the peak of its journey (the record the store read, the JDBC driver's buffer while the read is decoded,
      * the broker client's serialized copy until it is acknowledged) and the application shares the heap: the outbox
      * then takes at most about three eighths of it, whatever the size of the messages.
+     *
+     * @return the default in bytes, at least 1 MiB
      */
     public static long defaultMaxInFlightBytes() {
         long heap = Runtime.getRuntime().maxMemory();
@@ -198,40 +231,85 @@ public final class DispatcherConfig {
         return Math.max(1L << 20, heap / 8);
     }
 
+    /**
+     * The most ids one store call purges (or records failures for).
+     *
+     * @return the batch size in ids, at least 1; default 1000
+     */
     public int purgeBatchSize() {
         return purgeBatchSize;
     }
 
+    /**
+     * The leader-election poll and heartbeat interval, and the longest wait between harvests of an idle outbox.
+     *
+     * @return the interval, positive; default 100 ms
+     */
     public Duration pollInterval() {
         return pollInterval;
     }
 
+    /**
+     * The first wait after a harvest found nothing; it doubles up to {@link #pollInterval()} while the outbox stays
+     * empty.
+     *
+     * @return the backoff, positive and at most {@link #pollInterval()}; default 10 ms
+     */
     public Duration markBackoff() {
         return markBackoff;
     }
 
+    /**
+     * How long a leader that sees none of its own heartbeats waits before it fences itself.
+     *
+     * @return the timeout, at least 3 x {@link #pollInterval()}; default 5 s
+     */
     public Duration heartbeatTimeout() {
         return heartbeatTimeout;
     }
 
+    /**
+     * How long a send may stay unacknowledged before it is reported as stuck.
+     *
+     * @return the timeout, positive; default 30 s
+     */
     public Duration queueTimeout() {
         return queueTimeout;
     }
 
+    /**
+     * The first wait after a failed store call ({@link #storeRetry()}); it doubles on repeated failures up to
+     * {@link #maxIoErrorBackoff()}.
+     *
+     * @return the backoff, positive and at most {@link #maxIoErrorBackoff()}; default 500 ms
+     */
     public Duration ioErrorBackoff() {
         return ioErrorBackoff;
     }
 
+    /**
+     * The cap of the store calls' backoff ({@link #storeRetry()}).
+     *
+     * @return the cap, positive; default 10 s
+     */
     public Duration maxIoErrorBackoff() {
         return maxIoErrorBackoff;
     }
 
-    /** The backoff before a failed record's first retry; {@link #ioErrorBackoff()} unless set. */
+    /**
+     * The backoff before a failed record's first retry; {@link #ioErrorBackoff()} unless set.
+     *
+     * @return the backoff, positive and at most {@link #maxDeliveryBackoff()}
+     */
     public Duration deliveryBackoff() {
         return deliveryBackoff;
     }
 
-    /** The cap of the deliveries' backoff; {@link #maxIoErrorBackoff()} unless set. */
+    /**
+     * The cap of the deliveries' backoff; {@link #maxIoErrorBackoff()} unless set.
+     *
+     * @return the cap, positive
+     */
     public Duration maxDeliveryBackoff() {
         return maxDeliveryBackoff;
     }
@@ -257,29 +335,57 @@ public final class DispatcherConfig {
         return dev.outbox.spi.Backoff.exponential(deliveryBackoff, maxDeliveryBackoff);
     }
 
+    /**
+     * The failed deliveries after which a record is parked.
+     *
+     * @return the attempts, at least 1; default 10
+     */
     public int maxAttempts() {
         return maxAttempts;
     }
 
+    /**
+     * How long {@code close()} and a revocation wait for in-flight records to be acknowledged.
+     *
+     * @return the timeout, positive; default 10 s
+     */
     public Duration drainTimeout() {
         return drainTimeout;
     }
 
+    /**
+     * The period of {@link DispatcherListener#meterRead} events and of the leader's samples of the outbox (backlog,
+     * parked rows, lag).
+     *
+     * @return the period, positive; default 5 s
+     */
     public Duration metricsInterval() {
         return metricsInterval;
     }
 
-    /** How the leader finds the rows to send; see {@link Harvest}. */
+    /**
+     * How the leader finds the rows to send; see {@link Harvest}.
+     *
+     * @return the harvest; default {@link Harvest#CURSOR}
+     */
     public Harvest harvest() {
         return harvest;
     }
 
-    /** How often a caught-up cursor harvest reads the table again from its head. */
+    /**
+     * How often a caught-up cursor harvest reads the table again from its head.
+     *
+     * @return the interval, positive; default 30 s
+     */
     public Duration rescanInterval() {
         return rescanInterval;
     }
 
-    /** What happens to a key once one of its records was parked; see {@link AfterPark}. */
+    /**
+     * What happens to a key once one of its records was parked; see {@link AfterPark}.
+     *
+     * @return the policy; default {@link AfterPark#MOVE_ON}
+     */
     public AfterPark afterPark() {
         return afterPark;
     }
@@ -326,11 +432,27 @@ public final class DispatcherConfig {
         private Builder() {
         }
 
+        /**
+         * The most rows one mark query stamps ({@link Harvest#MARK}). Default 100. {@link #build()} rejects more than
+         * {@code maxInFlightRecords}.
+         *
+         * @param value rows, at least 1
+         * @return this builder
+         * @throws IllegalArgumentException naming the value if it is below 1
+         */
         public Builder markBatchSize(int value) {
             this.markBatchSize = positive("markBatchSize", value);
             return this;
         }
 
+        /**
+         * The most records read or marked and not yet acknowledged and purged. Default 1000. {@link #build()} rejects
+         * less than {@code markBatchSize} or {@code readBatchSize}.
+         *
+         * @param value records, at least 1
+         * @return this builder
+         * @throws IllegalArgumentException naming the value if it is below 1
+         */
         public Builder maxInFlightRecords(int value) {
             this.maxInFlightRecords = positive("maxInFlightRecords", value);
             return this;
@@ -347,6 +469,7 @@ public final class DispatcherConfig {
          * Default: {@link DispatcherConfig#defaultMaxInFlightBytes()}, an eighth of the heap.
          *
          * @param value bytes, at least 1; {@link Long#MAX_VALUE} turns the bound off
+         * @return this builder
          * @throws IllegalArgumentException naming the value if it is below 1
          */
         public Builder maxInFlightBytes(long value) {
@@ -357,36 +480,97 @@ public final class DispatcherConfig {
             return this;
         }
 
+        /**
+         * The most ids one store call purges (or records failures for). Default 1000.
+         *
+         * @param value ids, at least 1
+         * @return this builder
+         * @throws IllegalArgumentException naming the value if it is below 1
+         */
         public Builder purgeBatchSize(int value) {
             this.purgeBatchSize = positive("purgeBatchSize", value);
             return this;
         }
 
+        /**
+         * The leader-election poll and heartbeat interval, and the longest wait between harvests of an idle outbox.
+         * Default 100 ms. {@link #build()} rejects a {@code markBackoff} above it or a {@code heartbeatTimeout} below 3
+         * times it.
+         *
+         * @param value a positive duration; not null
+         * @return this builder
+         * @throws NullPointerException     if {@code value} is null
+         * @throws IllegalArgumentException naming the value if it is not positive
+         */
         public Builder pollInterval(Duration value) {
             this.pollInterval = positive("pollInterval", value);
             return this;
         }
 
+        /**
+         * The first wait after a harvest found nothing; it doubles up to {@code pollInterval} while the outbox stays
+         * empty. Default 10 ms. {@link #build()} rejects more than {@code pollInterval}.
+         *
+         * @param value a positive duration; not null
+         * @return this builder
+         * @throws NullPointerException     if {@code value} is null
+         * @throws IllegalArgumentException naming the value if it is not positive
+         */
         public Builder markBackoff(Duration value) {
             this.markBackoff = positive("markBackoff", value);
             return this;
         }
 
+        /**
+         * How long a leader that sees none of its own heartbeats waits before it fences itself. Default 5 s.
+         * {@link #build()} rejects less than 3 x {@code pollInterval}.
+         *
+         * @param value a positive duration; not null
+         * @return this builder
+         * @throws NullPointerException     if {@code value} is null
+         * @throws IllegalArgumentException naming the value if it is not positive
+         */
         public Builder heartbeatTimeout(Duration value) {
             this.heartbeatTimeout = positive("heartbeatTimeout", value);
             return this;
         }
 
+        /**
+         * How long a send may stay unacknowledged before it is reported as stuck. Default 30 s.
+         *
+         * @param value a positive duration; not null
+         * @return this builder
+         * @throws NullPointerException     if {@code value} is null
+         * @throws IllegalArgumentException naming the value if it is not positive
+         */
         public Builder queueTimeout(Duration value) {
             this.queueTimeout = positive("queueTimeout", value);
             return this;
         }
 
+        /**
+         * The first wait after a failed store call ({@link DispatcherConfig#storeRetry()}); it doubles on repeated
+         * failures up to {@code maxIoErrorBackoff}. Default 500 ms. {@link #build()} rejects more than
+         * {@code maxIoErrorBackoff}.
+         *
+         * @param value a positive duration; not null
+         * @return this builder
+         * @throws NullPointerException     if {@code value} is null
+         * @throws IllegalArgumentException naming the value if it is not positive
+         */
         public Builder ioErrorBackoff(Duration value) {
             this.ioErrorBackoff = positive("ioErrorBackoff", value);
             return this;
         }
 
+        /**
+         * The cap of the store calls' backoff ({@link DispatcherConfig#storeRetry()}). Default 10 s.
+         *
+         * @param value a positive duration; not null
+         * @return this builder
+         * @throws NullPointerException     if {@code value} is null
+         * @throws IllegalArgumentException naming the value if it is not positive
+         */
         public Builder maxIoErrorBackoff(Duration value) {
             this.maxIoErrorBackoff = positive("maxIoErrorBackoff", value);
             return this;
@@ -430,41 +614,90 @@ public final class DispatcherConfig {
             return this;
         }
 
+        /**
+         * The failed deliveries after which a record is parked. Default 10.
+         *
+         * @param value attempts, at least 1
+         * @return this builder
+         * @throws IllegalArgumentException naming the value if it is below 1
+         */
         public Builder maxAttempts(int value) {
             this.maxAttempts = positive("maxAttempts", value);
             return this;
         }
 
+        /**
+         * How long {@code close()} and a revocation wait for in-flight records to be acknowledged. Default 10 s.
+         *
+         * @param value a positive duration; not null
+         * @return this builder
+         * @throws NullPointerException     if {@code value} is null
+         * @throws IllegalArgumentException naming the value if it is not positive
+         */
         public Builder drainTimeout(Duration value) {
             this.drainTimeout = positive("drainTimeout", value);
             return this;
         }
 
+        /**
+         * The period of {@link DispatcherListener#meterRead} events and of the leader's samples of the outbox (backlog,
+         * parked rows, lag). Default 5 s.
+         *
+         * @param value a positive duration; not null
+         * @return this builder
+         * @throws NullPointerException     if {@code value} is null
+         * @throws IllegalArgumentException naming the value if it is not positive
+         */
         public Builder metricsInterval(Duration value) {
             this.metricsInterval = positive("metricsInterval", value);
             return this;
         }
 
-        /** How the leader finds the rows to send; default {@link Harvest#CURSOR}. */
+        /**
+         * How the leader finds the rows to send; default {@link Harvest#CURSOR}.
+         *
+         * @param value the harvest; not null
+         * @return this builder
+         * @throws NullPointerException if {@code value} is null
+         */
         public Builder harvest(Harvest value) {
             this.harvest = Objects.requireNonNull(value, "harvest");
             return this;
         }
 
-        /** How often a caught-up cursor harvest reads the table again from its head; default 30 s. */
+        /**
+         * How often a caught-up cursor harvest reads the table again from its head; default 30 s.
+         *
+         * @param value a positive duration; not null
+         * @return this builder
+         * @throws NullPointerException     if {@code value} is null
+         * @throws IllegalArgumentException naming the value if it is not positive
+         */
         public Builder rescanInterval(Duration value) {
             this.rescanInterval = positive("rescanInterval", value);
             return this;
         }
 
-        /** What happens to a key once one of its records was parked; default {@link AfterPark#MOVE_ON}. */
+        /**
+         * What happens to a key once one of its records was parked; default {@link AfterPark#MOVE_ON}.
+         *
+         * @param value the policy; not null
+         * @return this builder
+         * @throws NullPointerException if {@code value} is null
+         */
         public Builder afterPark(AfterPark value) {
             this.afterPark = Objects.requireNonNull(value, "afterPark");
             return this;
         }
 
         /**
-         * @throws IllegalArgumentException if settings contradict each other, saying which and why
+         * The configuration as set so far; the builder can go on being used.
+         *
+         * @return a new, immutable configuration
+         * @throws IllegalArgumentException if settings contradict each other, saying which and why: markBatchSize
+         *                                  or readBatchSize above maxInFlightRecords, markBackoff above
+         *                                  pollInterval, heartbeatTimeout below 3 x pollInterval, ioErrorBackoff
+         *                                  above maxIoErrorBackoff, deliveryBackoff above maxDeliveryBackoff
          */
         public DispatcherConfig build() {
             if (markBatchSize > maxInFlightRecords) {

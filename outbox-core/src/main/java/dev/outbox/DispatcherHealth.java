@@ -42,6 +42,14 @@ public final class DispatcherHealth {
      * @param at        when it failed (dispatcher's clock)
      */
     public record Failure(String operation, String error, Instant at) {
+        /**
+         * Checks the components.
+         *
+         * @param operation what failed; not null
+         * @param error     the error's class and message; not null
+         * @param at        when it failed; not null
+         * @throws NullPointerException if a component is null
+         */
         public Failure {
             Objects.requireNonNull(operation, "operation");
             Objects.requireNonNull(error, "error");
@@ -78,36 +86,67 @@ public final class DispatcherHealth {
         }
     }
 
-    /** Starts a builder; used by dispatcher implementations and tests. */
+    /**
+     * Starts a builder; used by dispatcher implementations and tests.
+     *
+     * @param status the dispatcher's status; not null
+     * @return a new builder with every other value empty or zero
+     * @throws NullPointerException if {@code status} is null
+     */
     public static Builder builder(Status status) {
         return new Builder(status);
     }
 
+    /**
+     * Where the dispatcher stands.
+     *
+     * @return the status; never null
+     */
     public Status status() {
         return status;
     }
 
-    /** Whether the dispatcher can still publish: true unless {@link Status#CLOSED}. */
+    /**
+     * Whether the dispatcher can still publish: true unless {@link Status#CLOSED}.
+     *
+     * @return true unless the status is {@link Status#CLOSED}
+     */
     public boolean isUp() {
         return status != Status.CLOSED;
     }
 
-    /** The current leader id while leading; empty otherwise. */
+    /**
+     * The current leader id while leading; empty otherwise.
+     *
+     * @return the leader id; present whenever the status is {@link Status#LEADER}
+     */
     public Optional<UUID> leaderId() {
         return Optional.ofNullable(leaderId);
     }
 
-    /** When this dispatcher last marked rows successfully (a mark that found nothing counts), if ever. */
+    /**
+     * When this dispatcher last marked rows successfully (a mark that found nothing counts), if ever.
+     *
+     * @return the time (dispatcher's clock), or empty if it never did
+     */
     public Optional<Instant> lastMark() {
         return Optional.ofNullable(lastMark);
     }
 
-    /** When this dispatcher last purged acknowledged rows successfully, if ever. */
+    /**
+     * When this dispatcher last purged acknowledged rows successfully, if ever.
+     *
+     * @return the time (dispatcher's clock), or empty if it never did
+     */
     public Optional<Instant> lastPurge() {
         return Optional.ofNullable(lastPurge);
     }
 
-    /** The last failed operation and when, if any failed since the dispatcher started. */
+    /**
+     * The last failed operation and when, if any failed since the dispatcher started.
+     *
+     * @return the failure, or empty
+     */
     public Optional<Failure> lastFailure() {
         return Optional.ofNullable(lastFailure);
     }
@@ -116,22 +155,36 @@ public final class DispatcherHealth {
      * The last {@linkplain DispatcherObserver#sampled sample} of the outbox taken while this instance leads;
      * empty on a standby (only the leader samples) and until the first sample, {@code metricsInterval} after
      * leadership was acquired.
+     *
+     * @return the sample, or empty
      */
     public Optional<OutboxSample> lastSample() {
         return Optional.ofNullable(lastSample);
     }
 
-    /** The lag — the age of the oldest unpublished row — as of the {@linkplain #lastSample() last sample}. */
+    /**
+     * The lag — the age of the oldest unpublished row — as of the {@linkplain #lastSample() last sample}.
+     *
+     * @return the lag, or empty when there is no sample
+     */
     public Optional<Duration> lag() {
         return lastSample == null ? Optional.empty() : Optional.of(lastSample.lag());
     }
 
-    /** Records sent to the broker and not yet completed. */
+    /**
+     * Records sent to the broker and not yet completed.
+     *
+     * @return the count, 0 or more
+     */
     public int inFlightRecords() {
         return inFlightRecords;
     }
 
-    /** Exceptions thrown by listener and observer callbacks since the dispatcher was built (each was ignored). */
+    /**
+     * Exceptions thrown by listener and observer callbacks since the dispatcher was built (each was ignored).
+     *
+     * @return the count, 0 or more
+     */
     public long callbackErrors() {
         return callbackErrors;
     }
@@ -141,6 +194,8 @@ public final class DispatcherHealth {
      * record ({@link dev.outbox.spi.DeliveryException#isOutage()}) and none was acknowledged since. Empty when no
      * outage is under way. An outage holds every failing key without counting attempts or parking: alert on how
      * long it lasts.
+     *
+     * @return the outage's start (dispatcher's clock), or empty
      */
     public Optional<Instant> outageSince() {
         return Optional.ofNullable(outageSince);
@@ -152,6 +207,8 @@ public final class DispatcherHealth {
      * the table, their keys wait, and the write is tried again with backoff (up to {@code maxIoErrorBackoff}) until
      * an operator removes the cause; every other key goes on. {@link #lastFailure()} names the error when it began.
      * Zero normally: alert when it is not.
+     *
+     * @return the count, 0 or more
      */
     public int heldRecords() {
         return heldRecords;
@@ -162,6 +219,8 @@ public final class DispatcherHealth {
      * whose later records the leader does not send until an operator replays or discards the parked rows. Always
      * zero with {@code MOVE_ON} (the default) and on an instance that does not lead. Alert when it is not zero: the
      * consumers of those keys wait for a human.
+     *
+     * @return the count, 0 or more
      */
     public int heldKeys() {
         return heldKeys;
@@ -195,31 +254,68 @@ public final class DispatcherHealth {
             this.status = Objects.requireNonNull(status, "status");
         }
 
+        /**
+         * Sets {@link DispatcherHealth#leaderId()}.
+         *
+         * @param value the leader id, or null (the default) when not leading
+         * @return this builder
+         */
         public Builder leaderId(UUID value) {
             this.leaderId = value;
             return this;
         }
 
+        /**
+         * Sets {@link DispatcherHealth#lastMark()}.
+         *
+         * @param value the time of the last successful mark, or null (the default) for never
+         * @return this builder
+         */
         public Builder lastMark(Instant value) {
             this.lastMark = value;
             return this;
         }
 
+        /**
+         * Sets {@link DispatcherHealth#lastPurge()}.
+         *
+         * @param value the time of the last successful purge, or null (the default) for never
+         * @return this builder
+         */
         public Builder lastPurge(Instant value) {
             this.lastPurge = value;
             return this;
         }
 
+        /**
+         * Sets {@link DispatcherHealth#lastFailure()}.
+         *
+         * @param value the last failure, or null (the default) for none
+         * @return this builder
+         */
         public Builder lastFailure(Failure value) {
             this.lastFailure = value;
             return this;
         }
 
+        /**
+         * Sets {@link DispatcherHealth#lastSample()}.
+         *
+         * @param value the leader's last sample, or null (the default) for none
+         * @return this builder
+         */
         public Builder lastSample(OutboxSample value) {
             this.lastSample = value;
             return this;
         }
 
+        /**
+         * Sets {@link DispatcherHealth#inFlightRecords()}; default 0.
+         *
+         * @param value the count, 0 or more
+         * @return this builder
+         * @throws IllegalArgumentException if {@code value} is negative
+         */
         public Builder inFlightRecords(int value) {
             if (value < 0) {
                 throw new IllegalArgumentException("inFlightRecords must not be negative, was " + value);
@@ -228,6 +324,13 @@ public final class DispatcherHealth {
             return this;
         }
 
+        /**
+         * Sets {@link DispatcherHealth#callbackErrors()}; default 0.
+         *
+         * @param value the count, 0 or more
+         * @return this builder
+         * @throws IllegalArgumentException if {@code value} is negative
+         */
         public Builder callbackErrors(long value) {
             if (value < 0) {
                 throw new IllegalArgumentException("callbackErrors must not be negative, was " + value);
@@ -236,11 +339,24 @@ public final class DispatcherHealth {
             return this;
         }
 
+        /**
+         * Sets {@link DispatcherHealth#outageSince()}.
+         *
+         * @param value the start of the broker outage under way, or null (the default) for none
+         * @return this builder
+         */
         public Builder outageSince(Instant value) {
             this.outageSince = value;
             return this;
         }
 
+        /**
+         * Sets {@link DispatcherHealth#heldRecords()}; default 0.
+         *
+         * @param value the count, 0 or more
+         * @return this builder
+         * @throws IllegalArgumentException if {@code value} is negative
+         */
         public Builder heldRecords(int value) {
             if (value < 0) {
                 throw new IllegalArgumentException("heldRecords must not be negative, was " + value);
@@ -249,6 +365,13 @@ public final class DispatcherHealth {
             return this;
         }
 
+        /**
+         * Sets {@link DispatcherHealth#heldKeys()}; default 0.
+         *
+         * @param value the count, 0 or more
+         * @return this builder
+         * @throws IllegalArgumentException if {@code value} is negative
+         */
         public Builder heldKeys(int value) {
             if (value < 0) {
                 throw new IllegalArgumentException("heldKeys must not be negative, was " + value);
@@ -257,6 +380,12 @@ public final class DispatcherHealth {
             return this;
         }
 
+        /**
+         * The snapshot of the values set so far.
+         *
+         * @return a new, immutable snapshot
+         * @throws IllegalArgumentException if the status is {@link Status#LEADER} and no leader id was set
+         */
         public DispatcherHealth build() {
             return new DispatcherHealth(this);
         }

@@ -10,7 +10,11 @@ import java.util.UUID;
  */
 public interface DispatcherListener {
 
-    /** This instance became the leader, with a fresh leader id. */
+    /**
+     * This instance became the leader, with a fresh leader id.
+     *
+     * @param leaderId the new leader id
+     */
     default void leaderAcquired(UUID leaderId) {
     }
 
@@ -18,6 +22,8 @@ public interface DispatcherListener {
      * The leader took a fresh leader id, to re-mark every unacknowledged record: after a failed mark (the mark may
      * have committed rows it never saw) or a lease that lapsed before a send. A failed delivery does not cause one:
      * it holds only its own key.
+     *
+     * @param leaderId the fresh leader id
      */
     default void leaderRefreshed(UUID leaderId) {
     }
@@ -36,11 +42,19 @@ public interface DispatcherListener {
     default void leaderFenced() {
     }
 
-    /** A periodic throughput reading, every {@code metricsInterval}, and a last one when the dispatcher closes. */
+    /**
+     * A periodic throughput reading, every {@code metricsInterval}, and a last one when the dispatcher closes.
+     *
+     * @param reading the counts since the previous reading
+     */
     default void meterRead(MeterReading reading) {
     }
 
-    /** A record was parked: it will not be retried until an operator replays it. */
+    /**
+     * A record was parked: it will not be retried until an operator replays it.
+     *
+     * @param record the parked row's summary
+     */
     default void recordParked(ParkedRecord record) {
     }
 
@@ -49,7 +63,11 @@ public interface DispatcherListener {
      * ("mark", "purge", "send", …). A purge, park or failure record the store refuses for good (a
      * {@link dev.outbox.spi.StoreException} that is not retriable) is reported once, when the refusal begins, not
      * at every retry: its records are held (see {@link DispatcherHealth#heldRecords()}) until the store accepts it.
+     *
+     * @param operation what failed, as {@link DispatcherHealth.Failure#operation()} names it
+     * @param error     the failure
      */
     default void failure(String operation, Throwable error) {
+
     }
 }

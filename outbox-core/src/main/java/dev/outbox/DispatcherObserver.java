@@ -34,7 +34,11 @@ public interface DispatcherObserver {
     default void purged(int rows, Duration duration) {
     }
 
-    /** A record was handed to the broker (on the mark thread). */
+    /**
+     * A record was handed to the broker (on the mark thread).
+     *
+     * @param record the record sent
+     */
     default void sent(OutboxRecord record) {
     }
 
@@ -53,11 +57,18 @@ public interface DispatcherObserver {
     /**
      * A delivery failed (on the purge thread); the record will be retried, or parked if this was its last
      * attempt or the failure is permanent (then {@link #parked} follows).
+     *
+     * @param record the record whose delivery failed, with the attempts before this failure
+     * @param error  the failure, often a {@link dev.outbox.spi.DeliveryException}
      */
     default void failed(OutboxRecord record, Throwable error) {
     }
 
-    /** A record was parked: after failed deliveries, or because its row could not be read as a message. */
+    /**
+     * A record was parked: after failed deliveries, or because its row could not be read as a message.
+     *
+     * @param record the parked row's summary
+     */
     default void parked(ParkedRecord record) {
     }
 
@@ -65,6 +76,8 @@ public interface DispatcherObserver {
      * A periodic sample of the outbox, taken by the leader only, every {@code metricsInterval}
      * ({@link DispatcherConfig#metricsInterval()}), on a thread of its own: a slow query never delays a
      * heartbeat or a mark. A scrape never causes a query.
+     *
+     * @param sample the sample
      */
     default void sampled(OutboxSample sample) {
     }
@@ -74,7 +87,10 @@ public interface DispatcherObserver {
      * standby, was fenced, or closed. Reported by the leader thread within one {@code pollInterval} of the change
      * (the last one, {@link DispatcherHealth.Status#CLOSED}, by the thread that closed the dispatcher); a change
      * that is undone within one poll interval may go unreported.
+     *
+     * @param status the new status
      */
     default void statusChanged(DispatcherHealth.Status status) {
+
     }
 }

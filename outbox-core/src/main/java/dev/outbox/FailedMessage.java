@@ -22,7 +22,22 @@ import java.util.UUID;
  */
 public record FailedMessage(String consumer, UUID messageId, String topic, int partition, long offset, String key,
                             byte[] value, int attempts, String reason, Instant failedAt) {
-    /** Validates and copies. */
+    /**
+     * Validates and copies.
+     *
+     * @param consumer  the consumer's name; see {@link Inbox#validateConsumer}
+     * @param messageId the message's id; not null
+     * @param topic     where it came from; not null
+     * @param partition its partition, or -1
+     * @param offset    its offset, or -1
+     * @param key       its key, or null
+     * @param value     its value, copied; or null
+     * @param attempts  how many times the handler failed, 0 or more
+     * @param reason    why; not null
+     * @param failedAt  when it was recorded, or null
+     * @throws IllegalArgumentException if {@code consumer} is not valid or {@code attempts} is negative
+     * @throws NullPointerException     if {@code messageId}, {@code topic} or {@code reason} is null
+     */
     public FailedMessage {
         Inbox.validateConsumer(consumer);
         Objects.requireNonNull(messageId, "messageId must not be null");
@@ -34,7 +49,12 @@ public record FailedMessage(String consumer, UUID messageId, String topic, int p
         value = value == null ? null : value.clone();
     }
 
-    /** A copy of the value, or null. */
+    /**
+     * A copy of the value, or null.
+     *
+     * @return a new copy on each call, or null
+     */
+
     @Override
     public byte[] value() {
         return value == null ? null : value.clone();

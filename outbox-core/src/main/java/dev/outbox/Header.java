@@ -23,31 +23,63 @@ public final class Header {
         this.value = value == null ? null : value.clone();
     }
 
-    /** A header with a binary value; {@code value} may be null. */
+    /**
+     * A header with a binary value; {@code value} may be null.
+     *
+     * @param name  the header's name; not null, not empty
+     * @param value the value, copied; or null for a header without a value
+     * @return the header
+     * @throws IllegalArgumentException if {@code name} is null or empty
+     */
     public static Header of(String name, byte[] value) {
         return new Header(name, value);
     }
 
-    /** A header whose value is {@code value} in UTF-8; {@code value} may be null. */
+    /**
+     * A header whose value is {@code value} in UTF-8; {@code value} may be null.
+     *
+     * @param name  the header's name; not null, not empty
+     * @param value the value, encoded as UTF-8; or null for a header without a value
+     * @return the header
+     * @throws IllegalArgumentException if {@code name} is null or empty
+     */
     public static Header of(String name, String value) {
         return new Header(name, value == null ? null : value.getBytes(StandardCharsets.UTF_8));
     }
 
+    /**
+     * The header's name.
+     *
+     * @return the name; never null or empty
+     */
     public String name() {
         return name;
     }
 
-    /** A copy of the value, or {@code null}. */
+    /**
+     * A copy of the value, or {@code null}.
+     *
+     * @return a new copy of the value on each call, or null for a header without a value
+     */
     public byte[] value() {
         return value == null ? null : value.clone();
     }
 
-    /** The value's length in bytes, 0 for a null value, without copying it. */
+    /**
+     * The value's length in bytes, 0 for a null value, without copying it.
+     *
+     * @return the length in bytes, 0 or more
+     */
     public int valueSize() {
         return value == null ? 0 : value.length;
     }
 
-    /** The value decoded as UTF-8, or {@code null}. */
+    /**
+     * The value decoded as UTF-8, or {@code null}.
+     *
+     * @return the decoded value (malformed bytes become U+FFFD), or null for a header without a value
+     */
+
     public String valueAsString() {
         return value == null ? null : new String(value, StandardCharsets.UTF_8);
     }

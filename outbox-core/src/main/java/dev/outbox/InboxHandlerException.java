@@ -7,7 +7,14 @@ package dev.outbox;
 public class InboxHandlerException extends OutboxException {
     private static final long serialVersionUID = 1L;
 
+    /**
+     * A handler's failure.
+     *
+     * @param message names the consumer and the message id
+     * @param cause   what the handler threw
+     */
     public InboxHandlerException(String message, Throwable cause) {
+
         super(message, cause);
     }
 }

@@ -21,7 +21,10 @@ public interface MessageDecorator {
      * Returns the message to write in place of {@code message}: the same instance, or a new one built with
      * {@link OutboxMessage#withHeaders} and friends. Must not return null.
      *
+     * @param message the message as the application gave it, or as the previous decorator returned it; not null
+     * @return the message to write; not null
      * @throws RuntimeException to reject the message
+
      */
     OutboxMessage decorate(OutboxMessage message);
 }

@@ -26,7 +26,12 @@ public final class MessageIds {
     private MessageIds() {
     }
 
-    /** A new, unique version 7 UUID. */
+    /**
+     * A new, unique version 7 UUID. Thread-safe; the ids one JVM makes increase in time order, even when the wall
+     * clock steps back or several are made in one millisecond.
+     *
+     * @return the id
+     */
     public static UUID next() {
         long now = System.currentTimeMillis() << 12;
         long stamp = LAST.updateAndGet(last -> Math.max(now, last + 1));
@@ -39,6 +44,10 @@ public final class MessageIds {
 
     /**
      * The millisecond timestamp of a version 7 id, or -1 for an id of another version.
+     *
+     * @param id the id; not null
+     * @return milliseconds since the Unix epoch, or -1
+     * @throws NullPointerException if {@code id} is null
      */
     public static long unixMillis(UUID id) {
         Objects.requireNonNull(id, "id must not be null");
@@ -50,6 +59,8 @@ public final class MessageIds {
      * is parsed (in either case). Any other value (an id some other producer wrote) is turned into a name-based UUID (version 3)
      * of its bytes, so that equal values always give equal ids.
      *
+     * @param value the header's bytes
+     * @return the id
      * @throws IllegalArgumentException if {@code value} is null or empty
      */
     public static UUID fromHeader(byte[] value) {
@@ -70,7 +81,14 @@ public final class MessageIds {
         return UUID.nameUUIDFromBytes(value);
     }
 
-    /** The header value the outbox writes for {@code id}: its text form in ASCII. */
+    /**
+     * The header value the outbox writes for {@code id}: its text form in ASCII.
+     *
+     * @param id the id; not null
+     * @return 36 bytes, the lower-case text form
+     * @throws NullPointerException if {@code id} is null
+     */
+
     public static byte[] toHeader(UUID id) {
         return Objects.requireNonNull(id, "id must not be null").toString().getBytes(StandardCharsets.US_ASCII);
     }

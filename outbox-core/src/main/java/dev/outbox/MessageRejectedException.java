@@ -8,7 +8,14 @@ package dev.outbox;
 public final class MessageRejectedException extends OutboxException {
     private static final long serialVersionUID = 1L;
 
+    /**
+     * A message rejected by a decorator.
+     *
+     * @param message names the message (index, topic, key) and the decorator
+     * @param cause   the decorator's exception, or null if it returned null
+     */
     public MessageRejectedException(String message, Throwable cause) {
+
         super(message, cause);
     }
 }

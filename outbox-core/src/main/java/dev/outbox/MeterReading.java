@@ -18,7 +18,12 @@ import java.time.Instant;
 public record MeterReading(Instant at, Duration window, long sent, long acknowledged, long failed, long parked,
                            int inFlight, long totalAcknowledged) {
 
-    /** Acknowledged records per second over the window. */
+    /**
+     * Acknowledged records per second over the window.
+     *
+     * @return {@code acknowledged} divided by the window in seconds; 0 for an empty window
+     */
+
     public double ratePerSecond() {
         long nanos = window.toNanos();
         return nanos <= 0 ? 0 : acknowledged * 1e9 / nanos;

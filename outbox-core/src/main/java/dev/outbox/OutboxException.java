@@ -10,11 +10,23 @@ package dev.outbox;
 public class OutboxException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /**
+     * An outbox failure without a cause.
+     *
+     * @param message what failed
+     */
     public OutboxException(String message) {
         super(message);
     }
 
+    /**
+     * An outbox failure caused by {@code cause}.
+     *
+     * @param message what failed
+     * @param cause   the underlying exception, or null
+     */
     public OutboxException(String message, Throwable cause) {
+
         super(message, cause);
     }
 }

@@ -41,27 +41,68 @@ public final class OutboxMessage {
         this.headers = List.copyOf(headers);
     }
 
-    /** A message without headers; {@code value} null is a tombstone. */
+    /**
+     * A message without headers; {@code value} null is a tombstone.
+     *
+     * @param topic the destination topic: not null or blank, at most {@value #MAX_TOPIC_LENGTH} characters, without
+     *              whitespace or control characters
+     * @param key   the key; not null (it may be empty)
+     * @param value the value, copied; or null for a tombstone
+     * @return the message
+     * @throws IllegalArgumentException naming the bad value if {@code topic} or {@code key} is not valid
+     */
     public static OutboxMessage of(String topic, String key, byte[] value) {
         return new OutboxMessage(topic, key, value, List.of());
     }
 
-    /** A message whose value is {@code value} in UTF-8, without headers; {@code value} null is a tombstone. */
+    /**
+     * A message whose value is {@code value} in UTF-8, without headers; {@code value} null is a tombstone.
+     *
+     * @param topic the destination topic; see {@link #of(String, String, byte[])}
+     * @param key   the key; not null
+     * @param value the value, encoded as UTF-8; or null for a tombstone
+     * @return the message
+     * @throws IllegalArgumentException naming the bad value if {@code topic} or {@code key} is not valid
+     */
     public static OutboxMessage of(String topic, String key, String value) {
         return of(topic, key, value == null ? null : value.getBytes(StandardCharsets.UTF_8));
     }
 
-    /** A message with headers, kept in the given order. */
+    /**
+     * A message with headers, kept in the given order.
+     *
+     * @param topic   the destination topic; see {@link #of(String, String, byte[])}
+     * @param key     the key; not null
+     * @param value   the value, copied; or null for a tombstone
+     * @param headers the headers, copied; not null (an empty list for none), no null element
+     * @return the message
+     * @throws IllegalArgumentException naming the bad value if {@code topic}, {@code key} or {@code headers} is not
+     *                                  valid
+     */
     public static OutboxMessage of(String topic, String key, byte[] value, List<Header> headers) {
         return new OutboxMessage(topic, key, value, headers);
     }
 
-    /** A tombstone: a message with a null value, which compacts away earlier values of {@code key}. */
+    /**
+     * A tombstone: a message with a null value, which compacts away earlier values of {@code key}.
+     *
+     * @param topic the destination topic; see {@link #of(String, String, byte[])}
+     * @param key   the key; not null
+     * @return the message
+     * @throws IllegalArgumentException naming the bad value if {@code topic} or {@code key} is not valid
+     */
     public static OutboxMessage tombstone(String topic, String key) {
         return new OutboxMessage(topic, key, null, List.of());
     }
 
-    /** Starts a builder for a message to {@code topic} with {@code key}. */
+    /**
+     * Starts a builder for a message to {@code topic} with {@code key}. Both are checked by {@link Builder#build()},
+     * not here.
+     *
+     * @param topic the destination topic
+     * @param key   the key
+     * @return a new builder, with no value (a tombstone) and no headers
+     */
     public static Builder builder(String topic, String key) {
         return new Builder(topic, key);
     }
@@ -87,29 +128,56 @@ public final class OutboxMessage {
         return topic;
     }
 
+    /**
+     * The destination topic.
+     *
+     * @return the topic; never null or blank
+     */
     public String topic() {
         return topic;
     }
 
+    /**
+     * The key: messages of one key are delivered in the order they were written.
+     *
+     * @return the key; never null, possibly empty
+     */
     public String key() {
         return key;
     }
 
-    /** A copy of the value, or {@code null} for a tombstone. */
+    /**
+     * A copy of the value, or {@code null} for a tombstone.
+     *
+     * @return a new copy on each call, or null
+     */
     public byte[] value() {
         return value == null ? null : value.clone();
     }
 
-    /** The value's length in bytes, 0 for a tombstone, without copying it. */
+    /**
+     * The value's length in bytes, 0 for a tombstone, without copying it.
+     *
+     * @return the length in bytes, 0 or more
+     */
     public int valueSize() {
         return value == null ? 0 : value.length;
     }
 
+    /**
+     * Whether this is a tombstone.
+     *
+     * @return true if the value is null (an empty value is not a tombstone)
+     */
     public boolean isTombstone() {
         return value == null;
     }
 
-    /** The headers in the order they were given; immutable. */
+    /**
+     * The headers in the order they were given; immutable.
+     *
+     * @return the headers; empty, never null, if there are none
+     */
     public List<Header> headers() {
         return headers;
     }
@@ -117,12 +185,22 @@ public final class OutboxMessage {
     /**
      * A copy of this message with {@code headers} in place of its headers (same topic, key and value). For
      * {@link MessageDecorator}s.
+     *
+     * @param headers the new headers, copied; not null, no null element
+     * @return a new message
+     * @throws IllegalArgumentException if {@code headers} is null or holds null
      */
     public OutboxMessage withHeaders(List<Header> headers) {
         return new OutboxMessage(topic, key, value, headers);
     }
 
-    /** A copy of this message with {@code header} appended to its headers. */
+    /**
+     * A copy of this message with {@code header} appended to its headers.
+     *
+     * @param header the header to append; not null
+     * @return a new message
+     * @throws IllegalArgumentException if {@code header} is null
+     */
     public OutboxMessage withHeader(Header header) {
         List<Header> more = new ArrayList<>(headers.size() + 1);
         more.addAll(headers);
@@ -133,6 +211,11 @@ public final class OutboxMessage {
     /**
      * A copy of this message whose headers named {@code name} are replaced by one header {@code name} →
      * {@code headerValue} (UTF-8), appended after the others; repeats of other names are kept in order.
+     *
+     * @param name        the header's name; not null, not empty
+     * @param headerValue the header's value, encoded as UTF-8; or null for a header without a value
+     * @return a new message
+     * @throws IllegalArgumentException if {@code name} is null or empty
      */
     public OutboxMessage withHeaderReplaced(String name, String headerValue) {
         Header replacement = Header.of(name, headerValue);
@@ -175,30 +258,61 @@ public final class OutboxMessage {
             this.key = key;
         }
 
-        /** Sets the value; null (the default) makes a tombstone. */
+        /**
+         * Sets the value; null (the default) makes a tombstone.
+         *
+         * @param value the value, copied; or null
+         * @return this builder
+         */
         public Builder value(byte[] value) {
             this.value = value == null ? null : value.clone();
             return this;
         }
 
-        /** Sets the value to {@code value} in UTF-8. */
+        /**
+         * Sets the value to {@code value} in UTF-8.
+         *
+         * @param value the value, encoded as UTF-8; or null for a tombstone
+         * @return this builder
+         */
         public Builder value(String value) {
             return value(value == null ? null : value.getBytes(StandardCharsets.UTF_8));
         }
 
-        /** Appends a header; repeats of a name are kept. */
+        /**
+         * Appends a header; repeats of a name are kept.
+         *
+         * @param name  the header's name; not null, not empty
+         * @param value the value, copied; or null
+         * @return this builder
+         * @throws IllegalArgumentException if {@code name} is null or empty
+         */
         public Builder header(String name, byte[] value) {
             headers.add(Header.of(name, value));
             return this;
         }
 
-        /** Appends a header whose value is {@code value} in UTF-8. */
+        /**
+         * Appends a header whose value is {@code value} in UTF-8.
+         *
+         * @param name  the header's name; not null, not empty
+         * @param value the value, encoded as UTF-8; or null
+         * @return this builder
+         * @throws IllegalArgumentException if {@code name} is null or empty
+         */
         public Builder header(String name, String value) {
             headers.add(Header.of(name, value));
             return this;
         }
 
+        /**
+         * The message as set so far; the builder can go on being used.
+         *
+         * @return a new message
+         * @throws IllegalArgumentException naming the bad value if the topic or the key is not valid
+         */
         public OutboxMessage build() {
+
             return new OutboxMessage(topic, key, value, headers);
         }
     }

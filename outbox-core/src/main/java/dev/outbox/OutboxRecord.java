@@ -33,12 +33,16 @@ public final class OutboxRecord {
     }
 
     /**
+     * A record without a next attempt time: it may be sent at once.
+     *
      * @param id        the row's id, positive
      * @param createdAt when the row was written, not null
      * @param message   the message, not null
      * @param attempts  failed deliveries so far, not negative
      * @param leaderId  the leader id the row is marked with, or null for an unmarked row
      * @param messageId the message's id for consumers, or null if the store assigns none
+     * @throws IllegalArgumentException if {@code id} is not positive or {@code attempts} is negative
+     * @throws NullPointerException     if {@code createdAt} or {@code message} is null
      */
     public OutboxRecord(long id, Instant createdAt, OutboxMessage message, int attempts, UUID leaderId,
                         UUID messageId) {
@@ -46,6 +50,8 @@ public final class OutboxRecord {
     }
 
     /**
+     * A record with every field.
+     *
      * @param id            the row's id, positive
      * @param createdAt     when the row was written, not null
      * @param message       the message, not null
@@ -54,6 +60,8 @@ public final class OutboxRecord {
      * @param messageId     the message's id for consumers, or null if the store assigns none
      * @param nextAttemptAt the earliest time the next delivery may be attempted (set by a failed delivery), or null
      *                      for at once
+     * @throws IllegalArgumentException if {@code id} is not positive or {@code attempts} is negative
+     * @throws NullPointerException     if {@code createdAt} or {@code message} is null
      */
     public OutboxRecord(long id, Instant createdAt, OutboxMessage message, int attempts, UUID leaderId,
                         UUID messageId, Instant nextAttemptAt) {
@@ -75,6 +83,10 @@ public final class OutboxRecord {
     /**
      * This record after one more failed delivery: {@code attempts} one higher, to be retried no earlier than
      * {@code nextAttemptAt}.
+     *
+     * @param nextAttemptAt the earliest time of the next attempt; not null
+     * @return a new record; this one is unchanged
+     * @throws NullPointerException if {@code nextAttemptAt} is null
      */
     public OutboxRecord failedOnce(Instant nextAttemptAt) {
         return new OutboxRecord(id, createdAt, message, attempts + 1, leaderId, messageId,
@@ -84,38 +96,75 @@ public final class OutboxRecord {
     /**
      * This record to be retried no earlier than {@code nextAttemptAt}, its attempts unchanged: a delivery that
      * failed through no fault of its own (a broker outage).
+     *
+     * @param nextAttemptAt the earliest time of the next attempt; not null
+     * @return a new record; this one is unchanged
+     * @throws NullPointerException if {@code nextAttemptAt} is null
      */
     public OutboxRecord retryAt(Instant nextAttemptAt) {
         return new OutboxRecord(id, createdAt, message, attempts, leaderId, messageId,
                 Objects.requireNonNull(nextAttemptAt, "nextAttemptAt"));
     }
 
+    /**
+     * The row's database id, which orders records.
+     *
+     * @return the id, positive
+     */
     public long id() {
         return id;
     }
 
+    /**
+     * When the row was written (by the database's clock; for a streamed outbox, its commit time).
+     *
+     * @return the creation time; never null
+     */
     public Instant createdAt() {
         return createdAt;
     }
 
+    /**
+     * The message.
+     *
+     * @return the message; never null
+     */
     public OutboxMessage message() {
         return message;
     }
 
+    /**
+     * The message's topic.
+     *
+     * @return {@code message().topic()}
+     */
     public String topic() {
         return message.topic();
     }
 
+    /**
+     * The message's key.
+     *
+     * @return {@code message().key()}
+     */
     public String key() {
         return message.key();
     }
 
-    /** Failed deliveries recorded for this row before it was marked. */
+    /**
+     * Failed deliveries recorded for this row before it was marked.
+     *
+     * @return the count, 0 or more
+     */
     public int attempts() {
         return attempts;
     }
 
-    /** The leader id this record was marked with, or null if it was not marked. */
+    /**
+     * The leader id this record was marked with, or null if it was not marked.
+     *
+     * @return the leader id, or null
+     */
     public UUID leaderId() {
         return leaderId;
     }
@@ -123,6 +172,8 @@ public final class OutboxRecord {
     /**
      * The message's id for consumers (a version 7 UUID where the outbox assigned it), stable from the writer's
      * transaction through reset, park and replay; null if the store assigns none.
+     *
+     * @return the message id, or null
      */
     public UUID messageId() {
         return messageId;
@@ -131,7 +182,10 @@ public final class OutboxRecord {
     /**
      * The earliest time the next delivery may be attempted, recorded with the last failed delivery; null when the
      * record may be sent at once.
+     *
+     * @return the time, or null
      */
+
     public Instant nextAttemptAt() {
         return nextAttemptAt;
     }

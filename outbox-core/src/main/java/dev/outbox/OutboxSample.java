@@ -19,6 +19,17 @@ import java.util.OptionalLong;
  */
 public record OutboxSample(Instant at, long backlog, long parked, Instant oldestCreateTime, long retainedBytes) {
 
+    /**
+     * Checks the components.
+     *
+     * @param at               when the sample was taken; not null
+     * @param backlog          rows waiting, 0 or more
+     * @param parked           parked rows, 0 or more
+     * @param oldestCreateTime the head's creation time, or null for an empty outbox
+     * @param retainedBytes    the bytes kept for the harvest, 0 or more; -1 for none
+     * @throws IllegalArgumentException if {@code at} is null, a count is negative or {@code retainedBytes} is below
+     *                                  -1
+     */
     public OutboxSample {
         if (at == null) {
             throw new IllegalArgumentException("at must not be null");
@@ -32,17 +43,33 @@ public record OutboxSample(Instant at, long backlog, long parked, Instant oldest
         }
     }
 
-    /** A sample of a store that retains nothing for its harvest (a table). */
+    /**
+     * A sample of a store that retains nothing for its harvest (a table): {@code retainedBytes} -1.
+     *
+     * @param at               when the sample was taken; not null
+     * @param backlog          rows waiting, 0 or more
+     * @param parked           parked rows, 0 or more
+     * @param oldestCreateTime the head's creation time, or null for an empty outbox
+     * @throws IllegalArgumentException if {@code at} is null or a count is negative
+     */
     public OutboxSample(Instant at, long backlog, long parked, Instant oldestCreateTime) {
         this(at, backlog, parked, oldestCreateTime, -1);
     }
 
-    /** The bytes the database keeps for the harvest, empty for a store that keeps none. */
+    /**
+     * The bytes the database keeps for the harvest, empty for a store that keeps none.
+     *
+     * @return the bytes, or empty
+     */
     public OptionalLong retained() {
         return retainedBytes < 0 ? OptionalLong.empty() : OptionalLong.of(retainedBytes);
     }
 
-    /** The creation time of the head of the outbox, empty if the outbox is empty. */
+    /**
+     * The creation time of the head of the outbox, empty if the outbox is empty.
+     *
+     * @return {@link #oldestCreateTime()} as an optional
+     */
     public Optional<Instant> oldest() {
         return Optional.ofNullable(oldestCreateTime);
     }
@@ -50,7 +77,10 @@ public record OutboxSample(Instant at, long backlog, long parked, Instant oldest
     /**
      * The lag: the age of the oldest unpublished row at {@link #at()}, zero when the outbox is empty. A clock
      * skew between the database and this host could make it negative: it is then reported as zero.
+     *
+     * @return the lag, zero or more
      */
+
     public Duration lag() {
         if (oldestCreateTime == null || !at.isAfter(oldestCreateTime)) {
             return Duration.ZERO;

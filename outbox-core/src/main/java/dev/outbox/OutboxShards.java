@@ -38,10 +38,14 @@ public final class OutboxShards {
     /**
      * The shard of {@code key} in an outbox of {@code count} shards.
      *
+     * @param key   the message's key; not null
+     * @param count the outbox's shard count
+     * @return the shard, from 0 to {@code count} - 1; 0 for a count of 1
      * @throws IllegalArgumentException if {@code count} is not between 1 and {@link #MAX_SHARDS}
-     * @throws NullPointerException     if {@code key} is null
+     * @throws NullPointerException     if {@code key} is null and {@code count} is above 1
      */
     public static int shardOf(String key, int count) {
+
         checkCount(count);
         if (count == 1) {
             return 0;
@@ -55,6 +59,7 @@ public final class OutboxShards {
     /**
      * Checks a shard count.
      *
+     * @param count the count
      * @return {@code count}
      * @throws IllegalArgumentException naming the count if it is not between 1 and {@link #MAX_SHARDS}
      */
@@ -68,6 +73,10 @@ public final class OutboxShards {
     /**
      * Checks a shard index against a count.
      *
+     * @param index the shard index
+     * @param count the shard count
+     * @return {@code index}
+
      * @throws IllegalArgumentException naming both if {@code index} is not in {@code [0, count)}
      */
     public static int checkIndex(int index, int count) {

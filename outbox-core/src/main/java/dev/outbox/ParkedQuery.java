@@ -19,6 +19,16 @@ public record ParkedQuery(String topic, String key, String reasonContains, UUID 
                           Instant parkedBefore, long afterId, int limit) {
 
     /**
+     * Checks the components; an empty {@code topic}, {@code key} or {@code reasonContains} becomes null (no filter).
+     *
+     * @param topic          only rows with exactly this topic, or null for any
+     * @param key            only rows with exactly this key, or null for any
+     * @param reasonContains only rows whose reason contains this text, or null
+     * @param messageId      only the row with this message id, or null for any
+     * @param parkedFrom     only rows parked at or after this instant, or null
+     * @param parkedBefore   only rows parked before this instant, or null
+     * @param afterId        only rows with a greater id, 0 or more
+     * @param limit          the most rows to return, at least 1
      * @throws IllegalArgumentException if {@code limit} is less than 1, {@code afterId} is negative, or
      *                                  {@code parkedFrom} is not before {@code parkedBefore}
      */
@@ -38,17 +48,39 @@ public record ParkedQuery(String topic, String key, String reasonContains, UUID 
         reasonContains = blankToNull(reasonContains);
     }
 
-    /** Filters by topic, key and reason only. */
+    /**
+     * Filters by topic, key and reason only.
+     *
+     * @param topic          only rows with exactly this topic, or null for any
+     * @param key            only rows with exactly this key, or null for any
+     * @param reasonContains only rows whose reason contains this text, or null
+     * @param afterId        only rows with a greater id, 0 or more (0 for the first page)
+     * @param limit          the most rows to return, at least 1
+     * @throws IllegalArgumentException if {@code limit} is less than 1 or {@code afterId} is negative
+     */
     public ParkedQuery(String topic, String key, String reasonContains, long afterId, int limit) {
         this(topic, key, reasonContains, null, null, null, afterId, limit);
     }
 
-    /** The first {@code limit} parked rows, unfiltered. */
+    /**
+     * The first {@code limit} parked rows, unfiltered.
+     *
+     * @param limit the most rows to return, at least 1
+     * @return the query
+     * @throws IllegalArgumentException if {@code limit} is less than 1
+     */
     public static ParkedQuery first(int limit) {
         return new ParkedQuery(null, null, null, 0, limit);
     }
 
-    /** This query for the page after the row with {@code id}. */
+    /**
+     * This query for the page after the row with {@code id}.
+     *
+     * @param id the last id of the current page, 0 or more
+     * @return a new query with the same filters and limit, and {@code afterId} set to {@code id}
+     * @throws IllegalArgumentException if {@code id} is negative
+     */
+
     public ParkedQuery after(long id) {
         return new ParkedQuery(topic, key, reasonContains, messageId, parkedFrom, parkedBefore, id, limit);
     }

@@ -20,7 +20,17 @@ import java.util.UUID;
 public record ParkedRecord(long id, String topic, String key, int attempts, String reason, Instant parkedAt,
                            UUID messageId) {
 
-    /** A parked row whose message id is not known. */
+    /**
+     * A parked row whose message id is not known.
+     *
+     * @param id       the row's id in the outbox when it was parked
+     * @param topic    its topic as stored
+     * @param key      its key as stored, or null
+     * @param attempts failed deliveries counted before it was parked
+     * @param reason   why it was parked
+     * @param parkedAt when it was parked, or null
+     */
+
     public ParkedRecord(long id, String topic, String key, int attempts, String reason, Instant parkedAt) {
         this(id, topic, key, attempts, reason, parkedAt, null);
     }

@@ -18,6 +18,10 @@ public interface Publisher {
     /**
      * Writes one message on {@code connection}.
      *
+     * @param connection the application's connection, in the transaction the message belongs to; not null. Not
+     *                   committed or closed here
+     * @param message    the message; not null
+     * @throws NullPointerException     if {@code message} is null
      * @throws IllegalArgumentException if the message does not fit the store (for example a key longer than
      *                                  the table allows), naming the bad value
      * @throws OutboxException          if the database rejects the write; the caller's transaction should be
@@ -31,6 +35,10 @@ public interface Publisher {
      * Writes {@code messages}, in list order, on {@code connection} with one batched statement where the
      * database allows.
      *
+     * @param connection the application's connection, in the transaction the messages belong to; not null. Not
+     *                   committed or closed here
+     * @param messages   the messages; not null; an empty list writes nothing
+
      * @throws IllegalArgumentException if a message does not fit the store, naming it and its index
      * @throws OutboxException          if the database rejects the write
      */

@@ -21,6 +21,10 @@ public final class Backoff {
     /**
      * A backoff that starts at {@code first} and doubles up to {@code max}.
      *
+     * @param first the wait after the first failure; not null, positive
+     * @param max   the longest wait; not null, at least {@code first}
+     * @return the backoff
+     * @throws NullPointerException     if {@code first} or {@code max} is null
      * @throws IllegalArgumentException naming the value if {@code first} is not positive or {@code max} is less than
      *                                  {@code first}
      */
@@ -37,12 +41,20 @@ public final class Backoff {
         return new Backoff(first.toNanos(), max.toNanos());
     }
 
-    /** The wait after the first failure. */
+    /**
+     * The wait after the first failure.
+     *
+     * @return the first wait, positive
+     */
     public Duration first() {
         return Duration.ofNanos(firstNanos);
     }
 
-    /** The longest wait. */
+    /**
+     * The longest wait.
+     *
+     * @return the cap, at least {@link #first()}
+     */
     public Duration max() {
         return Duration.ofNanos(maxNanos);
     }
@@ -50,6 +62,9 @@ public final class Backoff {
     /**
      * The wait after failure number {@code attempt} (from 1), in nanoseconds: {@code first × 2^(attempt-1)}, capped
      * at {@code max}; {@code first} for an attempt below 1.
+     *
+     * @param attempt the failure's number, from 1
+     * @return the wait in nanoseconds, between {@code first} and {@code max}
      */
     public long nanos(int attempt) {
         long d = firstNanos;
@@ -59,7 +74,12 @@ public final class Backoff {
         return Math.min(d, maxNanos);
     }
 
-    /** {@link #nanos(int)} as a duration. */
+    /**
+     * {@link #nanos(int)} as a duration.
+     *
+     * @param attempt the failure's number, from 1
+     * @return the wait, between {@code first} and {@code max}
+     */
     public Duration delay(int attempt) {
         return Duration.ofNanos(nanos(attempt));
     }
@@ -68,7 +88,9 @@ public final class Backoff {
      * {@link #delay(int)} less a random part of its half ("equal jitter"): between half and all of it, so that keys
      * that failed together do not retry together.
      *
-     * @param jitter a value in [0, 1); anything else counts as 0
+     * @param attempt the failure's number, from 1
+     * @param jitter  a value in [0, 1); anything else counts as 0
+     * @return the wait, between half of {@link #delay(int)} and all of it
      */
     public Duration delay(int attempt, double jitter) {
         long nanos = nanos(attempt);
@@ -76,7 +98,11 @@ public final class Backoff {
         return Duration.ofNanos(nanos / 2 + (long) (nanos / 2 * j));
     }
 
-    /** A new sequence of this backoff's waits, for a loop that retries. */
+    /**
+     * A new sequence of this backoff's waits, for a loop that retries.
+     *
+     * @return a new sequence with no failure counted
+     */
     public Sequence sequence() {
         return new Sequence(this);
     }
@@ -98,7 +124,11 @@ public final class Backoff {
             this.backoff = backoff;
         }
 
-        /** The wait after one more failure, in nanoseconds. */
+        /**
+         * Counts one more failure and returns the wait after it, in nanoseconds.
+         *
+         * @return the wait in nanoseconds, between the backoff's first and its max
+         */
         public long nextNanos() {
             if (failures < Integer.MAX_VALUE) {
                 failures++;
@@ -106,12 +136,21 @@ public final class Backoff {
             return backoff.nanos(failures);
         }
 
-        /** The wait after one more failure. */
+        /**
+         * Counts one more failure and returns the wait after it.
+         *
+         * @return the wait, between the backoff's first and its max
+         */
         public Duration next() {
             return Duration.ofNanos(nextNanos());
         }
 
-        /** Failures counted since the last {@link #reset}. */
+        /**
+         * Failures counted since the last {@link #reset}.
+         *
+         * @return the count, 0 or more (it stops at {@link Integer#MAX_VALUE})
+         */
+
         public int failures() {
             return failures;
         }

@@ -25,6 +25,9 @@ public interface CommitStream extends AutoCloseable {
      * in the order the transaction wrote them, before any message of a later transaction). Waits up to
      * {@code wait} for the first message; returns an empty list if none arrived in time.
      *
+     * @param max  the most messages to return, at least 1
+     * @param wait the longest wait for the first message; zero to take only what is buffered
+     * @return the messages, in commit order; empty if none arrived in time
      * @throws StoreException if the stream failed or was closed (it stays closed: the harvest opens a new one)
      */
     List<StreamMessage> poll(int max, Duration wait);
@@ -42,6 +45,9 @@ public interface CommitStream extends AutoCloseable {
      * or parked): the database may forget them, and a stream opened later starts after them. Positions confirmed
      * must never decrease; a lower one than before is ignored. Sending it to the database may happen later (with
      * the stream's next status update), never sooner than this call.
+     *
+     * @param position a transaction's end position ({@link StreamMessage#endPosition()}) or a
+     *                 {@link #readPosition()}
      */
     void confirm(long position);
 
@@ -51,6 +57,8 @@ public interface CommitStream extends AutoCloseable {
      * was read. It never passes the end position of a message that {@link #poll} has not returned yet (a
      * message read from the database but still buffered by the stream). When no message is pending, the
      * harvest confirms it, so that an idle outbox does not hold the log back.
+     *
+     * @return the position, 0 or more
      */
     long readPosition();
 
@@ -68,7 +76,17 @@ public interface CommitStream extends AutoCloseable {
      * @param payload     the message as the writer emitted it; the harvest decodes it
      */
     record StreamMessage(long position, long endPosition, Instant commitTime, byte[] payload) {
+        /**
+         * Checks the components.
+         *
+         * @param position    the message's own position in the log
+         * @param endPosition the position at which its transaction ended
+         * @param commitTime  when the transaction committed; not null
+         * @param payload     the message as emitted; not null (not copied)
+         * @throws IllegalArgumentException if {@code commitTime} or {@code payload} is null
+         */
         public StreamMessage {
+
             if (commitTime == null || payload == null) {
                 throw new IllegalArgumentException("commitTime and payload must not be null");
             }

@@ -17,7 +17,13 @@ public final class CommitWatchers {
 
     private final Set<Runnable> wakeUps = new CopyOnWriteArraySet<>();
 
-    /** Subscribes {@code wakeUp} until the returned watch is closed; it listens for as long as it is subscribed. */
+    /**
+     * Subscribes {@code wakeUp} until the returned watch is closed; it listens for as long as it is subscribed.
+     *
+     * @param wakeUp run by {@link #wakeAll()}; not null. A wake-up subscribed twice is held once
+     * @return the watch; closing it unsubscribes {@code wakeUp}
+     * @throws NullPointerException if {@code wakeUp} is null
+     */
     public CommitSignals.CommitWatch watch(Runnable wakeUp) {
         Objects.requireNonNull(wakeUp, "wakeUp");
         wakeUps.add(wakeUp);
@@ -45,7 +51,12 @@ public final class CommitWatchers {
         }
     }
 
-    /** How many wake-ups are subscribed now. */
+    /**
+     * How many wake-ups are subscribed now.
+     *
+     * @return the count, 0 or more
+     */
+
     public int size() {
         return wakeUps.size();
     }

@@ -17,6 +17,9 @@ public final class Excerpt {
     /**
      * {@code text} if it has at most {@link #MAX_LENGTH} characters, else its first {@link #MAX_LENGTH} followed by
      * {@code …(N characters)}; {@code "null"} for null.
+     *
+     * @param text the text, or null
+     * @return the excerpt; never null
      */
     public static String of(String text) {
         return of(text, MAX_LENGTH);
@@ -26,7 +29,11 @@ public final class Excerpt {
      * {@code text} if it has at most {@code max} characters, else its first {@code max} followed by
      * {@code …(N characters)}; {@code "null"} for null.
      *
+     * @param text the text, or null
+     * @param max  the most characters kept, at least 1
+     * @return the excerpt; never null
      * @throws IllegalArgumentException if {@code max} is less than 1
+
      */
     public static String of(String text, int max) {
         if (max < 1) {

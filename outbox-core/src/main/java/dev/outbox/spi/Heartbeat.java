@@ -11,7 +11,15 @@ import java.util.UUID;
  * @param sequence   increasing per sender; lets a receiver ignore stale heartbeats
  */
 public record Heartbeat(UUID instanceId, long sequence) {
+    /**
+     * Checks the components.
+     *
+     * @param instanceId the sending dispatcher's instance id; not null
+     * @param sequence   the sender's sequence number
+     * @throws NullPointerException if {@code instanceId} is null
+     */
     public Heartbeat {
+
         Objects.requireNonNull(instanceId, "instanceId");
     }
 }

@@ -10,23 +10,46 @@ package dev.outbox.spi;
  */
 public record IdRange(long from, long to) {
 
+    /**
+     * Checks the bounds.
+     *
+     * @param from the lowest id, at least 1
+     * @param to   the highest id, at least {@code from}
+     * @throws IllegalArgumentException if {@code from} is below 1 or {@code to} is below {@code from}
+     */
     public IdRange {
         if (from < 1 || to < from) {
             throw new IllegalArgumentException("an id range needs 1 <= from <= to, was " + from + ".." + to);
         }
     }
 
-    /** The range of the single id {@code id}. */
+    /**
+     * The range of the single id {@code id}.
+     *
+     * @param id the id, at least 1
+     * @return the range {@code id..id}
+     * @throws IllegalArgumentException if {@code id} is below 1
+     */
     public static IdRange of(long id) {
         return new IdRange(id, id);
     }
 
-    /** Whether {@code id} lies in this range. */
+    /**
+     * Whether {@code id} lies in this range.
+     *
+     * @param id any id
+     * @return true if {@code from <= id <= to}
+     */
     public boolean contains(long id) {
         return id >= from && id <= to;
     }
 
-    /** How many ids the range spans. */
+    /**
+     * How many ids the range spans.
+     *
+     * @return {@code to - from + 1}, at least 1
+     */
+
     public long size() {
         return to - from + 1;
     }

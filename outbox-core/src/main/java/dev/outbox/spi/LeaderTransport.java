@@ -16,18 +16,26 @@ import java.time.Duration;
  */
 public interface LeaderTransport extends AutoCloseable {
 
-    /** Joins the group. Membership events are delivered later, from {@link #poll}. */
+    /**
+     * Joins the group. Membership events are delivered later, from {@link #poll}.
+     *
+     * @param listener receives the membership events and heartbeats, on the polling thread; not null
+     */
     void start(Listener listener);
 
     /**
      * Waits at most {@code timeout} for membership changes and heartbeats and delivers them to the listener.
      * Must also keep the membership alive (Kafka: this is the consumer poll).
+     *
+     * @param timeout the longest wait; the dispatcher passes its {@code pollInterval}
      */
     void poll(Duration timeout);
 
     /**
      * Publishes a heartbeat to the members' channel. Only called while this instance is assigned. May be
      * asynchronous; a heartbeat that is lost simply never arrives.
+     *
+     * @param heartbeat the heartbeat; not null
      */
     void publish(Heartbeat heartbeat);
 
@@ -43,6 +51,9 @@ public interface LeaderTransport extends AutoCloseable {
      * {@code enforceRebalance}; the cooperative assignor keeps the partition where it is). The fenced leader then
      * leads again only after that confirmation. Returns false (the default) if it cannot: the election then trusts
      * the next completed poll, as a transport that does not know better must.
+     *
+     * @return true if a confirmation round was asked for (its outcome arrives from {@link #poll}); false if the
+     *         transport cannot confirm
      */
     default boolean reconfirm() {
         return false;
@@ -69,8 +80,13 @@ public interface LeaderTransport extends AutoCloseable {
          */
         void lost();
 
-        /** A heartbeat arrived on the channel. */
+        /**
+         * A heartbeat arrived on the channel.
+         *
+         * @param heartbeat the heartbeat, from this or another instance
+         */
         void heartbeat(Heartbeat heartbeat);
+
 
         /**
          * The membership round asked for by {@link LeaderTransport#reconfirm()} completed and this instance still

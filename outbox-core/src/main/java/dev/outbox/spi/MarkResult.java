@@ -13,6 +13,14 @@ import java.util.List;
  */
 public record MarkResult(List<OutboxRecord> records, List<Rejected> rejected) {
 
+    /**
+     * Checks and copies the lists.
+     *
+     * @param records  the readable rows, sorted by ascending id, no duplicate; not null, no null element
+     * @param rejected the rejected rows; not null, no null element
+     * @throws NullPointerException     if a list is null or holds null
+     * @throws IllegalArgumentException if {@code records} is not sorted by strictly ascending id
+     */
     public MarkResult {
         records = List.copyOf(records);
         rejected = List.copyOf(rejected);
@@ -24,17 +32,32 @@ public record MarkResult(List<OutboxRecord> records, List<Rejected> rejected) {
         }
     }
 
-    /** A result with only readable records. */
+    /**
+     * A result with only readable records.
+     *
+     * @param records the records, sorted by ascending id
+     * @return the result, with no rejected row
+     * @throws IllegalArgumentException if {@code records} is not sorted by strictly ascending id
+     */
     public static MarkResult of(List<OutboxRecord> records) {
         return new MarkResult(records, List.of());
     }
 
-    /** Whether nothing was marked. */
+    /**
+     * Whether nothing was marked.
+     *
+     * @return true if there is neither a record nor a rejected row
+     */
     public boolean isEmpty() {
         return records.isEmpty() && rejected.isEmpty();
     }
 
-    /** Number of rows marked, readable or not. */
+    /**
+     * Number of rows marked, readable or not.
+     *
+     * @return the count, 0 or more
+     */
+
     public int size() {
         return records.size() + rejected.size();
     }

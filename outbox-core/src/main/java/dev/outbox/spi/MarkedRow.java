@@ -14,7 +14,11 @@ import java.util.List;
  */
 public sealed interface MarkedRow permits MarkedRow.Readable, MarkResult.Rejected {
 
-    /** The row's id. */
+    /**
+     * The row's id.
+     *
+     * @return the id
+     */
     long id();
 
     /**
@@ -29,7 +33,13 @@ public sealed interface MarkedRow permits MarkedRow.Readable, MarkResult.Rejecte
         }
     }
 
-    /** The {@link MarkResult} of {@code rows}, in any order: records and rejected rows, each sorted by id. */
+    /**
+     * The {@link MarkResult} of {@code rows}, in any order: records and rejected rows, each sorted by id.
+     *
+     * @param rows the rows; not null, no null element
+     * @return the result
+     */
+
     static MarkResult result(Collection<? extends MarkedRow> rows) {
         List<OutboxRecord> records = new ArrayList<>(rows.size());
         List<MarkResult.Rejected> rejected = new ArrayList<>();

@@ -33,6 +33,7 @@ public interface MessageBroker extends AutoCloseable {
     /**
      * Starts publishing {@code record}.
      *
+     * @param record the record to publish; not null
      * @return a stage completing when the broker acknowledged the record, or exceptionally with the reason
      *         it was not; never null. A send that fails immediately (for example, a rejected topic name) may
      *         throw or return an already failed stage; both are treated alike.
@@ -42,6 +43,7 @@ public interface MessageBroker extends AutoCloseable {
     /**
      * Waits, at most {@code timeout}, until every record sent so far has completed.
      *
+     * @param timeout the longest wait
      * @return whether all of them completed within the timeout
      */
     boolean flush(Duration timeout);
@@ -64,6 +66,8 @@ public interface MessageBroker extends AutoCloseable {
      * that shard's old one) returns a broker of its own per shard, closed with the shard or with this broker.
      *
      * @param shard the shard's index, from 0
+     * @return the broker the shard's harvest sends through; this broker's default wraps it so that closing the
+     *         result only flushes
      */
     default MessageBroker forShard(int shard) {
         return new SharedMessageBroker(this);
@@ -73,8 +77,11 @@ public interface MessageBroker extends AutoCloseable {
      * Flushes for at most {@code timeout}, then releases the broker's resources and threads. Records still
      * pending when the timeout expires are failed (their stages complete exceptionally) and are never
      * delivered afterwards. Idempotent.
+     *
+     * @param timeout the longest wait for pending records
      */
     void close(Duration timeout);
+
 
     /** Closes with a default bound chosen by the implementation. */
     @Override

@@ -24,12 +24,23 @@ public final class MessageDecorators {
         this.decorators = decorators;
     }
 
-    /** No decorator: {@link #apply} returns its argument. */
+    /**
+     * No decorator: {@link #apply} returns its argument.
+     *
+     * @return the shared empty instance
+     */
     public static MessageDecorators none() {
         return NONE;
     }
 
-    /** The given decorators, applied in list order. */
+    /**
+     * The given decorators, applied in list order.
+     *
+     * @param decorators the decorators, copied; not null, no null element
+     * @return the decorators; {@link #none()} for an empty list
+     * @throws NullPointerException     if {@code decorators} is null
+     * @throws IllegalArgumentException naming the position of a null decorator
+     */
     public static MessageDecorators of(List<MessageDecorator> decorators) {
         Objects.requireNonNull(decorators, "decorators must not be null");
         for (int i = 0; i < decorators.size(); i++) {
@@ -40,11 +51,20 @@ public final class MessageDecorators {
         return decorators.isEmpty() ? NONE : new MessageDecorators(List.copyOf(decorators));
     }
 
-    /** The decorators, in the order they are applied; immutable. */
+    /**
+     * The decorators, in the order they are applied; immutable.
+     *
+     * @return the decorators; empty for {@link #none()}
+     */
     public List<MessageDecorator> decorators() {
         return decorators;
     }
 
+    /**
+     * Whether there is no decorator.
+     *
+     * @return true for {@link #none()}
+     */
     public boolean isEmpty() {
         return decorators.isEmpty();
     }
@@ -54,7 +74,10 @@ public final class MessageDecorators {
      * there is no decorator. Null messages are passed through untouched, for the publisher's own validation to
      * report.
      *
+     * @param messages the messages as the application gave them
+     * @return the decorated messages, in the same order; {@code messages} itself if there is no decorator
      * @throws MessageRejectedException if a decorator throws or returns null, naming the message's index, topic
+
      *                                  and key and the decorator's class
      */
     public List<OutboxMessage> apply(List<OutboxMessage> messages) {

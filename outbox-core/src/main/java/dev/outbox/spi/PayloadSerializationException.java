@@ -9,7 +9,14 @@ import dev.outbox.OutboxException;
 public class PayloadSerializationException extends OutboxException {
     private static final long serialVersionUID = 1L;
 
+    /**
+     * A payload that could not be serialized.
+     *
+     * @param message what failed, naming the payload's class, never its content
+     * @param cause   the serializer's exception, or null
+     */
     public PayloadSerializationException(String message, Throwable cause) {
+
         super(message, cause);
     }
 }

@@ -21,12 +21,19 @@ public interface PayloadSerializer {
     /** The header that carries {@link #contentType()} on every message built by {@link #message}. */
     String CONTENT_TYPE_HEADER = "content-type";
 
-    /** The media type of what {@link #serialize} writes, e.g. {@code application/json}; never null or blank. */
+    /**
+     * The media type of what {@link #serialize} writes, e.g. {@code application/json}; never null or blank.
+     *
+     * @return the media type
+     */
     String contentType();
 
     /**
      * Serializes {@code payload}, which is not null.
      *
+     * @param payload the object to serialize; not null
+     * @return the serialized bytes; never null
+
      * @throws PayloadSerializationException if it cannot be serialized, naming its class (never its content,
      *                                       which may be confidential)
      */
@@ -50,7 +57,12 @@ public interface PayloadSerializer {
      * header is {@value #CONTENT_TYPE_HEADER}: {@link #contentType()}. A null payload makes a tombstone (no value,
      * no header).
      *
+     * @param topic   the message's topic
+     * @param key     the message's key
+     * @param payload the object to serialize, or null for a tombstone
+     * @return the message
      * @throws IllegalArgumentException      if the topic or key is invalid (see {@link OutboxMessage})
+
      * @throws PayloadSerializationException if the payload cannot be serialized
      */
     default OutboxMessage message(String topic, String key, Object payload) {

@@ -22,23 +22,47 @@ import java.util.List;
  */
 public record ReadResult(MarkResult rows, long gapToken, long horizon) {
 
+    /**
+     * Checks the components.
+     *
+     * @param rows     the rows read; not null
+     * @param gapToken the read's gap token
+     * @param horizon  the read's horizon
+     * @throws IllegalArgumentException if {@code rows} is null
+     */
     public ReadResult {
         if (rows == null) {
             throw new IllegalArgumentException("rows must not be null");
         }
     }
 
-    /** A result of readable records only. */
+    /**
+     * A result of readable records only.
+     *
+     * @param records  the records read, in ascending id order
+     * @param gapToken the read's gap token
+     * @param horizon  the read's horizon
+     * @return the result, with no rejected row
+     */
     public static ReadResult of(List<OutboxRecord> records, long gapToken, long horizon) {
         return new ReadResult(MarkResult.of(records), gapToken, horizon);
     }
 
-    /** Number of rows read, readable or not. */
+    /**
+     * Number of rows read, readable or not.
+     *
+     * @return the count, 0 or more
+     */
     public int size() {
         return rows.size();
     }
 
-    /** The highest id read, or 0 when nothing was read. */
+    /**
+     * The highest id read, or 0 when nothing was read.
+     *
+     * @return the highest id among the readable and the rejected rows, or 0
+     */
+
     public long maxId() {
         long max = 0;
         List<OutboxRecord> records = rows.records();

@@ -30,12 +30,19 @@ public final class RowChecks {
         /**
          * The row's headers.
          *
+         * @return the headers in their stored order; not null, no null element
+         * @throws E                        if reading fails otherwise (a lost connection, say)
          * @throws IllegalArgumentException naming what is wrong with the stored headers
          */
         List<Header> read() throws E;
     }
 
-    /** The length of {@code key} in code points, the unit of every store's {@code maxKeyLength}. */
+    /**
+     * The length of {@code key} in code points, the unit of every store's {@code maxKeyLength}.
+     *
+     * @param key the key; not null
+     * @return its length in code points (a surrogate pair counts once, a lone surrogate once)
+     */
     public static int keyLength(String key) {
         return key.codePointCount(0, key.length());
     }
@@ -43,6 +50,8 @@ public final class RowChecks {
     /**
      * Checks that {@code key} is at most {@code maxKeyLength} code points long.
      *
+     * @param key          the key; not null
+     * @param maxKeyLength the store's longest key, in code points
      * @throws IllegalArgumentException naming the length, the limit and the key (abbreviated)
      */
     public static void checkKeyLength(String key, int maxKeyLength) {
@@ -69,6 +78,9 @@ public final class RowChecks {
      * @param attempts     its attempts as stored
      * @param leaderId     the leader id the record carries
      * @param maxKeyLength the store's longest key, in code points
+     * @param <E>          what reading the headers may throw
+     * @return a {@link MarkedRow.Readable} (without a message id or next attempt time) or a
+     *         {@link MarkResult.Rejected}
      * @throws E if reading the headers fails otherwise (a lost connection, say)
      */
     public static <E extends Exception> MarkedRow check(long id, Instant createdAt, String topic, String key,
@@ -81,6 +93,18 @@ public final class RowChecks {
      * {@link #check(long, Instant, String, String, byte[], HeaderColumns, int, UUID, int)} of a row with a message
      * id; {@code messageId} null for a row that has none (yet).
      *
+     * @param id           the row's id
+     * @param createdAt    its creation time, null if the column is null
+     * @param topic        its topic as stored
+     * @param key          its key as stored
+     * @param value        its value as stored
+     * @param headers      reads its headers
+     * @param attempts     its attempts as stored
+     * @param leaderId     the leader id the record carries
+     * @param messageId    its message id, or null
+     * @param maxKeyLength the store's longest key, in code points
+     * @param <E>          what reading the headers may throw
+     * @return a {@link MarkedRow.Readable} or a {@link MarkResult.Rejected}
      * @throws E if reading the headers fails otherwise (a lost connection, say)
      */
     public static <E extends Exception> MarkedRow check(long id, Instant createdAt, String topic, String key,
@@ -93,6 +117,20 @@ public final class RowChecks {
      * {@link #check(long, Instant, String, String, byte[], HeaderColumns, int, UUID, UUID, int)} of a row whose last
      * failed delivery set the time of its next attempt, {@code nextAttemptAt} (null: at once).
      *
+     * @param id            the row's id
+     * @param createdAt     its creation time, null if the column is null
+     * @param topic         its topic as stored
+     * @param key           its key as stored
+     * @param value         its value as stored
+     * @param headers       reads its headers
+     * @param attempts      its attempts as stored
+     * @param leaderId      the leader id the record carries
+     * @param messageId     its message id, or null
+     * @param nextAttemptAt the time of its next attempt, or null for at once
+     * @param maxKeyLength  the store's longest key, in code points
+     * @param <E>           what reading the headers may throw
+     * @return a {@link MarkedRow.Readable} or a {@link MarkResult.Rejected} (whose attempts are clamped to 0 or
+     *         more)
      * @throws E if reading the headers fails otherwise (a lost connection, say)
      */
     public static <E extends Exception> MarkedRow check(long id, Instant createdAt, String topic, String key,
@@ -117,7 +155,14 @@ public final class RowChecks {
         }
     }
 
-    /** {@code value} for an error message: quoted, and cut after 40 characters. */
+    /**
+     * {@code value} for an error message: quoted, and cut after 40 characters.
+     *
+     * @param value the text; not null
+     * @return {@code value} in single quotes, its first 40 chars (39 rather than split a surrogate pair) and an
+     *         ellipsis if it is longer
+     */
+
     public static String abbreviate(String value) {
         if (value.length() <= ABBREVIATE_AFTER) {
             return "'" + value + "'";

@@ -16,7 +16,9 @@ public final class SqlStoreSettings {
     /**
      * Checks a store's statement timeout: at least 1 ms, and small enough for JDBC's int-valued timeouts.
      *
+     * @param statementTimeout the timeout; not null, from 1 ms to {@code Integer.MAX_VALUE / 2} ms (about 12 days)
      * @return {@code statementTimeout}
+     * @throws NullPointerException     if {@code statementTimeout} is null
      * @throws IllegalArgumentException naming the bad value
      */
     public static Duration statementTimeout(Duration statementTimeout) {
@@ -34,6 +36,8 @@ public final class SqlStoreSettings {
     /**
      * Checks the longest key, in characters, a store accepts: at least 1.
      *
+     * @param maxKeyLength the longest key, in code points
+
      * @return {@code maxKeyLength}
      * @throws IllegalArgumentException naming the bad value
      */

@@ -46,37 +46,65 @@ public final class SqlTableNames {
         this.leader = prefix + dialect.quote(table + LEADER_SUFFIX);
     }
 
-    /** The schema as configured (bare), or null when the tables are found through the connection's defaults. */
+    /**
+     * The schema as configured (bare), or null when the tables are found through the connection's defaults.
+     *
+     * @return the schema's bare name, or null
+     */
     public String schema() {
         return schema;
     }
 
-    /** The outbox table's bare name. */
+    /**
+     * The outbox table's bare name.
+     *
+     * @return the name, unquoted and unqualified
+     */
     public String table() {
         return table;
     }
 
-    /** The parked table's bare name. */
+    /**
+     * The parked table's bare name.
+     *
+     * @return the outbox table's name with {@value #PARKED_SUFFIX} appended
+     */
     public String parkedTable() {
         return table + PARKED_SUFFIX;
     }
 
-    /** The leader table's bare name (storage fencing's epoch). */
+    /**
+     * The leader table's bare name (storage fencing's epoch).
+     *
+     * @return the outbox table's name with {@value #LEADER_SUFFIX} appended
+     */
     public String leaderTable() {
         return table + LEADER_SUFFIX;
     }
 
-    /** The leader table as it appears in SQL: quoted and, if a schema was given, qualified. */
+    /**
+     * The leader table as it appears in SQL: quoted and, if a schema was given, qualified.
+     *
+     * @return the name in SQL
+     */
     public String leader() {
         return leader;
     }
 
-    /** The outbox table as it appears in SQL: quoted and, if a schema was given, qualified. */
+    /**
+     * The outbox table as it appears in SQL: quoted and, if a schema was given, qualified.
+     *
+     * @return the name in SQL
+     */
     public String outbox() {
         return outbox;
     }
 
-    /** The parked table as it appears in SQL: quoted and, if a schema was given, qualified. */
+    /**
+     * The parked table as it appears in SQL: quoted and, if a schema was given, qualified.
+     *
+     * @return the name in SQL
+     */
     public String parked() {
         return parked;
     }
@@ -121,12 +149,20 @@ public final class SqlTableNames {
             this.quote = quote;
         }
 
-        /** The longest schema name. */
+        /**
+         * The longest schema name.
+         *
+         * @return the database's identifier length limit, in characters
+         */
         public int maxIdentifierLength() {
             return maxIdentifierLength;
         }
 
-        /** The longest table name: its parked table's name must fit the identifier limit too. */
+        /**
+         * The longest table name: its parked table's name must fit the identifier limit too.
+         *
+         * @return {@link #maxIdentifierLength()} less the length of {@value #PARKED_SUFFIX}
+         */
         public int maxTableLength() {
             return maxIdentifierLength - PARKED_SUFFIX.length();
         }
@@ -134,6 +170,7 @@ public final class SqlTableNames {
         /**
          * Validates a schema name.
          *
+         * @param schema the bare name
          * @return {@code schema}, unchanged
          * @throws IllegalArgumentException naming the value if it is null, empty, too long or not a valid name
          */
@@ -144,6 +181,7 @@ public final class SqlTableNames {
         /**
          * Validates an outbox table's name, leaving room for {@value #PARKED_SUFFIX}.
          *
+         * @param table the bare name
          * @return {@code table}, unchanged
          * @throws IllegalArgumentException naming the value if it is null, empty, too long or not a valid name
          */
@@ -156,9 +194,11 @@ public final class SqlTableNames {
          *
          * @param schema the schema, or null for the connection's default
          * @param table  the outbox table's name
+         * @return the validated names, quoted
          * @throws IllegalArgumentException naming the value if either is invalid
          */
         public SqlTableNames names(String schema, String table) {
+
             return new SqlTableNames(this, schema, table);
         }
 

@@ -15,14 +15,29 @@ import dev.outbox.OutboxException;
  */
 public class StoreException extends OutboxException {
     private static final long serialVersionUID = 1L;
+    /** Whether trying again later may succeed. */
     private final boolean retriable;
 
+    /**
+     * A failure of a store call.
+     *
+     * @param message   what failed, naming the operation and the table
+     * @param cause     the driver's exception, or null
+     * @param retriable whether trying again later may succeed
+     */
     public StoreException(String message, Throwable cause, boolean retriable) {
         super(message, cause);
         this.retriable = retriable;
     }
 
+    /**
+     * Whether trying again later may succeed (a lost connection, a timeout, a deadlock), as opposed to a failure a
+     * retry cannot cure (a missing table, a permission, a constraint).
+     *
+     * @return true if a retry may succeed
+     */
     public boolean isRetriable() {
+
         return retriable;
     }
 }

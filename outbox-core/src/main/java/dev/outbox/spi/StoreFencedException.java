@@ -11,7 +11,9 @@ package dev.outbox.spi;
  */
 public final class StoreFencedException extends StoreException {
     private static final long serialVersionUID = 1L;
+    /** The epoch the refused write was fenced by. */
     private final long epoch;
+    /** The outbox's epoch when the write was refused, or -1 if unknown. */
     private final long currentEpoch;
 
     /**
@@ -28,13 +30,22 @@ public final class StoreFencedException extends StoreException {
         this.currentEpoch = currentEpoch;
     }
 
-    /** The epoch the refused write was fenced by. */
+    /**
+     * The epoch the refused write was fenced by.
+     *
+     * @return the write's epoch
+     */
     public long epoch() {
         return epoch;
     }
 
-    /** The outbox's epoch when the write was refused, or -1 if unknown. */
+    /**
+     * The outbox's epoch when the write was refused, or -1 if unknown.
+     *
+     * @return the current epoch (normally greater than {@link #epoch()}), or -1
+     */
     public long currentEpoch() {
+
         return currentEpoch;
     }
 }

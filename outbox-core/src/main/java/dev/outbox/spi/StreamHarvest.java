@@ -66,6 +66,13 @@ public final class StreamHarvest {
      */
     @FunctionalInterface
     public interface Decoder {
+        /**
+         * Decodes one message.
+         *
+         * @param id      the id the harvest gave the message
+         * @param message the message as streamed
+         * @return the row: readable or rejected; never null
+         */
         MarkedRow decode(long id, CommitStream.StreamMessage message);
     }
 
@@ -99,12 +106,17 @@ public final class StreamHarvest {
          * entries while the source's position trails its acknowledgements. Called before the call that finished
          * the messages returns (so before their keys move on), one call at a time; may throw
          * {@link StoreException}, which that call then throws (the entries are added again with the next call).
+         *
+         * @param finished message position → its transaction's end position, for the messages just finished
+         * @return the source's confirmed position, at or below which entries may be forgotten; 0 if unknown
          */
         long append(Map<Long, Long> finished);
 
         /**
          * What the ledger keeps, message position → its transaction's end position; empty if nothing. May include
          * entries at or below the source's confirmed position (a stream never delivers those again).
+         *
+         * @return the kept entries; never null
          */
         Map<Long, Long> load();
     }
@@ -177,7 +189,15 @@ public final class StreamHarvest {
     }
 
     /**
-     * @param ledger where the messages finished above the confirmed position are kept across leaders
+     * A harvest that keeps the messages it finished above the confirmed position in {@code ledger}, so that a new
+     * leader does not deliver them again.
+     *
+     * @param opener   opens a stream; see {@link #StreamHarvest(Supplier, Decoder, Duration)}; not null
+     * @param decoder  turns messages into rows; not null
+     * @param readWait how long a read waits for the first new message; not null, not negative
+     * @param ledger   where the messages finished above the confirmed position are kept across leaders; not null
+     * @throws NullPointerException     if an argument is null
+     * @throws IllegalArgumentException if {@code readWait} is negative
      */
     public StreamHarvest(Supplier<? extends CommitStream> opener, Decoder decoder, Duration readWait, Ledger ledger) {
         this.opener = Objects.requireNonNull(opener, "opener");
@@ -194,6 +214,11 @@ public final class StreamHarvest {
      * {@code recheck} ranges, at most {@code limit}, in id order, after taking what the stream has (waiting up to
      * the read wait when nothing is pending above {@code after}). Opens a stream if none is open.
      *
+     * @param after   the cursor: messages with greater ids are returned
+     * @param recheck ranges at or below {@code after} to return again; not null
+     * @param limit   the most messages to return, at least 1
+     * @return the messages read, in id order
+     * @throws IllegalArgumentException if {@code limit} is below 1
      * @throws StoreException if the stream could not be opened or failed (it is closed; the next read opens another)
      */
     public ReadResult read(long after, List<IdRange> recheck, int limit) {
@@ -306,6 +331,9 @@ public final class StreamHarvest {
     /**
      * The given messages are finished (acknowledged, or parked by the store): forgets them and confirms the
      * stream as far as every earlier message is finished too. Unknown ids (of a stream closed since) are ignored.
+     *
+     * @param ids the ids this harvest gave the finished messages
+     * @throws StoreException if the {@link Ledger} cannot record them (they are recorded again with the next call)
      */
     public void finished(Collection<Long> ids) {
         CommitStream s;
@@ -395,6 +423,8 @@ public final class StreamHarvest {
     /**
      * Records a failed delivery of each given message, in memory ({@link Store#retryLater}): a later read returns
      * the record with one more attempt and its next attempt time. Unknown ids are ignored.
+     *
+     * @param nextAttempts the time of the next attempt by id
      */
     public synchronized void retryLater(Map<Long, Instant> nextAttempts) {
         for (Map.Entry<Long, Instant> e : nextAttempts.entrySet()) {
@@ -408,7 +438,12 @@ public final class StreamHarvest {
         }
     }
 
-    /** The pending messages with the given ids, by id; the store parks them, then calls {@link #finished}. */
+    /**
+     * The pending messages with the given ids, by id; the store parks them, then calls {@link #finished}.
+     *
+     * @param ids the ids; unknown ones are left out
+     * @return a new map of the pending messages found, by id
+     */
     public synchronized Map<Long, Pending> pending(Collection<Long> ids) {
         Map<Long, Pending> found = new LinkedHashMap<>();
         for (Long id : ids) {
@@ -420,18 +455,31 @@ public final class StreamHarvest {
         return found;
     }
 
-    /** How many messages this leader received and has not finished (0 after {@link #stop()}). */
+    /**
+     * How many messages this leader received and has not finished (0 after {@link #stop()}).
+     *
+     * @return the count, 0 or more
+     */
     public synchronized long pendingCount() {
         return pending.size();
     }
 
-    /** The commit time of the oldest pending message, empty when none is pending. */
+    /**
+     * The commit time of the oldest pending message, empty when none is pending.
+     *
+     * @return the commit time, or empty
+     */
     public synchronized Optional<Instant> oldestCommitTime() {
         return pending.isEmpty() ? Optional.empty()
                 : Optional.of(pending.first().message().commitTime());
     }
 
-    /** Whether a stream is open. */
+    /**
+     * Whether a stream is open.
+     *
+     * @return true between the read that opened a stream and its failure or {@link #stop()}
+     */
+
     public synchronized boolean streaming() {
         return stream != null;
     }
