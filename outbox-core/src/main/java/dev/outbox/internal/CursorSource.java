@@ -7,7 +7,6 @@ import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.Store;
 
 import java.time.Duration;
-import java.util.List;
 import java.util.UUID;
 
 /**
@@ -39,16 +38,13 @@ final class CursorSource extends HarvestSource {
         try {
             state.schedule.readStarted();
             request = cursor.request(room);
-            if (runtime.planted(PlantedBug.CURSOR_SKIPS_OPEN)) {
-                request = new HarvestCursor.Request(request.generation(), request.after(), List.of(), request.limit());
-            }
         } finally {
             state.lock.unlock();
         }
         ReadResult result;
         try {
             long readStart = runtime.nanoTime();
-            result = reads.read(request.after(), request.recheck(), request.limit());
+            result = reads.read(request.after(), runtime.protocolOrder().recheck(request.recheck()), request.limit());
             parts.events().callbacks.marked(result.size(), Duration.ofNanos(runtime.nanoTime() - readStart)); // hook
             parts.events().health.marked(runtime.clock().instant());
             failures.reset();

@@ -114,7 +114,7 @@ public final class DefaultDispatcher implements Dispatcher {
         }
         KeySchedule schedule = new KeySchedule(config.maxInFlightRecords(), config.maxInFlightBytes(),
                 config.deliveryBackoff(), config.maxDeliveryBackoff(), config.maxAttempts(), clock, runtime::random);
-        schedule.retryAtTail = runtime.planted(PlantedBug.RETRY_OVERTAKES_HEAD);
+        schedule.order = runtime.protocolOrder();
         schedule.holdKeysAfterPark(holdKeys);
         this.state = new EngineState(runtime, schedule,
                 config.harvest() == DispatcherConfig.Harvest.CURSOR ? new HarvestCursor(MAX_GAPS) : null);

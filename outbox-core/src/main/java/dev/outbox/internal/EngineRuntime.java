@@ -36,11 +36,13 @@ public interface EngineRuntime {
     Lock newLock();
 
     /**
-     * Whether the engine should commit {@code bug}: a test-only switch for the simulation, which must find each
-     * of them. Always false in production.
+     * The orderings of the protocol the engine follows: {@link ProtocolOrder#STANDARD} in production. The test
+     * kit's simulation may give one that breaks a rule, to prove that it finds the break.
+     *
+     * @return the protocol's orderings; never null
      */
-    default boolean planted(PlantedBug bug) {
-        return false;
+    default ProtocolOrder protocolOrder() {
+        return ProtocolOrder.STANDARD;
     }
 
     /** A worker: a thread of the engine. */

@@ -420,8 +420,8 @@ public final class KeySchedule {
         return sb.append('}').toString();
     }
 
-    /** {@link PlantedBug#RETRY_OVERTAKES_HEAD}: the simulation's planted bug; false otherwise. */
-    boolean retryAtTail;
+    /** Where a failed record goes back in its key's queue: the protocol's order (its head). */
+    ProtocolOrder order = ProtocolOrder.STANDARD;
 
     private void requeue(Flight f, OutboxRecord r) {
         KeyState ks = leaveFlight(f);
@@ -432,11 +432,7 @@ public final class KeySchedule {
             ks.queue.removeIf(q -> q.id() == r.id());
             budget.remove(r);
         }
-        if (retryAtTail) {
-            ks.queue.addLast(r); // PlantedBug.RETRY_OVERTAKES_HEAD
-        } else {
-            ks.queue.addFirst(r);
-        }
+        order.requeue(ks.queue, r);
         queuedIds.add(r.id());
         budget.add(r);
         keys.put(r.key(), ks);

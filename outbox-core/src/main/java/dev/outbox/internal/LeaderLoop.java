@@ -9,6 +9,7 @@ import dev.outbox.spi.LeaderTransport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.time.Duration;
 import java.util.UUID;
 import java.util.function.Supplier;
 
@@ -131,8 +132,8 @@ final class LeaderLoop implements Runnable, NeliStateMachine.Actions {
     @Override
     public void revoked() {
         boolean was = sender.stopPublishing();
-        boolean all = runtime.planted(PlantedBug.NO_FLUSH_ON_HANDOVER)
-                || state.awaitDrained(runtime.nanoTime() + config.drainTimeout().toNanos());
+        Duration drain = runtime.protocolOrder().handoverDrain(config.drainTimeout());
+        boolean all = state.awaitDrained(runtime.nanoTime() + drain.toNanos());
         if (!all) {
             log.warn("{}: leadership revoked with {} records still in flight after {}", name, state.inFlight(),
                     config.drainTimeout());

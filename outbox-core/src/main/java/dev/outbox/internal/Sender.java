@@ -84,13 +84,7 @@ final class Sender {
                 }
                 events.sent.incrementAndGet();
                 events.callbacks.sent(f.record()); // hook: send
-                if (runtime.planted(PlantedBug.PURGE_BEFORE_ACK)) {
-                    try {
-                        store.purge(List.of(f.record().id()));
-                    } catch (RuntimeException e) {
-                        log.debug("{}: planted purge failed", name, e);
-                    }
-                }
+                runtime.protocolOrder().sent(store, f.record());
                 stage.whenComplete((ok, error) -> settle.add(new Completion(f, error, runtime.nanoTime())));
             }
             if (i < batch.size()) {

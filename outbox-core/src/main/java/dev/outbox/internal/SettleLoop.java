@@ -172,14 +172,9 @@ final class SettleLoop implements Runnable {
         if (b.lastDeliveryError != null) { // before the writes: a refused write is the failure health should show
             events.health.failed("send", EngineEvents.describe(b.lastDeliveryError), now);
         }
-        boolean barrierFirst = runtime.planted(PlantedBug.BARRIER_BEFORE_PURGE);
-        if (barrierFirst) {
-            applyVerdicts(completed, b.verdicts, Set.of(), b.fencedSendIds);
-        }
         b.fencedIds.addAll(b.fencedSendIds);
-        writeVerdicts(b);
-        List<Completion> settled = barrierFirst ? completed
-                : applyVerdicts(completed, b.verdicts, b.refused, b.fencedIds);
+        List<Completion> settled = runtime.protocolOrder().settle(() -> writeVerdicts(b),
+                () -> applyVerdicts(completed, b.verdicts, b.refused, b.fencedIds));
         Instant outageBegan = b.purgeIds.isEmpty() ? null : events.health.outageEnded();
         if (outageBegan != null) {
             log.info("{}: the broker is available again after an outage of {}", name,

@@ -1,14 +1,13 @@
 package dev.outbox.testkit.sim;
 
 import dev.outbox.internal.EngineRuntime;
-import dev.outbox.internal.PlantedBug;
+import dev.outbox.internal.ProtocolOrder;
 
 import java.time.Clock;
 import java.time.Instant;
 import java.time.ZoneId;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.List;
 import java.util.Random;
 import java.util.Set;
@@ -36,7 +35,8 @@ final class SimScheduler implements EngineRuntime {
 
     private final Chooser chooser;
     private final Random random;
-    private final Set<PlantedBug> bugs;
+    /** The engine's protocol order, with the planted bugs in it. */
+    private final ProtocolOrder order;
     private final long maxChoices;
     private final long timeLimitNanos;
     private final List<Task> tasks = new ArrayList<>();
@@ -63,7 +63,7 @@ final class SimScheduler implements EngineRuntime {
     public SimScheduler(Chooser chooser, long seed, Set<PlantedBug> bugs, long maxChoices, long timeLimitNanos) {
         this.chooser = chooser;
         this.random = new Random(seed);
-        this.bugs = bugs.isEmpty() ? EnumSet.noneOf(PlantedBug.class) : EnumSet.copyOf(bugs);
+        this.order = PlantedBug.order(bugs);
         this.maxChoices = maxChoices;
         this.timeLimitNanos = timeLimitNanos;
     }
@@ -238,8 +238,8 @@ final class SimScheduler implements EngineRuntime {
     }
 
     @Override
-    public boolean planted(PlantedBug bug) {
-        return bugs.contains(bug);
+    public ProtocolOrder protocolOrder() {
+        return order;
     }
 
     @Override

@@ -7,7 +7,6 @@ import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
 import dev.outbox.OutboxShards;
 import dev.outbox.internal.DefaultDispatcher;
-import dev.outbox.internal.PlantedBug;
 import dev.outbox.internal.ShardedDispatcher;
 import dev.outbox.spi.DeliveryException;
 import dev.outbox.spi.MessageBroker;

@@ -1,7 +1,6 @@
 package dev.outbox.testkit.sim;
 
 import dev.outbox.DispatcherConfig;
-import dev.outbox.internal.PlantedBug;
 import dev.outbox.testkit.StoreFaults;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
