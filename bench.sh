@@ -11,11 +11,17 @@
 #       --rows 300000 --repeat 2 --rates 10,100,5000,20000   # the WAL harvest next to the cursor harvest
 #   ./bench.sh --scenarios peers [--systems cursor,wal,modulith,debezium] [--crash-rate 1000 --crash-seconds 20] \
 #       [--rates 10,100,1000,5000] [--duration 20]   # Spring Modulith and Debezium (child JVMs) next to our harvests
+#   ./bench.sh engine-ab <revision> [<revision B>] [records] [rounds]   # the engine alone, two revisions in one JVM
 #   BENCH_MAIN=PurgeShapeBenchmark ./bench.sh 100000 mysql all 2000 scattered 2   # MySQL purge: statement shapes
 # Results: a table on standard output, and outbox-benchmarks/target/benchmark/results.{txt,csv,json}.
 # JAVA_OPTS adds JVM options (e.g. JAVA_OPTS="-XX:StartFlightRecording=filename=bench.jfr").
 set -euo pipefail
 cd "$(dirname "$0")"
+
+if [[ "${1:-}" == "engine-ab" ]]; then
+  shift
+  exec outbox-benchmarks/engine-ab.sh "$@"
+fi
 
 # --scenarios peers: the side-by-side run of outbox-benchmarks-peers (results-peers.txt).
 module_name=outbox-benchmarks
