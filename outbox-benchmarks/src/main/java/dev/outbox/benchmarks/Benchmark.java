@@ -53,8 +53,9 @@ public final class Benchmark {
                 ThroughputScenarios.settle();
             }
             ThroughputScenarios throughput = new ThroughputScenarios(env, options);
+            CeilingScenarios ceilings = new CeilingScenarios(env, options);
             if (options.warmupRows > 0) {
-                warmUp(options, throughput);
+                warmUp(options, throughput, ceilings);
             }
             Map<String, List<ThroughputScenarios.Run>> runs = new LinkedHashMap<>();
             for (int r = 1; r <= options.repeat; r++) {
@@ -71,13 +72,14 @@ public final class Benchmark {
                         case "drain-mark" -> throughput.drainByMark(options.rows, seed);
                         case "drain-nopurge" -> throughput.drainWithoutPurge(options.rows, seed);
                         case "drain-wal" -> throughput.drainWal(options.rows, seed);
+                        case "drain-handlers" -> throughput.drainHandlers(options.rows, seed);
                         case "drain-shards" -> throughput.drainSharded("drain-shards", options.rows, seed, 1);
                         case "drain-shards-2" -> throughput.drainSharded("drain-shards-2", options.rows, seed, 2);
-                        case "wal-ceiling" -> throughput.walCeiling(options.rows, seed);
-                        case "database" -> throughput.databaseCeiling(options.rows, seed);
-                        case "cursor" -> throughput.cursorCeiling(options.rows, seed);
-                        case "broker" -> throughput.brokerCeiling(options.rows, seed);
-                        default -> throughput.naive(Math.min(options.naiveRows, options.rows), seed);
+                        case "wal-ceiling" -> ceilings.walCeiling(options.rows, seed);
+                        case "database" -> ceilings.databaseCeiling(options.rows, seed);
+                        case "cursor" -> ceilings.cursorCeiling(options.rows, seed);
+                        case "broker" -> ceilings.brokerCeiling(options.rows, seed);
+                        default -> ceilings.naive(Math.min(options.naiveRows, options.rows), seed);
                     };
                     Progress.say("%s: %,.0f records/s (%,d records in %.2f s, %d rows left, fill %.1f s)", scenario,
                             run.rate(), run.records(), run.seconds(), run.left(), run.fillSeconds());
@@ -89,7 +91,7 @@ public final class Benchmark {
                 }
             }
             report.throughput = runs;
-            if (java.util.stream.Stream.of("latency", "latency-txn", "latency-wal", "latency-shards", "latency-poll",
+            if (java.util.stream.Stream.of("latency", "latency-txn", "latency-wal", "latency-handlers", "latency-shards", "latency-poll",
                     "latency-mark").anyMatch(options::runs) && !options.latencyJitWarmup.isZero()) {
                 Progress.say("latency warm-up: %s at 5,000 and %s at 100 records/s (not recorded) ...",
                         options.latencyJitWarmup, options.latencyJitWarmup);
@@ -140,6 +142,18 @@ public final class Benchmark {
                             result.commitToAck().p50(), result.commitToAck().p99(), result.commitToAck().max(),
                             result.commitToSend().p50(), result.sendToAck().p50(),
                             result.sustainable() ? "sustainable" : "NOT sustainable");
+                    report.latency.add(result);
+                    ThroughputScenarios.settle();
+                }
+            }
+            if (options.runs("latency-handlers")) {
+                LatencyScenario latency = new LatencyScenario(env, options);
+                for (int rate : options.rates) {
+                    Progress.say("latency at %,d records/s offered, in-process handlers ...", rate);
+                    LatencyScenario.Result result = latency.runHandlers(rate);
+                    Progress.say("latency at %,d/s, in-process handlers: commit->ack p50 %.1f ms, p99 %.1f ms,"
+                                    + " max %.1f ms; %s", rate, result.commitToAck().p50(), result.commitToAck().p99(),
+                            result.commitToAck().max(), result.sustainable() ? "sustainable" : "NOT sustainable");
                     report.latency.add(result);
                     ThroughputScenarios.settle();
                 }
@@ -246,7 +260,8 @@ public final class Benchmark {
         }
     }
 
-    private static void warmUp(BenchmarkOptions options, ThroughputScenarios throughput) throws Exception {
+    private static void warmUp(BenchmarkOptions options, ThroughputScenarios throughput,
+                               CeilingScenarios ceilings) throws Exception {
         int rows = options.warmupRows;
         Progress.say("warm-up: %,d rows through each throughput scenario (not recorded) ...", rows);
         if (options.runs("drain")) {
@@ -265,19 +280,22 @@ public final class Benchmark {
             throughput.drainWithoutPurge(rows, options.seed);
         }
         if (options.runs("database")) {
-            throughput.databaseCeiling(rows, options.seed);
+            ceilings.databaseCeiling(rows, options.seed);
         }
         if (options.runs("cursor")) {
-            throughput.cursorCeiling(rows, options.seed);
+            ceilings.cursorCeiling(rows, options.seed);
         }
         if (options.runs("drain-wal")) {
             throughput.drainWal(rows, options.seed);
         }
+        if (options.runs("drain-handlers")) {
+            throughput.drainHandlers(rows, options.seed);
+        }
         if (options.runs("wal-ceiling")) {
-            throughput.walCeiling(rows, options.seed);
+            ceilings.walCeiling(rows, options.seed);
         }
         if (options.runs("broker")) {
-            throughput.brokerCeiling(rows, options.seed);
+            ceilings.brokerCeiling(rows, options.seed);
         }
         ThroughputScenarios.settle();
     }

@@ -31,7 +31,7 @@ import java.util.concurrent.Callable;
                 + " The MySQL headers column codec is measured apart: ./bench.sh headers-codec.")
 final class BenchmarkOptions implements Callable<Integer> {
     static final List<String> ALL_SCENARIOS = List.of("writer-cost", "drain", "drain-txn", "drain-unfenced", "drain-mark", "drain-wal",
-            "drain-shards", "drain-shards-2", "database", "cursor", "wal-ceiling", "broker", "naive", "latency", "latency-txn", "latency-wal", "latency-poll", "latency-mark",
+            "drain-handlers", "drain-shards", "drain-shards-2", "database", "cursor", "wal-ceiling", "broker", "naive", "latency", "latency-txn", "latency-wal", "latency-handlers", "latency-poll", "latency-mark",
             "poison", "takeover", "takeover-shards", "inbox");
     /** The scenarios of the WAL harvest: Postgres only ({@code all} leaves them out on MySQL and MariaDB). */
     static final List<String> WAL_SCENARIOS = List.of("writer-cost", "drain-wal", "wal-ceiling", "latency-wal");
@@ -66,16 +66,19 @@ final class BenchmarkOptions implements Callable<Integer> {
     int warmupRows = 100_000;
     @Option(defaultValue = "all", names = "--scenarios", paramLabel = "LIST", split = ",",
             converter = Scenario.class,
-            description = "Any of writer-cost,drain,drain-txn,drain-unfenced,drain-mark,drain-nopurge,drain-wal,drain-shards,"
-                    + "drain-shards-2,database,cursor,"
-                    + "wal-ceiling,broker,naive,latency,latency-txn,latency-wal,latency-poll,latency-mark,latency-shards,"
+            description = "Any of writer-cost,drain,drain-txn,drain-unfenced,drain-mark,drain-nopurge,drain-wal,"
+                    + "drain-handlers,drain-shards,drain-shards-2,database,cursor,"
+                    + "wal-ceiling,broker,naive,latency,latency-txn,latency-wal,latency-handlers,latency-poll,"
+                    + "latency-mark,latency-shards,"
                     + "poison,takeover,"
                     + "takeover-shards,inbox, or"
                     + " all. drain and latency use the cursor harvest with commit wake-ups, latency-poll the same"
                     + " polling (no wake-ups, the producer lingering), drain-unfenced the cursor harvest with storage"
                     + " fencing off (its cost: next to drain), drain-txn and latency-txn the same with Kafka's"
                     + " transactional producer (broker fencing; its cost: next to drain and latency), drain-mark and latency-mark the mark harvest, drain-wal"
-                    + " and latency-wal the WAL harvest (Postgres); drain-nopurge is the cursor drain with every purge"
+                    + " and latency-wal the WAL harvest (Postgres); drain-handlers and latency-handlers the cursor"
+                    + " harvest into in-process handlers (HandlerMessageBroker, a handler doing nothing) instead of"
+                    + " Kafka; drain-nopurge is the cursor drain with every purge"
                     + " skipped (an upper bound on what a cheaper purge could give; not in all); wal-ceiling is the WAL"
                     + " stream read and confirmed with no broker; writer-cost is the"
                     + " writer's commits/s with an INSERT vs a WAL emit (Postgres); drain-shards is the cursor drain of"
@@ -439,9 +442,10 @@ final class BenchmarkOptions implements Callable<Integer> {
 
     static final class Scenario extends OneOf {
         Scenario() {
-            super("writer-cost", "drain", "drain-txn", "drain-unfenced", "drain-mark", "drain-nopurge", "drain-wal", "drain-shards",
-                    "drain-shards-2", "database",
-                    "cursor", "wal-ceiling", "broker", "naive", "latency", "latency-txn", "latency-wal", "latency-poll",
+            super("writer-cost", "drain", "drain-txn", "drain-unfenced", "drain-mark", "drain-nopurge", "drain-wal", "drain-handlers",
+                    "drain-shards", "drain-shards-2", "database",
+                    "cursor", "wal-ceiling", "broker", "naive", "latency", "latency-txn", "latency-wal",
+                    "latency-handlers", "latency-poll",
                     "latency-mark", "latency-shards", "poison", "takeover", "takeover-shards", "inbox", "all");
         }
     }

@@ -1,6 +1,5 @@
 package dev.outbox.benchmarks;
 
-
 import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.OutboxMessage;
@@ -10,19 +9,12 @@ import dev.outbox.spi.DeliveryException;
 import dev.outbox.spi.MessageBroker;
 import dev.outbox.spi.Store;
 import org.HdrHistogram.Histogram;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.common.PartitionInfo;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 import java.nio.ByteBuffer;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -105,6 +97,10 @@ final class LatencyScenario {
     static final String TXN_VARIANT = "transactional producer, ";
     /** Set around {@link #runTransactional}: the variant says so. */
     private boolean transactional;
+    /** The prefix of a run's variant whose records go to in-process handlers instead of Kafka. */
+    static final String HANDLERS_VARIANT = "in-process handlers, ";
+    /** Set around {@link #runHandlers}: the variant says so. */
+    private boolean handlers;
 
     /** {@link #run(int)} with the environment's brokers transactional (the caller sets them so); the variant says so. */
     Result runTransactional(int rate) throws Exception {
@@ -113,6 +109,19 @@ final class LatencyScenario {
             return run(rate);
         } finally {
             transactional = false;
+        }
+    }
+
+    /**
+     * {@link #run(int)} into in-process handlers (a {@code HandlerMessageBroker} whose one handler notes the record's
+     * arrival): acknowledgement is the handler's return, consumption its call.
+     */
+    Result runHandlers(int rate) throws Exception {
+        handlers = true;
+        try {
+            return run(rate);
+        } finally {
+            handlers = false;
         }
     }
 
@@ -222,7 +231,11 @@ final class LatencyScenario {
         AtomicLongArray consumed = new AtomicLongArray(capacity);
         AtomicLong ackCount = new AtomicLong();
 
-        MessageBroker real = env.newBroker("bench-latency");
+        ConsumerLoop consumer = new ConsumerLoop(handlers ? null : env.kafka().bootstrapServers(), topic, base,
+                consumed, capacity);
+        MessageBroker real = handlers
+                ? ThroughputScenarios.noOpHandlers(topic, (value, record) -> consumer.arrived(value))
+                : env.newBroker("bench-latency");
         AtomicLong poisonFailures = new AtomicLong();
         MessageBroker sending = !poison ? real : new PoisonBroker(real, poisonFailures);
         TimingBroker.AckListener timing = new TimingBroker.AckListener() {
@@ -248,7 +261,6 @@ final class LatencyScenario {
                 .config(env.dispatcherConfig().toBuilder().harvest(harvest).build())
                 .name("bench-latency")
                 .build();
-        ConsumerLoop consumer = new ConsumerLoop(topic, base, consumed, capacity);
         consumer.start();
         dispatcher.start();
 
@@ -342,7 +354,7 @@ final class LatencyScenario {
                 missing, Stats.of(toAck), Stats.of(toSend), Stats.of(sendToAck), Stats.of(scheduledToAck), Stats.of(toConsume), sampler.max(), backlogEnd, slope,
                 sustainable, drainAfter, (poison ? "poison, " : "")
                 + (harvest == DispatcherConfig.Harvest.MARK ? MARK_VARIANT : "") + (wal ? WAL_VARIANT : "")
-                + (transactional ? TXN_VARIANT : "")
+                + (transactional ? TXN_VARIANT : "") + (handlers ? HANDLERS_VARIANT : "")
                 + (polling ? POLL_VARIANT : "") + (shards > 1 ? shards + " shards, " : "")
                 + keyCount + " keys",
                 poisonFailures.get());
@@ -432,157 +444,5 @@ final class LatencyScenario {
 
     static long sequence(byte[] value) {
         return value == null || value.length < 8 ? -1 : ByteBuffer.wrap(value).getLong();
-    }
-
-    /** Reads the topic from its end and notes when each sequence number arrives. */
-    private final class ConsumerLoop implements Runnable {
-        private final String topic;
-        private final long base;
-        private final AtomicLongArray consumed;
-        private final int capacity;
-        private final AtomicLong count = new AtomicLong();
-        private final java.util.concurrent.CountDownLatch ready = new java.util.concurrent.CountDownLatch(1);
-        private volatile boolean stop;
-        private Thread thread;
-
-        ConsumerLoop(String topic, long base, AtomicLongArray consumed, int capacity) {
-            this.topic = topic;
-            this.base = base;
-            this.consumed = consumed;
-            this.capacity = capacity;
-        }
-
-        void start() throws InterruptedException {
-            thread = new Thread(this, "bench-consumer");
-            thread.setDaemon(true);
-            thread.start();
-            ready.await();
-        }
-
-        long count() {
-            return count.get();
-        }
-
-        void stop() throws InterruptedException {
-            stop = true;
-            thread.join(10_000);
-        }
-
-        @Override
-        public void run() {
-            Map<String, Object> props = Map.of(
-                    ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, env.kafka().bootstrapServers(),
-                    ConsumerConfig.CLIENT_ID_CONFIG, "bench-latency-consumer",
-                    ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 100,
-                    ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-            try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props, new ByteArrayDeserializer(),
-                    new ByteArrayDeserializer())) {
-                List<TopicPartition> partitions = new ArrayList<>();
-                for (PartitionInfo p : consumer.partitionsFor(topic)) {
-                    partitions.add(new TopicPartition(topic, p.partition()));
-                }
-                consumer.assign(partitions);
-                consumer.seekToEnd(partitions);
-                for (TopicPartition p : partitions) {
-                    consumer.position(p);
-                }
-                ready.countDown();
-                while (!stop) {
-                    for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(100))) {
-                        long now = System.nanoTime() - base + 1;
-                        long seq = sequence(r.value());
-                        if (seq >= 0 && seq < capacity && consumed.compareAndSet((int) seq, 0, now)) {
-                            count.incrementAndGet();
-                        }
-                    }
-                }
-            } finally {
-                ready.countDown();
-            }
-        }
-    }
-
-    /** Samples the backlog (rows in the outbox) every 250 ms while the writers run. */
-    private static final class BacklogSampler implements Runnable {
-        private final Store store;
-        private final long start;
-        private final long warmNanos;
-        private final List<long[]> samples = new ArrayList<>(); // {nanos since start, rows}
-        private volatile boolean stop;
-        private Thread thread;
-
-        BacklogSampler(Store store, long start, long warmNanos) {
-            this.store = store;
-            this.start = start;
-            this.warmNanos = warmNanos;
-        }
-
-        void start() {
-            thread = new Thread(this, "bench-backlog");
-            thread.setDaemon(true);
-            thread.start();
-        }
-
-        void stop() throws InterruptedException {
-            stop = true;
-            thread.join(10_000);
-        }
-
-        @Override
-        public void run() {
-            while (!stop) {
-                long rows = dev.outbox.spi.Store.require(store, dev.outbox.spi.Gauges.class, "the benchmark").backlog();
-                synchronized (samples) {
-                    samples.add(new long[] {System.nanoTime() - start, rows});
-                }
-                LockSupport.parkNanos(250_000_000L);
-            }
-        }
-
-        private List<long[]> measured() {
-            List<long[]> out = new ArrayList<>();
-            synchronized (samples) {
-                for (long[] s : samples) {
-                    if (s[0] >= warmNanos) {
-                        out.add(s);
-                    }
-                }
-            }
-            return out;
-        }
-
-        long max() {
-            return measured().stream().mapToLong(s -> s[1]).max().orElse(0);
-        }
-
-        long last() {
-            List<long[]> m = measured();
-            return m.isEmpty() ? 0 : m.get(m.size() - 1)[1];
-        }
-
-        /** Least-squares growth of the backlog over the measured window, in rows per second. */
-        double slope() {
-            List<long[]> m = measured();
-            int n = m.size();
-            if (n < 2) {
-                return 0;
-            }
-            double sx = 0;
-            double sy = 0;
-            for (long[] s : m) {
-                sx += s[0] / 1e9;
-                sy += s[1];
-            }
-            double mx = sx / n;
-            double my = sy / n;
-            double num = 0;
-            double den = 0;
-            for (long[] s : m) {
-                double dx = s[0] / 1e9 - mx;
-                num += dx * (s[1] - my);
-                den += dx * dx;
-            }
-            return den == 0 ? 0 : num / den;
-        }
     }
 }

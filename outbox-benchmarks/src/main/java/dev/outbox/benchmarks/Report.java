@@ -46,6 +46,7 @@ final class Report {
             Map.entry("drain-mark", "Dispatcher -> Kafka (mark harvest)"),
             Map.entry("drain-nopurge", "cursor drain, purges skipped (bound)"),
             Map.entry("drain-wal", "Dispatcher -> Kafka (WAL harvest)"),
+            Map.entry("drain-handlers", "Dispatcher -> in-process handlers"),
             Map.entry("drain-shards", "sharded cursor drain, 1 Dispatcher"),
             Map.entry("drain-shards-2", "sharded cursor drain, 2 Dispatchers"),
             Map.entry("database", "database ceiling (mark+purge)"),
@@ -451,6 +452,7 @@ final class Report {
                     + (l.variant().contains(LatencyScenario.MARK_VARIANT) ? "_mark" : "")
                     + (l.variant().contains(LatencyScenario.WAL_VARIANT) ? "_wal" : "")
                     + (l.variant().contains(LatencyScenario.POLL_VARIANT) ? "_poll" : "")
+                    + (l.variant().contains(LatencyScenario.HANDLERS_VARIANT) ? "_handlers" : "")
                     + (l.variant().contains(" shards, ") ? "_shards" : "")
                     + (l.variant().endsWith(" " + options.keys + " keys") || l.variant().equals(options.keys + " keys")
                     ? "" : "_keys_" + l.variant().replaceAll("\\D", ""));

@@ -27,7 +27,7 @@ class BenchmarkSmokeTest {
         Report report = Benchmark.run(options);
 
         assertThat(report.throughput).containsOnlyKeys("drain", "drain-txn", "drain-unfenced", "drain-mark", "drain-wal",
-                "drain-shards", "drain-shards-2", "database", "cursor", "wal-ceiling", "broker", "naive");
+                "drain-handlers", "drain-shards", "drain-shards-2", "database", "cursor", "wal-ceiling", "broker", "naive");
         for (List<ThroughputScenarios.Run> runs : report.throughput.values()) {
             assertThat(runs).hasSize(1);
             assertThat(runs.get(0).rate()).isPositive();
@@ -56,8 +56,10 @@ class BenchmarkSmokeTest {
                     assertThat(c.notifying().commitsPerSecond()).isPositive();
                 });
         assertThat(report.throughput.get("naive").get(0).left()).isZero();
-        assertThat(report.latency).as("--rates 500 with each harvest (cursor, transactional producer, WAL, polling,"
-                + " mark), then the poison scenario without and with the poison key").hasSize(7).allSatisfy(l -> {
+        assertThat(report.throughput.get("drain-handlers").get(0).records()).isEqualTo(3000);
+        assertThat(report.throughput.get("drain-handlers").get(0).left()).isZero();
+        assertThat(report.latency).as("--rates 500 with each harvest (cursor, transactional producer, WAL, in-process"
+                + " handlers, polling, mark), then the poison scenario without and with the poison key").hasSize(8).allSatisfy(l -> {
             assertThat(l.unacknowledged()).isZero();
             assertThat(l.commitToAck().count()).isPositive();
         });
@@ -75,19 +77,22 @@ class BenchmarkSmokeTest {
         });
         assertThat(report.latency.get(1).variant()).startsWith(LatencyScenario.TXN_VARIANT);
         assertThat(report.latency.get(2).variant()).startsWith(LatencyScenario.WAL_VARIANT);
-        assertThat(report.latency.get(3).variant()).startsWith(LatencyScenario.POLL_VARIANT);
-        assertThat(report.latency.get(4).variant()).startsWith(LatencyScenario.MARK_VARIANT);
-        assertThat(report.latency.get(6).poisoned()).isTrue();
-        assertThat(report.latency.get(6).poisonFailures()).isPositive();
+        assertThat(report.latency.get(3).variant()).startsWith(LatencyScenario.HANDLERS_VARIANT);
+        assertThat(report.latency.get(3).commitToConsume().count()).as("handled").isPositive();
+        assertThat(report.latency.get(4).variant()).startsWith(LatencyScenario.POLL_VARIANT);
+        assertThat(report.latency.get(5).variant()).startsWith(LatencyScenario.MARK_VARIANT);
+        assertThat(report.latency.get(7).poisoned()).isTrue();
+        assertThat(report.latency.get(7).poisonFailures()).isPositive();
         assertThat(report.text()).contains("Writer cost", "table INSERT", "WAL emit", "wal_level=logical",
                 "synchronous_commit=on", "Dispatcher -> Kafka (cursor harvest)", "(mark harvest)", "(WAL harvest)",
-                "WAL ceiling",
+                "WAL ceiling", "Dispatcher -> in-process handlers",
                 "database ceiling", "read+purge",
                 "poison key", "Sharded take-over", "Goals");
         assertThat(out.resolve("results.txt")).exists();
         assertThat(Files.readString(out.resolve("results.csv"))).startsWith("section,scenario,run,metric,value\n")
                 .contains("throughput,drain,1,records_per_s,", "throughput,drain-wal,1,records_per_s,",
                         "latency,rate_500_wal,1,commit_to_ack_p50_ms,", "latency,rate_500_poll,1,commit_to_ack_p50_ms,",
+                        "latency,rate_500_handlers,1,commit_to_ack_p50_ms,", "throughput,drain-handlers,1,records_per_s,",
                         "writer_cost,sync_on_n_10,1,wal_commits_per_s,", "writer_cost,sync_on_n_10,1,table_notify_commits_per_s,",
                         "consumer,inbox,1,records_per_s,");
         assertThat(Files.readString(out.resolve("results.json"))).contains("\"throughput\"", "\"dispatcherRatio\"",
