@@ -136,8 +136,10 @@ public final class Outboxes implements SmartLifecycle, AutoCloseable {
             producer.putAll(kafka.getProducerProperties());
             producer.putAll(o.getKafka().getProducerProperties());
             try {
-                broker = KafkaMessageBroker.builder().properties(producer)
-                        .deliveryTimeout(o.getKafka().getDeliveryTimeout()).build();
+                broker = OutboxKafkaClients.brokerSettings(KafkaMessageBroker.builder().properties(producer),
+                        prefix + ".kafka", o.getKafka()).build();
+            } catch (OutboxConfigurationException e) {
+                throw translate(e, raw);
             } catch (IllegalArgumentException | org.apache.kafka.common.KafkaException e) {
                 throw kafkaSetting(e, prefix, raw);
             }

@@ -85,10 +85,44 @@ public final class OutboxKafkaClients {
 
     static KafkaMessageBroker broker(Map<String, Object> producerProperties, OutboxKafkaProperties outbox,
                                      Environment env) {
-        return translate(env, true, () -> KafkaMessageBroker.builder()
-                .properties(producerProperties)
-                .deliveryTimeout(outbox.getDeliveryTimeout())
-                .build());
+        return translate(env, true, () -> brokerSettings(KafkaMessageBroker.builder().properties(producerProperties),
+                "outbox.kafka", outbox).build());
+    }
+
+    /**
+     * Applies the outbox producer's settings of {@code outbox} to a broker builder: the delivery timeout, the
+     * transactional id, the record timestamp and the message id and creation time headers.
+     *
+     * @param b      the builder, with the producer's client properties set
+     * @param prefix the settings' property prefix, e.g. {@code outbox.kafka}: a bad value is reported as
+     *               {@code <prefix>.<setting>}
+     * @param outbox the settings
+     * @return {@code b}
+     * @throws OutboxConfigurationException naming the property of a value the builder rejects (the delivery timeout's
+     *                                      relation to the client properties is checked by {@code b.build()})
+     */
+    public static KafkaMessageBroker.Builder brokerSettings(KafkaMessageBroker.Builder b, String prefix,
+                                                            OutboxKafkaProperties outbox) {
+        setting(prefix + ".delivery-timeout", outbox.getDeliveryTimeout(),
+                () -> b.deliveryTimeout(outbox.getDeliveryTimeout()));
+        if (outbox.getTransactionalId() != null) {
+            setting(prefix + ".transactional-id", outbox.getTransactionalId(),
+                    () -> b.transactionalId(outbox.getTransactionalId()));
+        }
+        setting(prefix + ".record-timestamp", outbox.getRecordTimestamp(),
+                () -> b.recordTimestamp(outbox.getRecordTimestamp()));
+        String id = outbox.getMessageIdHeader();
+        setting(prefix + ".message-id-header", id, () -> b.messageIdHeader(id == null || id.isEmpty() ? null : id));
+        if (outbox.getCreatedAtHeader() != null) {
+            if (outbox.getCreatedAtHeader().equals(id)) {
+                throw new OutboxConfigurationException(prefix + ".created-at-header", "'" + id + "' is the message id"
+                        + " header's name too (" + prefix + ".message-id-header)", "give the creation time a header"
+                        + " of its own", null);
+            }
+            setting(prefix + ".created-at-header", outbox.getCreatedAtHeader(),
+                    () -> b.createdAtHeader(outbox.getCreatedAtHeader()));
+        }
+        return b;
     }
 
     /** @param deliveryTimeout the longest a send to the outbox's broker may take to settle */
@@ -211,7 +245,7 @@ public final class OutboxKafkaClients {
     private static void setting(String property, Object value, Runnable setter) {
         try {
             setter.run();
-        } catch (IllegalArgumentException e) {
+        } catch (IllegalArgumentException | NullPointerException e) {
             throw new OutboxConfigurationException(property, "'" + value + "' is not valid: " + e.getMessage(),
                     "use a value Kafka accepts (see the message)", e);
         }

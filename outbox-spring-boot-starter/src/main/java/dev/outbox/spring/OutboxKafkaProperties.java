@@ -1,5 +1,7 @@
 package dev.outbox.spring;
 
+import dev.outbox.broker.kafka.KafkaMessageBroker;
+
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -35,6 +37,20 @@ public final class OutboxKafkaProperties {
      * settings the outbox enforces (acks=all, idempotence, ...) cannot be contradicted here either.
      */
     private Map<String, String> producerProperties = new LinkedHashMap<>();
+    /**
+     * Publish with Kafka's transactional producer under this id, the same on every instance that may lead this
+     * outbox (one per outbox): a new leader fences the previous leader's producer. Unset: the idempotent producer
+     * without transactions. Consumers must read with isolation.level=read_committed to benefit.
+     */
+    private String transactionalId;
+    /** Which time records carry as their timestamp: the row's creation time (created-at) or the send time. */
+    private KafkaMessageBroker.RecordTimestamp recordTimestamp = KafkaMessageBroker.RecordTimestamp.CREATED_AT;
+    /**
+     * The header carrying each record's message id (the inbox's deduplication key); empty to send none.
+     */
+    private String messageIdHeader = KafkaMessageBroker.DEFAULT_MESSAGE_ID_HEADER;
+    /** A header carrying each record's creation time (ISO-8601, UTC); none when not set. */
+    private String createdAtHeader;
 
     /**
      * {@return the leader-election topic, one per outbox and the same on every instance harvesting it, or {@code null}
@@ -156,5 +172,77 @@ public final class OutboxKafkaProperties {
      */
     public void setProducerProperties(Map<String, String> producerProperties) {
         this.producerProperties = producerProperties;
+    }
+
+    /**
+     * {@return the transactional id of the outbox producer, or {@code null} (the default) for the idempotent producer
+     * without transactions} Bound from the {@code transactional-id} property.
+     */
+    public String getTransactionalId() {
+        return transactionalId;
+    }
+
+    /**
+     * Sets the {@code transactional-id} property.
+     *
+     * @param transactionalId 1 to 255 characters without whitespace, the same on every instance of this outbox, or
+     *                        {@code null}; checked at start-up
+     */
+    public void setTransactionalId(String transactionalId) {
+        this.transactionalId = transactionalId;
+    }
+
+    /**
+     * {@return which time records carry as their timestamp; {@code CREATED_AT} by default} Bound from the
+     * {@code record-timestamp} property.
+     */
+    public KafkaMessageBroker.RecordTimestamp getRecordTimestamp() {
+        return recordTimestamp;
+    }
+
+    /**
+     * Sets the {@code record-timestamp} property.
+     *
+     * @param recordTimestamp {@code CREATED_AT} or {@code SEND_TIME} (bound from {@code created-at} or
+     *                        {@code send-time}); not {@code null}
+     */
+    public void setRecordTimestamp(KafkaMessageBroker.RecordTimestamp recordTimestamp) {
+        this.recordTimestamp = recordTimestamp;
+    }
+
+    /**
+     * {@return the header carrying each record's message id; {@code outbox-message-id} by default, empty for none}
+     * Bound from the {@code message-id-header} property.
+     */
+    public String getMessageIdHeader() {
+        return messageIdHeader;
+    }
+
+    /**
+     * Sets the {@code message-id-header} property.
+     *
+     * @param messageIdHeader the header's name (no surrounding whitespace, not the created-at header's), or empty to
+     *                        send no message id; checked at start-up
+     */
+    public void setMessageIdHeader(String messageIdHeader) {
+        this.messageIdHeader = messageIdHeader;
+    }
+
+    /**
+     * {@return the header carrying each record's creation time, or {@code null} (the default) for none} Bound from
+     * the {@code created-at-header} property.
+     */
+    public String getCreatedAtHeader() {
+        return createdAtHeader;
+    }
+
+    /**
+     * Sets the {@code created-at-header} property.
+     *
+     * @param createdAtHeader the header's name (no surrounding whitespace, not the message id header's), or
+     *                        {@code null}; checked at start-up
+     */
+    public void setCreatedAtHeader(String createdAtHeader) {
+        this.createdAtHeader = createdAtHeader;
     }
 }

@@ -11,8 +11,9 @@ import java.util.function.Consumer;
  * outbox's own is here. Each group is a class of its own: {@link OutboxStoreProperties} ({@code outbox.store.*},
  * with {@link OutboxWalProperties} under {@code outbox.store.wal.*}), {@link OutboxKafkaProperties}
  * ({@code outbox.kafka.*}), {@link OutboxDispatcherProperties} ({@code outbox.dispatcher.*}),
- * {@link OutboxPublisherProperties} ({@code outbox.publisher.*}) and {@link OutboxHandlersProperties}
- * ({@code outbox.handlers.*}); {@code outbox.broker} is here.
+ * {@link OutboxPublisherProperties} ({@code outbox.publisher.*}), {@link OutboxHandlersProperties}
+ * ({@code outbox.handlers.*}) and {@link OutboxTracingProperties} ({@code outbox.tracing.*}); {@code outbox.broker}
+ * is here.
  *
  * <p>A mutable JavaBean for Spring's binder; not thread-safe. The starter reads it once, at start-up.
  */
@@ -30,6 +31,8 @@ public final class OutboxProperties {
     private final OutboxPublisherProperties publisher = new OutboxPublisherProperties();
     @NestedConfigurationProperty
     private final OutboxHandlersProperties handlers = new OutboxHandlersProperties();
+    @NestedConfigurationProperty
+    private final OutboxTracingProperties tracing = new OutboxTracingProperties();
 
     /**
      * {@return where the dispatcher publishes, {@code KAFKA} (the default) or {@code HANDLERS}} Bound from the
@@ -88,6 +91,14 @@ public final class OutboxProperties {
      */
     public OutboxHandlersProperties getHandlers() {
         return handlers;
+    }
+
+    /**
+     * {@return the {@code outbox.tracing.*} settings: the trace context the messages carry, with
+     * {@code outbox-opentelemetry}; never {@code null}, the same object for the bean's life}
+     */
+    public OutboxTracingProperties getTracing() {
+        return tracing;
     }
 
     /** Where the dispatcher publishes ({@code outbox.broker}). */

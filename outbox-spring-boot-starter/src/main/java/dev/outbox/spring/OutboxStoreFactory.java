@@ -12,6 +12,7 @@ import org.springframework.util.ClassUtils;
 import javax.sql.DataSource;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 
@@ -130,7 +131,7 @@ public final class OutboxStoreFactory {
         }
     }
 
-    private static final class Postgres {
+    static final class Postgres {
         static Built build(DataSource dataSource, String prefix, OutboxStoreProperties p,
                            List<MessageDecorator> decorators) {
             PostgresStore.Builder b = PostgresStore.builder(dataSource);
@@ -145,6 +146,12 @@ public final class OutboxStoreFactory {
                 set(prefix + ".max-key-length", p.getMaxKeyLength(), () -> b.maxKeyLength(p.getMaxKeyLength()));
             }
             b.commitNotifications(p.isCommitNotifications());
+            b.fencing(p.isFencing());
+            if (p.getLateCommitWindow() != null) {
+                throw new OutboxConfigurationException(prefix + ".late-commit-window", "is set, but the Postgres"
+                        + " store has no late-commit window: its harvest reads the writers' transaction ids",
+                        "remove " + prefix + ".late-commit-window (it is for MySQL, MariaDB and H2)", null);
+            }
             set(prefix + ".shards", p.getShards(), () -> b.shards(p.getShards()));
             OutboxWalProperties wal = p.getWal();
             if (wal.getUrl() != null) {
@@ -161,7 +168,7 @@ public final class OutboxStoreFactory {
                     store.leaderTable());
         }
 
-        private static WalHarvest walHarvest(String prefix, OutboxWalProperties wal) {
+        static WalHarvest walHarvest(String prefix, OutboxWalProperties wal) {
             WalHarvest.Builder[] w = new WalHarvest.Builder[1];
             set(prefix + ".url", wal.getUrl(), () -> w[0] = WalHarvest.builder(wal.getUrl()));
             if (wal.getUsername() != null) {
@@ -178,6 +185,18 @@ public final class OutboxStoreFactory {
             }
             set(prefix + ".takeover-timeout", wal.getTakeoverTimeout(),
                     () -> w[0].takeoverTimeout(wal.getTakeoverTimeout()));
+            Duration status = wal.getStatusInterval();
+            if (status != null && (status.compareTo(Duration.ofMillis(10)) < 0
+                    || status.compareTo(Duration.ofHours(1)) > 0)) {
+                throw new OutboxConfigurationException(prefix + ".status-interval", "'" + status + "' is not"
+                        + " valid: it must be between 10 ms and 1 h", "use a value between 10ms and 1h", null);
+            }
+            set(prefix + ".status-interval", wal.getStatusInterval(),
+                    () -> w[0].statusInterval(wal.getStatusInterval()));
+            set(prefix + ".read-wait", wal.getReadWait(), () -> w[0].readWait(wal.getReadWait()));
+            set(prefix + ".max-buffered", wal.getMaxBuffered(), () -> w[0].maxBuffered(wal.getMaxBuffered()));
+            wal.getProperties().forEach((name, value) -> set(prefix + ".properties[" + name + "]", value,
+                    () -> w[0].property(name, value)));
             return w[0].build();
         }
     }
@@ -202,6 +221,11 @@ public final class OutboxStoreFactory {
                 set(prefix + ".max-key-length", p.getMaxKeyLength(), () -> b.maxKeyLength(p.getMaxKeyLength()));
             }
             set(prefix + ".shards", p.getShards(), () -> b.shards(p.getShards()));
+            b.fencing(p.isFencing());
+            if (p.getLateCommitWindow() != null) {
+                set(prefix + ".late-commit-window", p.getLateCommitWindow(),
+                        () -> b.lateCommitWindow(p.getLateCommitWindow()));
+            }
             MySqlStore store = b.build();
             return new Built(store, StoreType.MYSQL, store.table(), store.parkedTable(), store::createSchema,
                     store.leaderTable());
@@ -231,6 +255,11 @@ public final class OutboxStoreFactory {
                     () -> b.statementTimeout(p.getStatementTimeout()));
             if (p.getMaxKeyLength() != null) {
                 set(prefix + ".max-key-length", p.getMaxKeyLength(), () -> b.maxKeyLength(p.getMaxKeyLength()));
+            }
+            b.fencing(p.isFencing());
+            if (p.getLateCommitWindow() != null) {
+                set(prefix + ".late-commit-window", p.getLateCommitWindow(),
+                        () -> b.lateCommitWindow(p.getLateCommitWindow()));
             }
             H2Store store = b.build();
             return new Built(store, StoreType.H2, store.table(), store.parkedTable(), store::createSchema,

@@ -42,6 +42,19 @@ public final class OutboxStoreProperties {
      * the WAL harvest.
      */
     private int shards = 1;
+    /**
+     * Storage fencing: a new leader takes the outbox's epoch in the leader table ("<table>_leader"), and every write
+     * of a leader checks it, so that a deposed leader's late writes change nothing. Turn it off only for a schema
+     * without the leader table.
+     */
+    private boolean fencing = true;
+    /**
+     * MySQL, MariaDB and H2: how long the harvest rechecks an id it passed without seeing its row (a transaction not
+     * yet committed, or rolled back) before taking it to have rolled back; set it above the longest transaction
+     * that writes to the outbox. The store's default (60 s) when not set. Not for Postgres, whose harvest reads
+     * transaction ids instead.
+     */
+    private Duration lateCommitWindow;
     /** The Postgres WAL harvest: set {@code url} to harvest the write-ahead log instead of the table. */
     @NestedConfigurationProperty
     private final OutboxWalProperties wal = new OutboxWalProperties();
@@ -193,5 +206,40 @@ public final class OutboxStoreProperties {
      */
     public void setCommitNotifications(boolean commitNotifications) {
         this.commitNotifications = commitNotifications;
+    }
+
+    /**
+     * {@return whether the leader's writes are fenced by the epoch in the leader table; {@code true} by default}
+     * Bound from the {@code fencing} property.
+     */
+    public boolean isFencing() {
+        return fencing;
+    }
+
+    /**
+     * Sets the {@code fencing} property.
+     *
+     * @param fencing {@code false} to write without the epoch check (a schema without the leader table)
+     */
+    public void setFencing(boolean fencing) {
+        this.fencing = fencing;
+    }
+
+    /**
+     * {@return the late-commit window of the MySQL, MariaDB and H2 harvest, or {@code null} (the default) for the
+     * store's own, 60 s} Bound from the {@code late-commit-window} property.
+     */
+    public Duration getLateCommitWindow() {
+        return lateCommitWindow;
+    }
+
+    /**
+     * Sets the {@code late-commit-window} property.
+     *
+     * @param lateCommitWindow 1 ms to a day, above the longest transaction writing to the outbox, or {@code null};
+     *                         checked at start-up, and refused for a Postgres store
+     */
+    public void setLateCommitWindow(Duration lateCommitWindow) {
+        this.lateCommitWindow = lateCommitWindow;
     }
 }

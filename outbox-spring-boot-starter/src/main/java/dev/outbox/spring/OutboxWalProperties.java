@@ -1,6 +1,8 @@
 package dev.outbox.spring;
 
 import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
 
 /**
  * The Postgres WAL harvest ({@code WalHarvest}): off unless {@code url} is set. Messages are emitted into the
@@ -23,6 +25,14 @@ public final class OutboxWalProperties {
     private String publication;
     /** How long a new leader waits for a deposed one to release the slot before terminating its backend. */
     private Duration takeoverTimeout = Duration.ofSeconds(30);
+    /** How often the stream reports its confirmed position to the server, 10 ms to 1 h. */
+    private Duration statusInterval = Duration.ofMillis(250);
+    /** The longest a harvest read waits for a message before the engine looks around; at most 1 s. */
+    private Duration readWait = Duration.ofMillis(100);
+    /** The most messages read from the server and not yet taken by the engine. */
+    private int maxBuffered = 10_000;
+    /** Other Postgres JDBC driver properties of the replication connections (ssl, sslmode, ...). */
+    private Map<String, String> properties = new LinkedHashMap<>();
 
     /**
      * {@return the JDBC URL of replication connections to the outbox's database, or {@code null} (the default) to
@@ -124,5 +134,73 @@ public final class OutboxWalProperties {
      */
     public void setTakeoverTimeout(Duration takeoverTimeout) {
         this.takeoverTimeout = takeoverTimeout;
+    }
+
+    /**
+     * {@return how often the stream reports its confirmed position to the server; 250 ms by default} Bound from the
+     * {@code wal.status-interval} property.
+     */
+    public Duration getStatusInterval() {
+        return statusInterval;
+    }
+
+    /**
+     * Sets the {@code wal.status-interval} property.
+     *
+     * @param statusInterval 10 ms to 1 h; checked at start-up (the range when a leader opens the stream)
+     */
+    public void setStatusInterval(Duration statusInterval) {
+        this.statusInterval = statusInterval;
+    }
+
+    /**
+     * {@return the longest a harvest read waits for a message before the engine looks around; 100 ms by default}
+     * Bound from the {@code wal.read-wait} property.
+     */
+    public Duration getReadWait() {
+        return readWait;
+    }
+
+    /**
+     * Sets the {@code wal.read-wait} property.
+     *
+     * @param readWait positive, at most 1 s; checked at start-up
+     */
+    public void setReadWait(Duration readWait) {
+        this.readWait = readWait;
+    }
+
+    /**
+     * {@return the most messages read from the server and not yet taken by the engine; 10,000 by default} Bound from
+     * the {@code wal.max-buffered} property.
+     */
+    public int getMaxBuffered() {
+        return maxBuffered;
+    }
+
+    /**
+     * Sets the {@code wal.max-buffered} property.
+     *
+     * @param maxBuffered at least 1; checked at start-up
+     */
+    public void setMaxBuffered(int maxBuffered) {
+        this.maxBuffered = maxBuffered;
+    }
+
+    /**
+     * {@return other driver properties of the replication connections, by the Postgres JDBC driver's names; empty by
+     * default, never {@code null}} Bound from the {@code wal.properties.*} properties.
+     */
+    public Map<String, String> getProperties() {
+        return properties;
+    }
+
+    /**
+     * Sets the {@code wal.properties.*} properties.
+     *
+     * @param properties driver properties such as {@code ssl} or {@code sslmode}; not {@code null}
+     */
+    public void setProperties(Map<String, String> properties) {
+        this.properties = properties;
     }
 }

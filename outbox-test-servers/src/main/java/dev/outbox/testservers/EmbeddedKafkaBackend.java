@@ -16,7 +16,8 @@ import org.apache.kafka.server.common.MetadataVersion;
 /**
  * A single-node KRaft cluster (combined broker and controller, replication factor 1) inside this JVM, built by
  * Kafka's own {@link KafkaClusterTestKit} from the {@code kafka-test-common-runtime} artifact, with the production
- * metadata version. Data under {@code target/outbox-test-servers/kafka-<pid>}. (The three-broker cluster runs its
+ * metadata version, listening on the loopback address only ({@link LoopbackListeners}). Data under
+ * {@code target/outbox-test-servers/kafka-<pid>}. (The three-broker cluster runs its
  * nodes as child JVMs, so that a broker can be killed: {@link ProcessKafkaClusterBackend}.)
  *
  * <p>{@link #stop()} shuts the broker down while its controller keeps running; {@link #start()} starts the same
@@ -79,7 +80,7 @@ final class EmbeddedKafkaBackend implements KafkaBackend {
                 .setNumControllerNodes(1)
                 .setBaseDirectory(directory)
                 .build();
-        return new KafkaClusterTestKit.Builder(nodes)
+        KafkaClusterTestKit.Builder builder = new KafkaClusterTestKit.Builder(nodes)
                 .setDeleteOnClose(false)
                 .setConfigProp("offsets.topic.replication.factor", "1")
                 .setConfigProp("offsets.topic.num.partitions", "5")
@@ -94,8 +95,10 @@ final class EmbeddedKafkaBackend implements KafkaBackend {
                 // Kafka's default reserves 128 MiB of heap for the log cleaner; 2 MiB is the least it accepts.
                 .setConfigProp("log.cleaner.dedupe.buffer.size", "2097152")
                 .setConfigProp("unstable.api.versions.enable", "false")
-                .setConfigProp("unstable.feature.versions.enable", "false")
-                .build();
+                .setConfigProp("unstable.feature.versions.enable", "false");
+        // On 127.0.0.1 only: the test kit would bind the listeners to every interface.
+        LoopbackListeners.bind(builder, nodes);
+        return builder.build();
     }
 
     private BrokerServer broker() {
