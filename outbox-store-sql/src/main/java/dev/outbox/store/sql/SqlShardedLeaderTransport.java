@@ -9,7 +9,6 @@ import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -278,7 +277,10 @@ public final class SqlShardedLeaderTransport implements ShardedLeaderTransport {
         proving.forEach(pending::putIfAbsent);
     }
 
-    /** Gives up what was asked of it beyond its share, takes free leases up to its share, asks for one if short. */
+    /**
+     * Reads the leases and acts on {@link SqlShardBalance}'s decision: gives up what was asked of it beyond its share,
+     * takes free leases up to its share, asks for one if short.
+     */
     private void balance() {
         List<SqlLease.Row> rows;
         try {
@@ -288,60 +290,26 @@ public final class SqlShardedLeaderTransport implements ShardedLeaderTransport {
             return;
         }
         warned = false;
-        Map<String, List<Integer>> holders = new HashMap<>();
-        holders.put(token, new ArrayList<>());
-        boolean free = false;
-        boolean asking = false;
-        for (SqlLease.Row row : rows) {
-            if (row.holder() == null) {
-                free |= row.wantedBy() == null || token.equals(row.wantedBy());
-            } else {
-                holders.computeIfAbsent(row.holder(), h -> new ArrayList<>()).add(row.id() - 1);
-            }
-            if (row.wantedBy() != null) {
-                holders.computeIfAbsent(row.wantedBy(), h -> new ArrayList<>()); // a member that holds nothing yet
-            }
-            asking |= token.equals(row.wantedBy());
-        }
-        int members = holders.size();
-        int floor = shards / members;
-        int ceil = floor + (shards % members == 0 ? 0 : 1);
-        List<Integer> mine = holders.get(token);
+        SqlShardBalance decision = SqlShardBalance.decide(rows, token, shards);
 
         Set<Integer> gone = new TreeSet<>(owned);
-        gone.removeAll(mine);
+        gone.removeAll(decision.mine());
         if (!gone.isEmpty()) {
             log.warn("the shard leases {} of {} were taken or expired: lost", gone, lease.table());
             lose(gone);
         }
-
-        // Give up what others asked for, beyond this member's share: drain first, then release.
-        Set<Integer> give = new TreeSet<>();
-        for (SqlLease.Row row : rows) {
-            if (token.equals(row.holder()) && row.wantedBy() != null && !token.equals(row.wantedBy())
-                    && mine.size() - give.size() > floor) {
-                give.add(row.id() - 1);
-            }
-        }
-        if (!give.isEmpty()) {
-            handOver(give);
-            mine.removeAll(give);
+        if (!decision.give().isEmpty()) {
+            handOver(new TreeSet<>(decision.give())); // drain first, then release
         }
 
-        // Take free or expired leases up to the share.
         Set<Integer> gained = new TreeSet<>();
-        for (SqlLease.Row row : rows) {
-            int shard = row.id() - 1;
-            if (row.holder() != null || row.wantedBy() != null && !token.equals(row.wantedBy())) {
-                continue; // held, or released for the member that asked for it
-            }
-            if (mine.size() + gained.size() >= ceil && !token.equals(row.wantedBy())) {
-                continue;
-            }
+        List<Integer> candidates = new ArrayList<>(decision.reserved());
+        candidates.addAll(decision.free().subList(0, Math.min(decision.free().size(), decision.room())));
+        for (int shard : candidates) {
             long started = System.nanoTime();
             try {
                 if (!lease.acquire(shard + 1, token, takeEpoch.get(shard))) {
-                    continue;
+                    continue; // another member was quicker
                 }
             } catch (StoreException e) {
                 warn("could not try to take a shard lease", e);
@@ -367,19 +335,10 @@ public final class SqlShardedLeaderTransport implements ShardedLeaderTransport {
                 listener.assigned(Set.copyOf(announce));
             }
         }
-
-        // Short of the share with nothing free: ask the busiest member, if it holds two more, for one shard.
-        int have = mine.size() + gained.size();
-        if (!asking && have < floor && !free) {
-            holders.entrySet().stream().filter(e -> !e.getKey().equals(token))
-                    .max(Comparator.comparingInt(e -> e.getValue().size()))
-                    .filter(e -> e.getValue().size() - have >= 2)
-                    .ifPresent(busiest -> ask(busiest.getKey(), busiest.getValue()));
-        }
+        decision.ask().ifPresent(a -> ask(a.holder(), a.shard()));
     }
 
-    private void ask(String holder, List<Integer> theirs) {
-        int shard = theirs.get(theirs.size() - 1);
+    private void ask(String holder, int shard) {
         try {
             if (lease.want(shard + 1, token, holder)) {
                 log.info("asked for the shard lease {} of {}, held by a busier member", shard, lease.table());

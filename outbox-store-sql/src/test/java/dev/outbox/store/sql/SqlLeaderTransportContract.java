@@ -25,17 +25,19 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 /**
  * The leader transport contract for leader election in the database ({@link SqlLeaderTransport}): each test's
  * election is the lease of an outbox table of its own, whose store (storage fencing on) every member shares. Timings
- * are small so that the suite stays quick: heartbeat timeout 1 s, poll interval 50 ms, renew interval 250 ms, delivery
- * timeout 1 s, lease 2.75 s (the least the relations allow is 2.25 s), standbys try every 200 ms. A subclass starts
+ * are small so that the suite stays quick: heartbeat timeout 2 s, poll interval 50 ms, renew interval 500 ms (a
+ * renewal confirms the leader's heartbeats only if it came back within it: shorter ones fenced leaders needlessly on a
+ * busy two-core machine), delivery timeout 1 s, lease 4 s (the least the relations allow is 3.5 s), standbys try every
+ * 200 ms. A subclass starts
  * the database and sets {@link #storePool} in a {@code @BeforeAll} method.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 public abstract class SqlLeaderTransportContract extends LeaderTransportContract {
-    static final Duration HEARTBEAT_TIMEOUT = Duration.ofSeconds(1);
+    static final Duration HEARTBEAT_TIMEOUT = Duration.ofSeconds(2);
     static final Duration POLL = Duration.ofMillis(50);
-    static final Duration RENEW = Duration.ofMillis(250);
+    static final Duration RENEW = Duration.ofMillis(500);
     static final Duration DELIVERY = Duration.ofSeconds(1);
-    static final Duration LEASE = Duration.ofMillis(2750);
+    static final Duration LEASE = Duration.ofMillis(4000);
     static final Duration ACQUIRE = Duration.ofMillis(200);
     static final DispatcherConfig CONFIG = DispatcherConfig.builder().pollInterval(POLL)
             .heartbeatTimeout(HEARTBEAT_TIMEOUT).build();
