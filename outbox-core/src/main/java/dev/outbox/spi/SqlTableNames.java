@@ -28,6 +28,11 @@ public final class SqlTableNames {
      * {@link #PARKED_SUFFIX}, so that every valid table name leaves room for it.
      */
     public static final String LEADER_SUFFIX = "_leader";
+    /**
+     * Appended to the outbox table's name to name its lease table (leader election in the database); shorter than
+     * {@link #PARKED_SUFFIX}, so that every valid table name leaves room for it.
+     */
+    public static final String LEASE_SUFFIX = "_lease";
 
     private static final Pattern IDENTIFIER = Pattern.compile("[a-z_][a-z0-9_]*");
 
@@ -36,6 +41,7 @@ public final class SqlTableNames {
     private final String outbox;
     private final String parked;
     private final String leader;
+    private final String lease;
 
     private SqlTableNames(Dialect dialect, String schema, String table) {
         this.schema = schema == null ? null : dialect.validateSchema(schema);
@@ -44,6 +50,7 @@ public final class SqlTableNames {
         this.outbox = prefix + dialect.quote(table);
         this.parked = prefix + dialect.quote(table + PARKED_SUFFIX);
         this.leader = prefix + dialect.quote(table + LEADER_SUFFIX);
+        this.lease = prefix + dialect.quote(table + LEASE_SUFFIX);
     }
 
     /**
@@ -89,6 +96,24 @@ public final class SqlTableNames {
      */
     public String leader() {
         return leader;
+    }
+
+    /**
+     * The lease table's bare name (leader election in the database).
+     *
+     * @return the outbox table's name with {@value #LEASE_SUFFIX} appended
+     */
+    public String leaseTable() {
+        return table + LEASE_SUFFIX;
+    }
+
+    /**
+     * The lease table as it appears in SQL: quoted and, if a schema was given, qualified.
+     *
+     * @return the name in SQL
+     */
+    public String lease() {
+        return lease;
     }
 
     /**

@@ -9,6 +9,7 @@ import dev.outbox.ParkedRecord;
 import dev.outbox.broker.kafka.KafkaLeaderTransport;
 import dev.outbox.broker.kafka.KafkaMessageBroker;
 import dev.outbox.store.postgres.PostgresStore;
+import dev.outbox.store.sql.SqlLeaderTransport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -104,6 +105,18 @@ final class ReadmeSnippets {
                 .build();
         dispatcher.start();                                 // on every instance: one leads, the others stand by
         // end::dispatcher[]
+        return dispatcher;
+    }
+
+    /** Leader election in the database instead of over Kafka (docs/stores/postgres.md). */
+    static Dispatcher databaseElectedDispatcher(PostgresStore store, KafkaMessageBroker broker, DispatcherConfig config) {
+        // tag::databaseElection[]
+        SqlLeaderTransport transport = SqlLeaderTransport.builder(store)   // the outbox's PostgresStore
+                .dispatcherConfig(config)                 // heartbeat timeout and poll interval
+                .deliveryTimeout(broker.deliveryTimeout()) // how long a send may still land after the leader stopped
+                .build();
+        Dispatcher dispatcher = Dispatcher.builder(store, broker).leaderTransport(transport).config(config).build();
+        // end::databaseElection[]
         return dispatcher;
     }
 

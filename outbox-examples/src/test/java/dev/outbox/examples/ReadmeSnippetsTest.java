@@ -3,6 +3,7 @@ package dev.outbox.examples;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outbox.Dispatcher;
+import dev.outbox.DispatcherConfig;
 import dev.outbox.store.postgres.PostgresStore;
 import dev.outbox.testkit.Await;
 import dev.outbox.testservers.JdbcServer;
@@ -46,6 +47,34 @@ class ReadmeSnippetsTest {
     private static final Pattern MARKER = Pattern.compile("^<!-- snippet: (\\S+) -->$"); // a line of its own
 
     @Test
+    void theDatabaseElectionSnippetLeadsAndPublishes() throws Exception {
+        JdbcServer postgres = TestServers.postgres();
+        KafkaServer kafka = TestServers.kafka();
+        kafka.createTopic("orders", 3);
+        HikariConfig pool = new HikariConfig();
+        pool.setJdbcUrl(postgres.createDatabase("readme_database_election"));
+        pool.setUsername(postgres.username());
+        pool.setPassword(postgres.password());
+        try (HikariDataSource dataSource = new HikariDataSource(pool)) {
+            try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+                s.execute("CREATE TABLE orders (id bigint PRIMARY KEY, customer text NOT NULL)");
+            }
+            PostgresStore store = ReadmeSnippets.createSchema(dataSource);
+            Dispatcher dispatcher = ReadmeSnippets.databaseElectedDispatcher(store,
+                    dev.outbox.broker.kafka.KafkaMessageBroker.builder().bootstrapServers(kafka.bootstrapServers())
+                            .build(), DispatcherConfig.defaults());
+            dispatcher.start();
+            try {
+                Await.untilOrFail(dispatcher::isLeader, Duration.ofSeconds(30), () -> "elected in the database");
+                ReadmeSnippets.placeOrder(dataSource, store, 2001, "customer-db");
+                Await.untilOrFail(() -> store.backlog() == 0, Duration.ofSeconds(30), () -> "outbox purged");
+            } finally {
+                ReadmeSnippets.stopDispatcher(dispatcher);
+            }
+        }
+    }
+
+    @Test
     void theQuickStartPublishesAnOrderCommittedWithPlainJdbc() throws Exception {
         JdbcServer postgres = TestServers.postgres();
         KafkaServer kafka = TestServers.kafka();
@@ -83,7 +112,8 @@ class ReadmeSnippetsTest {
     @Test
     void theReadmesCopiesOfTheSnippetsMatchTheCode() throws IOException {
         Map<String, String> quickStart = snippets(source("ReadmeSnippets"));
-        assertThat(quickStart).containsOnlyKeys("schema", "write", "listener", "dispatcher", "shutdown");
+        assertThat(quickStart).containsOnlyKeys("schema", "write", "listener", "dispatcher", "shutdown",
+                "databaseElection");
 
         TreeSet<String> referenced = new TreeSet<>();
         for (Path doc : docs()) {

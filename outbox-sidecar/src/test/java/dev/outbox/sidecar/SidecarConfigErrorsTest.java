@@ -126,6 +126,14 @@ class SidecarConfigErrorsTest {
     }
 
     @Test
+    void anUnknownLeaderElectionIsNamedWithItsValueAndTheChoices() throws IOException {
+        String line = fails(config(datasource() + "dispatcher:\n  leader-election: zookeeper\n", "127.0.0.1:9"));
+
+        assertThat(line).contains("sidecar.outboxes.orders.dispatcher.leader-election = 'zookeeper'")
+                .contains("it takes kafka, database or none");
+    }
+
+    @Test
     void aBadTableNameIsNamedWithItsValue() throws IOException {
         String line = fails(config(datasource() + "store:\n  table: Orders-Table\n", "127.0.0.1:9"));
 

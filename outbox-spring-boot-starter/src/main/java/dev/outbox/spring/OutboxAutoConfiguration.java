@@ -138,7 +138,8 @@ public class OutboxAutoConfiguration {
             OutboxDispatcherProperties d = properties.getDispatcher();
             OutboxKafkaProperties k = properties.getKafka();
             boolean handlers = properties.getBroker() == OutboxProperties.Broker.HANDLERS;
-            if (!handlers || d.isLeaderElection()) {
+            OutboxDispatcherProperties.Election election = d.election("outbox.dispatcher.leader-election");
+            if (!handlers || election == OutboxDispatcherProperties.Election.KAFKA) {
                 OutboxKafkaClients.requireBootstrapServers(env);
             }
             DispatcherConfig config = dispatcherConfig(d);
@@ -156,11 +157,15 @@ public class OutboxAutoConfiguration {
             try {
                 Dispatcher.Builder b = Dispatcher.builder(store, broker).config(config);
                 set("outbox.dispatcher.name", d.getName(), b::name);
-                if (d.isLeaderElection() && dev.outbox.spi.Sharding.of(store) > 1) {
+                if (election == OutboxDispatcherProperties.Election.DATABASE) {
+                    OutboxDatabaseElection.apply(b, store, config, deliveryTimeout,
+                            "outbox.dispatcher.leader-election");
+                } else if (election == OutboxDispatcherProperties.Election.KAFKA
+                        && dev.outbox.spi.Sharding.of(store) > 1) {
                     b.leaderTransport(OutboxKafkaClients.shardedLeaderTransport(
                             OutboxKafkaClients.connectionProperties(kafkaProperties), leaderTopic(k, env),
                             dev.outbox.spi.Sharding.of(store), k, config, deliveryTimeout, env));
-                } else if (d.isLeaderElection()) {
+                } else if (election == OutboxDispatcherProperties.Election.KAFKA) {
                     b.leaderTransport(OutboxKafkaClients.leaderTransport(
                             OutboxKafkaClients.connectionProperties(kafkaProperties), leaderTopic(k, env), k, config,
                             deliveryTimeout, env));

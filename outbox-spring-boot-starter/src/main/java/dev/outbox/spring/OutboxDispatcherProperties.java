@@ -18,10 +18,11 @@ public final class OutboxDispatcherProperties {
     /** Whether this instance runs a dispatcher; turn off on instances that only write messages. */
     private boolean enabled = true;
     /**
-     * Whether instances elect one leader over Kafka. Turn off only when exactly one instance runs a
-     * dispatcher for this outbox: it then always leads.
+     * How instances elect the leader: kafka (a consumer group on the leader topic; needs Kafka), database (a lease in
+     * the outbox's own database; needs a SQL store), or none (only when exactly one instance runs a dispatcher for
+     * this outbox: it then always leads). true and false are read as kafka and none.
      */
-    private boolean leaderElection = true;
+    private String leaderElection = "kafka";
     /** Names the dispatcher's threads and log lines. */
     private String name = "outbox";
     /** Rows marked per mark statement (mark harvest); the least room worth a read (cursor harvest). */
@@ -86,22 +87,53 @@ public final class OutboxDispatcherProperties {
         this.enabled = enabled;
     }
 
+    /** How the dispatchers of one outbox elect their leader ({@code leader-election}). */
+    public enum Election {
+        /** A Kafka consumer group on the leader topic ({@code KafkaLeaderTransport}); needs Kafka. */
+        KAFKA,
+        /** A lease in the outbox's own database ({@code SqlLeaderTransport}); needs a SQL store. */
+        DATABASE,
+        /** None: this instance always leads; only when exactly one instance runs a dispatcher for this outbox. */
+        NONE
+    }
+
     /**
-     * {@return whether instances elect one leader over Kafka (with either broker); {@code true} by default} Bound from
-     * the {@code leader-election} property.
+     * {@return how instances elect the leader: {@code kafka} (the default), {@code database} or {@code none}, as set}
+     * Bound from the {@code leader-election} property; {@link #election(String)} reads it.
      */
-    public boolean isLeaderElection() {
+    public String getLeaderElection() {
         return leaderElection;
     }
 
     /**
      * Sets the {@code leader-election} property.
      *
-     * @param leaderElection {@code false} only when exactly one instance runs a dispatcher for this outbox: it then
-     *                       always leads
+     * @param leaderElection {@code kafka}, {@code database} or {@code none} ({@code true} and {@code false}, its
+     *                       values before it had three, are read as {@code kafka} and {@code none}); checked by
+     *                       {@link #election(String)} at start-up
      */
-    public void setLeaderElection(boolean leaderElection) {
+    public void setLeaderElection(String leaderElection) {
         this.leaderElection = leaderElection;
+    }
+
+    /**
+     * The election the {@code leader-election} property chooses.
+     *
+     * @param key the property's full name, for the message ({@code outbox.dispatcher.leader-election}, or the
+     *            sidecar's)
+     * @return the election
+     * @throws OutboxConfigurationException naming {@code key} and the value if it is none of the choices
+     */
+    public Election election(String key) {
+        String v = leaderElection == null ? "" : leaderElection.trim().toLowerCase(java.util.Locale.ROOT);
+        return switch (v) {
+            case "kafka", "true" -> Election.KAFKA;
+            case "database" -> Election.DATABASE;
+            case "none", "false" -> Election.NONE;
+            default -> throw new OutboxConfigurationException(key, "is '" + leaderElection + "'; it takes kafka,"
+                    + " database or none", "set it to kafka (a Kafka consumer group), database (a lease in the"
+                    + " outbox's database) or none (a single dispatcher)", null);
+        };
     }
 
     /**

@@ -63,6 +63,15 @@ class StartupFailureTest {
     }
 
     @Test
+    void anUnknownLeaderElectionNamesItsPropertyAndTheChoices(CapturedOutput output) {
+        startFails("spring.kafka.bootstrap-servers=127.0.0.1:1", "outbox.dispatcher.leader-election=zookeeper");
+
+        assertThat(output).contains("APPLICATION FAILED TO START")
+                .contains("Outbox configuration property 'outbox.dispatcher.leader-election': is 'zookeeper'; it"
+                        + " takes kafka, database or none");
+    }
+
+    @Test
     void anUnknownStoreTypeNamesOutboxStoreType(CapturedOutput output) {
         startFails("spring.kafka.bootstrap-servers=127.0.0.1:1", "outbox.store.type=oracle");
 

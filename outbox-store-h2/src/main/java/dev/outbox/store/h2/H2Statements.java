@@ -1,5 +1,7 @@
 package dev.outbox.store.h2;
 
+import dev.outbox.spi.SqlTableNames;
+import dev.outbox.store.sql.SqlLeaseStatements;
 import dev.outbox.store.sql.SqlStatements;
 import dev.outbox.store.sql.SqlStore;
 import dev.outbox.store.sql.SqlTable;
@@ -32,6 +34,34 @@ record H2Statements(String mark, String read, String lockKeys, String behind, St
             + " AND (CAST(? AS UUID) IS NULL OR message_id = ?)"
             + " AND (CAST(? AS TIMESTAMP WITH TIME ZONE) IS NULL OR parked_at >= ?)"
             + " AND (CAST(? AS TIMESTAMP WITH TIME ZONE) IS NULL OR parked_at < ?)";
+
+    /**
+     * The lease table's statements (leader election in the database): expiries are {@code TIMESTAMP WITH TIME ZONE},
+     * compared with {@code CURRENT_TIMESTAMP}, the database's clock.
+     */
+    static SqlLeaseStatements lease(SqlTableNames names) {
+        String l = names.lease();
+        String later = "DATEADD(MICROSECOND, CAST(? AS BIGINT), CURRENT_TIMESTAMP)";
+        return new SqlLeaseStatements(
+                List.of("CREATE TABLE IF NOT EXISTS " + l + " (id SMALLINT PRIMARY KEY, holder CHARACTER VARYING(36),"
+                        + " wanted_by CHARACTER VARYING(36), expires_at TIMESTAMP(6) WITH TIME ZONE NOT NULL,"
+                        + " acquired_at TIMESTAMP(6) WITH TIME ZONE)"),
+                "MERGE INTO " + l + " AS t USING (SELECT CAST(? AS SMALLINT) AS id) AS s ON t.id = s.id"
+                        + " WHEN NOT MATCHED THEN INSERT (id, expires_at) VALUES (s.id, CURRENT_TIMESTAMP)",
+                "UPDATE " + l + " SET holder = ?, wanted_by = NULL, expires_at = " + later + ","
+                        + " acquired_at = CURRENT_TIMESTAMP"
+                        + " WHERE id = ? AND (holder IS NULL OR expires_at < CURRENT_TIMESTAMP)",
+                "UPDATE " + l + " SET expires_at = " + later + " WHERE id = ? AND holder = ?"
+                        + " AND expires_at >= CURRENT_TIMESTAMP",
+                "UPDATE " + l + " SET holder = NULL, expires_at = CURRENT_TIMESTAMP WHERE id = ? AND holder = ?",
+                "SELECT holder FROM " + l + " WHERE id = ? AND holder IS NOT NULL AND expires_at >= CURRENT_TIMESTAMP",
+                "SELECT id, CASE WHEN expires_at >= CURRENT_TIMESTAMP THEN holder END, CASE WHEN expires_at >="
+                        + " DATEADD(MICROSECOND, -CAST(? AS BIGINT), CURRENT_TIMESTAMP) THEN wanted_by END FROM " + l
+                        + " WHERE id >= 1 AND id <= ? ORDER BY id",
+                "UPDATE " + l + " SET wanted_by = ? WHERE id = ? AND holder = ? AND wanted_by IS NULL"
+                        + " AND expires_at >= CURRENT_TIMESTAMP",
+                "UPDATE " + l + " SET expires_at = " + later + " WHERE holder = ? AND expires_at >= CURRENT_TIMESTAMP");
+    }
 
     /** The statements only this store runs, for {@code t}. */
     static H2Statements of(SqlTable t) {

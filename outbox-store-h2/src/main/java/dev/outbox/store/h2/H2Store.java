@@ -12,6 +12,7 @@ import dev.outbox.store.sql.SqlDialect;
 import dev.outbox.store.sql.SqlErrors;
 import dev.outbox.store.sql.SqlFencing;
 import dev.outbox.store.sql.SqlPublisher;
+import dev.outbox.store.sql.SqlLeaseStatements;
 import dev.outbox.store.sql.SqlStore;
 import org.jdbi.v3.core.Jdbi;
 
@@ -22,6 +23,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
@@ -96,6 +98,12 @@ public final class H2Store extends SqlStore {
      */
     public static Builder builder(DataSource dataSource) {
         return builder(jdbi(dataSource));
+    }
+
+    /** The lease table's statements for H2 (leader election in the database). */
+    @Override
+    protected Optional<SqlLeaseStatements> leaseStatements() {
+        return Optional.of(H2Statements.lease(names));
     }
 
     /** The writer of this outbox's rows, in the caller's transaction. */

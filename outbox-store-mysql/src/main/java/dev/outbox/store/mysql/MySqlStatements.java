@@ -1,5 +1,7 @@
 package dev.outbox.store.mysql;
 
+import dev.outbox.spi.SqlTableNames;
+import dev.outbox.store.sql.SqlLeaseStatements;
 import dev.outbox.store.sql.SqlStatements;
 import dev.outbox.store.sql.SqlStore;
 import dev.outbox.store.sql.SqlTable;
@@ -77,6 +79,35 @@ record MySqlStatements(String candidates, String markLock, String markUpdate, St
                         + " next_attempt_at) SELECT create_time, topic, `key`, value, headers, message_id, attempts,"
                         + " next_attempt_at FROM " + o + " WHERE id IN (${ids}) ORDER BY id",
                 deleteSql(o, t.names().table(), "${ids}"));
+    }
+
+    /**
+     * The lease table's statements (leader election in the database): expiries are UTC {@code DATETIME(6)} values
+     * compared with {@code UTC_TIMESTAMP(6)}, the database's clock at the statement's start, whatever the session's
+     * time zone.
+     */
+    static SqlLeaseStatements lease(SqlTableNames names) {
+        String l = names.lease();
+        String later = "UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND";
+        return new SqlLeaseStatements(
+                List.of("CREATE TABLE IF NOT EXISTS " + l + " (id SMALLINT NOT NULL, holder CHAR(36) NULL,"
+                        + " wanted_by CHAR(36) NULL, expires_at DATETIME(6) NOT NULL, acquired_at DATETIME(6) NULL,"
+                        + " PRIMARY KEY (id))"
+                        + " ENGINE = InnoDB"),
+                "INSERT INTO " + l + " (id, expires_at) VALUES (?, UTC_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE id = id",
+                "UPDATE " + l + " SET holder = ?, wanted_by = NULL, expires_at = " + later + ","
+                        + " acquired_at = UTC_TIMESTAMP(6)"
+                        + " WHERE id = ? AND (holder IS NULL OR expires_at < UTC_TIMESTAMP(6))",
+                "UPDATE " + l + " SET expires_at = " + later + " WHERE id = ? AND holder = ?"
+                        + " AND expires_at >= UTC_TIMESTAMP(6)",
+                "UPDATE " + l + " SET holder = NULL, expires_at = UTC_TIMESTAMP(6) WHERE id = ? AND holder = ?",
+                "SELECT holder FROM " + l + " WHERE id = ? AND holder IS NOT NULL AND expires_at >= UTC_TIMESTAMP(6)",
+                "SELECT id, CASE WHEN expires_at >= UTC_TIMESTAMP(6) THEN holder END, CASE WHEN expires_at >="
+                        + " UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND THEN wanted_by END FROM " + l
+                        + " WHERE id >= 1 AND id <= ? ORDER BY id",
+                "UPDATE " + l + " SET wanted_by = ? WHERE id = ? AND holder = ? AND wanted_by IS NULL"
+                        + " AND expires_at >= UTC_TIMESTAMP(6)",
+                "UPDATE " + l + " SET expires_at = " + later + " WHERE holder = ? AND expires_at >= UTC_TIMESTAMP(6)");
     }
 
     /** The statements {@code SqlStore} runs, for {@code t}. */

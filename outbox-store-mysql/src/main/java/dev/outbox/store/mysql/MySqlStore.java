@@ -6,12 +6,14 @@ import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
 import dev.outbox.store.sql.LateCommitWindow;
+import dev.outbox.store.sql.SqlLeaseStatements;
 import dev.outbox.store.sql.SqlStore;
 import org.jdbi.v3.core.Handle;
 import org.jdbi.v3.core.Jdbi;
 
 import javax.sql.DataSource;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.Collection;
 import java.util.List;
 import java.util.Objects;
@@ -231,6 +233,12 @@ public final class MySqlStore extends SqlStore {
     @Override
     public CommitWatch watchCommits(Runnable wakeUp) {
         return whole != null ? whole.watchCommits(wakeUp) : super.watchCommits(wakeUp);
+    }
+
+    /** The lease table's statements for MySQL and MariaDB (leader election in the database). */
+    @Override
+    protected Optional<SqlLeaseStatements> leaseStatements() {
+        return Optional.of(MySqlStatements.lease(names));
     }
 
     @Override

@@ -1,5 +1,7 @@
 package dev.outbox.store.postgres;
 
+import dev.outbox.spi.SqlTableNames;
+import dev.outbox.store.sql.SqlLeaseStatements;
 import dev.outbox.store.sql.SqlStatements;
 import dev.outbox.store.sql.SqlTable;
 import dev.outbox.store.sql.SqlWrite;
@@ -159,6 +161,30 @@ record PostgresStatements(String settings, String markSettings, String readSetti
                         + " ON d.adrelid = a.attrelid AND d.adnum = a.attnum WHERE a.attrelid = to_regclass("
                         + SqlTable.literal(o) + ") AND a.attname = 'shard' AND a.attgenerated = 's'"
                         + " AND NOT a.attisdropped");
+    }
+
+    /**
+     * The lease table's statements (leader election in the database): expiries are {@code timestamptz}, compared with
+     * {@code now()}, the database's clock at the transaction's start (never later than the instance's request).
+     */
+    static SqlLeaseStatements lease(SqlTableNames names) {
+        String l = names.lease();
+        String later = "now() + CAST(? AS bigint) * interval '1 microsecond'";
+        return new SqlLeaseStatements(
+                List.of("CREATE TABLE IF NOT EXISTS " + l + " (id smallint PRIMARY KEY, holder text,"
+                        + " wanted_by text, expires_at timestamptz NOT NULL, acquired_at timestamptz)"),
+                "INSERT INTO " + l + " (id, expires_at) VALUES (?, now()) ON CONFLICT (id) DO NOTHING",
+                "UPDATE " + l + " SET holder = ?, wanted_by = NULL, expires_at = " + later + ", acquired_at = now()"
+                        + " WHERE id = ? AND (holder IS NULL OR expires_at < now())",
+                "UPDATE " + l + " SET expires_at = " + later + " WHERE id = ? AND holder = ? AND expires_at >= now()",
+                "UPDATE " + l + " SET holder = NULL, expires_at = now() WHERE id = ? AND holder = ?",
+                "SELECT holder FROM " + l + " WHERE id = ? AND holder IS NOT NULL AND expires_at >= now()",
+                "SELECT id, CASE WHEN expires_at >= now() THEN holder END, CASE WHEN expires_at >= now()"
+                        + " - CAST(? AS bigint) * interval '1 microsecond' THEN wanted_by END FROM " + l
+                        + " WHERE id >= 1 AND id <= ? ORDER BY id",
+                "UPDATE " + l + " SET wanted_by = ? WHERE id = ? AND holder = ? AND wanted_by IS NULL"
+                        + " AND expires_at >= now()",
+                "UPDATE " + l + " SET expires_at = " + later + " WHERE holder = ? AND expires_at >= now()");
     }
 
     /** The transaction's statement timeout, a number formatted here, never user text. */

@@ -8,6 +8,7 @@ import dev.outbox.spi.StoreException;
 import dev.outbox.spi.StreamHarvest;
 import dev.outbox.store.sql.IdRanges;
 import dev.outbox.store.sql.SqlChecks;
+import dev.outbox.store.sql.SqlLeaseStatements;
 import dev.outbox.store.sql.SqlStore;
 import org.jdbi.v3.core.Jdbi;
 
@@ -213,6 +214,12 @@ public final class PostgresStore extends SqlStore {
     @Override
     protected SqlStore view(int index) {
         return new PostgresStore(builder, index, this);
+    }
+
+    /** The lease table's statements for Postgres (leader election in the database). */
+    @Override
+    protected Optional<SqlLeaseStatements> leaseStatements() {
+        return Optional.of(PostgresStatements.lease(names));
     }
 
     @Override

@@ -340,6 +340,24 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         }
     }
 
+    // ------------------------------------------------------------------------------------------ leases
+
+    /**
+     * This database's statements for leader election in the database ({@link SqlLeaderTransport}); empty (the
+     * default) if the store cannot host a lease, which the transport's builder then says. A store that can
+     * overrides it.
+     *
+     * @return the lease statements for this store's lease table ({@link SqlTableNames#lease()}), or empty
+     */
+    protected Optional<SqlLeaseStatements> leaseStatements() {
+        return Optional.empty();
+    }
+
+    /** The dialect, for the lease's transactions. */
+    final SqlDialect dialect() {
+        return dialect;
+    }
+
     // ------------------------------------------------------------------------------------------ the harvest
 
     @Override
