@@ -6,6 +6,8 @@ import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherListener;
 import dev.outbox.ParkedRecord;
 import dev.outbox.broker.kafka.KafkaLeaderTransport;
+import dev.outbox.spi.LeaderTransport;
+import dev.outbox.store.sql.SqlLeaderTransport;
 import dev.outbox.broker.kafka.KafkaMessageBroker;
 import dev.outbox.store.postgres.PostgresStore;
 import dev.outbox.store.postgres.WalHarvest;
@@ -22,8 +24,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * One harvesting "process" of a scenario: its own connection pool (the dispatchers' database user, and an
  * {@code ApplicationName} of its own), a {@code PostgresStore} (harvesting its table, or streaming the scenario's
  * replication slot over a replication connection with the same user and {@code ApplicationName}), a
- * {@code KafkaMessageBroker}, a {@code KafkaLeaderTransport} in the scenario's leader group, and the
- * {@link Dispatcher} over them. Each adapter is wrapped ({@link NodeStore}, {@link NodeBroker},
+ * {@code KafkaMessageBroker}, a {@code KafkaLeaderTransport} in the scenario's leader group (or a
+ * {@code SqlLeaderTransport} on the outbox's lease table, per {@link Settings#election()}), and the {@link Dispatcher}
+ * over them. Each adapter is wrapped ({@link NodeStore}, {@link NodeBroker},
  * {@link NodeTransport}) to log what it does and to {@linkplain #crash crash} like a killed process.
  */
 final class Node implements AutoCloseable {
@@ -70,14 +73,23 @@ final class Node implements AutoCloseable {
                 .property("client.id", client)
                 .build();
         this.broker = new NodeBroker(name, kafka, log);
-        KafkaLeaderTransport election = KafkaLeaderTransport.builder().bootstrapServers(settings.bootstrap())
-                .topic(settings.leaderTopic())
-                .dispatcherConfig(settings.config())
-                .deliveryTimeoutOf(kafka)
-                .consumerProperty("session.timeout.ms", (int) settings.sessionTimeout().toMillis())
-                .consumerProperty("max.poll.interval.ms", (int) settings.sessionTimeout().toMillis())
-                .consumerProperty("client.id", client + "-leader")
-                .build();
+        LeaderTransport election = settings.election() == Scenario.Election.DATABASE
+                // The lease on the node's own pool: killing the node's sessions kills its renewals' too.
+                ? SqlLeaderTransport.builder(pg)
+                        .dispatcherConfig(settings.config())
+                        .deliveryTimeout(settings.deliveryTimeout())
+                        .leaseDuration(settings.sessionTimeout())
+                        .renewInterval(Duration.ofMillis(400))
+                        .acquireInterval(Duration.ofMillis(200))
+                        .build()
+                : KafkaLeaderTransport.builder().bootstrapServers(settings.bootstrap())
+                        .topic(settings.leaderTopic())
+                        .dispatcherConfig(settings.config())
+                        .deliveryTimeoutOf(kafka)
+                        .consumerProperty("session.timeout.ms", (int) settings.sessionTimeout().toMillis())
+                        .consumerProperty("max.poll.interval.ms", (int) settings.sessionTimeout().toMillis())
+                        .consumerProperty("client.id", client + "-leader")
+                        .build();
         this.transport = new NodeTransport(election);
         DispatcherListener leadership = timeline.listener(name);
         this.dispatcher = Dispatcher.builder(store, broker)

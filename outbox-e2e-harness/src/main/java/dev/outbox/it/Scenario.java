@@ -125,6 +125,17 @@ final class Scenario implements AutoCloseable {
     /** The logical-message prefix of the fence {@link #finish()} commits in WAL mode; not the outbox's prefix. */
     private static final String FENCE_PREFIX = "e2e_fence";
 
+    /** How the dispatchers elect their leader. */
+    enum Election {
+        /** {@code KafkaLeaderTransport}: a consumer group over the scenario's leader topic (the default). */
+        KAFKA,
+        /**
+         * {@code SqlLeaderTransport}: a lease row in the database, its lease as long as the Kafka group's session
+         * ({@link #SESSION_TIMEOUT}), so that the scenarios' bounds hold for both.
+         */
+        DATABASE
+    }
+
     /** Where the outbox lives: a table (the default), or the write-ahead log, streamed from a replication slot. */
     enum Harvest {
         /** The outbox table, harvested by cursor (d1, d3) and by mark (d2). */
@@ -181,35 +192,43 @@ final class Scenario implements AutoCloseable {
      * {@link #limitBacklog}) and how long {@link #finish()} waits for the outbox to drain. Immutable.
      */
     record Setup(Harvest harvest, DispatcherConfig config, Inboxes.Factory inboxes, int writers, int keysPerWriter,
-                 int messagesPerSecond, int maxBacklog, Duration drainTimeout) {
+                 int messagesPerSecond, int maxBacklog, Duration drainTimeout, Election election) {
         /** The suite's scenarios: {@link #WRITERS} writers over {@link #KEYS_PER_WRITER} keys each, as fast as the
          * {@link #MAX_BACKLOG} lets them, {@link #CONFIG}, the table harvest. */
         static Setup of(Inboxes.Factory inboxes) {
-            return new Setup(Harvest.TABLE, CONFIG, inboxes, WRITERS, KEYS_PER_WRITER, 0, MAX_BACKLOG, WAIT);
+            return new Setup(Harvest.TABLE, CONFIG, inboxes, WRITERS, KEYS_PER_WRITER, 0, MAX_BACKLOG, WAIT,
+                    Election.KAFKA);
         }
 
         Setup harvest(Harvest value) {
             return new Setup(value, config, inboxes, writers, keysPerWriter, messagesPerSecond, maxBacklog,
-                    drainTimeout);
+                    drainTimeout, election);
         }
 
         Setup config(DispatcherConfig value) {
             return new Setup(harvest, value, inboxes, writers, keysPerWriter, messagesPerSecond, maxBacklog,
-                    drainTimeout);
+                    drainTimeout, election);
         }
 
         /** {@code writers} writers over {@code keysPerWriter} keys each offering {@code messagesPerSecond} in all. */
         Setup writers(int count, int keysEach, int rate) {
-            return new Setup(harvest, config, inboxes, count, keysEach, rate, maxBacklog, drainTimeout);
+            return new Setup(harvest, config, inboxes, count, keysEach, rate, maxBacklog, drainTimeout, election);
         }
 
         Setup maxBacklog(int value) {
             return new Setup(harvest, config, inboxes, writers, keysPerWriter, messagesPerSecond, value,
-                    drainTimeout);
+                    drainTimeout, election);
         }
 
         Setup drainTimeout(Duration value) {
-            return new Setup(harvest, config, inboxes, writers, keysPerWriter, messagesPerSecond, maxBacklog, value);
+            return new Setup(harvest, config, inboxes, writers, keysPerWriter, messagesPerSecond, maxBacklog, value,
+                    election);
+        }
+
+        /** The dispatchers elect their leader as {@code value} says. */
+        Setup election(Election value) {
+            return new Setup(harvest, config, inboxes, writers, keysPerWriter, messagesPerSecond, maxBacklog,
+                    drainTimeout, value);
         }
     }
 
@@ -305,7 +324,7 @@ final class Scenario implements AutoCloseable {
         limitMessageSize(topic, MAX_MESSAGE_BYTES);
 
         this.settings = new Settings(url, DISPATCHER_USER, DISPATCHER_PASSWORD, kafka.bootstrapServers(),
-                topic + "-leader", config, DELIVERY_TIMEOUT, SESSION_TIMEOUT, harvest == Harvest.WAL);
+                topic + "-leader", config, DELIVERY_TIMEOUT, SESSION_TIMEOUT, harvest == Harvest.WAL, setup.election());
         for (int i = 1; i <= 3; i++) {
             // Table: d2 harvests by mark, d1 and d3 by cursor (the default): every scenario proves both harvests, and
             // the hand-overs between them that a rolling upgrade makes. WAL: all by cursor (there is no mark).
@@ -357,7 +376,8 @@ final class Scenario implements AutoCloseable {
             s.close();
             throw e;
         }
-        log.info("scenario {} started (seed {}, {} harvest)", name, seed, setup.harvest());
+        log.info("scenario {} started (seed {}, {} harvest, {} election)", name, seed, setup.harvest(),
+                setup.election());
         return s;
     }
 

@@ -6,14 +6,16 @@ import java.time.Duration;
 
 /**
  * Where a scenario's nodes connect and how they are tuned; {@code walHarvest}: whether their stores stream the
- * outbox from the database's logical replication slot instead of reading its table.
+ * outbox from the database's logical replication slot instead of reading its table; {@code election}: how they
+ * elect their leader.
  */
 record Settings(String jdbcUrl, String dbUser, String dbPassword, String bootstrap, String leaderTopic,
-                DispatcherConfig config, Duration deliveryTimeout, Duration sessionTimeout, boolean walHarvest) {
+                DispatcherConfig config, Duration deliveryTimeout, Duration sessionTimeout, boolean walHarvest,
+                Scenario.Election election) {
 
     /** These settings with the dispatcher harvesting by {@code harvest}. */
     Settings withHarvest(DispatcherConfig.Harvest harvest) {
         return new Settings(jdbcUrl, dbUser, dbPassword, bootstrap, leaderTopic,
-                config.toBuilder().harvest(harvest).build(), deliveryTimeout, sessionTimeout, walHarvest);
+                config.toBuilder().harvest(harvest).build(), deliveryTimeout, sessionTimeout, walHarvest, election);
     }
 }

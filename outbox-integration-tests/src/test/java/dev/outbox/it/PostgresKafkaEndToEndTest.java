@@ -2,8 +2,11 @@ package dev.outbox.it;
 
 import dev.outbox.testkit.Await;
 import dev.outbox.testkit.LeadershipTimeline;
+import dev.outbox.testservers.TestServers;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
@@ -19,7 +22,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * poison records (too large for the topic; a topic that does not exist). Three inbox consumers (on Postgres, MySQL
  * and MariaDB, see {@link InboxSide}) apply every message's effect exactly once through it all. {@link Scenario#finish()}
  * asserts G1–G4 and G6 and the inbox consumers' effects; each test asserts its take-over or recovery times (G5) against the bounds below and prints a
- * summary line. Set {@code -Doutbox.e2e.seed=<seed>} to repeat a run's key choices.
+ * summary line. The leader-change and killed-connections scenarios run twice: with the leader elected in Kafka's
+ * consumer group, and with it elected by a lease in the database ({@code SqlLeaderTransport}, its lease as long as
+ * the group's session). Set {@code -Doutbox.e2e.seed=<seed>} to repeat a run's key choices.
  */
 @Timeout(value = 4, unit = TimeUnit.MINUTES)
 class PostgresKafkaEndToEndTest {
@@ -44,15 +49,22 @@ class PostgresKafkaEndToEndTest {
     /** Marking and purging resume after the dispatchers' connections were killed: a backoff and a reconnect. */
     static final Duration DATABASE_RECOVERY_BOUND = Duration.ofSeconds(10);
 
+    private static Scenario start(String name, long seed, Scenario.Election election) {
+        return Scenario.start(election == Scenario.Election.KAFKA ? name : name + "_db_election", seed,
+                TestServers.kafka(), Scenario.Setup.of(InboxSide::new).election(election));
+    }
+
     private static long seed() {
         Long fixed = Long.getLong("outbox.e2e.seed");
         return fixed != null ? fixed : System.nanoTime();
     }
 
-    @Test
-    void leaderClosedThenNextLeaderCrashed() throws Exception {
+    /** Under each leader election: Kafka's consumer group, and the database's lease. */
+    @ParameterizedTest
+    @EnumSource(Scenario.Election.class)
+    void leaderClosedThenNextLeaderCrashed(Scenario.Election election) throws Exception {
         long seed = seed();
-        try (Scenario s = Scenario.start("leaders", seed, InboxSide::new)) {
+        try (Scenario s = start("leaders", seed, election)) {
             s.warmUp();
             Node first = s.awaitLeader();
             Scenario.Takeover closed = s.handOver("close " + first.name, first, () -> s.closeOrderly(first));
@@ -116,10 +128,12 @@ class PostgresKafkaEndToEndTest {
         }
     }
 
-    @Test
-    void databaseConnectionsKilledMidStream() throws Exception {
+    /** Under each leader election: with the database's, the leader's lease renewals lose their sessions too. */
+    @ParameterizedTest
+    @EnumSource(Scenario.Election.class)
+    void databaseConnectionsKilledMidStream(Scenario.Election election) throws Exception {
         long seed = seed();
-        try (Scenario s = Scenario.start("db_kill", seed, InboxSide::new)) {
+        try (Scenario s = start("db_kill", seed, election)) {
             s.warmUp();
             s.awaitLeader();
             StringBuilder recovery = new StringBuilder();
