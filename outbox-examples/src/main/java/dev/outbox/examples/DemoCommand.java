@@ -72,6 +72,10 @@ final class DemoCommand {
     @Option(names = "--drain-timeout", paramLabel = "D", defaultValue = "60s", converter = Time.class,
             description = "How long to wait for the last records after writing stops.")
     Duration drainTimeout;
+    @Option(names = "--election", paramLabel = "HOW", defaultValue = "kafka", description = "How the dispatchers"
+            + " elect their leader: kafka (a consumer group over a leader topic) or database (a lease row in"
+            + " Postgres). Default: ${DEFAULT-VALUE}.")
+    String election;
 
     /** The command line; a usage error prints what is wrong and the nearest options, and exits with 2. */
     static CommandLine commandLine(DemoCommand command) {
@@ -107,7 +111,8 @@ final class DemoCommand {
                 orEnv(postgresUser, env, "OUTBOX_DEMO_POSTGRES_USER", "postgres"),
                 password(env),
                 orEnv(kafkaBootstrap, env, "OUTBOX_DEMO_KAFKA_BOOTSTRAP", null),
-                duration, rate, writers, customers, dispatchers, partitions, topic, !noTakeover, drainTimeout);
+                duration, rate, writers, customers, dispatchers, partitions, topic, !noTakeover, drainTimeout,
+                election);
     }
 
     /** The first line of --postgres-password-file, else {@link #PASSWORD_VARIABLE}, else empty. */

@@ -20,10 +20,12 @@ import java.util.Map;
  * @param topic            the topic order events are published to
  * @param takeover         whether to close the leader halfway through
  * @param drainTimeout     how long to wait, after the writers stopped, for every record to arrive
+ * @param election         how the dispatchers elect their leader: {@code kafka} (a consumer group over a leader
+ *                         topic) or {@code database} (a lease row in Postgres, {@code SqlLeaderTransport})
  */
 public record DemoOptions(String postgresUrl, String postgresUser, String postgresPassword, String kafkaBootstrap,
                           Duration duration, int rate, int writers, int customers, int dispatchers, int partitions,
-                          String topic, boolean takeover, Duration drainTimeout) {
+                          String topic, boolean takeover, Duration drainTimeout, String election) {
 
     public DemoOptions {
         positive("--writers", writers);
@@ -41,6 +43,9 @@ public record DemoOptions(String postgresUrl, String postgresUser, String postgr
         if (drainTimeout.isNegative() || drainTimeout.isZero()) {
             throw new IllegalArgumentException("--drain-timeout must be positive, was " + drainTimeout);
         }
+        if (!"kafka".equals(election) && !"database".equals(election)) {
+            throw new IllegalArgumentException("--election must be kafka or database, was '" + election + "'");
+        }
         if (topic == null || topic.isBlank()) {
             throw new IllegalArgumentException("--topic must not be blank: '" + topic + "'");
         }
@@ -53,7 +58,8 @@ public record DemoOptions(String postgresUrl, String postgresUser, String postgr
                 + (postgresPassword == null || postgresPassword.isEmpty() ? "" : "***") + ", kafkaBootstrap="
                 + kafkaBootstrap + ", duration=" + duration + ", rate=" + rate + ", writers=" + writers
                 + ", customers=" + customers + ", dispatchers=" + dispatchers + ", partitions=" + partitions
-                + ", topic=" + topic + ", takeover=" + takeover + ", drainTimeout=" + drainTimeout + "]";
+                + ", topic=" + topic + ", takeover=" + takeover + ", drainTimeout=" + drainTimeout + ", election=" + election
+                + "]";
     }
 
     /** The defaults: embedded servers, 20 s at 1,000 orders/s by 4 writers over 1,000 customers, 3 dispatchers. */

@@ -8,6 +8,8 @@ import dev.outbox.DispatcherListener;
 import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
 import dev.outbox.broker.kafka.KafkaLeaderTransport;
+import dev.outbox.spi.LeaderTransport;
+import dev.outbox.store.sql.SqlLeaderTransport;
 import dev.outbox.broker.kafka.KafkaMessageBroker;
 import dev.outbox.spi.MessageBroker;
 import dev.outbox.store.postgres.PostgresStore;
@@ -226,12 +228,18 @@ public final class OrdersDemo {
         KafkaMessageBroker broker = KafkaMessageBroker.builder()
                 .bootstrapServers(bootstrap)
                 .build();
-        KafkaLeaderTransport election = KafkaLeaderTransport.builder()
-                .bootstrapServers(bootstrap)
-                .topic("outbox-demo-leader") // one leader topic (and group) per outbox
-                .dispatcherConfig(config)
-                .deliveryTimeoutOf(broker)
-                .build();
+        LeaderTransport election = options.election().equals("database")
+                // A lease row next to the outbox table, on the database's clock; its take-over of the epoch fences.
+                ? SqlLeaderTransport.builder(store)
+                        .dispatcherConfig(config)
+                        .deliveryTimeout(broker.deliveryTimeout())
+                        .build()
+                : KafkaLeaderTransport.builder()
+                        .bootstrapServers(bootstrap)
+                        .topic("outbox-demo-leader") // one leader topic (and group) per outbox
+                        .dispatcherConfig(config)
+                        .deliveryTimeoutOf(broker)
+                        .build();
         return Dispatcher.builder(store, new CountingBroker(broker, published))
                 .config(config)
                 .leaderTransport(election)

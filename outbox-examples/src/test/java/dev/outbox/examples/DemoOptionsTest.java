@@ -19,6 +19,16 @@ class DemoOptionsTest {
         assertThat(o.duration()).isEqualTo(Duration.ofSeconds(20));
         assertThat(o.dispatchers()).isEqualTo(3);
         assertThat(o.takeover()).isTrue();
+        assertThat(o.election()).isEqualTo("kafka");
+    }
+
+    @Test
+    void theElectionIsKafkaOrDatabaseAndAnythingElseIsRefusedNamingTheOption() {
+        assertThat(DemoOptions.parse(new String[]{"--election", "database"}, Map.of()).election())
+                .isEqualTo("database");
+        assertThatThrownBy(() -> DemoOptions.parse(new String[]{"--election", "zookeeper"}, Map.of()))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("--election must be kafka or database, was 'zookeeper'");
     }
 
     @Test

@@ -19,7 +19,7 @@ class OrdersDemoTest {
     void aShortRunDeliversEveryOrderInOrderAcrossATakeOverAndASecondRunCountsOnlyItsOwnRecords() throws Exception {
         String topic = "demo-test-" + UUID.randomUUID();
         DemoOptions embedded = new DemoOptions(null, null, null, null, Duration.ofSeconds(4), 400, 2, 50, 2, 3,
-                topic, true, Duration.ofSeconds(60));
+                topic, true, Duration.ofSeconds(60), "kafka");
 
         Run first = run(embedded);
 
@@ -37,7 +37,7 @@ class OrdersDemoTest {
         JdbcServer postgres = TestServers.postgres();
         DemoOptions existing = new DemoOptions(postgres.jdbcUrl(), postgres.username(), postgres.password(),
                 TestServers.kafka().bootstrapServers(), Duration.ofSeconds(2), 300, 2, 50, 1, 3, topic, false,
-                Duration.ofSeconds(60));
+                Duration.ofSeconds(60), "kafka");
 
         Run second = run(existing);
 
@@ -45,6 +45,23 @@ class OrdersDemoTest {
         assertThat(second.summary.distinct()).isEqualTo(second.summary.written());
         assertThat(second.output).contains("Using PostgreSQL at " + postgres.jdbcUrl(), "topic " + topic + " exists",
                 "not measured (one dispatcher)");
+    }
+
+    /** ./demo.sh --election database: the dispatchers elect their leader by a lease in Postgres, with a take-over. */
+    @Test
+    void aShortRunWithTheLeaderElectedInTheDatabaseDeliversEveryOrderInOrderAcrossATakeOver() throws Exception {
+        JdbcServer postgres = TestServers.postgres();
+        DemoOptions options = new DemoOptions(postgres.jdbcUrl(), postgres.username(), postgres.password(),
+                TestServers.kafka().bootstrapServers(), Duration.ofSeconds(4), 400, 2, 50, 2, 3,
+                "demo-test-db-" + UUID.randomUUID(), true, Duration.ofSeconds(60), "database");
+
+        Run run = run(options);
+
+        assertThat(run.summary.missing()).as("missing").isZero();
+        assertThat(run.summary.violations()).as("out of order").isZero();
+        assertThat(run.summary.takeoverMillis()).as("take-over measured").isNotNegative();
+        assertThat(run.summary.passed()).isTrue();
+        assertThat(run.output).contains("is now the LEADER", "PASS");
     }
 
     private record Run(DemoSummary summary, String output) {
