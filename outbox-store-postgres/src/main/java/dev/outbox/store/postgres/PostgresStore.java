@@ -13,6 +13,7 @@ import org.jdbi.v3.core.Jdbi;
 
 import javax.sql.DataSource;
 import java.sql.Statement;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.Collection;
 import java.util.List;
@@ -476,6 +477,17 @@ public final class PostgresStore extends SqlStore {
     @Override
     public Optional<Instant> oldestCreateTime() {
         return wal != null ? wal.oldestCommitTime() : super.oldestCreateTime();
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>With the WAL harvest nothing waits in the table: empty, and the dispatcher measures the lag from
+     * {@link #oldestCreateTime()} by its own clock.
+     */
+    @Override
+    public Optional<Duration> oldestAge() {
+        return wal != null ? Optional.empty() : super.oldestAge();
     }
 
     /**

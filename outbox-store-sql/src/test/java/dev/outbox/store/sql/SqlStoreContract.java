@@ -186,6 +186,24 @@ public abstract class SqlStoreContract extends StoreContract {
         assertThat(Capabilities.gauges(store).backlog()).isEqualTo(2);
     }
 
+    // ---- the head's age by the database's clock (#42) -------------------------------------------------------
+
+    /**
+     * {@link dev.outbox.spi.Gauges#oldestAge()}: empty for an empty outbox; for a row just committed, the database's
+     * time now minus its creation time, read in the same statement as the head: zero or more and small, and growing as
+     * the database's clock moves on.
+     */
+    @Test
+    void theHeadsAgeIsMeasuredByTheDatabasesClock() {
+        assertThat(Capabilities.gauges(store).oldestAge()).isEmpty();
+        commit(msg("k", "v"));
+        java.time.Duration first = Capabilities.gauges(store).oldestAge().orElseThrow();
+        assertThat(first).isBetween(java.time.Duration.ZERO, java.time.Duration.ofMinutes(1));
+        dev.outbox.testkit.Await.untilOrFail(() -> Capabilities.gauges(store).oldestAge().orElseThrow()
+                        .compareTo(first.plusMillis(50)) > 0, java.time.Duration.ofSeconds(10),
+                () -> "the age grows past " + first + ": " + Capabilities.gauges(store).oldestAge());
+    }
+
     // ---- storage fencing under concurrency ------------------------------------------------------------------
 
     /**
