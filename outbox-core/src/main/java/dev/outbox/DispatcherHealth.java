@@ -68,6 +68,8 @@ public final class DispatcherHealth {
     private final Instant outageSince;
     private final int heldRecords;
     private final int heldKeys;
+    private final Instant storeUnreachableSince;
+    private final Duration sinceLastRead;
 
     private DispatcherHealth(Builder b) {
         this.status = Objects.requireNonNull(b.status, "status");
@@ -81,6 +83,8 @@ public final class DispatcherHealth {
         this.outageSince = b.outageSince;
         this.heldRecords = b.heldRecords;
         this.heldKeys = b.heldKeys;
+        this.storeUnreachableSince = b.storeUnreachableSince;
+        this.sinceLastRead = b.sinceLastRead;
         if (status == Status.LEADER && leaderId == null) {
             throw new IllegalArgumentException("a LEADER health needs a leader id");
         }
@@ -107,12 +111,39 @@ public final class DispatcherHealth {
     }
 
     /**
-     * Whether the dispatcher can still publish: true unless {@link Status#CLOSED}.
+     * Whether the dispatcher publishes or can: false once {@link Status#CLOSED}, and false while it leads but cannot
+     * reach its store ({@link #storeUnreachableSince()}) or its broker ({@link #outageSince()}) — a leader that
+     * publishes nothing is not reported as up. A standby is up.
      *
-     * @return true unless the status is {@link Status#CLOSED}
+     * @return false if closed, or leading without its store or broker; true otherwise
      */
     public boolean isUp() {
-        return status != Status.CLOSED;
+        return status != Status.CLOSED
+                && !(status == Status.LEADER && (storeUnreachableSince != null || outageSince != null));
+    }
+
+    /**
+     * While leading: since when the harvest's reads of the store have failed (the first failed read, mark or epoch
+     * increment after the last successful read), for example because the database is down or unreachable; empty
+     * while reads succeed and on an instance that does not lead. Then {@link #isUp()} is false.
+     *
+     * @return when the failing began (dispatcher's clock), or empty
+     */
+    public Optional<Instant> storeUnreachableSince() {
+        return Optional.ofNullable(storeUnreachableSince);
+    }
+
+    /**
+     * While leading: how long ago, as of this snapshot, the harvest last read the store successfully (a read or mark
+     * that found nothing counts; before the first one, the time since leadership began). An idle leader reads every
+     * {@code pollInterval}, so this stays small; it grows while the database is down or the harvest is stuck (and
+     * while in-flight records fill {@code maxInFlightRecords}, when reading waits). Empty on an instance that does
+     * not lead.
+     *
+     * @return the time since the last successful read, zero or more, or empty
+     */
+    public Optional<Duration> sinceLastRead() {
+        return Optional.ofNullable(sinceLastRead);
     }
 
     /**
@@ -233,7 +264,9 @@ public final class DispatcherHealth {
                 + ", inFlightRecords=" + inFlightRecords + ", callbackErrors=" + callbackErrors
                 + (outageSince == null ? "" : ", outageSince=" + outageSince)
                 + (heldRecords == 0 ? "" : ", heldRecords=" + heldRecords)
-                + (heldKeys == 0 ? "" : ", heldKeys=" + heldKeys) + '}';
+                + (heldKeys == 0 ? "" : ", heldKeys=" + heldKeys)
+                + (storeUnreachableSince == null ? "" : ", storeUnreachableSince=" + storeUnreachableSince)
+                + (sinceLastRead == null ? "" : ", sinceLastRead=" + sinceLastRead) + '}';
     }
 
     /** Builds a {@link DispatcherHealth}; not thread-safe. Every value but the status is optional. */
@@ -249,6 +282,8 @@ public final class DispatcherHealth {
         private Instant outageSince;
         private int heldRecords;
         private int heldKeys;
+        private Instant storeUnreachableSince;
+        private Duration sinceLastRead;
 
         private Builder(Status status) {
             this.status = Objects.requireNonNull(status, "status");
@@ -377,6 +412,32 @@ public final class DispatcherHealth {
                 throw new IllegalArgumentException("heldKeys must not be negative, was " + value);
             }
             this.heldKeys = value;
+            return this;
+        }
+
+        /**
+         * Sets {@link DispatcherHealth#storeUnreachableSince()}.
+         *
+         * @param value since when the leader's reads of the store have failed, or null (the default) for not failing
+         * @return this builder
+         */
+        public Builder storeUnreachableSince(Instant value) {
+            this.storeUnreachableSince = value;
+            return this;
+        }
+
+        /**
+         * Sets {@link DispatcherHealth#sinceLastRead()}.
+         *
+         * @param value the time since the leader's last successful read, zero or more, or null (the default) for none
+         * @return this builder
+         * @throws IllegalArgumentException if {@code value} is negative
+         */
+        public Builder sinceLastRead(Duration value) {
+            if (value != null && value.isNegative()) {
+                throw new IllegalArgumentException("sinceLastRead must not be negative, was " + value);
+            }
+            this.sinceLastRead = value;
             return this;
         }
 

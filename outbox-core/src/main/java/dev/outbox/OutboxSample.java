@@ -16,8 +16,11 @@ import java.util.OptionalLong;
  *                         the next the dispatcher will harvest — or {@code null} if the outbox is empty
  * @param retainedBytes    the bytes the database keeps for the harvest ({@link dev.outbox.spi.Gauges#retainedBytes}:
  *                         the write-ahead log a replication slot holds back), or -1 for a store that keeps none
+ * @param oldestAge        the head's age measured by the database's clock ({@link dev.outbox.spi.Gauges#oldestAge}),
+ *                         or {@code null} if the outbox is empty or the store has no clock of its own
  */
-public record OutboxSample(Instant at, long backlog, long parked, Instant oldestCreateTime, long retainedBytes) {
+public record OutboxSample(Instant at, long backlog, long parked, Instant oldestCreateTime, long retainedBytes,
+                           Duration oldestAge) {
 
     /**
      * Checks the components.
@@ -27,8 +30,9 @@ public record OutboxSample(Instant at, long backlog, long parked, Instant oldest
      * @param parked           parked rows, 0 or more
      * @param oldestCreateTime the head's creation time, or null for an empty outbox
      * @param retainedBytes    the bytes kept for the harvest, 0 or more; -1 for none
-     * @throws IllegalArgumentException if {@code at} is null, a count is negative or {@code retainedBytes} is below
-     *                                  -1
+     * @param oldestAge        the head's age by the database's clock, zero or more; null if not measured
+     * @throws IllegalArgumentException if {@code at} is null, a count is negative, {@code retainedBytes} is below
+     *                                  -1 or {@code oldestAge} is negative
      */
     public OutboxSample {
         if (at == null) {
@@ -41,6 +45,24 @@ public record OutboxSample(Instant at, long backlog, long parked, Instant oldest
         if (retainedBytes < -1) {
             throw new IllegalArgumentException("retainedBytes must be -1 (none) or more, was " + retainedBytes);
         }
+        if (oldestAge != null && oldestAge.isNegative()) {
+            throw new IllegalArgumentException("oldestAge must not be negative, was " + oldestAge);
+        }
+    }
+
+    /**
+     * A sample whose head's age the dispatcher measures by its own clock ({@link #lag()}).
+     *
+     * @param at               when the sample was taken; not null
+     * @param backlog          rows waiting, 0 or more
+     * @param parked           parked rows, 0 or more
+     * @param oldestCreateTime the head's creation time, or null for an empty outbox
+     * @param retainedBytes    the bytes kept for the harvest, 0 or more; -1 for none
+     * @throws IllegalArgumentException if {@code at} is null, a count is negative or {@code retainedBytes} is below
+     *                                  -1
+     */
+    public OutboxSample(Instant at, long backlog, long parked, Instant oldestCreateTime, long retainedBytes) {
+        this(at, backlog, parked, oldestCreateTime, retainedBytes, null);
     }
 
     /**
@@ -53,7 +75,7 @@ public record OutboxSample(Instant at, long backlog, long parked, Instant oldest
      * @throws IllegalArgumentException if {@code at} is null or a count is negative
      */
     public OutboxSample(Instant at, long backlog, long parked, Instant oldestCreateTime) {
-        this(at, backlog, parked, oldestCreateTime, -1);
+        this(at, backlog, parked, oldestCreateTime, -1, null);
     }
 
     /**
@@ -75,13 +97,17 @@ public record OutboxSample(Instant at, long backlog, long parked, Instant oldest
     }
 
     /**
-     * The lag: the age of the oldest unpublished row at {@link #at()}, zero when the outbox is empty. A clock
-     * skew between the database and this host could make it negative: it is then reported as zero.
+     * The lag: the age of the oldest unpublished row at {@link #at()}, zero when the outbox is empty. Measured by
+     * the database's clock where the store offers it ({@link #oldestAge()}), so no clock skew between the database
+     * and this host enters it; otherwise by this host's clock from the creation time, where a skew that makes it
+     * negative is reported as zero.
      *
      * @return the lag, zero or more
      */
-
     public Duration lag() {
+        if (oldestAge != null) {
+            return oldestAge;
+        }
         if (oldestCreateTime == null || !at.isAfter(oldestCreateTime)) {
             return Duration.ZERO;
         }

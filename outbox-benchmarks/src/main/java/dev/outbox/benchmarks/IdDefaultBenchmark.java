@@ -16,9 +16,10 @@ import java.util.UUID;
 /**
  * Two one-off measurements on Postgres, sequential, one connection:
  * <ol>
- *   <li>the writer's cost of the id default that takes the transaction id first
- *       ({@code CASE WHEN pg_current_xact_id() IS NOT NULL THEN nextval(...) END}) against bigserial's plain
- *       {@code nextval(...)}: {@code rows} rows of 100 bytes published in transactions of 1,000 (one JDBC batch each),
+ *   <li>the writer's cost of the schema's id (the default that takes the transaction id first and notes the id,
+ *       {@code CASE WHEN pg_current_xact_id() IS NOT NULL THEN set_config('dev_outbox.id', nextval(...)) END}, and
+ *       the id guard, a {@code BEFORE INSERT} trigger, #42) against bigserial's plain {@code nextval(...)} without a
+ *       trigger: {@code rows} rows of 100 bytes published in transactions of 1,000 (one JDBC batch each),
  *       alternating the two tables round after round;</li>
  *   <li>the raw harvest loops on the same rows: {@code store.read(cursor, [], 1000)} then {@code store.purge(ids)},
  *       against {@code store.mark(leader, 1000)} then {@code store.purge(ids)} (no broker, no pipelining).</li>
@@ -46,6 +47,7 @@ public final class IdDefaultBenchmark {
             BenchEnvironment.execute(pool, "DO $$ BEGIN EXECUTE format('ALTER TABLE %s ALTER COLUMN id SET DEFAULT"
                     + " nextval(%L::regclass)', '" + plain.table() + "', pg_get_serial_sequence('" + plain.table()
                     + "', 'id')); END $$");
+            BenchEnvironment.execute(pool, "DROP TRIGGER outbox_id_guard ON " + plain.table()); // it needs the default
             System.out.println("plain default: " + dev.outbox.testservers.Jdbc.queryString(pool, "SELECT pg_get_expr(adbin,"
                     + " adrelid) FROM pg_attrdef WHERE adrelid = '" + plain.table() + "'::regclass AND adnum = 1"));
             byte[] value = new byte[100];

@@ -4,12 +4,15 @@ import dev.outbox.DispatcherListener;
 import dev.outbox.MeterReading;
 import dev.outbox.ParkedRecord;
 import dev.outbox.spi.Excerpt;
+import dev.outbox.spi.StoreException;
+import dev.outbox.spi.StoreFencedException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Set;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
@@ -24,10 +27,12 @@ import java.util.function.IntSupplier;
  */
 final class EngineEvents {
     private static final Logger log = LoggerFactory.getLogger(DefaultDispatcher.class);
+    /** The operations whose failure means the harvest cannot read the store. */
+    private static final Set<String> HARVEST_READS = Set.of("read", "mark", "fence");
 
     final String name;
     final Callbacks callbacks;
-    final EngineHealth health = new EngineHealth();
+    final EngineHealth health;
     private final Clock clock;
     private final boolean holdKeys;
 
@@ -41,11 +46,20 @@ final class EngineEvents {
         this.callbacks = new Callbacks(name, listener);
         this.clock = clock;
         this.holdKeys = holdKeys;
+        this.health = new EngineHealth(clock);
     }
 
-    /** Remembers a failed operation for health and tells the listener. */
+    /**
+     * Remembers a failed operation for health and tells the listener. A store error of the harvest's reads (read,
+     * mark, or the epoch increment that precedes them) marks the store unreachable until a read succeeds.
+     */
     void failure(String operation, Throwable e) {
-        health.failed(operation, describe(e), clock.instant());
+        Instant at = clock.instant();
+        health.failed(operation, describe(e), at);
+        if (HARVEST_READS.contains(operation) && unwrap(e) instanceof StoreException
+                && !(unwrap(e) instanceof StoreFencedException)) {
+            health.readFailed(at);
+        }
         listener("failure", l -> l.failure(operation, e));
     }
 

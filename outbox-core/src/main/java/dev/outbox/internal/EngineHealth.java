@@ -4,6 +4,7 @@ import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherHealth;
 import dev.outbox.OutboxSample;
 
+import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.UUID;
@@ -12,8 +13,9 @@ import java.util.UUID;
  * What a dispatcher reports about itself ({@link Dispatcher#health()}): the one owner of the figures health is made
  * of — the leader id as reported, whether the election was joined and whether the instance is fenced, the last
  * successful mark (or read) and purge, the last failure, since when the broker has been unavailable, the last sample
- * — and of the status last told to the observers. The engine's threads tell it what happened; it keeps no lock and
- * decides nothing about leading.
+ * — and of the status last told to the observers; since when the harvest's reads of the store have failed, and when
+ * this leadership began (for the time since the last read). The engine's threads tell it what happened; it keeps
+ * no lock and decides nothing about leading.
  *
  * <p>Thread-safe: every figure is written by one engine thread and read by any; the outage's warning time is written
  * by the settle thread only.
@@ -33,6 +35,13 @@ final class EngineHealth {
     private Instant lastOutageWarning;
     private volatile OutboxSample lastSample;
     private volatile DispatcherHealth.Status reported = DispatcherHealth.Status.STARTING;
+    private volatile Instant storeUnreachableSince;
+    private volatile Instant leadingSince;
+    private final Clock clock;
+
+    EngineHealth(Clock clock) {
+        this.clock = clock;
+    }
 
     // ------------------------------------------------------------------------------------------ leadership
 
@@ -43,6 +52,10 @@ final class EngineHealth {
 
     /** This instance leads under {@code id} (a new leadership, or a fresh id within one). */
     void leading(UUID id) {
+        if (leaderId == null) {
+            leadingSince = clock.instant();
+            storeUnreachableSince = null;
+        }
         leaderId = id;
         fenced = false;
     }
@@ -58,6 +71,19 @@ final class EngineHealth {
         this.fenced = fenced;
     }
 
+    /**
+     * A fenced instance is no longer assigned the leadership: it stands by. Called by the leader thread.
+     *
+     * @return whether it was fenced
+     */
+    boolean unfenced() {
+        if (!fenced) {
+            return false;
+        }
+        fenced = false;
+        return true;
+    }
+
     /** The leader id as health reports it, or null. */
     UUID leaderId() {
         return leaderId;
@@ -65,8 +91,17 @@ final class EngineHealth {
 
     // ------------------------------------------------------------------------------------------ progress
 
+    /** A read or mark succeeded at {@code at}: the store answers again, if it did not. */
     void marked(Instant at) {
         lastMark = at;
+        storeUnreachableSince = null;
+    }
+
+    /** A read, mark or epoch increment failed at {@code at}: the store is unreachable since then, if not already. */
+    void readFailed(Instant at) {
+        if (storeUnreachableSince == null) {
+            storeUnreachableSince = at;
+        }
     }
 
     void purged(Instant at) {
@@ -141,6 +176,18 @@ final class EngineHealth {
         UUID leader = leaderId; // one reading: the status and the id agree
         DispatcherHealth.Status status = status(state, leader);
         boolean leading = status == DispatcherHealth.Status.LEADER;
+        Duration sinceLastRead = null;
+        if (leading) {
+            Instant since = lastMark;
+            Instant began = leadingSince;
+            if (since == null || began != null && began.isAfter(since)) {
+                since = began;
+            }
+            if (since != null) {
+                Duration d = Duration.between(since, clock.instant());
+                sinceLastRead = d.isNegative() ? Duration.ZERO : d;
+            }
+        }
         return DispatcherHealth.builder(status)
                 .leaderId(leading ? leader : null)
                 .lastMark(lastMark)
@@ -152,6 +199,8 @@ final class EngineHealth {
                 .outageSince(leading ? outageSince : null)
                 .heldRecords(heldRecords)
                 .heldKeys(leading ? heldKeys : 0)
+                .storeUnreachableSince(leading ? storeUnreachableSince : null)
+                .sinceLastRead(sinceLastRead)
                 .build();
     }
 }

@@ -80,6 +80,9 @@ final class LeaderLoop implements Runnable, NeliStateMachine.Actions {
                 transport.poll(config.pollInterval());
                 machine.polled();
                 events.health.electionJoined();
+                if (machine.role() == NeliStateMachine.Role.STANDBY) {
+                    standby();
+                }
                 Heartbeat hb = machine.tick();
                 if (hb != null) {
                     transport.publish(hb);
@@ -106,6 +109,17 @@ final class LeaderLoop implements Runnable, NeliStateMachine.Actions {
         DispatcherHealth.Status now = events.health.changedStatus(lifecycle.get());
         if (now != null) {
             events.callbacks.statusChanged(now);
+        }
+    }
+
+    /**
+     * Not assigned the leader partition: a fenced instance whose assignment was lost or revoked meanwhile (a paused
+     * process resumed after the group moved on) is a standby again, ready to lead when the group assigns it anew,
+     * instead of reporting FENCED until it is closed.
+     */
+    private void standby() {
+        if (events.health.unfenced()) {
+            log.info("{}: no longer fenced: the group moved the leadership on; standing by to lead again", name);
         }
     }
 

@@ -11,7 +11,7 @@ import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 
 /**
- * Samples the outbox — backlog, parked rows, creation time of its head — every {@code interval} while the
+ * Samples the outbox — backlog, parked rows, creation time of its head and its age by the database's clock — every {@code interval} while the
  * dispatcher leads, on a thread of its own ({@code <name>-sample}): the store queries never delay a heartbeat
  * or a mark, and only the leader queries (a standby would only add load to read the same figures). Not
  * thread-safe: {@link #run()} is the body of one thread, {@link #stop()} may be called from any.
@@ -55,11 +55,12 @@ final class OutboxSampler implements Runnable {
         OutboxSample sample;
         try {
             Instant oldest = gauges == null ? null : gauges.oldestCreateTime().orElse(null);
+            Duration age = gauges == null || oldest == null ? null : gauges.oldestAge().orElse(null);
             long backlog = gauges == null ? 0 : gauges.backlog();
             long parked = gauges == null ? 0 : gauges.parkedCount();
             long retained = gauges == null ? -1 : gauges.retainedBytes().orElse(-1);
             sample = new OutboxSample(clock.instant(), Math.max(0, backlog), Math.max(0, parked), oldest,
-                    Math.max(-1, retained));
+                    Math.max(-1, retained), age == null || age.isNegative() ? null : age);
         } catch (RuntimeException e) {
             onFailure.accept(e);
             return;

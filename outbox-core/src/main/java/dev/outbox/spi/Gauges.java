@@ -1,5 +1,6 @@
 package dev.outbox.spi;
 
+import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
 import java.util.OptionalLong;
@@ -33,6 +34,19 @@ public interface Gauges {
      * @return the head's creation time, or empty
      */
     Optional<Instant> oldestCreateTime();
+
+    /**
+     * The age of the head of the outbox ({@link #oldestCreateTime()}'s row) measured by the database's own clock:
+     * its time now minus the row's creation time, so that the lag grows while the database is up, whatever this
+     * host's clock says; zero or more, empty when the outbox has no row. The default, for a store without a clock
+     * of its own, is empty: the dispatcher then measures the age by its own clock. Cheap, like
+     * {@link #oldestCreateTime()}.
+     *
+     * @return the head's age by the database's clock, or empty
+     */
+    default Optional<Duration> oldestAge() {
+        return Optional.empty();
+    }
 
     /**
      * The bytes the database keeps for this outbox's harvest that it could otherwise free (the write-ahead log a

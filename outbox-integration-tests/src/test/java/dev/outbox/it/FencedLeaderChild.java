@@ -3,7 +3,9 @@ package dev.outbox.it;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.outbox.Dispatcher;
+import dev.outbox.DispatcherHealth;
 import dev.outbox.DispatcherListener;
+import dev.outbox.DispatcherObserver;
 import dev.outbox.Header;
 import dev.outbox.OutboxRecord;
 import dev.outbox.broker.kafka.KafkaLeaderTransport;
@@ -38,7 +40,7 @@ import java.util.concurrent.CompletionStage;
  * <failed>} once Kafka has answered every send held back by {@code HOLD_SENDS} (how many were held, how many Kafka
  * refused as fenced, acknowledged, or failed otherwise), {@code FENCED <operation>} for every write the database
  * refused as fenced, {@code REFUSED_SENDS n} (the records Kafka refused so far as fenced) when sends are refused,
- * {@code STOOD_DOWN}. The sends held back go to Kafka with the header {@value #HELD_HEADER}, so that a consumer can
+ * {@code STOOD_DOWN}, {@code STATUS <status>} on each change of its health status. The sends held back go to Kafka with the header {@value #HELD_HEADER}, so that a consumer can
  * tell them from the successor's copies of the same records.
  * The database password comes from the environment ({@value #PASSWORD_VARIABLE}).
  */
@@ -91,6 +93,12 @@ public final class FencedLeaderChild {
                         }
                     });
             HoldingBroker broker = HoldingBroker.last;
+            dispatcher.addObserver(new DispatcherObserver() {
+                @Override
+                public void statusChanged(DispatcherHealth.Status status) {
+                    report("STATUS " + status);
+                }
+            });
             dispatcher.start();
             BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
             for (String line = in.readLine(); line != null && !line.equals("STOP"); line = in.readLine()) {

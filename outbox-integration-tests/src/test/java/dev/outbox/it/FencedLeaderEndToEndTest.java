@@ -53,7 +53,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * everything, including more records written meanwhile. Then the first is let run on (SIGCONT): Kafka refuses its
  * sends (each record counted: every one of the {@value #KEYS} held sends must be refused, and none of them may reach
  * a {@code read_committed} consumer) and the database its purges (each refusal counted); it stands down, nothing is
- * lost and no key goes backwards for a {@code read_committed} consumer.
+ * lost and no key goes backwards for a {@code read_committed} consumer. Its health then says STANDBY, not FENCED
+ * (#42): it rejoined the election, and once the successor is closed it leads again.
  */
 @Timeout(value = 3, unit = TimeUnit.MINUTES)
 class FencedLeaderEndToEndTest {
@@ -151,6 +152,7 @@ class FencedLeaderEndToEndTest {
 
                 int reportsBeforeResume = reports.size();
                 signal(child, "-CONT");
+                long resumed = System.nanoTime();
                 command(commands, "RELEASE");
                 await(() -> reports.stream().anyMatch(r -> r.startsWith("RELEASED")), "the child released");
                 await(() -> reports.stream().anyMatch(r -> r.startsWith("REFUSED_SENDS")), "the child's refused sends");
@@ -187,22 +189,32 @@ class FencedLeaderEndToEndTest {
                 assertThat(heldConsumed).as("the child's held sends seen by a read_committed consumer").isEmpty();
                 assertThat(refused).as("the child's writes refused by the database").isPositive();
                 // Its lease lapsed while it was frozen: it asks the group to reconfirm its assignment, which finds
-                // the partition gone, so it never leads again and never takes an epoch from the successor.
+                // the partition gone, so it does not lead while the successor does and never takes an epoch from it.
                 assertThat(List.copyOf(reports).subList(reportsBeforeResume, reports.size()))
                         .as("the resumed child's reports").doesNotContain("LEADER");
                 assertThat(refusedHere.get()).as("the successor's writes refused (the child took an epoch)").isZero();
                 assertThat(successor.isLeader()).isTrue();
                 assertThat(admin.parked(10)).isEmpty();
+                // #42: the resumed child is a standby again, not FENCED until closed, and can lead again.
+                await(() -> lastStatus(reports).equals("STANDBY"), "the resumed child reports STANDBY");
+                long standbyMillis = (System.nanoTime() - resumed) / 1_000_000;
+                int reportsBeforeHandOver = reports.size();
+                successor.close();
+                successor = null;
+                await(() -> List.copyOf(reports).subList(reportsBeforeHandOver, reports.size()).contains("LEADER")
+                        && lastStatus(reports).equals("LEADER"), "the rejoined child leads again");
+                long leadsAgainMillis = (System.nanoTime() - resumed) / 1_000_000;
                 System.out.printf("storage and broker fencing, a leader paused (SIGSTOP) holding %d sends and %s"
                         + " acknowledgements: the successor led %d ms after the pause; after SIGCONT Kafka refused %d"
                         + " of the %d held sends (%d of the child's sends in all: fenced producer), %d of them seen by"
                         + " a read_committed consumer, and the database %d of its purges; it stood down"
-                        + " without leading again; the successor's writes refused: %d, sends refused: %d;"
+                        + " without leading while the successor led; the successor's writes refused: %d, sends refused: %d;"
                         + " read_committed: %d records consumed once each, %d copies in all, 0 lost, 0 per-key order"
-                        + " violations%n",
+                        + " violations; the resumed child reported STANDBY %d ms after SIGCONT and led again %d ms"
+                        + " after it, once the successor was closed%n",
                         heldSends, released.substring("RELEASED ".length()), (tookOver - paused) / 1_000_000,
                         heldRefused, heldSends, refusedSends, heldConsumed.size(), refused, refusedHere.get(),
-                        refusedSendsHere.get(), watcher.distinct(), watcher.records());
+                        refusedSendsHere.get(), watcher.distinct(), watcher.records(), standbyMillis, leadsAgainMillis);
             } finally {
                 if (successor != null) {
                     successor.close();
@@ -302,6 +314,16 @@ class FencedLeaderEndToEndTest {
         t.setDaemon(true);
         t.start();
         return t;
+    }
+
+    /** The status the child reported last ({@code STATUS <status>}), or "" if none yet. */
+    private static String lastStatus(List<String> reports) {
+        for (int i = reports.size() - 1; i >= 0; i--) {
+            if (reports.get(i).startsWith("STATUS ")) {
+                return reports.get(i).substring("STATUS ".length());
+            }
+        }
+        return "";
     }
 
     /** Which of {@code a} and {@code b} was reported last, or "" if neither. */

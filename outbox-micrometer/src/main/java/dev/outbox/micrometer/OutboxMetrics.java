@@ -66,7 +66,11 @@ import java.util.function.ToDoubleFunction;
  *   <tr><td>outbox.leader [outbox_leader]</td><td>gauge</td><td>outbox</td><td>1 while this instance leads, else
  *       0</td></tr>
  *   <tr><td>outbox.lag [outbox_lag_seconds]</td><td>time gauge</td><td>outbox</td><td>age of the oldest
- *       unpublished row, as last sampled by the leader (NaN on a standby); the one to alert on</td></tr>
+ *       unpublished row, as last sampled by the leader, by the database's clock where the store has one (NaN on a
+ *       standby); the one to alert on: it grows while a row is not published and the database is up</td></tr>
+ *   <tr><td>outbox.read.age [outbox_read_age_seconds]</td><td>time gauge</td><td>outbox</td><td>time since the
+ *       leader's harvest last read the store successfully (NaN on a standby): small while it works, growing while
+ *       the database is down (when the lag, sampled from the database, stands still)</td></tr>
  *   <tr><td>outbox.ack.latency [outbox_ack_latency_seconds]</td><td>timer, percentile histogram</td>
  *       <td>outbox</td><td>from the row's creation (its transaction) to the broker's acknowledgement</td></tr>
  *   <tr><td>outbox.send.duration [outbox_send_duration_seconds]</td><td>timer (count, sum, max)</td>
@@ -127,6 +131,11 @@ public final class OutboxMetrics implements MeterBinder, AutoCloseable {
     public static final String LEADER = "outbox.leader";
     /** Time gauge, in seconds: the age of the oldest unpublished row, as last sampled by the leader; NaN elsewhere. */
     public static final String LAG = "outbox.lag";
+    /**
+     * Time gauge, in seconds: the time since the leader's harvest last read the store successfully
+     * ({@code health().sinceLastRead()}); NaN elsewhere. It grows while the database is down.
+     */
+    public static final String READ_AGE = "outbox.read.age";
     /** Timer with a percentile histogram: from a row's creation (its transaction) to the broker's acknowledgement. */
     public static final String ACK_LATENCY = "outbox.ack.latency";
     /** Timer (count, sum and max; no histogram): from the hand-over to the broker to its acknowledgement. */
@@ -151,7 +160,7 @@ public final class OutboxMetrics implements MeterBinder, AutoCloseable {
     /** Every meter name this binder registers for any outbox; see {@link #SHARD_METER_NAMES} for a sharded one. */
     public static final Set<String> METER_NAMES = Set.of(RECORDS_SENT, RECORDS_ACKNOWLEDGED, RECORDS_FAILED,
             RECORDS_PARKED, RECORDS_IN_FLIGHT, RECORDS_HELD, KEYS_HELD, BACKLOG, PARKED, LEADER, LAG, ACK_LATENCY,
-            SEND_DURATION, MARK_DURATION, PURGE_DURATION, MARK_SIZE, PURGE_SIZE, CALLBACK_ERRORS, RETAINED);
+            SEND_DURATION, MARK_DURATION, PURGE_DURATION, MARK_SIZE, PURGE_SIZE, CALLBACK_ERRORS, RETAINED, READ_AGE);
 
     /** The meter names this binder registers in addition for a sharded outbox, once per shard. */
     public static final Set<String> SHARD_METER_NAMES = Set.of(SHARD_LEADER, SHARD_BACKLOG, SHARD_LAG);
@@ -232,6 +241,9 @@ public final class OutboxMetrics implements MeterBinder, AutoCloseable {
         TimeGauge.builder(LAG, d, TimeUnit.SECONDS, OutboxMetrics::lagSeconds).tags(tags).strongReference(true)
                 .description("Age of the oldest unpublished row, as last sampled by the leader")
                 .register(registry);
+        TimeGauge.builder(READ_AGE, d, TimeUnit.SECONDS, x -> x.health().sinceLastRead()
+                        .map(age -> age.toNanos() / 1e9).orElse(Double.NaN)).tags(tags).strongReference(true)
+                .description("Time since the leader's harvest last read the store successfully").register(registry);
         FunctionCounter.builder(CALLBACK_ERRORS, d, x -> x.health().callbackErrors()).tags(tags)
                 .description("Exceptions thrown by dispatcher listener and observer callbacks").register(registry);
         int shards = d.shardHealth().size();

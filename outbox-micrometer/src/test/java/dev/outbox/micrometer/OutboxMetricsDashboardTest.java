@@ -110,7 +110,7 @@ class OutboxMetricsDashboardTest {
     }
 
     @Test
-    void theAlertRulesUseOnlyRegisteredMetricsAndCoverLagParkedHeldAndNoLeader() {
+    void theAlertRulesUseOnlyRegisteredMetricsAndCoverLagReadAgeParkedHeldAndNoLeader() {
         Object rules = load(ALERTS);
         List<String> expressions = new ArrayList<>();
         collect(rules, "expr", expressions);
@@ -119,9 +119,10 @@ class OutboxMetricsDashboardTest {
         assertThat(scrapedNames()).as("metrics the binder registers, for the alerts' " + used).containsAll(used);
         List<String> alerts = new ArrayList<>();
         collect(rules, "alert", alerts);
-        assertThat(alerts).containsExactlyInAnyOrder("OutboxLagHigh", "OutboxRecordsParked", "OutboxRecordsHeld",
-                "OutboxNoLeader", "OutboxShardNoLeader", "OutboxWalSlotRetainsTooMuch");
+        assertThat(alerts).containsExactlyInAnyOrder("OutboxLagHigh", "OutboxHarvestStalled", "OutboxRecordsParked",
+                "OutboxRecordsHeld", "OutboxNoLeader", "OutboxShardNoLeader", "OutboxWalSlotRetainsTooMuch");
         assertThat(expressions).anySatisfy(e -> assertThat(e).contains("outbox_lag_seconds").contains(">"))
+                .anySatisfy(e -> assertThat(e).contains("outbox_read_age_seconds").contains(">"))
                 .anySatisfy(e -> assertThat(e).contains("outbox_retained_bytes").contains("> 1073741824"))
                 .anySatisfy(e -> assertThat(e).contains("outbox_parked").contains("> 0"))
                 .anySatisfy(e -> assertThat(e).contains("outbox_leader").contains("< 1"))

@@ -82,6 +82,8 @@ class OutboxMetricsTest {
                 .isEqualTo(2);
         assertThat(registry.get(OutboxMetrics.LEADER).tags("app", "shop").gauge().value()).isEqualTo(1);
         assertThat(registry.get(OutboxMetrics.LAG).timeGauge().value(TimeUnit.SECONDS)).isZero();
+        assertThat(registry.get(OutboxMetrics.READ_AGE).timeGauge().value(TimeUnit.SECONDS))
+                .as("an idle leader reads every pollInterval").isBetween(0.0, 5.0);
         assertThat(registry.get(OutboxMetrics.RECORDS_IN_FLIGHT).gauge().value()).isZero();
         assertThat(registry.get(OutboxMetrics.RECORDS_HELD).gauge().value()).isZero();
         assertThat(registry.get(OutboxMetrics.KEYS_HELD).gauge().value()).isZero();
@@ -143,6 +145,7 @@ class OutboxMetricsTest {
         assertThat(registry.get(OutboxMetrics.BACKLOG).gauge().value()).isNaN();
         assertThat(registry.get(OutboxMetrics.PARKED).gauge().value()).isNaN();
         assertThat(registry.get(OutboxMetrics.LAG).timeGauge().value(TimeUnit.SECONDS)).isNaN();
+        assertThat(registry.get(OutboxMetrics.READ_AGE).timeGauge().value(TimeUnit.SECONDS)).isNaN();
     }
 
     @Test

@@ -6,6 +6,7 @@ import dev.outbox.spring.OutboxConfigurationException;
 import dev.outbox.spring.OutboxProperties;
 import dev.outbox.spring.OutboxStoreProperties;
 import dev.outbox.spring.OutboxStoreFactory;
+import dev.outbox.store.mysql.MySqlStore;
 import dev.outbox.store.postgres.PostgresStore;
 
 import java.io.PrintStream;
@@ -52,7 +53,8 @@ final class SchemaCommand {
         out.append("-- Outbox '").append(name).append("' (").append(prefix).append("): ")
                 .append(built.type().toString().toLowerCase(Locale.ROOT)).append(", table ").append(built.table())
                 .append(".\n-- Run it in that outbox's database as a user that may create tables")
-                .append(built.type() == OutboxProperties.StoreType.POSTGRES ? ", functions and triggers" : "")
+                .append(built.type() == OutboxProperties.StoreType.POSTGRES ? ", functions and triggers"
+                        : built.type() == OutboxProperties.StoreType.MYSQL ? " and triggers" : "")
                 .append(" there;\n-- it only creates what is missing, so it is safe to run again.\n");
         if (built.store() instanceof PostgresStore pg) {
             out.append(pg.schemaSql().strip()).append('\n');
@@ -69,6 +71,10 @@ final class SchemaCommand {
             }
         } else {
             out.append(((dev.outbox.store.sql.SqlStore) built.store()).schemaSql().strip()).append('\n');
+            if (built.store() instanceof MySqlStore mysql) {
+                out.append("\n-- The id guard: refuses an INSERT that sets the id (one compound statement).\n")
+                        .append("DELIMITER //\n").append(mysql.idGuardSql()).append("\n//\nDELIMITER ;\n");
+            }
         }
         return out.toString();
     }

@@ -238,6 +238,10 @@ public class OutboxAutoConfiguration {
             placeholders.putIfAbsent("outbox_table", d.table());
             placeholders.putIfAbsent("outbox_parked_table", d.parkedTable());
             placeholders.putIfAbsent("outbox_leader_table", d.leaderTable());
+            // MySQL's id guard (R__outbox_tables_id_guard.sql) is named after the table: "<table>_ids", quoted alike.
+            String table = d.table();
+            placeholders.putIfAbsent("outbox_id_guard", table.endsWith("`")
+                    ? table.substring(0, table.length() - 1) + "_ids`" : table + "_ids");
             configuration.placeholders(placeholders);
         }
     }

@@ -12,8 +12,10 @@ import java.util.Objects;
 /**
  * The dispatcher's health for Spring Boot Actuator ({@code /actuator/health/outbox}), from
  * {@link Dispatcher#health()}: UP while it leads or stands by, UNKNOWN while starting, DOWN while fenced (it lost
- * contact with Kafka and stopped publishing), OUT_OF_SERVICE once closed. Details: status, leader id, last mark and
- * purge, last failure, in-flight records, and the leader's last sample of the outbox (backlog, parked rows, lag).
+ * contact with Kafka and stopped publishing) and while it leads but cannot reach its database or its broker
+ * ({@link DispatcherHealth#isUp()}: details {@code storeUnreachableSince} / {@code outageSince}), OUT_OF_SERVICE once
+ * closed. Details: status, leader id, last mark and purge, the time since the last successful read, last failure,
+ * in-flight records, and the leader's last sample of the outbox (backlog, parked rows, lag).
  * With the Postgres WAL harvest it is also DOWN while the replication slot holds back more write-ahead log than
  * {@code maxRetainedBytes} (default {@value #DEFAULT_MAX_RETAINED_BYTES} bytes, 1 GiB): a stuck or abandoned slot
  * fills the database's disk. Reading it costs no I/O. Thread-safe.
@@ -56,7 +58,8 @@ public final class OutboxHealthIndicator implements HealthIndicator {
     public Health health() {
         DispatcherHealth h = dispatcher.health();
         Health.Builder b = switch (h.status()) {
-            case LEADER, STANDBY -> Health.up();
+            case LEADER -> h.isUp() ? Health.up() : Health.down(); // down: no store or no broker since ...
+            case STANDBY -> Health.up();
             case STARTING -> Health.unknown();
             case FENCED -> Health.down();
             case CLOSED -> Health.status(Status.OUT_OF_SERVICE);
@@ -67,6 +70,8 @@ public final class OutboxHealthIndicator implements HealthIndicator {
         h.lastPurge().ifPresent(t -> b.withDetail("lastPurge", t.toString()));
         h.lastFailure().ifPresent(f -> b.withDetail("lastFailure", f.operation() + " at " + f.at() + ": " + f.error()));
         h.outageSince().ifPresent(t -> b.withDetail("outageSince", t.toString())); // the broker fails every record
+        h.storeUnreachableSince().ifPresent(t -> b.withDetail("storeUnreachableSince", t.toString()));
+        h.sinceLastRead().ifPresent(d -> b.withDetail("sinceLastRead", d.toString()));
         b.withDetail("inFlightRecords", h.inFlightRecords());
         if (h.heldRecords() > 0) { // the store refuses their purge or park for good: a human must act
             b.withDetail("heldRecords", h.heldRecords());

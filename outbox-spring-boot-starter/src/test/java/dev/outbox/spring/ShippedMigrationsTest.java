@@ -21,11 +21,13 @@ class ShippedMigrationsTest {
     @ParameterizedTest
     @CsvSource({
             "dev/outbox/store/postgres/schema.sql, dev/outbox/migrations/postgresql/R__outbox_tables.sql",
-            "dev/outbox/store/mysql/schema.sql, dev/outbox/migrations/mysql/R__outbox_tables.sql"})
+            "dev/outbox/store/mysql/schema.sql, dev/outbox/migrations/mysql/R__outbox_tables.sql",
+            "dev/outbox/store/mysql/id-guard.sql, dev/outbox/migrations/mysql/R__outbox_tables_id_guard.sql"})
     void theMigrationIsTheStoresSchemaWithRenamedPlaceholders(String schema, String migration) throws IOException {
         String expected = body(resource(schema)).replace("${outbox}", "${outbox_table}")
                 .replace("${parked}", "${outbox_parked_table}").replace("${leader}", "${outbox_leader_table}")
                 .replace("${uuidv7}", schema.contains("/mysql/") ? MySqlStore.UUIDV7_EXPRESSION : "outbox_uuidv7")
+                .replace("${idGuard}", schema.contains("/mysql/") ? "${outbox_id_guard}" : "outbox_id_guard")
                 // the migrations create an unsharded outbox: as a store with shards(1) fills these in
                 .replace("${shardColumn}", "").replace("${leaderIds}", "id = 1");
 

@@ -12,15 +12,18 @@ import javax.sql.DataSource;
 import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The shipped Postgres migration, run by Flyway and by Liquibase over an outbox table of an earlier version (a plain
  * {@code nextval} id default): it gives the table the id default that takes the transaction id first (which the
- * cursor harvest's late-commit rule needs), and running it again changes nothing. Liquibase sends the file as one
+ * cursor harvest's late-commit rule needs) and the id guard that refuses an id set by a writer (#42), and running it
+ * again changes nothing. Liquibase sends the file as one
  * statement: its own splitter would cut the {@code DO} block at its semicolons.
  */
 class ShippedPostgresMigrationsUpgradeTest {
-    private static final String XID_FIRST = "CASE WHEN (pg_current_xact_id() IS NOT NULL) THEN nextval(";
+    private static final String XID_FIRST = "CASE WHEN (pg_current_xact_id() IS NOT NULL) THEN"
+            + " (set_config('dev_outbox.id'::text, (nextval(";
 
     @Test
     void flywayUpgradesTheIdDefaultOfAnExistingTable() throws Exception {
@@ -36,6 +39,8 @@ class ShippedPostgresMigrationsUpgradeTest {
         assertThat(Jdbc.queryLong(db, "SELECT count(*) FROM outbox")).isEqualTo(1);
         Jdbc.execute(db, "INSERT INTO outbox (topic, key) VALUES ('t', 'k')");
         assertThat(Jdbc.queryLong(db, "SELECT max(id) FROM outbox")).as("the same sequence").isEqualTo(2);
+        assertThatThrownBy(() -> Jdbc.execute(db, "INSERT INTO outbox (id, topic, key) VALUES (-1, 't', 'k')"))
+                .as("the id guard (#42)").hasMessageContaining("the outbox assigns its ids");
     }
 
     @Test
@@ -51,6 +56,8 @@ class ShippedPostgresMigrationsUpgradeTest {
                 + " WHERE adrelid = 'outbox'::regclass AND adnum = 1")).as("left alone the second time")
                 .isEqualTo(version);
         assertThat(Jdbc.queryLong(db, "SELECT count(*) FROM outbox_parked")).isZero();
+        assertThatThrownBy(() -> Jdbc.execute(db, "INSERT INTO outbox (id, topic, key) VALUES (1000000, 't', 'k')"))
+                .as("the id guard (#42)").hasMessageContaining("the outbox assigns its ids");
     }
 
     private static void liquibase(DataSource db) throws Exception {

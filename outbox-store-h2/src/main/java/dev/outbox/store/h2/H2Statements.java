@@ -120,7 +120,7 @@ record H2Statements(String mark, String read, String lockKeys, String behind, St
                 "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM " + o + " LIMIT " + (SqlStore.EXACT_BACKLOG_LIMIT + 1)
                         + ") head), (SELECT MAX(id) - MIN(id) + 1 FROM " + o + ")",
                 "SELECT COUNT(*) FROM " + p,
-                "SELECT create_time FROM " + o + " ORDER BY id LIMIT 1",
+                "SELECT create_time, CURRENT_TIMESTAMP FROM " + o + " ORDER BY id LIMIT 1",
                 "SELECT GENERATION_EXPRESSION FROM INFORMATION_SCHEMA.COLUMNS WHERE TABLE_SCHEMA = " + schema
                         + " AND TABLE_NAME = " + SqlTable.literal(t.names().table()) + " AND COLUMN_NAME IN ('shard',"
                         + " 'SHARD') AND IS_GENERATED = 'ALWAYS'");

@@ -19,7 +19,8 @@ class H2StoreContractTest extends SqlStoreContract {
                 "INSERT INTO ${table} (topic, \"key\", \"value\", header_names, header_values)"
                         + " VALUES ('${topic}', '${key}', X'78', ARRAY['a', 'b'], ARRAY[X'01'])",
                 "INSERT INTO ${table} (topic, \"key\", \"value\", attempts)"
-                        + " VALUES ('${topic}', '${key}', X'78', ${attempts})");
+                        + " VALUES ('${topic}', '${key}', X'78', ${attempts})",
+                "INSERT INTO ${table} (id, topic, \"key\", \"value\") VALUES (${id}, '${topic}', '${key}', X'78')");
     }
 
     @BeforeAll

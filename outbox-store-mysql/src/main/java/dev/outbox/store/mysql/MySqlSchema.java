@@ -7,6 +7,7 @@ import org.jdbi.v3.core.Handle;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
@@ -28,9 +29,11 @@ final class MySqlSchema {
      * Runs {@code ddl}, split into statements at {@code ;} ending a line, then the upgrades a table of an earlier
      * version needs, under a named lock that serializes concurrent creators.
      *
-     * @param render renders a DDL resource of this package with the store's names
+     * @param render  renders a DDL resource of this package with the store's names
+     * @param idGuard the id guard's DDL, created last (see {@link #createIdGuard})
      */
-    static void apply(SqlTransactions tx, SqlTableNames names, String ddl, UnaryOperator<String> render) {
+    static void apply(SqlTransactions tx, SqlTableNames names, String ddl, UnaryOperator<String> render,
+                      String idGuard) {
         List<String> statements = statements(ddl);
         tx.withHandle("creating the outbox schema for " + names.outbox(), handle -> {
             // Serializes concurrent creators (CREATE TABLE IF NOT EXISTS is safe anyway; this keeps the log quiet).
@@ -55,11 +58,37 @@ final class MySqlSchema {
                         statement.execute(sql);
                     }
                 }
+                createIdGuard(statement, names, idGuard);
             } finally {
                 handle.createQuery("SELECT RELEASE_LOCK(?)").bind(0, lock).mapTo(Integer.class).one();
             }
             return null;
         });
+    }
+
+    /**
+     * Creates the id guard unless it exists. A server that refuses the trigger for lack of a privilege (error 1419:
+     * binary logging is on and the user has neither SUPER nor {@code log_bin_trust_function_creators}; 1142 / 1227:
+     * no TRIGGER privilege) leaves the tables as they are, usable, and the refusal is logged at WARN with what to do:
+     * an outbox created before the guard keeps working after an upgrade, unguarded until a user who may creates it.
+     */
+    private static void createIdGuard(Statement statement, SqlTableNames names, String idGuard) throws SQLException {
+        try {
+            statement.execute(idGuard);
+        } catch (SQLException e) {
+            if (e.getErrorCode() != 1419 && e.getErrorCode() != 1142 && e.getErrorCode() != 1227) {
+                throw e;
+            }
+            log.warn("The id guard of {} was not created ({}): the database accepts an INSERT that sets the id, which"
+                    + " breaks the harvest (a negative id is never published). Create it as a user who may create"
+                    + " triggers: MySqlStore.idGuardSql()", names.outbox(), e.getMessage());
+        }
+    }
+
+    /** The name of the id guard of {@code names}' outbox table: {@code <table>_ids}, quoted and qualified like it. */
+    static String idGuardName(SqlTableNames names) {
+        String outbox = names.outbox();
+        return outbox.substring(0, outbox.length() - 1) + "_ids`";
     }
 
     /** How many of the outbox table (and, for {@code IN (?, ?)}, its parked table) have the column. */
@@ -71,6 +100,18 @@ final class MySqlSchema {
             query.bind(2, names.parkedTable());
         }
         return query.mapTo(Integer.class).one();
+    }
+
+    /** {@code script} as one statement: comment lines dropped, no {@code ;} after it. */
+    static String withoutComments(String script) {
+        StringBuilder sql = new StringBuilder();
+        for (String line : script.split("\n")) {
+            if (!line.strip().startsWith("--") && !line.isBlank()) {
+                sql.append(line).append('\n');
+            }
+        }
+        String statement = sql.toString().strip();
+        return statement.endsWith(";") ? statement.substring(0, statement.length() - 1) : statement;
     }
 
     /** The statements of {@code script}: comment lines dropped, split at {@code ;} ending a line. */
@@ -95,9 +136,12 @@ final class MySqlSchema {
         return statements;
     }
 
-    /** Fills in the message-id expression, {@code ${uuidv7}}, and a sharded outbox's shard column and index. */
+    /**
+     * Fills in the message-id expression, {@code ${uuidv7}}, the id guard's name, {@code ${idGuard}}, and a sharded
+     * outbox's shard column and index.
+     */
     static String fillIn(String sql, SqlTableNames names, int shardCount) {
-        String filled = sql.replace("${uuidv7}", MySqlStore.UUIDV7_EXPRESSION);
+        String filled = sql.replace("${uuidv7}", MySqlStore.UUIDV7_EXPRESSION).replace("${idGuard}", idGuardName(names));
         if (shardCount == 1) {
             return filled;
         }

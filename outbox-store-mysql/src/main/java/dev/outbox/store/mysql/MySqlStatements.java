@@ -150,7 +150,7 @@ record MySqlStatements(String candidates, String markLock, String markUpdate, St
                         ? "(MAX(id) - MIN(id) + 1) DIV " + t.shards() : "MAX(id) - MIN(id) + 1") + " FROM " + o
                         + inShard + ")",
                 "SELECT COUNT(*) FROM " + p,
-                "SELECT UNIX_TIMESTAMP(create_time) FROM " + o
+                "SELECT UNIX_TIMESTAMP(create_time), UNIX_TIMESTAMP(CURRENT_TIMESTAMP(6)) FROM " + o
                         + (t.isShard() ? " FORCE INDEX (" + harvestIndex(t) + ")" + inShard : "") + " ORDER BY id LIMIT 1",
                 "SELECT generation_expression FROM information_schema.columns WHERE table_schema = " + schema
                         + " AND table_name = " + SqlTable.literal(t.names().table()) + " AND column_name = 'shard'"

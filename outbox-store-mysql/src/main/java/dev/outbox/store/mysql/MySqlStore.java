@@ -155,6 +155,8 @@ public final class MySqlStore extends SqlStore {
     static final String UPGRADE_RESOURCE = "dev/outbox/store/mysql/upgrade-message-id.sql";
     /** The in-place upgrade of tables created before per-key retries (the next_attempt_at column). */
     static final String UPGRADE_NEXT_ATTEMPT_RESOURCE = "dev/outbox/store/mysql/upgrade-next-attempt.sql";
+    /** The trigger that refuses an id set by a writer. */
+    static final String ID_GUARD_RESOURCE = "dev/outbox/store/mysql/id-guard.sql";
     /**
      * The SQL expression the DDL uses as the {@code message_id} column default: a version 7 UUID as
      * {@code BINARY(16)} (the schema's {@code ${uuidv7}}), for migrations that ship the DDL outside this class: 12 hex
@@ -254,10 +256,10 @@ public final class MySqlStore extends SqlStore {
      */
     @Override
     protected void createTables(String ddl) {
-        MySqlSchema.apply(transactions(), names, ddl, this::render);
+        MySqlSchema.apply(transactions(), names, ddl, this::render, idGuardSql());
     }
 
-    /** Fills in the message-id expression, {@code ${uuidv7}}, and a sharded outbox's shard column. */
+    /** Fills in the message-id expression, {@code ${uuidv7}}, the id guard's name and a sharded outbox's shard column. */
     @Override
     protected String fillIn(String sql) {
         return MySqlSchema.fillIn(sql, names, shardCount());
@@ -285,6 +287,19 @@ public final class MySqlStore extends SqlStore {
      */
     public String upgradeSql() {
         return render(UPGRADE_RESOURCE);
+    }
+
+    /**
+     * The trigger that refuses an {@code INSERT} setting the outbox table's id (the {@code id-guard.sql} resource of
+     * this package), names filled in: one compound statement, to run after {@link #schemaSql()}; with the
+     * {@code mysql} client, set another delimiter around it. {@link #createSchema()} creates it unless it exists; a
+     * user that may not create triggers (binary logging on, without SUPER or {@code log_bin_trust_function_creators})
+     * gets the tables without it and a warning saying so.
+     *
+     * @return the trigger's DDL for this store's table; never null
+     */
+    public String idGuardSql() {
+        return MySqlSchema.withoutComments(render(ID_GUARD_RESOURCE));
     }
 
     // ------------------------------------------------------------------------------------------ the harvest

@@ -17,7 +17,14 @@ abstract class MySqlStoreContract extends SqlStoreContract {
         super(MySqlStore::builder,
                 "INSERT INTO ${table} (topic, `key`, value, headers)"
                         + " VALUES ('${topic}', '${key}', 'x', JSON_ARRAY(JSON_OBJECT('value', TO_BASE64('a'))))",
-                "INSERT INTO ${table} (topic, `key`, value, attempts) VALUES ('${topic}', '${key}', 'x', ${attempts})");
+                "INSERT INTO ${table} (topic, `key`, value, attempts) VALUES ('${topic}', '${key}', 'x', ${attempts})",
+                "INSERT INTO ${table} (id, topic, `key`, value) VALUES (${id}, '${topic}', '${key}', 'x')");
+    }
+
+    /** AUTO_INCREMENT moves on past a writer's id; the id guard refuses only ids below 1. */
+    @Override
+    protected boolean idsAboveTheSequenceMoveItOn() {
+        return true;
     }
 
     /** The server this run uses. */

@@ -29,6 +29,11 @@ final class PostgresSchema {
         return (names.schema() == null ? "" : '"' + names.schema() + "\".") + PostgresStore.UUIDV7_FUNCTION;
     }
 
+    /** The id guard function of the outbox's schema (see schema.sql), qualified if a schema is set. */
+    static String idGuard(SqlTableNames names) {
+        return (names.schema() == null ? "" : '"' + names.schema() + "\".") + PostgresStore.ID_GUARD_FUNCTION;
+    }
+
     /**
      * Applies {@code ddl} on the handle's transaction under an advisory lock, then the upgrades a table of an
      * earlier version needs: each statement only changes the catalog, so writers and dispatchers carry on.
@@ -61,9 +66,12 @@ final class PostgresSchema {
         }
     }
 
-    /** Fills in the message-id function, {@code ${uuidv7}}, and the shard column and index for a sharded outbox. */
+    /**
+     * Fills in the message-id function, {@code ${uuidv7}}, the id guard, {@code ${idGuard}}, and the shard column and
+     * index for a sharded outbox.
+     */
     static String fillIn(String sql, SqlTableNames names, int shardCount) {
-        String filled = sql.replace("${uuidv7}", uuidv7(names));
+        String filled = sql.replace("${uuidv7}", uuidv7(names)).replace("${idGuard}", idGuard(names));
         if (shardCount == 1) {
             return filled.replace("${shardColumn}", "").replace("${leaderIds}", "id = 1");
         }

@@ -133,7 +133,7 @@ record PostgresStatements(String settings, String markSettings, String readSetti
                 + " THEN c.reltuples / c.relpages * (pg_relation_size(c.oid) / CAST(current_setting('block_size') AS int))"
                 + (t.isShard() ? " / " + t.shards() : "")
                 + " ELSE 0 END FROM pg_class c WHERE c.oid = to_regclass(" + SqlTable.literal(o) + "))";
-        String oldest = "SELECT create_time FROM " + o
+        String oldest = "SELECT create_time, clock_timestamp() FROM " + o
                 + (t.isShard() ? " WHERE shard >= " + t.shard() + " AND shard <= " + t.shard() : "")
                 + " ORDER BY " + shardOrder(t) + "id LIMIT 1";
         return new SqlStatements(settings(t),

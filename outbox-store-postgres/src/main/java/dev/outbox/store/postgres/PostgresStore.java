@@ -14,6 +14,7 @@ import org.jdbi.v3.core.Jdbi;
 
 import javax.sql.DataSource;
 import java.sql.Statement;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.Collection;
 import java.util.List;
@@ -75,8 +76,9 @@ import java.util.UUID;
  * ended). A gap passed by a read with token {@code T} is final once a later read's horizon is at least {@code T}:
  * every transaction that could hold it has ended, and had it committed, that read would have seen it. A
  * long-running transaction that has a transaction id (in any database of the server) holds every later horizon
- * back, so gaps stay open and are reread until it ends; a writer that takes its id by hand ({@code nextval} in its
- * {@code INSERT}) escapes the rule, and its late row may be skipped until the dispatcher's rescan.
+ * back, so gaps stay open and are reread until it ends. A writer cannot escape the rule by setting the id itself
+ * (even one taken with {@code nextval}): the table's id guard refuses such an {@code INSERT} (see
+ * {@link #schemaSql()}).
  *
  * <h2>Concurrent marks</h2>
  * A mark only returns committed rows and never waits for, or blocks, transactions that insert rows: it locks
@@ -143,6 +145,8 @@ public final class PostgresStore extends SqlStore {
     static final String UPGRADE_NEXT_ATTEMPT_RESOURCE = "dev/outbox/store/postgres/upgrade-next-attempt.sql";
     /** The message-id function's name, in the outbox's schema. */
     static final String UUIDV7_FUNCTION = "outbox_uuidv7";
+    /** The trigger function that refuses an id set by a writer (schema.sql), one per schema. */
+    static final String ID_GUARD_FUNCTION = "outbox_id_guard";
 
     private final Builder builder;
     /** The whole outbox, for the view of one shard; null for the whole outbox itself. */
@@ -253,7 +257,7 @@ public final class PostgresStore extends SqlStore {
         }
     }
 
-    /** Fills in the message-id function, {@code ${uuidv7}}, and a sharded outbox's shard column. */
+    /** Fills in the message-id function, {@code ${uuidv7}}, the id guard and a sharded outbox's shard column. */
     @Override
     protected String fillIn(String sql) {
         return PostgresSchema.fillIn(sql, names, shardCount());
@@ -480,6 +484,17 @@ public final class PostgresStore extends SqlStore {
     @Override
     public Optional<Instant> oldestCreateTime() {
         return wal != null ? wal.oldestCommitTime() : super.oldestCreateTime();
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>With the WAL harvest nothing waits in the table: empty, and the dispatcher measures the lag from
+     * {@link #oldestCreateTime()} by its own clock.
+     */
+    @Override
+    public Optional<Duration> oldestAge() {
+        return wal != null ? Optional.empty() : super.oldestAge();
     }
 
     /**

@@ -2,7 +2,8 @@
 -- ${outbox}, ${parked} and ${leader} stand for the configured table, its parked table ("<table>_parked") and
 -- its leader table ("<table>_leader"), quoted and
 -- schema-qualified; PostgresStore.schemaSql() renders this file, PostgresStore.createSchema() applies it.
--- ${uuidv7} stands for the message-id function, outbox_uuidv7, in the same schema.
+-- ${uuidv7} stands for the message-id function, outbox_uuidv7, and ${idGuard} for the id guard, outbox_id_guard,
+-- both in the same schema.
 -- Every statement is idempotent: running the script again changes nothing.
 
 -- A time-ordered UUID (version 7, RFC 9562): 48 bits of Unix time in milliseconds, then random bits. The
@@ -21,7 +22,8 @@ $$;
 -- retried after its backoff, even by a new leader.
 CREATE TABLE IF NOT EXISTS ${outbox} (
     id            bigserial   PRIMARY KEY,          -- delivery order; the harvest walks this index from its head.
-                                                    -- Its default is replaced below: leave it to the default.
+                                                    -- Its default is replaced below, and an INSERT that sets it
+                                                    -- is refused (the id guard below): leave it out.
     create_time   timestamptz NOT NULL DEFAULT now(),
     topic         text        NOT NULL,
     key           text        NOT NULL,             -- records of one key are delivered in id order
@@ -65,10 +67,10 @@ WITH (
 -- pg_current_xact_id() assigns the transaction id that the insert would assign a moment later anyway. So a
 -- transaction that holds an id below a committed row's id took its transaction id earlier, which lets the CURSOR
 -- harvest tell from a snapshot's transaction ids when an id it passed unseen can no longer commit (see
--- PostgresStore#read). A writer that supplies the id itself (nextval by hand) bypasses this and may be skipped:
--- leave the id to this default. The block is idempotent: it changes the default only when it is not this one
--- yet (a table of an earlier version: then it holds the table's lock for an instant; lock_timeout makes it give
--- up rather than queue behind a long transaction and stall every writer: run it again then).
+-- PostgresStore#read). The default also notes the id it took in the transaction's setting dev_outbox.id, for the
+-- id guard below. The block is idempotent: it changes the default only when it is not this one yet (a table of an
+-- earlier version: then it holds the table's lock for an instant; lock_timeout makes it give up rather than queue
+-- behind a long transaction and stall every writer: run it again then).
 DO $$
 DECLARE
     seq text := pg_get_serial_sequence('${outbox}', 'id');
@@ -78,10 +80,41 @@ BEGIN
             JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
             WHERE d.adrelid = CAST('${outbox}' AS regclass) AND a.attname = 'id'
             AND regexp_replace(pg_get_expr(d.adbin, d.adrelid), '\s+', ' ', 'g')
-                LIKE '%CASE WHEN (pg_current_xact_id() IS NOT NULL) THEN nextval(%') THEN
+                LIKE '%CASE WHEN (pg_current_xact_id() IS NOT NULL) THEN (set_config(''dev_outbox.id''::text, (nextval(%') THEN
         PERFORM set_config('lock_timeout', '5s', true);
-        EXECUTE format('ALTER TABLE %s ALTER COLUMN id SET DEFAULT'
-            ' CASE WHEN pg_current_xact_id() IS NOT NULL THEN nextval(%L::regclass) END', '${outbox}', seq);
+        EXECUTE format('ALTER TABLE %s ALTER COLUMN id SET DEFAULT CASE WHEN pg_current_xact_id() IS NOT NULL'
+            ' THEN CAST(set_config(''dev_outbox.id'', CAST(nextval(%L::regclass) AS text), true) AS bigint) END',
+            '${outbox}', seq);
+        PERFORM set_config('lock_timeout', lock_timeout, true);
+    END IF;
+END
+$$;
+
+-- Ids are the outbox's, never the writer's. An id a writer sets itself escapes the rule above (even one it took
+-- with nextval), and one outside the sequence breaks the harvest: a negative id lies below every cursor and is never
+-- read, an id far above the sequence moves the cursor past every row written after it. So the guard refuses an
+-- INSERT (or COPY) that sets the id: the row's id must be the one the default just took in this transaction
+-- (SQLSTATE 428C9, as for an identity column GENERATED ALWAYS). Triggers fire neither on a restore by pg_restore
+-- (created after the data) nor on a logical replica (session_replication_role = replica).
+CREATE OR REPLACE FUNCTION ${idGuard}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.id IS DISTINCT FROM CAST(NULLIF(current_setting('dev_outbox.id', true), '') AS bigint) THEN
+        RAISE EXCEPTION 'the outbox assigns its ids: leave the id column out of the INSERT into % (it set %)',
+            TG_TABLE_NAME, NEW.id USING ERRCODE = 'generated_always', COLUMN = 'id', TABLE = TG_TABLE_NAME,
+            SCHEMA = TG_TABLE_SCHEMA;
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+DO $$
+DECLARE
+    lock_timeout text := current_setting('lock_timeout');
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_trigger WHERE tgrelid = CAST('${outbox}' AS regclass)
+            AND tgname = 'outbox_id_guard') THEN
+        PERFORM set_config('lock_timeout', '5s', true);
+        CREATE TRIGGER outbox_id_guard BEFORE INSERT ON ${outbox} FOR EACH ROW EXECUTE FUNCTION ${idGuard}();
         PERFORM set_config('lock_timeout', lock_timeout, true);
     END IF;
 END

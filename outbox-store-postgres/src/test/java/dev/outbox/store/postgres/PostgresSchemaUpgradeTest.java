@@ -180,7 +180,8 @@ class PostgresSchemaUpgradeTest {
         store.createSchema();
 
         assertThat(text(defaultSql).replaceAll("\\s+", " ")).as("the id default")
-                .contains("CASE WHEN (pg_current_xact_id() IS NOT NULL) THEN nextval('xid_first_id_seq'::regclass)");
+                .contains("CASE WHEN (pg_current_xact_id() IS NOT NULL) THEN (set_config('dev_outbox.id'::text,"
+                        + " (nextval('xid_first_id_seq'::regclass))::text, true))::bigint");
         assertThat(PostgresTestSupport.queryLong(pool, fileSql)).as("the table was not rewritten").isEqualTo(file);
         long version = PostgresTestSupport.queryLong(pool, attrdefVersion);
         store.createSchema();

@@ -12,7 +12,8 @@ class PostgresStoreContractTest extends SqlStoreContract {
                 "INSERT INTO ${table} (topic, key, value, header_names, header_values)"
                         + " VALUES ('${topic}', '${key}', 'x', ARRAY['a', 'b'], ARRAY['\\x01'::bytea])",
                 "INSERT INTO ${table} (topic, key, value, header_names, header_values, attempts)"
-                        + " VALUES ('${topic}', '${key}', 'x', '{}', '{}', ${attempts})");
+                        + " VALUES ('${topic}', '${key}', 'x', '{}', '{}', ${attempts})",
+                "INSERT INTO ${table} (id, topic, key, value) VALUES (${id}, '${topic}', '${key}', 'x')");
     }
 
     @BeforeAll

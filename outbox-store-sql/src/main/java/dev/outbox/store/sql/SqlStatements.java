@@ -35,7 +35,8 @@ import java.util.Objects;
  * @param backlog             the outbox's rows counted up to {@link SqlStore#EXACT_BACKLOG_LIMIT} + 1, and an
  *                            estimate of them: two columns of one row
  * @param parkedCount         the parked table's rows
- * @param oldest              the creation time of the row at the head of the outbox, or no row
+ * @param oldest              the creation time of the row at the head of the outbox and the database's clock now, as
+ *                            two columns of one row (the head's age measured by the database), or no row
  * @param shardExpression     the generation expression of the outbox's {@code shard} column, or no row
  */
 public record SqlStatements(String prologue, SqlWrite purge, SqlWrite reset, SqlWrite retryLater, SqlWrite park,
@@ -62,7 +63,7 @@ public record SqlStatements(String prologue, SqlWrite purge, SqlWrite reset, Sql
      * @param parkedKeys          the parked keys; not null
      * @param backlog             the backlog's count and estimate; not null
      * @param parkedCount         the parked count; not null
-     * @param oldest              the head's creation time; not null
+     * @param oldest              the head's creation time and the database's clock; not null
      * @param shardExpression     the shard column's expression; not null
      * @throws NullPointerException     if a component other than {@code prologue} and {@code fenceLock} is null
      * @throws IllegalArgumentException if {@code takeEpoch} is empty, or a write has neither a fenced statement nor a

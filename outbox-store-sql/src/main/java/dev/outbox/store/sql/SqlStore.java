@@ -524,6 +524,30 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         });
     }
 
+    /**
+     * The age of the row with the lowest id by the database's clock: its time now minus the row's
+     * {@code create_time}, in the statement that finds the row ({@link #oldestCreateTime()}'s); zero if the clock
+     * reads earlier.
+     */
+    @Override
+    public Optional<Duration> oldestAge() {
+        return tx.inTransaction("reading the age of the head of " + names.outbox(), sql.prologue(), handle -> {
+            try (PreparedStatement statement = tx.prepare(handle.getConnection(), sql.oldest());
+                 ResultSet rs = statement.executeQuery()) {
+                if (!rs.next()) {
+                    return Optional.empty();
+                }
+                Instant created = dialect.columns().instant(rs, 1);
+                Instant now = dialect.columns().instant(rs, 2);
+                if (created == null || now == null) {
+                    return Optional.empty();
+                }
+                Duration age = Duration.between(created, now);
+                return Optional.of(age.isNegative() ? Duration.ZERO : age);
+            }
+        });
+    }
+
     // ------------------------------------------------------------------------------------------ the parked area
 
     @Override

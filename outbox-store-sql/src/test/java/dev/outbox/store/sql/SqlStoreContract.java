@@ -64,6 +64,7 @@ public abstract class SqlStoreContract extends StoreContract {
     private final Function<DataSource, SqlStore.Builder<?, ?>> builders;
     private final String malformedRowSql;
     private final String rowSql;
+    private final String rowWithIdSql;
 
     /**
      * @param builders        a builder of the store under test on a data source
@@ -71,12 +72,16 @@ public abstract class SqlStoreContract extends StoreContract {
      *                        {@code ${topic}} and {@code ${key}} standing for the values
      * @param rowSql          an {@code INSERT} of a valid row with no headers and the value {@code 'x'}, with
      *                        {@code ${table}}, {@code ${topic}}, {@code ${key}} and {@code ${attempts}}
+     * @param rowWithIdSql    an {@code INSERT} of a valid row with no headers and the value {@code 'x'} that sets its
+     *                        id, as a careless writer in another language might, with {@code ${table}},
+     *                        {@code ${topic}}, {@code ${key}} and {@code ${id}}
      */
     protected SqlStoreContract(Function<DataSource, SqlStore.Builder<?, ?>> builders, String malformedRowSql,
-                               String rowSql) {
+                               String rowSql, String rowWithIdSql) {
         this.builders = builders;
         this.malformedRowSql = malformedRowSql;
         this.rowSql = rowSql;
+        this.rowWithIdSql = rowWithIdSql;
     }
 
     @Override
@@ -119,6 +124,84 @@ public abstract class SqlStoreContract extends StoreContract {
     private static String fill(String sql, Store store, String topic, String key) {
         return sql.replace("${table}", ((SqlStore) store).table()).replace("${topic}", topic)
                 .replace("${key}", key);
+    }
+
+    // ---- ids are the outbox's (#42) ------------------------------------------------------------------------
+
+    /**
+     * A row whose id its writer set below the ids the outbox assigns would lie below every cursor and never be read.
+     * The schema refuses it, and the rows written before and after it are harvested as if it had never been tried.
+     */
+    @Test
+    void aRowWithANegativeIdWrittenByHandIsRefusedByTheDatabase() {
+        assertTheDatabaseRefusesTheId(-7);
+    }
+
+    /**
+     * A row whose id its writer set far above the sequence would move the harvest's cursor past every row written
+     * after it. Either the schema refuses it (the next row takes the sequence's next id, as if it had never been
+     * tried), or, where {@link #idsAboveTheSequenceMoveItOn()}, the sequence moves on past it: the row is read at
+     * once, and every row written after it takes a higher id, so that the cursor passes none of them.
+     */
+    @Test
+    void aRowWithAnIdFarAboveTheSequenceWrittenByHandIsRefusedOrLeavesLaterRowsUnaffected() {
+        long farAbove = 1L << 50;
+        if (!idsAboveTheSequenceMoveItOn()) {
+            assertTheDatabaseRefusesTheId(farAbove);
+            return;
+        }
+        commit(msg("k", "before"));
+        Jdbc.execute(admin, fill(rowWithIdSql, store, TOPIC, "k").replace("${id}", Long.toString(farAbove)));
+        commit(msg("k", "after"));
+        List<OutboxRecord> rows = Capabilities.reading(store).read(0, List.of(), 10).rows().records();
+        assertThat(rows).extracting(r -> new String(r.message().value(), StandardCharsets.UTF_8))
+                .containsExactly("before", "x", "after");
+        assertThat(rows.get(1).id()).isEqualTo(farAbove);
+        assertThat(rows.get(2).id()).as("a later row takes an id above the writer's").isGreaterThan(farAbove);
+    }
+
+    /**
+     * Whether the database lets a writer's id above the sequence through and moves the sequence on past it (MySQL's
+     * and MariaDB's {@code AUTO_INCREMENT}), rather than refusing it; default false.
+     *
+     * @return true if such an id is accepted and later rows take higher ids
+     */
+    protected boolean idsAboveTheSequenceMoveItOn() {
+        return false;
+    }
+
+    private void assertTheDatabaseRefusesTheId(long id) {
+        commit(msg("k", "before"));
+        String insert = fill(rowWithIdSql, store, TOPIC, "k").replace("${id}", Long.toString(id));
+
+        assertThatThrownBy(() -> Jdbc.execute(admin, insert)).as("the database refuses %s", insert)
+                .isInstanceOf(IllegalStateException.class).hasCauseInstanceOf(java.sql.SQLException.class);
+
+        commit(msg("k", "after"));
+        List<OutboxRecord> rows = markAll(UUID.randomUUID());
+        assertThat(rows).extracting(r -> new String(r.message().value(), StandardCharsets.UTF_8))
+                .containsExactly("before", "after");
+        assertThat(rows.get(1).id()).as("the next id of the sequence").isGreaterThan(rows.get(0).id())
+                .isLessThan(rows.get(0).id() + 1_000);
+        assertThat(Capabilities.gauges(store).backlog()).isEqualTo(2);
+    }
+
+    // ---- the head's age by the database's clock (#42) -------------------------------------------------------
+
+    /**
+     * {@link dev.outbox.spi.Gauges#oldestAge()}: empty for an empty outbox; for a row just committed, the database's
+     * time now minus its creation time, read in the same statement as the head: zero or more and small, and growing as
+     * the database's clock moves on.
+     */
+    @Test
+    void theHeadsAgeIsMeasuredByTheDatabasesClock() {
+        assertThat(Capabilities.gauges(store).oldestAge()).isEmpty();
+        commit(msg("k", "v"));
+        java.time.Duration first = Capabilities.gauges(store).oldestAge().orElseThrow();
+        assertThat(first).isBetween(java.time.Duration.ZERO, java.time.Duration.ofMinutes(1));
+        dev.outbox.testkit.Await.untilOrFail(() -> Capabilities.gauges(store).oldestAge().orElseThrow()
+                        .compareTo(first.plusMillis(50)) > 0, java.time.Duration.ofSeconds(10),
+                () -> "the age grows past " + first + ": " + Capabilities.gauges(store).oldestAge());
     }
 
     // ---- storage fencing under concurrency ------------------------------------------------------------------
