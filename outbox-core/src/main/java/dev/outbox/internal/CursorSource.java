@@ -22,7 +22,7 @@ final class CursorSource extends HarvestSource {
     private boolean lastFull = true;
 
     CursorSource(Parts parts, Duration rescanInterval) {
-        super(parts);
+        super(parts, "read");
         this.reads = Store.require(parts.store(), CursorHarvest.class, "harvest CURSOR");
         this.rescanNanos = rescanInterval.toNanos();
         this.lastRescan = parts.runtime().nanoTime();
@@ -48,10 +48,11 @@ final class CursorSource extends HarvestSource {
             parts.events().callbacks.marked(result.size(), Duration.ofNanos(runtime.nanoTime() - readStart)); // hook
             parts.events().health.marked(runtime.clock().instant());
             failures.reset();
+            outage.succeeded();
         } catch (RuntimeException e) {
             readEnded();
             Duration wait = failures.next();
-            log.warn("{}: read failed; retrying in {}", parts.name(), wait, e);
+            outage.failed(wait, e);
             parts.events().failure("read", e);
             parts.pause().accept(wait);
             return -1;

@@ -120,7 +120,8 @@ public final class DefaultDispatcher implements Dispatcher {
                 config.harvest() == DispatcherConfig.Harvest.CURSOR ? new HarvestCursor(MAX_GAPS) : null);
         this.events = new EngineEvents(name, listener, clock, holdKeys);
         Backoff ioBackoff = config.storeRetry();
-        StoreWrites writes = new StoreWrites(name, store, ioBackoff, config.maxIoErrorBackoff(), events);
+        StoreWrites writes = new StoreWrites(name, store, ioBackoff, config.maxIoErrorBackoff(), events,
+                runtime);
         Fences fences = new Fences(name, state, writes, events);
         this.settle = new SettleLoop(name, config, runtime, store, state, writes, fences, events, ioBackoff);
         this.sampler = new OutboxSampler(runtime, store, config.metricsInterval(), state::leading, this::onSample,

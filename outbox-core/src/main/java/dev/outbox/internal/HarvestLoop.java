@@ -45,6 +45,8 @@ final class HarvestLoop implements Runnable {
     private final String name;
     private final DispatcherConfig config;
     private final EngineRuntime runtime;
+    /** The log lines of failing attempts to take the epoch, bounded through an outage. */
+    private final OutageLog epochOutage;
     private final Clock clock;
     private final Store store;
     private final MessageBroker broker;
@@ -72,6 +74,7 @@ final class HarvestLoop implements Runnable {
         this.name = name;
         this.config = config;
         this.runtime = runtime;
+        this.epochOutage = new OutageLog(log, name, "taking the outbox's leader epoch in the database", runtime);
         this.clock = runtime.clock();
         this.store = store;
         this.broker = broker;
@@ -264,9 +267,10 @@ final class HarvestLoop implements Runnable {
         try {
             taken = sender.whileLeading(t.leadership, () -> !stopping, writes::takeEpoch);
             failures.reset();
+            epochOutage.succeeded();
         } catch (RuntimeException e) {
             Duration wait = failures.next();
-            log.warn("{}: taking the outbox's leader epoch in the database failed; retrying in {}", name, wait, e);
+            epochOutage.failed(wait, e);
             events.failure("fence", e);
             pause(wait);
             return;

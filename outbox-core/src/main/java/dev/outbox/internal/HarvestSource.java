@@ -34,8 +34,12 @@ abstract class HarvestSource {
                  Fences fences, EngineEvents events, boolean holdKeys, Latch stopped, Consumer<Duration> pause) {
     }
 
-    HarvestSource(Parts parts) {
+    /** The log lines of this source's failing reads or marks, bounded through an outage. */
+    final OutageLog outage;
+
+    HarvestSource(Parts parts, String operation) {
         this.parts = parts;
+        this.outage = new OutageLog(log, parts.name(), operation, parts.runtime());
     }
 
     /**

@@ -18,7 +18,7 @@ final class MarkSource extends HarvestSource {
     private boolean lastFull;
 
     MarkSource(Parts parts) {
-        super(parts);
+        super(parts, "mark");
     }
 
     @Override
@@ -39,6 +39,7 @@ final class MarkSource extends HarvestSource {
             parts.events().callbacks.marked(result.size(), Duration.ofNanos(runtime.nanoTime() - markStart)); // hook
             parts.events().health.marked(runtime.clock().instant());
             failures.reset();
+            outage.succeeded();
         } catch (StoreFencedException e) {
             readEnded();
             parts.fences().byStore("mark", e);
@@ -46,7 +47,7 @@ final class MarkSource extends HarvestSource {
         } catch (RuntimeException e) {
             readEnded();
             Duration wait = failures.next();
-            log.warn("{}: mark failed; taking a fresh leader id and retrying in {}", parts.name(), wait, e);
+            outage.failed(wait, e); // the retry marks under a fresh leader id
             parts.events().failure("mark", e);
             state.remark();
             parts.pause().accept(wait);

@@ -48,7 +48,13 @@ final class StoreWrites {
     /** Store writes refused for good and not yet done since: each refusal is reported once. */
     private final Set<String> refusing = ConcurrentHashMap.newKeySet();
 
-    StoreWrites(String name, Store store, Backoff backoff, Duration maxBackoff, EngineEvents events) {
+    /** The log lines of each failing operation, bounded through an outage. */
+    private final Map<String, OutageLog> outages = new ConcurrentHashMap<>();
+    private final EngineRuntime runtime;
+
+    StoreWrites(String name, Store store, Backoff backoff, Duration maxBackoff, EngineEvents events,
+                EngineRuntime runtime) {
+        this.runtime = runtime;
         this.name = name;
         this.store = store;
         this.backoff = backoff;
@@ -173,11 +179,16 @@ final class StoreWrites {
      *
      * @return whether the call succeeded
      */
+    private OutageLog outage(String operation) {
+        return outages.computeIfAbsent(operation, o -> new OutageLog(log, name, o, runtime));
+    }
+
     private boolean retryUntilDone(String operation, Runnable call, Latch stop, RuntimeException[] refusal) {
         Backoff.Sequence waits = backoff.sequence();
         while (true) {
             try {
                 call.run();
+                outage(operation).succeeded();
                 return true;
             } catch (RuntimeException e) {
                 if (!isRetriable(e)) {
@@ -189,7 +200,7 @@ final class StoreWrites {
                     return false;
                 }
                 Duration wait = waits.next();
-                log.warn("{}: {} failed; retrying in {}", name, operation, wait, e);
+                outage(operation).failed(wait, e);
                 events.failure(operation, e);
                 try {
                     if (stop.await(wait.toNanos())) {
