@@ -249,6 +249,9 @@ final class SettleLoop implements Runnable {
             String reason = Excerpt.of((permanent ? "permanent failure: " : "failed " + v.attempts()
                     + " times, last: ") + EngineEvents.describe(cause), Excerpt.MAX_REASON_LENGTH);
             b.parkReasons.put(r.id(), reason);
+            // The failure that parks it is recorded like every other (its retryLater runs before the park), so
+            // the parked row counts the same attempts as the listener is told: every failed delivery.
+            b.retryAt.put(r.id(), now);
             b.parkedNow.add(new ParkedRecord(r.id(), r.topic(), r.key(), v.attempts(), reason, now));
         } else {
             b.retryAt.put(r.id(), v.nextAttemptAt());

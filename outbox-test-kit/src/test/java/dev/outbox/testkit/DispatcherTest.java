@@ -335,6 +335,7 @@ class DispatcherTest {
         assertThat(store.parkedRows()).singleElement().satisfies(p -> {
             assertThat(p.key()).isEqualTo("poison");
             assertThat(p.reason()).contains("permanent");
+            assertThat(p.attempts()).as("the one failed delivery, as the listener is told").isEqualTo(1);
         });
         assertThat(events.parked).singleElement().satisfies(p -> {
             assertThat(p.key()).isEqualTo("poison");
@@ -357,7 +358,8 @@ class DispatcherTest {
         assertThat(broker.deliveredCount()).isEqualTo(300);
         assertThat(store.parkedRows()).hasSize(2).allSatisfy(p -> {
             assertThat(p.key()).isEqualTo("cursed");
-            assertThat(p.attempts()).as("failures recorded by retryLater before the last one").isEqualTo(2);
+            assertThat(p.attempts()).as("every failed delivery, the last one included, as the listener says")
+                    .isEqualTo(3);
             assertThat(p.reason()).contains("failed 3 times");
         });
         assertThat(events.parked).extracting(ParkedRecord::attempts).containsExactly(3, 3);
