@@ -374,12 +374,18 @@ final class SettleLoop implements Runnable {
         } finally {
             state.lock.unlock();
         }
+        if (stuck.isEmpty()) {
+            return;
+        }
+        // One line for all the records found stuck together (a broker outage holds every record in flight), each
+        // still reported to the listener.
+        OutboxRecord first = stuck.get(0).record();
+        log.warn("{}: {} record(s) unacknowledged after {}; their keys wait for the broker (the first: record {},"
+                + " key {})", name, stuck.size(), config.queueTimeout(), first.id(), Excerpt.of(first.key()));
         for (Flight f : stuck) {
-            TimeoutException e = new TimeoutException("record " + f.record().id() + " (key "
+            events.failure("send", new TimeoutException("record " + f.record().id() + " (key "
                     + Excerpt.of(f.record().key()) + ") unacknowledged after " + config.queueTimeout()
-                    + "; its key waits for the broker");
-            log.warn("{}: {}", name, e.getMessage());
-            events.failure("send", e);
+                    + "; its key waits for the broker"));
         }
     }
 }
