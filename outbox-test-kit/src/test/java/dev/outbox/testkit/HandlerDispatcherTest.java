@@ -191,7 +191,7 @@ class HandlerDispatcherTest {
         assertThat(handled.indexOf("c1:ok-1")).isLessThan(handled.indexOf("c1:ok-2"));
         assertThat(store.parkedRows()).hasSize(2).anySatisfy(p -> {
             assertThat(p.key()).isEqualTo("c1");
-            assertThat(p.attempts()).as("no retry was recorded before the park").isZero();
+            assertThat(p.attempts()).as("parked at its one failed delivery, without a retry").isEqualTo(1);
             assertThat(p.reason()).contains("permanent", "the warehouse does not stock item 42");
         }).anySatisfy(p -> {
             assertThat(p.topic()).isEqualTo("nobody-listens");
