@@ -123,9 +123,9 @@ public final class DispatcherHealth {
     }
 
     /**
-     * While leading: since when the harvest's reads of the store have failed (the first failed read, mark or epoch
-     * increment after the last successful read), for example because the database is down or unreachable; empty
-     * while reads succeed and on an instance that does not lead. Then {@link #isUp()} is false.
+     * While leading: since when the store's calls have failed (the first failed read, mark, epoch increment, purge,
+     * retry or park after the last successful read), for example because the database is down or unreachable; empty
+     * once a read succeeds, and on an instance that does not lead. Then {@link #isUp()} is false.
      *
      * @return when the failing began (dispatcher's clock), or empty
      */

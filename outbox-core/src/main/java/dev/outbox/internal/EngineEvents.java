@@ -27,8 +27,12 @@ import java.util.function.IntSupplier;
  */
 final class EngineEvents {
     private static final Logger log = LoggerFactory.getLogger(DefaultDispatcher.class);
-    /** The operations whose failure means the harvest cannot read the store. */
-    private static final Set<String> HARVEST_READS = Set.of("read", "mark", "fence");
+    /**
+     * The store calls whose failure means the store cannot be reached: the harvest's reads, the epoch increment, and
+     * the settle thread's writes (a leader whose in-flight window is full of records whose purge fails reads nothing,
+     * and must not look healthy for that).
+     */
+    private static final Set<String> STORE_CALLS = Set.of("read", "mark", "fence", "purge", "retryLater", "park");
 
     final String name;
     final Callbacks callbacks;
@@ -50,13 +54,13 @@ final class EngineEvents {
     }
 
     /**
-     * Remembers a failed operation for health and tells the listener. A store error of the harvest's reads (read,
-     * mark, or the epoch increment that precedes them) marks the store unreachable until a read succeeds.
+     * Remembers a failed operation for health and tells the listener. A store error of a store call (the harvest's
+     * reads, the epoch increment, the settle thread's writes) marks the store unreachable until a read succeeds.
      */
     void failure(String operation, Throwable e) {
         Instant at = clock.instant();
         health.failed(operation, describe(e), at);
-        if (HARVEST_READS.contains(operation) && unwrap(e) instanceof StoreException
+        if (STORE_CALLS.contains(operation) && unwrap(e) instanceof StoreException
                 && !(unwrap(e) instanceof StoreFencedException)) {
             health.readFailed(at);
         }

@@ -203,6 +203,12 @@ final class NodeStore implements Store, MarkHarvest, CursorHarvest, CommitSignal
     }
 
     @Override
+    public Optional<java.time.Duration> oldestAge() {
+        check("oldestAge");
+        return own(Gauges.class).oldestAge();
+    }
+
+    @Override
     public OptionalLong retainedBytes() {
         return own(Gauges.class).retainedBytes();
     }
