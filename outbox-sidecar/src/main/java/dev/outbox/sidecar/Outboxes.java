@@ -150,20 +150,20 @@ public final class Outboxes implements SmartLifecycle, AutoCloseable {
                     .config(config)
                     .name("outbox".equals(o.getDispatcher().getName()) ? name : o.getDispatcher().getName())
                     .listener(status);
-            dev.outbox.spring.OutboxDispatcherProperties.Election election;
+            dev.outbox.spring.LeaderElection election;
             try {
                 election = o.getDispatcher().election(prefix + ".dispatcher.leader-election");
             } catch (OutboxConfigurationException e) {
                 throw translate(e, raw);
             }
-            if (election == dev.outbox.spring.OutboxDispatcherProperties.Election.DATABASE) {
+            if (election == dev.outbox.spring.LeaderElection.DATABASE) {
                 try {
                     dev.outbox.spring.OutboxDatabaseElection.apply(b, store.store(), config, broker.deliveryTimeout(),
                             prefix + ".dispatcher.leader-election");
                 } catch (OutboxConfigurationException e) {
                     throw translate(e, raw);
                 }
-            } else if (election == dev.outbox.spring.OutboxDispatcherProperties.Election.KAFKA) {
+            } else if (election == dev.outbox.spring.LeaderElection.KAFKA) {
                 try {
                     int shards = dev.outbox.spi.Sharding.of(store.store());
                     if (shards > 1) {

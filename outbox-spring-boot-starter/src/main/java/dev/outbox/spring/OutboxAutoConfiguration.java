@@ -138,8 +138,8 @@ public class OutboxAutoConfiguration {
             OutboxDispatcherProperties d = properties.getDispatcher();
             OutboxKafkaProperties k = properties.getKafka();
             boolean handlers = properties.getBroker() == OutboxProperties.Broker.HANDLERS;
-            OutboxDispatcherProperties.Election election = d.election("outbox.dispatcher.leader-election");
-            if (!handlers || election == OutboxDispatcherProperties.Election.KAFKA) {
+            LeaderElection election = d.election("outbox.dispatcher.leader-election");
+            if (!handlers || election == LeaderElection.KAFKA) {
                 OutboxKafkaClients.requireBootstrapServers(env);
             }
             DispatcherConfig config = dispatcherConfig(d);
@@ -157,15 +157,15 @@ public class OutboxAutoConfiguration {
             try {
                 Dispatcher.Builder b = Dispatcher.builder(store, broker).config(config);
                 set("outbox.dispatcher.name", d.getName(), b::name);
-                if (election == OutboxDispatcherProperties.Election.DATABASE) {
+                if (election == LeaderElection.DATABASE) {
                     OutboxDatabaseElection.apply(b, store, config, deliveryTimeout,
                             "outbox.dispatcher.leader-election");
-                } else if (election == OutboxDispatcherProperties.Election.KAFKA
+                } else if (election == LeaderElection.KAFKA
                         && dev.outbox.spi.Sharding.of(store) > 1) {
                     b.leaderTransport(OutboxKafkaClients.shardedLeaderTransport(
                             OutboxKafkaClients.connectionProperties(kafkaProperties), leaderTopic(k, env),
                             dev.outbox.spi.Sharding.of(store), k, config, deliveryTimeout, env));
-                } else if (election == OutboxDispatcherProperties.Election.KAFKA) {
+                } else if (election == LeaderElection.KAFKA) {
                     b.leaderTransport(OutboxKafkaClients.leaderTransport(
                             OutboxKafkaClients.connectionProperties(kafkaProperties), leaderTopic(k, env), k, config,
                             deliveryTimeout, env));

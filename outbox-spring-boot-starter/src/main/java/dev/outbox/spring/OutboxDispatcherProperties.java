@@ -87,16 +87,6 @@ public final class OutboxDispatcherProperties {
         this.enabled = enabled;
     }
 
-    /** How the dispatchers of one outbox elect their leader ({@code leader-election}). */
-    public enum Election {
-        /** A Kafka consumer group on the leader topic ({@code KafkaLeaderTransport}); needs Kafka. */
-        KAFKA,
-        /** A lease in the outbox's own database ({@code SqlLeaderTransport}); needs a SQL store. */
-        DATABASE,
-        /** None: this instance always leads; only when exactly one instance runs a dispatcher for this outbox. */
-        NONE
-    }
-
     /**
      * {@return how instances elect the leader: {@code kafka} (the default), {@code database} or {@code none}, as set}
      * Bound from the {@code leader-election} property; {@link #election(String)} reads it.
@@ -124,16 +114,8 @@ public final class OutboxDispatcherProperties {
      * @return the election
      * @throws OutboxConfigurationException naming {@code key} and the value if it is none of the choices
      */
-    public Election election(String key) {
-        String v = leaderElection == null ? "" : leaderElection.trim().toLowerCase(java.util.Locale.ROOT);
-        return switch (v) {
-            case "kafka", "true" -> Election.KAFKA;
-            case "database" -> Election.DATABASE;
-            case "none", "false" -> Election.NONE;
-            default -> throw new OutboxConfigurationException(key, "is '" + leaderElection + "'; it takes kafka,"
-                    + " database or none", "set it to kafka (a Kafka consumer group), database (a lease in the"
-                    + " outbox's database) or none (a single dispatcher)", null);
-        };
+    public LeaderElection election(String key) {
+        return LeaderElection.parse(key, leaderElection);
     }
 
     /**
