@@ -40,9 +40,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  *
  * <p>Two runs of {@link #RUN} each in one JVM, a fresh dispatcher and broker each: without the bad rows, then with
  * them. Asserted: the healthy keys' p99 commit → ack (the row's {@code created_at}, the database's clock on this
- * machine, to the broker's acknowledgement) with the bad rows is at most twice that without them — or 50 ms more,
- * whichever is larger, since a p99 of a few milliseconds doubles with one collector pause on two busy cores (the
- * stall this guards against is 80 times that) — and every bad row is parked with a reason naming the topic.
+ * machine, to the broker's acknowledgement) with the bad rows is at most {@link #STALL_MARGIN} above that without
+ * them, and every bad row is parked with a reason naming the topic. The margin is a fifth of the stall this guards
+ * against (each bad row held every key for {@code max.block.ms}, 5 s, so about a quarter of the healthy rows waited
+ * seconds): a speed comparison is not this test's business (it failed once at 2× under a loaded CI machine, 108 ms
+ * against 42 ms without bad rows), a stall is.
  */
 @Timeout(value = 3, unit = TimeUnit.MINUTES)
 class MissingTopicEndToEndTest {
@@ -50,6 +52,8 @@ class MissingTopicEndToEndTest {
     static final int RATE = 1_000;
     static final int KEYS = 1_000;
     static final Duration BAD_ROW_EVERY = Duration.ofSeconds(6);
+    /** How much later the healthy keys' p99 may be with the bad rows: a fifth of the 5 s stall they caused before. */
+    static final Duration STALL_MARGIN = Duration.ofSeconds(1);
 
     @Test
     void aRowForATopicThatDoesNotExistHoldsUpNoOtherKey() throws Exception {
@@ -72,7 +76,7 @@ class MissingTopicEndToEndTest {
                         + " ms; with %d bad rows p50 %.1f p99 %.1f max %.1f ms%n", without.p(0.5), without.p(0.99),
                 without.p(1), with.badRows, with.p(0.5), with.p(0.99), with.p(1));
         assertThat(with.badRows).as("bad rows written").isGreaterThanOrEqualTo(3);
-        double bound = Math.max(2 * without.p(0.99), without.p(0.99) + 50);
+        double bound = without.p(0.99) + STALL_MARGIN.toMillis();
         assertThat(with.p(0.99)).as("healthy p99 (ms) with bad rows, against %.1f without", without.p(0.99))
                 .isLessThanOrEqualTo(bound);
 

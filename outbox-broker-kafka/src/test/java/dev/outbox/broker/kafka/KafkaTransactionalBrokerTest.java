@@ -216,8 +216,10 @@ class KafkaTransactionalBrokerTest {
             MessageBroker s1 = broker.forShard(1);
             assertThat(((KafkaMessageBroker) s0).transactionalId()).isEqualTo("shards-" + topic + "-shard-0");
             assertThat(((KafkaMessageBroker) s1).transactionalId()).isEqualTo("shards-" + topic + "-shard-1");
-            acknowledged(s0.send(record(topic, "a", "s0")));
-            acknowledged(s1.send(record(topic, "b", "s1"))); // a different id: s0 is not fenced
+            // A topic just created may not be in every broker's metadata yet: a retriable failure, retried as the
+            // engine would.
+            acknowledgedWithin3Attempts(() -> s0.send(record(topic, "a", "s0")));
+            acknowledgedWithin3Attempts(() -> s1.send(record(topic, "b", "s1"))); // a different id: s0 is not fenced
             acknowledged(s0.send(record(topic, "a", "s0-2")));
             assertThat(broker.fencedRecords()).isZero();
             assertThat(broker.committedTransactions()).isEqualTo(3);
