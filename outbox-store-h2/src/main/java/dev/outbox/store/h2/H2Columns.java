@@ -5,6 +5,7 @@ import dev.outbox.spi.MarkedRow;
 import dev.outbox.spi.RowChecks;
 import dev.outbox.store.sql.SqlColumns;
 
+import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -71,6 +72,13 @@ final class H2Columns implements SqlColumns {
             headers.add(Header.of(name, (byte[]) values[i]));
         }
         return headers;
+    }
+
+    /** Binds the headers as two parallel arrays, names and values, from {@code index}; returns the next index. */
+    static int bindHeaders(Connection c, PreparedStatement s, int index, List<Header> headers) throws SQLException {
+        s.setArray(index, c.createArrayOf("VARCHAR", headers.stream().map(Header::name).toArray()));
+        s.setArray(index + 1, c.createArrayOf("VARBINARY", headers.stream().map(Header::value).toArray()));
+        return index + 2;
     }
 
     /** H2's text holds any string. */

@@ -13,14 +13,15 @@ import java.util.List;
 
 /**
  * H2's statements for one outbox table, as data: the shared ones ({@link #shared}, run by {@code SqlStore}) and
- * those of the mark, the read and the replay. Ids are bound as one {@code BIGINT ARRAY} ({@code = ANY(?)},
- * {@code UNNEST(?, ?)}); a write is fenced by a locking read of the leader row first ({@code FOR UPDATE}: H2 has no
- * shared row lock and no data-modifying CTE). The mark marks and returns rows in one statement ({@code SELECT ... FROM
- * FINAL TABLE (UPDATE ...)}); {@code read} is the read's {@code SELECT ... WHERE} before its conditions
- * ({@link #readSql}); the others are the replay's steps ({@link H2Store#replay}). Immutable and thread-safe.
+ * those of the publisher's insert, the mark, the read and the replay. Ids are bound as one {@code BIGINT ARRAY}
+ * ({@code = ANY(?)}, {@code UNNEST(?, ?)}); a write is fenced by a locking read of the leader row first
+ * ({@code FOR UPDATE}: H2 has no shared row lock and no data-modifying CTE). The mark marks and returns rows in one
+ * statement ({@code SELECT ... FROM FINAL TABLE (UPDATE ...)}); {@code read} is the read's {@code SELECT ... WHERE}
+ * before its conditions ({@link #readSql}); the others are the replay's steps ({@link H2Store#replay}). Immutable
+ * and thread-safe.
  */
-record H2Statements(String mark, String read, String lockKeys, String behind, String requeue, String moveBack,
-                    String unpark, String delete) {
+record H2Statements(String insert, String mark, String read, String lockKeys, String behind, String requeue,
+                    String moveBack, String unpark, String delete) {
 
     /** The columns an outbox row moves to the parked table with. */
     private static final String ROW = "id, create_time, topic, \"key\", \"value\", header_names, header_values, leader_id, attempts, message_id";
@@ -67,7 +68,7 @@ record H2Statements(String mark, String read, String lockKeys, String behind, St
     static H2Statements of(SqlTable t) {
         String o = t.outbox();
         String p = t.parked();
-        return new H2Statements(
+        return new H2Statements("INSERT INTO " + o + " (" + PAYLOAD + ") VALUES (?, ?, ?, ?, ?, ?)",
                 "SELECT " + COLUMNS + " FROM FINAL TABLE (UPDATE " + o + " SET leader_id = ? WHERE id IN (SELECT id FROM "
                         + o + " WHERE leader_id IS NULL OR leader_id <> ? ORDER BY id LIMIT ?)) ORDER BY id",
                 "SELECT " + COLUMNS + " FROM " + o + " WHERE ",

@@ -11,6 +11,7 @@ import dev.outbox.store.sql.SqlChecks;
 import dev.outbox.store.sql.SqlDialect;
 import dev.outbox.store.sql.SqlErrors;
 import dev.outbox.store.sql.SqlFencing;
+import dev.outbox.store.sql.SqlBatchPublisher;
 import dev.outbox.store.sql.SqlPublisher;
 import dev.outbox.store.sql.SqlLeaseStatements;
 import dev.outbox.store.sql.SqlStore;
@@ -63,7 +64,7 @@ public final class H2Store extends SqlStore {
             H2Columns.INSTANCE, true);
 
     private final H2Statements statements;
-    private final H2Publisher publisher;
+    private final SqlBatchPublisher publisher;
     private final LateCommitWindow window;
 
     private H2Store(Builder builder) {
@@ -74,7 +75,8 @@ public final class H2Store extends SqlStore {
         }
         this.statements = H2Statements.of(sqlTable());
         this.window = LateCommitWindow.of(builder.lateCommitWindow);
-        this.publisher = new H2Publisher(names, maxKeyLength(), decorators(), ERRORS);
+        this.publisher = new SqlBatchPublisher(names.outbox(), statements.insert(), maxKeyLength(), decorators(),
+                DIALECT, H2Columns::bindHeaders);
         wakeOnCommitted(publisher);
     }
 
@@ -133,7 +135,7 @@ public final class H2Store extends SqlStore {
     @Override
     protected MarkResult mark(UUID leaderId, int limit, long fence) {
         Objects.requireNonNull(leaderId, "leaderId must not be null");
-        limit(limit);
+        SqlChecks.limit(limit);
         requireShards();
         String operation = "marking up to " + limit + " rows of " + names.outbox() + " for leader " + leaderId;
         return transactions().inTransaction(operation, sqlStatements().prologue(), handle -> {
@@ -185,7 +187,7 @@ public final class H2Store extends SqlStore {
      */
     @Override
     public int replay(Collection<Long> ids) {
-        List<Long> sorted = ids("ids", ids);
+        List<Long> sorted = SqlChecks.ids("ids", ids);
         if (sorted.isEmpty()) {
             return 0;
         }
@@ -231,11 +233,7 @@ public final class H2Store extends SqlStore {
         }
     }
 
-    /**
-     * How long a read's gap is rechecked before it is taken to have rolled back.
-     *
-     * @return the late-commit window set on the builder (default 60 s), between 1 ms and a day
-     */
+    /** {@return how long a read's gap is rechecked: the window set on the builder, default 60 s} */
     public Duration lateCommitWindow() {
         return window.window();
     }
@@ -261,7 +259,6 @@ public final class H2Store extends SqlStore {
          * @throws NullPointerException if {@code lateCommitWindow} is null
          * @throws IllegalArgumentException naming the bad value if it is below 1 ms or above a day
          */
-
         public Builder lateCommitWindow(Duration lateCommitWindow) {
             this.lateCommitWindow = LateCommitWindow.check(lateCommitWindow);
             return this;

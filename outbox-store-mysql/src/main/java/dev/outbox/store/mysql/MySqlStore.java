@@ -7,6 +7,7 @@ import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
 import dev.outbox.store.sql.LateCommitWindow;
 import dev.outbox.store.sql.SqlLeaseStatements;
+import dev.outbox.store.sql.SqlChecks;
 import dev.outbox.store.sql.SqlStore;
 import org.jdbi.v3.core.Handle;
 import org.jdbi.v3.core.Jdbi;
@@ -321,7 +322,7 @@ public final class MySqlStore extends SqlStore {
             throw new IllegalArgumentException("leaderId must not be the nil UUID " + MySqlHarvest.NIL
                     + ": in leader_id it stands for an unmarked row");
         }
-        limit(limit);
+        SqlChecks.limit(limit);
         requireShards();
         return harvest.mark(leaderId, limit, fence, whileLocked, "marking up to " + limit + " rows of "
                 + names.outbox() + shardName() + " for leader " + leaderId);
@@ -369,7 +370,7 @@ public final class MySqlStore extends SqlStore {
      */
     @Override
     public int replay(Collection<Long> ids) {
-        List<Long> sorted = ids("ids", ids);
+        List<Long> sorted = SqlChecks.ids("ids", ids);
         if (sorted.isEmpty()) {
             return 0;
         }

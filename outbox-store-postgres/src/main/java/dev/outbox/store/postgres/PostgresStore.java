@@ -303,7 +303,7 @@ public final class PostgresStore extends SqlStore {
     @Override
     protected MarkResult mark(UUID leaderId, int limit, long fence) {
         Objects.requireNonNull(leaderId, "leaderId must not be null");
-        limit(limit);
+        SqlChecks.limit(limit);
         if (wal != null) {
             throw new UnsupportedOperationException("the WAL harvest of " + names.outbox() + " has no mark: harvest it"
                     + " with DispatcherConfig.Harvest.CURSOR (the default)");
@@ -327,7 +327,7 @@ public final class PostgresStore extends SqlStore {
         }
         SqlChecks.after(after);
         Objects.requireNonNull(recheck, "recheck must not be null");
-        return wal.read(after, recheck, limit(limit));
+        return wal.read(after, recheck, SqlChecks.limit(limit));
     }
 
     @Override
@@ -385,7 +385,7 @@ public final class PostgresStore extends SqlStore {
         if (wal == null) {
             super.purge(ids, fence);
         } else {
-            wal.finished(ids("ids", ids));
+            wal.finished(SqlChecks.ids("ids", ids));
         }
     }
 
@@ -397,7 +397,7 @@ public final class PostgresStore extends SqlStore {
         }
         Objects.requireNonNull(leaderId, "leaderId must not be null");
         Map<Long, Instant> now = new TreeMap<>();
-        ids("ids", ids).forEach(id -> now.put(id, Instant.now()));
+        SqlChecks.ids("ids", ids).forEach(id -> now.put(id, Instant.now()));
         wal.retryLater(now);
     }
 
@@ -432,7 +432,7 @@ public final class PostgresStore extends SqlStore {
      */
     @Override
     public int replay(Collection<Long> ids) {
-        Long[] array = ids("ids", ids).toArray(new Long[0]);
+        Long[] array = SqlChecks.ids("ids", ids).toArray(new Long[0]);
         if (array.length == 0) {
             return 0;
         }

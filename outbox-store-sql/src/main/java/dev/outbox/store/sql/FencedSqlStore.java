@@ -22,6 +22,9 @@ final class FencedSqlStore implements Store, MarkHarvest {
     private final long fence;
 
     FencedSqlStore(SqlStore store, long fence) {
+        if (fence < 1) {
+            throw new IllegalArgumentException("epoch must be at least 1 (one acquireEpoch() returned): " + fence);
+        }
         this.store = store;
         this.fence = fence;
     }

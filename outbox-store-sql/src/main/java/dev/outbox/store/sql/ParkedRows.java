@@ -37,7 +37,7 @@ final class ParkedRows {
     }
 
     List<ParkedRecord> parked(int limit) {
-        SqlStore.limit(limit);
+        SqlChecks.limit(limit);
         return tx.inTransaction("listing parked rows of " + table, sql.prologue(), handle -> {
             try (PreparedStatement statement = tx.prepare(handle.getConnection(), sql.parked())) {
                 statement.setInt(1, limit);
@@ -90,7 +90,7 @@ final class ParkedRows {
     }
 
     int discard(Collection<Long> ids) {
-        List<Long> sorted = SqlStore.ids("ids", ids);
+        List<Long> sorted = SqlChecks.ids("ids", ids);
         if (sorted.isEmpty()) {
             return 0;
         }

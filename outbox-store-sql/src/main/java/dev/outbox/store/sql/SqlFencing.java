@@ -5,6 +5,7 @@ import dev.outbox.spi.StoreFencedException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.util.List;
 
 /**
  * Storage fencing's checks, the same for every SQL store: a fenced write either runs a fenced statement that
@@ -57,5 +58,30 @@ public final class SqlFencing {
         try (PreparedStatement statement = tx.prepare(connection, fenceLock)) {
             check(operation, fence, IdBinding.firstLong(statement));
         }
+    }
+
+    /**
+     * Increments the leader table's epoch row and returns the new epoch, in one transaction: the dialect's
+     * {@link SqlStatements#takeEpoch()} statements, the last of which reads the epoch. The increment takes the row's
+     * lock, so it waits for every fenced write under way.
+     *
+     * @param tx        the store's transactions
+     * @param sql       the store's statements
+     * @param operation what is done, for an exception's message
+     * @return the new epoch
+     */
+    static long acquireEpoch(SqlTransactions tx, SqlStatements sql, String operation) {
+        return tx.inTransaction(operation, sql.prologue(), handle -> {
+            List<String> statements = sql.takeEpoch();
+            for (int i = 0; i < statements.size() - 1; i++) {
+                try (PreparedStatement statement = tx.prepare(handle.getConnection(), statements.get(i))) {
+                    statement.executeUpdate();
+                }
+            }
+            try (PreparedStatement statement = tx.prepare(handle.getConnection(),
+                    statements.get(statements.size() - 1))) {
+                return IdBinding.firstLong(statement);
+            }
+        });
     }
 }

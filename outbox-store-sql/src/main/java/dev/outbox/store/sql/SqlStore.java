@@ -25,12 +25,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import javax.sql.DataSource;
-import java.io.IOException;
-import java.io.InputStream;
 import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Collection;
@@ -39,14 +34,13 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.UUID;
 import java.util.function.Function;
 
 /**
- * The SQL store, run once for every database: the builder's settings, shards, storage fencing, the batch writes
- * (purge, reset, failure record, park), the parked area, the gauges (backlog, parked count, oldest create time),
- * the DDL template, and how a call takes a connection and runs its transaction ({@link SqlTransactions}). Each
+ * The SQL store, run once for every database, and the face of its rooms: shards ({@code SqlShards}), storage
+ * fencing ({@link SqlFencing}), the batch writes ({@code SqlBatchWrites}), the parked area ({@code ParkedRows}), the
+ * gauges ({@code SqlGauges}), the DDL template, and how a call runs its transaction ({@link SqlTransactions}). Each
  * database supplies its statements as data ({@link SqlStatements}, {@link SqlDialect}) and what truly differs: the
  * mark ({@link #mark(UUID, int, long)}), the cursor read and its late-commit rule ({@link #readRows}), the replay,
  * and how its DDL is applied ({@link #createTables}, {@link #reshardSql}).
@@ -75,6 +69,9 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     private final SqlTable table;
     private final SqlStatements sql;
     private final ParkedRows parkedRows;
+    private final SqlGauges gauges;
+    private final SqlBatchWrites writes;
+    private final SqlShards shardState;
     private final Duration statementTimeout;
     private final int maxKeyLength;
     private final MessageDecorators decorators;
@@ -83,9 +80,6 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     /** The shard this store object is the view of ({@link #shard}), or -1 for the whole outbox. */
     private final int shardIndex;
     /** Whether {@link #checkShards()} found the table's shard count to be {@link #shardCount}; checked once. */
-    private volatile boolean shardsChecked;
-    /** The views of the shards, made at the first {@link #shard} call of a sharded whole; guarded by this. */
-    private SqlStore[] views;
 
     /**
      * Takes the builder's settings for the whole outbox ({@code shardIndex} -1) or for the view of one of its shards
@@ -111,6 +105,9 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         this.table = new SqlTable(names, this.shardIndex, shardCount, statementTimeout);
         this.sql = Objects.requireNonNull(statements.apply(table), "statements");
         this.parkedRows = new ParkedRows(tx, sql, dialect.columns(), dialect.ids(), names.parked());
+        this.gauges = new SqlGauges(tx, sql, dialect.columns(), names.outbox());
+        this.writes = new SqlBatchWrites(tx, sql, dialect, names.outbox());
+        this.shardState = new SqlShards(tx, sql, names.outbox(), shardCount);
     }
 
     // ------------------------------------------------------------------------------------------ shards
@@ -133,11 +130,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         return shardCount;
     }
 
-    /**
-     * The shard this store is the view of, or -1 for the whole outbox.
-     *
-     * @return the shard's index from 0, or -1
-     */
+    /** {@return the shard this store is the view of, from 0, or -1 for the whole outbox} */
     protected final int shardIndex() {
         return shardIndex;
     }
@@ -150,18 +143,9 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      * Each view is made once.
      */
     @Override
-    public final synchronized Store shard(int index) {
+    public final Store shard(int index) {
         OutboxShards.checkIndex(index, shards());
-        if (shards() == 1) {
-            return this;
-        }
-        if (views == null) {
-            views = new SqlStore[shardCount];
-        }
-        if (views[index] == null) {
-            views[index] = view(index);
-        }
-        return views[index];
+        return shards() == 1 ? this : shardState.view(index, this::view);
     }
 
     /**
@@ -205,36 +189,12 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      *                        cannot be read from it
      */
     public final void checkShards() {
-        if (shardsChecked) {
-            return;
-        }
-        Optional<String> expression = shardExpression();
-        int tableShards = expression.isEmpty() ? 1 : ShardColumn.countOf(expression.get());
-        if (tableShards != shardCount) {
-            throw new StoreException(names.outbox() + " is made for " + tableShards + " shard(s)"
-                    + (expression.isEmpty() ? " (it has no generated shard column, or does not exist yet)"
-                    : " (its shard column is " + expression.get() + ")") + ", but this store is configured with "
-                    + shardCount + " shard(s): start every dispatcher with shards(" + tableShards + "), or change the"
-                    + " table's count while no dispatcher runs (README, \"Sharded harvest\")", null, false);
-        }
-        shardsChecked = true;
-    }
-
-    /** The generation expression of the outbox table's {@code shard} column; empty if it has none. */
-    private Optional<String> shardExpression() {
-        return tx.inTransaction("reading the shard column of " + names.outbox(), sql.prologue(), handle -> {
-            try (PreparedStatement statement = tx.prepare(handle.getConnection(), sql.shardExpression());
-                 ResultSet rs = statement.executeQuery()) {
-                return rs.next() ? Optional.ofNullable(rs.getString(1)) : Optional.empty();
-            }
-        });
+        shardState.check();
     }
 
     /** Runs {@link #checkShards()} before a harvest call. */
     protected final void requireShards() {
-        if (!shardsChecked) {
-            checkShards();
-        }
+        shardState.check();
     }
 
     // ------------------------------------------------------------------------------------------ storage fencing
@@ -258,15 +218,6 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     }
 
     /**
-     * Whether the store reads by cursor or stream ({@link CursorHarvest}); true: every SQL store reads by cursor.
-     *
-     * @return true by default
-     */
-    protected boolean hasRead() {
-        return true;
-    }
-
-    /**
      * Whether the store lists its parked keys and its replay moves a replayed key's later rows behind the replayed
      * ones ({@link ParkedKeys}); true unless a subclass cannot.
      *
@@ -277,14 +228,14 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     }
 
     /**
-     * {@inheritDoc} {@link StorageFencing} with {@link Builder#fencing} on; {@link MarkHarvest}, {@link CursorHarvest}
-     * and {@link ParkedKeys} as the subclass says ({@link #hasMark()}, {@link #hasRead()}, {@link #hasParkedKeys()});
-     * every other capability always.
+     * {@inheritDoc} {@link StorageFencing} with {@link Builder#fencing} on; {@link MarkHarvest} and
+     * {@link ParkedKeys} as the subclass says ({@link #hasMark()}, {@link #hasParkedKeys()}); every other capability
+     * (a {@link CursorHarvest} read among them: every SQL store reads by cursor or stream) always.
      */
     @Override
     public <T> Optional<T> capability(Class<T> type) {
         boolean has = type == StorageFencing.class ? fencing() : type == MarkHarvest.class ? hasMark()
-                : type == CursorHarvest.class ? hasRead() : type != ParkedKeys.class || hasParkedKeys();
+                : type != ParkedKeys.class || hasParkedKeys();
         return has ? Store.super.capability(type) : Optional.empty();
     }
 
@@ -308,28 +259,14 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     public final long acquireEpoch() {
         requireFencing("acquireEpoch");
         requireShards();
-        return tx.inTransaction("taking the leader epoch" + shardName() + " in " + names.leader() + " (storage"
-                + " fencing: the table is created by createSchema() and the shipped migrations; Builder.fencing(false)"
-                + " turns fencing off)", sql.prologue(), handle -> {
-                    List<String> statements = sql.takeEpoch();
-                    for (int i = 0; i < statements.size() - 1; i++) {
-                        try (PreparedStatement statement = tx.prepare(handle.getConnection(), statements.get(i))) {
-                            statement.executeUpdate();
-                        }
-                    }
-                    try (PreparedStatement statement = tx.prepare(handle.getConnection(),
-                            statements.get(statements.size() - 1))) {
-                        return IdBinding.firstLong(statement);
-                    }
-                });
+        return SqlFencing.acquireEpoch(tx, sql, "taking the leader epoch" + shardName() + " in " + names.leader()
+                + " (storage fencing: the table is created by createSchema() and the shipped migrations;"
+                + " Builder.fencing(false) turns fencing off)");
     }
 
     @Override
     public final Store fencedBy(long epoch) {
         requireFencing("fencedBy");
-        if (epoch < 1) {
-            throw new IllegalArgumentException("epoch must be at least 1 (one acquireEpoch() returned): " + epoch);
-        }
         return new FencedSqlStore(this, epoch);
     }
 
@@ -339,8 +276,6 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
                     + (fencing ? " (the WAL harvest is not fenced)" : " (Builder.fencing(false))"));
         }
     }
-
-    // ------------------------------------------------------------------------------------------ leases
 
     /**
      * This database's statements for leader election in the database ({@link SqlLeaderTransport}); empty (the
@@ -380,11 +315,10 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     /** Checks the arguments, merges the recheck ranges ({@link IdRanges}) and reads ({@link #readRows}). */
     @Override
     public ReadResult read(long after, List<IdRange> recheck, int limit) {
-        SqlChecks.after(after);
-        List<IdRange> ranges = IdRanges.merged(recheck, after);
-        SqlChecks.limit(limit);
+        List<IdRange> ranges = IdRanges.merged(recheck, SqlChecks.after(after));
+        int checkedLimit = SqlChecks.limit(limit);
         requireShards();
-        return readRows(after, ranges, limit);
+        return readRows(after, ranges, checkedLimit);
     }
 
     /**
@@ -427,8 +361,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      * @param fence the epoch the write requires, or {@link #UNFENCED}
      */
     protected void purge(Collection<Long> ids, long fence) {
-        List<Long> sorted = SqlChecks.ids("ids", ids);
-        write("purging " + sorted.size() + " rows of " + names.outbox(), sql.purge(), sorted, null, null, fence);
+        writes.purge(ids, fence);
     }
 
     /**
@@ -439,10 +372,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      * @param fence    the epoch the write requires, or {@link #UNFENCED}
      */
     protected void reset(UUID leaderId, Collection<Long> ids, long fence) {
-        Objects.requireNonNull(leaderId, "leaderId must not be null");
-        List<Long> sorted = SqlChecks.ids("ids", ids);
-        write("resetting " + sorted.size() + " rows of " + names.outbox(), sql.reset(), sorted, null, leaderId,
-                fence);
+        writes.reset(leaderId, ids, fence);
     }
 
     /**
@@ -452,10 +382,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      * @param fence        the epoch the write requires, or {@link #UNFENCED}
      */
     protected void retryLater(Map<Long, Instant> nextAttempts, long fence) {
-        TreeMap<Long, Object> values = new TreeMap<>();
-        SqlChecks.nextAttempts(nextAttempts).forEach((id, at) -> values.put(id, dialect.columns().instantValue(at)));
-        write("recording failed deliveries of " + values.size() + " rows of " + names.outbox(), sql.retryLater(),
-                List.copyOf(values.keySet()), values, null, fence);
+        writes.retryLater(nextAttempts, fence);
     }
 
     /**
@@ -465,27 +392,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      * @param fence   the epoch the write requires, or {@link #UNFENCED}
      */
     protected void park(Map<Long, String> reasons, long fence) {
-        TreeMap<Long, String> sorted = SqlChecks.reasons(reasons, dialect.columns()::storable);
-        write("parking " + sorted.size() + " rows of " + names.outbox(), sql.park(), List.copyOf(sorted.keySet()),
-                sorted, null, fence);
-    }
-
-    /**
-     * Runs {@code write} on the ids in one transaction: fenced by its fenced statement, or by the fence lock first
-     * for a dialect without one. Nothing for no ids.
-     */
-    private void write(String operation, SqlWrite write, List<Long> ids, Map<Long, ?> values, UUID leader,
-                       long fence) {
-        if (ids.isEmpty()) {
-            return;
-        }
-        tx.inTransaction(operation, sql.prologue(), handle -> {
-            if (write.fenced() == null) {
-                SqlFencing.lock(handle.getConnection(), tx, sql.fenceLock(), operation, fence);
-            }
-            return dialect.ids().run(handle.getConnection(), tx, dialect.columns(), write, ids, values, leader,
-                    fence, operation);
-        });
+        writes.park(reasons, fence);
     }
 
     // ------------------------------------------------------------------------------------------ gauges
@@ -497,14 +404,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      */
     @Override
     public long backlog() {
-        return tx.inTransaction("counting the backlog of " + names.outbox(), sql.prologue(), handle -> {
-            try (PreparedStatement statement = tx.prepare(handle.getConnection(), sql.backlog());
-                 ResultSet rs = statement.executeQuery()) {
-                rs.next();
-                long counted = rs.getLong(1);
-                return counted <= EXACT_BACKLOG_LIMIT ? counted : Math.max(counted, (long) rs.getDouble(2));
-            }
-        });
+        return gauges.backlog();
     }
 
     /** The rows in the parked table, counted exactly (the parked table is meant to stay small). */
@@ -516,12 +416,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     /** The {@code create_time} of the row with the lowest id, found through an index. */
     @Override
     public Optional<Instant> oldestCreateTime() {
-        return tx.inTransaction("reading the head of " + names.outbox(), sql.prologue(), handle -> {
-            try (PreparedStatement statement = tx.prepare(handle.getConnection(), sql.oldest());
-                 ResultSet rs = statement.executeQuery()) {
-                return rs.next() ? Optional.ofNullable(dialect.columns().instant(rs, 1)) : Optional.empty();
-            }
-        });
+        return gauges.oldestCreateTime();
     }
 
     /**
@@ -531,29 +426,10 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      */
     @Override
     public Optional<Duration> oldestAge() {
-        return tx.inTransaction("reading the age of the head of " + names.outbox(), sql.prologue(), handle -> {
-            try (PreparedStatement statement = tx.prepare(handle.getConnection(), sql.oldest());
-                 ResultSet rs = statement.executeQuery()) {
-                if (!rs.next()) {
-                    return Optional.empty();
-                }
-                Instant created = dialect.columns().instant(rs, 1);
-                Instant now = dialect.columns().instant(rs, 2);
-                if (created == null || now == null) {
-                    return Optional.empty();
-                }
-                Duration age = Duration.between(created, now);
-                return Optional.of(age.isNegative() ? Duration.ZERO : age);
-            }
-        });
+        return gauges.oldestAge();
     }
 
     // ------------------------------------------------------------------------------------------ the parked area
-
-    @Override
-    public List<ParkedRecord> parked(int limit) {
-        return parkedRows.parked(limit);
-    }
 
     @Override
     public List<ParkedRecord> parked(ParkedQuery query) {
@@ -636,15 +512,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      * @throws UncheckedIOException  if it cannot be read
      */
     protected final String render(String resource) {
-        String template;
-        try (InputStream in = getClass().getClassLoader().getResourceAsStream(resource)) {
-            if (in == null) {
-                throw new IllegalStateException("resource " + resource + " is missing from the classpath");
-            }
-            template = new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot read " + resource, e);
-        }
+        String template = SqlTable.resource(getClass(), resource);
         return fillIn(template.replace("${outbox}", names.outbox()).replace("${parked}", names.parked())
                 .replace("${leader}", names.leader()));
     }
@@ -693,9 +561,8 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      * @throws StoreException if the DDL fails
      */
     public final void reshard() {
-        Optional<String> expression = shardExpression();
-        createTables(reshardSql(expression.isEmpty() ? 1 : ShardColumn.countOf(expression.get())));
-        shardsChecked = false;
+        createTables(reshardSql(shardState.tableShards()));
+        shardState.forget();
         checkShards();
         log.info("{} resharded to {} shard(s)", names.outbox(), shardCount);
     }
@@ -719,11 +586,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         return names.outbox();
     }
 
-    /**
-     * The parked table as it appears in SQL.
-     *
-     * @return the quoted, possibly schema-qualified name
-     */
+    /** {@return the parked table as it appears in SQL: quoted, possibly schema-qualified} */
     public final String parkedTable() {
         return names.parked();
     }
@@ -737,11 +600,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         return sql;
     }
 
-    /**
-     * The table, shard and settings this store's statements are written for.
-     *
-     * @return the table
-     */
+    /** {@return the table, shard and settings this store's statements are written for} */
     protected final SqlTable sqlTable() {
         return table;
     }
@@ -805,30 +664,6 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         return getClass().getSimpleName() + "{table=" + names.outbox() + ", statementTimeout=" + statementTimeout
                 + (shardCount == 1 ? "" : ", shards=" + shardCount) + (shardIndex < 0 ? "" : ", shard=" + shardIndex)
                 + '}';
-    }
-
-    /**
-     * Checks a mark's or a listing's {@code limit} ({@link SqlChecks#limit}).
-     *
-     * @param limit the limit
-     * @return {@code limit}
-     * @throws IllegalArgumentException if it is less than 1
-     */
-    protected static int limit(int limit) {
-        return SqlChecks.limit(limit);
-    }
-
-    /**
-     * The ids, checked, without duplicates, ascending ({@link SqlChecks#ids}).
-     *
-     * @param what the argument's name, for the exceptions' messages
-     * @param ids  the ids; not null
-     * @return a new list of the distinct ids, ascending
-     * @throws NullPointerException     if {@code ids} is null
-     * @throws IllegalArgumentException naming the position of a null id
-     */
-    protected static List<Long> ids(String what, Collection<Long> ids) {
-        return SqlChecks.ids(what, ids);
     }
 
     /**

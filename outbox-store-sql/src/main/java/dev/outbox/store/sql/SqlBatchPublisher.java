@@ -1,0 +1,92 @@
+package dev.outbox.store.sql;
+
+import dev.outbox.Header;
+import dev.outbox.MessageIds;
+import dev.outbox.OutboxMessage;
+import dev.outbox.spi.MessageDecorators;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * The publisher a SQL dialect gets without writing one: every message is one prepared single-row {@code INSERT}
+ * added to a JDBC batch, in list order, so that the ids follow the list. The statement's parameters are the topic,
+ * the key, the value, the headers (one parameter or more, as the dialect's {@link HeadersBinder} binds them) and
+ * the message id ({@link SqlColumns#bindUuid}). It neither commits nor closes the connection; every message is
+ * decorated and checked (key length) before anything is written. Immutable and thread-safe; a connection must not
+ * be used by two threads at once.
+ */
+public final class SqlBatchPublisher extends SqlPublisher {
+    private final String table;
+    private final String insertSql;
+    private final SqlDialect dialect;
+    private final HeadersBinder headers;
+
+    /**
+     * How a dialect binds a message's headers to the {@code INSERT}'s parameters.
+     */
+    @FunctionalInterface
+    public interface HeadersBinder {
+        /**
+         * Binds {@code headers} from parameter {@code index} on.
+         *
+         * @param connection the statement's connection, to create arrays with
+         * @param statement  the {@code INSERT}
+         * @param index      the first headers parameter, from 1
+         * @param headers    the message's headers, in order; empty if none
+         * @return the index of the parameter after the headers' (the message id's)
+         * @throws SQLException as the driver throws it
+         */
+        int bind(Connection connection, PreparedStatement statement, int index, List<Header> headers)
+                throws SQLException;
+    }
+
+    /**
+     * A publisher for one outbox table.
+     *
+     * @param table        the outbox table as it appears in SQL, for error messages; not null
+     * @param insertSql    the single-row {@code INSERT} with the parameters the class description lists; not null
+     * @param maxKeyLength the longest key, in code points
+     * @param decorators   applied to every message first; not null
+     * @param dialect      the database's errors and column bindings; not null
+     * @param headers      binds the headers; not null
+     */
+    public SqlBatchPublisher(String table, String insertSql, int maxKeyLength, MessageDecorators decorators,
+                             SqlDialect dialect, HeadersBinder headers) {
+        super(maxKeyLength, decorators);
+        this.table = Objects.requireNonNull(table, "table must not be null");
+        this.insertSql = Objects.requireNonNull(insertSql, "insertSql must not be null");
+        this.dialect = Objects.requireNonNull(dialect, "dialect must not be null");
+        this.headers = Objects.requireNonNull(headers, "headers must not be null");
+    }
+
+    @Override
+    public void publish(Connection connection, List<OutboxMessage> input) {
+        Objects.requireNonNull(connection, "connection must not be null");
+        List<OutboxMessage> messages = decorate(Objects.requireNonNull(input, "messages must not be null"));
+        for (int i = 0; i < messages.size(); i++) {
+            check(i, messages.get(i));
+        }
+        try (PreparedStatement statement = connection.prepareStatement(insertSql)) {
+            for (OutboxMessage m : messages) {
+                statement.setString(1, m.topic());
+                statement.setString(2, m.key());
+                statement.setBytes(3, m.value());
+                int next = headers.bind(connection, statement, 4, m.headers());
+                dialect.columns().bindUuid(statement, next, MessageIds.next());
+                statement.addBatch();
+            }
+            statement.executeBatch();
+        } catch (SQLException e) {
+            throw dialect.errors().translate("writing " + messages.size() + " message(s) to " + table, e);
+        }
+    }
+
+    @Override
+    public String insertSql() {
+        return insertSql;
+    }
+}
