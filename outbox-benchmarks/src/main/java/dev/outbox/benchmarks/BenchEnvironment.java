@@ -139,6 +139,9 @@ final class BenchEnvironment implements AutoCloseable {
         String txn = transactionalId;
         if (txn != null) {
             b.transactionalId(txn + "-" + clientId + "-" + ProcessHandle.current().pid());
+            if (exactlyOnce) {
+                b.exactlyOnce("bench-progress");
+            }
         }
         return b.build();
     }
@@ -146,9 +149,18 @@ final class BenchEnvironment implements AutoCloseable {
     /** The brokers {@link #newBroker} makes from now on publish in Kafka transactions under ids from this prefix. */
     private volatile String transactionalId;
 
+    /** Whether the transactional brokers made from now on publish exactly once ({@code exactlyOnce}). */
+    private volatile boolean exactlyOnce;
+
     /** Sets (or, with null, clears) the transactional id prefix of the brokers made from now on. */
     void transactionalBrokers(String prefix) {
+        transactionalBrokers(prefix, false);
+    }
+
+    /** {@link #transactionalBrokers(String)}, publishing exactly once if {@code exactlyOnce}. */
+    void transactionalBrokers(String prefix, boolean exactlyOnce) {
         this.transactionalId = prefix;
+        this.exactlyOnce = prefix != null && exactlyOnce;
     }
 
     /**

@@ -69,6 +69,7 @@ public final class Benchmark {
                         case "drain" -> throughput.drain(options.rows, seed);
                         case "drain-unfenced" -> throughput.drainUnfenced(options.rows, seed);
                         case "drain-txn" -> throughput.drainTransactional(options.rows, seed);
+                        case "drain-eos" -> throughput.drainExactlyOnce(options.rows, seed);
                         case "drain-mark" -> throughput.drainByMark(options.rows, seed);
                         case "drain-nopurge" -> throughput.drainWithoutPurge(options.rows, seed);
                         case "drain-wal" -> throughput.drainWal(options.rows, seed);
@@ -269,6 +270,9 @@ public final class Benchmark {
         }
         if (options.runs("drain-txn")) {
             throughput.drainTransactional(rows, options.seed);
+        }
+        if (options.runs("drain-eos")) {
+            throughput.drainExactlyOnce(rows, options.seed);
         }
         if (options.runs("drain-unfenced")) {
             throughput.drainUnfenced(rows, options.seed);

@@ -30,7 +30,7 @@ import java.util.concurrent.Callable;
                 + " results.{txt,csv,json}. Values: --rows 100000 or --rows=100000; seconds as 20, 1.5 or 20s."
                 + " The MySQL headers column codec is measured apart: ./bench.sh headers-codec.")
 final class BenchmarkOptions implements Callable<Integer> {
-    static final List<String> ALL_SCENARIOS = List.of("writer-cost", "drain", "drain-txn", "drain-unfenced", "drain-mark", "drain-wal",
+    static final List<String> ALL_SCENARIOS = List.of("writer-cost", "drain", "drain-txn", "drain-eos", "drain-unfenced", "drain-mark", "drain-wal",
             "drain-handlers", "drain-shards", "drain-shards-2", "database", "cursor", "wal-ceiling", "broker", "naive", "latency", "latency-txn", "latency-wal", "latency-handlers", "latency-poll", "latency-mark",
             "poison", "takeover", "takeover-shards", "inbox");
     /** The scenarios of the WAL harvest: Postgres only ({@code all} leaves them out on MySQL and MariaDB). */
@@ -66,7 +66,7 @@ final class BenchmarkOptions implements Callable<Integer> {
     int warmupRows = 100_000;
     @Option(defaultValue = "all", names = "--scenarios", paramLabel = "LIST", split = ",",
             converter = Scenario.class,
-            description = "Any of writer-cost,drain,drain-txn,drain-unfenced,drain-mark,drain-nopurge,drain-wal,"
+            description = "Any of writer-cost,drain,drain-txn,drain-eos,drain-unfenced,drain-mark,drain-nopurge,drain-wal,"
                     + "drain-handlers,drain-shards,drain-shards-2,database,cursor,"
                     + "wal-ceiling,broker,naive,latency,latency-txn,latency-wal,latency-handlers,latency-poll,"
                     + "latency-mark,latency-shards,"
@@ -75,7 +75,9 @@ final class BenchmarkOptions implements Callable<Integer> {
                     + " all. drain and latency use the cursor harvest with commit wake-ups, latency-poll the same"
                     + " polling (no wake-ups, the producer lingering), drain-unfenced the cursor harvest with storage"
                     + " fencing off (its cost: next to drain), drain-txn and latency-txn the same with Kafka's"
-                    + " transactional producer (broker fencing; its cost: next to drain and latency), drain-mark and latency-mark the mark harvest, drain-wal"
+                    + " transactional producer (broker fencing; its cost: next to drain and latency), drain-eos"
+                    + " the same publishing exactly once (its cost: next to drain-txn), drain-mark and latency-mark"
+                    + " the mark harvest, drain-wal"
                     + " and latency-wal the WAL harvest (Postgres); drain-handlers and latency-handlers the cursor"
                     + " harvest into in-process handlers (HandlerMessageBroker, a handler doing nothing) instead of"
                     + " Kafka; drain-nopurge is the cursor drain with every purge"

@@ -29,7 +29,7 @@ import java.util.function.LongSupplier;
  */
 final class ThroughputScenarios {
     /** The throughput scenarios, in the order they run and are reported. */
-    static final List<String> NAMES = List.of("drain", "drain-txn", "drain-unfenced", "drain-mark", "drain-nopurge", "drain-wal",
+    static final List<String> NAMES = List.of("drain", "drain-txn", "drain-eos", "drain-unfenced", "drain-mark", "drain-nopurge", "drain-wal",
             "drain-handlers",
             "drain-shards", "drain-shards-2", "database", "cursor", "wal-ceiling", "broker", "naive");
 
@@ -77,6 +77,19 @@ final class ThroughputScenarios {
         env.transactionalBrokers("bench-txn");
         try {
             return drain("drain-txn", rows, seed, null, d -> { });
+        } finally {
+            env.transactionalBrokers(null);
+        }
+    }
+
+    /**
+     * The same drain publishing exactly once ({@code KafkaMessageBroker.Builder#exactlyOnce}: a progress record in
+     * each transaction), labelled {@code drain-eos}: next to {@code drain-txn} it gives the cost of exactly-once.
+     */
+    Run drainExactlyOnce(int rows, long seed) throws InterruptedException {
+        env.transactionalBrokers("bench-eos", true);
+        try {
+            return drain("drain-eos", rows, seed, null, d -> { });
         } finally {
             env.transactionalBrokers(null);
         }

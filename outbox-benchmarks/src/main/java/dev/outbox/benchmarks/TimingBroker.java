@@ -4,6 +4,7 @@ import dev.outbox.OutboxRecord;
 import dev.outbox.spi.MessageBroker;
 
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -90,6 +91,12 @@ final class TimingBroker implements MessageBroker {
         if (sendPending) {
             delegate.sendPending();
         }
+    }
+
+    /** The wrapped broker's capabilities (its {@code PurgeListener} among them). */
+    @Override
+    public <T> Optional<T> capability(Class<T> type) {
+        return delegate.capability(type);
     }
 
     @Override

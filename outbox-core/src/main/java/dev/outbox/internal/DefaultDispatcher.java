@@ -11,6 +11,7 @@ import dev.outbox.spi.Backoff;
 import dev.outbox.spi.LeaderTransport;
 import dev.outbox.spi.MessageBroker;
 import dev.outbox.spi.ParkedKeys;
+import dev.outbox.spi.PurgeListener;
 import dev.outbox.spi.Store;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -123,7 +124,8 @@ public final class DefaultDispatcher implements Dispatcher {
         StoreWrites writes = new StoreWrites(name, store, ioBackoff, config.maxIoErrorBackoff(), events,
                 runtime);
         Fences fences = new Fences(name, state, writes, events);
-        this.settle = new SettleLoop(name, config, runtime, store, state, writes, fences, events, ioBackoff);
+        this.settle = new SettleLoop(name, config, runtime, store, state, writes, fences, events, ioBackoff,
+                broker.capability(PurgeListener.class).orElse(null));
         this.sampler = new OutboxSampler(runtime, store, config.metricsInterval(), state::leading, this::onSample,
                 e -> events.failure("sample", e));
         this.leader = new LeaderLoop(name, config, runtime, transport, state, events, ids, lifecycle::get);

@@ -7,6 +7,7 @@ import dev.outbox.spi.Backoff;
 import dev.outbox.spi.CursorHarvest;
 import dev.outbox.spi.DeliveryException;
 import dev.outbox.spi.Excerpt;
+import dev.outbox.spi.PurgeListener;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreFencedException;
 import org.slf4j.Logger;
@@ -54,6 +55,8 @@ final class SettleLoop implements Runnable {
     private final Fences fences;
     private final EngineEvents events;
     private final WorkQueue<Completion> completions;
+    /** The broker's {@link PurgeListener}, told of each committed purge; null if it has none. */
+    private final PurgeListener purgeListener;
     /** Released when the dispatcher stops settling: cuts backoff waits short. */
     final Latch stopped;
     private volatile boolean stopping;
@@ -64,7 +67,7 @@ final class SettleLoop implements Runnable {
     private final Backoff.Sequence heldBackoff;
 
     SettleLoop(String name, DispatcherConfig config, EngineRuntime runtime, Store store, EngineState state,
-               StoreWrites writes, Fences fences, EngineEvents events, Backoff backoff) {
+               StoreWrites writes, Fences fences, EngineEvents events, Backoff backoff, PurgeListener purgeListener) {
         this.name = name;
         this.config = config;
         this.runtime = runtime;
@@ -77,6 +80,7 @@ final class SettleLoop implements Runnable {
         this.completions = new WorkQueue<>(runtime);
         this.stopped = new Latch(runtime);
         this.heldBackoff = backoff.sequence();
+        this.purgeListener = purgeListener;
     }
 
     /** A broker's answer, from any thread. */
@@ -260,6 +264,22 @@ final class SettleLoop implements Runnable {
         }
     }
 
+    /** Tells the broker's purge listener which acknowledged rows are gone from the table now. */
+    private void purgedFromTable(List<Long> ids, StoreWrites.Outcome o) {
+        if (purgeListener == null) {
+            return;
+        }
+        List<Long> gone = new ArrayList<>(ids);
+        gone.removeAll(o.refused());
+        if (!gone.isEmpty()) {
+            try {
+                purgeListener.purged(gone);
+            } catch (RuntimeException e) {
+                log.warn("{}: the broker's purge listener failed", name, e);
+            }
+        }
+    }
+
     /** Writes the batch's verdicts to the store: purges, retry times, parks; in that order. */
     private void writeVerdicts(Batch b) {
         if (!b.purgeIds.isEmpty()) {
@@ -271,6 +291,7 @@ final class SettleLoop implements Runnable {
             b.wrote("purge", o, b.purgeIds);
             b.purged = o.fenced() != null ? 0 : b.purgeIds.size() - o.refused().size();
             if (!o.stopped() && b.purged > 0) {
+                purgedFromTable(b.purgeIds, o);
                 events.callbacks.purged(b.purged, Duration.ofNanos(runtime.nanoTime() - purgeStart)); // hook: purge
                 events.health.purged(clock.instant());
             }

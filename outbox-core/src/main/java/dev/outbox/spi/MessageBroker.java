@@ -3,6 +3,7 @@ package dev.outbox.spi;
 import dev.outbox.OutboxRecord;
 
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 
 /**
@@ -82,6 +83,19 @@ public interface MessageBroker extends AutoCloseable {
      */
     void close(Duration timeout);
 
+
+    /**
+     * This broker's {@code type} capability, if it has it (for example {@link PurgeListener}): by default this broker
+     * itself when it implements {@code type}, else empty. A broker whose abilities depend on its configuration
+     * overrides it; a wrapper forwards it to what it wraps for the capabilities it does not change.
+     *
+     * @param type the capability's interface
+     * @param <T>  the capability's type
+     * @return the capability, or empty if this broker does not have it
+     */
+    default <T> Optional<T> capability(Class<T> type) {
+        return type.isInstance(this) ? Optional.of(type.cast(this)) : Optional.empty();
+    }
 
     /** Closes with a default bound chosen by the implementation. */
     @Override

@@ -4,6 +4,7 @@ import dev.outbox.OutboxRecord;
 
 import java.time.Duration;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 
 /**
@@ -35,6 +36,12 @@ public final class SharedMessageBroker implements MessageBroker {
     }
 
     /** Flushes for at most {@code timeout} and leaves the broker open. */
+    /** The wrapped broker's capabilities (its {@code PurgeListener} among them). */
+    @Override
+    public <T> Optional<T> capability(Class<T> type) {
+        return broker.capability(type);
+    }
+
     @Override
     public void close(Duration timeout) {
         broker.flush(timeout);

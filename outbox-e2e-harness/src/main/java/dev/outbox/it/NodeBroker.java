@@ -5,6 +5,7 @@ import dev.outbox.spi.DeliveryException;
 import dev.outbox.spi.MessageBroker;
 
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicLong;
@@ -89,6 +90,12 @@ final class NodeBroker implements MessageBroker {
     @Override
     public void sendPending() {
         delegate.sendPending();
+    }
+
+    /** The wrapped broker's capabilities (its {@code PurgeListener} among them). */
+    @Override
+    public <T> Optional<T> capability(Class<T> type) {
+        return delegate.capability(type);
     }
 
     @Override

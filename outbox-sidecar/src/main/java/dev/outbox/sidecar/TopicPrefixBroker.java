@@ -7,6 +7,7 @@ import dev.outbox.spi.MessageBroker;
 
 import java.time.Duration;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 
@@ -50,6 +51,12 @@ final class TopicPrefixBroker implements MessageBroker {
     @Override
     public void sendPending() {
         broker.sendPending();
+    }
+
+    /** The wrapped broker's capabilities (its {@code PurgeListener} among them). */
+    @Override
+    public <T> Optional<T> capability(Class<T> type) {
+        return broker.capability(type);
     }
 
     @Override

@@ -4,6 +4,7 @@ import dev.outbox.MessageIds;
 import dev.outbox.OutboxRecord;
 import dev.outbox.spi.DeliveryException;
 import dev.outbox.spi.MessageBroker;
+import dev.outbox.spi.PurgeListener;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -22,14 +23,14 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.locks.LockSupport;
+import java.util.function.ToLongFunction;
 
 /**
  * Publishes outbox records to Kafka with a single idempotent {@link KafkaProducer} or, with a
@@ -148,10 +149,8 @@ public final class KafkaMessageBroker implements MessageBroker {
     private volatile boolean closed;
     /** The producer's {@code linger.ms}: with 0 it holds nothing back, and {@link #sendPending} has nothing to do. */
     private final long lingerMs;
-    /** Set by {@link #sendPending}, taken by the sending thread. */
-    private final AtomicBoolean sendNow = new AtomicBoolean();
-    /** The thread that flushes the producer on {@link #sendPending}, started by the first call. */
-    private Thread sender;
+    /** Flushes the idempotent producer on {@link #sendPending}; null with a transactional id. */
+    private final KafkaLingerFlush lingerFlush;
 
     private KafkaMessageBroker(Builder b, Map<String, Object> producerConfig, Map<String, Object> adminConfig,
                                String transactionalId) {
@@ -175,7 +174,8 @@ public final class KafkaMessageBroker implements MessageBroker {
             }
             this.producer = null;
             this.transactions = new KafkaTransactions(transactionalId, config, this::toProducerRecord, this::fail,
-                    pending);
+                    pending, b.progressTopic == null ? null
+                    : new KafkaProgress(b.progressTopic, adminConfig, this::admin, deliveryTimeout));
         } else {
             this.transactions = null;
             try {
@@ -184,6 +184,7 @@ public final class KafkaMessageBroker implements MessageBroker {
                 throw new IllegalArgumentException("Kafka rejected the producer configuration: " + e.getMessage(), e);
             }
         }
+        this.lingerFlush = producer == null ? null : new KafkaLingerFlush(producer);
         Object idle = producerConfig.get(ProducerConfig.METADATA_MAX_IDLE_CONFIG);
         this.topics = new KafkaTopics(this::metadataProducer, this::admin, deliveryTimeout,
                 Duration.ofMillis(idle == null ? KafkaTopics.DEFAULT_METADATA_IDLE_MS : Long.parseLong(idle.toString())),
@@ -254,13 +255,7 @@ public final class KafkaMessageBroker implements MessageBroker {
      * @return the count, never negative; safe to read from any thread
      */
     public long fencedRecords() {
-        long n = transactions == null ? 0 : transactions.fencedRecords();
-        synchronized (shardBrokers) {
-            for (KafkaMessageBroker b : shardBrokers) {
-                n += b.fencedRecords();
-            }
-        }
-        return n;
+        return total(KafkaTransactions::fencedRecords);
     }
 
     /**
@@ -270,13 +265,41 @@ public final class KafkaMessageBroker implements MessageBroker {
      * @return the count, never negative; safe to read from any thread
      */
     public long committedTransactions() {
-        long n = transactions == null ? 0 : transactions.committedTransactions();
+        return total(KafkaTransactions::committedTransactions);
+    }
+
+    /**
+     * Records acknowledged without being sent because an earlier producer of the transactional id had published them
+     * ({@link Builder#exactlyOnce}), since the start, shards included.
+     *
+     * @return the count; 0 without exactly-once publishing
+     */
+    public long recordsPublishedBefore() {
+        return total(KafkaTransactions::skippedRecords);
+    }
+
+    /** A count of this broker's transactions plus those of its shards' brokers. */
+    private long total(ToLongFunction<KafkaTransactions> count) {
+        long n = transactions == null ? 0 : count.applyAsLong(transactions);
         synchronized (shardBrokers) {
             for (KafkaMessageBroker b : shardBrokers) {
-                n += b.committedTransactions();
+                n += b.total(count);
             }
         }
         return n;
+    }
+
+    /**
+     * {@inheritDoc} With {@link Builder#exactlyOnce}: a {@link PurgeListener}, which the dispatcher tells of the
+     * rows it purged, so that progress records stop listing them.
+     */
+    @Override
+    public <T> Optional<T> capability(Class<T> type) {
+        if (type == PurgeListener.class) {
+            return template.progressTopic == null || transactions == null ? Optional.empty()
+                    : Optional.of(type.cast((PurgeListener) transactions::purged));
+        }
+        return MessageBroker.super.capability(type);
     }
 
     /**
@@ -431,34 +454,7 @@ public final class KafkaMessageBroker implements MessageBroker {
             return;
         }
         topics.sendPendingRequested();
-        if (sendNow.compareAndSet(false, true)) {
-            LockSupport.unpark(senderThread());
-        }
-    }
-
-    private synchronized Thread senderThread() {
-        if (sender == null) {
-            sender = new Thread(this::sendPendingLoop, "outbox-kafka-send-pending");
-            sender.setDaemon(true);
-            sender.start();
-        }
-        return sender;
-    }
-
-    private void sendPendingLoop() {
-        while (!closed) {
-            if (!sendNow.getAndSet(false)) {
-                LockSupport.park(this);
-                continue;
-            }
-            try {
-                producer.flush(); // waits for the acknowledgements too, on this thread only
-            } catch (RuntimeException e) {
-                if (!closed) {
-                    log.debug("flushing the Kafka producer failed", e);
-                }
-            }
-        }
+        lingerFlush.request();
     }
 
     /**
@@ -473,8 +469,8 @@ public final class KafkaMessageBroker implements MessageBroker {
             return;
         }
         closed = true;
-        if (sender != null) {
-            LockSupport.unpark(sender);
+        if (lingerFlush != null) {
+            lingerFlush.close();
         }
         long started = System.nanoTime();
         Duration bound = timeout.isNegative() ? Duration.ZERO : timeout;
@@ -540,6 +536,8 @@ public final class KafkaMessageBroker implements MessageBroker {
         private String messageIdHeader = DEFAULT_MESSAGE_ID_HEADER;
         private String createdAtHeader;
         private String transactionalId;
+        /** The progress topic of exactly-once publishing, or null without it. */
+        private String progressTopic;
 
         private Builder() {
         }
@@ -551,6 +549,7 @@ public final class KafkaMessageBroker implements MessageBroker {
             b.messageIdHeader = messageIdHeader;
             b.createdAtHeader = createdAtHeader;
             b.transactionalId = transactionalId;
+            b.progressTopic = progressTopic;
             return b;
         }
 
@@ -581,6 +580,39 @@ public final class KafkaMessageBroker implements MessageBroker {
                         + (id == null ? "null" : "'" + id + "'"));
             }
             this.transactionalId = id;
+            return this;
+        }
+
+        /**
+         * Publishes exactly once ({@link #exactlyOnce(String)}) with the progress topic
+         * {@value KafkaProgress#DEFAULT_TOPIC}, shared by every outbox of the cluster (each under its own key).
+         *
+         * @return this builder
+         */
+        public Builder exactlyOnce() {
+            return exactlyOnce(KafkaProgress.DEFAULT_TOPIC);
+        }
+
+        /**
+         * Publishes exactly once, with the {@linkplain #transactionalId transactional producer} (required): each
+         * transaction also writes a record to {@code progressTopic} listing the outbox records published that the
+         * table may still hold, and a new leader (or a shard's new owner), after fencing the previous one, reads it
+         * and acknowledges those records without sending them again — so a leader that dies or is deposed after
+         * Kafka committed its records and before the table forgot them causes no duplicate. Records are matched by
+         * message id; a record without one is published at least once, as without this option. Consumers must read
+         * with {@code isolation.level=read_committed}. Default: off. The topic is created (compacted, one partition)
+         * if it does not exist; the producer must be allowed to write it and to read it.
+         *
+         * @param progressTopic the progress topic's name; a legal Kafka topic name
+         * @return this builder
+         * @throws IllegalArgumentException naming the topic if it is not a legal topic name
+         */
+        public Builder exactlyOnce(String progressTopic) {
+            if (progressTopic == null || !progressTopic.matches("[a-zA-Z0-9._-]{1,249}")) {
+                throw new IllegalArgumentException("exactlyOnce's progress topic must be 1 to 249 letters, digits,"
+                        + " '.', '_' or '-', was " + (progressTopic == null ? "null" : "'" + progressTopic + "'"));
+            }
+            this.progressTopic = progressTopic;
             return this;
         }
 
@@ -714,6 +746,10 @@ public final class KafkaMessageBroker implements MessageBroker {
             if (messageIdHeader != null && messageIdHeader.equals(createdAtHeader)) {
                 throw new IllegalArgumentException("messageIdHeader and createdAtHeader must differ: '"
                         + messageIdHeader + "'");
+            }
+            if (progressTopic != null && transactionalId == null) {
+                throw new IllegalArgumentException("exactlyOnce(\"" + progressTopic + "\") needs the transactional"
+                        + " producer: set transactionalId(...) too");
             }
             return new KafkaMessageBroker(this, producerConfig, adminConfig, transactionalId);
         }

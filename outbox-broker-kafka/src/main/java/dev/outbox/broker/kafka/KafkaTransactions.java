@@ -18,6 +18,7 @@ import org.slf4j.LoggerFactory;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -95,6 +96,11 @@ final class KafkaTransactions {
     private final Function<OutboxRecord, ProducerRecord<String, byte[]>> toProducerRecord;
     private final RecordFailure recordFailure;
     private final Set<CompletableFuture<Void>> pending;
+    /** Exactly-once publishing's progress topic, or null without it. */
+    private final KafkaProgress progress;
+    /** With {@link #progress}: what this producer published and the store may still hold. */
+    private final PublishedRecords published = new PublishedRecords();
+    private final AtomicLong skippedRecords = new AtomicLong();
     private final AtomicLong fencedRecords = new AtomicLong();
     private final AtomicLong transactions = new AtomicLong();
     /** Orders the send callbacks that report an error, across transactions. */
@@ -115,7 +121,8 @@ final class KafkaTransactions {
 
     KafkaTransactions(String transactionalId, Map<String, Object> producerConfig,
                       Function<OutboxRecord, ProducerRecord<String, byte[]>> toProducerRecord,
-                      RecordFailure recordFailure, Set<CompletableFuture<Void>> pending) {
+                      RecordFailure recordFailure, Set<CompletableFuture<Void>> pending, KafkaProgress progress) {
+        this.progress = progress;
         this.transactionalId = transactionalId;
         this.producerConfig = producerConfig;
         this.toProducerRecord = toProducerRecord;
@@ -126,6 +133,16 @@ final class KafkaTransactions {
     /** Records refused because this sender was fenced, since the start. */
     long fencedRecords() {
         return fencedRecords.get();
+    }
+
+    /** Records acknowledged without a send because an earlier producer of the id had published them, since the start. */
+    long skippedRecords() {
+        return skippedRecords.get();
+    }
+
+    /** The store deleted these acknowledged rows: they leave the progress records. */
+    void purged(Collection<Long> ids) {
+        published.purged(ids);
     }
 
     /** Transactions committed, since the start. */
@@ -207,7 +224,18 @@ final class KafkaTransactions {
             }
             return;
         }
+        if (progress != null) {
+            batch = published.skipPublished(batch, x -> x.record, x -> {
+                skippedRecords.incrementAndGet();
+                x.done.complete(null);
+                pending.remove(x.done);
+            });
+            if (batch.isEmpty()) {
+                return;
+            }
+        }
         KafkaException failure = null;
+        KafkaException[] progressFailure = new KafkaException[1];
         try {
             p.beginTransaction();
             for (Entry x : batch) {
@@ -224,7 +252,17 @@ final class KafkaTransactions {
                     x.error = e;
                 }
             }
+            if (progress != null) {
+                p.send(progress.record(transactionalId, published.withBatch(batch, x -> x.record)), (m, error) -> {
+                    if (error != null) {
+                        progressFailure[0] = new KafkaException("the progress record was not written", error);
+                    }
+                });
+            }
             p.commitTransaction();
+            if (progressFailure[0] != null) {
+                throw progressFailure[0];
+            }
         } catch (KafkaException e) {
             failure = e;
         } catch (IllegalStateException e) { // the producer was closed under us (close ran out of time)
@@ -232,6 +270,9 @@ final class KafkaTransactions {
         }
         if (failure == null && batch.stream().noneMatch(x -> x.error != null)) {
             transactions.incrementAndGet();
+            if (progress != null) {
+                published.committed(batch, x -> x.record);
+            }
             for (Entry x : batch) {
                 x.done.complete(null);
                 pending.remove(x.done); // after completing: flush must never miss a record in between
@@ -364,6 +405,9 @@ final class KafkaTransactions {
         p = new KafkaProducer<>(producerConfig, new StringSerializer(), new ByteArraySerializer());
         producer = p;
         p.initTransactions(); // fences the previous holder of the transactional id
+        if (progress != null) { // only now: a transaction of the previous producer may have committed until here
+            published.recovered(progress.read(transactionalId));
+        }
         log.info("Kafka transactions initialised for transactional id '{}' in {} ms: earlier producers of the id are"
                 + " fenced", transactionalId, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
         return p;

@@ -1,0 +1,169 @@
+package dev.outbox.broker.kafka;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.TopicConfig;
+import org.apache.kafka.common.errors.TimeoutException;
+import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+
+/**
+ * Exactly-once publishing's record of progress in Kafka: with each transaction, a {@link KafkaTransactions} writes
+ * one record to the progress topic, keyed by its transactional id, listing the outbox records (row id and message
+ * id) it has published whose rows the table may still hold — those of this transaction and of earlier ones whose
+ * purge it has not heard of. It is part of the transaction, so it is visible to a {@code read_committed} reader
+ * exactly when those records are. A new producer of the id, after its {@code initTransactions()} has fenced the
+ * previous one and settled its open transaction, reads the key's last record ({@link #read}) and acknowledges the
+ * records listed there without sending them again.
+ *
+ * <p>The topic is compacted (only the last record of each key matters) and has one partition; it is created on first
+ * use if it does not exist. A record's value: one version byte (1), a count, then per record its row id and its
+ * message id's two halves, 24 bytes each. Thread-safe.
+ */
+final class KafkaProgress {
+    /** The default progress topic, shared by every outbox of a cluster (each writes under its own key). */
+    static final String DEFAULT_TOPIC = "outbox-progress";
+    private static final byte VERSION = 1;
+    private static final int ENTRY_BYTES = 24;
+
+    private final String topic;
+    private final Map<String, Object> clientConfig;
+    private final Supplier<Admin> admin;
+    private final Duration timeout;
+    private volatile boolean topicReady;
+
+    /**
+     * @param topic        the progress topic
+     * @param clientConfig the connection settings (bootstrap servers, security) a consumer reads the topic with
+     * @param admin        the broker's admin client, to create the topic
+     * @param timeout      the longest a read may take
+     */
+    KafkaProgress(String topic, Map<String, Object> clientConfig, Supplier<Admin> admin, Duration timeout) {
+        this.topic = topic;
+        this.clientConfig = clientConfig;
+        this.admin = admin;
+        this.timeout = timeout;
+    }
+
+    String topic() {
+        return topic;
+    }
+
+    /** The progress record of {@code transactionalId}: every entry of {@code published}, row id by message id. */
+    ProducerRecord<String, byte[]> record(String transactionalId, Map<UUID, Long> published) {
+        ByteBuffer value = ByteBuffer.allocate(5 + published.size() * ENTRY_BYTES);
+        value.put(VERSION).putInt(published.size());
+        published.forEach((messageId, id) -> value.putLong(id).putLong(messageId.getMostSignificantBits())
+                .putLong(messageId.getLeastSignificantBits()));
+        return new ProducerRecord<>(topic, 0, transactionalId, value.array());
+    }
+
+    /**
+     * The records listed in the last committed progress record of {@code transactionalId}: row id by message id;
+     * empty if it has none. Call it only after {@code initTransactions()}: before, a transaction of the previous
+     * producer may still commit.
+     *
+     * @throws KafkaException if the topic cannot be created or read within the timeout
+     */
+    Map<UUID, Long> read(String transactionalId) {
+        ensureTopic();
+        byte[] key = transactionalId.getBytes(StandardCharsets.UTF_8);
+        Map<String, Object> config = new HashMap<>(clientConfig);
+        config.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        config.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+        config.remove(ConsumerConfig.GROUP_ID_CONFIG);
+        long deadline = System.nanoTime() + timeout.toNanos();
+        TopicPartition partition = new TopicPartition(topic, 0);
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(config, new ByteArrayDeserializer(),
+                new ByteArrayDeserializer())) {
+            consumer.assign(List.of(partition));
+            // Under read_committed, the end is the last stable offset: every transaction below it is decided.
+            long to = consumer.endOffsets(List.of(partition), timeout).get(partition);
+            for (long step = 256; to > 0; step *= 2) {
+                long from = Math.max(0, to - step);
+                consumer.seek(partition, from);
+                byte[] last = null;
+                while (consumer.position(partition, left(deadline)) < to) {
+                    for (ConsumerRecord<byte[], byte[]> r : consumer.poll(left(deadline).compareTo(Duration.ZERO) > 0
+                            ? Duration.ofMillis(Math.min(100, left(deadline).toMillis() + 1)) : Duration.ZERO)) {
+                        if (r.offset() < to && Arrays.equals(r.key(), key)) {
+                            last = r.value();
+                        }
+                    }
+                    if (System.nanoTime() - deadline > 0) {
+                        throw new TimeoutException("reading the progress topic '" + topic + "' took longer than "
+                                + timeout);
+                    }
+                }
+                if (last != null) {
+                    return decode(last);
+                }
+                to = from;
+            }
+            return Map.of();
+        }
+    }
+
+    private static Duration left(long deadline) {
+        return Duration.ofNanos(Math.max(0, deadline - System.nanoTime()));
+    }
+
+    static Map<UUID, Long> decode(byte[] value) {
+        ByteBuffer in = ByteBuffer.wrap(value);
+        if (value.length < 5 || in.get() != VERSION) {
+            throw new KafkaException("a progress record of an unknown format (" + value.length + " bytes)");
+        }
+        int count = in.getInt();
+        if (count < 0 || in.remaining() != count * ENTRY_BYTES) {
+            throw new KafkaException("a progress record of " + value.length + " bytes cannot hold " + count
+                    + " entries");
+        }
+        Map<UUID, Long> published = new HashMap<>(count * 2);
+        for (int i = 0; i < count; i++) {
+            long id = in.getLong();
+            published.put(new UUID(in.getLong(), in.getLong()), id);
+        }
+        return published;
+    }
+
+    /** Creates the topic, compacted and with one partition, unless it exists. */
+    private void ensureTopic() {
+        if (topicReady) {
+            return;
+        }
+        NewTopic t = new NewTopic(topic, 1, (short) -1).configs(Map.of(TopicConfig.CLEANUP_POLICY_CONFIG,
+                TopicConfig.CLEANUP_POLICY_COMPACT));
+        try {
+            admin.get().createTopics(List.of(t)).all().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (ExecutionException e) {
+            if (!(e.getCause() instanceof TopicExistsException)) {
+                throw new KafkaException("creating the progress topic '" + topic + "' failed: " + e.getCause(),
+                        e.getCause());
+            }
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new TimeoutException("creating the progress topic '" + topic + "' took longer than " + timeout);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new KafkaException("interrupted while creating the progress topic '" + topic + "'", e);
+        }
+        topicReady = true;
+    }
+}

@@ -1,0 +1,179 @@
+package dev.outbox.broker.kafka;
+
+import dev.outbox.OutboxMessage;
+import dev.outbox.OutboxRecord;
+import dev.outbox.spi.PurgeListener;
+import dev.outbox.testservers.KafkaServer;
+import dev.outbox.testservers.TestServers;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * Exactly-once publishing ({@link KafkaMessageBroker.Builder#exactlyOnce}) against the real in-process Kafka: a
+ * producer of the transactional id that dies after Kafka committed its records and before the table forgot them
+ * leaves them listed in its progress record, and the next producer acknowledges them without sending them again;
+ * what the dispatcher reports purged leaves the list. Without the option the same sequence publishes every record
+ * twice (the test that shows the check can fail).
+ */
+class KafkaExactlyOnceTest {
+    private static final Duration WAIT = Duration.ofSeconds(30);
+    private static KafkaServer kafka;
+
+    @BeforeAll
+    static void kafka() {
+        kafka = TestServers.kafka();
+    }
+
+    @Test
+    void aSuccessorAcknowledgesWithoutSendingWhatItsPredecessorPublished() throws Exception {
+        String topic = newTopic();
+        String progress = "progress-" + UUID.randomUUID();
+        List<OutboxRecord> records = records(topic, 1, 5);
+        try (KafkaMessageBroker first = broker("eos-" + topic, progress)) {
+            sendAll(first, records); // committed in Kafka; the "crash" comes before any purge
+        }
+        List<OutboxRecord> again = new ArrayList<>(records); // the successor's harvest reads the same rows
+        again.addAll(records(topic, 6, 6));
+        try (KafkaMessageBroker second = broker("eos-" + topic, progress)) {
+            sendAll(second, again);
+            assertThat(second.recordsPublishedBefore()).isEqualTo(5);
+        }
+        assertThat(values(KafkaReader.readCommitted(kafka.bootstrapServers(), topic, 6, WAIT)))
+                .containsExactlyInAnyOrder("v1", "v2", "v3", "v4", "v5", "v6");
+    }
+
+    @Test
+    void withoutExactlyOnceTheSameSequencePublishesTwice() throws Exception {
+        String topic = newTopic();
+        List<OutboxRecord> records = records(topic, 1, 3);
+        for (int i = 0; i < 2; i++) {
+            try (KafkaMessageBroker b = KafkaMessageBroker.builder().bootstrapServers(kafka.bootstrapServers())
+                    .transactionalId("plain-" + topic).build()) {
+                sendAll(b, records);
+                assertThat(b.capability(PurgeListener.class)).isEmpty();
+            }
+        }
+        assertThat(KafkaReader.readCommitted(kafka.bootstrapServers(), topic, 6, WAIT)).hasSize(6);
+    }
+
+    @Test
+    void purgedRecordsLeaveTheProgressAndUnpurgedOnesStay() throws Exception {
+        String topic = newTopic();
+        String progress = "progress-" + UUID.randomUUID();
+        List<OutboxRecord> records = records(topic, 1, 4);
+        try (KafkaMessageBroker first = broker("purge-" + topic, progress)) {
+            sendAll(first, records.subList(0, 2));
+            first.capability(PurgeListener.class).orElseThrow().purged(List.of(1L, 2L)); // the store deleted 1 and 2
+            sendAll(first, records.subList(2, 4)); // its progress record now lists 3 and 4 only
+        }
+        try (KafkaMessageBroker second = broker("purge-" + topic, progress)) {
+            // A harvest never reads a purged row again; these are sent as new records to show what is listed.
+            sendAll(second, records);
+            assertThat(second.recordsPublishedBefore()).as("3 and 4 were listed, 1 and 2 were not").isEqualTo(2);
+        }
+        assertThat(values(KafkaReader.readCommitted(kafka.bootstrapServers(), topic, 6, WAIT)))
+                .containsExactlyInAnyOrder("v1", "v2", "v3", "v4", "v1", "v2");
+    }
+
+    @Test
+    void aShardedOutboxKeepsOneProgressPerShard() throws Exception {
+        String topic = newTopic();
+        String progress = "progress-" + UUID.randomUUID();
+        List<OutboxRecord> shard0 = records(topic, 1, 2);
+        List<OutboxRecord> shard1 = records(topic, 3, 4);
+        try (KafkaMessageBroker b = broker("sharded-" + topic, progress)) {
+            sendAll((KafkaMessageBroker) b.forShard(0), shard0);
+            sendAll((KafkaMessageBroker) b.forShard(1), shard1);
+        }
+        try (KafkaMessageBroker b = broker("sharded-" + topic, progress)) {
+            KafkaMessageBroker s1 = (KafkaMessageBroker) b.forShard(1);
+            sendAll(s1, shard1);
+            sendAll(s1, shard0); // shard 0's records are not shard 1's to skip
+            assertThat(s1.recordsPublishedBefore()).isEqualTo(2);
+        }
+        assertThat(KafkaReader.readCommitted(kafka.bootstrapServers(), topic, 6, WAIT)).hasSize(6);
+    }
+
+    @Test
+    void badSettingsAreRefusedNamingThem() {
+        assertThatThrownBy(() -> KafkaMessageBroker.builder().bootstrapServers(kafka.bootstrapServers())
+                .exactlyOnce().build())
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("transactionalId")
+                .hasMessageContaining(KafkaProgress.DEFAULT_TOPIC);
+        assertThatThrownBy(() -> KafkaMessageBroker.builder().exactlyOnce("no spaces"))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'no spaces'");
+    }
+
+    @Test
+    void aProgressRecordRoundTrips() {
+        UUID a = UUID.randomUUID();
+        UUID b = UUID.randomUUID();
+        KafkaProgress p = new KafkaProgress("t", Map.of(), () -> null, WAIT);
+        byte[] value = p.record("id", Map.of(a, 7L, b, Long.MAX_VALUE)).value();
+        assertThat(KafkaProgress.decode(value)).containsExactlyInAnyOrderEntriesOf(Map.of(a, 7L, b, Long.MAX_VALUE));
+        assertThatThrownBy(() -> KafkaProgress.decode(new byte[] {9, 0, 0, 0, 0}))
+                .hasMessageContaining("unknown format");
+    }
+
+    private static KafkaMessageBroker broker(String transactionalId, String progressTopic) {
+        return KafkaMessageBroker.builder().bootstrapServers(kafka.bootstrapServers()).deliveryTimeout(
+                Duration.ofSeconds(10)).transactionalId(transactionalId).exactlyOnce(progressTopic).build();
+    }
+
+    private static String newTopic() {
+        String t = "eos-" + UUID.randomUUID();
+        kafka.createTopic(t, 2);
+        return t;
+    }
+
+    /** Each id's message id, the same whenever a test makes the record again (a row read again). */
+    private static final Map<Long, UUID> MESSAGE_IDS = new ConcurrentHashMap<>();
+
+    /** Records {@code from} to {@code to}: ids as given, values "v<id>". */
+    private static List<OutboxRecord> records(String topic, long from, long to) {
+        List<OutboxRecord> out = new ArrayList<>();
+        for (long id = from; id <= to; id++) {
+            UUID messageId = MESSAGE_IDS.computeIfAbsent(id, k -> UUID.randomUUID());
+            out.add(new OutboxRecord(id, Instant.now(), OutboxMessage.of(topic, "k" + id, "v" + id), 0, null,
+                    messageId));
+        }
+        return out;
+    }
+
+    /** Sends every record and waits for each acknowledgement; a retriable failure is sent again, three times. */
+    private static void sendAll(KafkaMessageBroker broker, List<OutboxRecord> records) throws Exception {
+        for (OutboxRecord r : records) {
+            for (int attempt = 1; ; attempt++) {
+                CompletableFuture<Void> f = broker.send(r).toCompletableFuture();
+                try {
+                    f.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                    break;
+                } catch (ExecutionException e) {
+                    if (attempt == 3) {
+                        throw e;
+                    }
+                }
+            }
+        }
+    }
+
+    private static List<String> values(List<ConsumerRecord<String, byte[]>> records) {
+        return records.stream().map(r -> new String(r.value(), StandardCharsets.UTF_8)).toList();
+    }
+}
