@@ -1,6 +1,7 @@
 package dev.outbox.testkit.sim;
 
 import dev.outbox.spi.LeaderTransport;
+import dev.outbox.spi.ShardedLeaderTransport;
 
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -21,18 +22,20 @@ final class SimLeaseElection {
     private final SimLeaseTable table;
     private final Consumer<String> trace;
     private final Map<String, SimLeaseTransport> members = new LinkedHashMap<>();
+    private final Map<String, SimShardedLeaseTransport> shardMembers = new LinkedHashMap<>();
     private final Set<String> cutOff = new HashSet<>();
 
     /**
      * @param takeEpoch         the storage-fencing epoch increment of a lease row, or null without fencing
+     * @param changed           told of every lease row that changed hands, by id
      * @param renewalAfterLapse the planted bug of {@link SimLeaseTable}
      */
     SimLeaseElection(SimScheduler sched, SimLeaseTimings timings, IntConsumer takeEpoch, Consumer<String> trace,
-                     boolean renewalAfterLapse) {
+                     IntConsumer changed, boolean renewalAfterLapse) {
         this.sched = sched;
         this.timings = timings;
         this.trace = trace;
-        this.table = new SimLeaseTable(sched, timings.lease(), cutOff::contains, takeEpoch, trace,
+        this.table = new SimLeaseTable(sched, timings.lease(), cutOff::contains, takeEpoch, trace, changed,
                 renewalAfterLapse);
     }
 
@@ -45,6 +48,29 @@ final class SimLeaseElection {
         SimLeaseTransport t = new SimLeaseTransport(sched, table, timings, name, trace);
         members.put(name, t);
         return t;
+    }
+
+    /** Dispatcher {@code name}'s transport of a sharded outbox's {@code shards} shard leases. */
+    ShardedLeaderTransport newShardedMember(String name, int shards) {
+        SimShardedLeaseTransport t = new SimShardedLeaseTransport(sched, table, timings, shards, name, trace);
+        shardMembers.put(name, t);
+        return t;
+    }
+
+    /** The shards whose unexpired leases {@code name} holds, as the database sees it now (its token is its name). */
+    Set<Integer> held(String name, int shards) {
+        Set<Integer> held = new java.util.TreeSet<>();
+        for (int s = 0; s < shards; s++) {
+            if (name.equals(table.holder(s + 1).orElse(null))) {
+                held.add(s);
+            }
+        }
+        return held;
+    }
+
+    /** The shards {@code name}'s transport believes it holds. */
+    Set<Integer> owned(String name) {
+        return shardMembers.get(name).owned();
     }
 
     /** The member whose token holds the unexpired lease, as the database sees it now, or null. */
@@ -69,6 +95,6 @@ final class SimLeaseElection {
 
     @Override
     public String toString() {
-        return table + " cut off " + cutOff + " " + members.values();
+        return table + " cut off " + cutOff + " " + members.values() + " " + shardMembers.values();
     }
 }

@@ -28,6 +28,7 @@ final class SimLeaseTable {
     private final IntConsumer takeEpoch;
     private final Consumer<String> trace;
     private final boolean renewalAfterLapse;
+    private final IntConsumer changed;
     private final Map<Integer, Row> rows = new TreeMap<>();
 
     /** One row: its holder (a token), when it expires on the database's clock, who asked for it and since when. */
@@ -53,17 +54,19 @@ final class SimLeaseTable {
      * @param cutOff            whether a member (by name) cannot reach the database: its statements fail
      * @param takeEpoch         the epoch increment of a row, run in the same step as its take-over; null for none
      * @param trace             told what the table does, for the run's trace
+     * @param changed           told of every row that changed hands (taken or released), by id
      * @param renewalAfterLapse the planted bug: a renewal writes the row as the renewer's whether or not its lease
      *                          lapsed and was taken meanwhile
      */
     SimLeaseTable(SimScheduler sched, long leaseNanos, Predicate<String> cutOff, IntConsumer takeEpoch,
-                  Consumer<String> trace, boolean renewalAfterLapse) {
+                  Consumer<String> trace, IntConsumer changed, boolean renewalAfterLapse) {
         this.sched = sched;
         this.leaseNanos = leaseNanos;
         this.cutOff = cutOff;
         this.takeEpoch = takeEpoch;
         this.trace = trace;
         this.renewalAfterLapse = renewalAfterLapse;
+        this.changed = changed;
     }
 
     /** Adds the rows that are missing, free (no holder, expired now). */
@@ -95,6 +98,7 @@ final class SimLeaseTable {
             if (takeEpoch != null) {
                 takeEpoch.accept(id);
             }
+            changed.accept(id);
             trace.accept("lease table: " + member + " takes the lease " + id + " (" + holder + ")"
                     + (takeEpoch == null ? "" : " and its next epoch"));
         }
@@ -144,6 +148,7 @@ final class SimLeaseTable {
             r.holder = null;
             r.expires = sched.now();
             r.freedAt = sched.now();
+            changed.accept(id);
             trace.accept("lease table: " + member + " releases the lease " + id);
         }
         answer();

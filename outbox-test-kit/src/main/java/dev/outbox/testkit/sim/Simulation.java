@@ -214,10 +214,13 @@ public final class Simulation {
             }
             group = new SimLeaderGroup(sched, stalled::contains);
             if (config.databaseElection) {
-                InMemoryStore fenced = config.storageFencing ? store : null;
                 leases = new SimLeaseElection(sched, SimLeaseTimings.of(config.engine.heartbeatTimeout(),
-                        config.engine.pollInterval(), config.deliveryTimeout),
-                        fenced == null ? null : row -> fenced.acquireEpoch(), this::event, config.renewalAfterLapse);
+                        config.engine.pollInterval(), config.deliveryTimeout), takeEpoch(), this::event,
+                        row -> {
+                            if (shardFaults != null) {
+                                shardFaults[row - 1]++;
+                            }
+                        }, config.renewalAfterLapse);
             }
             brokerLock = sched.newLock();
             resolved = brokerLock.newCondition();
@@ -283,10 +286,29 @@ public final class Simulation {
             }
         }
 
-        /** A sharded outbox's dispatcher {@code name}, over the one store, its own broker and the shard group. */
+        /**
+         * The lease table's epoch increment of a row, run with its take-over (the outbox's epoch for row 1 of an
+         * unsharded outbox, shard {@code row - 1}'s for a sharded one); null without storage fencing.
+         */
+        java.util.function.IntConsumer takeEpoch() {
+            if (!config.storageFencing || store == null) {
+                return null;
+            }
+            InMemoryStore fenced = store;
+            if (config.shards > 1) {
+                return row -> ((dev.outbox.spi.StorageFencing) fenced.shard(row - 1)).acquireEpoch();
+            }
+            return row -> fenced.acquireEpoch();
+        }
+
+        /**
+         * A sharded outbox's dispatcher {@code name}, over the one store, its own broker and the shard group (or the
+         * shard leases in the database).
+         */
         ShardedDispatcher newShardedDispatcher(String name) {
             Store s = config.forgetShardFilter ? forgetfulShards(store) : store;
-            ShardedDispatcher d = new ShardedDispatcher(name, s, new Broker(name), shardGroup.newMember(name),
+            ShardedDispatcher d = new ShardedDispatcher(name, s, new Broker(name),
+                    leases != null ? leases.newShardedMember(name, config.shards) : shardGroup.newMember(name),
                     config.engine, listener(name), sched);
             sharded.add(d);
             return d;
@@ -542,6 +564,77 @@ public final class Simulation {
             event(owner + ": the whole process is paused until " + ms(until) + ", past its lease");
         }
 
+        /**
+         * A sharded outbox's leadership faults with shard leases in the database: a dispatcher joining or leaving
+         * (the members balance the leases among themselves), a dispatcher holding leases cut off from the database
+         * (its lease statements fail until its leases lapsed and another's next try passed), or paused past its
+         * leases — only one that acted on every lease it holds, as {@link #acted} says for the group.
+         */
+        void shardLeaseActions(List<Action> list) {
+            List<String> live = new ArrayList<>();
+            for (int i = 0; i < sharded.size(); i++) {
+                String name = "d" + i;
+                if (!leaving.contains(name)) {
+                    live.add(name);
+                }
+            }
+            if (joins > 0) {
+                list.add(new Action("join", this::join));
+            }
+            if (live.size() > 1) {
+                list.add(new Action("leave", () -> leave(live)));
+            }
+            List<String> holders = new ArrayList<>();
+            List<String> settled = new ArrayList<>();
+            for (String m : live) {
+                Set<Integer> held = leases.held(m, config.shards);
+                if (!held.isEmpty()) {
+                    holders.add(m);
+                    if (leaseActed(m, held)) {
+                        settled.add(m);
+                    }
+                }
+            }
+            if (!holders.isEmpty()) {
+                list.add(new Action("cut a dispatcher off the database", () -> {
+                    rebalances--;
+                    String name = holders.get(sched.choose(holders.size(), "cut off which " + holders));
+                    leases.held(name, config.shards).forEach(s -> shardFaults[s]++);
+                    leases.reach(name, false);
+                    SimLeaseTimings t = leases.timings();
+                    long until = sched.now() + t.lease() + t.acquire() + config.engine.pollInterval().toNanos();
+                    event("database: " + name + " is cut off from the lease table until " + ms(until));
+                    timed.add(new Timed(until, "database: " + name + " reaches the lease table again",
+                            () -> leases.reach(name, true)));
+                }));
+            }
+            if (!settled.isEmpty()) {
+                list.add(new Action("pause a dispatcher", () -> {
+                    rebalances--;
+                    String name = settled.get(sched.choose(settled.size(), "pause which " + settled));
+                    leases.held(name, config.shards).forEach(s -> shardFaults[s]++);
+                    long until = sched.now() + leases.timings().lease()
+                            + config.engine.heartbeatTimeout().toNanos();
+                    sched.pause(name + "-", until);
+                    event(name + ": the whole process is paused until " + ms(until) + ", past its leases");
+                }));
+            }
+        }
+
+        /** Whether {@code name} leads every shard whose lease it holds, and believes it holds just those. */
+        boolean leaseActed(String name, Set<Integer> held) {
+            if (!leases.owned(name).equals(held)) {
+                return false;
+            }
+            ShardedDispatcher d = sharded.get(Integer.parseInt(name.substring(1)));
+            for (int s : held) {
+                if (!d.shardDispatchers().get(s).isLeader()) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
         // ---- a sharded outbox's leadership
 
         /**
@@ -552,6 +645,10 @@ public final class Simulation {
          */
         void shardedActions(List<Action> list) {
             if (rebalances <= 0 || pending.isEmpty() && storeSize() == 0) {
+                return;
+            }
+            if (leases != null) {
+                shardLeaseActions(list);
                 return;
             }
             List<String> live = liveDispatchers();
@@ -1504,8 +1601,10 @@ public final class Simulation {
          * leader epoch in the same step (with {@link #storageFencing}). The {@link #leaderChanges} become the lease
          * holder's faults: its dispatcher closing (a clean hand-over), a cut from the database (its lease statements
          * fail until its lease lapsed and a standby took it), a pause of the whole process past its lease. The lease
-         * is the shortest the SQL transport accepts: heartbeat timeout + delivery timeout + renew interval. Not with
-         * {@link #shards} above 1 (checked by {@link #build()}).
+         * is the shortest the SQL transport accepts: heartbeat timeout + delivery timeout + renew interval. With
+         * {@link #shards} above 1, a lease per shard, each dispatcher through {@link SimShardedLeaseTransport}
+         * ({@code SqlShardedLeaderTransport}'s balancing), and the {@link #rebalances} become a dispatcher joining or
+         * leaving, or one holding leases cut off from the database or paused past its leases.
          *
          * @return this builder
          */
@@ -1730,7 +1829,7 @@ public final class Simulation {
          *
          * @return a new immutable configuration
          * @throws IllegalArgumentException if keys, records per key or dispatchers are not positive, shards above 1
-         *                                  are combined with the stream harvest or the database election, a lease
+         *                                  are combined with the stream harvest, a lease
          *                                  bug is planted without the database election, or the engine's timeouts
          *                                  break the simulation's timing assumptions (see {@link Simulation})
          */
@@ -1740,10 +1839,6 @@ public final class Simulation {
             }
             if (shards > 1 && stream) {
                 throw new IllegalArgumentException("the stream harvest is not sharded: shards " + shards);
-            }
-            if (shards > 1 && databaseElection) {
-                throw new IllegalArgumentException("the simulation's database election is not sharded: shards "
-                        + shards);
             }
             if (renewalAfterLapse && !databaseElection) {
                 throw new IllegalArgumentException("a lease renewed after it lapsed needs the database election");

@@ -3,10 +3,14 @@ package dev.outbox.testkit.sim;
 import dev.outbox.DispatcherConfig;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.MethodSource;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -130,5 +134,55 @@ class SimulationLeaseTest {
         System.out.printf("planted: a lease renewed after it lapsed, found by the exhaustive mode after %d schedules"
                 + " (%s); minimal counterexample (replay with Chooser.script(%s)):%n%s%n%n", r.schedules(),
                 sim.config(), withoutTrailingZeros(small.choices()), small.report());
+    }
+
+    /** Seeds per sharded configuration: as {@code SimulationTest}'s. */
+    private static final int SHARDED_SEEDS = Integer.getInteger("outbox.sim.shardedSeeds", Math.max(40, SEEDS / 50));
+
+    /** Each harvest with and without storage fencing, different seeds for each. */
+    static List<Arguments> shardedRuns() {
+        List<Arguments> runs = new ArrayList<>();
+        long first = 0;
+        for (DispatcherConfig.Harvest harvest : DispatcherConfig.Harvest.values()) {
+            for (boolean fencing : new boolean[] {false, true}) {
+                runs.add(Arguments.of(harvest, fencing, first));
+                first += SHARDED_SEEDS;
+            }
+        }
+        return runs;
+    }
+
+    /**
+     * A sharded outbox whose dispatchers balance shard leases in the database among themselves
+     * ({@code SqlShardedLeaderTransport}'s scheme): {@code SimulationTest}'s sharded configuration (4 shards, 2
+     * dispatchers and a third that may join, 6 keys x 2 records, 3 leadership faults, every other fault once) with
+     * the database election. G3 per shard, G4 against the faults and lease changes of the record's own shard. Some
+     * seeds must see a newcomer ask for a lease and a member find one of its leases gone.
+     */
+    @ParameterizedTest(name = "{0}, storage fencing {1}, seeds from {2}")
+    @MethodSource("shardedRuns")
+    void randomSeedsKeepEveryGuaranteePerKeyWithShardLeasesMoving(DispatcherConfig.Harvest harvest, boolean fencing,
+                                                                  long firstSeed) {
+        Simulation sim = new Simulation(SimulationTest.sharded(harvest, fencing).databaseElection().build());
+        long start = System.nanoTime();
+        long choices = 0;
+        int asked = 0;
+        int lost = 0;
+        for (long seed = firstSeed; seed < firstSeed + SHARDED_SEEDS; seed++) {
+            Simulation.Outcome o = sim.run(Chooser.random(seed));
+            choices += o.choiceCount();
+            if (o.failed()) {
+                Simulation.Outcome small = new Explorer(sim).shrink(o, 100);
+                throw new AssertionError("seed " + seed + " failed (" + sim.config() + "); shrunk to:\n"
+                        + small.report() + "\nreplay its choices with Chooser.script(" + small.choices() + ")");
+            }
+            asked += o.trace().stream().anyMatch(l -> l.contains("asks for the lease")) ? 1 : 0;
+            lost += o.trace().stream().anyMatch(l -> l.contains("were taken or expired")) ? 1 : 0;
+        }
+        System.out.printf("simulation, random, sharded leases: %s: seeds %d to %d, %d choices, %d with a lease asked"
+                + " for, %d with a lease lost, %d ms%n", sim.config(), firstSeed, firstSeed + SHARDED_SEEDS - 1,
+                choices, asked, lost, (System.nanoTime() - start) / 1_000_000);
+        assertThat(asked).as("seeds in which a member asked for a busier member's lease").isPositive();
+        assertThat(lost).as("seeds in which a member found one of its leases gone").isPositive();
     }
 }
