@@ -211,25 +211,31 @@ public final class Benchmark {
             }
             if (options.runs("takeover")) {
                 TakeoverScenario takeover = new TakeoverScenario(env, options);
-                for (String mode : options.takeoverModes) {
-                    for (int i = 1; i <= options.takeoverRepeat; i++) {
-                        Progress.say("take-over (%s), run %d of %d ...", mode, i, options.takeoverRepeat);
-                        TakeoverScenario.Result result = takeover.run(mode, i);
-                        Progress.say("take-over (%s): leader acquired after %.2f s, first record acked after %.2f s",
-                                mode, result.leaderAcquired(), result.firstAck());
-                        report.takeover.add(result);
+                for (String election : options.elections) {
+                    for (String mode : options.takeoverModes) {
+                        for (int i = 1; i <= options.takeoverRepeat; i++) {
+                            Progress.say("take-over (%s election, %s), run %d of %d ...", election, mode, i,
+                                    options.takeoverRepeat);
+                            TakeoverScenario.Result result = takeover.run(election, mode, i);
+                            Progress.say("take-over (%s election, %s): leader acquired after %.2f s, first record"
+                                    + " acked after %.2f s", election, mode, result.leaderAcquired(),
+                                    result.firstAck());
+                            report.takeover.add(result);
+                        }
                     }
                 }
             }
             if (options.runs("takeover-shards")) {
                 ShardedTakeoverScenario takeover = new ShardedTakeoverScenario(env, options);
-                for (int i = 1; i <= options.takeoverRepeat; i++) {
-                    Progress.say("take-over of %d of %d shards (SIGKILL of one of %d Dispatcher JVMs), run %d of %d"
-                                    + " ...", ShardedTakeoverScenario.SHARDS / ShardedTakeoverScenario.DISPATCHERS,
-                            ShardedTakeoverScenario.SHARDS, ShardedTakeoverScenario.DISPATCHERS, i,
+                for (int run = 0; run < options.elections.size() * options.takeoverRepeat; run++) {
+                    String election = options.elections.get(run / options.takeoverRepeat);
+                    int i = run % options.takeoverRepeat + 1;
+                    Progress.say("take-over of %d of %d shards (%s election, SIGKILL of one of %d Dispatcher JVMs),"
+                                    + " run %d of %d ...", ShardedTakeoverScenario.SHARDS / ShardedTakeoverScenario.DISPATCHERS,
+                            ShardedTakeoverScenario.SHARDS, election, ShardedTakeoverScenario.DISPATCHERS, i,
                             options.takeoverRepeat);
-                    ShardedTakeoverScenario.Result r = takeover.run(i);
-                    Progress.say("take-over of shards: the other shards' commit->ack p99 %.1f ms quiet, %.1f ms through"
+                    ShardedTakeoverScenario.Result r = takeover.run(election, i);
+                    Progress.say(election + " election: take-over of shards: the other shards' commit->ack p99 %.1f ms quiet, %.1f ms through"
                                     + " the take-over (x%.2f), %.1f ms around the move (x%.2f); the killed Dispatcher's %d shards led again after %.2f s,"
                                     + " acknowledging after %.2f s; %,d committed (none lost), %d acknowledged by the killed JVM unreported, %d duplicates",
                             r.quietOthers().p99(), r.takeoverOthers().p99(), r.p99Ratio(), r.moveOthers().p99(),

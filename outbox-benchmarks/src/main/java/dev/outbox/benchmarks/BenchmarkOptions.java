@@ -121,6 +121,12 @@ final class BenchmarkOptions implements Callable<Integer> {
             description = "close (Dispatcher.close of the leader) and/or crash (the leader's JVM is killed with"
                     + " SIGKILL).")
     List<String> takeoverModes;
+    @Option(defaultValue = "kafka,database", names = "--elections", paramLabel = "LIST", split = ",",
+            converter = Election.class,
+            description = "takeover and takeover-shards: the leader elections to take over with, each in the same"
+                    + " run: kafka (KafkaLeaderTransport / KafkaShardedLeaderTransport, a consumer group) and/or"
+                    + " database (SqlLeaderTransport / SqlShardedLeaderTransport, a lease table next to the outbox).")
+    List<String> elections;
     @Option(names = "--takeover-repeat", paramLabel = "N", description = "Take-over runs per mode.")
     int takeoverRepeat = 3;
     @Option(names = "--takeover-rate", paramLabel = "N", description = "Records/s written during a take-over.")
@@ -439,6 +445,12 @@ final class BenchmarkOptions implements Callable<Integer> {
     static final class TakeoverMode extends OneOf {
         TakeoverMode() {
             super("close", "crash");
+        }
+    }
+
+    static final class Election extends OneOf {
+        Election() {
+            super(TakeoverScenario.KAFKA, TakeoverScenario.DATABASE);
         }
     }
 

@@ -17,7 +17,8 @@ import java.util.UUID;
 /**
  * The leader of the take-over benchmark's {@code crash} mode, run as a child JVM so that it can be killed with
  * SIGKILL. Configured by {@code bench.*} system properties (see {@link TakeoverScenario}) and, for the database
- * password, the environment variable {@link #PASSWORD_VARIABLE} (a command line shows in {@code ps}); prints
+ * password, the environment variable {@link #PASSWORD_VARIABLE} (a command line shows in {@code ps}); elects its
+ * leader as {@value #ELECTION_PROPERTY} says (over Kafka, or over the database's lease table); prints
  * {@code LEADER <id>} on standard output when it leads, then harvests until it is killed. With
  * {@code bench.shards} above 1 it is one of the dispatchers of {@link ShardedTakeoverScenario} instead, and reports
  * as that class says.
@@ -25,6 +26,8 @@ import java.util.UUID;
 public final class LeaderProcess {
     /** The environment variable the parent passes the database password in. */
     public static final String PASSWORD_VARIABLE = "OUTBOX_BENCH_CHILD_DB_PASSWORD";
+    /** The system property naming the election, {@code kafka} (the default) or {@code database}. */
+    static final String ELECTION_PROPERTY = "bench.election";
 
     private LeaderProcess() {
     }
@@ -54,12 +57,13 @@ public final class LeaderProcess {
                 .purgeBatchSize(Integer.getInteger("bench.purgeBatchSize"))
                 .build());
         KafkaMessageBroker broker = KafkaMessageBroker.builder().properties(producer).build();
+        String election = System.getProperty(ELECTION_PROPERTY, TakeoverScenario.KAFKA);
         if (shards > 1) {
-            ShardedTakeoverScenario.runChild(store, broker, System.getProperty("bench.bootstrap"),
+            ShardedTakeoverScenario.runChild(election, store, broker, System.getProperty("bench.bootstrap"),
                     System.getProperty("bench.leaderTopic"), config, shards, System.getProperty("bench.name"));
             return;
         }
-        Dispatcher dispatcher = TakeoverScenario.dispatcher(store, broker, new TimingBroker(broker, 0, null),
+        Dispatcher dispatcher = TakeoverScenario.dispatcher(election, store, broker, new TimingBroker(broker, 0, null),
                 System.getProperty("bench.bootstrap"), System.getProperty("bench.leaderTopic"), config,
                 "bench-child", new DispatcherListener() {
                     @Override

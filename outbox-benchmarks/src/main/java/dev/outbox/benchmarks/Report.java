@@ -132,10 +132,10 @@ final class Report {
         return max;
     }
 
-    private List<Double> takeoverTimes(String mode, boolean ack) {
+    private List<Double> takeoverTimes(String election, String mode, boolean ack) {
         List<Double> out = new ArrayList<>();
         for (TakeoverScenario.Result r : takeover) {
-            if (r.mode().equals(mode)) {
+            if (r.election().equals(election) && r.mode().equals(mode)) {
                 out.add(ack ? r.firstAck() : r.leaderAcquired());
             }
         }
@@ -202,14 +202,16 @@ final class Report {
         if (!takeover.isEmpty()) {
             double worst = 0;
             StringBuilder m = new StringBuilder();
-            for (String mode : options.takeoverModes) {
-                List<Double> t = takeoverTimes(mode, true);
-                if (t.isEmpty()) {
-                    continue;
+            for (String election : options.elections) {
+                for (String mode : options.takeoverModes) {
+                    List<Double> t = takeoverTimes(election, mode, true);
+                    if (t.isEmpty()) {
+                        continue;
+                    }
+                    double max = t.stream().mapToDouble(Double::doubleValue).max().orElse(0);
+                    worst = Math.max(worst, max);
+                    m.append(m.length() == 0 ? "" : ", ").append(fmt("%s %s: max %.2f s", election, mode, max));
                 }
-                double max = t.stream().mapToDouble(Double::doubleValue).max().orElse(0);
-                worst = Math.max(worst, max);
-                m.append(m.length() == 0 ? "" : ", ").append(fmt("%s: max %.2f s", mode, max));
             }
             g.add(new String[] {"take-over < 10 s", m.toString(), verdict(worst < 10)});
         }
@@ -305,21 +307,27 @@ final class Report {
         }
         if (!takeover.isEmpty()) {
             out.append('\n');
-            out.append(fmt("Take-over: two Dispatchers over KafkaLeaderTransport, writer at %,d records/s;"
-                            + " heartbeatTimeout %s, session.timeout.ms %d, delivery.timeout.ms %d%n",
+            out.append(fmt("Take-over: two Dispatchers, writer at %,d records/s; heartbeatTimeout %s,"
+                            + " delivery.timeout.ms %d; kafka: KafkaLeaderTransport, session.timeout.ms %d; database:"
+                            + " SqlLeaderTransport, %s%n",
                     options.takeoverRate, seconds(TakeoverScenario.HEARTBEAT_TIMEOUT.toMillis()),
-                    TakeoverScenario.SESSION_TIMEOUT_MS, TakeoverScenario.DELIVERY_TIMEOUT_MS));
-            out.append(fmt("%-48s %5s  %-26s %s%n", "leader stopped by", "runs", "new leader elected s",
-                    "first record acked s"));
-            for (String mode : options.takeoverModes) {
-                List<Double> ack = takeoverTimes(mode, true);
-                if (ack.isEmpty()) {
-                    continue;
+                    TakeoverScenario.DELIVERY_TIMEOUT_MS, TakeoverScenario.SESSION_TIMEOUT_MS,
+                    leaseTimings()));
+            out.append(fmt("%-9s %-48s %5s  %-26s %s%n", "election", "leader stopped by", "runs",
+                    "new leader elected s", "first record acked s"));
+            for (String election : options.elections) {
+                for (String mode : options.takeoverModes) {
+                    List<Double> ack = takeoverTimes(election, mode, true);
+                    if (ack.isEmpty()) {
+                        continue;
+                    }
+                    List<Double> acq = takeoverTimes(election, mode, false);
+                    String how = mode.equals("close") ? "close: Dispatcher.close() (drain, "
+                            + (election.equals(TakeoverScenario.DATABASE) ? "release lease)" : "leave group)")
+                            : "crash: SIGKILL of the leader's JVM";
+                    out.append(fmt("%-9s %-48s %5d  %-26s %s%n", election, how, ack.size(), spread(acq),
+                            spread(ack)));
                 }
-                List<Double> acq = takeoverTimes(mode, false);
-                String how = mode.equals("close") ? "close: Dispatcher.close() (drain, leave group)"
-                        : "crash: SIGKILL of the leader's JVM";
-                out.append(fmt("%-48s %5d  %-26s %s%n", how, ack.size(), spread(acq), spread(ack)));
             }
         }
         appendShardTakeover(out);
@@ -334,26 +342,40 @@ final class Report {
         return out.toString();
     }
 
+    /** The CSV scenario's prefix of a take-over's election: none for Kafka's (as before the database election). */
+    private static String electionPrefix(String election) {
+        return election.equals(TakeoverScenario.KAFKA) ? "" : election + "-";
+    }
+
+    /** The database election's lease timings, as the take-over scenarios run them. */
+    private String leaseTimings() {
+        dev.outbox.store.sql.SqlLeaseTimings t = TakeoverScenario.leaseTimings(TakeoverScenario.config(
+                dev.outbox.DispatcherConfig.builder().build()));
+        return fmt("lease %d ms, renewed every %d ms, tried every %d ms", t.leaseDuration().toMillis(),
+                t.renewInterval().toMillis(), t.acquireInterval().toMillis());
+    }
+
     /** The sharded take-over: the other shards' latency through the take-over next to a quiet window's. */
     private void appendShardTakeover(StringBuilder out) {
         if (shardTakeover.isEmpty()) {
             return;
         }
         out.append('\n');
-        out.append(fmt("Sharded take-over: %d shards over %d Dispatcher JVMs (KafkaShardedLeaderTransport), writer at"
+        out.append(fmt("Sharded take-over: %d shards over %d Dispatcher JVMs (kafka: KafkaShardedLeaderTransport,"
+                        + " session.timeout.ms %d; database: SqlShardedLeaderTransport, %s), writer at"
                         + " %,d records/s; a warm-up of %s, then one JVM killed (SIGKILL) after a quiet window of %s;"
-                        + " session.timeout.ms %d; commit->ack in ms of the records committed in each window; the move:"
+                        + " commit->ack in ms of the records committed in each window; the move:"
                         + " from %d ms before the killed JVM's shards were led again to %d ms after%n",
-                ShardedTakeoverScenario.SHARDS, ShardedTakeoverScenario.DISPATCHERS, options.takeoverRate,
+                ShardedTakeoverScenario.SHARDS, ShardedTakeoverScenario.DISPATCHERS,
+                TakeoverScenario.SESSION_TIMEOUT_MS, leaseTimings(), options.takeoverRate,
                 seconds(options.takeoverWarmup.toMillis()), seconds(options.takeoverWindow.toMillis()),
-                TakeoverScenario.SESSION_TIMEOUT_MS, ShardedTakeoverScenario.MOVE_BEFORE_MS,
-                ShardedTakeoverScenario.MOVE_AFTER_MS));
-        out.append(fmt("%-4s %-22s %-22s %7s  %-22s %7s  %-22s %-24s %8s %9s %9s %s%n", "run",
+                ShardedTakeoverScenario.MOVE_BEFORE_MS, ShardedTakeoverScenario.MOVE_AFTER_MS));
+        out.append(fmt("%-9s %-4s %-22s %-22s %7s  %-22s %7s  %-22s %-24s %8s %9s %9s %s%n", "election", "run",
                 "others quiet p50/p99/max", "others take-over", "p99 x", "others around the move", "p99 x",
                 "killed's quiet", "killed's take-over", "moved s", "acking s", "committed",
                 "unreported / duplicates"));
         for (ShardedTakeoverScenario.Result r : shardTakeover) {
-            out.append(fmt("%-4d %-22s %-22s %7.2f  %-22s %7.2f  %-22s %-24s %8.2f %9.2f %,9d %d / %d%n", r.run(),
+            out.append(fmt("%-9s %-4d %-22s %-22s %7.2f  %-22s %7.2f  %-22s %-24s %8.2f %9.2f %,9d %d / %d%n", r.election(), r.run(),
                     stats(r.quietOthers()), stats(r.takeoverOthers()), r.p99Ratio(), stats(r.moveOthers()),
                     r.moveP99Ratio(), stats(r.quietOwn()),
                     stats(r.takeoverOwn()), r.movedAfter(), r.ownFirstAck(), r.committed(), r.unreported(),
@@ -481,24 +503,26 @@ final class Report {
         int i = 0;
         String last = "";
         for (TakeoverScenario.Result t : takeover) {
-            i = t.mode().equals(last) ? i + 1 : 1;
-            last = t.mode();
-            csvLine(out, "takeover", t.mode(), i, "leader_acquired_s", fmt("%.3f", t.leaderAcquired()));
-            csvLine(out, "takeover", t.mode(), i, "first_ack_s", fmt("%.3f", t.firstAck()));
-            csvLine(out, "takeover", t.mode(), i, "rows_left", t.rowsLeft());
+            String scenario = electionPrefix(t.election()) + t.mode();
+            i = scenario.equals(last) ? i + 1 : 1;
+            last = scenario;
+            csvLine(out, "takeover", scenario, i, "leader_acquired_s", fmt("%.3f", t.leaderAcquired()));
+            csvLine(out, "takeover", scenario, i, "first_ack_s", fmt("%.3f", t.firstAck()));
+            csvLine(out, "takeover", scenario, i, "rows_left", t.rowsLeft());
         }
         for (ShardedTakeoverScenario.Result r : shardTakeover) {
-            csvLine(out, "takeover", "shards", r.run(), "others_quiet_p99_ms", fmt("%.2f", r.quietOthers().p99()));
-            csvLine(out, "takeover", "shards", r.run(), "others_takeover_p99_ms",
+            String shards = electionPrefix(r.election()) + "shards";
+            csvLine(out, "takeover", shards, r.run(), "others_quiet_p99_ms", fmt("%.2f", r.quietOthers().p99()));
+            csvLine(out, "takeover", shards, r.run(), "others_takeover_p99_ms",
                     fmt("%.2f", r.takeoverOthers().p99()));
-            csvLine(out, "takeover", "shards", r.run(), "others_p99_ratio", fmt("%.3f", r.p99Ratio()));
-            csvLine(out, "takeover", "shards", r.run(), "others_move_p99_ms", fmt("%.2f", r.moveOthers().p99()));
-            csvLine(out, "takeover", "shards", r.run(), "others_move_p99_ratio", fmt("%.3f", r.moveP99Ratio()));
-            csvLine(out, "takeover", "shards", r.run(), "killed_takeover_max_ms", fmt("%.1f", r.takeoverOwn().max()));
-            csvLine(out, "takeover", "shards", r.run(), "moved_s", fmt("%.3f", r.movedAfter()));
-            csvLine(out, "takeover", "shards", r.run(), "killed_acking_s", fmt("%.3f", r.ownFirstAck()));
-            csvLine(out, "takeover", "shards", r.run(), "acks_unreported", r.unreported());
-            csvLine(out, "takeover", "shards", r.run(), "duplicates", r.duplicates());
+            csvLine(out, "takeover", shards, r.run(), "others_p99_ratio", fmt("%.3f", r.p99Ratio()));
+            csvLine(out, "takeover", shards, r.run(), "others_move_p99_ms", fmt("%.2f", r.moveOthers().p99()));
+            csvLine(out, "takeover", shards, r.run(), "others_move_p99_ratio", fmt("%.3f", r.moveP99Ratio()));
+            csvLine(out, "takeover", shards, r.run(), "killed_takeover_max_ms", fmt("%.1f", r.takeoverOwn().max()));
+            csvLine(out, "takeover", shards, r.run(), "moved_s", fmt("%.3f", r.movedAfter()));
+            csvLine(out, "takeover", shards, r.run(), "killed_acking_s", fmt("%.3f", r.ownFirstAck()));
+            csvLine(out, "takeover", shards, r.run(), "acks_unreported", r.unreported());
+            csvLine(out, "takeover", shards, r.run(), "duplicates", r.duplicates());
         }
         for (InboxScenario.Result r : inbox) {
             String name = r.consumer().startsWith("bare") ? "bare_" + (r.consumer().contains("before") ? "before"

@@ -8,7 +8,10 @@ import dev.outbox.OutboxMessage;
 import dev.outbox.OutboxShards;
 import dev.outbox.broker.kafka.KafkaMessageBroker;
 import dev.outbox.broker.kafka.KafkaShardedLeaderTransport;
+import dev.outbox.spi.ShardedLeaderTransport;
 import dev.outbox.spi.Store;
+import dev.outbox.store.sql.SqlShardedLeaderTransport;
+import dev.outbox.store.sql.SqlStore;
 import org.HdrHistogram.Histogram;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 
@@ -35,7 +38,9 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * Take-over of a sharded outbox: {@value #SHARDS} shards over {@value #DISPATCHERS} dispatchers, each in a child JVM
  * ({@link LeaderProcess} with {@code bench.shards}) whose shard leadership comes from a
- * {@link KafkaShardedLeaderTransport}, while a writer in this JVM commits rows at {@code --takeover-rate}. After a
+ * {@link KafkaShardedLeaderTransport} or, with the {@code database} election, a {@link SqlShardedLeaderTransport}
+ * (shard leases in the outbox's database: a killed dispatcher's shards are taken once their leases lapse), while a
+ * writer in this JVM commits rows at {@code --takeover-rate}. After a
  * warm-up of {@code --takeover-warmup} (30 s: three JVMs compiling on two cores make a shorter quiet window a
  * measure of the JIT) and a quiet window of {@code --takeover-window} (15 s) with every dispatcher running, one of
  * them is killed with SIGKILL (no goodbye to the
@@ -64,7 +69,7 @@ final class ShardedTakeoverScenario {
      * shards' records committed from {@value #MOVE_BEFORE_MS} ms before the killed dispatcher's shards were led
      * again to {@value #MOVE_AFTER_MS} ms after (their new leaders' catch-up on the backlog of the stall).
      */
-    record Result(int run, int killedShards, LatencyScenario.Stats quietOthers, LatencyScenario.Stats takeoverOthers,
+    record Result(String election, int run, int killedShards, LatencyScenario.Stats quietOthers, LatencyScenario.Stats takeoverOthers,
                   LatencyScenario.Stats moveOthers, LatencyScenario.Stats quietOwn, LatencyScenario.Stats takeoverOwn,
                   double movedAfter, double ownFirstAck, long committed, long unreported, long duplicates) {
         /** The take-over window's p99 of the other shards over the quiet window's. */
@@ -96,8 +101,11 @@ final class ShardedTakeoverScenario {
         this.options = options;
     }
 
-    Result run(int index) throws Exception {
+    Result run(String election, int index) throws Exception {
         env.database().resetSharded(SHARDS);
+        if (election.equals(TakeoverScenario.DATABASE)) {
+            TakeoverScenario.dropLeases(env);
+        }
         String topic = env.newTopic("takeover-shards");
         String leaderTopic = "bench-shard-leaders-" + ProcessHandle.current().pid() + "-takeover-" + index + "-"
                 + System.nanoTime();
@@ -117,7 +125,7 @@ final class ShardedTakeoverScenario {
         Writer writer = null;
         try {
             for (int i = 0; i < DISPATCHERS; i++) {
-                children.add(new Child("bench-shard-" + i, leaderTopic, producer, config, times));
+                children.add(new Child("bench-shard-" + i, election, leaderTopic, producer, config, times));
             }
             awaitSpread(children, Duration.ofSeconds(90));
             writer = new Writer(topic, rate, keys, shardOfKey, times);
@@ -125,6 +133,9 @@ final class ShardedTakeoverScenario {
             // the writer's start, and the JIT of the children: --takeover-warmup
             long quietStart = System.nanoTime() + Math.max(options.takeoverWarmup.toNanos(), 200_000_000L);
             pauseUntil(quietStart + window.toNanos());
+            // A loaded machine may be moving shards at the end of the quiet window (a group's rebalance, a lease's
+            // balancing): the victim is killed once every shard has one leader again and it leads its share.
+            awaitSpread(children, Duration.ofSeconds(60));
             Child victim = children.get(0);
             int[] own = victim.led.get();
             long killed = System.nanoTime();
@@ -204,7 +215,7 @@ final class ShardedTakeoverScenario {
             for (int s : own) {
                 ownFirstAck = Math.max(ownFirstAck, firstAckAfterKill[s] - killed);
             }
-            return new Result(index, own.length, LatencyScenario.Stats.of(quietOthers),
+            return new Result(election, index, own.length, LatencyScenario.Stats.of(quietOthers),
                     LatencyScenario.Stats.of(takeoverOthers), LatencyScenario.Stats.of(moveOthers),
                     LatencyScenario.Stats.of(quietOwn),
                     LatencyScenario.Stats.of(takeoverOwn), (moved - killed) / 1e9, ownFirstAck / 1e9, committed,
@@ -319,11 +330,12 @@ final class ShardedTakeoverScenario {
         final Process process;
         final AtomicReference<int[]> led = new AtomicReference<>(new int[0]);
 
-        Child(String name, String leaderTopic, Map<String, Object> producer, DispatcherConfig config, Times times)
-                throws Exception {
+        Child(String name, String election, String leaderTopic, Map<String, Object> producer, DispatcherConfig config,
+              Times times) throws Exception {
             this.name = name;
             process = TakeoverScenario.startLeaderProcess(env, leaderTopic, producer, config, "384m",
-                    List.of("-Dbench.shards=" + SHARDS, "-Dbench.name=" + name));
+                    List.of("-Dbench.shards=" + SHARDS, "-Dbench.name=" + name,
+                            "-D" + LeaderProcess.ELECTION_PROPERTY + "=" + election));
             Thread reader = new Thread(() -> {
                 try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(),
                         StandardCharsets.UTF_8))) {
@@ -435,10 +447,11 @@ final class ShardedTakeoverScenario {
 
     /**
      * The child's side ({@link LeaderProcess} with {@code bench.shards} above 1): a sharded dispatcher over
-     * {@code store} whose shard leadership comes from a {@link KafkaShardedLeaderTransport}; it reports the shards it
-     * leads and every acknowledgement on standard output, and runs until it is killed.
+     * {@code store} whose shard leadership comes from a {@link KafkaShardedLeaderTransport} or, with the
+     * {@code database} election, a {@link SqlShardedLeaderTransport}; it reports the shards it leads and every
+     * acknowledgement on standard output, and runs until it is killed.
      */
-    static void runChild(Store store, KafkaMessageBroker kafka, String bootstrap, String leaderTopic,
+    static void runChild(String election, Store store, KafkaMessageBroker kafka, String bootstrap, String leaderTopic,
                          DispatcherConfig config, int shards, String name) throws Exception {
         PrintStream out = System.out;
         ConcurrentLinkedQueue<long[]> acks = new ConcurrentLinkedQueue<>();
@@ -448,15 +461,19 @@ final class ShardedTakeoverScenario {
                 acks.add(new long[] {seq, nanos});
             }
         });
-        KafkaShardedLeaderTransport leaders = KafkaShardedLeaderTransport.builder()
-                .bootstrapServers(bootstrap)
-                .topic(leaderTopic)
-                .shards(shards)
-                .dispatcherConfig(config)
-                .deliveryTimeoutOf(kafka)
-                .consumerProperty(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, TakeoverScenario.SESSION_TIMEOUT_MS)
-                .consumerProperty(ConsumerConfig.CLIENT_ID_CONFIG, name + "-leader")
-                .build();
+        ShardedLeaderTransport leaders = election.equals(TakeoverScenario.DATABASE)
+                ? SqlShardedLeaderTransport.builder((SqlStore) store).dispatcherConfig(config)
+                        .deliveryTimeout(Duration.ofMillis(TakeoverScenario.DELIVERY_TIMEOUT_MS)).build()
+                : KafkaShardedLeaderTransport.builder()
+                        .bootstrapServers(bootstrap)
+                        .topic(leaderTopic)
+                        .shards(shards)
+                        .dispatcherConfig(config)
+                        .deliveryTimeoutOf(kafka)
+                        .consumerProperty(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG,
+                                TakeoverScenario.SESSION_TIMEOUT_MS)
+                        .consumerProperty(ConsumerConfig.CLIENT_ID_CONFIG, name + "-leader")
+                        .build();
         Dispatcher dispatcher = Dispatcher.builder(store, broker).config(config).leaderTransport(leaders).name(name)
                 .build();
         dispatcher.start();

@@ -8,6 +8,9 @@ import dev.outbox.OutboxMessage;
 import dev.outbox.broker.kafka.KafkaLeaderTransport;
 import dev.outbox.broker.kafka.KafkaMessageBroker;
 import dev.outbox.spi.Store;
+import dev.outbox.store.sql.SqlLeaderTransport;
+import dev.outbox.store.sql.SqlLeaseTimings;
+import dev.outbox.store.sql.SqlStore;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
@@ -32,18 +35,20 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * Take-over: two dispatchers elect a leader over Kafka ({@link KafkaLeaderTransport}) while a writer commits
- * rows at a steady rate; the leader is stopped, and the time until the standby's first acknowledged record is
- * measured. Two ways to stop the leader:
+ * Take-over: two dispatchers elect a leader while a writer commits rows at a steady rate; the leader is stopped, and
+ * the time until the standby's first acknowledged record is measured. Two elections ({@code --elections}):
+ * {@code kafka} over a consumer group ({@link KafkaLeaderTransport}) and {@code database} over a lease table next to
+ * the outbox ({@link SqlLeaderTransport}). Two ways to stop the leader:
  * <ul>
- *   <li>{@code close}: {@link Dispatcher#close()} of the leader (it drains, then leaves the group), both
- *       dispatchers in this JVM;</li>
+ *   <li>{@code close}: {@link Dispatcher#close()} of the leader (it drains, then leaves the group or releases the
+ *       lease), both dispatchers in this JVM;</li>
  *   <li>{@code crash}: the leader runs in a child JVM ({@link LeaderProcess}) that is killed with SIGKILL: no
- *       goodbye to the group, so the standby waits for the leader's group session to expire.</li>
+ *       goodbye, so the standby waits for the leader's group session to expire, or for its lease to lapse.</li>
  * </ul>
  * Timings for fast fail-over (the defaults would take about 1 s after a close and 15–16 s after a crash): heartbeat
- * timeout 1 s, producer {@code delivery.timeout.ms} 4 s, {@code session.timeout.ms} 6 s (the broker's minimum
- * by default). Not thread-safe: one run at a time.
+ * timeout 1 s, producer {@code delivery.timeout.ms} 4 s; Kafka's {@code session.timeout.ms} 6 s (the broker's
+ * minimum by default), the lease's defaults for those ({@link #leaseTimings}: a lease of 5.25 s, renewed every
+ * 250 ms, a standby trying every 500 ms). Not thread-safe: one run at a time.
  */
 final class TakeoverScenario {
     static final Duration HEARTBEAT_TIMEOUT = Duration.ofSeconds(1);
@@ -51,9 +56,13 @@ final class TakeoverScenario {
     static final int REQUEST_TIMEOUT_MS = 1_997;
     static final int SESSION_TIMEOUT_MS = 6_000;
     static final String LEADER_LINE = "LEADER ";
+    /** The election over a Kafka consumer group. */
+    static final String KAFKA = "kafka";
+    /** The election over a lease table in the outbox's database. */
+    static final String DATABASE = "database";
 
     /** One take-over: times in seconds from stopping the leader. */
-    record Result(String mode, double leaderAcquired, double firstAck, long rowsLeft) {
+    record Result(String election, String mode, double leaderAcquired, double firstAck, long rowsLeft) {
     }
 
     private final BenchEnvironment env;
@@ -89,19 +98,43 @@ final class TakeoverScenario {
                 .build();
     }
 
-    static Dispatcher dispatcher(Store store, KafkaMessageBroker broker, TimingBroker timing, String bootstrap,
-                                 String leaderTopic, DispatcherConfig config, String name,
+    /** The lease timings of the {@code database} election with {@code config}: the SQL transport's defaults. */
+    static SqlLeaseTimings leaseTimings(DispatcherConfig config) {
+        return SqlLeaseTimings.of(config.heartbeatTimeout(), config.pollInterval(),
+                Duration.ofMillis(DELIVERY_TIMEOUT_MS), null, null, null);
+    }
+
+    /** The {@code database} election's transport over {@code store}'s lease table. */
+    static SqlLeaderTransport leaseTransport(Store store, DispatcherConfig config) {
+        return SqlLeaderTransport.builder((SqlStore) store).dispatcherConfig(config)
+                .deliveryTimeout(Duration.ofMillis(DELIVERY_TIMEOUT_MS)).build();
+    }
+
+    /**
+     * Drops the lease table, so that a run starts with no lease left held by the dispatchers of the run before (a
+     * killed JVM's lease holds until it lapses); the transports create it again.
+     */
+    static void dropLeases(BenchEnvironment env) {
+        BenchEnvironment.execute(env.pool(), "DROP TABLE IF EXISTS " + BenchEnvironment.TABLE + "_lease");
+    }
+
+    static Dispatcher dispatcher(String election, Store store, KafkaMessageBroker broker, TimingBroker timing,
+                                 String bootstrap, String leaderTopic, DispatcherConfig config, String name,
                                  DispatcherListener listener) {
         return Dispatcher.builder(store, timing)
                 .config(config)
-                .leaderTransport(transport(bootstrap, leaderTopic, config, broker))
+                .leaderTransport(election.equals(DATABASE) ? leaseTransport(store, config)
+                        : transport(bootstrap, leaderTopic, config, broker))
                 .listener(listener)
                 .name(name)
                 .build();
     }
 
-    Result run(String mode, int index) throws Exception {
+    Result run(String election, String mode, int index) throws Exception {
         new Backlog(env, options).reset();
+        if (election.equals(DATABASE)) {
+            dropLeases(env);
+        }
         String topic = env.newTopic("takeover");
         String leaderTopic = "bench-leader-" + ProcessHandle.current().pid() + "-" + mode + "-" + index;
         DispatcherConfig config = config(env.dispatcherConfig());
@@ -116,18 +149,18 @@ final class TakeoverScenario {
         try {
             if (mode.equals("close")) {
                 KafkaMessageBroker b = KafkaMessageBroker.builder().properties(producer).build();
-                leader = dispatcher(env.store(), b, new TimingBroker(b, 0, null), bootstrap, leaderTopic, config,
+                leader = dispatcher(election, env.store(), b, new TimingBroker(b, 0, null), bootstrap, leaderTopic, config,
                         "bench-leader", new DispatcherListener() { });
                 leader.start();
                 Dispatcher l = leader;
                 await("the first dispatcher to lead", () -> l.isLeader(), Duration.ofSeconds(60));
             } else {
-                child = startChild(leaderTopic, producer, config);
+                child = startChild(election, leaderTopic, producer, config);
             }
             AtomicLong acquired = new AtomicLong();
             KafkaMessageBroker b = KafkaMessageBroker.builder().properties(producer).build();
             TimingBroker timing = new TimingBroker(b, 0, null);
-            standby = dispatcher(env.store(), b, timing, bootstrap, leaderTopic, config, "bench-standby",
+            standby = dispatcher(election, env.store(), b, timing, bootstrap, leaderTopic, config, "bench-standby",
                     new DispatcherListener() {
                         @Override
                         public void leaderAcquired(UUID leaderId) {
@@ -135,7 +168,10 @@ final class TakeoverScenario {
                         }
                     });
             standby.start();
-            awaitStableGroup(bootstrap, leaderTopic);
+            if (election.equals(KAFKA)) {
+                awaitStableGroup(bootstrap, leaderTopic);
+            } // the database's standby tries the lease every acquire interval: the second below covers a few
+
             BenchEnvironment.pause(Duration.ofSeconds(1)); // the leader publishes steadily meanwhile
             if (acquired.get() != 0) {
                 throw new IllegalStateException("the standby became leader before the leader was stopped");
@@ -154,7 +190,7 @@ final class TakeoverScenario {
             writer.stop();
             Store store = env.store();
             await("the backlog to be drained", () -> dev.outbox.spi.Store.require(store, dev.outbox.spi.Gauges.class, "the benchmark").backlog() == 0, Duration.ofSeconds(60));
-            return new Result(mode, acq, firstAck, dev.outbox.spi.Store.require(store, dev.outbox.spi.Gauges.class, "the benchmark").backlog());
+            return new Result(election, mode, acq, firstAck, dev.outbox.spi.Store.require(store, dev.outbox.spi.Gauges.class, "the benchmark").backlog());
         } finally {
             writer.stop();
             if (standby != null) {
@@ -205,9 +241,10 @@ final class TakeoverScenario {
         return pb.start();
     }
 
-    private Process startChild(String leaderTopic, Map<String, Object> producer,
+    private Process startChild(String election, String leaderTopic, Map<String, Object> producer,
                                DispatcherConfig config) throws Exception {
-        Process p = startLeaderProcess(env, leaderTopic, producer, config, "512m", List.of());
+        Process p = startLeaderProcess(env, leaderTopic, producer, config, "512m",
+                List.of("-D" + LeaderProcess.ELECTION_PROPERTY + "=" + election));
         CountDownLatch leading = new CountDownLatch(1);
         Thread reader = new Thread(() -> {
             try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(),

@@ -65,8 +65,12 @@ class BenchmarkSmokeTest {
             assertThat(l.unacknowledged()).isZero();
             assertThat(l.commitToAck().count()).isPositive();
         });
-        assertThat(report.takeover).singleElement().satisfies(t -> assertThat(t.firstAck()).isPositive());
-        assertThat(report.shardTakeover).singleElement().satisfies(t -> {
+        assertThat(report.takeover).as("a clean hand-over with each election, Kafka's first")
+                .extracting(TakeoverScenario.Result::election).containsExactly("kafka", "database");
+        assertThat(report.takeover).allSatisfy(t -> assertThat(t.firstAck()).isPositive());
+        assertThat(report.shardTakeover).as("a sharded take-over with each election")
+                .extracting(ShardedTakeoverScenario.Result::election).containsExactly("kafka", "database");
+        assertThat(report.shardTakeover).allSatisfy(t -> {
             assertThat(t.killedShards()).as("shards the killed Dispatcher led").isPositive();
             assertThat(t.unreported()).as("acknowledged by the killed JVM, unreported").isNotNegative();
             assertThat(t.quietOthers().count()).isPositive();
@@ -89,14 +93,15 @@ class BenchmarkSmokeTest {
                 "synchronous_commit=on", "Dispatcher -> Kafka (cursor harvest)", "(mark harvest)", "(WAL harvest)",
                 "WAL ceiling", "Dispatcher -> in-process handlers",
                 "database ceiling", "read+purge",
-                "poison key", "Sharded take-over", "Goals");
+                "poison key", "Sharded take-over", "SqlLeaderTransport", "release lease)", "Goals");
         assertThat(out.resolve("results.txt")).exists();
         assertThat(Files.readString(out.resolve("results.csv"))).startsWith("section,scenario,run,metric,value\n")
                 .contains("throughput,drain,1,records_per_s,", "throughput,drain-wal,1,records_per_s,",
                         "latency,rate_500_wal,1,commit_to_ack_p50_ms,", "latency,rate_500_poll,1,commit_to_ack_p50_ms,",
                         "latency,rate_500_handlers,1,commit_to_ack_p50_ms,", "throughput,drain-handlers,1,records_per_s,",
                         "writer_cost,sync_on_n_10,1,wal_commits_per_s,", "writer_cost,sync_on_n_10,1,table_notify_commits_per_s,",
-                        "consumer,inbox,1,records_per_s,");
+                        "consumer,inbox,1,records_per_s,", "takeover,close,1,first_ack_s,",
+                        "takeover,database-close,1,first_ack_s,", "takeover,database-shards,1,moved_s,");
         assertThat(Files.readString(out.resolve("results.json"))).contains("\"throughput\"", "\"dispatcherRatio\"",
                 "\"writerCost\"");
     }

@@ -41,7 +41,8 @@ import java.util.function.Consumer;
  * dispatcher) over an {@link InMemoryStore} (or, with {@link Builder#streamHarvest()}, an {@link InMemoryCommitLog}
  * that each dispatcher streams through its own {@link InMemoryStreamStore}), a simulated broker and leader group,
  * all on one
- * {@link SimScheduler}, and an environment that writes records in transactions that commit late or roll back,
+ * {@link SimScheduler} (or, with {@link Builder#databaseElection()}, a lease table in the database in place of the
+ * group), and an environment that writes records in transactions that commit late or roll back,
  * acknowledges or fails sends, and injects faults — every step of it a choice. {@link #run(Chooser)} plays one
  * run and checks the guarantees after every step and at the end:
  * <ul>
@@ -143,6 +144,8 @@ public final class Simulation {
         InMemoryCommitLog commitLog;
         final List<InMemoryStreamStore> streamStores = new ArrayList<>();
         SimLeaderGroup group;
+        /** Leader election in the database ({@link Builder#databaseElection()}), else null. */
+        SimLeaseElection leases;
         final List<DefaultDispatcher> dispatchers = new ArrayList<>();
         /** A sharded outbox's group and dispatchers (with {@link Builder#shards}), else null and empty. */
         SimShardedLeaderGroup shardGroup;
@@ -210,6 +213,15 @@ public final class Simulation {
                         s -> shardFaults[s]++, this::event, config.grantBeforeDrain);
             }
             group = new SimLeaderGroup(sched, stalled::contains);
+            if (config.databaseElection) {
+                leases = new SimLeaseElection(sched, SimLeaseTimings.of(config.engine.heartbeatTimeout(),
+                        config.engine.pollInterval(), config.deliveryTimeout), takeEpoch(), this::event,
+                        row -> {
+                            if (shardFaults != null) {
+                                shardFaults[row - 1]++;
+                            }
+                        }, config.renewalAfterLapse);
+            }
             brokerLock = sched.newLock();
             resolved = brokerLock.newCondition();
             for (int k = 0; k < config.keys; k++) {
@@ -230,8 +242,9 @@ public final class Simulation {
                     streamStores.add(ss);
                     s = ss;
                 }
-                DefaultDispatcher d = new DefaultDispatcher(name, s, new Broker(name), group.newMember(name),
-                        config.engine, listener(name), sched);
+                DefaultDispatcher d = new DefaultDispatcher(name, s, new Broker(name),
+                        leases != null ? leases.newMember(name) : group.newMember(name), config.engine,
+                        listener(name), sched);
                 dispatchers.add(d);
             }
             for (DefaultDispatcher d : dispatchers) {
@@ -273,10 +286,29 @@ public final class Simulation {
             }
         }
 
-        /** A sharded outbox's dispatcher {@code name}, over the one store, its own broker and the shard group. */
+        /**
+         * The lease table's epoch increment of a row, run with its take-over (the outbox's epoch for row 1 of an
+         * unsharded outbox, shard {@code row - 1}'s for a sharded one); null without storage fencing.
+         */
+        java.util.function.IntConsumer takeEpoch() {
+            if (!config.storageFencing || store == null) {
+                return null;
+            }
+            InMemoryStore fenced = store;
+            if (config.shards > 1) {
+                return row -> ((dev.outbox.spi.StorageFencing) fenced.shard(row - 1)).acquireEpoch();
+            }
+            return row -> fenced.acquireEpoch();
+        }
+
+        /**
+         * A sharded outbox's dispatcher {@code name}, over the one store, its own broker and the shard group (or the
+         * shard leases in the database).
+         */
         ShardedDispatcher newShardedDispatcher(String name) {
             Store s = config.forgetShardFilter ? forgetfulShards(store) : store;
-            ShardedDispatcher d = new ShardedDispatcher(name, s, new Broker(name), shardGroup.newMember(name),
+            ShardedDispatcher d = new ShardedDispatcher(name, s, new Broker(name),
+                    leases != null ? leases.newShardedMember(name, config.shards) : shardGroup.newMember(name),
                     config.engine, listener(name), sched);
             sharded.add(d);
             return d;
@@ -350,9 +382,13 @@ public final class Simulation {
             if (shardGroup != null) {
                 shardedActions(list);
             }
-            String owner = group.owner();
+            String owner = leases != null ? leases.owner() : group.owner();
             // A leader change only where it can matter: while a send is under way or a row waits for its purge.
-            if (leaderChanges > 0 && owner != null && (!pending.isEmpty() || storeSize() > 0)) {
+            if (leases != null && leaderChanges > 0 && owner != null && !leaving.contains(owner)
+                    && (!pending.isEmpty() || storeSize() > 0)) {
+                leaseActions(list, owner);
+            } else if (leases == null && leaderChanges > 0 && owner != null
+                    && (!pending.isEmpty() || storeSize() > 0)) {
                 list.add(new Action("revoke", () -> revoke(owner)));
                 list.add(new Action("partition", () -> partition(owner)));
                 list.add(new Action("pause", () -> pause(owner)));
@@ -484,6 +520,121 @@ public final class Simulation {
                     }));
         }
 
+        // ---- leader election in the database
+
+        /**
+         * The lease holder's faults: a clean close (its dispatcher drains and releases the lease, which a standby
+         * takes at its next try; only while another dispatcher stays), a cut from the database (its lease
+         * statements fail until its lease lapsed and a standby's next try passed), and a pause of the whole process
+         * past its lease.
+         */
+        void leaseActions(List<Action> list, String owner) {
+            if (dispatchers.size() - leaving.size() > 1) {
+                list.add(new Action("close the leader", () -> closeLeader(owner)));
+            }
+            list.add(new Action("cut the leader off the database", () -> cutOffLeader(owner)));
+            list.add(new Action("pause", () -> pauseLeaseHolder(owner)));
+        }
+
+        void closeLeader(String owner) {
+            leaderChanges--;
+            faults++;
+            leaving.add(owner);
+            event(owner + ": its dispatcher closes (a clean hand-over of the lease)");
+            DefaultDispatcher d = dispatchers.get(Integer.parseInt(owner.substring(1)));
+            sched.start(owner + "-leaving", d::close);
+        }
+
+        void cutOffLeader(String owner) {
+            leaderChanges--;
+            faults++;
+            leases.reach(owner, false);
+            SimLeaseTimings t = leases.timings();
+            long until = sched.now() + t.lease() + t.acquire() + config.engine.pollInterval().toNanos();
+            event("database: " + owner + " is cut off from the lease table until " + ms(until));
+            timed.add(new Timed(until, "database: " + owner + " reaches the lease table again",
+                    () -> leases.reach(owner, true)));
+        }
+
+        void pauseLeaseHolder(String owner) {
+            leaderChanges--;
+            faults++;
+            long until = sched.now() + leases.timings().lease() + config.engine.heartbeatTimeout().toNanos();
+            sched.pause(owner + "-", until);
+            event(owner + ": the whole process is paused until " + ms(until) + ", past its lease");
+        }
+
+        /**
+         * A sharded outbox's leadership faults with shard leases in the database: a dispatcher joining or leaving
+         * (the members balance the leases among themselves), a dispatcher holding leases cut off from the database
+         * (its lease statements fail until its leases lapsed and another's next try passed), or paused past its
+         * leases — only one that acted on every lease it holds, as {@link #acted} says for the group.
+         */
+        void shardLeaseActions(List<Action> list) {
+            List<String> live = new ArrayList<>();
+            for (int i = 0; i < sharded.size(); i++) {
+                String name = "d" + i;
+                if (!leaving.contains(name)) {
+                    live.add(name);
+                }
+            }
+            if (joins > 0) {
+                list.add(new Action("join", this::join));
+            }
+            if (live.size() > 1) {
+                list.add(new Action("leave", () -> leave(live)));
+            }
+            List<String> holders = new ArrayList<>();
+            List<String> settled = new ArrayList<>();
+            for (String m : live) {
+                Set<Integer> held = leases.held(m, config.shards);
+                if (!held.isEmpty()) {
+                    holders.add(m);
+                    if (leaseActed(m, held)) {
+                        settled.add(m);
+                    }
+                }
+            }
+            if (!holders.isEmpty()) {
+                list.add(new Action("cut a dispatcher off the database", () -> {
+                    rebalances--;
+                    String name = holders.get(sched.choose(holders.size(), "cut off which " + holders));
+                    leases.held(name, config.shards).forEach(s -> shardFaults[s]++);
+                    leases.reach(name, false);
+                    SimLeaseTimings t = leases.timings();
+                    long until = sched.now() + t.lease() + t.acquire() + config.engine.pollInterval().toNanos();
+                    event("database: " + name + " is cut off from the lease table until " + ms(until));
+                    timed.add(new Timed(until, "database: " + name + " reaches the lease table again",
+                            () -> leases.reach(name, true)));
+                }));
+            }
+            if (!settled.isEmpty()) {
+                list.add(new Action("pause a dispatcher", () -> {
+                    rebalances--;
+                    String name = settled.get(sched.choose(settled.size(), "pause which " + settled));
+                    leases.held(name, config.shards).forEach(s -> shardFaults[s]++);
+                    long until = sched.now() + leases.timings().lease()
+                            + config.engine.heartbeatTimeout().toNanos();
+                    sched.pause(name + "-", until);
+                    event(name + ": the whole process is paused until " + ms(until) + ", past its leases");
+                }));
+            }
+        }
+
+        /** Whether {@code name} leads every shard whose lease it holds, and believes it holds just those. */
+        boolean leaseActed(String name, Set<Integer> held) {
+            if (!leases.owned(name).equals(held)) {
+                return false;
+            }
+            ShardedDispatcher d = sharded.get(Integer.parseInt(name.substring(1)));
+            for (int s : held) {
+                if (!d.shardDispatchers().get(s).isLeader()) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
         // ---- a sharded outbox's leadership
 
         /**
@@ -494,6 +645,10 @@ public final class Simulation {
          */
         void shardedActions(List<Action> list) {
             if (rebalances <= 0 || pending.isEmpty() && storeSize() == 0) {
+                return;
+            }
+            if (leases != null) {
+                shardLeaseActions(list);
                 return;
             }
             List<String> live = liveDispatchers();
@@ -1011,6 +1166,7 @@ public final class Simulation {
             }
             sb.append('|').append(written).append(open.keySet()).append(committed).append(rolledBack)
                     .append('|').append(group == null ? "" : group.owner()).append(stalled).append(lastAcquired)
+                    .append(leases == null ? "" : leases).append(leaving)
                     .append('|').append(sendFailures).append(duplicates).append(storeErrors).append(leaderChanges)
                     .append(rollbacks).append('|');
             for (Timed t : timed) {
@@ -1158,6 +1314,8 @@ public final class Simulation {
         final int joins;
         final boolean forgetShardFilter;
         final boolean grantBeforeDrain;
+        final boolean databaseElection;
+        final boolean renewalAfterLapse;
         final Set<StoreFaults.Operation> storeErrorOps;
         final Set<PlantedBug> bugs;
         final DispatcherConfig engine;
@@ -1190,6 +1348,8 @@ public final class Simulation {
             joins = b.joins;
             forgetShardFilter = b.forgetShardFilter;
             grantBeforeDrain = b.grantBeforeDrain;
+            databaseElection = b.databaseElection;
+            renewalAfterLapse = b.renewalAfterLapse;
             lateCommits = b.lateCommits;
             lateCommitFor = b.lateCommitFor;
             storeErrorOps = Collections.unmodifiableSet(EnumSet.copyOf(b.storeErrorOps));
@@ -1215,6 +1375,7 @@ public final class Simulation {
         public String toString() {
             return keys + " keys x " + recordsPerKey + " records, " + dispatchers + " dispatchers ("
                     + (stream ? "STREAM" : engine.harvest()) + ")"
+                    + (databaseElection ? ", leader election in the database" : "")
                     + (shards > 1 ? ", " + shards + " shards, " + rebalances + " rebalance(s) (" + joins
                             + " may join)" : "")
                     + ", faults: " + sendFailures + " send failure(s), " + duplicateAcks
@@ -1229,7 +1390,8 @@ public final class Simulation {
                     + (lostConfirmations ? ", a lost stream may lose its unsent confirmation" : "")
                     + (confirmOnRead ? ", planted: the stream confirmed on read" : "")
                     + (forgetShardFilter ? ", planted: shard views forget their shard" : "")
-                    + (grantBeforeDrain ? ", planted: a revoked shard is granted before its drain" : "");
+                    + (grantBeforeDrain ? ", planted: a revoked shard is granted before its drain" : "")
+                    + (renewalAfterLapse ? ", planted: a lease renewed after it lapsed" : "");
         }
     }
 
@@ -1257,6 +1419,8 @@ public final class Simulation {
         private int joins;
         private boolean forgetShardFilter;
         private boolean grantBeforeDrain;
+        private boolean databaseElection;
+        private boolean renewalAfterLapse;
         private int lateCommits;
         private Duration lateCommitFor = Duration.ofMillis(300);
         private Set<StoreFaults.Operation> storeErrorOps = EnumSet.of(StoreFaults.Operation.MARK,
@@ -1431,6 +1595,38 @@ public final class Simulation {
         }
 
         /**
+         * Elects the leader in the database instead of in a Kafka-like group: a lease table under the simulation's
+         * clock, with {@code outbox-store-sql}'s {@code SqlLeaderTransport} modeled step for step per dispatcher
+         * ({@link SimLeaseTransport}). Standbys take the lease once it lapsed; taking it increments the store's
+         * leader epoch in the same step (with {@link #storageFencing}). The {@link #leaderChanges} become the lease
+         * holder's faults: its dispatcher closing (a clean hand-over), a cut from the database (its lease statements
+         * fail until its lease lapsed and a standby took it), a pause of the whole process past its lease. The lease
+         * is the shortest the SQL transport accepts: heartbeat timeout + delivery timeout + renew interval. With
+         * {@link #shards} above 1, a lease per shard, each dispatcher through {@link SimShardedLeaseTransport}
+         * ({@code SqlShardedLeaderTransport}'s balancing), and the {@link #rebalances} become a dispatcher joining or
+         * leaving, or one holding leases cut off from the database or paused past its leases.
+         *
+         * @return this builder
+         */
+        public Builder databaseElection() {
+            this.databaseElection = true;
+            return this;
+        }
+
+        /**
+         * Plants a bug in the database's lease (with {@link #databaseElection()}): a renewal takes no notice of the
+         * lease having lapsed — it extends the row as the renewer's whether or not the lease expired and another
+         * instance took it meanwhile — so a leader paused past its lease renews it when it wakes and carries on
+         * leading, instead of finding it lost and stepping down (a later acquisition would bump the epoch).
+         *
+         * @return this builder
+         */
+        public Builder plantRenewalAfterLapse() {
+            this.renewalAfterLapse = true;
+            return this;
+        }
+
+        /**
          * Plants a bug in the stream harvest's in-memory stream (not in the engine, not in {@code StreamHarvest}):
          * every poll confirms the stream up to the last message it returned, before the engine has finished it.
          *
@@ -1488,6 +1684,21 @@ public final class Simulation {
         public Builder lateCommits(int n) {
             this.lateCommits = n;
             return this;
+        }
+
+        /**
+         * As {@link #lateCommits(int)}, no sooner than {@code after} (instead of 300 ms) after they began: a commit
+         * that comes after a leader's lease lapsed, say.
+         *
+         * @param n     how many of k0's transactions commit late
+         * @param after the least time, virtual, from a late transaction's start to its commit on the happy path;
+         *              not {@code null}
+         * @return this builder
+         * @throws NullPointerException if {@code after} is {@code null}
+         */
+        public Builder lateCommits(int n, Duration after) {
+            this.lateCommitFor = Objects.requireNonNull(after, "after");
+            return lateCommits(n);
         }
 
         /**
@@ -1618,8 +1829,9 @@ public final class Simulation {
          *
          * @return a new immutable configuration
          * @throws IllegalArgumentException if keys, records per key or dispatchers are not positive, shards above 1
-         *                                  are combined with the stream harvest, or the engine's timeouts break the
-         *                                  simulation's timing assumptions (see {@link Simulation})
+         *                                  are combined with the stream harvest, a lease
+         *                                  bug is planted without the database election, or the engine's timeouts
+         *                                  break the simulation's timing assumptions (see {@link Simulation})
          */
         public Config build() {
             if (keys < 1 || recordsPerKey < 1 || dispatchers < 1) {
@@ -1627,6 +1839,9 @@ public final class Simulation {
             }
             if (shards > 1 && stream) {
                 throw new IllegalArgumentException("the stream harvest is not sharded: shards " + shards);
+            }
+            if (renewalAfterLapse && !databaseElection) {
+                throw new IllegalArgumentException("a lease renewed after it lapsed needs the database election");
             }
             return new Config(this);
         }

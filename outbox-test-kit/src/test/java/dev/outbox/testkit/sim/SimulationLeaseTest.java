@@ -1,0 +1,212 @@
+package dev.outbox.testkit.sim;
+
+import dev.outbox.DispatcherConfig;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The engine under the deterministic simulation with leader election in the database
+ * ({@link Simulation.Builder#databaseElection()}): a lease table under the simulated clock in place of the Kafka-like
+ * group, its holder closed (a clean hand-over), cut off from the database or paused past its lease (a take-over once
+ * the lease lapsed), and the planted bug of a lease renewed after it lapsed, which the simulation must find. Longer
+ * explorations: {@code -Doutbox.sim.seeds=10000 -Doutbox.sim.deviations=2}.
+ */
+class SimulationLeaseTest {
+    private static final int SEEDS = Integer.getInteger("outbox.sim.seeds", 1000);
+    private static final int DEVIATIONS = Integer.getInteger("outbox.sim.deviations", 1);
+
+    /** 2 keys x 3 records, two dispatchers electing their leader in the database, every kind of fault once. */
+    static Simulation.Builder everyFault(DispatcherConfig.Harvest harvest) {
+        return SimulationTest.everyFault(harvest).databaseElection();
+    }
+
+    /**
+     * Every guarantee with every fault once, storage fencing on (taking the lease increments the epoch the store
+     * checks), and each of the lease holder's three faults followed, in some seeds, by another dispatcher taking the
+     * lease: the random seeds do reach the take-overs they are meant to test.
+     */
+    @ParameterizedTest
+    @EnumSource(DispatcherConfig.Harvest.class)
+    void randomSeedsKeepEveryGuaranteeWithTheDatabaseLease(DispatcherConfig.Harvest harvest) {
+        Simulation sim = new Simulation(everyFault(harvest).storageFencing(true).build());
+        long start = System.nanoTime();
+        Map<String, Integer> takeOvers = new LinkedHashMap<>();
+        for (String fault : new String[] {"closes (a clean hand-over", "is cut off from the lease table",
+                "is paused until"}) {
+            takeOvers.put(fault, 0);
+        }
+        long choices = 0;
+        int seeds = SEEDS / 4;
+        for (long seed = 0; seed < seeds; seed++) {
+            Simulation.Outcome o = sim.run(Chooser.random(seed));
+            choices += o.choiceCount();
+            if (o.failed()) {
+                Simulation.Outcome small = new Explorer(sim).shrink(o, 500);
+                throw new AssertionError("seed " + seed + " failed (" + sim.config() + "); shrunk to:\n"
+                        + small.report() + "\nreplay its choices with Chooser.script(" + small.choices() + ")");
+            }
+            countTakeOvers(o, takeOvers);
+        }
+        System.out.printf("simulation, random: %s: %d seeds, %d choices, take-overs after %s, %d ms%n",
+                sim.config(), seeds, choices, takeOvers, (System.nanoTime() - start) / 1_000_000);
+        assertThat(takeOvers).as("seeds in which d1 took the lease after d0's fault").allSatisfy((fault, n) ->
+                assertThat(n).as(fault).isPositive());
+    }
+
+    /** Adds one to each fault of d0 after which d1 took the lease in {@code o}. */
+    private static void countTakeOvers(Simulation.Outcome o, Map<String, Integer> takeOvers) {
+        String fault = null;
+        for (String line : o.trace()) {
+            for (String f : takeOvers.keySet()) {
+                if (line.contains("d0: its dispatcher " + f) || line.contains("d0 " + f) || line.contains("d0: the"
+                        + " whole process " + f)) {
+                    fault = f;
+                }
+            }
+            if (fault != null && line.contains("lease table: d1 takes the lease")) {
+                takeOvers.merge(fault, 1, Integer::sum);
+                return;
+            }
+        }
+    }
+
+    /**
+     * 2 keys x 1 record, two dispatchers, k0's transaction committing 4 s after it began (after a leader
+     * paused past its lease woke up), one fault of the lease holder: the configuration that finds the planted bug
+     * below.
+     */
+    static Simulation.Builder lateCommitAfterALapse() {
+        return Simulation.builder().keys(2, 1).dispatchers(2).leaderChanges(1)
+                .lateCommits(1, Duration.ofSeconds(4)).databaseElection();
+    }
+
+    @Test
+    void exhaustiveSmallConfigurationWithTheDatabaseLease() {
+        Simulation sim = new Simulation(lateCommitAfterALapse().build());
+        long start = System.nanoTime();
+        Explorer.ExhaustiveResult r = new Explorer(sim).exhaustive(DEVIATIONS, 200_000);
+        System.out.printf("simulation, exhaustive within %d deviation(s): %s: %s, %d ms%n", DEVIATIONS, sim.config(),
+                r, (System.nanoTime() - start) / 1_000_000);
+        if (r.failed()) {
+            throw new AssertionError("a schedule failed (" + sim.config() + "):\n"
+                    + new Explorer(sim).shrink(r.failure(), 500).report());
+        }
+        assertThat(r.complete()).as("explored every schedule within the bound").isTrue();
+        assertThat(r.schedules()).isGreaterThan(100);
+    }
+
+    /** The choices that replay a run with {@link Chooser#script}, less the first options it takes anyway. */
+    private static java.util.List<Integer> withoutTrailingZeros(java.util.List<Integer> choices) {
+        int end = choices.size();
+        while (end > 0 && choices.get(end - 1) == 0) {
+            end--;
+        }
+        return choices.subList(0, end);
+    }
+
+    /**
+     * The planted bug, found within the one deviation that the exhaustive run above explores completely without it: a
+     * renewal that takes no notice of the lease having lapsed. The leader paused past its lease
+     * renews it when it wakes, although the standby took it meanwhile, and both lead: each renews the other's lease
+     * as its own, and both send the late record (G3, and a duplicate without a fault, G4). The correct lease finds
+     * its renewal refused, and the woken leader steps down.
+     */
+    @Test
+    void aLeaseRenewedAfterItLapsedIsFoundByTheExhaustiveMode() {
+        Simulation sim = new Simulation(lateCommitAfterALapse().plantRenewalAfterLapse().build());
+        Explorer explorer = new Explorer(sim);
+        Explorer.ExhaustiveResult r = explorer.exhaustive(1, 5_000);
+        assertThat(r.failed()).as("found in %s", sim.config()).isTrue();
+        Simulation.Outcome small = explorer.shrink(r.failure(), 300);
+        assertThat(Explorer.kind(small)).isEqualTo("G3");
+        assertThat(small.trace()).anyMatch(line -> line.contains("renews the lease 1 after it lapsed"));
+        System.out.printf("planted: a lease renewed after it lapsed, found by the exhaustive mode after %d schedules"
+                + " (%s); minimal counterexample (replay with Chooser.script(%s)):%n%s%n%n", r.schedules(),
+                sim.config(), withoutTrailingZeros(small.choices()), small.report());
+    }
+
+    /** Seeds per sharded configuration: as {@code SimulationTest}'s. */
+    private static final int SHARDED_SEEDS = Integer.getInteger("outbox.sim.shardedSeeds", Math.max(40, SEEDS / 50));
+
+    /** Each harvest with and without storage fencing, different seeds for each. */
+    static List<Arguments> shardedRuns() {
+        List<Arguments> runs = new ArrayList<>();
+        long first = 0;
+        for (DispatcherConfig.Harvest harvest : DispatcherConfig.Harvest.values()) {
+            for (boolean fencing : new boolean[] {false, true}) {
+                runs.add(Arguments.of(harvest, fencing, first));
+                first += SHARDED_SEEDS;
+            }
+        }
+        return runs;
+    }
+
+    /**
+     * A sharded outbox whose dispatchers balance shard leases in the database among themselves
+     * ({@code SqlShardedLeaderTransport}'s scheme): {@code SimulationTest}'s sharded configuration (4 shards, 2
+     * dispatchers and a third that may join, 6 keys x 2 records, 3 leadership faults, every other fault once) with
+     * the database election. G3 per shard, G4 against the faults and lease changes of the record's own shard. Some
+     * seeds must see a newcomer ask for a lease and a member find one of its leases gone.
+     */
+    @ParameterizedTest(name = "{0}, storage fencing {1}, seeds from {2}")
+    @MethodSource("shardedRuns")
+    void randomSeedsKeepEveryGuaranteePerKeyWithShardLeasesMoving(DispatcherConfig.Harvest harvest, boolean fencing,
+                                                                  long firstSeed) {
+        Simulation sim = new Simulation(SimulationTest.sharded(harvest, fencing).databaseElection().build());
+        long start = System.nanoTime();
+        long choices = 0;
+        int asked = 0;
+        int lost = 0;
+        for (long seed = firstSeed; seed < firstSeed + SHARDED_SEEDS; seed++) {
+            Simulation.Outcome o = sim.run(Chooser.random(seed));
+            choices += o.choiceCount();
+            if (o.failed()) {
+                Simulation.Outcome small = new Explorer(sim).shrink(o, 100);
+                throw new AssertionError("seed " + seed + " failed (" + sim.config() + "); shrunk to:\n"
+                        + small.report() + "\nreplay its choices with Chooser.script(" + small.choices() + ")");
+            }
+            asked += o.trace().stream().anyMatch(l -> l.contains("asks for the lease")) ? 1 : 0;
+            lost += o.trace().stream().anyMatch(l -> l.contains("were taken or expired")) ? 1 : 0;
+        }
+        System.out.printf("simulation, random, sharded leases: %s: seeds %d to %d, %d choices, %d with a lease asked"
+                + " for, %d with a lease lost, %d ms%n", sim.config(), firstSeed, firstSeed + SHARDED_SEEDS - 1,
+                choices, asked, lost, (System.nanoTime() - start) / 1_000_000);
+        assertThat(asked).as("seeds in which a member asked for a busier member's lease").isPositive();
+        assertThat(lost).as("seeds in which a member found one of its leases gone").isPositive();
+    }
+
+    /**
+     * A gap this simulation found in the shard leases' balancing, kept visible until it is fixed (then this test
+     * flips): a member's request for a lease ({@code want}) stays on the live row it asked for for as long as that row's
+     * holder renews it, and every member counts the requester among the live members when it computes its share —
+     * also after the requester left. If another member leaves meanwhile and releases its leases, the remaining holder
+     * still counts two members, keeps its ⌈N/2⌉ and takes none of the released leases: those shards have no leader
+     * until the run ends, and their rows are never delivered (G1). {@code SqlShardBalance} and the dialects'
+     * {@code rows} statements do the same (a {@code wanted_by} on a live row is shown until the row changes hands).
+     */
+    @Test
+    void aRequestLeftByAMemberThatLeftStallsTheShardsAnotherMemberReleased() {
+        Simulation sim = new Simulation(SimulationTest.sharded(DispatcherConfig.Harvest.CURSOR, false)
+                .databaseElection().build());
+        Explorer explorer = new Explorer(sim);
+        Explorer.RandomResult r = explorer.random(0, 400);
+        assertThat(r.failed()).as("the stall is found in %s", sim.config()).isTrue();
+        assertThat(Explorer.kind(r.failure())).isEqualTo("G1");
+        assertThat(r.failure().trace()).anyMatch(line -> line.contains("asks for the lease"))
+                .anyMatch(line -> line.contains("leaves: its dispatcher closes"));
+        Simulation.Outcome small = explorer.shrink(r.failure(), 100);
+        System.out.printf("known gap (shard leases: a departed member's request stalls released shards), found by"
+                + " sharded seed %d (%s):%n%s%n%n", r.failingSeed(), sim.config(), small.report());
+    }
+}
