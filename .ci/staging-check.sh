@@ -7,7 +7,9 @@
 #      repository and a settings.xml whose only repositories are the staging directory and Maven Central: a missing
 #      module, an unpublished parent, or a published module depending on an unpublished one (or on a test-scoped
 #      artifact) fails the resolution or the run;
-#  (c) prints what it did.
+#  (c) runs the new user's path (.ci/new-user-path.sh): a Spring Boot project written from the README's and the
+#      Spring page's snippets, built the same way, run on ./dev-servers.sh's servers, must publish an order's event;
+#  (d) prints what it did.
 # An empty local repository means the consumers download their dependencies and plugins from Central each time.
 #
 # Usage: .ci/staging-check.sh            (KEEP=1 keeps the staging directory, the repository and the logs; they are
@@ -173,6 +175,12 @@ run_consumer() {
 
 run_consumer plain-java dev.outbox.ci.plain.PlainJavaConsumer
 run_consumer spring-boot dev.outbox.ci.spring.SpringBootConsumer -Dspring-boot.version="$spring_boot_version"
+
+# (c) The new user's path, on the same staging repository and local repository.
+t=$SECONDS
+bash .ci/new-user-path.sh "$settings" "$repo" "$version" "$spring_boot_version" "$work" \
+  || fail "the new user's path (.ci/new-user-path.sh) failed: see above"
+consumer_seconds+=("new-user-path $((SECONDS - t))s")
 
 echo "staging-check: OK: ${#modules[@]} published modules of $version stand alone (deploy ${deploy_seconds}s," \
   "consumers ${consumer_seconds[*]}, $((SECONDS - started))s in all)"

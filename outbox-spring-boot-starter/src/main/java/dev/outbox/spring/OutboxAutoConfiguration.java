@@ -220,8 +220,9 @@ public class OutboxAutoConfiguration {
     }
 
     /**
-     * Fills in the placeholders of the shipped Flyway migration ({@code classpath:dev/outbox/migrations/<db>}) from
-     * {@code outbox.store.*}, unless the application sets them itself.
+     * Fills in the placeholders of the shipped Flyway migrations ({@code classpath:dev/outbox/migrations/<db>} and
+     * {@code classpath:dev/outbox/migrations/versioned/<db>[-inbox|-wal]}) from {@code outbox.store.*}, unless the
+     * application sets them itself.
      */
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(name = {"org.flywaydb.core.Flyway",
@@ -240,9 +241,26 @@ public class OutboxAutoConfiguration {
             placeholders.putIfAbsent("outbox_leader_table", d.leaderTable());
             // MySQL's id guard (R__outbox_tables_id_guard.sql) is named after the table: "<table>_ids", quoted alike.
             String table = d.table();
-            placeholders.putIfAbsent("outbox_id_guard", table.endsWith("`")
-                    ? table.substring(0, table.length() - 1) + "_ids`" : table + "_ids");
+            placeholders.putIfAbsent("outbox_id_guard", suffixed(table, "_ids"));
+            // The versioned migrations' inbox (…/postgresql-inbox, …/mysql-inbox): the inbox's default tables,
+            // quoted as the outbox is.
+            String quote = table.substring(table.length() - 1);
+            placeholders.putIfAbsent("outbox_inbox_table", quote + "inbox" + quote);
+            placeholders.putIfAbsent("outbox_inbox_failed_table", quote + "inbox_failed" + quote);
+            placeholders.putIfAbsent("outbox_inbox_index", quote + "inbox_processed_at" + quote);
+            // …/postgresql-wal: the WAL harvest's writer functions "<table>_wal_encode", "<table>_emit" and its
+            // logical messages' prefix "dev.outbox:[<schema>.]<table>", as the store names them.
+            placeholders.putIfAbsent("outbox_wal_encode", suffixed(table, "_wal_encode"));
+            placeholders.putIfAbsent("outbox_emit", suffixed(table, "_emit"));
+            placeholders.putIfAbsent("outbox_wal_prefix", "dev.outbox:" + table.replace("\"", "").replace("`", ""));
             configuration.placeholders(placeholders);
+        }
+
+        /** {@code "schema"."table"} with {@code suffix} appended to the table's name, inside its quotes. */
+        private static String suffixed(String quoted, String suffix) {
+            char last = quoted.charAt(quoted.length() - 1);
+            return last == '"' || last == '`' ? quoted.substring(0, quoted.length() - 1) + suffix + last
+                    : quoted + suffix;
         }
     }
 }

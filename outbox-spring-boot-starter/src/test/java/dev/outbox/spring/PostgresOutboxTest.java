@@ -36,12 +36,26 @@ class PostgresOutboxTest extends JdbcOutboxContract {
         registry.add("outbox.kafka.leader-topic", () -> "starter-postgres-leader");
         registry.add("outbox.dispatcher.max-in-flight-bytes", () -> "48MB");
         registry.add("spring.flyway.enabled", () -> "true");
-        registry.add("spring.flyway.locations", () -> "classpath:db/migration,classpath:dev/outbox/migrations/postgresql");
+        // the versioned migrations, with the inbox's and the WAL functions' (their placeholders from the starter)
+        registry.add("spring.flyway.locations", () -> "classpath:db/migration,"
+                + "classpath:dev/outbox/migrations/versioned/postgresql,"
+                + "classpath:dev/outbox/migrations/versioned/postgresql-inbox,"
+                + "classpath:dev/outbox/migrations/versioned/postgresql-wal");
     }
 
     @Override
     String bootstrapServers() {
         return KAFKA.bootstrapServers();
+    }
+
+    @Test
+    void theVersionedMigrationsRanWithTheStartersPlaceholders() {
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM flyway_schema_history WHERE version LIKE '0.%'",
+                Long.class)).isEqualTo(7);
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM inbox", Long.class)).isZero();
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM inbox_failed", Long.class)).isZero();
+        assertThat(jdbc.queryForObject("SELECT prosrc FROM pg_proc WHERE proname = 'outbox_emit'", String.class))
+                .contains("'dev.outbox:outbox'");
     }
 
     @Test

@@ -34,6 +34,36 @@ class ShippedMigrationsTest {
         assertThat(body(resource(migration))).isEqualTo(expected);
     }
 
+    /** The versioned migrations of the inbox hold the inbox's own DDL, with the placeholders renamed. */
+    @ParameterizedTest
+    @CsvSource({
+            "dev/outbox/store/postgres/inbox.sql, dev/outbox/migrations/versioned/postgresql-inbox/V0_2_1__outbox_inbox.sql",
+            "dev/outbox/store/mysql/inbox.sql, dev/outbox/migrations/versioned/mysql-inbox/V0_2_1__outbox_inbox.sql"})
+    void theInboxMigrationIsTheInboxsSchema(String schema, String migration) throws IOException {
+        String expected = body(resource(schema)).replace("${inbox_index}", "${outbox_inbox_index}")
+                .replace("${inbox}", "${outbox_inbox_table}").replace("${failed}", "${outbox_inbox_failed_table}");
+        assertThat(body(resource(migration))).isEqualTo(expected);
+    }
+
+    /** The WAL harvest's versioned migration holds the store's writer functions, with the placeholders renamed. */
+    @org.junit.jupiter.api.Test
+    void theWalMigrationIsTheStoresWriterFunctions() throws IOException {
+        String start = "-- The content of one message in format version 1. The arguments";
+        String wal = resource("dev/outbox/store/postgres/wal.sql");
+        String expected = wal.substring(wal.indexOf(start)).replace("${wal_encode}", "${outbox_wal_encode}")
+                .replace("${emit}", "${outbox_emit}").replace("${uuidv7}", "outbox_uuidv7")
+                .replace("${prefix}", "'${outbox_wal_prefix}'");
+        String migration = resource("dev/outbox/migrations/versioned/postgresql-wal/V0_3_1__outbox_wal_functions.sql");
+        assertThat(migration.substring(migration.indexOf(start))).isEqualTo(expected);
+    }
+
+    /** The id default and id guard step of the Postgres versioned migrations is the repeatable migration's. */
+    @org.junit.jupiter.api.Test
+    void theIdGuardStepIsTheRepeatableMigrations() throws IOException {
+        assertThat(resource("dev/outbox/migrations/postgresql/R__outbox_tables.sql"))
+                .contains(body(resource("dev/outbox/migrations/versioned/postgresql/V0_1_5__outbox_id_default_and_guard.sql")));
+    }
+
     /** The DDL after the file's header comment (which differs: it says how each file is used). */
     private static String body(String sql) {
         return sql.substring(sql.indexOf("\n\n") + 2);
