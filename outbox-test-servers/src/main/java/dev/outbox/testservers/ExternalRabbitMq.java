@@ -41,6 +41,11 @@ final class ExternalRabbitMq implements RabbitMqServer {
     }
 
     @Override
+    public String rabbitmqctl(String... arguments) {
+        throw unsupported("run rabbitmqctl against");
+    }
+
+    @Override
     public void stop() {
         throw unsupported("stop");
     }

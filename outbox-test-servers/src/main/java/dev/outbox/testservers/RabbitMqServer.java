@@ -29,13 +29,25 @@ public interface RabbitMqServer {
 
     /**
      * Closes every client connection of the node ({@code rabbitmqctl close_all_connections}), in the middle of
-     * whatever clients do; returns once the node has closed them. Clients see the connection closed by the broker
-     * ({@code CONNECTION_FORCED}).
+     * whatever clients do; returns once the node has told each of them to close. Clients see the connection closed
+     * by the broker ({@code CONNECTION_FORCED}) a moment later; the node finishes closing a connection once its
+     * channels have finished with their queues.
      *
-     * @return how many connections were closed
+     * @return how many connections there were to close
      * @throws UnsupportedOperationException if the node is {@link ServerMode#EXTERNAL}
      */
     int closeAllConnections();
+
+    /**
+     * Runs {@code rabbitmqctl} against the node (its node name and Erlang cookie given), for what the other hooks
+     * do not cover, e.g. {@code eval} to suspend a queue's process so that its confirms wait.
+     *
+     * @param arguments the command and its arguments, e.g. {@code "list_queues", "name"}
+     * @return the command's output, trimmed
+     * @throws IllegalStateException if the command fails (with its output) or takes more than 30 s
+     * @throws UnsupportedOperationException if the node is {@link ServerMode#EXTERNAL}
+     */
+    String rabbitmqctl(String... arguments);
 
     /**
      * Stops the node (gracefully: {@code rabbitmqctl stop}); durable exchanges, queues and persistent messages are

@@ -81,6 +81,13 @@ class RabbitMqServerTest {
     }
 
     @Test
+    void rabbitmqctlRunsAgainstTheNode() {
+        assertThat(rabbit().rabbitmqctl("eval", "node().")).isEqualTo("'" + rabbit().toString()
+                .replaceFirst(".* as ", "") + "'");
+        assertThatThrownBy(() -> rabbit().rabbitmqctl("no_such_command")).isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
     void restartKeepsDurableQueuesAndPersistentMessages() throws Exception {
         String queue = "server-test-durable";
         try (Connection c = connect(); Channel ch = c.createChannel()) {
