@@ -29,7 +29,8 @@ import org.slf4j.LoggerFactory;
  * A RabbitMQ node of this JVM's own, run from Debian's {@code rabbitmq-server} package as a child process: node
  * name {@code outbox-<pid>@localhost}; AMQP, Erlang distribution and port-mapper (epmd) ports free on 127.0.0.1;
  * {@code HOME} (the Erlang cookie), data, logs and configuration under {@code target/outbox-test-servers/rabbitmq-<pid>}.
- * The node's own port mapper is killed with the node at JVM exit. Thread-safe: every call is serialised by a lock.
+ * The node's own port mapper is killed with the node at JVM exit. Thread-safe: starting and stopping are serialised
+ * by a lock; {@code rabbitmqctl} commands may run alongside each other.
  */
 final class RabbitMqNode implements RabbitMqServer {
     /** System property naming the directory of RabbitMQ's scripts; default Debian's. */
@@ -47,7 +48,8 @@ final class RabbitMqNode implements RabbitMqServer {
     private final int epmdPort;
     private final String version;
     private final ServerProcess process;
-    private boolean running;
+    /** Written under the lock; read without it by the hooks that may run alongside each other. */
+    private volatile boolean running;
 
     private RabbitMqNode(Path bin, Path dir) {
         this.bin = bin;
@@ -192,7 +194,7 @@ final class RabbitMqNode implements RabbitMqServer {
     }
 
     @Override
-    public synchronized int closeAllConnections() {
+    public int closeAllConnections() { // not under the lock: rabbitmqctl may run alongside (e.g. resuming a queue)
         requireRunning("close the connections of");
         java.util.Set<String> closing = connectionPids();
         int count = closing.size();
@@ -202,7 +204,7 @@ final class RabbitMqNode implements RabbitMqServer {
     }
 
     @Override
-    public synchronized String rabbitmqctl(String... arguments) {
+    public String rabbitmqctl(String... arguments) { // not under the lock, as closeAllConnections
         if (arguments.length == 0) {
             throw new IllegalArgumentException("rabbitmqctl needs a command");
         }

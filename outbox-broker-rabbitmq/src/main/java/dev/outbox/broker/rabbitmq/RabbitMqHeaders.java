@@ -19,7 +19,7 @@ import java.util.UUID;
 
 /**
  * How an outbox message travels as an AMQP message, both ways: {@link RabbitMqMessageBroker} writes it, consumers
- * (and {@code RabbitMqInboxConsumer}) read it back with {@link #headers(AMQP.BasicProperties)},
+ * (and {@link RabbitMqInboxConsumer}) read it back with {@link #headers(AMQP.BasicProperties)},
  * {@link #value(AMQP.BasicProperties, byte[])} and {@link #messageId(AMQP.BasicProperties)}.
  *
  * <ul>

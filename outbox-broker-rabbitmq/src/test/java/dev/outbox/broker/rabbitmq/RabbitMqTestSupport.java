@@ -85,6 +85,16 @@ final class RabbitMqTestSupport {
                 + queue + "\">>)), sys:resume(amqqueue:get_pid(Q)).");
     }
 
+    /**
+     * Kills the node's process of every client connection at once ({@code exit(Pid, kill)}): clients see their
+     * socket closed, as after a crash of the node's side, without the orderly {@code connection.close} of
+     * {@code close_all_connections} — which waits, connection after connection, for channels whose queue is
+     * {@linkplain #suspendQueue suspended}.
+     */
+    static void killAllConnections() {
+        rabbit().rabbitmqctl("eval", "[exit(P, kill) || P <- rabbit_networking:connections()], ok.");
+    }
+
     /** Reads (and acknowledges) what the topic's queue holds, until {@code expected} arrived or {@code timeout}. */
     static List<ReceivedMessage> readBack(String topic, int expected, Duration timeout) {
         return withChannel(ch -> {
