@@ -7,16 +7,13 @@ import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.Delivery;
 import com.rabbitmq.client.Recoverable;
 import com.rabbitmq.client.RecoveryListener;
-import dev.outbox.FailedMessage;
 import dev.outbox.Inbox;
-import dev.outbox.InboxHandlerException;
 import dev.outbox.spi.Backoff;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import javax.sql.DataSource;
 import java.io.IOException;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
@@ -25,7 +22,6 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Consumes RabbitMQ queues into a database through an {@link Inbox}, so that each message's effect is applied
@@ -96,17 +92,10 @@ public final class RabbitMqInboxConsumer implements AutoCloseable {
     private final ConnectionFactory factory;
     private final List<String> queues;
     private final String consumerName;
-    private final DataSource dataSource;
-    private final Inbox inbox;
-    private final MessageHandler handler;
-    private final int maxAttempts;
     private final int prefetch;
-    private final Backoff retries;
+    private final InboxWorker inboxWork;
     private final BlockingQueue<Work> work = new LinkedBlockingQueue<>();
     private final CountDownLatch stop = new CountDownLatch(1);
-    private final AtomicLong applied = new AtomicLong();
-    private final AtomicLong duplicates = new AtomicLong();
-    private final AtomicLong failed = new AtomicLong();
     private final Thread worker;
     /** Increases when the connection is recovered: deliveries of an older generation are stale. */
     private volatile long generation;
@@ -120,12 +109,10 @@ public final class RabbitMqInboxConsumer implements AutoCloseable {
         this.factory.setNetworkRecoveryInterval(1_000);
         this.queues = List.copyOf(b.queues);
         this.consumerName = b.consumerName;
-        this.dataSource = b.dataSource;
-        this.inbox = b.inbox;
-        this.handler = b.handler;
-        this.maxAttempts = b.maxAttempts;
         this.prefetch = b.prefetch;
-        this.retries = Backoff.exponential(Duration.ofMillis(100), Duration.ofSeconds(5));
+        this.inboxWork = new InboxWorker(consumerName, b.dataSource, b.inbox, b.handler, b.maxAttempts,
+                Backoff.exponential(Duration.ofMillis(100), Duration.ofSeconds(5)),
+                nanos -> stop.await(nanos, TimeUnit.NANOSECONDS));
         this.worker = new Thread(this::run, "outbox-inbox-" + consumerName);
         this.worker.setDaemon(true);
     }
@@ -182,7 +169,7 @@ public final class RabbitMqInboxConsumer implements AutoCloseable {
      * @return the count since start
      */
     public long applied() {
-        return applied.get();
+        return inboxWork.applied();
     }
 
     /**
@@ -191,7 +178,7 @@ public final class RabbitMqInboxConsumer implements AutoCloseable {
      * @return the count since start
      */
     public long duplicates() {
-        return duplicates.get();
+        return inboxWork.duplicates();
     }
 
     /**
@@ -200,7 +187,7 @@ public final class RabbitMqInboxConsumer implements AutoCloseable {
      * @return the count since start
      */
     public long failed() {
-        return failed.get();
+        return inboxWork.failed();
     }
 
     private void run() {
@@ -208,64 +195,16 @@ public final class RabbitMqInboxConsumer implements AutoCloseable {
             try {
                 Work w = work.poll(100, TimeUnit.MILLISECONDS);
                 if (w != null) {
-                    process(w);
+                    inboxWork.process(w.delivery(), () -> !closed && w.generation() == generation,
+                            () -> acknowledge(w));
                 }
             } catch (InterruptedException e) {
-                return;
+                break;
             } catch (RuntimeException e) {
                 log.error("Inbox consumer {}: unexpected failure; going on", consumerName, e);
             }
         }
-    }
-
-    /** Works on one delivery until it is done, stale, or the consumer closes. */
-    private void process(Work w) throws InterruptedException {
-        Delivery d = w.delivery();
-        UUID found = RabbitMqHeaders.messageId(d.getProperties());
-        UUID id = found != null ? found : UUID.randomUUID();
-        int attempts = 0;
-        int databaseFailures = 0;
-        Throwable last = null;
-        while (!closed && w.generation() == generation) {
-            try (java.sql.Connection c = dataSource.getConnection()) {
-                c.setAutoCommit(false);
-                try {
-                    if (attempts >= maxAttempts) {
-                        FailedMessage f = new FailedMessage(consumerName, id, d.getEnvelope().getExchange(), -1, -1,
-                                d.getEnvelope().getRoutingKey(), RabbitMqHeaders.value(d.getProperties(), d.getBody()),
-                                attempts, String.valueOf(last), null);
-                        inbox.recordFailure(c, f);
-                        c.commit();
-                        failed.incrementAndGet();
-                        log.error("Inbox consumer {} gave up on message {} (routing key '{}') after {} attempts: {}",
-                                consumerName, id, d.getEnvelope().getRoutingKey(), attempts, last);
-                    } else if (inbox.process(c, consumerName, id, tx -> handler.handle(tx, d, id))) {
-                        c.commit();
-                        applied.incrementAndGet();
-                    } else {
-                        c.commit();
-                        duplicates.incrementAndGet();
-                    }
-                    acknowledge(w);
-                    return;
-                } catch (InboxHandlerException e) {
-                    c.rollback();
-                    if (!c.isValid(5)) {
-                        throw new SQLException("connection no longer valid after the handler failed", e.getCause());
-                    }
-                    attempts++;
-                    last = e.getCause();
-                    log.warn("Inbox consumer {}: handler failed on message {}, attempt {} of {}", consumerName, id,
-                            attempts, maxAttempts, e.getCause());
-                    pause(retries.nanos(attempts));
-                }
-            } catch (SQLException | RuntimeException e) {
-                databaseFailures++;
-                log.warn("Inbox consumer {}: the database failed ({} in a row) on message {}; retrying: {}",
-                        consumerName, databaseFailures, id, e.toString());
-                pause(retries.nanos(databaseFailures));
-            }
-        }
+        inboxWork.closeDatabase();
     }
 
     private void acknowledge(Work w) {
@@ -278,10 +217,6 @@ public final class RabbitMqInboxConsumer implements AutoCloseable {
             log.debug("Inbox consumer {}: acknowledgement lost ({}); the message comes again and is skipped",
                     consumerName, e.toString());
         }
-    }
-
-    private void pause(long nanos) throws InterruptedException {
-        stop.await(nanos, TimeUnit.NANOSECONDS);
     }
 
     /**
