@@ -107,7 +107,8 @@ final class RabbitMqExchanges {
         } catch (IOException | ShutdownSignalException e) {
             ShutdownSignalException closed = e instanceof ShutdownSignalException s ? s
                     : e.getCause() instanceof ShutdownSignalException s ? s : null;
-            if (closed != null && !closed.isHardError() && RabbitMqErrors.replyCode(closed) == RabbitMqErrors.NOT_FOUND) {
+            if (closed != null && !closed.isHardError()
+                    && RabbitMqErrors.replyCode(closed) == RabbitMqErrors.NOT_FOUND) {
                 failure = DeliveryException.permanent("RabbitMQ exchange '" + exchange + "' does not exist ("
                         + RabbitMqErrors.reason(closed) + ")", closed);
             } else {

@@ -48,7 +48,8 @@ import java.util.concurrent.TimeUnit;
  *   <li><b>Message id</b>: the {@code message-id} property, as {@link RabbitMqMessageBroker} writes it. A message
  *       without one (another publisher's) gets a random id: it is applied, but a redelivery of it is not
  *       recognised.</li>
- *   <li><b>A crash or a lost connection</b> (the client's automatic recovery reconnects every second) before the acknowledgement: the node delivers the message again, the inbox
+ *   <li><b>A crash or a lost connection</b> (the client's automatic recovery reconnects every second) before the
+ *       acknowledgement: the node delivers the message again, the inbox
  *       recognises its id and it is skipped ({@link #duplicates()}). Deliveries of a connection that was lost and
  *       not yet worked on are dropped: the node delivers them again on the recovered one (the client's automatic
  *       recovery), in order.</li>
@@ -103,10 +104,7 @@ public final class RabbitMqInboxConsumer implements AutoCloseable {
     private Connection connection;
 
     private RabbitMqInboxConsumer(Builder b) {
-        this.factory = b.factory.clone();
-        this.factory.setAutomaticRecoveryEnabled(true);
-        this.factory.setTopologyRecoveryEnabled(true);
-        this.factory.setNetworkRecoveryInterval(1_000);
+        this.factory = RabbitMqSettings.forConsumer(b.factory);
         this.queues = List.copyOf(b.queues);
         this.consumerName = b.consumerName;
         this.prefetch = b.prefetch;
@@ -160,7 +158,7 @@ public final class RabbitMqInboxConsumer implements AutoCloseable {
                     (tag, delivery) -> work.add(new Work(channel, generation, delivery)), tag -> { });
         }
         worker.start();
-        log.info("Inbox consumer {} consuming {} from {}", consumerName, queues, RabbitMqMessageBroker.target(factory));
+        log.info("Inbox consumer {} consuming {} from {}", consumerName, queues, RabbitMqSettings.target(factory));
     }
 
     /**
@@ -272,14 +270,7 @@ public final class RabbitMqInboxConsumer implements AutoCloseable {
          * @throws IllegalArgumentException if it is not a valid AMQP URI (the message leaves the password out)
          */
         public Builder uri(String uri) {
-            ConnectionFactory f = new ConnectionFactory();
-            try {
-                f.setUri(Objects.requireNonNull(uri, "uri").trim());
-            } catch (Exception e) {
-                throw new IllegalArgumentException("uri is not a valid AMQP URI (" + e.getClass().getSimpleName()
-                        + "): " + RabbitMqMessageBroker.Builder.redacted(uri));
-            }
-            this.factory = f;
+            this.factory = RabbitMqSettings.fromUri(uri);
             return this;
         }
 

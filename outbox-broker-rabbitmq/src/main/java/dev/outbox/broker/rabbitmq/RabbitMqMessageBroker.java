@@ -18,9 +18,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 
 /**
@@ -97,7 +95,7 @@ public final class RabbitMqMessageBroker implements MessageBroker {
         this.exchangeMapping = b.exchangeMapping;
         this.confirmTimeout = b.confirmTimeout;
         this.maxMessageSize = b.maxMessageSize;
-        this.target = target(factory);
+        this.target = RabbitMqSettings.target(factory);
         this.channel = new ConfirmChannel(factory, b.connectionName, target, confirmTimeout, this::settle,
                 this::channelClosed);
         this.exchanges = new RabbitMqExchanges(channel::connection);
@@ -178,7 +176,8 @@ public final class RabbitMqMessageBroker implements MessageBroker {
 
     private static void check(String what, String name, OutboxRecord record) {
         if (name == null) {
-            throw new IllegalArgumentException("the exchange mapping gave no exchange for topic '" + record.topic() + "'");
+            throw new IllegalArgumentException("the exchange mapping gave no exchange for topic '"
+                    + record.topic() + "'");
         }
         int bytes = name.getBytes(StandardCharsets.UTF_8).length;
         if (bytes > MAX_SHORT_STRING) {
@@ -267,11 +266,6 @@ public final class RabbitMqMessageBroker implements MessageBroker {
         return "RabbitMqMessageBroker{" + target + ", confirmTimeout=" + confirmTimeout + ", closed=" + closed + '}';
     }
 
-    /** Where a factory connects, without its password: {@code user@host:port/vhost}. */
-    static String target(ConnectionFactory f) {
-        return f.getUsername() + "@" + f.getHost() + ":" + f.getPort() + "/" + f.getVirtualHost();
-    }
-
     /**
      * Builds a {@link RabbitMqMessageBroker}. Not thread-safe.
      */
@@ -296,18 +290,7 @@ public final class RabbitMqMessageBroker implements MessageBroker {
          * @throws IllegalArgumentException if it is not a valid AMQP URI (the message leaves the password out)
          */
         public Builder uri(String uri) {
-            if (uri == null || uri.isBlank()) {
-                throw new IllegalArgumentException("uri must not be blank");
-            }
-            ConnectionFactory f = new ConnectionFactory();
-            try {
-                f.setUri(uri.trim());
-            } catch (Exception e) {
-                // Without the cause: its message may quote the URI, password included.
-                throw new IllegalArgumentException("uri is not a valid AMQP URI (" + e.getClass().getSimpleName()
-                        + "): " + redacted(uri));
-            }
-            this.factory = f;
+            this.factory = RabbitMqSettings.fromUri(uri);
             return this;
         }
 
@@ -357,7 +340,8 @@ public final class RabbitMqMessageBroker implements MessageBroker {
          * @throws IllegalArgumentException naming the value if it is out of range
          */
         public Builder confirmTimeout(Duration timeout) {
-            this.confirmTimeout = range("confirmTimeout", timeout, Duration.ofMillis(1), MAX_CONFIRM_TIMEOUT);
+            this.confirmTimeout = RabbitMqSettings.range("confirmTimeout", timeout, Duration.ofMillis(1),
+                    MAX_CONFIRM_TIMEOUT);
             return this;
         }
 
@@ -370,7 +354,8 @@ public final class RabbitMqMessageBroker implements MessageBroker {
          * @throws IllegalArgumentException naming the value if it is out of range
          */
         public Builder operationTimeout(Duration timeout) {
-            this.operationTimeout = range("operationTimeout", timeout, Duration.ofMillis(100), Duration.ofMinutes(2));
+            this.operationTimeout = RabbitMqSettings.range("operationTimeout", timeout, Duration.ofMillis(100),
+                    Duration.ofMinutes(2));
             return this;
         }
 
@@ -383,7 +368,8 @@ public final class RabbitMqMessageBroker implements MessageBroker {
          * @throws IllegalArgumentException naming the value if it is out of range
          */
         public Builder heartbeat(Duration heartbeat) {
-            this.heartbeat = range("heartbeat", heartbeat, Duration.ofSeconds(1), Duration.ofMinutes(10));
+            this.heartbeat = RabbitMqSettings.range("heartbeat", heartbeat, Duration.ofSeconds(1),
+                    Duration.ofMinutes(10));
             return this;
         }
 
@@ -430,41 +416,7 @@ public final class RabbitMqMessageBroker implements MessageBroker {
             if (factory == null) {
                 throw new IllegalArgumentException("RabbitMQ broker needs a uri or a connectionFactory");
             }
-            ConnectionFactory f = factory.clone();
-            int operationMillis = (int) operationTimeout.toMillis();
-            f.setAutomaticRecoveryEnabled(false);
-            f.setTopologyRecoveryEnabled(false);
-            f.setConnectionTimeout(operationMillis);
-            f.setHandshakeTimeout(operationMillis);
-            f.setChannelRpcTimeout(operationMillis);
-            f.setShutdownTimeout(operationMillis);
-            f.setRequestedHeartbeat((int) Math.max(1, heartbeat.toSeconds()));
-            ThreadFactory threads = named("outbox-rabbitmq-io-");
-            f.setThreadFactory(threads);
-            return new RabbitMqMessageBroker(this, f);
-        }
-
-        private static ThreadFactory named(String prefix) {
-            AtomicInteger n = new AtomicInteger();
-            return r -> {
-                Thread t = new Thread(r, prefix + n.incrementAndGet());
-                t.setDaemon(true);
-                return t;
-            };
-        }
-
-        private static Duration range(String what, Duration value, Duration min, Duration max) {
-            Objects.requireNonNull(value, what);
-            if (value.compareTo(min) < 0 || value.compareTo(max) > 0) {
-                throw new IllegalArgumentException(what + " must be between " + min.toMillis() + " ms and "
-                        + max.toMillis() + " ms, was " + value.toMillis() + " ms");
-            }
-            return value;
-        }
-
-        /** {@code uri} without the password of its user info. */
-        static String redacted(String uri) {
-            return uri.replaceFirst("(://[^:/@]*):[^@/]*@", "$1:***@");
+            return new RabbitMqMessageBroker(this, RabbitMqSettings.forPublisher(factory, operationTimeout, heartbeat));
         }
     }
 }

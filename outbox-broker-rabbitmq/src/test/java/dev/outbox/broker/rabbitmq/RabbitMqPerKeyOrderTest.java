@@ -33,7 +33,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * Per-key order end to end on the documented topology: a dispatcher publishes many keys through the consistent-hash
  * exchange to four single-active-consumer queues, each with two competing consumers; a third of the way, with one
- * queue holding its keys' records in flight, every connection (the dispatcher's and the consumers') is killed. Consumers see each key's records in order — a repeat of the
+ * queue holding its keys' records in flight, every connection (the dispatcher's and the consumers') is killed.
+ * Consumers see each key's records in order — a repeat of the
  * latest one allowed, never an older one after a newer — and all of them.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
