@@ -116,8 +116,8 @@ public final class RabbitMqHeaders {
     /**
      * The outbox headers of a received message, in the order they were written, repeats included; the adapter's
      * own headers ({@value #HEADER_NAMES}, {@value #TOMBSTONE}) left out. A message that another publisher wrote
-     * yields its headers in the table's order, each value's bytes (a long string's bytes, another value's text in
-     * UTF-8).
+     * yields its headers in no particular order (an AMQP table has none), each value's bytes (a long string's bytes,
+     * another value's text in UTF-8).
      *
      * @param properties the received message's properties; not null
      * @return the headers; never null
