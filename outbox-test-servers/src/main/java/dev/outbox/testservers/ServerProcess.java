@@ -30,9 +30,15 @@ final class ServerProcess {
     }
 
     void start(List<String> command) {
+        start(command, java.util.Map.of());
+    }
+
+    /** Starts {@code command} with {@code environment} added to this JVM's. */
+    void start(List<String> command, java.util.Map<String, String> environment) {
         try {
-            ProcessBuilder builder = new ProcessBuilder(command)
-                    .directory(directory.toFile())
+            ProcessBuilder builder = new ProcessBuilder(command);
+            builder.environment().putAll(environment);
+            builder.directory(directory.toFile())
                     .redirectErrorStream(true)
                     .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
             process = builder.start();
@@ -111,8 +117,15 @@ final class ServerProcess {
 
     /** Runs a short system command, failing with its output if it fails. */
     static String runQuick(String what, List<String> command) {
+        return runQuick(what, command, java.util.Map.of());
+    }
+
+    /** Runs a short system command with {@code environment} added to this JVM's, failing with its output if it fails. */
+    static String runQuick(String what, List<String> command, java.util.Map<String, String> environment) {
         try {
-            Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+            ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+            builder.environment().putAll(environment);
+            Process p = builder.start();
             String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
             if (!p.waitFor(30, TimeUnit.SECONDS)) {
                 p.destroyForcibly();

@@ -14,7 +14,8 @@ import org.slf4j.LoggerFactory;
  * <p>Where a server comes from is chosen by system properties, so tests never know:
  * <ul>
  *   <li>{@code outbox.test.postgres.url} (with {@code .user}, {@code .password}), likewise
- *       {@code outbox.test.mysql.*}, {@code outbox.test.mariadb.*}, and {@code outbox.test.kafka.bootstrap}: use
+ *       {@code outbox.test.mysql.*}, {@code outbox.test.mariadb.*}, {@code outbox.test.kafka.bootstrap} and
+ *       {@code outbox.test.rabbitmq.uri} (or the environment variable {@code OUTBOX_TEST_RABBITMQ_URI}): use
  *       that existing server ({@link ServerMode#EXTERNAL}); it is never stopped or restarted.</li>
  *   <li>otherwise {@code outbox.test.servers}: {@code embedded} starts the server from Maven artifacts, in this
  *       JVM (Kafka; the three-broker cluster as child JVMs) or as a child process (databases), with its files under
@@ -31,6 +32,14 @@ public final class TestServers {
     /** System property naming an existing Kafka cluster to use, as a {@code bootstrap.servers} string. */
     public static final String KAFKA_BOOTSTRAP_PROPERTY = "outbox.test.kafka.bootstrap";
 
+    /** System property naming an existing RabbitMQ node to use, as an AMQP URI (it wins over the variable). */
+    public static final String RABBITMQ_URI_PROPERTY = "outbox.test.rabbitmq.uri";
+    /**
+     * Environment variable naming an existing RabbitMQ node to use, as an AMQP URI: unlike a system property, it
+     * keeps the password off the command line.
+     */
+    public static final String RABBITMQ_URI_VARIABLE = "OUTBOX_TEST_RABBITMQ_URI";
+
     private static final Logger LOG = LoggerFactory.getLogger(TestServers.class);
     private static final Object LOCK = new Object();
     private static final Slot<DefaultJdbcServer> POSTGRES = new Slot<>("Postgres");
@@ -38,6 +47,7 @@ public final class TestServers {
     private static final Slot<DefaultJdbcServer> MARIADB = new Slot<>("MariaDB");
     private static final Slot<DefaultKafkaServer> KAFKA = new Slot<>("Kafka");
     private static final Slot<DefaultKafkaServer> KAFKA_CLUSTER = new Slot<>("Kafka cluster");
+    private static final Slot<RabbitMqServer> RABBITMQ = new Slot<>("RabbitMQ");
     private static boolean hookInstalled;
 
     private TestServers() {
@@ -72,6 +82,34 @@ public final class TestServers {
      */
     public static KafkaServer kafkaCluster() {
         return KAFKA_CLUSTER.get(() -> DefaultKafkaServer.start(new ProcessKafkaClusterBackend()));
+    }
+
+    /**
+     * The shared RabbitMQ node, started on first call: an existing one if {@value #RABBITMQ_URI_PROPERTY} (system
+     * property) or {@value #RABBITMQ_URI_VARIABLE} (environment variable) names it, otherwise Debian's
+     * {@code rabbitmq-server} run as a node of this JVM's own (whatever {@link #MODE_PROPERTY} says: there is no
+     * Docker variant), with the consistent-hash exchange plugin enabled.
+     */
+    public static RabbitMqServer rabbitMq() {
+        return RABBITMQ.get(TestServers::startRabbitMq);
+    }
+
+    private static RabbitMqServer startRabbitMq() {
+        String property = System.getProperty(RABBITMQ_URI_PROPERTY);
+        if (property != null && !property.isBlank()) {
+            return external(property, "system property " + RABBITMQ_URI_PROPERTY);
+        }
+        String variable = System.getenv(RABBITMQ_URI_VARIABLE);
+        if (variable != null && !variable.isBlank()) {
+            return external(variable, "environment variable " + RABBITMQ_URI_VARIABLE);
+        }
+        return RabbitMqNode.start();
+    }
+
+    private static RabbitMqServer external(String uri, String source) {
+        RabbitMqServer server = new ExternalRabbitMq(uri, source);
+        LOG.info("{}, given by {}", server, source);
+        return server;
     }
 
     /** The JDBC server of {@code kind}: {@link #postgres()}, {@link #mysql()} or {@link #mariadb()}. */
@@ -177,6 +215,11 @@ public final class TestServers {
         List<Runnable> stops = new ArrayList<>();
         KAFKA.ifStarted(k -> stops.add(k::shutdown));
         KAFKA_CLUSTER.ifStarted(k -> stops.add(k::shutdown));
+        RABBITMQ.ifStarted(r -> {
+            if (r instanceof RabbitMqNode node) {
+                stops.add(node::shutdown);
+            }
+        });
         POSTGRES.ifStarted(s -> stops.add(s::shutdown));
         MYSQL.ifStarted(s -> stops.add(s::shutdown));
         MARIADB.ifStarted(s -> stops.add(s::shutdown));
