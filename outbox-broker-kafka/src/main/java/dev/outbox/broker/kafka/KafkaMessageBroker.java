@@ -1,6 +1,5 @@
 package dev.outbox.broker.kafka;
 
-import dev.outbox.MessageIds;
 import dev.outbox.OutboxRecord;
 import dev.outbox.spi.DeliveryException;
 import dev.outbox.spi.MessageBroker;
@@ -130,9 +129,8 @@ public final class KafkaMessageBroker implements MessageBroker {
     /** The shards' brokers made by {@link #forShard}, closed with this one. */
     private final List<KafkaMessageBroker> shardBrokers = new ArrayList<>();
     private final Map<String, Object> adminConfig;
-    private final RecordTimestamp timestamp;
-    private final String messageIdHeader;
-    private final String createdAtHeader;
+    /** How an outbox record becomes a Kafka record. */
+    private final KafkaRecordMapper records;
     private final Duration deliveryTimeout;
     private final Set<CompletableFuture<Void>> pending = ConcurrentHashMap.newKeySet();
     /** Which topics can be sent to without a metadata wait; records of the others wait there, not in send. */
@@ -157,9 +155,7 @@ public final class KafkaMessageBroker implements MessageBroker {
         this.template = b.copy();
         this.producerConfig = producerConfig;
         this.transactionalId = transactionalId;
-        this.timestamp = b.timestamp;
-        this.messageIdHeader = b.messageIdHeader;
-        this.createdAtHeader = b.createdAtHeader;
+        this.records = new KafkaRecordMapper(b.timestamp, b.messageIdHeader, b.createdAtHeader);
         this.deliveryTimeout = Duration.ofMillis(((Number) producerConfig.get(
                 ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG)).longValue());
         this.adminConfig = adminConfig;
@@ -173,7 +169,7 @@ public final class KafkaMessageBroker implements MessageBroker {
                 throw new IllegalArgumentException("Kafka rejected the producer configuration: " + e.getMessage(), e);
             }
             this.producer = null;
-            this.transactions = new KafkaTransactions(transactionalId, config, this::toProducerRecord, this::fail,
+            this.transactions = new KafkaTransactions(transactionalId, config, records::map, this::fail,
                     pending, b.progressTopic == null ? null
                     : new KafkaProgress(b.progressTopic, adminConfig, this::admin, deliveryTimeout));
         } else {
@@ -367,7 +363,7 @@ public final class KafkaMessageBroker implements MessageBroker {
             return;
         }
         try {
-            ProducerRecord<String, byte[]> pr = toProducerRecord(record);
+            ProducerRecord<String, byte[]> pr = records.map(record);
             producer.send(pr, (metadata, error) -> {
                 if (error == null) {
                     done.complete(null);
@@ -385,23 +381,6 @@ public final class KafkaMessageBroker implements MessageBroker {
             // producer, an interrupt, a rejected timestamp) becomes a failed stage all the same.
             fail(record, done, e, started);
         }
-    }
-
-    private ProducerRecord<String, byte[]> toProducerRecord(OutboxRecord record) {
-        List<org.apache.kafka.common.header.Header> headers = new ArrayList<>(record.message().headers().size() + 2);
-        for (dev.outbox.Header h : record.message().headers()) {
-            headers.add(new KafkaHeader(h.name(), h.value()));
-        }
-        // After the application's own headers, so that Headers.lastHeader(name) finds the outbox's value.
-        if (messageIdHeader != null && record.messageId() != null) {
-            headers.add(new KafkaHeader(messageIdHeader, MessageIds.toHeader(record.messageId())));
-        }
-        if (createdAtHeader != null) {
-            headers.add(new KafkaHeader(createdAtHeader,
-                    record.createdAt().toString().getBytes(java.nio.charset.StandardCharsets.US_ASCII)));
-        }
-        Long ts = timestamp == RecordTimestamp.CREATED_AT ? record.createdAt().toEpochMilli() : null;
-        return new ProducerRecord<>(record.topic(), null, ts, record.key(), record.message().value(), headers);
     }
 
     private void fail(OutboxRecord record, CompletableFuture<Void> done, Throwable error, long startedNanos) {
@@ -518,14 +497,11 @@ public final class KafkaMessageBroker implements MessageBroker {
 
     @Override
     public String toString() {
-        return "KafkaMessageBroker{deliveryTimeout=" + deliveryTimeout + ", timestamp=" + timestamp
+        return "KafkaMessageBroker{deliveryTimeout=" + deliveryTimeout + ", timestamp=" + records.timestamp()
                 + (transactionalId == null ? "" : ", transactionalId=" + transactionalId) + ", closed=" + closed + '}';
     }
 
     /** A Kafka header over an outbox header's name and bytes. */
-    private record KafkaHeader(String key, byte[] value) implements org.apache.kafka.common.header.Header {
-    }
-
     /**
      * Builds a {@link KafkaMessageBroker}: user properties pass through, the settings listed on the class are
      * enforced by {@link #build()}. Not thread-safe.
