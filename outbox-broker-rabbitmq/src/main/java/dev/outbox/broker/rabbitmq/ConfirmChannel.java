@@ -6,6 +6,7 @@ import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.ShutdownSignalException;
+import dev.outbox.spi.Backoff;
 import dev.outbox.spi.DeliveryException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -35,8 +36,8 @@ import java.util.function.Consumer;
  */
 final class ConfirmChannel {
     private static final Logger log = LoggerFactory.getLogger(ConfirmChannel.class);
-    private static final long MIN_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
-    private static final long MAX_RETRY_NANOS = TimeUnit.SECONDS.toNanos(5);
+    /** How long a failed reopen waits before the next: 100 ms, doubling up to 5 s. */
+    private static final Backoff REOPEN = Backoff.exponential(Duration.ofMillis(100), Duration.ofSeconds(5));
 
     private final ConnectionFactory factory;
     private final String name;
@@ -191,7 +192,7 @@ final class ConfirmChannel {
     private void run() {
         long tick = Math.max(TimeUnit.MILLISECONDS.toNanos(10),
                 Math.min(TimeUnit.MILLISECONDS.toNanos(100), confirmTimeout.toNanos() / 4));
-        long retry = MIN_RETRY_NANOS;
+        Backoff.Sequence retries = REOPEN.sequence();
         long nextAttempt = System.nanoTime();
         long downSince = 0;
         while (!closed) {
@@ -200,7 +201,7 @@ final class ConfirmChannel {
             if (s != null) {
                 s.confirms().expire(now, f -> DeliveryException.outage("RabbitMQ did not confirm "
                         + RabbitMqErrors.describe(f) + " within " + confirmTimeout.toMillis() + " ms", null));
-                retry = MIN_RETRY_NANOS;
+                retries.reset();
                 downSince = 0;
             } else if (now - nextAttempt >= 0) {
                 downSince = downSince == 0 ? now : downSince;
@@ -212,8 +213,7 @@ final class ConfirmChannel {
                 } catch (IOException | TimeoutException | RuntimeException e) {
                     down = "cannot connect to " + target + ": " + e;
                     log.debug("RabbitMQ reconnect to {} failed: {}", target, e.toString());
-                    nextAttempt = System.nanoTime() + retry;
-                    retry = Math.min(MAX_RETRY_NANOS, retry * 2);
+                    nextAttempt = System.nanoTime() + retries.next().toNanos();
                 }
             }
             LockSupport.parkNanos(this, tick);
