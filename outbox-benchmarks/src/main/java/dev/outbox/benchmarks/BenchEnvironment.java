@@ -8,6 +8,7 @@ import dev.outbox.spi.Store;
 import dev.outbox.testservers.Jdbc;
 import dev.outbox.testservers.JdbcServer;
 import dev.outbox.testservers.KafkaServer;
+import dev.outbox.testservers.RabbitMqServer;
 import dev.outbox.testservers.TestServers;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -151,6 +152,11 @@ final class BenchEnvironment implements AutoCloseable {
 
     /** Whether the transactional brokers made from now on publish exactly once ({@code exactlyOnce}). */
     private volatile boolean exactlyOnce;
+
+    /** The RabbitMQ node of the RabbitMQ lines, started by the first call ({@link TestServers#rabbitMq()}). */
+    RabbitMqServer rabbitMq() {
+        return TestServers.rabbitMq();
+    }
 
     /** Sets (or, with null, clears) the transactional id prefix of the brokers made from now on. */
     void transactionalBrokers(String prefix) {

@@ -54,6 +54,7 @@ public final class Benchmark {
             }
             ThroughputScenarios throughput = new ThroughputScenarios(env, options);
             CeilingScenarios ceilings = new CeilingScenarios(env, options);
+            RabbitMqScenarios rabbitMq = new RabbitMqScenarios(env, options, throughput);
             if (options.warmupRows > 0) {
                 warmUp(options, throughput, ceilings);
             }
@@ -74,12 +75,14 @@ public final class Benchmark {
                         case "drain-nopurge" -> throughput.drainWithoutPurge(options.rows, seed);
                         case "drain-wal" -> throughput.drainWal(options.rows, seed);
                         case "drain-handlers" -> throughput.drainHandlers(options.rows, seed);
+                        case "drain-rabbitmq" -> rabbitMq.drain(options.rows, seed);
                         case "drain-shards" -> throughput.drainSharded("drain-shards", options.rows, seed, 1);
                         case "drain-shards-2" -> throughput.drainSharded("drain-shards-2", options.rows, seed, 2);
                         case "wal-ceiling" -> ceilings.walCeiling(options.rows, seed);
                         case "database" -> ceilings.databaseCeiling(options.rows, seed);
                         case "cursor" -> ceilings.cursorCeiling(options.rows, seed);
                         case "broker" -> ceilings.brokerCeiling(options.rows, seed);
+                        case "broker-rabbitmq" -> rabbitMq.ceiling(options.rows, seed);
                         default -> ceilings.naive(Math.min(options.naiveRows, options.rows), seed);
                     };
                     Progress.say("%s: %,.0f records/s (%,d records in %.2f s, %d rows left, fill %.1f s)", scenario,

@@ -30,8 +30,8 @@ import java.util.function.LongSupplier;
 final class ThroughputScenarios {
     /** The throughput scenarios, in the order they run and are reported. */
     static final List<String> NAMES = List.of("drain", "drain-txn", "drain-eos", "drain-unfenced", "drain-mark", "drain-nopurge", "drain-wal",
-            "drain-handlers",
-            "drain-shards", "drain-shards-2", "database", "cursor", "wal-ceiling", "broker", "naive");
+            "drain-handlers", "drain-rabbitmq",
+            "drain-shards", "drain-shards-2", "database", "cursor", "wal-ceiling", "broker", "broker-rabbitmq", "naive");
 
     /** One measured run: {@code records} moved in {@code seconds}, {@code left} rows remaining after it. */
     record Run(String scenario, long records, double seconds, long left, double fillSeconds, String breakdown) {
@@ -93,6 +93,17 @@ final class ThroughputScenarios {
         } finally {
             env.transactionalBrokers(null);
         }
+    }
+
+    /**
+     * The cursor drain of a backlog written for {@code topic} into {@code target} instead of the benchmark's Kafka,
+     * labelled {@code scenario} (the RabbitMQ line: {@link RabbitMqScenarios}).
+     */
+    Run drainInto(String scenario, int rows, long seed, String topic, MessageBroker target)
+            throws InterruptedException {
+        double fill = backlog.fill(topic, rows, seed);
+        return deliver(scenario, rows, fill, env.store(), DispatcherConfig.Harvest.CURSOR, d -> { }, backlog::count,
+                true, false, target);
     }
 
     /**

@@ -27,7 +27,8 @@ class BenchmarkSmokeTest {
         Report report = Benchmark.run(options);
 
         assertThat(report.throughput).containsOnlyKeys("drain", "drain-txn", "drain-eos", "drain-unfenced", "drain-mark", "drain-wal",
-                "drain-handlers", "drain-shards", "drain-shards-2", "database", "cursor", "wal-ceiling", "broker", "naive");
+                "drain-handlers", "drain-rabbitmq", "drain-shards", "drain-shards-2", "database", "cursor", "wal-ceiling",
+                "broker", "broker-rabbitmq", "naive");
         for (List<ThroughputScenarios.Run> runs : report.throughput.values()) {
             assertThat(runs).hasSize(1);
             assertThat(runs.get(0).rate()).isPositive();
@@ -39,6 +40,9 @@ class BenchmarkSmokeTest {
         assertThat(report.throughput.get("drain-txn").get(0).left()).isZero();
         assertThat(report.throughput.get("drain-eos").get(0).records()).isEqualTo(3000);
         assertThat(report.throughput.get("drain-eos").get(0).left()).isZero();
+        assertThat(report.throughput.get("drain-rabbitmq").get(0).records()).isEqualTo(3000);
+        assertThat(report.throughput.get("drain-rabbitmq").get(0).left()).isZero();
+        assertThat(report.throughput.get("broker-rabbitmq").get(0).records()).isEqualTo(3000);
         assertThat(report.throughput.get("drain-mark").get(0).left()).isZero();
         for (String sharded : List.of("drain-shards", "drain-shards-2")) {
             assertThat(report.throughput.get(sharded).get(0).records()).as(sharded).isEqualTo(3000);
