@@ -458,12 +458,11 @@ final class BenchmarkOptions implements Callable<Integer> {
     }
 
     static final class Scenario extends OneOf {
+        /** Every scenario of {@code all}, those left out of it, and {@code all}: one list, so none is forgotten. */
         Scenario() {
-            super("writer-cost", "drain", "drain-txn", "drain-unfenced", "drain-mark", "drain-nopurge", "drain-wal", "drain-handlers",
-                    "drain-shards", "drain-shards-2", "database",
-                    "cursor", "wal-ceiling", "broker", "naive", "latency", "latency-txn", "latency-wal",
-                    "latency-handlers", "latency-poll",
-                    "latency-mark", "latency-shards", "poison", "takeover", "takeover-shards", "inbox", "all");
+            super(java.util.stream.Stream.concat(ALL_SCENARIOS.stream(),
+                    java.util.stream.Stream.of("drain-nopurge", "latency-shards", "all")).distinct()
+                    .toArray(String[]::new));
         }
     }
 
