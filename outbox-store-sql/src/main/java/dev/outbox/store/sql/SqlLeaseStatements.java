@@ -16,8 +16,9 @@ import java.util.Objects;
  * holder; {@code release} the row id, the holder; {@code holder} the row id; {@code rows} how long, in microseconds, a
  * request holds after it was last made (on a live row, and on a row released for the holder that asked for it), then
  * the highest row id; {@code want} the wanting holder, the row id, the current holder, the wanting holder again, how
- * long a request holds in microseconds; {@code renewAll} the lease in microseconds, the holder. {@code acquire}, {@code renew}, {@code release} and {@code want} are single-row updates whose update count
- * says whether they took effect; {@code renewAll}'s says how many rows it renewed.
+ * long a request holds in microseconds; {@code renewAll} the lease in microseconds, the holder. {@code acquire},
+ * {@code renew}, {@code release} and {@code want} are single-row updates whose update count says whether they took
+ * effect; {@code renewAll}'s says how many rows it renewed.
  *
  * @param createTable the DDL that creates the lease table if it does not exist, and adds the columns a table of an
  *                    earlier layout lacks ({@code wanted_at}), in order; idempotent

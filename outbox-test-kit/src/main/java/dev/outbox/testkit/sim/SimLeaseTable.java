@@ -31,7 +31,7 @@ final class SimLeaseTable {
     private final IntConsumer changed;
     private final Map<Integer, Row> rows = new TreeMap<>();
 
-    /** One row: its holder (a token), when it expires on the database's clock, who asked for it and when it last did. */
+    /** One row: its holder (a token), when it expires on the database's clock, who asked for it and when last. */
     private static final class Row {
         String holder;
         long expires;
