@@ -45,22 +45,26 @@ record H2Statements(String insert, String mark, String read, String lockKeys, St
         String later = "DATEADD(MICROSECOND, CAST(? AS BIGINT), CURRENT_TIMESTAMP)";
         return new SqlLeaseStatements(
                 List.of("CREATE TABLE IF NOT EXISTS " + l + " (id SMALLINT PRIMARY KEY, holder CHARACTER VARYING(36),"
-                        + " wanted_by CHARACTER VARYING(36), expires_at TIMESTAMP(6) WITH TIME ZONE NOT NULL,"
-                        + " acquired_at TIMESTAMP(6) WITH TIME ZONE)"),
+                        + " wanted_by CHARACTER VARYING(36), wanted_at TIMESTAMP(6) WITH TIME ZONE,"
+                        + " expires_at TIMESTAMP(6) WITH TIME ZONE NOT NULL, acquired_at TIMESTAMP(6) WITH TIME ZONE)",
+                        // a table of the first snapshot's layout gets the column; idempotent
+                        "ALTER TABLE " + l + " ADD COLUMN IF NOT EXISTS wanted_at TIMESTAMP(6) WITH TIME ZONE"),
                 "MERGE INTO " + l + " AS t USING (SELECT CAST(? AS SMALLINT) AS id) AS s ON t.id = s.id"
                         + " WHEN NOT MATCHED THEN INSERT (id, expires_at) VALUES (s.id, CURRENT_TIMESTAMP)",
-                "UPDATE " + l + " SET holder = ?, wanted_by = NULL, expires_at = " + later + ","
+                "UPDATE " + l + " SET holder = ?, wanted_by = NULL, wanted_at = NULL, expires_at = " + later + ","
                         + " acquired_at = CURRENT_TIMESTAMP"
                         + " WHERE id = ? AND (holder IS NULL OR expires_at < CURRENT_TIMESTAMP)",
                 "UPDATE " + l + " SET expires_at = " + later + " WHERE id = ? AND holder = ?"
                         + " AND expires_at >= CURRENT_TIMESTAMP",
                 "UPDATE " + l + " SET holder = NULL, expires_at = CURRENT_TIMESTAMP WHERE id = ? AND holder = ?",
                 "SELECT holder FROM " + l + " WHERE id = ? AND holder IS NOT NULL AND expires_at >= CURRENT_TIMESTAMP",
-                "SELECT id, CASE WHEN expires_at >= CURRENT_TIMESTAMP THEN holder END, CASE WHEN expires_at >="
+                "SELECT id, CASE WHEN expires_at >= CURRENT_TIMESTAMP THEN holder END, CASE WHEN wanted_at >="
                         + " DATEADD(MICROSECOND, -CAST(? AS BIGINT), CURRENT_TIMESTAMP) THEN wanted_by END FROM " + l
                         + " WHERE id >= 1 AND id <= ? ORDER BY id",
-                "UPDATE " + l + " SET wanted_by = ? WHERE id = ? AND holder = ? AND wanted_by IS NULL"
-                        + " AND expires_at >= CURRENT_TIMESTAMP",
+                "UPDATE " + l + " SET wanted_by = ?, wanted_at = CURRENT_TIMESTAMP WHERE id = ? AND holder = ?"
+                        + " AND expires_at >= CURRENT_TIMESTAMP AND (wanted_by IS NULL OR wanted_by = ?"
+                        + " OR wanted_at IS NULL OR wanted_at < DATEADD(MICROSECOND, -CAST(? AS BIGINT),"
+                        + " CURRENT_TIMESTAMP))",
                 "UPDATE " + l + " SET expires_at = " + later + " WHERE holder = ? AND expires_at >= CURRENT_TIMESTAMP");
     }
 

@@ -89,24 +89,36 @@ record MySqlStatements(String candidates, String markLock, String markUpdate, St
     static SqlLeaseStatements lease(SqlTableNames names) {
         String l = names.lease();
         String later = "UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND";
+        String schema = names.schema() == null ? "DATABASE()" : SqlTable.literal(names.schema());
         return new SqlLeaseStatements(
                 List.of("CREATE TABLE IF NOT EXISTS " + l + " (id SMALLINT NOT NULL, holder CHAR(36) NULL,"
-                        + " wanted_by CHAR(36) NULL, expires_at DATETIME(6) NOT NULL, acquired_at DATETIME(6) NULL,"
-                        + " PRIMARY KEY (id))"
-                        + " ENGINE = InnoDB"),
+                        + " wanted_by CHAR(36) NULL, wanted_at DATETIME(6) NULL, expires_at DATETIME(6) NOT NULL,"
+                        + " acquired_at DATETIME(6) NULL, PRIMARY KEY (id))"
+                        + " ENGINE = InnoDB",
+                        // a table of the first snapshot's layout gets the column: MySQL 8 has no ADD COLUMN IF NOT
+                        // EXISTS, so the ALTER is chosen after a look at information_schema (DO 0 if it is there)
+                        "SET @outbox_lease_ddl = (SELECT IF(COUNT(*) = 0, " + SqlTable.literal("ALTER TABLE " + l
+                                + " ADD COLUMN wanted_at DATETIME(6) NULL") + ", 'DO 0')"
+                                + " FROM information_schema.columns WHERE table_schema = " + schema
+                                + " AND table_name = " + SqlTable.literal(names.leaseTable())
+                                + " AND column_name = 'wanted_at')",
+                        "PREPARE outbox_lease_ddl FROM @outbox_lease_ddl",
+                        "EXECUTE outbox_lease_ddl",
+                        "DEALLOCATE PREPARE outbox_lease_ddl"),
                 "INSERT INTO " + l + " (id, expires_at) VALUES (?, UTC_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE id = id",
-                "UPDATE " + l + " SET holder = ?, wanted_by = NULL, expires_at = " + later + ","
+                "UPDATE " + l + " SET holder = ?, wanted_by = NULL, wanted_at = NULL, expires_at = " + later + ","
                         + " acquired_at = UTC_TIMESTAMP(6)"
                         + " WHERE id = ? AND (holder IS NULL OR expires_at < UTC_TIMESTAMP(6))",
                 "UPDATE " + l + " SET expires_at = " + later + " WHERE id = ? AND holder = ?"
                         + " AND expires_at >= UTC_TIMESTAMP(6)",
                 "UPDATE " + l + " SET holder = NULL, expires_at = UTC_TIMESTAMP(6) WHERE id = ? AND holder = ?",
                 "SELECT holder FROM " + l + " WHERE id = ? AND holder IS NOT NULL AND expires_at >= UTC_TIMESTAMP(6)",
-                "SELECT id, CASE WHEN expires_at >= UTC_TIMESTAMP(6) THEN holder END, CASE WHEN expires_at >="
+                "SELECT id, CASE WHEN expires_at >= UTC_TIMESTAMP(6) THEN holder END, CASE WHEN wanted_at >="
                         + " UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND THEN wanted_by END FROM " + l
                         + " WHERE id >= 1 AND id <= ? ORDER BY id",
-                "UPDATE " + l + " SET wanted_by = ? WHERE id = ? AND holder = ? AND wanted_by IS NULL"
-                        + " AND expires_at >= UTC_TIMESTAMP(6)",
+                "UPDATE " + l + " SET wanted_by = ?, wanted_at = UTC_TIMESTAMP(6) WHERE id = ? AND holder = ?"
+                        + " AND expires_at >= UTC_TIMESTAMP(6) AND (wanted_by IS NULL OR wanted_by = ?"
+                        + " OR wanted_at IS NULL OR wanted_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND)",
                 "UPDATE " + l + " SET expires_at = " + later + " WHERE holder = ? AND expires_at >= UTC_TIMESTAMP(6)");
     }
 

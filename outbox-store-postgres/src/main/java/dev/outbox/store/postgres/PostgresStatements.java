@@ -172,18 +172,23 @@ record PostgresStatements(String settings, String markSettings, String readSetti
         String later = "now() + CAST(? AS bigint) * interval '1 microsecond'";
         return new SqlLeaseStatements(
                 List.of("CREATE TABLE IF NOT EXISTS " + l + " (id smallint PRIMARY KEY, holder text,"
-                        + " wanted_by text, expires_at timestamptz NOT NULL, acquired_at timestamptz)"),
+                        + " wanted_by text, wanted_at timestamptz, expires_at timestamptz NOT NULL,"
+                        + " acquired_at timestamptz)",
+                        // a table of the first snapshot's layout gets the column; idempotent
+                        "ALTER TABLE " + l + " ADD COLUMN IF NOT EXISTS wanted_at timestamptz"),
                 "INSERT INTO " + l + " (id, expires_at) VALUES (?, now()) ON CONFLICT (id) DO NOTHING",
-                "UPDATE " + l + " SET holder = ?, wanted_by = NULL, expires_at = " + later + ", acquired_at = now()"
+                "UPDATE " + l + " SET holder = ?, wanted_by = NULL, wanted_at = NULL, expires_at = " + later + ","
+                        + " acquired_at = now()"
                         + " WHERE id = ? AND (holder IS NULL OR expires_at < now())",
                 "UPDATE " + l + " SET expires_at = " + later + " WHERE id = ? AND holder = ? AND expires_at >= now()",
                 "UPDATE " + l + " SET holder = NULL, expires_at = now() WHERE id = ? AND holder = ?",
                 "SELECT holder FROM " + l + " WHERE id = ? AND holder IS NOT NULL AND expires_at >= now()",
-                "SELECT id, CASE WHEN expires_at >= now() THEN holder END, CASE WHEN expires_at >= now()"
+                "SELECT id, CASE WHEN expires_at >= now() THEN holder END, CASE WHEN wanted_at >= now()"
                         + " - CAST(? AS bigint) * interval '1 microsecond' THEN wanted_by END FROM " + l
                         + " WHERE id >= 1 AND id <= ? ORDER BY id",
-                "UPDATE " + l + " SET wanted_by = ? WHERE id = ? AND holder = ? AND wanted_by IS NULL"
-                        + " AND expires_at >= now()",
+                "UPDATE " + l + " SET wanted_by = ?, wanted_at = now() WHERE id = ? AND holder = ?"
+                        + " AND expires_at >= now() AND (wanted_by IS NULL OR wanted_by = ? OR wanted_at IS NULL"
+                        + " OR wanted_at < now() - CAST(? AS bigint) * interval '1 microsecond')",
                 "UPDATE " + l + " SET expires_at = " + later + " WHERE holder = ? AND expires_at >= now()");
     }
 

@@ -139,7 +139,10 @@ final class SqlLease {
     record Row(int id, String holder, String wantedBy) {
     }
 
-    /** Rows 1 to {@code last}, in id order; a released row's request is kept for as long as a lease lasts. */
+    /**
+     * Rows 1 to {@code last}, in id order; a request shows for as long as a lease lasts after it was last made (also
+     * once the row was released for the member that asked).
+     */
     List<Row> rows(int last) {
         return tx.inTransaction("reading the leases of " + table, prologue, handle -> {
             try (PreparedStatement statement = tx.prepare(handle.getConnection(), sql.rows())) {
@@ -156,13 +159,18 @@ final class SqlLease {
         });
     }
 
-    /** Asks {@code holder} for {@code row} on behalf of {@code wanter}; false if another asked first or it moved. */
+    /**
+     * Asks {@code holder} for {@code row} on behalf of {@code wanter}, or renews {@code wanter}'s request for it: a
+     * request lapses a lease after it was last made; false if another's request still holds or the row moved.
+     */
     boolean want(int row, String wanter, String holder) {
         return tx.inTransaction("asking for the lease " + row + " of " + table, prologue, handle -> {
             try (PreparedStatement statement = tx.prepare(handle.getConnection(), sql.want())) {
                 statement.setString(1, wanter);
                 statement.setInt(2, row);
                 statement.setString(3, holder);
+                statement.setString(4, wanter);
+                statement.setLong(5, leaseMicros);
                 return statement.executeUpdate() == 1;
             }
         });

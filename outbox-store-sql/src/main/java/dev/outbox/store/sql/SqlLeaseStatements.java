@@ -14,12 +14,14 @@ import java.util.Objects;
  * <p>The parameters, bound in this order: {@code addRow} the row id; {@code acquire} the holder (a text of 36
  * characters), the lease in microseconds, the row id; {@code renew} the lease in microseconds, the row id, the
  * holder; {@code release} the row id, the holder; {@code holder} the row id; {@code rows} how long, in microseconds, a
- * released row stays reserved for the holder that asked for it, then the highest row id;
- * {@code want} the wanting holder, the row id, the current holder; {@code renewAll} the lease in microseconds, the
- * holder. {@code acquire}, {@code renew}, {@code release} and {@code want} are single-row updates whose update count
- * says whether they took effect; {@code renewAll}'s says how many rows it renewed.
+ * request holds after it was last made (on a live row, and on a row released for the holder that asked for it), then
+ * the highest row id; {@code want} the wanting holder, the row id, the current holder, the wanting holder again, how
+ * long a request holds in microseconds; {@code renewAll} the lease in microseconds, the holder. {@code acquire},
+ * {@code renew}, {@code release} and {@code want} are single-row updates whose update count says whether they took
+ * effect; {@code renewAll}'s says how many rows it renewed.
  *
- * @param createTable the DDL that creates the lease table if it does not exist (idempotent), in order
+ * @param createTable the DDL that creates the lease table if it does not exist, and adds the columns a table of an
+ *                    earlier layout lacks ({@code wanted_at}), in order; idempotent
  * @param addRow      inserts the row as free (no holder, expired now) unless it exists; idempotent, also when run by
  *                    two instances at once
  * @param acquire     takes the row for a holder if it is free or its lease expired, setting its expiry to now plus
@@ -29,10 +31,13 @@ import java.util.Objects;
  * @param release     frees the row (no holder, expired now) if the holder still holds it
  * @param holder      the row's holder if its lease has not expired: one row with one column, or no row
  * @param rows        the rows from 1 to the given id, in id order: the id, the holder if its lease has not expired
- *                    (else null), and the holder that asked for the row (else null; also once the row has been
- *                    expired or released for longer than the reservation)
- * @param want        marks an unexpired row as asked for by another holder, unless another asked first; taking the
- *                    row clears the mark, releasing it keeps it (the row is then reserved for the holder that asked)
+ *                    (else null), and the holder that asked for the row if it asked within the given time
+ *                    ({@code wanted_at}; else null: a request lapses unless its requester renews it, so that a member
+ *                    that left stops counting as one)
+ * @param want        marks an unexpired row as asked for by another holder, now ({@code wanted_at}), unless another
+ *                    holder's request still holds; the same holder asking again renews its request; taking the row
+ *                    clears the mark, releasing it keeps it (the row is then reserved for the holder that asked, until
+ *                    its request lapses)
  * @param renewAll    extends every unexpired lease of the holder to now plus the lease
  */
 public record SqlLeaseStatements(List<String> createTable, String addRow, String acquire, String renew,

@@ -13,7 +13,8 @@ import java.util.TreeSet;
  * One member's balancing decision over the shard leases, as pure logic (no I/O, no clock): from the lease rows it
  * just read, what it holds, what it gives up, what it may take and whom it asks — the lease taking of
  * {@link SqlShardedLeaderTransport}'s class description. The live members are the holders of unexpired leases, the
- * members whose request for a lease is still reserved, and this member; with <i>w</i> of them the share is
+ * members whose request for a lease still holds (a request lapses a lease after its requester last made it, so a
+ * member that left stops counting), and this member; with <i>w</i> of them the share is
  * ⌊<i>N</i>/<i>w</i>⌋ to ⌈<i>N</i>/<i>w</i>⌉ of the <i>N</i> shards. Immutable.
  *
  * @param mine     the shards this member's unexpired leases hold
@@ -22,7 +23,8 @@ import java.util.TreeSet;
  * @param free     free or expired shards nobody reserved: to take while it holds fewer than ⌈N/w⌉
  * @param room     how many of {@code free} it may take: ⌈N/w⌉ less what it keeps and the reserved ones
  * @param ask      the shard to ask its busiest holder for, if this member holds fewer than ⌊N/w⌋, nothing is free,
- *                 it asked for nothing yet, and that holder holds at least two more than it
+ *                 it asked for nothing yet, and that holder holds at least two more than it; or, while it is still
+ *                 that short, the request it made and that is still pending, to renew it
  */
 record SqlShardBalance(Set<Integer> mine, Set<Integer> give, List<Integer> reserved, List<Integer> free, int room,
                        Optional<Ask> ask) {
@@ -43,10 +45,14 @@ record SqlShardBalance(Set<Integer> mine, Set<Integer> give, List<Integer> reser
         List<Integer> reserved = new ArrayList<>();
         List<Integer> free = new ArrayList<>();
         boolean asking = false;
+        Optional<Ask> pending = Optional.empty();
         for (SqlLease.Row row : rows) {
             int shard = row.id() - 1;
             if (row.holder() != null) {
                 holders.computeIfAbsent(row.holder(), h -> new ArrayList<>()).add(shard);
+                if (token.equals(row.wantedBy()) && !token.equals(row.holder())) {
+                    pending = Optional.of(new Ask(shard, row.holder()));
+                }
             } else if (token.equals(row.wantedBy())) {
                 reserved.add(shard);
             } else if (row.wantedBy() == null) {
@@ -73,7 +79,9 @@ record SqlShardBalance(Set<Integer> mine, Set<Integer> give, List<Integer> reser
         int room = Math.max(0, ceil - keep - reserved.size());
 
         Optional<Ask> ask = Optional.empty();
-        if (!asking && keep < floor && reserved.isEmpty() && free.isEmpty()) {
+        if (keep < floor && reserved.isEmpty() && free.isEmpty() && pending.isPresent()) {
+            ask = pending; // still short: renew the request, which lapses unless its requester renews it
+        } else if (!asking && keep < floor && reserved.isEmpty() && free.isEmpty()) {
             ask = holders.entrySet().stream().filter(e -> !e.getKey().equals(token))
                     .max(Comparator.comparingInt(e -> e.getValue().size()))
                     .filter(e -> e.getValue().size() - keep >= 2)

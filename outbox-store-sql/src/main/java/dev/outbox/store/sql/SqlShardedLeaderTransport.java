@@ -35,17 +35,19 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <h2>Balancing: lease taking, as Kinesis' client library does it</h2>
  * There is no coordinator: every member reads the lease table every acquire interval and decides for itself, as a
- * KCL worker does over its lease table. The live members are the holders of unexpired leases, the members that
- * asked for one, and this member; with
+ * KCL worker does over its lease table. The live members are the holders of unexpired leases, the members whose
+ * request for one still holds, and this member; with
  * <i>w</i> of them, a member's fair share is ⌊<i>N</i>/<i>w</i>⌋ to ⌈<i>N</i>/<i>w</i>⌉ of the <i>N</i> shards.
  * <ul>
  *   <li>A member takes free or expired leases while it holds fewer than ⌈<i>N</i>/<i>w</i>⌉.</li>
  *   <li>A member below ⌊<i>N</i>/<i>w</i>⌋ with no free lease to take asks the busiest member (if it holds at least
  *       two more) for one of its shards: it marks that lease as wanted. Unlike KCL, it never steals a live lease: the
- *       owner would go on sending until it noticed.</li>
+ *       owner would go on sending until it noticed. The request lapses a lease after it was made unless the member
+ *       renews it, which it does every acquire interval while it is still short: a member that left (closed or
+ *       crashed) stops counting as a member within a lease, and the others take their share of what is free.</li>
  *   <li>An owner above ⌊<i>N</i>/<i>w</i>⌋ gives up the shards asked of it: it revokes them
  *       ({@link Listener#revoked}, which returns once their harvests drained) and only then releases their leases,
- *       which stay reserved for the member that asked, for as long as a lease lasts (then anyone may take them): it
+ *       which stay reserved for the member that asked until its request lapses (then anyone may take them): it
  *       takes them at its next try.</li>
  * </ul>
  * So a newcomer gets its share one shard per acquire interval or so, a member that leaves cleanly releases its
@@ -87,6 +89,8 @@ public final class SqlShardedLeaderTransport implements ShardedLeaderTransport {
     private long nextBalance;
     private volatile boolean confirmRequested;
     private boolean warned;
+    /** The shard this member last asked for (its request is renewed while it is still short), or -1. */
+    private int asked = -1;
 
     private SqlShardedLeaderTransport(Builder builder) {
         this.timings = builder.timings();
@@ -341,7 +345,12 @@ public final class SqlShardedLeaderTransport implements ShardedLeaderTransport {
     private void ask(String holder, int shard) {
         try {
             if (lease.want(shard + 1, token, holder)) {
-                log.info("asked for the shard lease {} of {}, held by a busier member", shard, lease.table());
+                if (asked != shard) {
+                    log.info("asked for the shard lease {} of {}, held by a busier member", shard, lease.table());
+                } else {
+                    log.debug("renewed the request for the shard lease {} of {}", shard, lease.table());
+                }
+                asked = shard;
             }
         } catch (StoreException e) {
             warn("could not ask for a shard lease", e);

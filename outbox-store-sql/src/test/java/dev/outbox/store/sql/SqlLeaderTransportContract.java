@@ -111,6 +111,84 @@ public abstract class SqlLeaderTransportContract extends LeaderTransportContract
         assertThat(events).doesNotContain("lost", "revoked");
     }
 
+    /** How long a request holds in the request tests below: their lease statements' lease. */
+    private static final Duration WINDOW = Duration.ofMillis(2000);
+
+    /** The lease statements of a fresh outbox table's lease table, with the lease (and request window) WINDOW. */
+    private SqlLease lease(SqlStore store) {
+        SqlLeaseStatements sql = store.leaseStatements().orElseThrow();
+        return new SqlLease(store, sql, Duration.ofSeconds(5), WINDOW);
+    }
+
+    private static String wantedBy(SqlLease lease, int row) {
+        return lease.rows(row).get(row - 1).wantedBy();
+    }
+
+    /**
+     * The shard leases' requests ({@code want}, read by {@code rows}) lapse a lease after they were last made, also on
+     * a row whose holder keeps renewing it, so that a member that asked and then left stops counting as a member (the
+     * stall the test kit's simulation found at sharded seed 131); until then another member's request is refused, and
+     * the requester renews its own by asking again. Once lapsed, another member may ask. A released row stays reserved
+     * for the member whose request holds.
+     */
+    @Test
+    void aRequestForALeaseLapsesUnlessItsRequesterRenewsIt() {
+        SqlStore store = builders.apply(storePool).table("wanted_" + tables.incrementAndGet()).build();
+        store.createSchema();
+        SqlLease lease = lease(store);
+        lease.createRows(List.of(1, 2), true);
+        assertThat(lease.acquire(1, "a", List.of())).isTrue();
+        assertThat(lease.want(1, "b", "a")).isTrue();
+        assertThat(wantedBy(lease, 1)).isEqualTo("b");
+        assertThat(lease.want(1, "c", "a")).as("b's request holds").isFalse();
+        assertThat(lease.want(2, "b", "a")).as("a does not hold row 2").isFalse();
+
+        long renewing = System.nanoTime();
+        assertThat(lease.want(1, "b", "a")).as("b renews its request").isTrue();
+        assertThat(lease.want(1, "c", "a")).as("b's renewed request holds").isFalse();
+        long lapsed = Await.untilOrFail(() -> lease.renewAll("a") == 1 && wantedBy(lease, 1) == null,
+                Duration.ofSeconds(15), () -> "b's request on a's live row lapsed");
+        long since = lapsed - renewing;
+        assertThat(since).as("not before a window after b last asked (%d ms)", since / 1_000_000)
+                .isGreaterThanOrEqualTo(WINDOW.toNanos());
+        assertThat(lease.holder(1)).as("a held the row throughout").contains("a");
+
+        assertThat(lease.want(1, "c", "a")).as("b's request lapsed: c may ask").isTrue();
+        assertThat(wantedBy(lease, 1)).isEqualTo("c");
+        assertThat(lease.release(1, "a")).isTrue();
+        List<SqlLease.Row> released = lease.rows(1);
+        assertThat(released.get(0).holder()).isNull();
+        assertThat(released.get(0).wantedBy()).as("reserved for c while its request holds").isEqualTo("c");
+        assertThat(lease.acquire(1, "c", List.of())).isTrue();
+        assertThat(lease.rows(1).get(0)).isEqualTo(new SqlLease.Row(1, "c", null));
+    }
+
+    /**
+     * A lease table created by the first snapshot's DDL (no {@code wanted_at}) by {@code CREATE TABLE IF NOT EXISTS}
+     * gets the column at the next start, idempotently: requests work on it.
+     */
+    @Test
+    void aLeaseTableOfThePreviousLayoutGetsTheRequestTimeColumn() throws Exception {
+        SqlStore store = builders.apply(storePool).table("wanted_" + tables.incrementAndGet()).build();
+        store.createSchema();
+        SqlLeaseStatements sql = store.leaseStatements().orElseThrow();
+        String previous = sql.createTable().get(0).replaceFirst(" wanted_at [^,]+,", "");
+        assertThat(previous).contains("wanted_by").doesNotContain("wanted_at");
+        try (java.sql.Connection c = storePool.getConnection(); java.sql.Statement s = c.createStatement()) {
+            s.execute(previous);
+            if (!c.getAutoCommit()) {
+                c.commit();
+            }
+        }
+        SqlLease lease = lease(store);
+        lease.createRows(List.of(1), true);
+        lease.createRows(List.of(1), true); // again: the upgrade is idempotent
+        assertThat(lease.acquire(1, "a", List.of())).isTrue();
+        assertThat(lease.want(1, "b", "a")).isTrue();
+        assertThat(wantedBy(lease, 1)).isEqualTo("b");
+        assertThat(lease.want(1, "c", "a")).as("b's request holds").isFalse();
+    }
+
     @AfterAll
     final void closePool() {
         storePool.close();

@@ -43,7 +43,9 @@ class SqlShardBalanceTest {
         List<SqlLease.Row> asked = rows("a", null, "a", null, "a", null, "a", null, "a", null, "a", "b");
         SqlShardBalance a = SqlShardBalance.decide(asked, "a", SHARDS);
         assertThat(a.give()).containsExactly(5);
-        assertThat(SqlShardBalance.decide(asked, "b", SHARDS).ask()).as("one request at a time").isEmpty();
+        assertThat(SqlShardBalance.decide(asked, "b", SHARDS).ask())
+                .as("one request at a time: b renews the one it made, asks for no other").contains(
+                        new SqlShardBalance.Ask(5, "a"));
 
         // Released, the shard stays reserved for the newcomer: the owner does not take it back; the newcomer does.
         List<SqlLease.Row> released = rows("a", null, "a", null, "a", null, "a", null, "a", null, null, "b");
@@ -76,18 +78,47 @@ class SqlShardBalanceTest {
     }
 
     /**
-     * A gap the test kit's simulation found ({@code SimulationLeaseTest}), pinned here on the real decision until it
-     * is fixed (then this test flips): b joined and asked a for shard 2, then b and c left (c released shards 0, 3, 4
-     * and 5). b's request stays on a's live row, and a still counts b as a member: a keeps its share of 3 of 6,
-     * holds 2 and may take 1 — not the 4 free ones — and gives nothing up. Shards it does not take stay unled for as
-     * long as a renews the row b asked for (with 4 shards, as in the simulation, a takes none).
+     * The gap the test kit's simulation found ({@code SimulationLeaseTest}, sharded seed 131), closed: b joined and
+     * asked a for shard 2, then b and c left (c released shards 0, 3, 4 and 5). While b's request holds (a lease after
+     * b last made it), a counts b as a member and takes only up to its share of 3 of 6; b does not renew a request
+     * once it left, so it lapses: the rows statement reads no request on a's live row, and a, alone, takes every free
+     * shard. Before the fix the request stayed on a's row for as long as a renewed it, and a took 1 of the 4 free
+     * shards for good.
      */
     @Test
-    void aRequestLeftByAMemberThatLeftStillCountsItAsAMember() {
-        List<SqlLease.Row> ghost = rows(null, null, "a", null, "a", "b", null, null, null, null, null, null);
-        SqlShardBalance a = SqlShardBalance.decide(ghost, "a", SHARDS);
+    void aRequestLeftByAMemberThatLeftLapsesAndTheRemainingHolderTakesEveryReleasedShard() {
+        List<SqlLease.Row> held = rows(null, null, "a", null, "a", "b", null, null, null, null, null, null);
+        SqlShardBalance within = SqlShardBalance.decide(held, "a", SHARDS);
+        assertThat(within.room()).as("while b's request holds, b counts: a's share is 3 of 6").isEqualTo(1);
+        assertThat(within.give()).as("a holds 2, below the share's floor").isEmpty();
+
+        List<SqlLease.Row> lapsed = rows(null, null, "a", null, "a", null, null, null, null, null, null, null);
+        SqlShardBalance a = SqlShardBalance.decide(lapsed, "a", SHARDS);
+        assertThat(a.mine()).containsExactlyInAnyOrder(1, 2);
         assertThat(a.free()).containsExactly(0, 3, 4, 5);
-        assertThat(a.room()).as("a's share is still 3 of 6: b counts").isEqualTo(1);
+        assertThat(a.room()).as("b's request lapsed: a is alone, its share is 6").isEqualTo(4);
         assertThat(a.give()).isEmpty();
+        assertThat(a.ask()).isEmpty();
+    }
+
+    /**
+     * A request lapses unless its requester renews it, so a member renews its pending request at every balance while
+     * it is still short (below the floor with nothing free or reserved for it), and lets it lapse once it is not.
+     */
+    @Test
+    void aMemberRenewsItsPendingRequestWhileItIsShortAndOnlyThen() {
+        List<SqlLease.Row> asked = rows("a", null, "a", null, "a", null, "a", null, "a", null, "a", "b");
+        assertThat(SqlShardBalance.decide(asked, "b", SHARDS).ask()).as("b is short: it renews its request")
+                .contains(new SqlShardBalance.Ask(5, "a"));
+
+        // A shard came free meanwhile: b takes it and lets its request lapse instead of renewing it.
+        List<SqlLease.Row> freed = rows(null, null, "a", null, "a", null, "a", null, "a", null, "a", "b");
+        SqlShardBalance b = SqlShardBalance.decide(freed, "b", SHARDS);
+        assertThat(b.free()).containsExactly(0);
+        assertThat(b.ask()).isEmpty();
+
+        // Holding its share, b does not renew the request either.
+        List<SqlLease.Row> even = rows("b", null, "b", null, "b", null, "a", null, "a", null, "a", "b");
+        assertThat(SqlShardBalance.decide(even, "b", SHARDS).ask()).isEmpty();
     }
 }

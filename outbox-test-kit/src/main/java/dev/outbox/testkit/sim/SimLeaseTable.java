@@ -31,12 +31,12 @@ final class SimLeaseTable {
     private final IntConsumer changed;
     private final Map<Integer, Row> rows = new TreeMap<>();
 
-    /** One row: its holder (a token), when it expires on the database's clock, who asked for it and since when. */
+    /** One row: its holder (a token), when it expires on the database's clock, who asked for it and when last. */
     private static final class Row {
         String holder;
         long expires;
         String wantedBy;
-        long freedAt = Long.MIN_VALUE;
+        long wantedAt;
     }
 
     /**
@@ -95,6 +95,7 @@ final class SimLeaseTable {
             r.holder = holder;
             r.expires = sched.now() + leaseNanos;
             r.wantedBy = null;
+            r.wantedAt = 0;
             if (takeEpoch != null) {
                 takeEpoch.accept(id);
             }
@@ -147,7 +148,6 @@ final class SimLeaseTable {
         if (released) {
             r.holder = null;
             r.expires = sched.now();
-            r.freedAt = sched.now();
             changed.accept(id);
             trace.accept("lease table: " + member + " releases the lease " + id);
         }
@@ -155,20 +155,31 @@ final class SimLeaseTable {
         return released;
     }
 
-    /** Asks {@code holder} for {@code id} on behalf of {@code wanter}; false if another asked first or it moved. */
+    /**
+     * Asks {@code holder} for {@code id} on behalf of {@code wanter}, or renews {@code wanter}'s request for it (a
+     * request lapses a lease after it was last made); false if another's request still holds or the row moved.
+     */
     boolean want(String member, int id, String wanter, String holder) {
         reach(member, "asking for the lease " + id);
         Row r = row(id);
-        boolean asked = holds(r, holder) && r.wantedBy == null;
+        boolean renewing = wanter.equals(r.wantedBy) && requestHolds(r);
+        boolean asked = holds(r, holder) && (r.wantedBy == null || wanter.equals(r.wantedBy) || !requestHolds(r));
         if (asked) {
             r.wantedBy = wanter;
-            trace.accept("lease table: " + member + " asks for the lease " + id);
+            r.wantedAt = sched.now();
+            trace.accept("lease table: " + member + (renewing ? " renews its request for the lease "
+                    : " asks for the lease ") + id);
         }
         answer();
         return asked;
     }
 
-    /** Rows 1 to {@code last}, in id order; a freed row's request holds for as long as a lease lasts. */
+    /** Whether {@code r}'s request was made within a lease: as the SQL rows statement's {@code wanted_at} check. */
+    private boolean requestHolds(Row r) {
+        return r.wantedBy != null && sched.now() - r.wantedAt < leaseNanos;
+    }
+
+    /** Rows 1 to {@code last}, in id order; a request shows for as long as a lease lasts after it was last made. */
     List<LeaseRow> rows(String member, int last) {
         reach(member, "reading the leases");
         List<LeaseRow> list = new ArrayList<>();
@@ -178,9 +189,7 @@ final class SimLeaseTable {
             }
             Row r = e.getValue();
             boolean live = r.holder != null && r.expires > sched.now();
-            boolean wanted = r.wantedBy != null && (live || sched.now() - Math.max(r.freedAt, r.expires)
-                    < leaseNanos);
-            list.add(new LeaseRow(e.getKey(), live ? r.holder : null, wanted ? r.wantedBy : null));
+            list.add(new LeaseRow(e.getKey(), live ? r.holder : null, requestHolds(r) ? r.wantedBy : null));
         }
         answer();
         return list;
@@ -226,7 +235,7 @@ final class SimLeaseTable {
             sb.append(' ').append(e.getKey()).append('=').append(r.holder).append('@')
                     .append(r.expires - sched.now());
             if (r.wantedBy != null) {
-                sb.append(" wanted by ").append(r.wantedBy);
+                sb.append(" wanted by ").append(r.wantedBy).append('@').append(r.wantedAt - sched.now());
             }
         }
         return sb.toString();

@@ -12,7 +12,8 @@ import java.util.TreeSet;
 /**
  * One member's balancing decision over the shard leases, {@code outbox-store-sql}'s {@code SqlShardBalance} line for
  * line over {@link SimLeaseTable.LeaseRow}s (kept in step by hand; see {@link SimLeaseTransport}): the live members
- * are the holders of unexpired leases, the members whose request for a lease is still reserved, and this member;
+ * are the holders of unexpired leases, the members whose request for a lease still holds (it lapses a lease after its
+ * requester last made it), and this member;
  * with <i>w</i> of them the share is ⌊<i>N</i>/<i>w</i>⌋ to ⌈<i>N</i>/<i>w</i>⌉ of the <i>N</i> shards. Immutable.
  *
  * @param mine     the shards this member's unexpired leases hold
@@ -20,7 +21,7 @@ import java.util.TreeSet;
  * @param reserved free shards released for this member (it asked for them): to take whatever its share
  * @param free     free or expired shards nobody reserved: to take while it holds fewer than ⌈N/w⌉
  * @param room     how many of {@code free} it may take
- * @param ask      the shard to ask its busiest holder for, if any
+ * @param ask      the shard to ask its busiest holder for, or its pending request to renew while still short; if any
  */
 record SimShardBalance(Set<Integer> mine, Set<Integer> give, List<Integer> reserved, List<Integer> free, int room,
                        Optional<Ask> ask) {
@@ -36,10 +37,14 @@ record SimShardBalance(Set<Integer> mine, Set<Integer> give, List<Integer> reser
         List<Integer> reserved = new ArrayList<>();
         List<Integer> free = new ArrayList<>();
         boolean asking = false;
+        Optional<Ask> pending = Optional.empty();
         for (SimLeaseTable.LeaseRow row : rows) {
             int shard = row.id() - 1;
             if (row.holder() != null) {
                 holders.computeIfAbsent(row.holder(), h -> new ArrayList<>()).add(shard);
+                if (token.equals(row.wantedBy()) && !token.equals(row.holder())) {
+                    pending = Optional.of(new Ask(shard, row.holder()));
+                }
             } else if (token.equals(row.wantedBy())) {
                 reserved.add(shard);
             } else if (row.wantedBy() == null) {
@@ -66,7 +71,9 @@ record SimShardBalance(Set<Integer> mine, Set<Integer> give, List<Integer> reser
         int room = Math.max(0, ceil - keep - reserved.size());
 
         Optional<Ask> ask = Optional.empty();
-        if (!asking && keep < floor && reserved.isEmpty() && free.isEmpty()) {
+        if (keep < floor && reserved.isEmpty() && free.isEmpty() && pending.isPresent()) {
+            ask = pending; // still short: renew the request, which lapses unless its requester renews it
+        } else if (!asking && keep < floor && reserved.isEmpty() && free.isEmpty()) {
             // Ties between equally busy holders go to the first by token: the SQL code's HashMap order, made
             // deterministic so that a run replays.
             ask = holders.entrySet().stream().filter(e -> !e.getKey().equals(token))
