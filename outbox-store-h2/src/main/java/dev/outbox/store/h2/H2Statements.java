@@ -36,10 +36,7 @@ record H2Statements(String insert, String mark, String read, String lockKeys, St
             + " AND (CAST(? AS TIMESTAMP WITH TIME ZONE) IS NULL OR parked_at >= ?)"
             + " AND (CAST(? AS TIMESTAMP WITH TIME ZONE) IS NULL OR parked_at < ?)";
 
-    /**
-     * The lease table's statements (leader election in the database): expiries are {@code TIMESTAMP WITH TIME ZONE},
-     * compared with {@code CURRENT_TIMESTAMP}, the database's clock.
-     */
+    /** The lease table's statements: times compared with {@code CURRENT_TIMESTAMP}, the database's clock. */
     static SqlLeaseStatements lease(SqlTableNames names) {
         String l = names.lease();
         String later = "DATEADD(MICROSECOND, CAST(? AS BIGINT), CURRENT_TIMESTAMP)";
@@ -47,7 +44,6 @@ record H2Statements(String insert, String mark, String read, String lockKeys, St
                 List.of("CREATE TABLE IF NOT EXISTS " + l + " (id SMALLINT PRIMARY KEY, holder CHARACTER VARYING(36),"
                         + " wanted_by CHARACTER VARYING(36), wanted_at TIMESTAMP(6) WITH TIME ZONE,"
                         + " expires_at TIMESTAMP(6) WITH TIME ZONE NOT NULL, acquired_at TIMESTAMP(6) WITH TIME ZONE)",
-                        // a table of the first snapshot's layout gets the column; idempotent
                         "ALTER TABLE " + l + " ADD COLUMN IF NOT EXISTS wanted_at TIMESTAMP(6) WITH TIME ZONE"),
                 "MERGE INTO " + l + " AS t USING (SELECT CAST(? AS SMALLINT) AS id) AS s ON t.id = s.id"
                         + " WHEN NOT MATCHED THEN INSERT (id, expires_at) VALUES (s.id, CURRENT_TIMESTAMP)",
