@@ -47,7 +47,7 @@ final class Report {
             Map.entry("drain-nopurge", "cursor drain, purges skipped (bound)"),
             Map.entry("drain-wal", "Dispatcher -> Kafka (WAL harvest)"),
             Map.entry("drain-handlers", "Dispatcher -> in-process handlers"),
-            Map.entry("drain-txn", "Dispatcher -> Kafka (transactional producer)"),
+            Map.entry("drain-txn", "Dispatcher -> Kafka (transactional)"),
             Map.entry("drain-eos", "Dispatcher -> Kafka (exactly once)"),
             Map.entry("drain-rabbitmq", "Dispatcher -> RabbitMQ (confirms)"),
             Map.entry("drain-shards", "sharded cursor drain, 1 Dispatcher"),
@@ -56,7 +56,7 @@ final class Report {
             Map.entry("cursor", "database ceiling (read+purge)"),
             Map.entry("wal-ceiling", "WAL ceiling (stream read+confirm)"),
             Map.entry("broker", "broker ceiling (bare producer)"),
-            Map.entry("broker-rabbitmq", "RabbitMQ ceiling (bare publisher, confirms)"),
+            Map.entry("broker-rabbitmq", "RabbitMQ ceiling (bare publisher)"),
             Map.entry("naive", "naive baseline (1 row/stmt)"));
 
     private final BenchmarkOptions options;
