@@ -32,6 +32,7 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.core.env.ConfigurableEnvironment;
 import org.springframework.core.env.Environment;
+import org.springframework.util.ClassUtils;
 import tools.jackson.databind.json.JsonMapper;
 
 import javax.sql.DataSource;
@@ -153,10 +154,9 @@ public class OutboxAutoConfiguration {
             } else if (choice == OutboxProperties.Broker.RABBITMQ) {
                 OutboxBrokerFactory factory = rabbitMq.getIfAvailable();
                 if (factory == null) {
-                    throw new OutboxConfigurationException("outbox.broker", "is rabbitmq, but "
-                            + OutboxRabbitMqConfiguration.missing(beanFactory.getBeanClassLoader())
-                            + " is not on the class path", "add it to the application's dependencies, or choose"
-                            + " another broker", null);
+                    throw new OutboxConfigurationException("outbox.broker", "is rabbitmq, but the class path lacks "
+                            + OutboxBrokerFactory.missingForRabbitMq(beanFactory.getBeanClassLoader()),
+                            "add it to the application's dependencies, or choose another broker", null);
                 }
                 broker = factory.create();
                 deliveryTimeout = properties.getRabbitmq().getConfirmTimeout();
@@ -215,7 +215,7 @@ public class OutboxAutoConfiguration {
                         + " Kafka cluster in spring.kafka.bootstrap-servers", null);
             }
             if (kafkaBroker && env.getProperty("outbox.broker") == null
-                    && OutboxRabbitMqConfiguration.missing(loader) == null) {
+                    && ClassUtils.isPresent(OutboxBrokerFactory.RABBITMQ_BROKER_CLASS, loader)) {
                 throw new OutboxConfigurationException("outbox.broker", "not set, so kafka (the default), and"
                         + " spring.kafka.bootstrap-servers is not set either, while outbox-broker-rabbitmq is on the"
                         + " class path", "set outbox.broker=rabbitmq to publish to RabbitMQ, or name your Kafka"

@@ -15,7 +15,6 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.io.ResourceLoader;
 
-import java.util.List;
 
 /**
  * {@code outbox.broker=rabbitmq}: the {@link RabbitMqMessageBroker} the dispatcher publishes to, connected as Spring
@@ -26,14 +25,10 @@ import java.util.List;
  * {@link OutboxAutoConfiguration}.
  */
 @Configuration(proxyBeanMethods = false)
-@ConditionalOnClass(name = {OutboxRabbitMqConfiguration.BROKER_CLASS, OutboxRabbitMqConfiguration.BOOT_CLASS})
+@ConditionalOnClass(name = {OutboxBrokerFactory.RABBITMQ_BROKER_CLASS, OutboxBrokerFactory.RABBITMQ_BOOT_CLASS})
 @ConditionalOnProperty(name = "outbox.broker", havingValue = "rabbitmq")
 @EnableConfigurationProperties(RabbitProperties.class)
 class OutboxRabbitMqConfiguration {
-    /** In {@code outbox-broker-rabbitmq}. */
-    static final String BROKER_CLASS = "dev.outbox.broker.rabbitmq.RabbitMqMessageBroker";
-    /** In {@code spring-boot-amqp}. */
-    static final String BOOT_CLASS = "org.springframework.boot.amqp.autoconfigure.RabbitProperties";
 
     /** Builds the broker when the dispatcher is created (it connects then), not before. */
     @Bean
@@ -69,21 +64,5 @@ class OutboxRabbitMqConfiguration {
         RabbitMqMessageBroker.Builder b = RabbitMqMessageBroker.builder().connectionFactory(factory);
         OutboxRabbitMqClients.brokerSettings(b, "outbox.rabbitmq", outbox);
         return b.build();
-    }
-
-    /**
-     * Whether the classes {@code outbox.broker=rabbitmq} needs are on the class path.
-     *
-     * @return {@code null} if they are, else what to add
-     */
-    static String missing(ClassLoader loader) {
-        List<String> missing = new java.util.ArrayList<>();
-        if (!org.springframework.util.ClassUtils.isPresent(BROKER_CLASS, loader)) {
-            missing.add("dev.outbox:outbox-broker-rabbitmq");
-        }
-        if (!org.springframework.util.ClassUtils.isPresent(BOOT_CLASS, loader)) {
-            missing.add("org.springframework.boot:spring-boot-amqp (or spring-boot-starter-amqp)");
-        }
-        return missing.isEmpty() ? null : String.join(" and ", missing);
     }
 }

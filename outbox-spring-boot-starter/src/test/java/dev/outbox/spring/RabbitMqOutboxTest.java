@@ -102,8 +102,8 @@ class RabbitMqOutboxTest {
 
         List<OutboxMessage> messages = new ArrayList<>();
         for (int i = 0; i < 5; i++) {
-            messages.add(OutboxMessage.builder("starter-orders", "customer-7").value(("order-" + i).getBytes(StandardCharsets.UTF_8))
-                    .header("type", "OrderPlaced").build());
+            messages.add(OutboxMessage.builder("starter-orders", "customer-7")
+                    .value(("order-" + i).getBytes(StandardCharsets.UTF_8)).header("type", "OrderPlaced").build());
         }
         transaction.executeWithoutResult(tx -> outbox.publish(messages));
         transaction.executeWithoutResult(tx -> {
