@@ -88,7 +88,7 @@ public final class Outboxes implements SmartLifecycle, AutoCloseable {
                     + " sidecar.outboxes.orders.datasource.url", null);
         }
         boolean kafkaSet = kafka.getBootstrapServers() != null && !kafka.getBootstrapServers().isBlank();
-        SidecarProperties.RabbitMq rabbitMq = p.getRabbitmq();
+        SidecarRabbitMqProperties rabbitMq = p.getRabbitmq();
         if (rabbitMq.isConfigured() && kafkaSet) {
             throw new SidecarConfigException("sidecar.kafka.bootstrap-servers", kafka.getBootstrapServers(), "set too,"
                     + " while sidecar.rabbitmq is configured: the sidecar publishes to one broker; remove the section"

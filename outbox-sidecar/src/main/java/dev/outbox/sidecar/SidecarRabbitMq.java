@@ -32,7 +32,7 @@ final class SidecarRabbitMq {
      *                                with {@code host}, {@code port} or {@code virtual-host}, a port out of range, a
      *                                password both inline and in a file, a start-up timeout that is not positive
      */
-    static ConnectionFactory factory(SidecarProperties.RabbitMq r, Secrets secrets) {
+    static ConnectionFactory factory(SidecarRabbitMqProperties r, Secrets secrets) {
         String password = secrets.read(PREFIX + ".password", r.getPassword(), PREFIX + ".password-file",
                 r.getPasswordFile());
         ConnectionFactory f = new ConnectionFactory();
@@ -49,7 +49,7 @@ final class SidecarRabbitMq {
                         .getSimpleName() + "); write amqp://user:password@host:5672/vhost or amqps://...", null);
             }
             if ("amqps".equals(URI.create(uri).getScheme().toLowerCase(Locale.ROOT))) {
-                // The client's own amqps default trusts every certificate: verify against the JVM's trust store.
+                // The client's amqps default checks the JVM's trust store, not the host name: check both.
                 try {
                     f.useSslProtocol(SSLContext.getDefault());
                 } catch (NoSuchAlgorithmException e) {
@@ -104,7 +104,7 @@ final class SidecarRabbitMq {
      * @throws SidecarConfigException naming {@code sidecar.rabbitmq.password} if the login is refused, else the URI
      *                                or host
      */
-    static void check(ConnectionFactory given, SidecarProperties.RabbitMq r) {
+    static void check(ConnectionFactory given, SidecarRabbitMqProperties r) {
         Duration timeout = r.getStartupTimeout();
         String key = r.getUri() != null && !r.getUri().isBlank() ? PREFIX + ".uri" : PREFIX + ".host";
         String value = key.endsWith(".uri") ? r.getUri() : r.getHost();
