@@ -7,6 +7,9 @@ import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.broker.kafka.KafkaLeaderTransport;
 import dev.outbox.broker.kafka.KafkaMessageBroker;
+import dev.outbox.broker.rabbitmq.RabbitMqMessageBroker;
+import dev.outbox.spi.MessageBroker;
+import dev.outbox.spring.OutboxRabbitMqClients;
 import dev.outbox.spring.OutboxConfigurationException;
 import dev.outbox.spring.OutboxKafkaClients;
 import dev.outbox.spring.OutboxSchemaInitializer;
@@ -84,9 +87,24 @@ public final class Outboxes implements SmartLifecycle, AutoCloseable {
             throw new SidecarConfigException("sidecar.outboxes", null, "configure at least one outbox, e.g."
                     + " sidecar.outboxes.orders.datasource.url", null);
         }
-        if (kafka.getBootstrapServers() == null || kafka.getBootstrapServers().isBlank()) {
+        boolean kafkaSet = kafka.getBootstrapServers() != null && !kafka.getBootstrapServers().isBlank();
+        SidecarRabbitMqProperties rabbitMq = p.getRabbitmq();
+        if (rabbitMq.isConfigured() && kafkaSet) {
+            throw new SidecarConfigException("sidecar.kafka.bootstrap-servers", kafka.getBootstrapServers(), "set too,"
+                    + " while sidecar.rabbitmq is configured: the sidecar publishes to one broker; remove the section"
+                    + " of the other", null);
+        }
+        if (!rabbitMq.isConfigured() && !kafkaSet) {
             throw new SidecarConfigException("sidecar.kafka.bootstrap-servers", kafka.getBootstrapServers(),
-                    "set it to the Kafka cluster to publish to, e.g. kafka-1:9092,kafka-2:9092", null);
+                    "set it to the Kafka cluster to publish to, e.g. kafka-1:9092,kafka-2:9092 (or configure"
+                            + " sidecar.rabbitmq.uri or sidecar.rabbitmq.host to publish to RabbitMQ)", null);
+        }
+        com.rabbitmq.client.ConnectionFactory rabbit = null;
+        if (rabbitMq.isConfigured()) {
+            rabbit = SidecarRabbitMq.factory(rabbitMq, secrets);
+            // Before any broker is built: a broker keeps trying in the background, and its warnings would come
+            // before the one line that names the key.
+            SidecarRabbitMq.check(rabbit, rabbitMq);
         }
         Map<String, Object> connection = new LinkedHashMap<>(kafka.getProperties());
         connection.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.getBootstrapServers());
@@ -102,12 +120,14 @@ public final class Outboxes implements SmartLifecycle, AutoCloseable {
                     log.info("Outbox '{}' is disabled (dispatcher.enabled=false)", e.getKey());
                     continue;
                 }
-                built.put(e.getKey(), buildOne(e.getKey(), e.getValue(), kafka, connection, raw, secrets));
+                built.put(e.getKey(), buildOne(e.getKey(), e.getValue(), kafka, connection, rabbit, raw, secrets));
             }
             if (built.isEmpty()) {
                 throw new SidecarConfigException("sidecar.outboxes", null, "every outbox is disabled", null);
             }
-            checkKafka(connection, kafka);
+            if (rabbit == null) {
+                checkKafka(connection, kafka);
+            }
             return result;
         } catch (RuntimeException e) {
             result.close();
@@ -116,11 +136,12 @@ public final class Outboxes implements SmartLifecycle, AutoCloseable {
     }
 
     private static SidecarOutbox buildOne(String name, SidecarProperties.Outbox o, SidecarProperties.Kafka kafka,
-                                          Map<String, Object> connection, Function<String, String> raw,
-                                          Secrets secrets) {
+                                          Map<String, Object> connection,
+                                          com.rabbitmq.client.ConnectionFactory rabbit,
+                                          Function<String, String> raw, Secrets secrets) {
         String prefix = "sidecar.outboxes." + name;
         HikariDataSource pool = pool(name, prefix + ".datasource", o.getDatasource(), secrets);
-        KafkaMessageBroker broker = null;
+        MessageBroker broker = null;
         try {
             OutboxStoreFactory.Built store;
             DispatcherConfig config;
@@ -132,16 +153,48 @@ public final class Outboxes implements SmartLifecycle, AutoCloseable {
             } catch (OutboxConfigurationException e) {
                 throw translate(e, raw);
             }
-            Map<String, Object> producer = new LinkedHashMap<>(connection);
-            producer.putAll(kafka.getProducerProperties());
-            producer.putAll(o.getKafka().getProducerProperties());
+            dev.outbox.spring.LeaderElection election;
             try {
-                broker = OutboxKafkaClients.brokerSettings(KafkaMessageBroker.builder().properties(producer),
-                        prefix + ".kafka", o.getKafka()).build();
+                election = o.getDispatcher().election(prefix + ".dispatcher.leader-election");
             } catch (OutboxConfigurationException e) {
                 throw translate(e, raw);
-            } catch (IllegalArgumentException | org.apache.kafka.common.KafkaException e) {
-                throw kafkaSetting(e, prefix, raw);
+            }
+            KafkaMessageBroker kafkaBroker = null;
+            Duration deliveryTimeout;
+            String target;
+            if (rabbit != null) {
+                if (election == dev.outbox.spring.LeaderElection.KAFKA) {
+                    String key = prefix + ".dispatcher.leader-election";
+                    throw new SidecarConfigException(key, raw.apply(key) == null ? "kafka" : raw.apply(key), "the"
+                            + " default, kafka, needs Kafka, and the broker is RabbitMQ (sidecar.rabbitmq): set it to"
+                            + " database (a lease in the outbox's database) or none (a single sidecar)", null);
+                }
+                if ("outbox".equals(o.getRabbitmq().getConnectionName())) {
+                    o.getRabbitmq().setConnectionName("outbox-sidecar-" + name);
+                }
+                try {
+                    broker = OutboxRabbitMqClients.brokerSettings(RabbitMqMessageBroker.builder()
+                            .connectionFactory(rabbit), prefix + ".rabbitmq", o.getRabbitmq()).build();
+                } catch (OutboxConfigurationException e) {
+                    throw translate(e, raw);
+                }
+                deliveryTimeout = o.getRabbitmq().getConfirmTimeout();
+                target = "RabbitMQ " + SidecarRabbitMq.target(rabbit);
+            } else {
+                Map<String, Object> producer = new LinkedHashMap<>(connection);
+                producer.putAll(kafka.getProducerProperties());
+                producer.putAll(o.getKafka().getProducerProperties());
+                try {
+                    kafkaBroker = OutboxKafkaClients.brokerSettings(KafkaMessageBroker.builder().properties(producer),
+                            prefix + ".kafka", o.getKafka()).build();
+                } catch (OutboxConfigurationException e) {
+                    throw translate(e, raw);
+                } catch (IllegalArgumentException | org.apache.kafka.common.KafkaException e) {
+                    throw kafkaSetting(e, prefix, raw);
+                }
+                broker = kafkaBroker;
+                deliveryTimeout = kafkaBroker.deliveryTimeout();
+                target = "Kafka " + kafka.getBootstrapServers();
             }
             String leaderTopic = o.getKafka().getLeaderTopic() != null ? o.getKafka().getLeaderTopic()
                     : name + "-outbox-leader";
@@ -150,15 +203,9 @@ public final class Outboxes implements SmartLifecycle, AutoCloseable {
                     .config(config)
                     .name("outbox".equals(o.getDispatcher().getName()) ? name : o.getDispatcher().getName())
                     .listener(status);
-            dev.outbox.spring.LeaderElection election;
-            try {
-                election = o.getDispatcher().election(prefix + ".dispatcher.leader-election");
-            } catch (OutboxConfigurationException e) {
-                throw translate(e, raw);
-            }
             if (election == dev.outbox.spring.LeaderElection.DATABASE) {
                 try {
-                    dev.outbox.spring.OutboxDatabaseElection.apply(b, store.store(), config, broker.deliveryTimeout(),
+                    dev.outbox.spring.OutboxDatabaseElection.apply(b, store.store(), config, deliveryTimeout,
                             prefix + ".dispatcher.leader-election");
                 } catch (OutboxConfigurationException e) {
                     throw translate(e, raw);
@@ -168,18 +215,18 @@ public final class Outboxes implements SmartLifecycle, AutoCloseable {
                     int shards = dev.outbox.spi.Sharding.of(store.store());
                     if (shards > 1) {
                         b.leaderTransport(OutboxKafkaClients.shardedLeaderTransport(connection, leaderTopic, shards,
-                                prefix + ".kafka", o.getKafka(), config, broker));
+                                prefix + ".kafka", o.getKafka(), config, kafkaBroker));
                     } else {
                         KafkaLeaderTransport transport = OutboxKafkaClients.leaderTransport(connection, leaderTopic,
-                                prefix + ".kafka", o.getKafka(), config, broker);
+                                prefix + ".kafka", o.getKafka(), config, kafkaBroker);
                         b.leaderTransport(transport);
                     }
                 } catch (OutboxConfigurationException e) {
                     throw translate(e, raw);
                 }
             }
-            log.info("Outbox '{}': {} table {} -> Kafka {}{}", name, store.type(), store.table(),
-                    kafka.getBootstrapServers(), o.getTopicPrefix().isEmpty() ? "" : " (topic prefix '"
+            log.info("Outbox '{}': {} table {} -> {}{}", name, store.type(), store.table(),
+                    target, o.getTopicPrefix().isEmpty() ? "" : " (topic prefix '"
                             + o.getTopicPrefix() + "')");
             return new SidecarOutbox(name, pool, store.store(), b.build(), status);
         } catch (RuntimeException e) {
@@ -267,9 +314,8 @@ public final class Outboxes implements SmartLifecycle, AutoCloseable {
             problem = problem.substring(colon + 3);
         }
         String value = raw.apply(e.property());
-        String notValid = "'" + value + "' is not valid: ";
-        if (value != null && problem.startsWith(notValid)) {
-            problem = problem.substring(notValid.length()).strip();
+        if (value != null) { // the value as written is shown before the problem; not again as bound ('PT5M')
+            problem = problem.replaceFirst("^'[^']*' is not valid: ", "").strip();
         }
         return new SidecarConfigException(e.property(), value, problem, e);
     }

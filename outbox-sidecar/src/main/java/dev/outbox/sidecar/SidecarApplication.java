@@ -15,7 +15,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * {@code schema} (print the DDL) and {@code init} (apply it) as the first argument ({@link SchemaCommand}).
  *
  * <p>It reads and checks the configuration file, connects every inbox's pool and reads its failed-messages table
- * ({@link Inboxes}), connects every outbox's pool, builds its store and dispatcher and checks that Kafka answers, all
+ * ({@link Inboxes}), connects every outbox's pool, builds its store and dispatcher and checks that its broker (Kafka or RabbitMQ) answers, all
  * before Spring starts, so that a bad configuration ends the process with exit status
  * {@value #CONFIG_ERROR_EXIT} and one line on standard error naming the key and its value. Then Spring Boot serves
  * health, Prometheus and the operator API and console, and runs the dispatchers. SIGTERM (or SIGINT) closes the

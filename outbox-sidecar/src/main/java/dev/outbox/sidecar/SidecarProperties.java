@@ -3,8 +3,10 @@ package dev.outbox.sidecar;
 import dev.outbox.spring.OutboxDispatcherProperties;
 import dev.outbox.spring.OutboxKafkaProperties;
 import dev.outbox.spring.OutboxProperties;
+import dev.outbox.spring.OutboxRabbitMqProperties;
 import dev.outbox.spring.OutboxStoreProperties;
 import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.NestedConfigurationProperty;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -14,9 +16,10 @@ import java.util.Map;
 
 /**
  * The sidecar's configuration file: everything under {@code sidecar:}. Bound strictly: a key the sidecar does not
- * know stops start-up with its name and a suggestion. The per-outbox {@code store}, {@code kafka} and
- * {@code dispatcher} sections are the Spring Boot starter's {@code outbox.store.*}, {@code outbox.kafka.*} and
- * {@code outbox.dispatcher.*}, with the same keys and defaults.
+ * know stops start-up with its name and a suggestion. The per-outbox {@code store}, {@code kafka},
+ * {@code rabbitmq} and {@code dispatcher} sections are the Spring Boot starter's {@code outbox.store.*},
+ * {@code outbox.kafka.*}, {@code outbox.rabbitmq.*} and {@code outbox.dispatcher.*}, with the same keys and defaults.
+ * The broker is Kafka ({@code sidecar.kafka}) or RabbitMQ ({@code sidecar.rabbitmq}), whichever is configured.
  *
  * <p>A mutable JavaBean for Spring's binder; not thread-safe. The sidecar reads it once, at start-up.
  */
@@ -25,6 +28,8 @@ public final class SidecarProperties {
     private final Map<String, Outbox> outboxes = new LinkedHashMap<>();
     private final Map<String, Inbox> inboxes = new LinkedHashMap<>();
     private final Kafka kafka = new Kafka();
+    @NestedConfigurationProperty
+    private final SidecarRabbitMqProperties rabbitmq = new SidecarRabbitMqProperties();
     private final Http http = new Http();
     private final Management management = new Management();
     private final Operator operator = new Operator();
@@ -54,6 +59,14 @@ public final class SidecarProperties {
      */
     public Kafka getKafka() {
         return kafka;
+    }
+
+    /**
+     * {@return the {@code sidecar.rabbitmq.*} settings: the RabbitMQ node every outbox publishes to, when it is the
+     * broker (its {@code uri} or {@code host} set); never {@code null}}
+     */
+    public SidecarRabbitMqProperties getRabbitmq() {
+        return rabbitmq;
     }
 
     /**
@@ -181,6 +194,7 @@ public final class SidecarProperties {
         private final DataSource datasource = new DataSource();
         private final OutboxStoreProperties store = new OutboxStoreProperties();
         private final OutboxKafkaProperties kafka = new OutboxKafkaProperties();
+        private final OutboxRabbitMqProperties rabbitmq = new OutboxRabbitMqProperties();
         private final OutboxDispatcherProperties dispatcher = new OutboxDispatcherProperties();
         /** Prepended to every row's topic when it is published (e.g. "prod."); empty by default. */
         private String topicPrefix = "";
@@ -206,6 +220,14 @@ public final class SidecarProperties {
          */
         public OutboxKafkaProperties getKafka() {
             return kafka;
+        }
+
+        /**
+         * {@return the outbox's {@code rabbitmq.*} settings (exchange mapping, confirm timeout, ...), the starter's
+         * {@code outbox.rabbitmq.*}, used when {@code sidecar.rabbitmq} is the broker; never {@code null}}
+         */
+        public OutboxRabbitMqProperties getRabbitmq() {
+            return rabbitmq;
         }
 
         /**

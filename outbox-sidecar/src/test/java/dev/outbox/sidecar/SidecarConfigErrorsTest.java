@@ -206,4 +206,90 @@ class SidecarConfigErrorsTest {
         assertThat(line).contains("sidecar.logging.level.dev.outbox = 'debgu': not a level")
                 .contains("(did you mean 'debug'?)");
     }
+
+    /** A configuration with RabbitMQ as the broker: {@code rabbit} under sidecar.rabbitmq, {@code outbox} as above. */
+    private static String rabbitConfig(String outbox, String rabbit) {
+        return """
+                sidecar:
+                  rabbitmq:
+                %s
+                  outboxes:
+                    orders:
+                %s
+                """.formatted(rabbit.indent(4).stripTrailing(), outbox.indent(6).stripTrailing());
+    }
+
+    /** The test node, by host and port (its user and password are the defaults, guest). */
+    private static String realRabbit() {
+        java.net.URI uri = TestServers.rabbitMq().uri();
+        String[] user = uri.getRawUserInfo().split(":", 2);
+        return "host: " + uri.getHost() + "\nport: " + uri.getPort() + "\nusername: " + user[0] + "\npassword: "
+                + user[1] + "\n";
+    }
+
+    private static String unreachableRabbit() {
+        return "host: 127.0.0.1\nport: " + SidecarProcess.freePort() + "\nstartup-timeout: 1s\n";
+    }
+
+    @Test
+    void anUnknownRabbitMqKeyIsNamedWithTheNearestKnownOne() throws IOException {
+        String line = fails(rabbitConfig(datasource(), "host: 127.0.0.1\nvirtual-hots: orders\n"));
+
+        assertThat(line).contains("sidecar.rabbitmq.virtual-hots = 'orders': unknown key (did you mean"
+                + " 'sidecar.rabbitmq.virtual-host'?)");
+    }
+
+    @Test
+    void aRabbitMqConfirmTimeoutOutOfRangeIsNamedWithItsValue() throws IOException {
+        String line = fails(rabbitConfig(datasource() + "rabbitmq:\n  confirm-timeout: 5m\n"
+                + "dispatcher:\n  leader-election: database\n", realRabbit()));
+
+        assertThat(line).contains("sidecar.outboxes.orders.rabbitmq.confirm-timeout = '5m': confirmTimeout must be"
+                + " between 1 ms and 120000 ms, was 300000 ms");
+    }
+
+    @Test
+    void theDefaultKafkaElectionWithRabbitMqIsNamed() throws IOException {
+        String line = fails(rabbitConfig(datasource(), realRabbit()));
+
+        assertThat(line).contains("sidecar.outboxes.orders.dispatcher.leader-election = 'kafka': the default, kafka,"
+                + " needs Kafka, and the broker is RabbitMQ (sidecar.rabbitmq): set it to database");
+    }
+
+    @Test
+    void anUnreachableRabbitMqIsNamedWithoutItsPassword() throws IOException {
+        String line = fails(rabbitConfig(datasource() + "dispatcher:\n  leader-election: database\n",
+                unreachableRabbit() + "password: " + PASSWORD + "\n"));
+
+        assertThat(line).contains("sidecar.rabbitmq.host = '127.0.0.1': RabbitMQ at guest@127.0.0.1:")
+                .contains("did not accept a connection within sidecar.rabbitmq.startup-timeout (1 s)");
+    }
+
+    @Test
+    void aRefusedRabbitMqLoginNamesThePasswordWithoutShowingIt() throws IOException {
+        java.net.URI uri = TestServers.rabbitMq().uri();
+        String line = fails(rabbitConfig(datasource() + "dispatcher:\n  leader-election: database\n",
+                "host: " + uri.getHost() + "\nport: " + uri.getPort() + "\nusername: nobody-here\npassword: "
+                        + PASSWORD + "\n"));
+
+        assertThat(line).contains("sidecar.rabbitmq.password = '" + Redaction.MASK + "': RabbitMQ at nobody-here@")
+                .contains("refused the login");
+    }
+
+    @Test
+    void aUriWithAHostTooIsNamedAndItsPasswordMasked() throws IOException {
+        String line = fails(rabbitConfig(datasource() + "dispatcher:\n  leader-election: database\n",
+                "uri: amqp://app:" + PASSWORD + "@127.0.0.1:5672/%2F\nhost: 127.0.0.1\n"));
+
+        assertThat(line).contains("sidecar.rabbitmq.host = '127.0.0.1': set either sidecar.rabbitmq.uri or"
+                + " sidecar.rabbitmq.host, port and virtual-host, not both");
+    }
+
+    @Test
+    void kafkaAndRabbitMqTogetherAreNamed() throws IOException {
+        String line = fails(config(datasource(), "127.0.0.1:9") + "  rabbitmq:\n    host: 127.0.0.1\n");
+
+        assertThat(line).contains("sidecar.kafka.bootstrap-servers = '127.0.0.1:9': set too, while sidecar.rabbitmq"
+                + " is configured: the sidecar publishes to one broker");
+    }
 }

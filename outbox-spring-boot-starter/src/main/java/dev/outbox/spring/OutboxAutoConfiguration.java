@@ -32,6 +32,7 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.core.env.ConfigurableEnvironment;
 import org.springframework.core.env.Environment;
+import org.springframework.util.ClassUtils;
 import tools.jackson.databind.json.JsonMapper;
 
 import javax.sql.DataSource;
@@ -45,18 +46,20 @@ import java.util.function.Consumer;
  * Auto-configures the outbox in a Spring Boot application that has a {@code DataSource}: the {@link Store} on it,
  * the {@link OutboxPublisher} bound to Spring transactions, JSON payloads with the application's
  * {@link JsonMapper}, and (unless {@code outbox.dispatcher.enabled=false}) a {@link Dispatcher} publishing to the
- * Kafka cluster of {@code spring.kafka.*} — or, with {@code outbox.broker=handlers}, to the application's
- * {@link OutboxHandler} methods — run by an {@link OutboxDispatcherLifecycle}. Every bean backs off
+ * Kafka cluster of {@code spring.kafka.*} — or, with {@code outbox.broker=rabbitmq}, to the RabbitMQ node of
+ * {@code spring.rabbitmq.*} ({@link OutboxRabbitMqConfiguration}), or, with {@code outbox.broker=handlers}, to the
+ * application's {@link OutboxHandler} methods — run by an {@link OutboxDispatcherLifecycle}. Every bean backs off
  * when the application defines its own of the same type.
  */
 @AutoConfiguration(afterName = {
         "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
         "org.springframework.boot.jackson.autoconfigure.JacksonAutoConfiguration",
         "org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration",
+        "org.springframework.boot.amqp.autoconfigure.RabbitAutoConfiguration",
         "org.springframework.boot.hibernate.autoconfigure.HibernateJpaAutoConfiguration"})
 @ConditionalOnSingleCandidate(DataSource.class)
 @EnableConfigurationProperties({OutboxProperties.class, KafkaProperties.class})
-@Import(DatabaseInitializationDependencyConfigurer.class)
+@Import({DatabaseInitializationDependencyConfigurer.class, OutboxRabbitMqConfiguration.class})
 public class OutboxAutoConfiguration {
     private static final Logger log = LoggerFactory.getLogger(OutboxAutoConfiguration.class);
 
@@ -134,20 +137,29 @@ public class OutboxAutoConfiguration {
                                                    ObjectProvider<DispatcherListener> listeners,
                                                    ObjectProvider<DispatcherObserver> observers,
                                                    PayloadSerializer serializer,
+                                                   ObjectProvider<OutboxBrokerFactory> rabbitMq,
                                                    ConfigurableListableBeanFactory beanFactory) {
             OutboxDispatcherProperties d = properties.getDispatcher();
             OutboxKafkaProperties k = properties.getKafka();
-            boolean handlers = properties.getBroker() == OutboxProperties.Broker.HANDLERS;
+            OutboxProperties.Broker choice = properties.getBroker();
+            boolean handlers = choice == OutboxProperties.Broker.HANDLERS;
             LeaderElection election = d.election("outbox.dispatcher.leader-election");
-            if (!handlers || election == LeaderElection.KAFKA) {
-                OutboxKafkaClients.requireBootstrapServers(env);
-            }
+            requireKafka(choice, election, env, beanFactory.getBeanClassLoader());
             DispatcherConfig config = dispatcherConfig(d);
             MessageBroker broker;
             Duration deliveryTimeout;
             if (handlers) {
                 broker = OutboxHandlerMethods.broker(beanFactory, serializer, properties.getHandlers(), d.getName());
                 deliveryTimeout = properties.getHandlers().getTimeout();
+            } else if (choice == OutboxProperties.Broker.RABBITMQ) {
+                OutboxBrokerFactory factory = rabbitMq.getIfAvailable();
+                if (factory == null) {
+                    throw new OutboxConfigurationException("outbox.broker", "is rabbitmq, but the class path lacks "
+                            + OutboxBrokerFactory.missingForRabbitMq(beanFactory.getBeanClassLoader()),
+                            "add it to the application's dependencies, or choose another broker", null);
+                }
+                broker = factory.create();
+                deliveryTimeout = properties.getRabbitmq().getConfirmTimeout();
             } else {
                 KafkaMessageBroker kafka = OutboxKafkaClients.broker(
                         OutboxKafkaClients.producerProperties(kafkaProperties, k), k, env);
@@ -183,6 +195,33 @@ public class OutboxAutoConfiguration {
                 broker.close(Duration.ofSeconds(1));
                 throw e;
             }
+        }
+
+        /**
+         * Fails unless the Kafka cluster the choices need is named: the broker's (Kafka) or the election's. With
+         * RabbitMQ and the default election (Kafka), the property to change is the election; with Kafka chosen by
+         * default while {@code outbox-broker-rabbitmq} is on the class path, it is the broker.
+         */
+        private static void requireKafka(OutboxProperties.Broker broker, LeaderElection election, Environment env,
+                                         ClassLoader loader) {
+            boolean kafkaBroker = broker == OutboxProperties.Broker.KAFKA;
+            if (!kafkaBroker && election != LeaderElection.KAFKA || OutboxKafkaClients.hasBootstrapServers(env)) {
+                return;
+            }
+            if (broker == OutboxProperties.Broker.RABBITMQ) {
+                throw new OutboxConfigurationException("outbox.dispatcher.leader-election", "is kafka (the default),"
+                        + " which needs spring.kafka.bootstrap-servers, and outbox.broker is rabbitmq", "set it to"
+                        + " database (a lease in the outbox's database) or none (a single dispatcher), or name your"
+                        + " Kafka cluster in spring.kafka.bootstrap-servers", null);
+            }
+            if (kafkaBroker && env.getProperty("outbox.broker") == null
+                    && ClassUtils.isPresent(OutboxBrokerFactory.RABBITMQ_BROKER_CLASS, loader)) {
+                throw new OutboxConfigurationException("outbox.broker", "not set, so kafka (the default), and"
+                        + " spring.kafka.bootstrap-servers is not set either, while outbox-broker-rabbitmq is on the"
+                        + " class path", "set outbox.broker=rabbitmq to publish to RabbitMQ, or name your Kafka"
+                        + " cluster in spring.kafka.bootstrap-servers", null);
+            }
+            OutboxKafkaClients.requireBootstrapServers(env);
         }
 
         /** Builds the dispatcher; a combination the engine refuses is reported naming the outbox's properties. */

@@ -47,16 +47,24 @@ public final class OutboxKafkaClients {
      * localhost:9092, and an outbox silently publishing nowhere is worse than one that does not start.
      */
     static void requireBootstrapServers(Environment env) {
-        Binder binder = Binder.get(env);
-        for (String name : List.of("spring.kafka.bootstrap-servers", "spring.kafka.producer.bootstrap-servers")) {
-            List<String> servers = binder.bind(name, Bindable.listOf(String.class)).orElse(List.of());
-            if (servers.stream().anyMatch(s -> !s.isBlank())) {
-                return;
-            }
+        if (hasBootstrapServers(env)) {
+            return;
         }
         throw new OutboxConfigurationException("spring.kafka.bootstrap-servers", "not set: the outbox needs to"
                 + " know which Kafka cluster to publish to (Spring Boot's fallback, localhost:9092, is not used)",
                 "set spring.kafka.bootstrap-servers to your Kafka brokers, e.g. kafka-1:9092,kafka-2:9092", null);
+    }
+
+    /** Whether the application names its Kafka cluster ({@code spring.kafka[.producer].bootstrap-servers}). */
+    static boolean hasBootstrapServers(Environment env) {
+        Binder binder = Binder.get(env);
+        for (String name : List.of("spring.kafka.bootstrap-servers", "spring.kafka.producer.bootstrap-servers")) {
+            List<String> servers = binder.bind(name, Bindable.listOf(String.class)).orElse(List.of());
+            if (servers.stream().anyMatch(s -> !s.isBlank())) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The outbox producer's properties: Boot's producer properties, without its serializers, plus ours. */

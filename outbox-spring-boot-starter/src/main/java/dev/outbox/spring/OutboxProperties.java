@@ -7,10 +7,12 @@ import java.util.function.Consumer;
 
 /**
  * The {@code outbox.*} properties of the Spring Boot starter. Kafka connection settings (bootstrap servers, TLS,
- * SASL, client id, producer properties) come from Spring Boot's own {@code spring.kafka.*}; only what is the
- * outbox's own is here. Each group is a class of its own: {@link OutboxStoreProperties} ({@code outbox.store.*},
- * with {@link OutboxWalProperties} under {@code outbox.store.wal.*}), {@link OutboxKafkaProperties}
- * ({@code outbox.kafka.*}), {@link OutboxDispatcherProperties} ({@code outbox.dispatcher.*}),
+ * SASL, client id, producer properties) come from Spring Boot's own {@code spring.kafka.*}, RabbitMQ's from
+ * {@code spring.rabbitmq.*}; only what is the outbox's own is here. Each group is a class of its own:
+ * {@link OutboxStoreProperties} ({@code outbox.store.*}, with {@link OutboxWalProperties} under
+ * {@code outbox.store.wal.*}), {@link OutboxKafkaProperties} ({@code outbox.kafka.*}),
+ * {@link OutboxRabbitMqProperties} ({@code outbox.rabbitmq.*}), {@link OutboxDispatcherProperties}
+ * ({@code outbox.dispatcher.*}),
  * {@link OutboxPublisherProperties} ({@code outbox.publisher.*}), {@link OutboxHandlersProperties}
  * ({@code outbox.handlers.*}) and {@link OutboxTracingProperties} ({@code outbox.tracing.*}); {@code outbox.broker}
  * is here.
@@ -19,12 +21,17 @@ import java.util.function.Consumer;
  */
 @ConfigurationProperties("outbox")
 public final class OutboxProperties {
-    /** Where the dispatcher publishes: to Kafka, or to the {@code @OutboxHandler} methods of this application. */
+    /**
+     * Where the dispatcher publishes: to Kafka, to RabbitMQ, or to the {@code @OutboxHandler} methods of this
+     * application.
+     */
     private Broker broker = Broker.KAFKA;
     @NestedConfigurationProperty
     private final OutboxStoreProperties store = new OutboxStoreProperties();
     @NestedConfigurationProperty
     private final OutboxKafkaProperties kafka = new OutboxKafkaProperties();
+    @NestedConfigurationProperty
+    private final OutboxRabbitMqProperties rabbitmq = new OutboxRabbitMqProperties();
     @NestedConfigurationProperty
     private final OutboxDispatcherProperties dispatcher = new OutboxDispatcherProperties();
     @NestedConfigurationProperty
@@ -35,7 +42,8 @@ public final class OutboxProperties {
     private final OutboxTracingProperties tracing = new OutboxTracingProperties();
 
     /**
-     * {@return where the dispatcher publishes, {@code KAFKA} (the default) or {@code HANDLERS}} Bound from the
+     * {@return where the dispatcher publishes, {@code KAFKA} (the default), {@code RABBITMQ} or {@code HANDLERS}}
+     * Bound from the
      * {@code outbox.broker} property.
      */
     public Broker getBroker() {
@@ -45,9 +53,10 @@ public final class OutboxProperties {
     /**
      * Sets the {@code outbox.broker} property.
      *
-     * @param broker {@code KAFKA} or {@code HANDLERS} (bound from {@code kafka} or {@code handlers}); with
-     *               {@code HANDLERS}, at least one bean must have an {@code @OutboxHandler} method (checked at
-     *               start-up)
+     * @param broker {@code KAFKA}, {@code RABBITMQ} or {@code HANDLERS} (bound from {@code kafka},
+     *               {@code rabbitmq} or {@code handlers}); with {@code RABBITMQ}, {@code outbox-broker-rabbitmq} and
+     *               {@code spring-boot-amqp} must be on the class path, with {@code HANDLERS} at least one bean must
+     *               have an {@code @OutboxHandler} method (both checked at start-up)
      */
     public void setBroker(Broker broker) {
         this.broker = broker;
@@ -67,6 +76,14 @@ public final class OutboxProperties {
      */
     public OutboxKafkaProperties getKafka() {
         return kafka;
+    }
+
+    /**
+     * {@return the {@code outbox.rabbitmq.*} settings: where topics go and the RabbitMQ broker's bounds, used when
+     * {@code outbox.broker=rabbitmq}; never {@code null}, the same object for the bean's life}
+     */
+    public OutboxRabbitMqProperties getRabbitmq() {
+        return rabbitmq;
     }
 
     /**
@@ -105,6 +122,13 @@ public final class OutboxProperties {
     public enum Broker {
         /** To the Kafka cluster of {@code spring.kafka.*} (the default). */
         KAFKA,
+        /**
+         * To the RabbitMQ node of {@code spring.rabbitmq.*} ({@code RabbitMqMessageBroker}, with
+         * {@code outbox.rabbitmq.*}); needs {@code outbox-broker-rabbitmq} and {@code spring-boot-amqp} on the class
+         * path. Leader election does not come with it: set {@code outbox.dispatcher.leader-election} to
+         * {@code database} (or {@code none}), or keep {@code kafka} with {@code spring.kafka.bootstrap-servers}.
+         */
+        RABBITMQ,
         /**
          * To the application's {@code @OutboxHandler} methods, in this process ({@code HandlerMessageBroker}): the
          * outbox as a reliable after-commit job queue. Leader election is as configured (over Kafka unless

@@ -47,7 +47,7 @@ class StartupFailureTest {
 
     @Test
     void aMissingBootstrapServerNamesSpringKafkaBootstrapServers(CapturedOutput output) {
-        startFails();
+        startFails("outbox.broker=kafka");
 
         assertThat(output).contains("APPLICATION FAILED TO START")
                 .contains("Outbox configuration property 'spring.kafka.bootstrap-servers': not set");
@@ -166,5 +166,58 @@ class StartupFailureTest {
         assertThat(output).contains("APPLICATION FAILED TO START")
                 .contains("Outbox configuration property 'outbox.kafka.delivery-timeout': '5m' is not valid")
                 .doesNotContain("Outbox configuration property 'spring.kafka");
+    }
+
+    @Test
+    void noBrokerChosenNorKafkaNamedWithRabbitMqOnTheClassPathNamesOutboxBroker(CapturedOutput output) {
+        startFails();
+
+        assertThat(output).contains("APPLICATION FAILED TO START")
+                .contains("Outbox configuration property 'outbox.broker': not set, so kafka (the default), and"
+                        + " spring.kafka.bootstrap-servers is not set either, while outbox-broker-rabbitmq is on the"
+                        + " class path")
+                .contains("set outbox.broker=rabbitmq");
+    }
+
+    @Test
+    void rabbitMqWithTheDefaultKafkaElectionAndNoKafkaNamesTheLeaderElection(CapturedOutput output) {
+        startFails("outbox.broker=rabbitmq", "spring.rabbitmq.host=127.0.0.1");
+
+        assertThat(output).contains("APPLICATION FAILED TO START")
+                .contains("Outbox configuration property 'outbox.dispatcher.leader-election': is kafka (the"
+                        + " default), which needs spring.kafka.bootstrap-servers, and outbox.broker is rabbitmq");
+    }
+
+    @Test
+    void aConfirmTimeoutAboveTwoMinutesNamesOutboxRabbitMqConfirmTimeout(CapturedOutput output) {
+        startFails("outbox.broker=rabbitmq", "outbox.dispatcher.leader-election=database",
+                "spring.rabbitmq.host=127.0.0.1", "spring.rabbitmq.password=s3cret-rabbit",
+                "outbox.rabbitmq.confirm-timeout=5m");
+
+        assertThat(output).contains("APPLICATION FAILED TO START")
+                .contains("Outbox configuration property 'outbox.rabbitmq.confirm-timeout': 'PT5M' is not valid:"
+                        + " confirmTimeout must be between 1 ms and 120000 ms, was 300000 ms")
+                .contains("Update the property 'outbox.rabbitmq.confirm-timeout'")
+                .doesNotContain("s3cret-rabbit");
+    }
+
+    @Test
+    void aMisspeltRabbitMqKeyNamesTheNearestKnownKey(CapturedOutput output) {
+        startFails("outbox.broker=rabbitmq", "outbox.dispatcher.leader-election=database",
+                "outbox.rabbitmq.confirm-timout=5s");
+
+        assertThat(output).contains("APPLICATION FAILED TO START")
+                .contains("'outbox.rabbitmq.confirm-timout': is not a property of the outbox starter (set in"
+                        + " commandLineArgs); did you mean 'outbox.rabbitmq.confirm-timeout'?");
+    }
+
+    @Test
+    void severalRabbitMqAddressesNameSpringRabbitMqAddresses(CapturedOutput output) {
+        startFails("outbox.broker=rabbitmq", "outbox.dispatcher.leader-election=database",
+                "spring.rabbitmq.addresses=amqp://app:s3cret-rabbit@127.0.0.1:1,127.0.0.1:2");
+
+        assertThat(output).contains("APPLICATION FAILED TO START")
+                .contains("Outbox configuration property 'spring.rabbitmq.addresses': lists 2 nodes")
+                .doesNotContain("s3cret-rabbit");
     }
 }
