@@ -7,6 +7,7 @@ import dev.outbox.internal.SingleInstanceTransport;
 import dev.outbox.spi.LeaderTransport;
 import dev.outbox.spi.MessageBroker;
 import dev.outbox.spi.ShardedLeaderTransport;
+import dev.outbox.spi.CommitLog;
 import dev.outbox.spi.CursorHarvest;
 import dev.outbox.spi.MarkHarvest;
 import dev.outbox.spi.Sharding;
@@ -293,9 +294,11 @@ public interface Dispatcher extends AutoCloseable {
                 throw new IllegalArgumentException("the leader transport has " + shardedTransport.shards()
                         + " shards but the store " + store + " has " + shards + ": they must be equal");
             }
-            if (config.harvest() == DispatcherConfig.Harvest.CURSOR && store.capability(CursorHarvest.class).isEmpty()) {
-                throw new IllegalArgumentException("harvest CURSOR needs a store with a cursor read (CursorHarvest),"
-                        + " which " + store.getClass().getName() + " has not: set DispatcherConfig.harvest(MARK)");
+            if (config.harvest() == DispatcherConfig.Harvest.CURSOR && store.capability(CursorHarvest.class).isEmpty()
+                    && store.capability(CommitLog.class).isEmpty()) {
+                throw new IllegalArgumentException("harvest CURSOR needs a store with a cursor read (CursorHarvest) or"
+                        + " a commit log (CommitLog), which " + store.getClass().getName() + " has not: set"
+                        + " DispatcherConfig.harvest(MARK)");
             }
             if (config.harvest() == DispatcherConfig.Harvest.MARK && store.capability(MarkHarvest.class).isEmpty()) {
                 throw new IllegalArgumentException("harvest MARK needs a store that marks rows (MarkHarvest), which "

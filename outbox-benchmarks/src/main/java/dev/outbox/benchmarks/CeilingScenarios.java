@@ -111,6 +111,7 @@ final class CeilingScenarios {
                     rows);
         }
         double seconds = (end - started) / 1e9;
+        store.harvestStopped(); // closes the stream: the slot is free for walLeft's count
         String breakdown = store.summary(seconds) + (firstMessage.get() == 0 ? ""
                 : Report.fmt("; first message read %.0f ms after the first read began",
                 (firstMessage.get() - started) / 1e6));

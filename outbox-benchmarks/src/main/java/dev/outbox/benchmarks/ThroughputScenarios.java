@@ -352,8 +352,7 @@ final class ThroughputScenarios {
      */
     static long walLeft(BenchEnvironment env) {
         PostgresStore wal = (PostgresStore) env.database().walStore();
-        wal.harvestStopped();
-        // The stream is closed, but its WAL sender may not have let go of the slot yet: a peek would fail.
+        // The harvest that streamed (the dispatcher's, the ceiling's) has closed its stream, but its WAL sender may not have let go of the slot yet: a peek would fail.
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (BenchEnvironment.queryLong(env.pool(), "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '"
                 + wal.slot() + "' AND active") > 0) {

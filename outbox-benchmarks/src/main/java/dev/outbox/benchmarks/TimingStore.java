@@ -1,6 +1,7 @@
 package dev.outbox.benchmarks;
 
 import dev.outbox.Publisher;
+import dev.outbox.internal.StreamStore;
 import dev.outbox.spi.CursorHarvest;
 import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkHarvest;
@@ -46,6 +47,7 @@ final class TimingStore implements Store, MarkHarvest, CursorHarvest, StorageFen
 
     /** With {@code skipPurge}, {@link #purge} deletes nothing (the drain-nopurge upper bound). */
     TimingStore(Store delegate, boolean fencing, boolean skipPurge) {
+        delegate = StreamStore.of(delegate); // a WAL store: time the dispatcher's stream harvest of it, as it runs
         this.delegate = delegate;
         this.marking = delegate.capability(MarkHarvest.class).orElse(null);
         this.reading = delegate.capability(CursorHarvest.class).orElse(null);

@@ -101,6 +101,7 @@ public final class DefaultDispatcher implements Dispatcher {
     private DefaultDispatcher(String name, Store store, MessageBroker broker, LeaderTransport transport,
                               DispatcherConfig config, DispatcherListener listener, EngineRuntime runtime,
                               Supplier<UUID> ids) {
+        store = StreamStore.of(store); // a store fed by a commit log is harvested through the engine's stream harvest
         this.name = name;
         this.broker = broker;
         this.transport = transport;

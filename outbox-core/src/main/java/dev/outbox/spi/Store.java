@@ -14,8 +14,9 @@ import java.util.Optional;
  *
  * <p>A store offers more than the four methods here through <em>capabilities</em>, optional abilities that it
  * returns from {@link #capability(Class)} (by default: itself, if it implements the capability's interface). The
- * dispatcher needs one harvest — {@link CursorHarvest} (read by cursor, changing nothing) or {@link MarkHarvest}
- * (stamp rows with the leader id) — and uses the rest when present:
+ * dispatcher needs one harvest — {@link CursorHarvest} (read by cursor, changing nothing), {@link MarkHarvest}
+ * (stamp rows with the leader id) or {@link CommitLog} (the outbox is a log of commits, which the dispatcher
+ * streams; its rows are then not in a table, and the methods here find none) — and uses the rest when present:
  * <ul>
  *   <li>{@link StorageFencing}: deposed leaders' writes refused by the database;</li>
  *   <li>{@link CommitSignals}: wake-ups after commits, so that an idle leader reads at once;</li>

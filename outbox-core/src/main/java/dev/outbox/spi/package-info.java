@@ -1,6 +1,6 @@
 /**
  * The SPI for adapter authors: the ports a technology module implements — {@link dev.outbox.spi.Store} (the outbox
- * table) with its optional capabilities ({@link dev.outbox.spi.CursorHarvest}, {@link dev.outbox.spi.MarkHarvest},
+ * table) with its optional capabilities ({@link dev.outbox.spi.CursorHarvest}, {@link dev.outbox.spi.MarkHarvest}, {@link dev.outbox.spi.CommitLog},
  * {@link dev.outbox.spi.StorageFencing}, {@link dev.outbox.spi.CommitSignals}, {@link dev.outbox.spi.Sharding},
  * {@link dev.outbox.spi.ParkedRecords}, {@link dev.outbox.spi.ParkedKeys}, {@link dev.outbox.spi.Gauges}),
  * {@link dev.outbox.spi.MessageBroker}, {@link dev.outbox.spi.LeaderTransport} and

@@ -4,6 +4,7 @@ import dev.outbox.ParkedMessage;
 import dev.outbox.ParkedQuery;
 import dev.outbox.ParkedRecord;
 import dev.outbox.Publisher;
+import dev.outbox.internal.StreamStore;
 import dev.outbox.spi.CommitSignals;
 import dev.outbox.spi.CursorHarvest;
 import dev.outbox.spi.Gauges;
@@ -47,8 +48,12 @@ final class NodeStore implements Store, MarkHarvest, CursorHarvest, CommitSignal
     /** Shared by this store and the views made from it (fenced, per shard): one crash cuts them all. */
     private final AtomicBoolean cut;
 
+    /**
+     * A node store over {@code delegate}; a WAL store is wrapped as the dispatcher harvests it (its stream harvest),
+     * so that the dispatcher's purges, parks and reads of it come through here and are logged and cut.
+     */
     NodeStore(String node, Store delegate, SendLog log) {
-        this(node, delegate, log, new AtomicBoolean());
+        this(node, StreamStore.of(delegate), log, new AtomicBoolean());
     }
 
     private NodeStore(String node, Store delegate, SendLog log, AtomicBoolean cut) {

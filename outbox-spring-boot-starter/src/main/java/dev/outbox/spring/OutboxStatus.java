@@ -3,6 +3,7 @@ package dev.outbox.spring;
 import dev.outbox.Dispatcher;
 import dev.outbox.DispatcherHealth;
 import dev.outbox.OutboxSample;
+import dev.outbox.spi.CommitLog;
 import dev.outbox.spi.Gauges;
 import org.jspecify.annotations.Nullable;
 
@@ -14,7 +15,8 @@ import java.util.Optional;
 
 /**
  * One outbox's status as the {@link OutboxEndpoint} shows it. The figures (backlog, parked, lag) are read from the
- * store when asked ({@link Gauges}, cheap by contract), or, if that read fails, taken from the leader's last sample
+ * store when asked ({@link Gauges}, cheap by contract), or, if that read fails or the store is a {@link CommitLog}
+ * (whose backlog is what the dispatcher's stream harvest holds), taken from the leader's last sample
  * ({@code measuredAt} tells which). Immutable.
  *
  * @param status          the dispatcher's status on this instance: {@code LEADER}, {@code STANDBY}, {@code FENCED},
@@ -47,7 +49,9 @@ public record OutboxStatus(String status, @Nullable String leaderId, @Nullable L
         Figures figures;
         String measureFailure = null;
         try {
-            figures = outbox.store().capability(Gauges.class).map(g -> Figures.read(g, clock)).orElse(null);
+            // A commit log's backlog is what the dispatcher's stream harvest holds: its last sample, not the store.
+            figures = outbox.store().capability(CommitLog.class).isPresent() ? null
+                    : outbox.store().capability(Gauges.class).map(g -> Figures.read(g, clock)).orElse(null);
         } catch (RuntimeException e) {
             figures = null;
             measureFailure = e.getClass().getSimpleName() + ": " + e.getMessage();

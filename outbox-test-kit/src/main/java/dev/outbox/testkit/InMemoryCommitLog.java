@@ -210,7 +210,7 @@ public final class InMemoryCommitLog {
     // ---- the slot -------------------------------------------------------------------------------------------
 
     /**
-     * Appends to the stream harvest's ledger (see {@code StreamHarvest.Ledger}) the entries that end after the slot's
+     * Appends to the stream harvest's ledger (see {@code CommitLog.appendLedger}) the entries that end after the slot's
      * confirmed position, forgets those that no longer do, and returns that position.
      *
      * @param finished per message position, the end position of its transaction, for messages the harvest

@@ -6,17 +6,14 @@ import dev.outbox.ParkedMessage;
 import dev.outbox.ParkedQuery;
 import dev.outbox.ParkedRecord;
 import dev.outbox.Publisher;
+import dev.outbox.spi.CommitLog;
 import dev.outbox.spi.CommitStream;
-import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.MarkedRow;
-import dev.outbox.spi.ReadResult;
-import dev.outbox.spi.CursorHarvest;
 import dev.outbox.spi.Gauges;
 import dev.outbox.spi.ParkedRecords;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
-import dev.outbox.spi.StreamHarvest;
 import dev.outbox.testkit.StoreFaults.Failure;
 import dev.outbox.testkit.StoreFaults.Fault;
 import dev.outbox.testkit.StoreFaults.Operation;
@@ -35,32 +32,33 @@ import java.util.OptionalLong;
 import java.util.UUID;
 
 /**
- * One process's {@link Store} over an {@link InMemoryCommitLog}, harvested by streaming, as the Postgres store's WAL
- * harvest is: {@link #read}, {@link #purge}, {@link #retryLater} and {@link #harvestStopped} delegate to the real
- * {@link StreamHarvest}; {@link #park} writes the pending message to the log's parked area, then finishes it;
- * {@link #replay} appends parked messages to the log as a new committed transaction. Give each process (each
- * dispatcher) its own store on the shared log: what a leader received lives in its memory only.
+ * One process's {@link Store} over an {@link InMemoryCommitLog}, a {@link CommitLog} harvested by streaming as the
+ * Postgres store's WAL harvest is: the dispatcher harvests it with its own stream harvest; {@link #park} writes a
+ * message to the log's parked area; {@link #replay} appends parked messages to the log as a new committed
+ * transaction. Its {@link #purge}, {@link #retryLater} and table {@code park} find no rows: the messages are not
+ * rows. Give each process (each dispatcher) its own store on the shared log: the stream is opened in its name.
  *
  * <ul>
  *   <li>Opening the stream while another process holds the slot fails for {@code takeoverTimeout} from this
  *       process's first try, then takes the slot over (the holder is terminated, as the Postgres store does with
  *       {@code pg_terminate_backend} once the lease proves the holder deposed).</li>
- *   <li>{@link #readWaits()} is false: a read never waits, so that a deterministic scheduler stays in control.</li>
+ *   <li>{@link #readWait()} is zero: a read never waits, so that a deterministic scheduler stays in control.</li>
  *   <li>{@link #setFaults} applies a {@link StoreFaults} plan where it means something on a stream: a failed
- *       {@code READ} loses the stream (before its status update with {@link Failure#BEFORE}, after it with
- *       {@link Failure#AFTER}): the read fails and the next one opens a new stream; {@code PURGE},
- *       {@code RETRY_LATER} and {@code PARK} fail before their change, after it, or are refused.</li>
+ *       {@code READ} loses the stream at a poll (before its status update with {@link Failure#BEFORE}, after it with
+ *       {@link Failure#AFTER}): the read fails and the next one opens a new stream; a {@code PURGE} fault hits the
+ *       ledger's append (which every purge and park of the dispatcher makes), a {@code PARK} fault the write to the
+ *       parked area: they fail before their change, after it, or are refused. A failure record lives in the
+ *       dispatcher's memory, so {@code RETRY_LATER} has nothing to fail.</li>
  *   <li>{@link #confirmOnRead} plants a bug for tests: the stream is confirmed as soon as messages are read.</li>
  * </ul>
  *
  * <p>Thread-safe.
  */
-public final class InMemoryStreamStore implements Store, CursorHarvest, ParkedRecords, Gauges {
+public final class InMemoryStreamStore implements Store, CommitLog, ParkedRecords, Gauges {
     private final InMemoryCommitLog log;
     private final String name;
     private final Clock clock;
     private final Duration takeoverTimeout;
-    private final StreamHarvest harvest;
     private final Publisher publisher = new LogPublisher();
     private volatile StoreFaults faults = StoreFaults.none();
     private volatile boolean confirmOnRead;
@@ -78,18 +76,6 @@ public final class InMemoryStreamStore implements Store, CursorHarvest, ParkedRe
         this.name = Objects.requireNonNull(name, "name");
         this.clock = Objects.requireNonNull(clock, "clock");
         this.takeoverTimeout = Objects.requireNonNull(takeoverTimeout, "takeoverTimeout");
-        this.harvest = new StreamHarvest(this::open, InMemoryStreamStore::decode, Duration.ZERO,
-                new StreamHarvest.Ledger() {
-                    @Override
-                    public long append(Map<Long, Long> finished) {
-                        return log.appendLedger(finished);
-                    }
-
-                    @Override
-                    public Map<Long, Long> load() {
-                        return log.loadLedger();
-                    }
-                });
     }
 
     /**
@@ -113,17 +99,10 @@ public final class InMemoryStreamStore implements Store, CursorHarvest, ParkedRe
         this.confirmOnRead = value;
     }
 
-    /**
-     * The harvest this store delegates to (to look inside: pending messages, whether it streams).
-     *
-     * @return the engine's harvest, an implementation class whose API may change between releases; the same
-     *         instance for the store's life
-     */
-    public StreamHarvest harvest() {
-        return harvest;
-    }
+    // ---- the commit log -------------------------------------------------------------------------------------
 
-    private CommitStream open() {
+    @Override
+    public CommitStream open() {
         long now = clock.millis();
         boolean takeOver;
         synchronized (this) {
@@ -142,10 +121,12 @@ public final class InMemoryStreamStore implements Store, CursorHarvest, ParkedRe
         synchronized (this) {
             busySince = -1;
         }
+        s = new FaultyStream(s);
         return confirmOnRead ? new ConfirmingOnRead(s) : s;
     }
 
-    private static MarkedRow decode(long id, CommitStream.StreamMessage m) {
+    @Override
+    public MarkedRow decode(long id, CommitStream.StreamMessage m) {
         InMemoryCommitLog.Decoded d;
         try {
             d = InMemoryCommitLog.decode(m.payload());
@@ -175,41 +156,28 @@ public final class InMemoryStreamStore implements Store, CursorHarvest, ParkedRe
     }
 
     @Override
-    public ReadResult read(long after, List<IdRange> recheck, int limit) {
-        Fault f = faults.decide(Operation.READ);
-        if (f.failure() == Failure.BEFORE || f.failure() == Failure.AFTER) {
-            boolean mine = name.equals(log.holder());
-            if (mine) {
-                log.terminateHolder(f.failure() == Failure.AFTER);
-            } else {
-                throw new StoreException("injected fault: opening the replication stream failed", null, true);
-            }
-        }
-        return harvest.read(after, recheck, limit);
+    public Duration readWait() {
+        return Duration.ZERO;
     }
 
     @Override
-    public void purge(Collection<Long> ids) {
-        Objects.requireNonNull(ids, "ids");
+    public long appendLedger(Map<Long, Long> finished) {
         Fault f = before(Operation.PURGE);
-        harvest.finished(ids);
-        after(f, "purge");
+        long confirmed = log.appendLedger(finished);
+        after(f, "the ledger's append");
+        return confirmed;
     }
 
     @Override
-    public void retryLater(Map<Long, Instant> nextAttempts) {
-        Objects.requireNonNull(nextAttempts, "nextAttempts");
-        Fault f = before(Operation.RETRY_LATER);
-        harvest.retryLater(nextAttempts);
-        after(f, "retryLater");
+    public Map<Long, Long> loadLedger() {
+        return log.loadLedger();
     }
 
     @Override
-    public void park(Map<Long, String> reasons) {
-        Objects.requireNonNull(reasons, "reasons");
+    public void park(List<Parked> messages) {
+        Objects.requireNonNull(messages, "messages");
         Fault f = before(Operation.PARK);
-        Map<Long, StreamHarvest.Pending> found = harvest.pending(reasons.keySet());
-        for (StreamHarvest.Pending p : found.values()) {
+        for (Parked p : messages) {
             String topic = null;
             String key = null;
             int attempts = 0;
@@ -222,10 +190,29 @@ public final class InMemoryStreamStore implements Store, CursorHarvest, ParkedRe
                 key = r.key();
                 attempts = r.attempts();
             }
-            log.park(p.message().payload(), topic, key, attempts, reasons.get(p.id()));
+            log.park(p.message().payload(), topic, key, attempts, p.reason());
         }
-        harvest.finished(found.keySet());
         after(f, "park");
+    }
+
+    // ---- the port: no rows --------------------------------------------------------------------------------
+
+    /** No rows: the messages are finished by the dispatcher's stream harvest. */
+    @Override
+    public void purge(Collection<Long> ids) {
+        Objects.requireNonNull(ids, "ids");
+    }
+
+    /** No rows: a failure record lives in the dispatcher's memory. */
+    @Override
+    public void retryLater(Map<Long, Instant> nextAttempts) {
+        Objects.requireNonNull(nextAttempts, "nextAttempts");
+    }
+
+    /** No rows: the dispatcher parks a streamed message through {@link #park(List)}. */
+    @Override
+    public void park(Map<Long, String> reasons) {
+        Objects.requireNonNull(reasons, "reasons");
     }
 
     @Override
@@ -270,10 +257,10 @@ public final class InMemoryStreamStore implements Store, CursorHarvest, ParkedRe
         return log.replay(Objects.requireNonNull(ids, "ids"));
     }
 
-    /** The messages the slot retains (committed, not confirmed). */
+    /** The messages the log retains (committed, not confirmed); the dispatcher counts what its leader holds. */
     @Override
     public long backlog() {
-        return harvest.pendingCount(); // as the Postgres WAL harvest: what this leader received and has not finished
+        return log.retainedCount();
     }
 
     @Override
@@ -281,19 +268,10 @@ public final class InMemoryStreamStore implements Store, CursorHarvest, ParkedRe
         return log.parkedCount();
     }
 
+    /** Empty: the dispatcher takes the head's commit time from what its leader received. */
     @Override
     public Optional<Instant> oldestCreateTime() {
-        return harvest.oldestCommitTime();
-    }
-
-    @Override
-    public boolean readWaits() {
-        return false;
-    }
-
-    @Override
-    public void harvestStopped() {
-        harvest.stop();
+        return Optional.empty();
     }
 
     @Override
@@ -303,7 +281,7 @@ public final class InMemoryStreamStore implements Store, CursorHarvest, ParkedRe
 
     @Override
     public String toString() {
-        return "InMemoryStreamStore{" + name + ", pending=" + harvest.pendingCount() + '}';
+        return "InMemoryStreamStore{" + name + '}';
     }
 
     // ---- internals ------------------------------------------------------------------------------------------
@@ -329,6 +307,48 @@ public final class InMemoryStreamStore implements Store, CursorHarvest, ParkedRe
         @Override
         public void publish(Connection connection, List<OutboxMessage> messages) {
             log.commit(messages);
+        }
+    }
+
+    /** Applies the {@code READ} faults at each poll: the stream is lost, before or after its status update. */
+    private final class FaultyStream implements CommitStream {
+        private final CommitStream s;
+
+        FaultyStream(CommitStream s) {
+            this.s = s;
+        }
+
+        @Override
+        public List<StreamMessage> poll(int max, Duration wait) {
+            Fault f = faults.decide(Operation.READ);
+            if (f.failure() == Failure.BEFORE || f.failure() == Failure.AFTER) {
+                if (name.equals(log.holder())) {
+                    log.terminateHolder(f.failure() == Failure.AFTER);
+                } else {
+                    throw new StoreException("injected fault: the replication stream failed", null, true);
+                }
+            }
+            return s.poll(max, wait);
+        }
+
+        @Override
+        public void wakeup() {
+            s.wakeup();
+        }
+
+        @Override
+        public void confirm(long position) {
+            s.confirm(position);
+        }
+
+        @Override
+        public long readPosition() {
+            return s.readPosition();
+        }
+
+        @Override
+        public void close() {
+            s.close();
         }
     }
 

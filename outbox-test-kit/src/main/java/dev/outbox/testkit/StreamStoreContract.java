@@ -3,6 +3,8 @@ package dev.outbox.testkit;
 import dev.outbox.OutboxMessage;
 import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
+import dev.outbox.internal.StreamStore;
+import dev.outbox.spi.CommitLog;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.Store;
@@ -22,9 +24,9 @@ import java.util.function.Predicate;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The harvest cases of {@link StoreContract} for a store harvested from a stream of committed messages (the Postgres
- * store's WAL harvest) instead of a table: what {@code Store.read}, {@code purge}, {@code retryLater}, {@code park},
- * {@code replay}, {@code backlog} and {@code harvestStopped} must do there. A stream has no rows to mark and ids that
+ * The harvest cases of {@link StoreContract} for a store whose outbox is a {@link CommitLog} (the Postgres store's WAL
+ * harvest) instead of a table, driven through the dispatcher's own stream harvest: what a read, a purge, a failure
+ * record, a park, a replay, the backlog and a stop of the harvest must do there. A stream has no rows to mark and ids that
  * the store gives in commit order, so the table's cases about marks, leader ids, gaps below the cursor and rows
  * written by hand do not apply; the ones below replace them.
  *
@@ -45,13 +47,19 @@ public abstract class StreamStoreContract {
     /** How long a committed message may take to arrive from the stream. */
     protected static final Duration ARRIVAL = Duration.ofSeconds(30);
 
-    /** The store under test in the current test. */
+    /**
+     * The store under test in the current test, as the dispatcher harvests it: {@link #createStore()}'s store seen
+     * through the engine's stream harvest ({@code dev.outbox.internal.StreamStore}), so that the suite drives the
+     * store's {@link CommitLog} exactly as a dispatcher does.
+     */
     protected Store store;
+    /** What {@link #createStore()} returned for the current test. */
+    private Store source;
 
     /**
      * A fresh store harvested from the stream of a fresh, empty outbox, for one test. Called before each test.
      *
-     * @return the store under test: {@code supportsRead()} true and {@code supportsMark()} false, over an outbox
+     * @return the store under test: with a {@link CommitLog} and no cursor read or mark of its own, over an outbox
      *         (and stream position) no other test uses
      */
     protected abstract Store createStore();
@@ -75,17 +83,21 @@ public abstract class StreamStoreContract {
 
     @BeforeEach
     final void createFreshStore() {
-        store = createStore();
-        assertThat(store).as("createStore()").isNotNull();
-        assertThat(store.capability(dev.outbox.spi.CursorHarvest.class).isPresent()).as("supportsRead()").isTrue();
-        assertThat(store.capability(dev.outbox.spi.MarkHarvest.class).isPresent()).as("supportsMark(): a stream has no rows to mark").isFalse();
+        source = createStore();
+        assertThat(source).as("createStore()").isNotNull();
+        assertThat(source.capability(CommitLog.class)).as("a CommitLog").isPresent();
+        assertThat(source.capability(dev.outbox.spi.CursorHarvest.class)).as("no cursor read of its own: the"
+                + " dispatcher's stream harvest reads it").isEmpty();
+        assertThat(source.capability(dev.outbox.spi.MarkHarvest.class)).as("no mark: a stream has no rows to mark")
+                .isEmpty();
+        store = StreamStore.of(source);
     }
 
     @AfterEach
     final void disposeFreshStore() {
         if (store != null) {
             Capabilities.reading(store).harvestStopped();
-            disposeStore(store);
+            disposeStore(source);
         }
     }
 

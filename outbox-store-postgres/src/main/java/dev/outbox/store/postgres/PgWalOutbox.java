@@ -2,22 +2,19 @@ package dev.outbox.store.postgres;
 
 import dev.outbox.Header;
 import dev.outbox.OutboxRecord;
+import dev.outbox.spi.CommitLog;
 import dev.outbox.spi.CommitStream;
-import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.MarkedRow;
-import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.SqlTableNames;
-import dev.outbox.spi.StreamHarvest;
 import dev.outbox.store.sql.SqlTransactions;
 import org.jdbi.v3.core.argument.Argument;
 
 import javax.sql.DataSource;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.time.Instant;
+import java.time.Duration;
 import java.time.ZoneOffset;
-import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
@@ -26,14 +23,14 @@ import java.util.Optional;
 import java.util.OptionalLong;
 
 /**
- * The WAL harvest of one Postgres outbox ({@link PostgresStore.Builder#walHarvest}): the leader streams the committed
- * logical messages from a replication slot ({@link PgOutputStream}) into a {@link StreamHarvest}, whose ledger table
- * ({@code <table>_wal_ledger}) names the messages finished above the slot's confirmed position; a purge confirms the
- * slot, a park writes a message to the parked table under its WAL position as id, a replay emits parked messages
- * again. The slot and its publication ({@link ReplicationSlots}) and the WAL functions ({@link WalSql}) are created
+ * The WAL harvest of one Postgres outbox ({@link PostgresStore.Builder#walHarvest}), the store's {@link CommitLog}: the
+ * leader streams the committed logical messages from a replication slot ({@link PgOutputStream}) into the
+ * dispatcher's stream harvest; the ledger table ({@code <table>_wal_ledger}) names the messages finished above the
+ * slot's confirmed position; a park writes a message to the parked table under its WAL position as id, a replay
+ * emits parked messages again. The slot and its publication ({@link ReplicationSlots}) and the WAL functions ({@link WalSql}) are created
  * with the schema. Immutable and thread-safe.
  */
-final class PgWalOutbox {
+final class PgWalOutbox implements CommitLog {
     private final WalHarvest wal;
     private final SqlTableNames names;
     private final SqlTransactions tx;
@@ -42,7 +39,6 @@ final class PgWalOutbox {
     private final String prefix;
     private final String slot;
     private final String publication;
-    private final StreamHarvest streamed;
     /**
      * Plain connections as the WAL harvest's user (its URL and properties, without replication): for the slot's
      * creation, its state and the take-over of a deposed leader's stream.
@@ -66,17 +62,6 @@ final class PgWalOutbox {
         this.slot = wal.slot() != null ? wal.slot() : defaultSlot(wal.url(), names);
         this.publication = wal.publication() != null ? wal.publication() : names.table() + "_publication";
         this.connections = plainConnections(wal);
-        this.streamed = new StreamHarvest(this::openStream, this::decode, wal.readWait(), new StreamHarvest.Ledger() {
-            @Override
-            public long append(Map<Long, Long> finished) {
-                return appendLedger(finished);
-            }
-
-            @Override
-            public Map<Long, Long> load() {
-                return loadLedger();
-            }
-        });
         String p = names.parked();
         String ledger = (names.schema() == null ? "" : '"' + names.schema() + "\".") + '"' + names.table()
                 + "_wal_ledger\"";
@@ -109,45 +94,18 @@ final class PgWalOutbox {
                 + " WHERE slot_name = ?";
     }
 
+    /** How long a read waits for a message ({@link WalHarvest#readWait()}). */
+    @Override
+    public Duration readWait() {
+        return wal.readWait();
+    }
+
     String prefix() {
         return prefix;
     }
 
     String slot() {
         return slot;
-    }
-
-    ReadResult read(long after, List<IdRange> recheck, int limit) {
-        return streamed.read(after, recheck, limit);
-    }
-
-    void wakeRead() {
-        streamed.wakeRead();
-    }
-
-    /** Closes the replication stream, which releases the slot for the next leader. */
-    void stop() {
-        streamed.stop();
-    }
-
-    /** The messages are finished: the slot is confirmed as far as every earlier message is. */
-    void finished(Collection<Long> ids) {
-        streamed.finished(ids);
-    }
-
-    /** In memory: a new stream delivers the message with zero attempts. */
-    void retryLater(Map<Long, Instant> nextAttempts) {
-        streamed.retryLater(nextAttempts);
-    }
-
-    /** What this leader received and has not finished. */
-    long backlog() {
-        return streamed.pendingCount();
-    }
-
-    /** The commit time of the oldest message pending here. */
-    Optional<Instant> oldestCommitTime() {
-        return streamed.oldestCommitTime();
     }
 
     /** The write-ahead log the slot holds back, empty if the slot does not exist. */
@@ -183,18 +141,17 @@ final class PgWalOutbox {
     }
 
     /**
-     * Writes pending WAL messages to the parked table, each under its log position as id, then lets the stream
-     * go past them. A message that cannot be decoded is parked with its raw content as the value, an empty topic
-     * and key, and the decoding error as its reason.
+     * Writes WAL messages to the parked table, each under its log position as id. A message that cannot be decoded
+     * is parked with its raw content as the value, an empty topic and key, and the decoding error as its reason.
      */
-    void park(Map<Long, String> reasons) {
-        Map<Long, StreamHarvest.Pending> pending = streamed.pending(reasons.keySet());
-        if (pending.isEmpty()) {
+    @Override
+    public void park(List<Parked> messages) {
+        if (messages.isEmpty()) {
             return;
         }
-        tx.inTransaction("parking " + pending.size() + " WAL messages of " + names.outbox(), settings, handle -> {
+        tx.inTransaction("parking " + messages.size() + " WAL messages of " + names.outbox(), settings, handle -> {
             var batch = handle.prepareBatch(parkSql);
-            for (StreamHarvest.Pending p : pending.values()) {
+            for (Parked p : messages) {
                 CommitStream.StreamMessage m = p.message();
                 batch.bind(0, m.position()).bind(1, m.commitTime().atOffset(ZoneOffset.UTC));
                 if (p.row() instanceof MarkedRow.Readable readable) {
@@ -209,16 +166,17 @@ final class PgWalOutbox {
                     batch.bind(2, "").bind(3, "").bind(4, m.payload()).bind(5, array("text", new String[0]))
                             .bind(6, array("bytea", new byte[0][])).bind(7, 0).bind(9, PostgresHarvest.uuid(null));
                 }
-                batch.bind(8, reasons.get(p.id())).add();
+                batch.bind(8, PostgresColumns.INSTANCE.storable(p.reason() == null ? "(no reason given)" : p.reason()))
+                        .add();
             }
             batch.execute();
             return null;
         });
-        streamed.finished(pending.keySet());
     }
 
     /** Opens the replication stream of the WAL harvest: called by the first read of a leadership. */
-    private CommitStream openStream() {
+    @Override
+    public CommitStream open() {
         return PgOutputStream.open(WalStreamSettings.of(
                         PgOutputStream.replicationConnections(wal.url(), wal.properties()), connections, slot,
                         publication, prefix)
@@ -229,10 +187,11 @@ final class PgWalOutbox {
 
     /**
      * Adds the WAL messages just finished to the ledger table as one row, and deletes the rows the slot's confirmed
-     * position vouches for (see {@link StreamHarvest.Ledger}): one statement per purge batch, whose cost is that of
+     * position vouches for (see {@link CommitLog#appendLedger}): one statement per purge batch, whose cost is that of
      * the batch, not of everything the ledger keeps.
      */
-    private long appendLedger(Map<Long, Long> finished) {
+    @Override
+    public long appendLedger(Map<Long, Long> finished) {
         Long[] positions = new Long[finished.size()];
         Long[] ends = new Long[finished.size()];
         long maxEnd = 0;
@@ -249,7 +208,8 @@ final class PgWalOutbox {
                         .bind(6, last).mapTo(Long.class).one());
     }
 
-    private Map<Long, Long> loadLedger() {
+    @Override
+    public Map<Long, Long> loadLedger() {
         Map<Long, Long> kept = new HashMap<>();
         tx.inTransaction("loading the WAL ledger of slot " + slot, settings, handle ->
                 handle.createQuery(loadLedgerSql).bind(0, slot).map((rs, ctx) -> {
@@ -264,7 +224,8 @@ final class PgWalOutbox {
     }
 
     /** Decodes a streamed message: a record, or a rejected row naming what is wrong with it. */
-    private MarkedRow decode(long id, CommitStream.StreamMessage message) {
+    @Override
+    public MarkedRow decode(long id, CommitStream.StreamMessage message) {
         WalCodec.Decoded d = WalCodec.decode(message.payload(), maxKeyLength);
         if (d.error() != null) {
             return new MarkResult.Rejected(id, "", "", 0, "undecodable WAL message at LSN "

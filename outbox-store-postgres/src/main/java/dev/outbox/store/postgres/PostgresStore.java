@@ -1,11 +1,13 @@
 package dev.outbox.store.postgres;
 
+import dev.outbox.spi.CommitLog;
+import dev.outbox.spi.CommitSignals;
+import dev.outbox.spi.CursorHarvest;
 import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
-import dev.outbox.spi.StreamHarvest;
 import dev.outbox.store.sql.IdRanges;
 import dev.outbox.store.sql.SqlChecks;
 import dev.outbox.store.sql.SqlLeaseStatements;
@@ -125,11 +127,11 @@ import java.util.UUID;
  * <h2>The WAL harvest</h2>
  * With {@link Builder#walHarvest(WalHarvest)} the outbox lives in the write-ahead log instead of the table: the
  * {@link #publisher()} emits each message as a transactional logical message (format: {@code WalCodec}), and the
- * leader streams the committed messages in commit order from a logical replication slot ({@code PgOutputStream})
- * into a {@link StreamHarvest}: {@link #read} returns them, {@link #purge} confirms the slot as far as every earlier
- * message is finished, {@link #park} writes them to the parked table (under their WAL position as id) and
- * {@link #replay} re-emits parked messages. {@link #mark} is not supported: harvest it by cursor (the default).
- * The table is still created (an operator may switch back), and the parked table is shared by both harvests.
+ * leader streams the committed messages in commit order from a logical replication slot ({@code PgOutputStream}):
+ * the store is then a {@link CommitLog}, which the dispatcher harvests with its own stream harvest, confirming the
+ * slot as far as every earlier message is finished. A parked message goes to the parked table (under its WAL
+ * position as id) and {@link #replay} re-emits parked messages. The table is still created (an operator may switch
+ * back), and the parked table is shared by both harvests.
  *
  * <h2>Rooms</h2>
  * This class wires the store: its statements are data ({@code PostgresStatements}), the shared work is
@@ -319,43 +321,32 @@ public final class PostgresStore extends SqlStore {
         return wal == null;
     }
 
-    /** With the WAL harvest, the messages streamed from the slot; else the table's rows ({@link #readRows}). */
-    @Override
-    public ReadResult read(long after, List<IdRange> recheck, int limit) {
-        if (wal == null) {
-            return super.read(after, recheck, limit);
-        }
-        SqlChecks.after(after);
-        Objects.requireNonNull(recheck, "recheck must not be null");
-        return wal.read(after, recheck, SqlChecks.limit(limit));
-    }
-
     @Override
     protected ReadResult readRows(long after, List<IdRange> ranges, int limit) {
         return harvest.read(after, ranges, limit, "reading up to " + limit + " rows of " + names.outbox()
                 + shardName() + " after id " + after);
     }
 
-    /** True with the WAL harvest: a read waits (up to {@link WalHarvest#readWait()}) for a message to arrive. */
+    /**
+     * {@inheritDoc}
+     *
+     * <p>With the WAL harvest the store is a {@link CommitLog} (which the dispatcher harvests by streaming) and has
+     * no {@link CursorHarvest}, {@link dev.outbox.spi.MarkHarvest}, {@link dev.outbox.spi.StorageFencing},
+     * {@link dev.outbox.spi.ParkedKeys} or {@link CommitSignals}: its messages are not rows. Its {@link #purge}, {@link #retryLater} and {@link #park}
+     * find no rows in the table then.
+     */
     @Override
-    public boolean readWaits() {
-        return wal != null;
-    }
-
-    /** With the WAL harvest, cuts short a read waiting for a message to arrive. */
-    @Override
-    public void wakeRead() {
-        if (wal != null) {
-            wal.wakeRead();
+    public <T> Optional<T> capability(Class<T> type) {
+        if (wal == null) {
+            return type == CommitLog.class ? Optional.empty() : super.capability(type);
         }
-    }
-
-    /** With the WAL harvest: closes the replication stream, which releases the slot for the next leader. */
-    @Override
-    public void harvestStopped() {
-        if (wal != null) {
-            wal.stop();
+        if (type == CommitLog.class) {
+            return Optional.of(type.cast(wal));
         }
+        if (type == CursorHarvest.class || type == CommitSignals.class) {
+            return Optional.empty();
+        }
+        return super.capability(type);
     }
 
     /** The read statement, for tests that compare plans. */
@@ -376,50 +367,6 @@ public final class PostgresStore extends SqlStore {
     /** The plan Postgres chooses for {@link #mark} right now, under the same settings; for tests and diagnosis. */
     String explainMark(UUID leaderId, int limit) {
         return harvest.explainMark(leaderId, limit);
-    }
-
-    // ------------------------------------------------------------------------------------------ writes (WAL)
-
-    @Override
-    protected void purge(Collection<Long> ids, long fence) {
-        if (wal == null) {
-            super.purge(ids, fence);
-        } else {
-            wal.finished(SqlChecks.ids("ids", ids));
-        }
-    }
-
-    @Override
-    protected void reset(UUID leaderId, Collection<Long> ids, long fence) {
-        if (wal == null) {
-            super.reset(leaderId, ids, fence);
-            return;
-        }
-        Objects.requireNonNull(leaderId, "leaderId must not be null");
-        Map<Long, Instant> now = new TreeMap<>();
-        SqlChecks.ids("ids", ids).forEach(id -> now.put(id, Instant.now()));
-        wal.retryLater(now);
-    }
-
-    @Override
-    protected void retryLater(Map<Long, Instant> nextAttempts, long fence) {
-        if (wal == null) {
-            super.retryLater(nextAttempts, fence);
-        } else {
-            wal.retryLater(SqlChecks.nextAttempts(nextAttempts)); // in memory: a new stream delivers it afresh
-        }
-    }
-
-    @Override
-    protected void park(Map<Long, String> reasons, long fence) {
-        if (wal == null) {
-            super.park(reasons, fence);
-            return;
-        }
-        Map<Long, String> sorted = SqlChecks.reasons(reasons, PostgresColumns.INSTANCE::storable);
-        if (!sorted.isEmpty()) {
-            wal.park(sorted);
-        }
     }
 
     /**
@@ -467,39 +414,9 @@ public final class PostgresStore extends SqlStore {
     }
 
     /**
-     * The rows in the outbox table, marked or not. Exact up to {@value #EXACT_BACKLOG_LIMIT} rows (it counts the
-     * head of the table); above that, the planner's estimate from the table's statistics and current size,
-     * never less than {@value #EXACT_BACKLOG_LIMIT} + 1. With the WAL harvest: what this leader received and has
-     * not finished.
-     */
-    @Override
-    public long backlog() {
-        return wal != null ? wal.backlog() : super.backlog();
-    }
-
-    /**
-     * The {@code create_time} of the row with the lowest id, found through the primary key's index; with the WAL
-     * harvest, the commit time of the oldest message pending here.
-     */
-    @Override
-    public Optional<Instant> oldestCreateTime() {
-        return wal != null ? wal.oldestCommitTime() : super.oldestCreateTime();
-    }
-
-    /**
-     * {@inheritDoc}
-     *
-     * <p>With the WAL harvest nothing waits in the table: empty, and the dispatcher measures the lag from
-     * {@link #oldestCreateTime()} by its own clock.
-     */
-    @Override
-    public Optional<Duration> oldestAge() {
-        return wal != null ? Optional.empty() : super.oldestAge();
-    }
-
-    /**
      * With the WAL harvest: the write-ahead log the slot holds back ({@code pg_current_wal_lsn() - restart_lsn}),
-     * empty if the slot does not exist; empty with the table harvest.
+     * empty if the slot does not exist; empty with the table harvest. (With the WAL harvest the dispatcher counts
+     * the backlog and the head's commit time itself: what its leader received and has not finished.)
      */
     @Override
     public OptionalLong retainedBytes() {
@@ -624,7 +541,7 @@ public final class PostgresStore extends SqlStore {
     /**
      * The DDL of the WAL harvest's ledger table, {@code <table>_wal_ledger}: rows per slot naming the messages a
      * leader finished above the slot's confirmed position, so that the next leader does not send them again (see
-     * {@link StreamHarvest.Ledger}). Idempotent; {@link #createSchema()} runs it with the WAL harvest.
+     * {@link CommitLog#appendLedger}). Idempotent; {@link #createSchema()} runs it with the WAL harvest.
      *
      * @return the DDL, names filled in
      * @throws IllegalStateException with the table harvest

@@ -6,6 +6,7 @@ import dev.outbox.DispatcherConfig;
 import dev.outbox.OutboxMessage;
 import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
+import dev.outbox.internal.StreamStore;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.StoreException;
@@ -23,6 +24,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -46,6 +48,8 @@ class PostgresWalHarvestTest {
     private static HikariDataSource storePool;
     private static HikariDataSource appPool;
     private final List<PostgresStore> created = new ArrayList<>();
+    /** Each store as a dispatcher harvests it: through the engine's stream harvest, one per store. */
+    private final Map<PostgresStore, StreamStore> harvests = new IdentityHashMap<>();
 
     @BeforeAll
     static void startDatabase() {
@@ -63,11 +67,16 @@ class PostgresWalHarvestTest {
     @AfterEach
     void dropSlots() {
         for (PostgresStore s : created) {
-            s.harvestStopped();
+            h(s).harvestStopped();
             s.dropSlot();
         }
         assertThat(PostgresTestSupport.queryLong(appPool, "SELECT count(*) FROM pg_replication_slots"
                 + " WHERE database = current_database()")).as("slots left behind").isZero();
+    }
+
+    /** {@code store} as a dispatcher harvests it (the same view on every call). */
+    private StreamStore h(PostgresStore store) {
+        return harvests.computeIfAbsent(store, s -> (StreamStore) StreamStore.of(s));
     }
 
     /** A WAL-harvested store of table {@code table}, its replication connections named {@code application}. */
@@ -111,29 +120,29 @@ class PostgresWalHarvestTest {
                 .build();
         store.createSchema();
         created.add(store);
-        assertThat(store.read(0, List.of(), 10).size()).as("opens the stream; nothing committed yet").isZero();
+        assertThat(h(store).read(0, List.of(), 10).size()).as("opens the stream; nothing committed yet").isZero();
 
-        store.wakeRead(); // no read waits now: the next one returns at once
+        h(store).wakeRead(); // no read waits now: the next one returns at once
         long started = System.nanoTime();
-        assertThat(store.read(0, List.of(), 10).size()).isZero();
+        assertThat(h(store).read(0, List.of(), 10).size()).isZero();
         assertThat(Duration.ofNanos(System.nanoTime() - started)).as("the woken read")
                 .isLessThan(Duration.ofMillis(500));
 
         started = System.nanoTime();
-        assertThat(store.read(0, List.of(), 10).size()).isZero();
+        assertThat(h(store).read(0, List.of(), 10).size()).isZero();
         assertThat(Duration.ofNanos(System.nanoTime() - started)).as("the read after it waits the read wait")
                 .isGreaterThanOrEqualTo(Duration.ofMillis(990));
 
         java.util.concurrent.CompletableFuture<ReadResult> waiting = java.util.concurrent.CompletableFuture
-                .supplyAsync(() -> store.read(0, List.of(), 10));
+                .supplyAsync(() -> h(store).read(0, List.of(), 10));
         Await.untilOrFail(() -> {
-            store.wakeRead(); // whether it comes before the read waits or while it does, the read returns
+            h(store).wakeRead(); // whether it comes before the read waits or while it does, the read returns
             return waiting.isDone();
         }, Duration.ofSeconds(20), () -> "the read still waits after wakeRead");
         assertThat(waiting.get().size()).isZero();
 
         commit(store, List.of(OutboxMessage.of("orders", "k", "after the wake-up")));
-        Await.untilOrFail(() -> store.read(0, List.of(), 10).size() == 1, Duration.ofSeconds(30),
+        Await.untilOrFail(() -> h(store).read(0, List.of(), 10).size() == 1, Duration.ofSeconds(30),
                 () -> "the message committed after the wake-up was never read");
     }
 
@@ -141,7 +150,7 @@ class PostgresWalHarvestTest {
     void everyCommittedMessageIsDeliveredInKeyOrderWhileTheReplicationConnectionIsKilled() throws Exception {
         PostgresStore store = store("wal_dispatch", "wal_stream");
         assertThat(store.harvestsWal()).isTrue();
-        assertThat(store.readWaits()).isTrue();
+        assertThat(h(store).readWaits()).isTrue();
         InMemoryBroker broker = new InMemoryBroker();
         DispatcherConfig config = DispatcherConfig.builder()
                 .markBatchSize(100)
@@ -168,9 +177,9 @@ class PostgresWalHarvestTest {
                     PostgresTestSupport.server().killConnections("wal_store");
                 }
             }
-            Await.untilOrFail(() -> distinct(broker).size() >= total && store.backlog() == 0,
+            Await.untilOrFail(() -> distinct(broker).size() >= total && h(store).backlog() == 0,
                     Duration.ofSeconds(60), () -> "delivered " + distinct(broker).size() + " of " + total
-                            + ", pending " + store.backlog());
+                            + ", pending " + h(store).backlog());
         }
         assertThat(killed).as("replication connections killed").isPositive();
 
@@ -190,8 +199,8 @@ class PostgresWalHarvestTest {
         assertThat(store.parked(10)).isEmpty();
 
         // Everything delivered was confirmed: a new stream has nothing to deliver.
-        store.harvestStopped();
-        assertThat(store.read(0, List.of(), 100).size()).as("left in the slot").isZero();
+        h(store).harvestStopped();
+        assertThat(h(store).read(0, List.of(), 100).size()).as("left in the slot").isZero();
     }
 
     private static Set<String> distinct(InMemoryBroker broker) {
@@ -215,7 +224,7 @@ class PostgresWalHarvestTest {
         Await.untilOrFail(() -> {
             long after = Math.max(records.isEmpty() ? 0 : records.get(records.size() - 1).id(),
                     rejected.isEmpty() ? 0 : rejected.get(rejected.size() - 1).id());
-            ReadResult r = store.read(after, List.of(), 10);
+            ReadResult r = h(store).read(after, List.of(), 10);
             records.addAll(r.rows().records());
             rejected.addAll(r.rows().rejected());
             return records.size() + rejected.size() >= 3;
@@ -237,20 +246,20 @@ class PostgresWalHarvestTest {
         Map<Long, String> reasons = new HashMap<>();
         reasons.put(records.get(0).id(), "rejected by the broker: too large");
         rejected.forEach(r -> reasons.put(r.id(), r.reason()));
-        store.park(reasons);
-        assertThat(store.backlog()).isZero();
+        h(store).park(reasons);
+        assertThat(h(store).backlog()).isZero();
         List<ParkedRecord> parked = store.parked(10);
         assertThat(parked).extracting(ParkedRecord::reason)
                 .contains("rejected by the broker: too large");
         assertThat(store.parkedCount()).isEqualTo(3);
-        store.park(reasons); // again (a lost confirmation): nothing changes
+        h(store).park(reasons); // again (a lost confirmation): nothing changes
         assertThat(store.parkedCount()).isEqualTo(3);
 
         long goodId = parked.stream().filter(p -> p.key().equals("order-1")).findFirst().orElseThrow().id();
         assertThat(store.replay(List.of(goodId))).isEqualTo(1);
         List<OutboxRecord> replayed = new ArrayList<>();
         Await.untilOrFail(() -> {
-            replayed.addAll(store.read(records.get(0).id() + 2, List.of(), 10).rows().records());
+            replayed.addAll(h(store).read(records.get(0).id() + 2, List.of(), 10).rows().records());
             return !replayed.isEmpty();
         }, Duration.ofSeconds(20), () -> "the replayed message was not streamed");
         assertThat(replayed).singleElement().satisfies(r -> {
@@ -269,10 +278,10 @@ class PostgresWalHarvestTest {
         }
         List<OutboxRecord> first = new ArrayList<>();
         Await.untilOrFail(() -> {
-            first.addAll(deposed.read(first.size(), List.of(), 100).rows().records());
+            first.addAll(h(deposed).read(first.size(), List.of(), 100).rows().records());
             return first.size() >= 10;
         }, Duration.ofSeconds(20), () -> "read " + first.size());
-        deposed.purge(first.subList(0, 4).stream().map(OutboxRecord::id).toList()); // acknowledged: m0..m3
+        h(deposed).purge(first.subList(0, 4).stream().map(OutboxRecord::id).toList()); // acknowledged: m0..m3
 
         // Another instance of the same outbox (the next leader) reads while the deposed one still streams.
         PostgresStore leader = PostgresStore.builder(storePool).table("wal_takeover")
@@ -283,7 +292,7 @@ class PostgresWalHarvestTest {
         List<OutboxRecord> resumed = new ArrayList<>();
         try {
             Await.untilOrFail(() -> {
-                resumed.addAll(leader.read(resumed.isEmpty() ? 0 : resumed.get(resumed.size() - 1).id(), List.of(),
+                resumed.addAll(h(leader).read(resumed.isEmpty() ? 0 : resumed.get(resumed.size() - 1).id(), List.of(),
                         100).rows().records());
                 return resumed.size() >= 6;
             }, Duration.ofSeconds(40), () -> "resumed " + resumed.size());
@@ -291,11 +300,11 @@ class PostgresWalHarvestTest {
                     .isGreaterThanOrEqualTo(Duration.ofSeconds(2));
             assertThat(resumed).extracting(PostgresWalHarvestTest::text)
                     .containsExactly("m4", "m5", "m6", "m7", "m8", "m9");
-            assertThatThrownBy(() -> deposed.read(10, List.of(), 10)).as("the deposed stream was terminated")
+            assertThatThrownBy(() -> h(deposed).read(10, List.of(), 10)).as("the deposed stream was terminated")
                     .isInstanceOf(StoreException.class);
-            deposed.harvestStopped();
+            h(deposed).harvestStopped();
         } finally {
-            leader.harvestStopped();
+            h(leader).harvestStopped();
         }
     }
 
@@ -307,12 +316,12 @@ class PostgresWalHarvestTest {
         commit(old, List.of(OutboxMessage.of("orders", "k0", "k0#2")));
         List<OutboxRecord> read = new ArrayList<>();
         Await.untilOrFail(() -> {
-            read.addAll(old.read(read.isEmpty() ? 0 : read.get(read.size() - 1).id(), List.of(), 10).rows()
+            read.addAll(h(old).read(read.isEmpty() ? 0 : read.get(read.size() - 1).id(), List.of(), 10).rows()
                     .records());
             return read.size() >= 3;
         }, Duration.ofSeconds(20), () -> "read " + read.size());
-        old.purge(List.of(read.get(1).id(), read.get(2).id())); // k0 delivered; k1#1 still queued
-        old.harvestStopped(); // leadership moves
+        h(old).purge(List.of(read.get(1).id(), read.get(2).id())); // k0 delivered; k1#1 still queued
+        h(old).harvestStopped(); // leadership moves
 
         PostgresStore next = PostgresStore.builder(storePool).table("wal_ledger")
                 .walHarvest(PostgresTestSupport.walHarvest(url, "wal_ledger").readWait(Duration.ofMillis(50)).build())
@@ -320,17 +329,17 @@ class PostgresWalHarvestTest {
         List<OutboxRecord> resumed = new ArrayList<>();
         try {
             Await.untilOrFail(() -> {
-                resumed.addAll(next.read(resumed.isEmpty() ? 0 : resumed.get(resumed.size() - 1).id(), List.of(), 10)
+                resumed.addAll(h(next).read(resumed.isEmpty() ? 0 : resumed.get(resumed.size() - 1).id(), List.of(), 10)
                         .rows().records());
                 return !resumed.isEmpty();
             }, Duration.ofSeconds(20), () -> "nothing resumed");
-            assertThat(next.read(resumed.get(0).id(), List.of(), 10).size()).as("k0 is not sent again").isZero();
+            assertThat(h(next).read(resumed.get(0).id(), List.of(), 10).size()).as("k0 is not sent again").isZero();
             assertThat(resumed).extracting(PostgresWalHarvestTest::text).containsExactly("k1#1");
             assertThat(PostgresTestSupport.queryLong(appPool, "SELECT sum(cardinality(positions)) FROM wal_ledger_wal_ledger"))
                     .as("k0's two records are in the ledger").isEqualTo(2);
-            next.purge(List.of(resumed.get(0).id()));
+            h(next).purge(List.of(resumed.get(0).id()));
         } finally {
-            next.harvestStopped();
+            h(next).harvestStopped();
         }
     }
 

@@ -7,6 +7,7 @@ import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
 import dev.outbox.OutboxShards;
 import dev.outbox.internal.DefaultDispatcher;
+import dev.outbox.internal.StreamStore;
 import dev.outbox.internal.ShardedDispatcher;
 import dev.outbox.spi.DeliveryException;
 import dev.outbox.spi.MessageBroker;
@@ -142,7 +143,7 @@ public final class Simulation {
         InMemoryStore store;
         /** The commit log (stream harvest), or null; then each dispatcher has its own store on it. */
         InMemoryCommitLog commitLog;
-        final List<InMemoryStreamStore> streamStores = new ArrayList<>();
+        final List<StreamStore> streamStores = new ArrayList<>();
         SimLeaderGroup group;
         /** Leader election in the database ({@link Builder#databaseElection()}), else null. */
         SimLeaseElection leases;
@@ -239,8 +240,9 @@ public final class Simulation {
                             config.takeoverTimeout);
                     ss.setFaults(this::storeFault);
                     ss.confirmOnRead(config.confirmOnRead);
-                    streamStores.add(ss);
-                    s = ss;
+                    StreamStore view = (StreamStore) StreamStore.of(ss); // the engine's own harvest of the log
+                    streamStores.add(view);
+                    s = view;
                 }
                 DefaultDispatcher d = new DefaultDispatcher(name, s, new Broker(name),
                         leases != null ? leases.newMember(name) : group.newMember(name), config.engine,
@@ -1131,9 +1133,8 @@ public final class Simulation {
                     return "";
                 }
                 StringBuilder sb = new StringBuilder(commitLog.describe());
-                for (InMemoryStreamStore ss : streamStores) {
-                    sb.append("|pending ").append(ss.harvest().pendingCount())
-                            .append(ss.harvest().streaming() ? " streaming" : "");
+                for (StreamStore ss : streamStores) {
+                    sb.append("|pending ").append(ss.backlog()).append(ss.streaming() ? " streaming" : "");
                 }
                 return sb.toString();
             }
@@ -1490,9 +1491,9 @@ public final class Simulation {
         /**
          * Harvests a commit log by streaming, as the Postgres store's WAL harvest does: writers' transactions append
          * their messages to an {@link InMemoryCommitLog} when they commit, and each dispatcher's own
-         * {@link InMemoryStreamStore} streams it through the real {@code StreamHarvest}, with one replication slot
-         * that one stream holds at a time. Store errors become a lost stream (read), and failed, lost or refused
-         * purges (the confirmation), failure records and parks. Not with {@link #shards} above 1.
+         * {@link InMemoryStreamStore} (a {@code CommitLog}) is harvested by the engine's own {@code StreamHarvest},
+         * with one replication slot that one stream holds at a time. Store errors become a lost stream (read), and
+         * failed, lost or refused ledger appends (which purges make) and parks. Not with {@link #shards} above 1.
          *
          * @return this builder
          */

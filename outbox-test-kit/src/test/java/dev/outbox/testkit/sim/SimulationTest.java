@@ -44,10 +44,10 @@ class SimulationTest {
     }
 
     /**
-     * The stream harvest (the Postgres WAL harvest's shared code, {@code StreamHarvest}, over an in-memory commit
-     * log with one replication slot and the harvest's ledger), 2 keys x 3 records, two dispatchers, every fault
-     * once: a send failure, a lost acknowledgement, a store error (a lost stream, after its last status update, or a
-     * failed, lost or refused purge, failure record or park), a change of leader, a rollback, a poison record.
+     * The stream harvest (the engine's {@code StreamHarvest}, as it harvests the Postgres WAL store, over an
+     * in-memory commit log with one replication slot and the ledger), 2 keys x 3 records, two dispatchers, every
+     * fault once: a send failure, a lost acknowledgement, a store error (a lost stream, after its last status update,
+     * or a failed, lost or refused ledger append or park), a change of leader, a rollback, a poison record.
      */
     static Simulation.Builder everyFaultOfTheStreamHarvest() {
         return Simulation.builder().streamHarvest().keys(2, 3).dispatchers(2).sendFailures(1).lostAcks(1)
@@ -104,7 +104,7 @@ class SimulationTest {
     }
 
     /**
-     * A planted bug in the stream (the test kit's, not StreamHarvest's): the stream is confirmed up to what a poll
+     * A planted bug in the stream (the test kit's, not the engine's StreamHarvest): the stream is confirmed up to what a poll
      * returned, before the engine finished it. After a leader change the new leader starts past records the old
      * one never delivered: G1.
      */

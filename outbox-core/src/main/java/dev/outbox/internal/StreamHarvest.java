@@ -1,11 +1,17 @@
-package dev.outbox.spi;
+package dev.outbox.internal;
 
 import dev.outbox.OutboxRecord;
+import dev.outbox.spi.CommitLog;
+import dev.outbox.spi.CommitStream;
+import dev.outbox.spi.IdRange;
+import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.MarkedRow;
+import dev.outbox.spi.ReadResult;
+import dev.outbox.spi.StoreException;
 
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -15,29 +21,27 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.TreeMap;
 import java.util.TreeSet;
-import java.util.function.Consumer;
-import java.util.function.Supplier;
 
 /**
- * The {@link Store} side of a harvest fed by a {@link CommitStream} (a log of committed messages, such as a Postgres
- * replication slot) instead of a table: what a store's {@link CursorHarvest#read}, {@link Store#purge},
- * {@link Store#retryLater} and {@link CursorHarvest#harvestStopped} delegate to. It keeps the messages the leader has
- * received and not yet finished in memory, gives each an id, and confirms to the stream the position below which
- * every message is finished, so that the database may forget them and a later stream starts after them.
+ * The engine's harvest of a store that offers a {@link CommitLog} (a log of committed messages, such as a Postgres
+ * replication slot) instead of a table: {@link StreamStore} turns the engine's reads, purges, failure records, parks
+ * and stops into calls here. It keeps the messages the leader has received and not yet finished in memory, gives
+ * each an id, and confirms to the stream the position below which every message is finished, so that the database
+ * may forget them and a later stream starts after them.
  *
  * <h2>How the engine sees it</h2>
  * Ids are assigned in stream order (commit order), one per message, and never reused by this instance; a
  * {@link #read} returns the pending messages above the cursor in id order, as a table read would. There are no
  * gaps: a message is in the stream only once its transaction committed, so every read reports a horizon that
- * closes any gap at once. A message is finished when it is acknowledged ({@link #finished}, from the store's
- * {@link Store#purge}) or parked (the store writes it to its parked table, then calls {@link #finished}).
+ * closes any gap at once. A message is finished when it is acknowledged ({@link #finished}, from the engine's
+ * purge) or parked (the store writes it to its parked area, then the view calls {@link #finished}).
  *
  * <h2>Confirmation</h2>
  * A transaction is finished when all its messages are; the stream is confirmed up to the end of the last
  * transaction that is finished together with every transaction before it. When nothing is pending, the stream's
  * {@linkplain CommitStream#readPosition() read position} is confirmed, so that an idle outbox in a busy database
  * does not hold the log back. A message finished while an earlier one is not (another key's) lies above that
- * position: it is kept in the {@link Ledger} (before the call that finished it returns), and a later stream, of
+ * position: it is kept in the store's ledger ({@link CommitLog#appendLedger}, before the call that finished it returns), and a later stream, of
  * this leader or the next, skips it. So a message is delivered again only if it was not finished — at least once,
  * and never after a later message of its key — as long as the ledger was saved.
  *
@@ -57,69 +61,7 @@ import java.util.function.Supplier;
  * <p>Thread-safe: {@link #read} is called by one thread at a time (the dispatcher's harvest thread); the other
  * methods may be called from any thread, concurrently with a read.
  */
-public final class StreamHarvest {
-
-    /**
-     * Turns one streamed message into a row: a {@link MarkedRow.Readable} record with the given id (its creation
-     * time is the commit time, its attempts zero), or a {@link MarkResult.Rejected} row with a reason when the
-     * message cannot be read. Must not throw.
-     */
-    @FunctionalInterface
-    public interface Decoder {
-        /**
-         * Decodes one message.
-         *
-         * @param id      the id the harvest gave the message
-         * @param message the message as streamed
-         * @return the row: readable or rejected; never null
-         */
-        MarkedRow decode(long id, CommitStream.StreamMessage message);
-    }
-
-    /**
-     * Where a harvest keeps, across leaders, the messages it finished above the position the stream is confirmed to.
-     * The stream's one position cannot say that a message above it was finished (acknowledged while an earlier one,
-     * of another key, was not): without the ledger a new leader would deliver it again, after later messages of its
-     * own key that the old leader had delivered too. With it, the new leader skips what the ledger names.
-     * Implementations store it durably, next to the stream's source (the Postgres store: one row per slot).
-     */
-    public interface Ledger {
-        /** A ledger that keeps nothing: a new leader delivers again everything above the confirmed position. */
-        Ledger NONE = new Ledger() {
-            @Override
-            public long append(Map<Long, Long> finished) {
-                return 0;
-            }
-
-            @Override
-            public Map<Long, Long> load() {
-                return Map.of();
-            }
-        };
-
-        /**
-         * Adds the entries of {@code finished} (message position → its transaction's end position) to what the
-         * ledger keeps, durably, and may forget every entry that ends at or before the position the source itself
-         * holds as confirmed (the slot's, not what this harvest confirmed: a confirmation not received yet is lost
-         * with its stream); returns that position, at or below which the harvest forgets its entries too. The cost
-         * should be that of the entries added, not of everything kept: a busy harvest keeps tens of thousands of
-         * entries while the source's position trails its acknowledgements. Called before the call that finished
-         * the messages returns (so before their keys move on), one call at a time; may throw
-         * {@link StoreException}, which that call then throws (the entries are added again with the next call).
-         *
-         * @param finished message position → its transaction's end position, for the messages just finished
-         * @return the source's confirmed position, at or below which entries may be forgotten; 0 if unknown
-         */
-        long append(Map<Long, Long> finished);
-
-        /**
-         * What the ledger keeps, message position → its transaction's end position; empty if nothing. May include
-         * entries at or below the source's confirmed position (a stream never delivers those again).
-         *
-         * @return the kept entries; never null
-         */
-        Map<Long, Long> load();
-    }
+final class StreamHarvest {
 
     /**
      * A message received and not finished yet.
@@ -128,13 +70,11 @@ public final class StreamHarvest {
      * @param message the message as streamed
      * @param row     what the decoder made of it, with the attempts recorded so far
      */
-    public record Pending(long id, CommitStream.StreamMessage message, MarkedRow row) {
+    record Pending(long id, CommitStream.StreamMessage message, MarkedRow row) {
     }
 
-    private final Supplier<? extends CommitStream> opener;
-    private final Decoder decoder;
+    private final CommitLog log;
     private final Duration readWait;
-    private final Ledger ledger;
     /** Serialises ledger appends: a finished call returns only once what it finished is in the ledger. */
     private final Object saving = new Object();
 
@@ -156,7 +96,7 @@ public final class StreamHarvest {
     private long receivedPosition;
     /**
      * The messages finished above the confirmed position, message position → transaction end position, including
-     * those a previous leader finished (from the {@link Ledger}): a message streamed again that is named here is
+     * those a previous leader finished (from the ledger): a message streamed again that is named here is
      * skipped. Guarded by this.
      */
     private final HashMap<Long, Long> done = new HashMap<>();
@@ -178,39 +118,20 @@ public final class StreamHarvest {
     private long confirmed;
 
     /**
-     * @param opener   opens a stream, starting after the position last confirmed; called by {@link #read}, may block
-     *                 (a slot held by a deposed leader) and may throw {@link StoreException}
-     * @param decoder  turns messages into rows
-     * @param readWait how long a read waits for the first new message when none is pending above the cursor: the
-     *                 stream pushes, so a read returns as soon as a message arrives
+     * @param log the store's side: opens streams, decodes messages, keeps the ledger
+     * @throws NullPointerException     if {@code log} is null
+     * @throws IllegalArgumentException if its read wait is negative
      */
-    public StreamHarvest(Supplier<? extends CommitStream> opener, Decoder decoder, Duration readWait) {
-        this(opener, decoder, readWait, Ledger.NONE);
-    }
-
-    /**
-     * A harvest that keeps the messages it finished above the confirmed position in {@code ledger}, so that a new
-     * leader does not deliver them again.
-     *
-     * @param opener   opens a stream; see {@link #StreamHarvest(Supplier, Decoder, Duration)}; not null
-     * @param decoder  turns messages into rows; not null
-     * @param readWait how long a read waits for the first new message; not null, not negative
-     * @param ledger   where the messages finished above the confirmed position are kept across leaders; not null
-     * @throws NullPointerException     if an argument is null
-     * @throws IllegalArgumentException if {@code readWait} is negative
-     */
-    public StreamHarvest(Supplier<? extends CommitStream> opener, Decoder decoder, Duration readWait, Ledger ledger) {
-        this.opener = Objects.requireNonNull(opener, "opener");
-        this.decoder = Objects.requireNonNull(decoder, "decoder");
-        this.readWait = Objects.requireNonNull(readWait, "readWait");
-        this.ledger = Objects.requireNonNull(ledger, "ledger");
+    StreamHarvest(CommitLog log) {
+        this.log = Objects.requireNonNull(log, "log");
+        this.readWait = Objects.requireNonNull(log.readWait(), "readWait");
         if (readWait.isNegative()) {
             throw new IllegalArgumentException("readWait must not be negative, was " + readWait);
         }
     }
 
     /**
-     * The {@link CursorHarvest#read} of a streamed outbox: the pending messages with ids above {@code after} or in the
+     * The read of a streamed outbox: the pending messages with ids above {@code after} or in the
      * {@code recheck} ranges, at most {@code limit}, in id order, after taking what the stream has (waiting up to
      * the read wait when nothing is pending above {@code after}). Opens a stream if none is open.
      *
@@ -221,7 +142,7 @@ public final class StreamHarvest {
      * @throws IllegalArgumentException if {@code limit} is below 1
      * @throws StoreException if the stream could not be opened or failed (it is closed; the next read opens another)
      */
-    public ReadResult read(long after, List<IdRange> recheck, int limit) {
+    ReadResult read(long after, List<IdRange> recheck, int limit) {
         if (limit < 1) {
             throw new IllegalArgumentException("limit must be at least 1, was " + limit);
         }
@@ -237,8 +158,8 @@ public final class StreamHarvest {
             synchronized (this) {
                 fresh = !loaded;
             }
-            Map<Long, Long> kept = fresh ? ledger.load() : Map.of();
-            s = opener.get();
+            Map<Long, Long> kept = fresh ? log.loadLedger() : Map.of();
+            s = log.open();
             long again;
             synchronized (this) {
                 if (fresh) {
@@ -286,7 +207,7 @@ public final class StreamHarvest {
                     continue; // finished by a previous leader (the ledger): counts as finished, not sent again
                 }
                 long id = ++lastId;
-                pending.append(new Pending(id, m, decoder.decode(id, m)));
+                pending.append(new Pending(id, m, log.decode(id, m)));
             }
             confirm = pending.isEmpty() ? confirmable(s) : -1; // idle: let the log go
             List<MarkedRow> tail = new ArrayList<>(Math.min(limit, pending.size()));
@@ -311,10 +232,10 @@ public final class StreamHarvest {
     }
 
     /**
-     * The {@link CursorHarvest#wakeRead} of a streamed outbox: cuts short a {@link #read} waiting on the stream for a message
+     * Cuts short a {@link #read} waiting on the stream for a message
      * (see {@link CommitStream#wakeup}). Any thread.
      */
-    public void wakeRead() {
+    void wakeRead() {
         CommitStream s;
         synchronized (this) {
             s = stream;
@@ -333,9 +254,9 @@ public final class StreamHarvest {
      * stream as far as every earlier message is finished too. Unknown ids (of a stream closed since) are ignored.
      *
      * @param ids the ids this harvest gave the finished messages
-     * @throws StoreException if the {@link Ledger} cannot record them (they are recorded again with the next call)
+     * @throws StoreException if the ledger cannot record them (they are recorded again with the next call)
      */
-    public void finished(Collection<Long> ids) {
+    void finished(Collection<Long> ids) {
         CommitStream s;
         long to;
         synchronized (this) {
@@ -379,7 +300,7 @@ public final class StreamHarvest {
             }
             long atSource;
             try {
-                atSource = ledger.append(added);
+                atSource = log.appendLedger(added);
             } catch (RuntimeException e) {
                 synchronized (this) {
                     added.forEach(unsaved::putIfAbsent);
@@ -421,12 +342,12 @@ public final class StreamHarvest {
     }
 
     /**
-     * Records a failed delivery of each given message, in memory ({@link Store#retryLater}): a later read returns
+     * Records a failed delivery of each given message, in memory (the engine's failure record): a later read returns
      * the record with one more attempt and its next attempt time. Unknown ids are ignored.
      *
      * @param nextAttempts the time of the next attempt by id
      */
-    public synchronized void retryLater(Map<Long, Instant> nextAttempts) {
+    synchronized void retryLater(Map<Long, Instant> nextAttempts) {
         for (Map.Entry<Long, Instant> e : nextAttempts.entrySet()) {
             Objects.requireNonNull(e.getKey(), "id");
             Objects.requireNonNull(e.getValue(), "next attempt time");
@@ -444,7 +365,7 @@ public final class StreamHarvest {
      * @param ids the ids; unknown ones are left out
      * @return a new map of the pending messages found, by id
      */
-    public synchronized Map<Long, Pending> pending(Collection<Long> ids) {
+    synchronized Map<Long, Pending> pending(Collection<Long> ids) {
         Map<Long, Pending> found = new LinkedHashMap<>();
         for (Long id : ids) {
             Pending p = pending.get(id);
@@ -460,7 +381,7 @@ public final class StreamHarvest {
      *
      * @return the count, 0 or more
      */
-    public synchronized long pendingCount() {
+    synchronized long pendingCount() {
         return pending.size();
     }
 
@@ -469,7 +390,7 @@ public final class StreamHarvest {
      *
      * @return the commit time, or empty
      */
-    public synchronized Optional<Instant> oldestCommitTime() {
+    synchronized Optional<Instant> oldestCommitTime() {
         return pending.isEmpty() ? Optional.empty()
                 : Optional.of(pending.first().message().commitTime());
     }
@@ -480,15 +401,15 @@ public final class StreamHarvest {
      * @return true between the read that opened a stream and its failure or {@link #stop()}
      */
 
-    public synchronized boolean streaming() {
+    synchronized boolean streaming() {
         return stream != null;
     }
 
     /**
-     * Closes the stream and forgets every pending message ({@link CursorHarvest#harvestStopped}): the next read opens a new
+     * Closes the stream and forgets every pending message (the engine stopped harvesting): the next read opens a new
      * stream, which starts after the confirmed position. Idempotent.
      */
-    public void stop() {
+    void stop() {
         CommitStream s;
         synchronized (this) {
             s = stream;
@@ -505,117 +426,6 @@ public final class StreamHarvest {
         }
         if (s != null) {
             s.close();
-        }
-    }
-
-    /**
-     * The pending messages, by id: a ring of slots indexed by id, since ids are given consecutively and the window
-     * between the oldest pending message and the newest holds at most what the engine has in flight and queued.
-     * Finding, adding and removing a message cost an array access, where a {@code TreeMap} walked and rebalanced a
-     * tree for each of the hundreds of thousands of messages a second a drain finishes. A finished message leaves a
-     * hole until the oldest pending one moves past it. Not thread-safe (guarded by the harvest).
-     */
-    private static final class PendingWindow {
-        private Pending[] slots = new Pending[1024];
-        /** The id of the oldest slot of the window (pending, unless the window is empty), and one past the newest. */
-        private long head = 1;
-        private long end = 1;
-        private int size;
-
-        boolean isEmpty() {
-            return size == 0;
-        }
-
-        int size() {
-            return size;
-        }
-
-        /** Adds the message with the next id (any id when the window is empty). */
-        void append(Pending p) {
-            if (size == 0) {
-                head = p.id();
-                end = p.id();
-            } else if (p.id() != end) {
-                throw new IllegalStateException("ids must be consecutive: expected " + end + ", got " + p.id());
-            }
-            if (end - head >= slots.length) {
-                grow();
-            }
-            slots[slot(end)] = p;
-            end++;
-            size++;
-        }
-
-        Pending get(long id) {
-            return id < head || id >= end ? null : slots[slot(id)];
-        }
-
-        /** Replaces the pending message with the same id, if any. */
-        void replace(Pending p) {
-            if (get(p.id()) != null) {
-                slots[slot(p.id())] = p;
-            }
-        }
-
-        Pending remove(long id) {
-            Pending p = get(id);
-            if (p == null) {
-                return null;
-            }
-            slots[slot(id)] = null;
-            size--;
-            if (size == 0) {
-                head = end;
-            } else {
-                while (slots[slot(head)] == null) {
-                    head++;
-                }
-            }
-            return p;
-        }
-
-        /** The oldest pending message; the window must not be empty. */
-        Pending first() {
-            return slots[slot(head)];
-        }
-
-        /** The pending messages with ids from {@code from} to {@code to} inclusive, at most {@code max}. */
-        void forEach(long from, long to, int max, Consumer<Pending> action) {
-            int n = 0;
-            for (long id = Math.max(from, head), last = Math.min(to, end - 1); id <= last && n < max; id++) {
-                Pending p = slots[slot(id)];
-                if (p != null) {
-                    action.accept(p);
-                    n++;
-                }
-            }
-        }
-
-        /** How many pending messages have ids above {@code after}, counting to {@code max} at most. */
-        int countAbove(long after, int max) {
-            int n = 0;
-            for (long id = Math.max(after + 1, head); id < end && n < max; id++) {
-                n += slots[slot(id)] == null ? 0 : 1;
-            }
-            return n;
-        }
-
-        void clear() {
-            Arrays.fill(slots, null);
-            head = end;
-            size = 0;
-        }
-
-        private int slot(long id) {
-            return (int) (id & (slots.length - 1));
-        }
-
-        private void grow() {
-            Pending[] old = slots;
-            slots = new Pending[old.length * 2];
-            for (long id = head; id < end; id++) {
-                slots[slot(id)] = old[(int) (id & (old.length - 1))];
-            }
         }
     }
 }

@@ -1,7 +1,14 @@
-package dev.outbox.spi;
+package dev.outbox.internal;
 
 import dev.outbox.OutboxMessage;
 import dev.outbox.OutboxRecord;
+import dev.outbox.spi.CommitLog;
+import dev.outbox.spi.CommitStream;
+import dev.outbox.spi.IdRange;
+import dev.outbox.spi.MarkResult;
+import dev.outbox.spi.MarkedRow;
+import dev.outbox.spi.ReadResult;
+import dev.outbox.spi.StoreException;
 import org.junit.jupiter.api.Test;
 
 import java.nio.charset.StandardCharsets;
@@ -107,19 +114,68 @@ class StreamHarvestTest {
         }
     }
 
-    private static StreamHarvest harvest(Log log) {
-        return harvest(log, StreamHarvest.Ledger.NONE);
+    /** The store's ledger, as {@link CommitLog#appendLedger} and {@link CommitLog#loadLedger} keep it. */
+    private interface Ledger {
+        Ledger NONE = new Ledger() {
+            @Override
+            public long append(Map<Long, Long> finished) {
+                return 0;
+            }
+
+            @Override
+            public Map<Long, Long> load() {
+                return Map.of();
+            }
+        };
+
+        long append(Map<Long, Long> finished);
+
+        Map<Long, Long> load();
     }
 
-    private static StreamHarvest harvest(Log log, StreamHarvest.Ledger ledger) {
-        return new StreamHarvest(log::open, (id, m) -> m.payload().length == 0
-                ? new MarkResult.Rejected(id, "", "", 0, "empty message at " + m.position())
-                : new MarkedRow.Readable(new OutboxRecord(id, m.commitTime(),
-                OutboxMessage.of("t", "k", m.payload()), 0, null)), Duration.ZERO, ledger);
+    private static StreamHarvest harvest(Log log) {
+        return harvest(log, Ledger.NONE);
+    }
+
+    private static StreamHarvest harvest(Log log, Ledger ledger) {
+        return new StreamHarvest(new CommitLog() {
+            @Override
+            public CommitStream open() {
+                return log.open();
+            }
+
+            @Override
+            public MarkedRow decode(long id, CommitStream.StreamMessage m) {
+                return m.payload().length == 0
+                        ? new MarkResult.Rejected(id, "", "", 0, "empty message at " + m.position())
+                        : new MarkedRow.Readable(new OutboxRecord(id, m.commitTime(),
+                        OutboxMessage.of("t", "k", m.payload()), 0, null));
+            }
+
+            @Override
+            public Duration readWait() {
+                return Duration.ZERO;
+            }
+
+            @Override
+            public long appendLedger(Map<Long, Long> finished) {
+                return ledger.append(finished);
+            }
+
+            @Override
+            public Map<Long, Long> loadLedger() {
+                return ledger.load();
+            }
+
+            @Override
+            public void park(List<Parked> messages) {
+                throw new AssertionError("the harvest never parks: the view does");
+            }
+        });
     }
 
     /** A ledger in memory, as a database row would keep it. */
-    private static final class MemoryLedger implements StreamHarvest.Ledger {
+    private static final class MemoryLedger implements Ledger {
         final Log log;
         Map<Long, Long> kept = Map.of();
 
@@ -185,7 +241,7 @@ class StreamHarvestTest {
         MemoryLedger memory = new MemoryLedger(log);
         List<Map<Long, Long>> appended = new ArrayList<>();
         boolean[] fail = {true};
-        StreamHarvest harvest = harvest(log, new StreamHarvest.Ledger() {
+        StreamHarvest harvest = harvest(log, new Ledger() {
             @Override
             public long append(Map<Long, Long> finished) {
                 if (fail[0]) {
