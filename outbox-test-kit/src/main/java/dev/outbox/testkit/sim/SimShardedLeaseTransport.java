@@ -341,6 +341,7 @@ final class SimShardedLeaseTransport implements ShardedLeaderTransport {
         long now = sched.nanoTime();
         return name + " owns " + owned + (unannounced.isEmpty() ? "" : " unannounced " + unannounced)
                 + " pending " + pending.keySet() + " confirmed " + (confirmedFrom - now) + " renew "
-                + (nextRenew - now) + " balance " + (nextBalance - now) + (confirmRequested ? " confirm" : "");
+                + (nextRenew - now) + " balance " + (nextBalance - now) + (confirmRequested ? " confirm" : "")
+                + (asked ? " asked" : "");
     }
 }
