@@ -29,7 +29,8 @@ import java.util.concurrent.CompletionStage;
 /**
  * The leader of {@link FencedLeaderEndToEndTest}, in a JVM of its own so that the test can freeze it (SIGSTOP): a
  * dispatcher over a {@code PostgresStore} (storage fencing on, the default), a {@code KafkaMessageBroker} with a
- * transactional id (broker fencing on) and a {@code KafkaLeaderTransport}, with the test's tuning. It reads commands
+ * transactional id (broker fencing on) and a {@code KafkaLeaderTransport} or a {@code SqlLeaderTransport} (the
+ * lease in the database), with the test's tuning. It reads commands
  * on standard input: {@code HOLD} — from now on hold back the broker's acknowledgements (the records are on the
  * broker; the dispatcher hears of it only on {@code RELEASE}), as a leader paused between an acknowledgement and its
  * purge would; {@code HOLD_SENDS} — from now on hold back the sends themselves (the dispatcher believes them under
@@ -39,7 +40,7 @@ import java.util.concurrent.CompletionStage;
  * {@code SEND_HELD} for each send held, {@code RELEASED n}, {@code HELD_SENDS <held> <refused> <acknowledged>
  * <failed>} once Kafka has answered every send held back by {@code HOLD_SENDS} (how many were held, how many Kafka
  * refused as fenced, acknowledged, or failed otherwise), {@code FENCED <operation>} for every write the database
- * refused as fenced, {@code REFUSED_SENDS n} (the records Kafka refused so far as fenced) when sends are refused,
+ * refused as fenced, {@code PURGED n} for every purge it accepted, {@code REFUSED_SENDS n} (the records Kafka refused so far as fenced) when sends are refused,
  * {@code STOOD_DOWN}, {@code STATUS <status>} on each change of its health status. The sends held back go to Kafka with the header {@value #HELD_HEADER}, so that a consumer can
  * tell them from the successor's copies of the same records.
  * The database password comes from the environment ({@value #PASSWORD_VARIABLE}).
@@ -60,7 +61,7 @@ public final class FencedLeaderChild {
 
     /**
      * Arguments: JDBC URL, database user, Kafka bootstrap servers, data topic (names the transactional id), leader
-     * topic.
+     * topic, election ({@link Scenario.Election}'s name).
      */
     public static void main(String[] args) throws Exception {
         HikariConfig hc = new HikariConfig();
@@ -70,8 +71,8 @@ public final class FencedLeaderChild {
         hc.setMaximumPoolSize(4);
         hc.setConnectionTimeout(5_000);
         try (HikariDataSource pool = new HikariDataSource(hc)) {
-            Dispatcher dispatcher = FencedLeaderEndToEndTest.dispatcher("zombie", pool, args[2], args[4],
-                    FencedLeaderEndToEndTest.transactionalId(args[3]), kafka -> new HoldingBroker(kafka),
+            Dispatcher dispatcher = FencedLeaderEndToEndTest.dispatcher("zombie", pool, args[2],
+                    Scenario.Election.valueOf(args[5]), args[4], FencedLeaderEndToEndTest.transactionalId(args[3]), kafka -> new HoldingBroker(kafka),
                     new DispatcherListener() {
                         @Override
                         public void leaderAcquired(UUID leaderId) {
@@ -97,6 +98,11 @@ public final class FencedLeaderChild {
                 @Override
                 public void statusChanged(DispatcherHealth.Status status) {
                     report("STATUS " + status);
+                }
+
+                @Override
+                public void purged(int rows, Duration duration) {
+                    report("PURGED " + rows);
                 }
             });
             dispatcher.start();

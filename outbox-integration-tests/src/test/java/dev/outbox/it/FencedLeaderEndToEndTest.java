@@ -10,7 +10,9 @@ import dev.outbox.broker.kafka.KafkaMessageBroker;
 import dev.outbox.spi.DeliveryException;
 import dev.outbox.spi.MessageBroker;
 import dev.outbox.spi.StoreFencedException;
+import dev.outbox.spi.LeaderTransport;
 import dev.outbox.store.postgres.PostgresStore;
+import dev.outbox.store.sql.SqlLeaderTransport;
 import dev.outbox.testservers.JdbcServer;
 import dev.outbox.testservers.KafkaServer;
 import dev.outbox.testservers.TestServers;
@@ -20,8 +22,9 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -34,6 +37,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -55,6 +59,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  * a {@code read_committed} consumer) and the database its purges (each refusal counted); it stands down, nothing is
  * lost and no key goes backwards for a {@code read_committed} consumer. Its health then says STANDBY, not FENCED
  * (#42): it rejoined the election, and once the successor is closed it leads again.
+ *
+ * <p>Run under both elections ({@link Scenario.Election}): Kafka's leader group, whose session expires while the
+ * leader is frozen, and the database's lease ({@code SqlLeaderTransport}, #37), which lapses on the database's clock
+ * while the leader is frozen and which the successor takes, bumping the epoch the child's writes are fenced by. Either
+ * way the child's first write after SIGCONT is refused by the database: it reports no purge before its refusal.
  */
 @Timeout(value = 3, unit = TimeUnit.MINUTES)
 class FencedLeaderEndToEndTest {
@@ -62,21 +71,30 @@ class FencedLeaderEndToEndTest {
     private static final Duration WAIT = Duration.ofSeconds(60);
 
     /** The dispatchers' tuning: as the end-to-end scenarios'. */
-    static Dispatcher dispatcher(String name, HikariDataSource pool, String bootstrap, String leaderTopic,
-                                 String transactionalId, Function<KafkaMessageBroker, MessageBroker> wrap,
-                                 DispatcherListener listener) {
+    static Dispatcher dispatcher(String name, HikariDataSource pool, String bootstrap, Scenario.Election how,
+                                 String leaderTopic, String transactionalId,
+                                 Function<KafkaMessageBroker, MessageBroker> wrap, DispatcherListener listener) {
         PostgresStore store = PostgresStore.builder(pool).statementTimeout(Duration.ofSeconds(5)).build();
         KafkaMessageBroker kafka = KafkaMessageBroker.builder().bootstrapServers(bootstrap)
                 .deliveryTimeout(Scenario.DELIVERY_TIMEOUT).property("client.id", "fence-" + name)
                 .transactionalId(transactionalId).build();
-        KafkaLeaderTransport election = KafkaLeaderTransport.builder().bootstrapServers(bootstrap)
-                .topic(leaderTopic)
-                .dispatcherConfig(Scenario.CONFIG)
-                .deliveryTimeoutOf(kafka)
-                .consumerProperty("session.timeout.ms", (int) Scenario.SESSION_TIMEOUT.toMillis())
-                .consumerProperty("max.poll.interval.ms", (int) Scenario.SESSION_TIMEOUT.toMillis())
-                .consumerProperty("client.id", "fence-" + name + "-leader")
-                .build();
+        LeaderTransport election = how == Scenario.Election.DATABASE
+                // as the end-to-end scenarios' nodes: the lease as long as Kafka's session
+                ? SqlLeaderTransport.builder(store)
+                        .dispatcherConfig(Scenario.CONFIG)
+                        .deliveryTimeout(Scenario.DELIVERY_TIMEOUT)
+                        .leaseDuration(Scenario.SESSION_TIMEOUT)
+                        .renewInterval(Duration.ofMillis(400))
+                        .acquireInterval(Duration.ofMillis(200))
+                        .build()
+                : KafkaLeaderTransport.builder().bootstrapServers(bootstrap)
+                        .topic(leaderTopic)
+                        .dispatcherConfig(Scenario.CONFIG)
+                        .deliveryTimeoutOf(kafka)
+                        .consumerProperty("session.timeout.ms", (int) Scenario.SESSION_TIMEOUT.toMillis())
+                        .consumerProperty("max.poll.interval.ms", (int) Scenario.SESSION_TIMEOUT.toMillis())
+                        .consumerProperty("client.id", "fence-" + name + "-leader")
+                        .build();
         return Dispatcher.builder(store, wrap.apply(kafka)).leaderTransport(election).config(Scenario.CONFIG)
                 .name(name).listener(listener).build();
     }
@@ -86,11 +104,13 @@ class FencedLeaderEndToEndTest {
         return "outbox-" + topic;
     }
 
-    @Test
-    void aPausedLeadersSendsAreRefusedByKafkaAndItsPurgesByTheDatabaseOnceItsSuccessorTookOver() throws Exception {
+    @ParameterizedTest(name = "{0} election")
+    @EnumSource(Scenario.Election.class)
+    void aPausedLeadersSendsAreRefusedByKafkaAndItsPurgesByTheDatabaseOnceItsSuccessorTookOver(
+            Scenario.Election election) throws Exception {
         JdbcServer pg = TestServers.postgres();
         KafkaServer kafka = TestServers.kafka();
-        String url = pg.createDatabase("e2e_fence_sigstop");
+        String url = pg.createDatabase("e2e_fence_sigstop_" + election.name().toLowerCase(Locale.ROOT));
         String topic = "e2e-fence-sigstop-" + Long.toHexString(System.nanoTime() & 0xffffffL);
         kafka.createTopic(topic, 4);
         String leaderTopic = topic + "-leader";
@@ -103,7 +123,7 @@ class FencedLeaderEndToEndTest {
             List<String> reports = new CopyOnWriteArrayList<>();
             ProcessBuilder pb = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                     "-Xmx128m", "-cp", System.getProperty("java.class.path"), FencedLeaderChild.class.getName(),
-                    url, pg.username(), kafka.bootstrapServers(), topic, leaderTopic).redirectErrorStream(true);
+                    url, pg.username(), kafka.bootstrapServers(), topic, leaderTopic, election.name()).redirectErrorStream(true);
             pb.environment().put(FencedLeaderChild.PASSWORD_VARIABLE, pg.password());
             Process child = pb.start();
             Thread reader = readReports(child, reports);
@@ -131,7 +151,7 @@ class FencedLeaderEndToEndTest {
 
                 AtomicInteger refusedHere = new AtomicInteger();
                 AtomicInteger refusedSendsHere = new AtomicInteger();
-                successor = dispatcher("successor", successorPool, kafka.bootstrapServers(),
+                successor = dispatcher("successor", successorPool, kafka.bootstrapServers(), election,
                         leaderTopic, transactionalId(topic), k -> k, new DispatcherListener() {
                             @Override
                             public void failure(String operation, Throwable error) {
@@ -159,7 +179,8 @@ class FencedLeaderEndToEndTest {
                 await(() -> reports.stream().anyMatch(r -> r.startsWith("HELD_SENDS")),
                         "Kafka's answer to each of the child's held sends");
                 await(() -> reports.stream().anyMatch(r -> r.startsWith("FENCED")), "the child's refused purge");
-                // Its election stops it (the lapsed lease, then the lost partition): wait until it no longer leads.
+                // Its election stops it (the lapsed lease, then the lost partition or lease row): wait until it no
+                // longer leads.
                 await(() -> lastOf(reports, "LEADER", "STOOD_DOWN").equals("STOOD_DOWN")
                         && watcher.reached(lastSeq), "the child stood down");
                 String released = reports.stream().filter(r -> r.startsWith("RELEASED")).findFirst().orElseThrow();
@@ -188,10 +209,14 @@ class FencedLeaderEndToEndTest {
                 List<String> heldConsumed = heldRecordsConsumed(kafka.bootstrapServers(), topic);
                 assertThat(heldConsumed).as("the child's held sends seen by a read_committed consumer").isEmpty();
                 assertThat(refused).as("the child's writes refused by the database").isPositive();
-                // Its lease lapsed while it was frozen: it asks the group to reconfirm its assignment, which finds
-                // the partition gone, so it does not lead while the successor does and never takes an epoch from it.
-                assertThat(List.copyOf(reports).subList(reportsBeforeResume, reports.size()))
-                        .as("the resumed child's reports").doesNotContain("LEADER");
+                // Its lease lapsed while it was frozen: it asks its election to reconfirm it (Kafka's group, the
+                // lease row), which finds it gone, so it does not lead while the successor does and never takes an
+                // epoch from it; its first write after SIGCONT, the held acknowledgements' purge, was refused.
+                List<String> afterResume = List.copyOf(reports).subList(reportsBeforeResume, reports.size());
+                assertThat(afterResume).as("the resumed child's reports").doesNotContain("LEADER");
+                assertThat(afterResume.stream().filter(r -> r.startsWith("FENCED") || r.startsWith("PURGED"))
+                        .findFirst()).as("the resumed child's first write, in %s", afterResume)
+                        .hasValueSatisfying(r -> assertThat(r).startsWith("FENCED"));
                 assertThat(refusedHere.get()).as("the successor's writes refused (the child took an epoch)").isZero();
                 assertThat(successor.isLeader()).isTrue();
                 assertThat(admin.parked(10)).isEmpty();
@@ -204,7 +229,7 @@ class FencedLeaderEndToEndTest {
                 await(() -> List.copyOf(reports).subList(reportsBeforeHandOver, reports.size()).contains("LEADER")
                         && lastStatus(reports).equals("LEADER"), "the rejoined child leads again");
                 long leadsAgainMillis = (System.nanoTime() - resumed) / 1_000_000;
-                System.out.printf("storage and broker fencing, a leader paused (SIGSTOP) holding %d sends and %s"
+                System.out.printf("%s election: storage and broker fencing, a leader paused (SIGSTOP) holding %d sends and %s"
                         + " acknowledgements: the successor led %d ms after the pause; after SIGCONT Kafka refused %d"
                         + " of the %d held sends (%d of the child's sends in all: fenced producer), %d of them seen by"
                         + " a read_committed consumer, and the database %d of its purges; it stood down"
@@ -212,7 +237,7 @@ class FencedLeaderEndToEndTest {
                         + " read_committed: %d records consumed once each, %d copies in all, 0 lost, 0 per-key order"
                         + " violations; the resumed child reported STANDBY %d ms after SIGCONT and led again %d ms"
                         + " after it, once the successor was closed%n",
-                        heldSends, released.substring("RELEASED ".length()), (tookOver - paused) / 1_000_000,
+                        election, heldSends, released.substring("RELEASED ".length()), (tookOver - paused) / 1_000_000,
                         heldRefused, heldSends, refusedSends, heldConsumed.size(), refused, refusedHere.get(),
                         refusedSendsHere.get(), watcher.distinct(), watcher.records(), standbyMillis, leadsAgainMillis);
             } finally {

@@ -35,7 +35,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  *   <li>a crashed member's shards (gone without closing its transport) move once its leases or session lapsed, not
  *       before.</li>
  * </ul>
- * A subclass says how to make the members of one group ({@link #newGroup}) and what its timings promise.
+ * A subclass says how to make the members of one group ({@link #newGroup}) and what its timings promise: a dozen
+ * lines per transport, whether its shards are leases in a database or partitions handed out by Kafka's group
+ * coordinator.
  *
  * <p>Not for parallel execution within one class.
  */
@@ -208,7 +210,7 @@ public abstract class ShardedLeaderTransportContract {
         for (Member m : live) {
             assertThat(m.held()).as("%s keeps what it had", m.name).containsAll(before.get(m.name));
         }
-        System.out.printf("shard leases: six shards to one member in %d ms, spread over two in %d ms, over three in"
+        System.out.printf("shards: six shards to one member in %d ms, spread over two in %d ms, over three in"
                 + " %d ms; after one left, over two in %d ms%n", alone, two, three, left);
         assertExclusive();
     }

@@ -61,7 +61,8 @@ record H2Statements(String insert, String mark, String read, String lockKeys, St
                         + " AND expires_at >= CURRENT_TIMESTAMP AND (wanted_by IS NULL OR wanted_by = ?"
                         + " OR wanted_at IS NULL OR wanted_at < DATEADD(MICROSECOND, -CAST(? AS BIGINT),"
                         + " CURRENT_TIMESTAMP))",
-                "UPDATE " + l + " SET expires_at = " + later + " WHERE holder = ? AND expires_at >= CURRENT_TIMESTAMP");
+                "UPDATE " + l + " SET expires_at = " + later + " WHERE holder = ? AND expires_at >= CURRENT_TIMESTAMP",
+                "UPDATE " + l + " SET wanted_by = NULL, wanted_at = NULL WHERE wanted_by = ?");
     }
 
     /** The statements only this store runs, for {@code t}. */

@@ -119,7 +119,8 @@ record MySqlStatements(String candidates, String markLock, String markUpdate, St
                 "UPDATE " + l + " SET wanted_by = ?, wanted_at = UTC_TIMESTAMP(6) WHERE id = ? AND holder = ?"
                         + " AND expires_at >= UTC_TIMESTAMP(6) AND (wanted_by IS NULL OR wanted_by = ?"
                         + " OR wanted_at IS NULL OR wanted_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND)",
-                "UPDATE " + l + " SET expires_at = " + later + " WHERE holder = ? AND expires_at >= UTC_TIMESTAMP(6)");
+                "UPDATE " + l + " SET expires_at = " + later + " WHERE holder = ? AND expires_at >= UTC_TIMESTAMP(6)",
+                "UPDATE " + l + " SET wanted_by = NULL, wanted_at = NULL WHERE wanted_by = ?");
     }
 
     /** The statements {@code SqlStore} runs, for {@code t}. */

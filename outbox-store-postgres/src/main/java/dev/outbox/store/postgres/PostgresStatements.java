@@ -189,7 +189,8 @@ record PostgresStatements(String settings, String markSettings, String readSetti
                 "UPDATE " + l + " SET wanted_by = ?, wanted_at = now() WHERE id = ? AND holder = ?"
                         + " AND expires_at >= now() AND (wanted_by IS NULL OR wanted_by = ? OR wanted_at IS NULL"
                         + " OR wanted_at < now() - CAST(? AS bigint) * interval '1 microsecond')",
-                "UPDATE " + l + " SET expires_at = " + later + " WHERE holder = ? AND expires_at >= now()");
+                "UPDATE " + l + " SET expires_at = " + later + " WHERE holder = ? AND expires_at >= now()",
+                "UPDATE " + l + " SET wanted_by = NULL, wanted_at = NULL WHERE wanted_by = ?");
     }
 
     /** The transaction's statement timeout, a number formatted here, never user text. */

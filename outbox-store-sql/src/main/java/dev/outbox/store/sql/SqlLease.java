@@ -187,6 +187,16 @@ final class SqlLease {
         });
     }
 
+    /** Withdraws every request {@code wanter} made, on a live row or one released for it; returns how many. */
+    int withdraw(String wanter) {
+        return tx.inTransaction("withdrawing the requests for leases of " + table, prologue, handle -> {
+            try (PreparedStatement statement = tx.prepare(handle.getConnection(), sql.withdraw())) {
+                statement.setString(1, wanter);
+                return statement.executeUpdate();
+            }
+        });
+    }
+
     /** The unexpired holder of {@code row}, if any. */
     Optional<String> holder(int row) {
         return tx.inTransaction("reading the lease " + row + " of " + table, prologue, handle -> {

@@ -16,9 +16,10 @@ import java.util.Objects;
  * holder; {@code release} the row id, the holder; {@code holder} the row id; {@code rows} how long, in microseconds, a
  * request holds after it was last made (on a live row, and on a row released for the holder that asked for it), then
  * the highest row id; {@code want} the wanting holder, the row id, the current holder, the wanting holder again, how
- * long a request holds in microseconds; {@code renewAll} the lease in microseconds, the holder. {@code acquire},
- * {@code renew}, {@code release} and {@code want} are single-row updates whose update count says whether they took
- * effect; {@code renewAll}'s says how many rows it renewed.
+ * long a request holds in microseconds; {@code renewAll} the lease in microseconds, the holder; {@code withdraw} the
+ * holder that asked. {@code acquire}, {@code renew}, {@code release} and {@code want} are single-row updates whose
+ * update count says whether they took effect; {@code renewAll}'s says how many rows it renewed, {@code withdraw}'s how
+ * many requests it withdrew.
  *
  * @param createTable the DDL that creates the lease table if it does not exist, and adds the columns a table of an
  *                    earlier layout lacks ({@code wanted_at}), in order; idempotent
@@ -39,9 +40,12 @@ import java.util.Objects;
  *                    clears the mark, releasing it keeps it (the row is then reserved for the holder that asked, until
  *                    its request lapses)
  * @param renewAll    extends every unexpired lease of the holder to now plus the lease
+ * @param withdraw    clears the holder's requests ({@code wanted_by} and {@code wanted_at}) on every row, live or
+ *                    released for it: a member that closes stops counting as one at once, not a lease later
  */
 public record SqlLeaseStatements(List<String> createTable, String addRow, String acquire, String renew,
-                                 String release, String holder, String rows, String want, String renewAll) {
+                                 String release, String holder, String rows, String want, String renewAll,
+                                 String withdraw) {
 
     /**
      * Checks and copies the components; see the record's description for each.
@@ -55,6 +59,7 @@ public record SqlLeaseStatements(List<String> createTable, String addRow, String
      * @param rows        the rows' query; not null
      * @param want        the request for a row; not null
      * @param renewAll    the renewal of all of a holder's rows; not null
+     * @param withdraw    the withdrawal of a holder's requests; not null
      * @throws NullPointerException     if a component is null
      * @throws IllegalArgumentException if {@code createTable} is empty
      */
@@ -71,5 +76,6 @@ public record SqlLeaseStatements(List<String> createTable, String addRow, String
         Objects.requireNonNull(rows, "rows must not be null");
         Objects.requireNonNull(want, "want must not be null");
         Objects.requireNonNull(renewAll, "renewAll must not be null");
+        Objects.requireNonNull(withdraw, "withdraw must not be null");
     }
 }

@@ -43,15 +43,17 @@ import java.util.concurrent.locks.LockSupport;
  *   <li>A member below ⌊<i>N</i>/<i>w</i>⌋ with no free lease to take asks the busiest member (if it holds at least
  *       two more) for one of its shards: it marks that lease as wanted. Unlike KCL, it never steals a live lease: the
  *       owner would go on sending until it noticed. The request lapses a lease after it was made unless the member
- *       renews it, which it does every acquire interval while it is still short: a member that left (closed or
- *       crashed) stops counting as a member within a lease, and the others take their share of what is free.</li>
+ *       renews it, which it does every acquire interval while it is still short: a member that crashed stops
+ *       counting as a member within a lease (one that closes withdraws its request at once), and the others take
+ *       their share of what is free.</li>
  *   <li>An owner above ⌊<i>N</i>/<i>w</i>⌋ gives up the shards asked of it: it revokes them
  *       ({@link Listener#revoked}, which returns once their harvests drained) and only then releases their leases,
  *       which stay reserved for the member that asked until its request lapses (then anyone may take them): it
  *       takes them at its next try.</li>
  * </ul>
  * So a newcomer gets its share one shard per acquire interval or so, a member that leaves cleanly releases its
- * leases at once, and a crashed member's leases are taken once they expire, by then it has fenced itself. Why this
+ * leases and withdraws its request at once (it stops counting as a member), and a crashed member's leases are taken
+ * once they expire, by then it has fenced itself. Why this
  * scheme: it needs nothing but the lease table (no membership table, no coordinator to elect), every step is one
  * conditional single-row update, and a hand-over is either a drain before a release or an expiry — the two cases the
  * unsharded lease already proves.
@@ -435,12 +437,27 @@ public final class SqlShardedLeaderTransport implements ShardedLeaderTransport {
         return true;
     }
 
-    /** Releases every lease held (other members take them at their next try). Idempotent. */
+    /**
+     * Withdraws this member's request for a lease, if it made one (so that the others stop counting it as a member at
+     * their next try, not once the request lapsed), and releases every lease held (other members take them at their
+     * next try). Idempotent.
+     */
     @Override
     public void close() {
         Set<Integer> held = owned;
         owned = Set.of();
         pending.clear();
+        if (asked >= 0) {
+            asked = -1;
+            try {
+                if (lease.withdraw(token) > 0) {
+                    log.info("withdrew the request for a shard lease of {}", lease.table());
+                }
+            } catch (StoreException e) {
+                log.warn("could not withdraw the request for a shard lease of {}; it lapses a lease after it was"
+                        + " made: {}", lease.table(), e.getMessage());
+            }
+        }
         for (int shard : held) {
             try {
                 lease.release(shard + 1, token);

@@ -174,6 +174,23 @@ final class SimLeaseTable {
         return asked;
     }
 
+    /** Withdraws every request {@code wanter} made, on a live row or one released for it; returns how many. */
+    int withdraw(String member, String wanter) {
+        reach(member, "withdrawing its requests");
+        int n = 0;
+        for (Map.Entry<Integer, Row> e : rows.entrySet()) {
+            Row r = e.getValue();
+            if (wanter.equals(r.wantedBy)) {
+                r.wantedBy = null;
+                r.wantedAt = 0;
+                n++;
+                trace.accept("lease table: " + member + " withdraws its request for the lease " + e.getKey());
+            }
+        }
+        answer();
+        return n;
+    }
+
     /** Whether {@code r}'s request was made within a lease: as the SQL rows statement's {@code wanted_at} check. */
     private boolean requestHolds(Row r) {
         return r.wantedBy != null && sched.now() - r.wantedAt < leaseNanos;

@@ -23,7 +23,8 @@ import static dev.outbox.testkit.sim.SimShardBalance.sorted;
  * published before it began, if it came back within the renew interval; every acquire interval it reads the leases
  * and acts on {@link SimShardBalance}'s decision: gives up what others asked of it beyond its share (revoked, then
  * released once drained), takes free leases up to its share, asks the busiest member for one if short. A lease found
- * taken or expired is lost. Every set it hands the listener iterates in order, so that a run replays. Only the
+ * taken or expired is lost. Closing withdraws the member's request for a lease, if it made one, and releases its
+ * leases. Every set it hands the listener iterates in order, so that a run replays. Only the
  * simulation's workers call it.
  */
 final class SimShardedLeaseTransport implements ShardedLeaderTransport {
@@ -45,6 +46,8 @@ final class SimShardedLeaseTransport implements ShardedLeaderTransport {
     private long nextRenew;
     private long nextBalance;
     private boolean confirmRequested;
+    /** Whether this member asked for a lease: it withdraws its requests when it closes. */
+    private boolean asked;
 
     SimShardedLeaseTransport(SimScheduler sched, SimLeaseTable table, SimLeaseTimings timings, int shards, String name,
                              Consumer<String> trace) {
@@ -245,7 +248,7 @@ final class SimShardedLeaseTransport implements ShardedLeaderTransport {
 
     private void ask(String holder, int shard) {
         try {
-            table.want(name, shard + 1, token, holder);
+            asked |= table.want(name, shard + 1, token, holder);
         } catch (StoreException e) {
             // tried again at the next balance
         }
@@ -315,6 +318,15 @@ final class SimShardedLeaseTransport implements ShardedLeaderTransport {
         Set<Integer> held = owned;
         owned = Set.of();
         pending.clear();
+        if (asked) {
+            asked = false;
+            try {
+                table.withdraw(name, token);
+            } catch (StoreException e) {
+                trace.accept(name + ": could not withdraw its request for a shard lease; it lapses a lease after it"
+                        + " was made");
+            }
+        }
         for (int shard : held) {
             try {
                 table.release(name, shard + 1, token);
@@ -329,6 +341,7 @@ final class SimShardedLeaseTransport implements ShardedLeaderTransport {
         long now = sched.nanoTime();
         return name + " owns " + owned + (unannounced.isEmpty() ? "" : " unannounced " + unannounced)
                 + " pending " + pending.keySet() + " confirmed " + (confirmedFrom - now) + " renew "
-                + (nextRenew - now) + " balance " + (nextBalance - now) + (confirmRequested ? " confirm" : "");
+                + (nextRenew - now) + " balance " + (nextBalance - now) + (confirmRequested ? " confirm" : "")
+                + (asked ? " asked" : "");
     }
 }

@@ -215,13 +215,12 @@ public final class Simulation {
             }
             group = new SimLeaderGroup(sched, stalled::contains);
             if (config.databaseElection) {
-                leases = new SimLeaseElection(sched, SimLeaseTimings.of(config.engine.heartbeatTimeout(),
-                        config.engine.pollInterval(), config.deliveryTimeout), takeEpoch(), this::event,
-                        row -> {
+                leases = new SimLeaseElection(sched, config.engine, config.deliveryTimeout,
+                        SimLeaseElection.epochs(store, config.storageFencing, config.shards), this::event, row -> {
                             if (shardFaults != null) {
                                 shardFaults[row - 1]++;
                             }
-                        }, config.renewalAfterLapse);
+                        }, config.renewalAfterLapse, leaseEnvironment());
             }
             brokerLock = sched.newLock();
             resolved = brokerLock.newCondition();
@@ -288,19 +287,32 @@ public final class Simulation {
             }
         }
 
-        /**
-         * The lease table's epoch increment of a row, run with its take-over (the outbox's epoch for row 1 of an
-         * unsharded outbox, shard {@code row - 1}'s for a sharded one); null without storage fencing.
-         */
-        java.util.function.IntConsumer takeEpoch() {
-            if (!config.storageFencing || store == null) {
-                return null;
-            }
-            InMemoryStore fenced = store;
-            if (config.shards > 1) {
-                return row -> ((dev.outbox.spi.StorageFencing) fenced.shard(row - 1)).acquireEpoch();
-            }
-            return row -> fenced.acquireEpoch();
+        /** What the lease election's faults need of this run: its timed events, its dispatchers. */
+        SimLeaseElection.Environment leaseEnvironment() {
+            return new SimLeaseElection.Environment() {
+                @Override
+                public void later(long at, String label, Runnable action) {
+                    timed.add(new Timed(at, label, action));
+                }
+
+                @Override
+                public void closeDispatcher(String name) {
+                    leaving.add(name);
+                    DefaultDispatcher d = dispatchers.get(Integer.parseInt(name.substring(1)));
+                    sched.start(name + "-leaving", d::close);
+                }
+
+                @Override
+                public boolean leadsShards(String name, Set<Integer> shards) {
+                    ShardedDispatcher d = sharded.get(Integer.parseInt(name.substring(1)));
+                    for (int s : shards) {
+                        if (!d.shardDispatchers().get(s).isLeader()) {
+                            return false;
+                        }
+                    }
+                    return true;
+                }
+            };
         }
 
         /**
@@ -388,7 +400,12 @@ public final class Simulation {
             // A leader change only where it can matter: while a send is under way or a row waits for its purge.
             if (leases != null && leaderChanges > 0 && owner != null && !leaving.contains(owner)
                     && (!pending.isEmpty() || storeSize() > 0)) {
-                leaseActions(list, owner);
+                leases.offerHolderFaults(owner, dispatchers.size() - leaving.size() > 1,
+                        (label, fault) -> list.add(new Action(label, () -> {
+                            leaderChanges--;
+                            faults++;
+                            fault.run();
+                        })));
             } else if (leases == null && leaderChanges > 0 && owner != null
                     && (!pending.isEmpty() || storeSize() > 0)) {
                 list.add(new Action("revoke", () -> revoke(owner)));
@@ -525,52 +542,9 @@ public final class Simulation {
         // ---- leader election in the database
 
         /**
-         * The lease holder's faults: a clean close (its dispatcher drains and releases the lease, which a standby
-         * takes at its next try; only while another dispatcher stays), a cut from the database (its lease
-         * statements fail until its lease lapsed and a standby's next try passed), and a pause of the whole process
-         * past its lease.
-         */
-        void leaseActions(List<Action> list, String owner) {
-            if (dispatchers.size() - leaving.size() > 1) {
-                list.add(new Action("close the leader", () -> closeLeader(owner)));
-            }
-            list.add(new Action("cut the leader off the database", () -> cutOffLeader(owner)));
-            list.add(new Action("pause", () -> pauseLeaseHolder(owner)));
-        }
-
-        void closeLeader(String owner) {
-            leaderChanges--;
-            faults++;
-            leaving.add(owner);
-            event(owner + ": its dispatcher closes (a clean hand-over of the lease)");
-            DefaultDispatcher d = dispatchers.get(Integer.parseInt(owner.substring(1)));
-            sched.start(owner + "-leaving", d::close);
-        }
-
-        void cutOffLeader(String owner) {
-            leaderChanges--;
-            faults++;
-            leases.reach(owner, false);
-            SimLeaseTimings t = leases.timings();
-            long until = sched.now() + t.lease() + t.acquire() + config.engine.pollInterval().toNanos();
-            event("database: " + owner + " is cut off from the lease table until " + ms(until));
-            timed.add(new Timed(until, "database: " + owner + " reaches the lease table again",
-                    () -> leases.reach(owner, true)));
-        }
-
-        void pauseLeaseHolder(String owner) {
-            leaderChanges--;
-            faults++;
-            long until = sched.now() + leases.timings().lease() + config.engine.heartbeatTimeout().toNanos();
-            sched.pause(owner + "-", until);
-            event(owner + ": the whole process is paused until " + ms(until) + ", past its lease");
-        }
-
-        /**
          * A sharded outbox's leadership faults with shard leases in the database: a dispatcher joining or leaving
-         * (the members balance the leases among themselves), a dispatcher holding leases cut off from the database
-         * (its lease statements fail until its leases lapsed and another's next try passed), or paused past its
-         * leases — only one that acted on every lease it holds, as {@link #acted} says for the group.
+         * (the members balance the leases among themselves), and the lease holders' faults
+         * ({@link SimLeaseElection#offerShardFaults}).
          */
         void shardLeaseActions(List<Action> list) {
             List<String> live = new ArrayList<>();
@@ -586,55 +560,10 @@ public final class Simulation {
             if (live.size() > 1) {
                 list.add(new Action("leave", () -> leave(live)));
             }
-            List<String> holders = new ArrayList<>();
-            List<String> settled = new ArrayList<>();
-            for (String m : live) {
-                Set<Integer> held = leases.held(m, config.shards);
-                if (!held.isEmpty()) {
-                    holders.add(m);
-                    if (leaseActed(m, held)) {
-                        settled.add(m);
-                    }
-                }
-            }
-            if (!holders.isEmpty()) {
-                list.add(new Action("cut a dispatcher off the database", () -> {
-                    rebalances--;
-                    String name = holders.get(sched.choose(holders.size(), "cut off which " + holders));
-                    leases.held(name, config.shards).forEach(s -> shardFaults[s]++);
-                    leases.reach(name, false);
-                    SimLeaseTimings t = leases.timings();
-                    long until = sched.now() + t.lease() + t.acquire() + config.engine.pollInterval().toNanos();
-                    event("database: " + name + " is cut off from the lease table until " + ms(until));
-                    timed.add(new Timed(until, "database: " + name + " reaches the lease table again",
-                            () -> leases.reach(name, true)));
-                }));
-            }
-            if (!settled.isEmpty()) {
-                list.add(new Action("pause a dispatcher", () -> {
-                    rebalances--;
-                    String name = settled.get(sched.choose(settled.size(), "pause which " + settled));
-                    leases.held(name, config.shards).forEach(s -> shardFaults[s]++);
-                    long until = sched.now() + leases.timings().lease()
-                            + config.engine.heartbeatTimeout().toNanos();
-                    sched.pause(name + "-", until);
-                    event(name + ": the whole process is paused until " + ms(until) + ", past its leases");
-                }));
-            }
-        }
-
-        /** Whether {@code name} leads every shard whose lease it holds, and believes it holds just those. */
-        boolean leaseActed(String name, Set<Integer> held) {
-            if (!leases.owned(name).equals(held)) {
-                return false;
-            }
-            ShardedDispatcher d = sharded.get(Integer.parseInt(name.substring(1)));
-            for (int s : held) {
-                if (!d.shardDispatchers().get(s).isLeader()) {
-                    return false;
-                }
-            }
-            return true;
+            leases.offerShardFaults(live, config.shards, (label, fault) -> list.add(new Action(label, () -> {
+                rebalances--;
+                fault.run();
+            })));
         }
 
         // ---- a sharded outbox's leadership

@@ -193,11 +193,11 @@ class SimulationLeaseTest {
      * member counted the requester among the live members — also after it left — so d0 kept its ⌈N/2⌉ and took none
      * of the released leases: shards 0 and 3 were never led again and their records never delivered (G1). A request
      * now lapses a lease after its requester last made it (the requester renews it every acquire interval while it is
-     * still short), so d0 counts itself alone once d2's request lapsed and takes the released leases: every committed
-     * record reaches the broker.
+     * still short), for a member that cannot withdraw it; and a member that closes withdraws its request (d2 here), so
+     * d0 counts itself alone at its next try and takes the released leases: every committed record reaches the broker.
      */
     @Test
-    void aRequestLeftByAMemberThatLeftLapsesAndTheShardsAnotherMemberReleasedAreLedAgain() {
+    void aMemberThatAskedAndLeftStopsCountingAndTheShardsAnotherMemberReleasedAreLedAgain() {
         Simulation sim = new Simulation(SimulationTest.sharded(DispatcherConfig.Harvest.CURSOR, false)
                 .databaseElection().build());
         long seed = 131;
@@ -205,7 +205,8 @@ class SimulationLeaseTest {
         assertThat(o.trace()).as("seed %d reaches the stall's set-up (%s)", seed, sim.config())
                 .anyMatch(line -> line.contains("d2") && line.contains("asks for the lease"))
                 .anyMatch(line -> line.contains("d2 leaves: its dispatcher closes"))
-                .anyMatch(line -> line.contains("d1 leaves: its dispatcher closes"));
+                .anyMatch(line -> line.contains("d1 leaves: its dispatcher closes"))
+                .anyMatch(line -> line.contains("lease table: d2 withdraws its request for the lease"));
         assertThat(o.violations()).as("seed %d (%s):%n%s", seed, sim.config(), o.report()).isEmpty();
         java.util.Set<Long> committed = new java.util.TreeSet<>();
         java.util.Set<Long> reached = new java.util.TreeSet<>();
@@ -230,10 +231,11 @@ class SimulationLeaseTest {
         assertThat(committed).as("seed %d commits records", seed).hasSizeGreaterThan(poison.size());
         assertThat(undelivered).as("seed %d: committed records that never reached the broker (G1)%n%s", seed,
                 o.report()).isEmpty();
-        assertThat(o.trace()).as("d0 took the leases d1 released once d2's request lapsed")
+        assertThat(o.trace()).as("d0 took the leases d1 released once d2 withdrew its request")
                 .anyMatch(line -> line.contains("lease table: d0 takes the lease 1 (d0)"))
                 .anyMatch(line -> line.contains("lease table: d0 takes the lease 4 (d0)"));
-        System.out.printf("closed gap (shard leases: a departed member's request lapses), sharded seed %d (%s):"
+        System.out.printf("closed gap (shard leases: a departed member's request is withdrawn or lapses), sharded"
+                + " seed %d (%s):"
                 + " committed %s, reached the broker %s, poison %s, no violation%n", seed, sim.config(), committed,
                 reached, poison);
     }
