@@ -121,8 +121,7 @@ public final class InMemoryStreamStore implements Store, CommitLog, ParkedRecord
         synchronized (this) {
             busySince = -1;
         }
-        s = new FaultyStream(s);
-        return confirmOnRead ? new ConfirmingOnRead(s) : s;
+        return new PlannedStream(s, confirmOnRead);
     }
 
     @Override
@@ -310,12 +309,18 @@ public final class InMemoryStreamStore implements Store, CommitLog, ParkedRecord
         }
     }
 
-    /** Applies the {@code READ} faults at each poll: the stream is lost, before or after its status update. */
-    private final class FaultyStream implements CommitStream {
+    /**
+     * The stream as this process sees it: the {@code READ} faults at each poll (the stream is lost, before or after its
+     * status update) and, if planted, the bug that confirms the stream up to the end of the last message each poll
+     * returned.
+     */
+    private final class PlannedStream implements CommitStream {
         private final CommitStream s;
+        private final boolean confirmOnRead;
 
-        FaultyStream(CommitStream s) {
+        PlannedStream(CommitStream s, boolean confirmOnRead) {
             this.s = s;
+            this.confirmOnRead = confirmOnRead;
         }
 
         @Override
@@ -328,45 +333,16 @@ public final class InMemoryStreamStore implements Store, CommitLog, ParkedRecord
                     throw new StoreException("injected fault: the replication stream failed", null, true);
                 }
             }
-            return s.poll(max, wait);
+            List<StreamMessage> got = s.poll(max, wait);
+            if (confirmOnRead && !got.isEmpty()) {
+                s.confirm(got.get(got.size() - 1).endPosition());
+            }
+            return got;
         }
 
         @Override
         public void wakeup() {
             s.wakeup();
-        }
-
-        @Override
-        public void confirm(long position) {
-            s.confirm(position);
-        }
-
-        @Override
-        public long readPosition() {
-            return s.readPosition();
-        }
-
-        @Override
-        public void close() {
-            s.close();
-        }
-    }
-
-    /** The planted bug: confirms the stream up to the end of the last message each poll returned. */
-    private static final class ConfirmingOnRead implements CommitStream {
-        private final CommitStream s;
-
-        ConfirmingOnRead(CommitStream s) {
-            this.s = s;
-        }
-
-        @Override
-        public List<StreamMessage> poll(int max, Duration wait) {
-            List<StreamMessage> got = s.poll(max, wait);
-            if (!got.isEmpty()) {
-                s.confirm(got.get(got.size() - 1).endPosition());
-            }
-            return got;
         }
 
         @Override
