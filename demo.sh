@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs the orders demo (outbox-examples) on an embedded PostgreSQL and an in-process Kafka: nothing to install
-# but a JDK 17+. Options go to the demo: ./demo.sh --help
+# but a JDK 17+. With --broker rabbitmq it publishes to RabbitMQ instead (Debian's rabbitmq-server, started as a node
+# of the demo's own; the leader elected in Postgres). Options go to the demo: ./demo.sh --help
 set -eu
 cd "$(dirname "$0")"
 root=$(pwd)

@@ -95,8 +95,8 @@ public final class Benchmark {
                 }
             }
             report.throughput = runs;
-            if (java.util.stream.Stream.of("latency", "latency-txn", "latency-wal", "latency-handlers", "latency-shards", "latency-poll",
-                    "latency-mark").anyMatch(options::runs) && !options.latencyJitWarmup.isZero()) {
+            if (java.util.stream.Stream.of("latency", "latency-txn", "latency-wal", "latency-handlers", "latency-rabbitmq", "latency-shards",
+                    "latency-poll", "latency-mark").anyMatch(options::runs) && !options.latencyJitWarmup.isZero()) {
                 Progress.say("latency warm-up: %s at 5,000 and %s at 100 records/s (not recorded) ...",
                         options.latencyJitWarmup, options.latencyJitWarmup);
                 LatencyScenario.warmUp(env, options);
@@ -158,6 +158,20 @@ public final class Benchmark {
                     Progress.say("latency at %,d/s, in-process handlers: commit->ack p50 %.1f ms, p99 %.1f ms,"
                                     + " max %.1f ms; %s", rate, result.commitToAck().p50(), result.commitToAck().p99(),
                             result.commitToAck().max(), result.sustainable() ? "sustainable" : "NOT sustainable");
+                    report.latency.add(result);
+                    ThroughputScenarios.settle();
+                }
+            }
+            if (options.runs("latency-rabbitmq")) {
+                LatencyScenario latency = new LatencyScenario(env, options);
+                for (int rate : options.rates) {
+                    Progress.say("latency at %,d records/s offered, RabbitMQ ...", rate);
+                    LatencyScenario.Result result = latency.runRabbitMq(rate);
+                    Progress.say("latency at %,d/s, RabbitMQ: commit->ack p50 %.1f ms, p99 %.1f ms, max %.1f ms"
+                                    + " (commit->send p50 %.1f ms; send->ack p50 %.1f ms); %s", rate,
+                            result.commitToAck().p50(), result.commitToAck().p99(), result.commitToAck().max(),
+                            result.commitToSend().p50(), result.sendToAck().p50(),
+                            result.sustainable() ? "sustainable" : "NOT sustainable");
                     report.latency.add(result);
                     ThroughputScenarios.settle();
                 }

@@ -32,8 +32,8 @@ import java.util.concurrent.Callable;
 final class BenchmarkOptions implements Callable<Integer> {
     static final List<String> ALL_SCENARIOS = List.of("writer-cost", "drain", "drain-txn", "drain-eos", "drain-unfenced", "drain-mark", "drain-wal",
             "drain-handlers", "drain-rabbitmq", "drain-shards", "drain-shards-2", "database", "cursor", "wal-ceiling",
-            "broker", "broker-rabbitmq", "naive", "latency", "latency-txn", "latency-wal", "latency-handlers", "latency-poll", "latency-mark",
-            "poison", "takeover", "takeover-shards", "inbox");
+            "broker", "broker-rabbitmq", "naive", "latency", "latency-txn", "latency-wal", "latency-handlers", "latency-rabbitmq", "latency-poll",
+            "latency-mark", "poison", "takeover", "takeover-shards", "inbox");
     /** The scenarios of the WAL harvest: Postgres only ({@code all} leaves them out on MySQL and MariaDB). */
     static final List<String> WAL_SCENARIOS = List.of("writer-cost", "drain-wal", "wal-ceiling", "latency-wal");
     /** The poison scenario's offered rate and healthy keys: one failing key among 1,000 at 5,000 records/s. */
@@ -69,7 +69,7 @@ final class BenchmarkOptions implements Callable<Integer> {
             converter = Scenario.class,
             description = "Any of writer-cost,drain,drain-txn,drain-eos,drain-unfenced,drain-mark,drain-nopurge,drain-wal,"
                     + "drain-handlers,drain-rabbitmq,drain-shards,drain-shards-2,database,cursor,broker-rabbitmq,"
-                    + "wal-ceiling,broker,naive,latency,latency-txn,latency-wal,latency-handlers,latency-poll,"
+                    + "wal-ceiling,broker,naive,latency,latency-txn,latency-wal,latency-handlers,latency-rabbitmq,latency-poll,"
                     + "latency-mark,latency-shards,"
                     + "poison,takeover,"
                     + "takeover-shards,inbox, or"
@@ -82,7 +82,8 @@ final class BenchmarkOptions implements Callable<Integer> {
                     + " and latency-wal the WAL harvest (Postgres); drain-handlers and latency-handlers the cursor"
                     + " harvest into in-process handlers (HandlerMessageBroker, a handler doing nothing) instead of"
                     + " Kafka; drain-rabbitmq the cursor drain into RabbitMQ (publisher confirms, a per-key"
-                    + " topology) and broker-rabbitmq the node's ceiling (a bare publisher with confirms);"
+                    + " topology), latency-rabbitmq the latency scenario into it (read back from the queues), and"
+                    + " broker-rabbitmq the node's ceiling (a bare publisher with confirms);"
                     + " drain-nopurge is the cursor drain with every purge"
                     + " skipped (an upper bound on what a cheaper purge could give; not in all); wal-ceiling is the WAL"
                     + " stream read and confirmed with no broker; writer-cost is the"

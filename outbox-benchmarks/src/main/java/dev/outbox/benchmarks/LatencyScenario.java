@@ -101,6 +101,10 @@ final class LatencyScenario {
     static final String HANDLERS_VARIANT = "in-process handlers, ";
     /** Set around {@link #runHandlers}: the variant says so. */
     private boolean handlers;
+    /** The prefix of a run's variant whose records go to RabbitMQ instead of Kafka. */
+    static final String RABBITMQ_VARIANT = "RabbitMQ, ";
+    /** Set around {@link #runRabbitMq}: the variant says so. */
+    private boolean rabbitMq;
 
     /** {@link #run(int)} with the environment's brokers transactional (the caller sets them so); the variant says so. */
     Result runTransactional(int rate) throws Exception {
@@ -122,6 +126,20 @@ final class LatencyScenario {
             return run(rate);
         } finally {
             handlers = false;
+        }
+    }
+
+    /**
+     * {@link #run(int)} into RabbitMQ ({@link RabbitMqScenarios#latencyPath}: {@code RabbitMqMessageBroker} with
+     * publisher confirms to a per-key topology): acknowledgement is the node's confirm, consumption a consumer's
+     * delivery from the key's queue.
+     */
+    Result runRabbitMq(int rate) throws Exception {
+        rabbitMq = true;
+        try {
+            return run(rate);
+        } finally {
+            rabbitMq = false;
         }
     }
 
@@ -215,7 +233,9 @@ final class LatencyScenario {
             store = polling || !Boolean.parseBoolean(System.getProperty("bench.notify", "true"))
                     ? env.database().pollingStore() : env.store();
         }
-        String topic = env.newTopic("latency-" + rate);
+        RabbitMqScenarios.LatencyPath rabbit = rabbitMq
+                ? new RabbitMqScenarios(env, options, null).latencyPath("latency-" + rate) : null;
+        String topic = rabbit != null ? rabbit.exchange() : env.newTopic("latency-" + rate);
         int perTx = options.recordsPerTx(rate);
         int writers = options.writers;
         long warmNanos = options.latencyWarmup.toNanos();
@@ -231,11 +251,11 @@ final class LatencyScenario {
         AtomicLongArray consumed = new AtomicLongArray(capacity);
         AtomicLong ackCount = new AtomicLong();
 
-        ConsumerLoop consumer = new ConsumerLoop(handlers ? null : env.kafka().bootstrapServers(), topic, base,
-                consumed, capacity);
+        ConsumerLoop consumer = new ConsumerLoop(handlers || rabbit != null ? null : env.kafka().bootstrapServers(),
+                topic, base, consumed, capacity);
         MessageBroker real = handlers
                 ? ThroughputScenarios.noOpHandlers(topic, (value, record) -> consumer.arrived(value))
-                : env.newBroker("bench-latency");
+                : rabbit != null ? rabbit.broker() : env.newBroker("bench-latency");
         AtomicLong poisonFailures = new AtomicLong();
         MessageBroker sending = !poison ? real : new PoisonBroker(real, poisonFailures);
         TimingBroker.AckListener timing = new TimingBroker.AckListener() {
@@ -262,6 +282,9 @@ final class LatencyScenario {
                 .name("bench-latency")
                 .build();
         consumer.start();
+        if (rabbit != null) {
+            rabbit.consume(consumer::arrived);
+        }
         dispatcher.start();
 
         AtomicLong sequences = new AtomicLong();
@@ -290,6 +313,9 @@ final class LatencyScenario {
         if (failure.get() != null) {
             dispatcher.close();
             consumer.stop();
+            if (rabbit != null) {
+                rabbit.close();
+            }
             throw new IllegalStateException("writer failed: " + failure.get(), failure.get());
         }
         long total = Math.min(sequences.get(), capacity);
@@ -301,6 +327,9 @@ final class LatencyScenario {
         double drainAfter = (System.nanoTime() - writersDone) / 1e9;
         dispatcher.close();
         consumer.stop();
+        if (rabbit != null) {
+            rabbit.close();
+        }
 
         long measuredFrom = start - base + 1 + warmNanos;
         Histogram toAck = histogram();
@@ -355,6 +384,7 @@ final class LatencyScenario {
                 sustainable, drainAfter, (poison ? "poison, " : "")
                 + (harvest == DispatcherConfig.Harvest.MARK ? MARK_VARIANT : "") + (wal ? WAL_VARIANT : "")
                 + (transactional ? TXN_VARIANT : "") + (handlers ? HANDLERS_VARIANT : "")
+                + (rabbitMq ? RABBITMQ_VARIANT : "")
                 + (polling ? POLL_VARIANT : "") + (shards > 1 ? shards + " shards, " : "")
                 + keyCount + " keys",
                 poisonFailures.get());

@@ -4,10 +4,12 @@ import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
+import com.rabbitmq.client.DeliverCallback;
 import com.rabbitmq.client.MessageProperties;
 import dev.outbox.broker.rabbitmq.RabbitMqMessageBroker;
 import dev.outbox.broker.rabbitmq.RabbitMqTopology;
 
+import java.time.Duration;
 import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentSkipListSet;
 import java.util.concurrent.CountDownLatch;
@@ -15,13 +17,16 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 
 /**
  * The RabbitMQ lines, next to Kafka's in the same run: {@code drain-rabbitmq} is the cursor drain (the same backlog,
  * store and Dispatcher as {@code drain}) into {@link RabbitMqMessageBroker}, and {@code broker-rabbitmq} the node's own
  * ceiling — a bare publisher with confirms, the same message shape, at most five times the Dispatcher's in-flight
- * window unconfirmed, as {@code broker} is Kafka's. Both publish persistent messages to a per-key topology
- * ({@link RabbitMqTopology#perKey}, one durable queue per --partitions), deleted after the run. The node is Debian's
+ * window unconfirmed, as {@code broker} is Kafka's; {@code latency-rabbitmq} is {@code latency} (the same writers,
+ * store and Dispatcher) into RabbitMQ, read back by a consumer of every queue ({@link #latencyPath}). All publish
+ * persistent messages to a per-key topology ({@link RabbitMqTopology#perKey}, one durable queue per --partitions),
+ * deleted after the run. The node is Debian's
  * {@code rabbitmq-server} started by the test servers, on the same machine.
  */
 final class RabbitMqScenarios {
@@ -91,6 +96,60 @@ final class RabbitMqScenarios {
         long ok = acked.get();
         return new ThroughputScenarios.Run("broker-rabbitmq", ok, (lastAck.get() - started) / 1e9, -1, 0,
                 (nacked.get() == 0 ? "" : nacked.get() + " nacked; ") + cpuUsed);
+    }
+
+    /**
+     * The RabbitMQ path of one {@code latency-rabbitmq} run: a per-key topology named after {@code prefix}, the
+     * broker the Dispatcher publishes with, and (once {@link LatencyPath#consume consuming}) a consumer of every queue.
+     */
+    LatencyPath latencyPath(String prefix) throws Exception {
+        RabbitMqTopology topology = declare(prefix);
+        RabbitMqMessageBroker broker = RabbitMqMessageBroker.builder().uri(env.rabbitMq().uri())
+                .connectionName("bench-" + prefix).build();
+        return new LatencyPath(topology, broker);
+    }
+
+    /** What {@link #latencyPath} made; {@link #close()} closes the consumer and the broker and deletes the topology. */
+    final class LatencyPath implements AutoCloseable {
+        private final RabbitMqTopology topology;
+        private final RabbitMqMessageBroker broker;
+        private Connection consumer;
+
+        private LatencyPath(RabbitMqTopology topology, RabbitMqMessageBroker broker) {
+            this.topology = topology;
+            this.broker = broker;
+        }
+
+        /** The exchange: the records' topic. */
+        String exchange() {
+            return topology.exchange();
+        }
+
+        RabbitMqMessageBroker broker() {
+            return broker;
+        }
+
+        /** Consumes every queue (automatic acknowledgement), handing each message's body to {@code arrived}. */
+        void consume(Consumer<byte[]> arrived) throws Exception {
+            consumer = factory().newConnection("bench-latency-consumer");
+            DeliverCallback deliver = (tag, delivery) -> arrived.accept(delivery.getBody());
+            for (String queue : topology.queues()) {
+                consumer.createChannel().basicConsume(queue, true, deliver, tag -> { });
+            }
+        }
+
+        @Override
+        public void close() {
+            try {
+                if (consumer != null) {
+                    consumer.close(5_000);
+                }
+            } catch (Exception e) {
+                Progress.say("could not close the RabbitMQ consumer: %s", e);
+            }
+            broker.close(Duration.ofSeconds(5));
+            delete(topology);
+        }
     }
 
     /** A confirm for {@code tag} (and every earlier one if {@code multiple}): counted, the window reopened. */

@@ -479,6 +479,7 @@ final class Report {
                     + (l.variant().contains(LatencyScenario.WAL_VARIANT) ? "_wal" : "")
                     + (l.variant().contains(LatencyScenario.POLL_VARIANT) ? "_poll" : "")
                     + (l.variant().contains(LatencyScenario.HANDLERS_VARIANT) ? "_handlers" : "")
+                    + (l.variant().contains(LatencyScenario.RABBITMQ_VARIANT) ? "_rabbitmq" : "")
                     + (l.variant().contains(" shards, ") ? "_shards" : "")
                     + (l.variant().endsWith(" " + options.keys + " keys") || l.variant().equals(options.keys + " keys")
                     ? "" : "_keys_" + l.variant().replaceAll("\\D", ""));

@@ -65,7 +65,8 @@ class BenchmarkSmokeTest {
         assertThat(report.throughput.get("drain-handlers").get(0).records()).isEqualTo(3000);
         assertThat(report.throughput.get("drain-handlers").get(0).left()).isZero();
         assertThat(report.latency).as("--rates 500 with each harvest (cursor, transactional producer, WAL, in-process"
-                + " handlers, polling, mark), then the poison scenario without and with the poison key").hasSize(8).allSatisfy(l -> {
+                + " handlers, RabbitMQ, polling, mark), then the poison scenario without and with the poison key")
+                .hasSize(9).allSatisfy(l -> {
             assertThat(l.unacknowledged()).isZero();
             assertThat(l.commitToAck().count()).isPositive();
         });
@@ -89,10 +90,13 @@ class BenchmarkSmokeTest {
         assertThat(report.latency.get(2).variant()).startsWith(LatencyScenario.WAL_VARIANT);
         assertThat(report.latency.get(3).variant()).startsWith(LatencyScenario.HANDLERS_VARIANT);
         assertThat(report.latency.get(3).commitToConsume().count()).as("handled").isPositive();
-        assertThat(report.latency.get(4).variant()).startsWith(LatencyScenario.POLL_VARIANT);
-        assertThat(report.latency.get(5).variant()).startsWith(LatencyScenario.MARK_VARIANT);
-        assertThat(report.latency.get(7).poisoned()).isTrue();
-        assertThat(report.latency.get(7).poisonFailures()).isPositive();
+        assertThat(report.latency.get(4).variant()).startsWith(LatencyScenario.RABBITMQ_VARIANT);
+        assertThat(report.latency.get(4).commitToConsume().count()).as("consumed from RabbitMQ")
+                .isEqualTo(report.latency.get(4).measured());
+        assertThat(report.latency.get(5).variant()).startsWith(LatencyScenario.POLL_VARIANT);
+        assertThat(report.latency.get(6).variant()).startsWith(LatencyScenario.MARK_VARIANT);
+        assertThat(report.latency.get(8).poisoned()).isTrue();
+        assertThat(report.latency.get(8).poisonFailures()).isPositive();
         assertThat(report.text()).contains("Writer cost", "table INSERT", "WAL emit", "wal_level=logical",
                 "synchronous_commit=on", "Dispatcher -> Kafka (cursor harvest)", "(mark harvest)", "(WAL harvest)",
                 "WAL ceiling", "Dispatcher -> in-process handlers",
@@ -102,7 +106,8 @@ class BenchmarkSmokeTest {
         assertThat(Files.readString(out.resolve("results.csv"))).startsWith("section,scenario,run,metric,value\n")
                 .contains("throughput,drain,1,records_per_s,", "throughput,drain-wal,1,records_per_s,",
                         "latency,rate_500_wal,1,commit_to_ack_p50_ms,", "latency,rate_500_poll,1,commit_to_ack_p50_ms,",
-                        "latency,rate_500_handlers,1,commit_to_ack_p50_ms,", "throughput,drain-handlers,1,records_per_s,",
+                        "latency,rate_500_handlers,1,commit_to_ack_p50_ms,",
+                        "latency,rate_500_rabbitmq,1,commit_to_ack_p50_ms,", "throughput,drain-handlers,1,records_per_s,",
                         "writer_cost,sync_on_n_10,1,wal_commits_per_s,", "writer_cost,sync_on_n_10,1,table_notify_commits_per_s,",
                         "consumer,inbox,1,records_per_s,", "takeover,close,1,first_ack_s,",
                         "takeover,database-close,1,first_ack_s,", "takeover,database-shards,1,moved_s,");

@@ -8,7 +8,6 @@ import dev.outbox.ParkedRecord;
 import dev.outbox.broker.kafka.KafkaLeaderTransport;
 import dev.outbox.spi.LeaderTransport;
 import dev.outbox.store.sql.SqlLeaderTransport;
-import dev.outbox.broker.kafka.KafkaMessageBroker;
 import dev.outbox.store.postgres.PostgresStore;
 import dev.outbox.store.postgres.WalHarvest;
 import dev.outbox.testkit.LeadershipTimeline;
@@ -24,7 +23,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * One harvesting "process" of a scenario: its own connection pool (the dispatchers' database user, and an
  * {@code ApplicationName} of its own), a {@code PostgresStore} (harvesting its table, or streaming the scenario's
  * replication slot over a replication connection with the same user and {@code ApplicationName}), a
- * {@code KafkaMessageBroker}, a {@code KafkaLeaderTransport} in the scenario's leader group (or a
+ * {@code MessageBroker} from the scenario's {@link DataBroker} ({@code KafkaMessageBroker} on the reference path), a
+ * {@code KafkaLeaderTransport} in the scenario's leader group (or a
  * {@code SqlLeaderTransport} on the outbox's lease table, per {@link Settings#election()}), and the {@link Dispatcher}
  * over them. Each adapter is wrapped ({@link NodeStore}, {@link NodeBroker},
  * {@link NodeTransport}) to log what it does and to {@linkplain #crash crash} like a killed process.
@@ -68,11 +68,8 @@ final class Node implements AutoCloseable {
         }
         PostgresStore pg = storeBuilder.build();
         this.store = new NodeStore(name, pg, log);
-        KafkaMessageBroker kafka = KafkaMessageBroker.builder().bootstrapServers(settings.bootstrap())
-                .deliveryTimeout(settings.deliveryTimeout())
-                .property("client.id", client)
-                .build();
-        this.broker = new NodeBroker(name, kafka, log);
+        this.broker = new NodeBroker(name, settings.broker().newBroker(client, settings.deliveryTimeout(),
+                Scenario.MAX_MESSAGE_BYTES), log);
         LeaderTransport election = settings.election() == Scenario.Election.DATABASE
                 // The lease on the node's own pool: killing the node's sessions kills its renewals' too.
                 ? SqlLeaderTransport.builder(pg)
@@ -82,10 +79,10 @@ final class Node implements AutoCloseable {
                         .renewInterval(Duration.ofMillis(400))
                         .acquireInterval(Duration.ofMillis(200))
                         .build()
-                : KafkaLeaderTransport.builder().bootstrapServers(settings.bootstrap())
+                : KafkaLeaderTransport.builder().bootstrapServers(settings.broker().kafkaBootstrap())
                         .topic(settings.leaderTopic())
                         .dispatcherConfig(settings.config())
-                        .deliveryTimeoutOf(kafka)
+                        .deliveryTimeout(settings.deliveryTimeout())
                         .consumerProperty("session.timeout.ms", (int) settings.sessionTimeout().toMillis())
                         .consumerProperty("max.poll.interval.ms", (int) settings.sessionTimeout().toMillis())
                         .consumerProperty("client.id", client + "-leader")

@@ -11,10 +11,11 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * One dispatcher's broker as the scenario sees it: a real {@code KafkaMessageBroker} whose every send is logged
- * in the scenario's {@link SendLog}, and which can {@linkplain #crash() crash}: the producer is closed at once,
- * without flushing (records not yet acknowledged fail, what was on the wire may or may not land), and nothing
- * is sent any more — what a killed process does to its producer.
+ * One dispatcher's broker as the scenario sees it: a real broker (a {@code KafkaMessageBroker}, or another
+ * {@link DataBroker}'s) whose every send is logged in the scenario's {@link SendLog}, and which can
+ * {@linkplain #crash() crash}: the client is closed at once, without flushing (records not yet acknowledged fail,
+ * what was on the wire may or may not land), and nothing is sent any more — what a killed process does to its
+ * producer.
  */
 final class NodeBroker implements MessageBroker {
     private final String node;

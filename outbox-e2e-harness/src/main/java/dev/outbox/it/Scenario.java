@@ -13,14 +13,6 @@ import dev.outbox.testkit.LeadershipTimeline;
 import dev.outbox.testservers.JdbcServer;
 import dev.outbox.testservers.KafkaServer;
 import dev.outbox.testservers.TestServers;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.admin.AlterConfigOp;
-import org.apache.kafka.clients.admin.ConfigEntry;
-import org.apache.kafka.clients.admin.ListOffsetsResult;
-import org.apache.kafka.clients.admin.OffsetSpec;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.config.ConfigResource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -50,7 +42,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * One end-to-end run of the reference path: a fresh database and data topic, concurrent {@link Writers}
  * committing business rows and outbox messages, three {@link Node}s (dispatchers) electing their leader over
- * one Kafka leader group, and a {@link TopicWatcher} consuming the data topic. A test drives it — traffic,
+ * one Kafka leader group (or a lease in the database, {@link Election}), and a {@link DataWatcher} consuming the data
+ * topic. The data path's broker is Kafka, or another behind the {@link DataBroker} seam (RabbitMQ in the integration
+ * tests); the leader group needs Kafka. A test drives it — traffic,
  * poison records, faults — and {@link #finish()} stops the writers, waits until everything committed has been
  * consumed, closes the nodes and checks the guarantees:
  * <ul>
@@ -256,7 +250,7 @@ final class Scenario implements AutoCloseable {
     private final String url;
     private final long started = System.nanoTime();
     private final JdbcServer pg = TestServers.postgres();
-    private final KafkaServer kafka;
+    private final DataBroker broker;
     private final String topic;
     private final String missingTopic;
     private final HikariDataSource appPool;
@@ -266,7 +260,7 @@ final class Scenario implements AutoCloseable {
     private final LeadershipTimeline timeline = new LeadershipTimeline();
     private final List<Node> nodes = new ArrayList<>();
     private final Writers writers;
-    private final TopicWatcher watcher;
+    private final DataWatcher watcher;
     private final Inboxes inboxes;
     private final Setup setup;
     /** How the nodes connect and are tuned (harvesting by cursor). */
@@ -282,10 +276,14 @@ final class Scenario implements AutoCloseable {
     /** From the start of the set-up (servers started on first use, databases, topics, clients) to the writers'. */
     private long setUpMillis;
 
-    private Scenario(String name, long seed, KafkaServer kafka, Setup setup) {
+    private Scenario(String name, long seed, DataBroker broker, Setup setup) {
+        if (setup.election() == Election.KAFKA && broker.kafkaBootstrap() == null) {
+            throw new IllegalArgumentException("the Kafka leader group needs Kafka; elect in the database on "
+                    + broker.name());
+        }
         this.name = name;
         this.seed = seed;
-        this.kafka = kafka;
+        this.broker = broker;
         this.setup = setup;
         this.harvest = setup.harvest();
         DispatcherConfig config = setup.config();
@@ -320,10 +318,9 @@ final class Scenario implements AutoCloseable {
 
         this.topic = "e2e-" + name + "-" + suffix;
         this.missingTopic = "e2e-" + name + "-missing-" + suffix;
-        kafka.createTopic(topic, PARTITIONS);
-        limitMessageSize(topic, MAX_MESSAGE_BYTES);
+        broker.createTopic(topic, PARTITIONS, MAX_MESSAGE_BYTES);
 
-        this.settings = new Settings(url, DISPATCHER_USER, DISPATCHER_PASSWORD, kafka.bootstrapServers(),
+        this.settings = new Settings(url, DISPATCHER_USER, DISPATCHER_PASSWORD, broker,
                 topic + "-leader", config, DELIVERY_TIMEOUT, SESSION_TIMEOUT, harvest == Harvest.WAL, setup.election());
         for (int i = 1; i <= 3; i++) {
             // Table: d2 harvests by mark, d1 and d3 by cursor (the default): every scenario proves both harvests, and
@@ -332,8 +329,8 @@ final class Scenario implements AutoCloseable {
                     : settings;
             nodes.add(new Node("d" + i, "e2e_" + name + "_d" + i, own, sendLog, timeline));
         }
-        this.watcher = new TopicWatcher(kafka.bootstrapServers(), topic);
-        this.inboxes = setup.inboxes().create(name, kafka.bootstrapServers(), topic);
+        this.watcher = broker.newWatcher(topic);
+        this.inboxes = setup.inboxes().create(name, broker.kafkaBootstrap(), topic);
         long pauseMicros = Long.getLong("outbox.e2e.writerPauseMicros", 2_000);
         this.writers = new Writers(appPool, adminStore.publisher(), topic, setup.writers(), setup.keysPerWriter(),
                 pauseMicros, setup.messagesPerSecond(), seed);
@@ -365,7 +362,15 @@ final class Scenario implements AutoCloseable {
 
     /** Sets up a scenario named {@code name} on the Kafka cluster {@code kafka} as {@code setup} says. */
     static Scenario start(String name, long seed, KafkaServer kafka, Setup setup) {
-        Scenario s = new Scenario(name, seed, kafka, setup);
+        return start(name, seed, new KafkaDataBroker(kafka), setup);
+    }
+
+    /**
+     * Sets up a scenario named {@code name} whose dispatchers publish to {@code broker}, as {@code setup} says (on a
+     * broker other than Kafka, with {@link Election#DATABASE}).
+     */
+    static Scenario start(String name, long seed, DataBroker broker, Setup setup) {
+        Scenario s = new Scenario(name, seed, broker, setup);
         try {
             s.watcher.start();
             s.inboxes.start();
@@ -376,8 +381,8 @@ final class Scenario implements AutoCloseable {
             s.close();
             throw e;
         }
-        log.info("scenario {} started (seed {}, {} harvest, {} election)", name, seed, setup.harvest(),
-                setup.election());
+        log.info("scenario {} started (seed {}, {}, {} harvest, {} election)", name, seed, broker.name(),
+                setup.harvest(), setup.election());
         return s;
     }
 
@@ -390,8 +395,17 @@ final class Scenario implements AutoCloseable {
         return pg;
     }
 
+    /** The Kafka cluster of a scenario on Kafka. */
     KafkaServer kafka() {
-        return kafka;
+        if (broker instanceof KafkaDataBroker k) {
+            return k.server();
+        }
+        throw new IllegalStateException(this + " runs on " + broker.name() + ", not Kafka");
+    }
+
+    /** The data path's broker. */
+    DataBroker broker() {
+        return broker;
     }
 
     /** The data topic. */
@@ -904,21 +918,25 @@ final class Scenario implements AutoCloseable {
                 n.close();
             }
         }
-        long end = endOffsets();
-        await(() -> watcher.records() >= end, WAIT, () -> "the consumer at the end of the topic: "
-                + watcher.records() + " of " + end);
+        BooleanSupplier atEnd = broker.consumedAll(topic, watcher);
+        await(atEnd, WAIT, () -> "the consumer at the end of the topic on " + broker.name() + ": "
+                + watcher.records() + " records consumed");
         watcher.close();
+        if (watcher.redelivered() > 0) {
+            note(watcher.redelivered() + " copies delivered to the consumer again after its own connection was lost"
+                    + " (its acknowledgements lost with it: the consumer's repeats, not the outbox's duplicates)");
+        }
         if (harvest == Harvest.WAL) {
             dropSlot(); // a slot left behind would retain WAL for every later test on the shared server
         }
 
         // G1: everything committed arrived, as committed; nothing else did.
-        Map<String, List<TopicWatcher.Copy>> copies = watcher.copies();
+        Map<String, List<DataWatcher.Copy>> copies = watcher.copies();
         List<String> missing = new ArrayList<>();
         List<String> wrong = new ArrayList<>();
         for (Map.Entry<String, Map<Integer, String>> e : truth.entrySet()) {
             Map<Integer, String> got = new HashMap<>();
-            for (TopicWatcher.Copy c : copies.getOrDefault(e.getKey(), List.of())) {
+            for (DataWatcher.Copy c : copies.getOrDefault(e.getKey(), List.of())) {
                 String before = got.putIfAbsent(c.seq(), c.token());
                 if (before != null && !before.equals(c.token())) {
                     wrong.add(e.getKey() + "#" + c.seq() + " arrived as " + before + " and " + c.token());
@@ -952,7 +970,7 @@ final class Scenario implements AutoCloseable {
                 .collect(Collectors.groupingBy(x -> x.key + "#" + x.seq));
         List<String> unexplained = new ArrayList<>();
         long duplicates = 0;
-        for (Map.Entry<String, List<TopicWatcher.Copy>> e : copies.entrySet()) {
+        for (Map.Entry<String, List<DataWatcher.Copy>> e : copies.entrySet()) {
             Map<Integer, Integer> count = new TreeMap<>();
             e.getValue().forEach(c -> count.merge(c.seq(), 1, Integer::sum));
             for (Map.Entry<Integer, Integer> c : count.entrySet()) {
@@ -1081,12 +1099,12 @@ final class Scenario implements AutoCloseable {
             faultsText.append(e.getKey()).append(": ").append(e.getValue())
                     .append(inFlight == null ? "" : " of " + inFlight + " in flight");
         }
-        String summary = String.format("E2E %s: %d messages committed by %d writers in %d s (%d rolled back; "
+        String summary = String.format("E2E %s on %s: %d messages committed by %d writers in %d s (%d rolled back; "
                         + "scenario set up %d s before), %d records consumed, %d lost, %d per-key order violations,"
                         + " %d duplicates [%s], %d parked, take-over"
                         + " [%s], longest delivery gap %d ms, drained %d ms after the writers stopped, %d failures"
                         + " reported%s",
-                r.name(), r.committed(), setup.writers(), writers.runMillis() / 1000, writers.rolledBack(),
+                r.name(), broker.name(), r.committed(), setup.writers(), writers.runMillis() / 1000, writers.rolledBack(),
                 setUpMillis / 1000, r.consumed(), r.lost(), r.orderViolations(),
                 r.duplicates(), faultsText, r.parked(),
                 r.takeovers().stream().map(Takeover::toString).collect(Collectors.joining("; ")),
@@ -1117,42 +1135,6 @@ final class Scenario implements AutoCloseable {
             s.execute(sql);
         } catch (SQLException e) {
             throw new IllegalStateException("failed: " + sql, e);
-        }
-    }
-
-    private Admin admin() {
-        return Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers()));
-    }
-
-    private void limitMessageSize(String topicName, int bytes) {
-        ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topicName);
-        try (Admin admin = admin()) {
-            admin.incrementalAlterConfigs(Map.of(resource, List.of(new AlterConfigOp(
-                    new ConfigEntry("max.message.bytes", Integer.toString(bytes)), AlterConfigOp.OpType.SET))))
-                    .all().get(30, TimeUnit.SECONDS);
-            await(() -> {
-                try {
-                    ConfigEntry e = admin.describeConfigs(List.of(resource)).all().get(30, TimeUnit.SECONDS)
-                            .get(resource).get("max.message.bytes");
-                    return e != null && Integer.toString(bytes).equals(e.value());
-                } catch (Exception ex) {
-                    return false;
-                }
-            }, WAIT, () -> "max.message.bytes of " + topicName + " set to " + bytes);
-        } catch (Exception e) {
-            throw new IllegalStateException("could not limit the message size of " + topicName, e);
-        }
-    }
-
-    private long endOffsets() throws Exception {
-        try (Admin admin = admin()) {
-            Map<TopicPartition, OffsetSpec> request = new HashMap<>();
-            for (int p = 0; p < PARTITIONS; p++) {
-                request.put(new TopicPartition(topic, p), OffsetSpec.latest());
-            }
-            Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> offsets = admin.listOffsets(request).all()
-                    .get(30, TimeUnit.SECONDS);
-            return offsets.values().stream().mapToLong(ListOffsetsResult.ListOffsetsResultInfo::offset).sum();
         }
     }
 

@@ -18,8 +18,8 @@ import java.util.Map;
 @Command(name = "./demo.sh", mixinStandardHelpOptions = true, versionProvider = DemoCommand.Version.class,
         sortOptions = false, showDefaultValues = true, usageHelpAutoWidth = true,
         description = {"Runs a small orders service on a Postgres outbox, three dispatchers electing a leader over"
-                + " Kafka, and a consumer that checks every order event arrived in per-key order. Embedded servers"
-                + " unless told otherwise."},
+                + " Kafka (or in Postgres) and publishing to Kafka (or RabbitMQ), and a consumer that checks every"
+                + " order event arrived in per-key order. Embedded servers unless told otherwise."},
         footer = {"", "On an existing Postgres the demo works in the schema outbox_demo; on an existing Kafka it"
                 + " creates the topic if missing and only counts records of its own run.",
                 "Exit code: 0 when every order event arrived in order, 1 when one is missing or out of order, 2 for"
@@ -72,10 +72,18 @@ final class DemoCommand {
     @Option(names = "--drain-timeout", paramLabel = "D", defaultValue = "60s", converter = Time.class,
             description = "How long to wait for the last records after writing stops.")
     Duration drainTimeout;
-    @Option(names = "--election", paramLabel = "HOW", defaultValue = "kafka", description = "How the dispatchers"
+    @Option(names = "--election", paramLabel = "HOW", description = "How the dispatchers"
             + " elect their leader: kafka (a consumer group over a leader topic) or database (a lease row in"
-            + " Postgres). Default: ${DEFAULT-VALUE}.")
+            + " Postgres). Default: kafka, or database with --broker rabbitmq.")
     String election;
+    @Option(names = "--broker", paramLabel = "NAME", defaultValue = "kafka", description = "Where the outbox is"
+            + " published: kafka (a topic) or rabbitmq (an exchange over --partitions single-active-consumer queues,"
+            + " keeping each customer's order; needs --election database). Default: ${DEFAULT-VALUE}.")
+    String broker;
+    @Option(names = "--rabbitmq-uri", paramLabel = "URI", description = "An existing RabbitMQ node, amqp://user@host:"
+            + "5672/vhost (environment OUTBOX_DEMO_RABBITMQ_URI; a password in it is never printed). Default: Debian's"
+            + " rabbitmq-server started as a node of the demo's own.")
+    String rabbitMqUri;
 
     /** The command line; a usage error prints what is wrong and the nearest options, and exits with 2. */
     static CommandLine commandLine(DemoCommand command) {
@@ -112,7 +120,8 @@ final class DemoCommand {
                 password(env),
                 orEnv(kafkaBootstrap, env, "OUTBOX_DEMO_KAFKA_BOOTSTRAP", null),
                 duration, rate, writers, customers, dispatchers, partitions, topic, !noTakeover, drainTimeout,
-                election);
+                election != null ? election : "rabbitmq".equals(broker) ? "database" : "kafka", broker,
+                orEnv(rabbitMqUri, env, "OUTBOX_DEMO_RABBITMQ_URI", null));
     }
 
     /** The first line of --postgres-password-file, else {@link #PASSWORD_VARIABLE}, else empty. */

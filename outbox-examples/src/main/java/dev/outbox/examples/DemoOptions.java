@@ -22,10 +22,24 @@ import java.util.Map;
  * @param drainTimeout     how long to wait, after the writers stopped, for every record to arrive
  * @param election         how the dispatchers elect their leader: {@code kafka} (a consumer group over a leader
  *                         topic) or {@code database} (a lease row in Postgres, {@code SqlLeaderTransport})
+ * @param broker           where the outbox is published: {@code kafka} (a topic) or {@code rabbitmq} (an exchange of
+ *                         the per-key topology, {@code partitions} queues); RabbitMQ needs the {@code database}
+ *                         election
+ * @param rabbitMqUri      AMQP URI of an existing RabbitMQ node, or null to start one (Debian's
+ *                         {@code rabbitmq-server}, as the tests do); {@link #toString()} hides its password
  */
 public record DemoOptions(String postgresUrl, String postgresUser, String postgresPassword, String kafkaBootstrap,
                           Duration duration, int rate, int writers, int customers, int dispatchers, int partitions,
-                          String topic, boolean takeover, Duration drainTimeout, String election) {
+                          String topic, boolean takeover, Duration drainTimeout, String election, String broker,
+                          String rabbitMqUri) {
+
+    /** The options on Kafka. */
+    public DemoOptions(String postgresUrl, String postgresUser, String postgresPassword, String kafkaBootstrap,
+                       Duration duration, int rate, int writers, int customers, int dispatchers, int partitions,
+                       String topic, boolean takeover, Duration drainTimeout, String election) {
+        this(postgresUrl, postgresUser, postgresPassword, kafkaBootstrap, duration, rate, writers, customers,
+                dispatchers, partitions, topic, takeover, drainTimeout, election, "kafka", null);
+    }
 
     public DemoOptions {
         positive("--writers", writers);
@@ -46,6 +60,13 @@ public record DemoOptions(String postgresUrl, String postgresUser, String postgr
         if (!"kafka".equals(election) && !"database".equals(election)) {
             throw new IllegalArgumentException("--election must be kafka or database, was '" + election + "'");
         }
+        if (!"kafka".equals(broker) && !"rabbitmq".equals(broker)) {
+            throw new IllegalArgumentException("--broker must be kafka or rabbitmq, was '" + broker + "'");
+        }
+        if ("rabbitmq".equals(broker) && !"database".equals(election)) {
+            throw new IllegalArgumentException("--broker rabbitmq needs --election database (a lease in Postgres):"
+                    + " the kafka election is a consumer group, and there is no Kafka");
+        }
         if (topic == null || topic.isBlank()) {
             throw new IllegalArgumentException("--topic must not be blank: '" + topic + "'");
         }
@@ -59,7 +80,8 @@ public record DemoOptions(String postgresUrl, String postgresUser, String postgr
                 + kafkaBootstrap + ", duration=" + duration + ", rate=" + rate + ", writers=" + writers
                 + ", customers=" + customers + ", dispatchers=" + dispatchers + ", partitions=" + partitions
                 + ", topic=" + topic + ", takeover=" + takeover + ", drainTimeout=" + drainTimeout + ", election=" + election
-                + "]";
+                + ", broker=" + broker + ", rabbitMqUri=" + (rabbitMqUri == null ? null
+                : rabbitMqUri.replaceFirst("//([^/@:]*):[^/@]*@", "//$1:***@")) + "]";
     }
 
     /** The defaults: embedded servers, 20 s at 1,000 orders/s by 4 writers over 1,000 customers, 3 dispatchers. */

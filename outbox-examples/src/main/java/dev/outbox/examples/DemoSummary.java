@@ -53,7 +53,7 @@ record DemoSummary(long written, long rolledBack, int keys, double writeSeconds,
         if (rolledBack > 0) {
             row(out, "rolled back", String.format("%,d transactions (not counted as written)", rolledBack));
         }
-        row(out, "records published", String.format("%,d read back from Kafka", consumed));
+        row(out, "records published", String.format("%,d read back by the consumer", consumed));
         row(out, "distinct", String.format("%,d", distinct));
         row(out, "duplicates", String.format("%,d", duplicates()));
         row(out, "missing", missing == 0 ? "0" : String.format("%,d (%,d customers affected)", missing, keysMissing));

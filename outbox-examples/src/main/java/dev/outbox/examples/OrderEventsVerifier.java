@@ -1,5 +1,9 @@
 package dev.outbox.examples;
 
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.ConnectionFactory;
+import com.rabbitmq.client.DeliverCallback;
+import dev.outbox.broker.rabbitmq.RabbitMqHeaders;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -18,6 +22,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
 
 /**
  * The consumer side of the demo: reads the orders topic from the moment it started and checks, per customer,
@@ -25,11 +30,15 @@ import java.util.concurrent.atomic.AtomicLong;
  * latest one (a duplicate after a failure or a change of leader, which at-least-once delivery allows); anything
  * else — an older record after a newer one, or a skipped number — is an order violation.
  *
- * <p>Its state is written only by its own thread; counters may be read from any thread, the per-key results
- * once {@link #close()} returned.
+ * <p>On Kafka it reads every partition from its own thread; on RabbitMQ ({@link #startRabbitMq}) it consumes every
+ * queue of the per-key topology, the client's threads handing it the deliveries. Its state is written under its lock;
+ * counters may be read from any thread, the per-key results once {@link #close()} returned.
  */
 final class OrderEventsVerifier implements AutoCloseable {
+    /** Kafka's consumer, or null on RabbitMQ. */
     private final KafkaConsumer<String, byte[]> consumer;
+    /** RabbitMQ's connection, or null on Kafka. */
+    private volatile Connection rabbitMq;
     private final String runId;
     private final LatencyClock clock;
     private final Thread thread;
@@ -48,6 +57,30 @@ final class OrderEventsVerifier implements AutoCloseable {
         this.clock = clock;
         this.thread = new Thread(this::run, "demo-consumer");
         this.thread.setDaemon(true);
+    }
+
+    /**
+     * Consumes every queue in {@code queues} (the per-key topology of the orders exchange) on the RabbitMQ node at
+     * {@code uri}, acknowledging automatically: each customer's events come from one queue, in order. Messages of
+     * earlier runs still queued count as {@link #otherRuns()}.
+     */
+    static OrderEventsVerifier startRabbitMq(String uri, List<String> queues, String runId, LatencyClock clock)
+            throws Exception {
+        OrderEventsVerifier verifier = new OrderEventsVerifier(null, runId, clock);
+        ConnectionFactory factory = new ConnectionFactory();
+        factory.setUri(uri);
+        Connection connection = factory.newConnection("outbox-demo-consumer");
+        verifier.rabbitMq = connection;
+        for (String queue : queues) {
+            DeliverCallback deliver = (tag, delivery) -> {
+                List<dev.outbox.Header> headers = RabbitMqHeaders.headers(delivery.getProperties());
+                verifier.check(delivery.getEnvelope().getRoutingKey(), name -> headers.stream()
+                        .filter(h -> h.name().equals(name)).reduce((a, b) -> b)
+                        .map(dev.outbox.Header::valueAsString).orElse(null), "queue " + queue);
+            };
+            connection.createChannel().basicConsume(queue, true, deliver, tag -> { });
+        }
+        return verifier;
     }
 
     /** Assigns every partition of {@code topic}, positioned at its current end, and starts reading. */
@@ -80,7 +113,7 @@ final class OrderEventsVerifier implements AutoCloseable {
         try {
             while (running) {
                 for (ConsumerRecord<String, byte[]> r : consumer.poll(Duration.ofMillis(100))) {
-                    check(r);
+                    check(r.key(), name -> header(r, name), "partition " + r.partition() + ", offset " + r.offset());
                 }
             }
         } catch (WakeupException e) {
@@ -90,38 +123,38 @@ final class OrderEventsVerifier implements AutoCloseable {
         }
     }
 
-    private void check(ConsumerRecord<String, byte[]> r) {
-        if (!runId.equals(header(r, OrderService.RUN_HEADER))) {
+    /** Checks one record of key {@code key}, its headers read by {@code header}, read at {@code where}. */
+    private synchronized void check(String key, Function<String, String> header, String where) {
+        if (!runId.equals(header.apply(OrderService.RUN_HEADER))) {
             otherRuns.incrementAndGet();
             return;
         }
         received.incrementAndGet();
-        long seq = Long.parseLong(header(r, OrderService.SEQ_HEADER));
-        long[] state = perKey.get(r.key());
+        long seq = Long.parseLong(header.apply(OrderService.SEQ_HEADER));
+        long[] state = perKey.get(key);
         if (state == null) {
-            perKey.put(r.key(), new long[]{seq, seq, 1});
-            firstDelivery(r);
+            perKey.put(key, new long[]{seq, seq, 1});
+            firstDelivery(header);
         } else if (seq == state[1] + 1) {
             state[1] = seq;
             state[2]++;
-            firstDelivery(r);
+            firstDelivery(header);
         } else if (seq != state[1]) { // seq == last is a duplicate of the latest record: allowed
             violationCount.incrementAndGet();
             if (violations.size() < 10) {
-                violations.add(r.key() + ": order " + seq + " arrived after order " + state[1]
-                        + " (partition " + r.partition() + ", offset " + r.offset() + ")");
+                violations.add(key + ": order " + seq + " arrived after order " + state[1] + " (" + where + ")");
             }
             if (seq > state[1]) { // count it once, so that "missing" stays meaningful
                 state[1] = seq;
                 state[2]++;
-                firstDelivery(r);
+                firstDelivery(header);
             }
         }
     }
 
-    private void firstDelivery(ConsumerRecord<String, byte[]> r) {
+    private void firstDelivery(Function<String, String> header) {
         distinct.incrementAndGet();
-        clock.consumed(Long.parseLong(header(r, OrderService.ORDER_HEADER)));
+        clock.consumed(Long.parseLong(header.apply(OrderService.ORDER_HEADER)));
     }
 
     private static String header(ConsumerRecord<?, ?> r, String name) {
@@ -149,12 +182,12 @@ final class OrderEventsVerifier implements AutoCloseable {
     }
 
     /** Per key {first, last, distinct} order numbers read; call after {@link #close()}. */
-    Map<String, long[]> perKey() {
+    synchronized Map<String, long[]> perKey() {
         return perKey;
     }
 
     /** The first few violations, described; call after {@link #close()}. */
-    List<String> violations() {
+    synchronized List<String> violations() {
         return violations;
     }
 
@@ -166,8 +199,18 @@ final class OrderEventsVerifier implements AutoCloseable {
     @Override
     public void close() throws InterruptedException {
         running = false;
-        consumer.wakeup();
-        thread.join(10_000);
-        consumer.close(Duration.ofSeconds(5));
+        if (consumer != null) {
+            consumer.wakeup();
+            thread.join(10_000);
+            consumer.close(Duration.ofSeconds(5));
+        }
+        Connection connection = rabbitMq;
+        if (connection != null) {
+            try {
+                connection.close(5_000);
+            } catch (java.io.IOException | RuntimeException e) {
+                failure = failure != null ? failure : e;
+            }
+        }
     }
 }

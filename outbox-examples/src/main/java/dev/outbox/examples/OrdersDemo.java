@@ -8,21 +8,15 @@ import dev.outbox.DispatcherListener;
 import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
 import dev.outbox.broker.kafka.KafkaLeaderTransport;
+import dev.outbox.broker.rabbitmq.RabbitMqMessageBroker;
+import dev.outbox.broker.rabbitmq.RabbitMqTopology;
 import dev.outbox.spi.LeaderTransport;
 import dev.outbox.store.sql.SqlLeaderTransport;
 import dev.outbox.broker.kafka.KafkaMessageBroker;
 import dev.outbox.spi.MessageBroker;
 import dev.outbox.store.postgres.PostgresStore;
-import dev.outbox.testservers.JdbcServer;
-import dev.outbox.testservers.KafkaServer;
-import dev.outbox.testservers.TestServers;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.admin.NewTopic;
-import org.apache.kafka.common.errors.TopicExistsException;
 import picocli.CommandLine;
 
-import java.io.OutputStream;
 import java.io.PrintStream;
 import java.sql.Connection;
 import java.sql.Statement;
@@ -30,16 +24,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
@@ -48,9 +39,10 @@ import java.util.function.BooleanSupplier;
 
 /**
  * The orders demo: an orders service commits orders and their outbox messages in one transaction, from several
- * threads, over many customers (the message keys); several {@link Dispatcher}s elect a leader over Kafka and the
- * leader publishes the outbox to a topic; halfway through, the leader is closed and another takes over; a
- * consumer checks that every order event arrived, in order per customer.
+ * threads, over many customers (the message keys); several {@link Dispatcher}s elect a leader over Kafka (or by a
+ * lease in Postgres) and the leader publishes the outbox to a Kafka topic (or, with {@code --broker rabbitmq}, to a
+ * RabbitMQ exchange over single-active-consumer queues); halfway through, the leader is closed and another takes
+ * over; a consumer checks that every order event arrived, in order per customer.
  *
  * <p>By default it starts an embedded PostgreSQL 17 and an in-process Kafka broker (no Docker, nothing to
  * install); flags or environment variables point it at real servers instead ({@code ./demo.sh --help}). Run it
@@ -105,10 +97,15 @@ public final class OrdersDemo {
 
     /** Runs the whole demo and prints its summary. */
     DemoSummary run() throws Exception {
-        say("Outbox demo: orders -> Postgres outbox -> " + options.dispatchers() + " dispatchers (NELI over Kafka)"
-                + " -> Kafka -> consumer");
-        String[] postgres = startPostgres();
-        String bootstrap = startKafka();
+        boolean rabbitMq = options.broker().equals("rabbitmq");
+        String brokerName = rabbitMq ? "RabbitMQ" : "Kafka";
+        say("Outbox demo: orders -> Postgres outbox -> " + options.dispatchers() + " dispatchers ("
+                + (options.election().equals("database") ? "a lease in Postgres" : "NELI over Kafka") + ") -> "
+                + brokerName + " -> consumer");
+        DemoServers servers = new DemoServers(options, this::say);
+        String[] postgres = servers.postgres();
+        String bootstrap = rabbitMq ? null : servers.kafka();
+        String rabbitMqUri = rabbitMq ? servers.rabbitMq() : null;
 
         HikariConfig pool = new HikariConfig();
         pool.setJdbcUrl(postgres[0]);
@@ -125,21 +122,26 @@ public final class OrdersDemo {
             PostgresStore store = PostgresStore.builder(dataSource).schema(SCHEMA).build();
             store.createSchema();
             OrderService.createTables(dataSource, SCHEMA, options.customers());
-            boolean created = createTopic(bootstrap);
+            RabbitMqTopology topology = rabbitMq ? servers.declareTopology(rabbitMqUri) : null;
+            boolean created = !rabbitMq && servers.createTopic(bootstrap);
             say("Schema " + SCHEMA + " ready (customers, orders, " + store.table() + ", " + store.parkedTable()
-                    + "); topic " + options.topic() + (created ? " created with " + options.partitions()
-                    + " partitions" : " exists"));
+                    + "); " + (rabbitMq ? "exchange " + options.topic() + " (consistent hash) over "
+                    + topology.queues().size() + " single-active-consumer queues declared" : "topic "
+                    + options.topic() + (created ? " created with " + options.partitions() + " partitions"
+                    : " exists")));
 
             LatencyClock clock = new LatencyClock();
             OrderService orders = new OrderService(dataSource, store.publisher(), SCHEMA, options.topic(), runId,
                     clock);
-            OrderEventsVerifier verifier = OrderEventsVerifier.start(bootstrap, options.topic(), runId, clock);
-            return runWith(store, orders, verifier, clock, bootstrap);
+            OrderEventsVerifier verifier = rabbitMq
+                    ? OrderEventsVerifier.startRabbitMq(rabbitMqUri, topology.queues(), runId, clock)
+                    : OrderEventsVerifier.start(bootstrap, options.topic(), runId, clock);
+            return runWith(store, orders, verifier, clock, bootstrap, rabbitMqUri);
         }
     }
 
     private DemoSummary runWith(PostgresStore store, OrderService orders, OrderEventsVerifier verifier,
-                                LatencyClock clock, String bootstrap) throws Exception {
+                                LatencyClock clock, String bootstrap, String rabbitMqUri) throws Exception {
         List<Dispatcher> dispatchers = new ArrayList<>();
         List<String> names = new ArrayList<>();
         ScheduledExecutorService ticker = Executors.newSingleThreadScheduledExecutor(r -> daemon(r, "demo-progress"));
@@ -157,7 +159,7 @@ public final class OrdersDemo {
             for (int i = 1; i <= options.dispatchers(); i++) {
                 String name = "dispatcher-" + i;
                 names.add(name);
-                dispatchers.add(dispatcher(name, store, bootstrap, config));
+                dispatchers.add(dispatcher(name, store, bootstrap, rabbitMqUri, config));
             }
             dispatchers.forEach(Dispatcher::start);
             say("Started " + names + "; waiting for the leader election");
@@ -189,8 +191,9 @@ public final class OrdersDemo {
                     old.close();
                     long closed = System.nanoTime();
                     leader.compareAndSet(oldName, "-"); // a closing dispatcher reports no revocation
-                    say(String.format("%s closed in %d ms (stopped marking, drained in-flight records, left the"
-                            + " group)", oldName, millis(closed - closing)));
+                    say(String.format("%s closed in %d ms (stopped marking, drained in-flight records, %s)", oldName,
+                            millis(closed - closing), options.election().equals("database") ? "released its lease"
+                            : "left the group"));
                     if (await(Duration.ofSeconds(60),
                             () -> leaderSinceNanos > closing && !leader.get().equals(oldName))) {
                         takeoverMillis = millis(leaderSinceNanos - closing);
@@ -224,21 +227,36 @@ public final class OrdersDemo {
         return summarize(store, orders, verifier, clock, takeoverText, takeoverMillis, writeSeconds);
     }
 
-    private Dispatcher dispatcher(String name, PostgresStore store, String bootstrap, DispatcherConfig config) {
-        KafkaMessageBroker broker = KafkaMessageBroker.builder()
-                .bootstrapServers(bootstrap)
-                .build();
+    /** A dispatcher publishing to RabbitMQ if {@code rabbitMqUri} is set, else to Kafka at {@code bootstrap}. */
+    private Dispatcher dispatcher(String name, PostgresStore store, String bootstrap, String rabbitMqUri,
+                                  DispatcherConfig config) {
+        MessageBroker broker;
+        Duration deliveryTimeout; // how long a send of a deposed leader may still land: the election waits it out
+        if (rabbitMqUri != null) {
+            RabbitMqMessageBroker rabbitMq = RabbitMqMessageBroker.builder()
+                    .uri(rabbitMqUri) // topic = exchange, customer = routing key; publisher confirms
+                    .connectionName("outbox-demo-" + name)
+                    .build();
+            broker = rabbitMq;
+            deliveryTimeout = rabbitMq.confirmTimeout();
+        } else {
+            KafkaMessageBroker kafka = KafkaMessageBroker.builder()
+                    .bootstrapServers(bootstrap)
+                    .build();
+            broker = kafka;
+            deliveryTimeout = kafka.deliveryTimeout();
+        }
         LeaderTransport election = options.election().equals("database")
                 // A lease row next to the outbox table, on the database's clock; its take-over of the epoch fences.
                 ? SqlLeaderTransport.builder(store)
                         .dispatcherConfig(config)
-                        .deliveryTimeout(broker.deliveryTimeout())
+                        .deliveryTimeout(deliveryTimeout)
                         .build()
                 : KafkaLeaderTransport.builder()
                         .bootstrapServers(bootstrap)
                         .topic("outbox-demo-leader") // one leader topic (and group) per outbox
                         .dispatcherConfig(config)
-                        .deliveryTimeoutOf(broker)
+                        .deliveryTimeout(deliveryTimeout)
                         .build();
         return Dispatcher.builder(store, new CountingBroker(broker, published))
                 .config(config)
@@ -289,66 +307,6 @@ public final class OrdersDemo {
                 parked.size(), store.backlog(), verifier.failure());
         summary.print(out);
         return summary;
-    }
-
-    // ---- servers --------------------------------------------------------------------------------------------
-
-    /** JDBC URL, user, password. */
-    private String[] startPostgres() {
-        if (options.postgresUrl() != null) {
-            say("Using PostgreSQL at " + options.postgresUrl());
-            return new String[]{options.postgresUrl(), options.postgresUser(), options.postgresPassword()};
-        }
-        embeddedOnly();
-        long t0 = System.nanoTime();
-        JdbcServer server = TestServers.postgres();
-        String url = server.createDatabase("outbox_demo");
-        say(String.format("PostgreSQL %s (%s) ready in %.1f s at %s", server.version(),
-                server.mode().toString().toLowerCase(java.util.Locale.ROOT), (System.nanoTime() - t0) / 1e9, url));
-        return new String[]{url, server.username(), server.password()};
-    }
-
-    private String startKafka() {
-        if (options.kafkaBootstrap() != null) {
-            say("Using Kafka at " + options.kafkaBootstrap());
-            return options.kafkaBootstrap();
-        }
-        embeddedOnly();
-        long t0 = System.nanoTime();
-        KafkaServer kafka;
-        PrintStream stdout = System.out;
-        System.setOut(new PrintStream(OutputStream.nullOutputStream())); // Kafka's storage formatter chats there
-        try {
-            kafka = TestServers.kafka();
-        } finally {
-            System.setOut(stdout);
-        }
-        say(String.format("Kafka %s (%s) ready in %.1f s at %s", kafka.version(),
-                kafka.mode().toString().toLowerCase(java.util.Locale.ROOT), (System.nanoTime() - t0) / 1e9,
-                kafka.bootstrapServers()));
-        return kafka.bootstrapServers();
-    }
-
-    /** Unless told otherwise, the demo never looks for Docker: it starts its servers from Maven artifacts. */
-    private static void embeddedOnly() {
-        if (System.getProperty(TestServers.MODE_PROPERTY) == null) {
-            System.setProperty(TestServers.MODE_PROPERTY, "embedded");
-        }
-    }
-
-    /** Creates the orders topic if missing; returns whether it created it. */
-    private boolean createTopic(String bootstrap) throws InterruptedException, TimeoutException {
-        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            admin.createTopics(List.of(new NewTopic(options.topic(), Optional.of(options.partitions()),
-                    Optional.empty()))).all().get(30, TimeUnit.SECONDS);
-            return true;
-        } catch (ExecutionException e) {
-            if (e.getCause() instanceof TopicExistsException) {
-                return false;
-            }
-            throw new IllegalStateException("could not create topic " + options.topic() + ": " + e.getCause(),
-                    e.getCause());
-        }
     }
 
     // ---- events and progress --------------------------------------------------------------------------------

@@ -32,6 +32,23 @@ class DemoOptionsTest {
     }
 
     @Test
+    void theBrokerIsKafkaOrRabbitMqWhichElectsInTheDatabaseAndHidesTheUrisPassword() {
+        assertThat(DemoOptions.defaults().broker()).isEqualTo("kafka");
+        DemoOptions rabbit = DemoOptions.parse(new String[]{"--broker", "rabbitmq"},
+                Map.of("OUTBOX_DEMO_RABBITMQ_URI", "amqp://demo:secret@rabbit:5672/%2F"));
+        assertThat(rabbit.broker()).isEqualTo("rabbitmq");
+        assertThat(rabbit.election()).as("the default election with RabbitMQ").isEqualTo("database");
+        assertThat(rabbit.rabbitMqUri()).isEqualTo("amqp://demo:secret@rabbit:5672/%2F");
+        assertThat(rabbit.toString()).contains("amqp://demo:***@rabbit:5672/%2F").doesNotContain("secret");
+        assertThatThrownBy(() -> DemoOptions.parse(new String[]{"--broker", "rabbitmq", "--election", "kafka"},
+                Map.of())).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("--broker rabbitmq needs --election database");
+        assertThatThrownBy(() -> DemoOptions.parse(new String[]{"--broker", "pulsar"}, Map.of()))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("--broker must be kafka or rabbitmq, was 'pulsar'");
+    }
+
+    @Test
     void flagsWinOverTheEnvironment() {
         DemoOptions o = DemoOptions.parse(new String[]{"--kafka-bootstrap", "k:9092", "--duration=90s", "--rate", "0",
                 "--no-takeover", "--drain-timeout", "500ms"}, Map.of("OUTBOX_DEMO_KAFKA_BOOTSTRAP", "env:9092",

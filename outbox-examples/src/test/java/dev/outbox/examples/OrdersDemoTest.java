@@ -64,6 +64,27 @@ class OrdersDemoTest {
         assertThat(run.output).contains("is now the LEADER", "PASS");
     }
 
+    /** ./demo.sh --broker rabbitmq: RabbitMQ's per-key topology, the leader elected in Postgres, with a take-over. */
+    @Test
+    void aShortRunOnRabbitMqDeliversEveryOrderInOrderAcrossATakeOver() throws Exception {
+        JdbcServer postgres = TestServers.postgres();
+        DemoOptions options = new DemoOptions(postgres.jdbcUrl(), postgres.username(), postgres.password(), null,
+                Duration.ofSeconds(4), 400, 2, 50, 2, 3, "demo-test-rabbitmq-" + UUID.randomUUID(), true,
+                Duration.ofSeconds(60), "database", "rabbitmq", TestServers.rabbitMq().uri().toString());
+
+        Run run = run(options);
+
+        assertThat(run.summary.written()).as("orders written").isPositive();
+        assertThat(run.summary.missing()).as("missing").isZero();
+        assertThat(run.summary.violations()).as("out of order").isZero();
+        assertThat(run.summary.distinct()).as("distinct records read").isEqualTo(run.summary.written());
+        assertThat(run.summary.takeoverMillis()).as("take-over measured").isNotNegative();
+        assertThat(run.summary.backlog()).as("rows left").isZero();
+        assertThat(run.summary.passed()).isTrue();
+        assertThat(run.output).contains("-> RabbitMQ -> consumer", "single-active-consumer queues declared",
+                "is now the LEADER", "PASS").doesNotContain("Kafka ");
+    }
+
     private record Run(DemoSummary summary, String output) {
     }
 
