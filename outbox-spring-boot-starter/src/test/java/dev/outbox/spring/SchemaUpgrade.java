@@ -18,7 +18,7 @@ import java.util.Map;
 /**
  * An upgrade of the outbox tables, as an application that has run the migrations this project first shipped makes
  * it: the tables are created by the first release's migration (test resources {@code dev/outbox/migrations-oldest},
- * copied from git), then the current shipped migrations run over them. And the layout the tables end up with, read
+ * copied from git, in outbox-store-sql's test jar, which the stores' schema upgrade tests read too), then the current shipped migrations run over them. And the layout the tables end up with, read
  * from the database's catalog, to compare with what the store's {@code createSchema()} creates.
  */
 final class SchemaUpgrade {

@@ -65,8 +65,8 @@ abstract class MySqlSchemaUpgradeTests {
     @Test
     void createSchemaUpgradesAnOldTableWithRowsWhileTheOldWriterAndDispatcherRun() throws Exception {
         MySqlStore store = MySqlStore.builder(pool).table("upgraded").statementTimeout(Duration.ofSeconds(10)).build();
-        for (String sql : MySqlSchema.statements(oldSchema().replace("${outbox}", store.table())
-                .replace("${parked}", store.parkedTable()))) {
+        for (String sql : MySqlSchema.statements(oldSchema().replace("${outbox_table}", store.table())
+                .replace("${outbox_parked_table}", store.parkedTable()))) {
             MySqlTestSupport.execute(pool, sql);
         }
         AtomicInteger written = new AtomicInteger();
@@ -177,9 +177,10 @@ abstract class MySqlSchemaUpgradeTests {
         }
     }
 
+    /** The first release's shipped migration, the schema before message ids (outbox-store-sql's test resources). */
     private static String oldSchema() throws IOException {
         try (InputStream in = MySqlSchemaUpgradeTests.class.getClassLoader().getResourceAsStream(
-                "dev/outbox/store/mysql/schema-before-message-ids.sql")) {
+                "dev/outbox/migrations-oldest/mysql/R__outbox_tables.sql")) {
             return new String(in.readAllBytes(), StandardCharsets.UTF_8);
         }
     }

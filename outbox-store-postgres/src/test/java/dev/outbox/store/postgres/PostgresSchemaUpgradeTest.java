@@ -47,7 +47,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class PostgresSchemaUpgradeTest {
-    private static final String OLD_SCHEMA = "dev/outbox/store/postgres/schema-before-message-ids.sql";
+    /** The first release's shipped migration, the schema before message ids (outbox-store-sql's test resources). */
+    private static final String OLD_SCHEMA = "dev/outbox/migrations-oldest/postgresql/R__outbox_tables.sql";
     private static HikariDataSource pool;
 
     @BeforeAll
@@ -64,8 +65,8 @@ class PostgresSchemaUpgradeTest {
     void createSchemaUpgradesAnOldTableWithRowsWhileTheOldWriterAndDispatcherRun() throws Exception {
         PostgresStore store = PostgresStore.builder(pool).table("upgraded").statementTimeout(Duration.ofSeconds(10))
                 .build();
-        PostgresTestSupport.execute(pool, oldSchema().replace("${outbox}", store.table())
-                .replace("${parked}", store.parkedTable()));
+        PostgresTestSupport.execute(pool, oldSchema().replace("${outbox_table}", store.table())
+                .replace("${outbox_parked_table}", store.parkedTable()));
         AtomicInteger written = new AtomicInteger();
         for (int i = 0; i < 300; i++) {
             oldInsert(store, written.getAndIncrement());
@@ -162,8 +163,8 @@ class PostgresSchemaUpgradeTest {
     @Test
     void createSchemaGivesAnOldTableTheTransactionIdFirstIdDefaultInPlace() throws Exception {
         PostgresStore store = PostgresStore.builder(pool).table("xid_first").build();
-        PostgresTestSupport.execute(pool, oldSchema().replace("${outbox}", store.table())
-                .replace("${parked}", store.parkedTable()));
+        PostgresTestSupport.execute(pool, oldSchema().replace("${outbox_table}", store.table())
+                .replace("${outbox_parked_table}", store.parkedTable()));
         for (int i = 0; i < 3; i++) {
             oldInsert(store, i);
         }

@@ -1,4 +1,7 @@
--- The shipped migration as it was first released (git 7ebc89d), for UpgradedSchemaContract. Do not change.
+-- The shipped migration as it was first released (git 7ebc89d): the oldest layout, the same DDL as that release's
+-- schema.sql of outbox-store-postgres. Read by SchemaUpgradeTest and UpgradedSchemaContract (the starter: Flyway and
+-- Liquibase run it with the placeholders) and by PostgresSchemaUpgradeTest (outbox-store-postgres: fills them in itself).
+-- Do not change.
 -- Outbox tables for dev.outbox (PostgreSQL 13 or newer), as a Flyway repeatable migration and a Liquibase SQL file.
 -- Placeholders (Flyway) / changelog parameters (Liquibase): outbox_table and outbox_parked_table, the tables as
 -- they appear in SQL (the Spring Boot starter fills both in from outbox.store.* for Flyway). The same DDL as the
