@@ -239,7 +239,7 @@ public final class Outboxes implements SmartLifecycle, AutoCloseable {
     }
 
     /** A pool over the outbox's database, connected once to prove the settings; its failure names the URL. */
-    static HikariDataSource pool(String name, String prefix, SidecarProperties.DataSource d, Secrets secrets) {
+    static HikariDataSource pool(String name, String prefix, SidecarDataSourceProperties d, Secrets secrets) {
         if (d.getUrl() != null && !d.getUrl().isBlank() && d.getMaximumPoolSize() < 2) { // a missing URL first
             throw new SidecarConfigException(prefix + ".maximum-pool-size", String.valueOf(d.getMaximumPoolSize()),
                     "at least 2: the dispatcher marks on one connection while it purges on another", null);
@@ -251,7 +251,7 @@ public final class Outboxes implements SmartLifecycle, AutoCloseable {
      * A pool named {@code <owner>-<name>} over the database of an outbox or inbox ({@code owner}), connected once to
      * prove the settings; its failure names the URL.
      */
-    static HikariDataSource pool(String owner, String name, String prefix, SidecarProperties.DataSource d,
+    static HikariDataSource pool(String owner, String name, String prefix, SidecarDataSourceProperties d,
                                  Secrets secrets) {
         if (d.getUrl() == null || d.getUrl().isBlank()) {
             throw new SidecarConfigException(prefix + ".url", d.getUrl(), "set the JDBC URL of the " + owner

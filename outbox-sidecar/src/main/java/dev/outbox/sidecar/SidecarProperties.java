@@ -32,7 +32,7 @@ public final class SidecarProperties {
     private final SidecarRabbitMqProperties rabbitmq = new SidecarRabbitMqProperties();
     private final Http http = new Http();
     private final Management management = new Management();
-    private final Operator operator = new Operator();
+    private final SidecarOperatorProperties operator = new SidecarOperatorProperties();
     private final Readiness readiness = new Readiness();
     private final Logging logging = new Logging();
 
@@ -95,7 +95,7 @@ public final class SidecarProperties {
     /**
      * {@return the {@code sidecar.operator.*} settings: who may use the operator API and console; never {@code null}}
      */
-    public Operator getOperator() {
+    public SidecarOperatorProperties getOperator() {
         return operator;
     }
 
@@ -191,7 +191,7 @@ public final class SidecarProperties {
 
     /** One outbox: its database, table, leader election and dispatcher. */
     public static final class Outbox {
-        private final DataSource datasource = new DataSource();
+        private final SidecarDataSourceProperties datasource = new SidecarDataSourceProperties();
         private final OutboxStoreProperties store = new OutboxStoreProperties();
         private final OutboxKafkaProperties kafka = new OutboxKafkaProperties();
         private final OutboxRabbitMqProperties rabbitmq = new OutboxRabbitMqProperties();
@@ -202,7 +202,7 @@ public final class SidecarProperties {
         /**
          * {@return the outbox's {@code datasource.*} settings: its database's connection pool; never {@code null}}
          */
-        public DataSource getDatasource() {
+        public SidecarDataSourceProperties getDatasource() {
             return datasource;
         }
 
@@ -262,7 +262,7 @@ public final class SidecarProperties {
      * {@code <table>_failed}), and optionally which consumers to show.
      */
     public static final class Inbox {
-        private final DataSource datasource = new DataSource(2);
+        private final SidecarDataSourceProperties datasource = new SidecarDataSourceProperties(2);
         /** postgres or mysql (also MariaDB); detected from the database when not set. */
         private OutboxProperties.StoreType type;
         /** The schema (MySQL: the database) of the inbox tables; the connection's default when not set. */
@@ -276,7 +276,7 @@ public final class SidecarProperties {
          * {@return the inbox's {@code datasource.*} settings: its database's connection pool, where one connection
          * is enough (2 by default); never {@code null}}
          */
-        public DataSource getDatasource() {
+        public SidecarDataSourceProperties getDatasource() {
             return datasource;
         }
 
@@ -352,133 +352,6 @@ public final class SidecarProperties {
         }
     }
 
-    /** The connection pool of one outbox's (or inbox's) database. */
-    public static final class DataSource {
-        /** JDBC URL, e.g. jdbc:postgresql://db:5432/app or jdbc:mysql://db:3306/app. Required. */
-        private String url;
-        /** Database user. */
-        private String username;
-        /** Database password; prefer ${ENV_VAR} or password-file. Never logged. */
-        private String password;
-        /** A file holding the password (trailing line break ignored), e.g. a mounted Kubernetes secret. */
-        private String passwordFile;
-        /** Connections in the pool: the dispatcher uses two at a time, the operator API one. */
-        private int maximumPoolSize = 4;
-        /** How long a call waits for a connection from the pool. */
-        private Duration connectionTimeout = Duration.ofSeconds(10);
-
-        /** An outbox's pool: 4 connections by default. */
-        public DataSource() {
-        }
-
-        DataSource(int maximumPoolSize) {
-            this.maximumPoolSize = maximumPoolSize;
-        }
-
-        /**
-         * {@return the JDBC URL of the outbox's (or inbox's) database, for example
-         * {@code jdbc:postgresql://db:5432/app} or {@code jdbc:mysql://db:3306/app}; required} Bound from the
-         * {@code url} property.
-         */
-        public String getUrl() {
-            return url;
-        }
-
-        /**
-         * Sets the {@code url} property.
-         *
-         * @param url a PostgreSQL, MySQL or MariaDB JDBC URL; a password in it is redacted from every log line
-         */
-        public void setUrl(String url) {
-            this.url = url;
-        }
-
-        /**
-         * {@return the database user, or {@code null} for the driver's default} Bound from the {@code username}
-         * property.
-         */
-        public String getUsername() {
-            return username;
-        }
-
-        /**
-         * Sets the {@code username} property.
-         *
-         * @param username the user, or {@code null}
-         */
-        public void setUsername(String username) {
-            this.username = username;
-        }
-
-        /**
-         * {@return the database password, or {@code null}; never logged} Bound from the {@code password} property.
-         */
-        public String getPassword() {
-            return password;
-        }
-
-        /**
-         * Sets the {@code password} property.
-         *
-         * @param password the password (prefer {@code ${ENV_VAR}} or {@code password-file}), or {@code null}; not
-         *                 together with {@code password-file}
-         */
-        public void setPassword(String password) {
-            this.password = password;
-        }
-
-        /**
-         * {@return a file holding the password (its trailing line break ignored), for example a mounted Kubernetes
-         * secret, or {@code null}} Bound from the {@code password-file} property.
-         */
-        public String getPasswordFile() {
-            return passwordFile;
-        }
-
-        /**
-         * Sets the {@code password-file} property.
-         *
-         * @param passwordFile the file's path, or {@code null}; not together with {@code password}. Start-up stops if
-         *                     it cannot be read.
-         */
-        public void setPasswordFile(String passwordFile) {
-            this.passwordFile = passwordFile;
-        }
-
-        /**
-         * {@return the connections in the pool (an outbox's dispatcher uses two at a time, the operator API one); 4 by
-         * default for an outbox, 2 for an inbox} Bound from the {@code maximum-pool-size} property.
-         */
-        public int getMaximumPoolSize() {
-            return maximumPoolSize;
-        }
-
-        /**
-         * Sets the {@code maximum-pool-size} property.
-         *
-         * @param maximumPoolSize at least 2 for an outbox, 1 for an inbox; checked at start-up
-         */
-        public void setMaximumPoolSize(int maximumPoolSize) {
-            this.maximumPoolSize = maximumPoolSize;
-        }
-
-        /**
-         * {@return how long a call waits for a connection from the pool; 10 seconds by default} Bound from the
-         * {@code connection-timeout} property.
-         */
-        public Duration getConnectionTimeout() {
-            return connectionTimeout;
-        }
-
-        /**
-         * Sets the {@code connection-timeout} property.
-         *
-         * @param connectionTimeout a duration; below 250 ms counts as 250 ms
-         */
-        public void setConnectionTimeout(Duration connectionTimeout) {
-            this.connectionTimeout = connectionTimeout;
-        }
-    }
 
     /** The HTTP server of the operator API and console. */
     public static final class Http {
@@ -564,107 +437,6 @@ public final class SidecarProperties {
         }
     }
 
-    /**
-     * Who may use the operator API and console. With neither a token nor a username configured, both are off.
-     */
-    public static final class Operator {
-        /** User name for the console's login form and for HTTP basic authentication. */
-        private String username;
-        /** Password of {@code username}; prefer ${ENV_VAR} or password-file. Never logged. */
-        private String password;
-        /** A file holding the password. */
-        private String passwordFile;
-        /** A bearer token for the API ({@code Authorization: Bearer <token>}). Never logged. */
-        private String token;
-        /** A file holding the token. */
-        private String tokenFile;
-
-        /**
-         * {@return the user name of the console's login form and of HTTP basic authentication, or {@code null} for
-         * none} Bound from the {@code username} property.
-         */
-        public String getUsername() {
-            return username;
-        }
-
-        /**
-         * Sets the {@code username} property.
-         *
-         * @param username the user name, or {@code null}; with it a password is required
-         */
-        public void setUsername(String username) {
-            this.username = username;
-        }
-
-        /**
-         * {@return the password of {@code username}, or {@code null}; never logged} Bound from the {@code password}
-         * property.
-         */
-        public String getPassword() {
-            return password;
-        }
-
-        /**
-         * Sets the {@code password} property.
-         *
-         * @param password the password (prefer {@code ${ENV_VAR}} or {@code password-file}), or {@code null}; not
-         *                 together with {@code password-file}
-         */
-        public void setPassword(String password) {
-            this.password = password;
-        }
-
-        /**
-         * {@return a file holding the password (its trailing line break ignored), or {@code null}} Bound from the
-         * {@code password-file} property.
-         */
-        public String getPasswordFile() {
-            return passwordFile;
-        }
-
-        /**
-         * Sets the {@code password-file} property.
-         *
-         * @param passwordFile the file's path, or {@code null}; not together with {@code password}
-         */
-        public void setPasswordFile(String passwordFile) {
-            this.passwordFile = passwordFile;
-        }
-
-        /**
-         * {@return the bearer token of the API ({@code Authorization: Bearer <token>}), or {@code null} for none; never
-         * logged} Bound from the {@code token} property.
-         */
-        public String getToken() {
-            return token;
-        }
-
-        /**
-         * Sets the {@code token} property.
-         *
-         * @param token the token, or {@code null}; not together with {@code token-file}
-         */
-        public void setToken(String token) {
-            this.token = token;
-        }
-
-        /**
-         * {@return a file holding the token (its trailing line break ignored), or {@code null}} Bound from the
-         * {@code token-file} property.
-         */
-        public String getTokenFile() {
-            return tokenFile;
-        }
-
-        /**
-         * Sets the {@code token-file} property.
-         *
-         * @param tokenFile the file's path, or {@code null}; not together with {@code token}
-         */
-        public void setTokenFile(String tokenFile) {
-            this.tokenFile = tokenFile;
-        }
-    }
 
     /** When the readiness probe says "not ready". */
     public static final class Readiness {

@@ -130,7 +130,7 @@ class SidecarWebConfiguration {
      * @throws SidecarConfigException if they are incomplete
      */
     static OperatorCredentials operatorCredentials(SidecarProperties properties) {
-        SidecarProperties.Operator o = properties.getOperator();
+        SidecarOperatorProperties o = properties.getOperator();
         Secrets secrets = new Secrets();
         String password = secrets.read("sidecar.operator.password", o.getPassword(), "sidecar.operator.password-file",
                 o.getPasswordFile());
