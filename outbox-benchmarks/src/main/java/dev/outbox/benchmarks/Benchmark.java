@@ -95,7 +95,7 @@ public final class Benchmark {
                 }
             }
             report.throughput = runs;
-            if (java.util.stream.Stream.of("latency", "latency-txn", "latency-wal", "latency-handlers", "latency-rabbitmq", "latency-shards",
+            if (java.util.stream.Stream.of("latency", "latency-txn", "latency-eos", "latency-wal", "latency-handlers", "latency-rabbitmq", "latency-shards",
                     "latency-poll", "latency-mark").anyMatch(options::runs) && !options.latencyJitWarmup.isZero()) {
                 Progress.say("latency warm-up: %s at 5,000 and %s at 100 records/s (not recorded) ...",
                         options.latencyJitWarmup, options.latencyJitWarmup);
@@ -118,20 +118,24 @@ public final class Benchmark {
                     ThroughputScenarios.settle();
                 }
             }
-            if (options.runs("latency-txn")) {
+            for (boolean exactlyOnce : new boolean[] {false, true}) {
+                if (!options.runs(exactlyOnce ? "latency-eos" : "latency-txn")) {
+                    continue;
+                }
+                String label = exactlyOnce ? "transactional producer, exactly once" : "transactional producer";
                 LatencyScenario latency = new LatencyScenario(env, options);
                 for (int rate : options.rates) {
-                    Progress.say("latency at %,d records/s offered, transactional producer ...", rate);
-                    env.transactionalBrokers("bench-txn");
+                    Progress.say("latency at %,d records/s offered, %s ...", rate, label);
+                    env.transactionalBrokers(exactlyOnce ? "bench-eos" : "bench-txn", exactlyOnce);
                     LatencyScenario.Result result;
                     try {
-                        result = latency.runTransactional(rate);
+                        result = exactlyOnce ? latency.runExactlyOnce(rate) : latency.runTransactional(rate);
                     } finally {
                         env.transactionalBrokers(null);
                     }
-                    Progress.say("latency at %,d/s, transactional producer: commit->ack p50 %.1f ms, p99 %.1f ms,"
-                                    + " max %.1f ms; %s", rate, result.commitToAck().p50(), result.commitToAck().p99(),
-                            result.commitToAck().max(), result.sustainable() ? "sustainable" : "NOT sustainable");
+                    Progress.say("latency at %,d/s, %s: commit->ack p50 %.1f ms, p99 %.1f ms, max %.1f ms; %s", rate,
+                            label, result.commitToAck().p50(), result.commitToAck().p99(), result.commitToAck().max(),
+                            result.sustainable() ? "sustainable" : "NOT sustainable");
                     report.latency.add(result);
                     ThroughputScenarios.settle();
                 }

@@ -32,7 +32,7 @@ import java.util.concurrent.Callable;
 final class BenchmarkOptions implements Callable<Integer> {
     static final List<String> ALL_SCENARIOS = List.of("writer-cost", "drain", "drain-txn", "drain-eos", "drain-unfenced", "drain-mark", "drain-wal",
             "drain-handlers", "drain-rabbitmq", "drain-shards", "drain-shards-2", "database", "cursor", "wal-ceiling",
-            "broker", "broker-rabbitmq", "naive", "latency", "latency-txn", "latency-wal", "latency-handlers", "latency-rabbitmq", "latency-poll",
+            "broker", "broker-rabbitmq", "naive", "latency", "latency-txn", "latency-eos", "latency-wal", "latency-handlers", "latency-rabbitmq", "latency-poll",
             "latency-mark", "poison", "takeover", "takeover-shards", "inbox");
     /** The scenarios of the WAL harvest: Postgres only ({@code all} leaves them out on MySQL and MariaDB). */
     static final List<String> WAL_SCENARIOS = List.of("writer-cost", "drain-wal", "wal-ceiling", "latency-wal");
@@ -69,15 +69,15 @@ final class BenchmarkOptions implements Callable<Integer> {
             converter = Scenario.class,
             description = "Any of writer-cost,drain,drain-txn,drain-eos,drain-unfenced,drain-mark,drain-nopurge,drain-wal,"
                     + "drain-handlers,drain-rabbitmq,drain-shards,drain-shards-2,database,cursor,broker-rabbitmq,"
-                    + "wal-ceiling,broker,naive,latency,latency-txn,latency-wal,latency-handlers,latency-rabbitmq,latency-poll,"
+                    + "wal-ceiling,broker,naive,latency,latency-txn,latency-eos,latency-wal,latency-handlers,latency-rabbitmq,latency-poll,"
                     + "latency-mark,latency-shards,"
                     + "poison,takeover,"
                     + "takeover-shards,inbox, or"
                     + " all. drain and latency use the cursor harvest with commit wake-ups, latency-poll the same"
                     + " polling (no wake-ups, the producer lingering), drain-unfenced the cursor harvest with storage"
                     + " fencing off (its cost: next to drain), drain-txn and latency-txn the same with Kafka's"
-                    + " transactional producer (broker fencing; its cost: next to drain and latency), drain-eos"
-                    + " the same publishing exactly once (its cost: next to drain-txn), drain-mark and latency-mark"
+                    + " transactional producer (broker fencing; its cost: next to drain and latency), drain-eos and"
+                    + " latency-eos the same publishing exactly once (its cost: next to drain-txn and latency-txn), drain-mark and latency-mark"
                     + " the mark harvest, drain-wal"
                     + " and latency-wal the WAL harvest (Postgres); drain-handlers and latency-handlers the cursor"
                     + " harvest into in-process handlers (HandlerMessageBroker, a handler doing nothing) instead of"

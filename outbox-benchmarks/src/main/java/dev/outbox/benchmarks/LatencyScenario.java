@@ -97,6 +97,10 @@ final class LatencyScenario {
     static final String TXN_VARIANT = "transactional producer, ";
     /** Set around {@link #runTransactional}: the variant says so. */
     private boolean transactional;
+    /** The prefix of a run's variant whose transactional broker also publishes exactly once ({@code exactlyOnce}). */
+    static final String EOS_VARIANT = "exactly once, ";
+    /** Set around {@link #runExactlyOnce}: the variant says so. */
+    private boolean exactlyOnce;
     /** The prefix of a run's variant whose records go to in-process handlers instead of Kafka. */
     static final String HANDLERS_VARIANT = "in-process handlers, ";
     /** Set around {@link #runHandlers}: the variant says so. */
@@ -113,6 +117,21 @@ final class LatencyScenario {
             return run(rate);
         } finally {
             transactional = false;
+        }
+    }
+
+    /**
+     * {@link #run(int)} with the environment's brokers transactional and publishing exactly once (the caller sets them
+     * so); the variant says so.
+     */
+    Result runExactlyOnce(int rate) throws Exception {
+        transactional = true;
+        exactlyOnce = true;
+        try {
+            return run(rate);
+        } finally {
+            transactional = false;
+            exactlyOnce = false;
         }
     }
 
@@ -383,7 +402,7 @@ final class LatencyScenario {
                 missing, Stats.of(toAck), Stats.of(toSend), Stats.of(sendToAck), Stats.of(scheduledToAck), Stats.of(toConsume), sampler.max(), backlogEnd, slope,
                 sustainable, drainAfter, (poison ? "poison, " : "")
                 + (harvest == DispatcherConfig.Harvest.MARK ? MARK_VARIANT : "") + (wal ? WAL_VARIANT : "")
-                + (transactional ? TXN_VARIANT : "") + (handlers ? HANDLERS_VARIANT : "")
+                + (transactional ? TXN_VARIANT : "") + (exactlyOnce ? EOS_VARIANT : "") + (handlers ? HANDLERS_VARIANT : "")
                 + (rabbitMq ? RABBITMQ_VARIANT : "")
                 + (polling ? POLL_VARIANT : "") + (shards > 1 ? shards + " shards, " : "")
                 + keyCount + " keys",

@@ -475,6 +475,8 @@ final class Report {
         });
         for (LatencyScenario.Result l : latency) {
             String s = "rate_" + l.offeredRate() + (l.poisoned() ? "_poison" : "")
+                    + (l.variant().contains(LatencyScenario.TXN_VARIANT) ? "_txn" : "")
+                    + (l.variant().contains(LatencyScenario.EOS_VARIANT) ? "_eos" : "")
                     + (l.variant().contains(LatencyScenario.MARK_VARIANT) ? "_mark" : "")
                     + (l.variant().contains(LatencyScenario.WAL_VARIANT) ? "_wal" : "")
                     + (l.variant().contains(LatencyScenario.POLL_VARIANT) ? "_poll" : "")

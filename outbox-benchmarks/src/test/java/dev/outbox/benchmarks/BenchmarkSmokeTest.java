@@ -64,9 +64,9 @@ class BenchmarkSmokeTest {
         assertThat(report.throughput.get("naive").get(0).left()).isZero();
         assertThat(report.throughput.get("drain-handlers").get(0).records()).isEqualTo(3000);
         assertThat(report.throughput.get("drain-handlers").get(0).left()).isZero();
-        assertThat(report.latency).as("--rates 500 with each harvest (cursor, transactional producer, WAL, in-process"
-                + " handlers, RabbitMQ, polling, mark), then the poison scenario without and with the poison key")
-                .hasSize(9).allSatisfy(l -> {
+        assertThat(report.latency).as("--rates 500 with each harvest (cursor, transactional producer, exactly once,"
+                + " WAL, in-process handlers, RabbitMQ, polling, mark), then the poison scenario without and with the"
+                + " poison key").hasSize(10).allSatisfy(l -> {
             assertThat(l.unacknowledged()).isZero();
             assertThat(l.commitToAck().count()).isPositive();
         });
@@ -87,16 +87,17 @@ class BenchmarkSmokeTest {
             assertThat(r.rate()).isPositive();
         });
         assertThat(report.latency.get(1).variant()).startsWith(LatencyScenario.TXN_VARIANT);
-        assertThat(report.latency.get(2).variant()).startsWith(LatencyScenario.WAL_VARIANT);
-        assertThat(report.latency.get(3).variant()).startsWith(LatencyScenario.HANDLERS_VARIANT);
-        assertThat(report.latency.get(3).commitToConsume().count()).as("handled").isPositive();
-        assertThat(report.latency.get(4).variant()).startsWith(LatencyScenario.RABBITMQ_VARIANT);
-        assertThat(report.latency.get(4).commitToConsume().count()).as("consumed from RabbitMQ")
-                .isEqualTo(report.latency.get(4).measured());
-        assertThat(report.latency.get(5).variant()).startsWith(LatencyScenario.POLL_VARIANT);
-        assertThat(report.latency.get(6).variant()).startsWith(LatencyScenario.MARK_VARIANT);
-        assertThat(report.latency.get(8).poisoned()).isTrue();
-        assertThat(report.latency.get(8).poisonFailures()).isPositive();
+        assertThat(report.latency.get(2).variant()).startsWith(LatencyScenario.TXN_VARIANT + LatencyScenario.EOS_VARIANT);
+        assertThat(report.latency.get(3).variant()).startsWith(LatencyScenario.WAL_VARIANT);
+        assertThat(report.latency.get(4).variant()).startsWith(LatencyScenario.HANDLERS_VARIANT);
+        assertThat(report.latency.get(4).commitToConsume().count()).as("handled").isPositive();
+        assertThat(report.latency.get(5).variant()).startsWith(LatencyScenario.RABBITMQ_VARIANT);
+        assertThat(report.latency.get(5).commitToConsume().count()).as("consumed from RabbitMQ")
+                .isEqualTo(report.latency.get(5).measured());
+        assertThat(report.latency.get(6).variant()).startsWith(LatencyScenario.POLL_VARIANT);
+        assertThat(report.latency.get(7).variant()).startsWith(LatencyScenario.MARK_VARIANT);
+        assertThat(report.latency.get(9).poisoned()).isTrue();
+        assertThat(report.latency.get(9).poisonFailures()).isPositive();
         assertThat(report.text()).contains("Writer cost", "table INSERT", "WAL emit", "wal_level=logical",
                 "synchronous_commit=on", "Dispatcher -> Kafka (cursor harvest)", "(mark harvest)", "(WAL harvest)",
                 "WAL ceiling", "Dispatcher -> in-process handlers",
@@ -106,6 +107,7 @@ class BenchmarkSmokeTest {
         assertThat(Files.readString(out.resolve("results.csv"))).startsWith("section,scenario,run,metric,value\n")
                 .contains("throughput,drain,1,records_per_s,", "throughput,drain-wal,1,records_per_s,",
                         "latency,rate_500_wal,1,commit_to_ack_p50_ms,", "latency,rate_500_poll,1,commit_to_ack_p50_ms,",
+                        "latency,rate_500_txn,1,commit_to_ack_p50_ms,", "latency,rate_500_txn_eos,1,commit_to_ack_p50_ms,",
                         "latency,rate_500_handlers,1,commit_to_ack_p50_ms,",
                         "latency,rate_500_rabbitmq,1,commit_to_ack_p50_ms,", "throughput,drain-handlers,1,records_per_s,",
                         "writer_cost,sync_on_n_10,1,wal_commits_per_s,", "writer_cost,sync_on_n_10,1,table_notify_commits_per_s,",

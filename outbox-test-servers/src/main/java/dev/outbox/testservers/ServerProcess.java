@@ -8,6 +8,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -165,13 +167,27 @@ final class ServerProcess {
         }
     }
 
-    /** A TCP port that was free on 127.0.0.1 a moment ago. */
+    /** Every port {@link #freePort()} handed out in this JVM: never handed out twice. */
+    private static final Set<Integer> HANDED_OUT = ConcurrentHashMap.newKeySet();
+
+    /**
+     * A TCP port that was free on 127.0.0.1 a moment ago and that no other server of this JVM was given: servers that
+     * start at the same time (MySQL and MariaDB, say) could otherwise be given the same just-freed port, and the one
+     * that loses the bind would find the other one listening there.
+     */
     static int freePort() {
-        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot find a free port", e);
+        for (int attempt = 0; attempt < 100; attempt++) {
+            int port;
+            try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+                port = socket.getLocalPort();
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot find a free port", e);
+            }
+            if (HANDED_OUT.add(port)) {
+                return port;
+            }
         }
+        throw new IllegalStateException("cannot find a free port not handed out before in this JVM");
     }
 
     static String tail(Path file, int lines) {
