@@ -1,10 +1,5 @@
 package dev.outbox.benchmarks;
 
-import com.fasterxml.jackson.core.JsonGenerator;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializerProvider;
-import com.fasterxml.jackson.databind.module.SimpleModule;
-import com.fasterxml.jackson.databind.ser.std.StdSerializer;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.testservers.JdbcServer;
 
@@ -26,20 +21,6 @@ import java.util.Map;
  * section, scenario, run, metric, value) and JSON. Not thread-safe.
  */
 final class Report {
-    /** Writes results.json; NaN and infinite figures become null. */
-    private static final ObjectMapper JSON = new ObjectMapper().registerModule(new SimpleModule()
-            .addSerializer(Double.class, new StdSerializer<>(Double.class) {
-                @Override
-                public void serialize(Double value, JsonGenerator json, SerializerProvider provider)
-                        throws IOException {
-                    if (value.isNaN() || value.isInfinite()) {
-                        json.writeNull();
-                    } else {
-                        json.writeNumber(value);
-                    }
-                }
-            }));
-
     private static final Map<String, String> TITLES = Map.ofEntries(
             Map.entry("drain", "Dispatcher -> Kafka (cursor harvest)"),
             Map.entry("drain-unfenced", "Dispatcher -> Kafka (cursor, storage fencing off)"),
@@ -59,7 +40,7 @@ final class Report {
             Map.entry("broker-rabbitmq", "RabbitMQ ceiling (bare publisher)"),
             Map.entry("naive", "naive baseline (1 row/stmt)"));
 
-    private final BenchmarkOptions options;
+    final BenchmarkOptions options;
     Instant startedAt;
     Instant finishedAt;
     double loadAtStart;
@@ -347,7 +328,7 @@ final class Report {
     }
 
     /** The CSV scenario's prefix of a take-over's election: none for Kafka's (as before the database election). */
-    private static String electionPrefix(String election) {
+    static String electionPrefix(String election) {
         return election.equals(TakeoverScenario.KAFKA) ? "" : election + "-";
     }
 
@@ -435,119 +416,17 @@ final class Report {
         try {
             Files.createDirectories(dir);
             Files.writeString(dir.resolve("results.txt"), text(), StandardCharsets.UTF_8);
-            Files.writeString(dir.resolve("results.csv"), csv(), StandardCharsets.UTF_8);
-            JSON.writerWithDefaultPrettyPrinter().writeValue(dir.resolve("results.json").toFile(), json());
+            ReportFiles files = new ReportFiles(this);
+            Files.writeString(dir.resolve("results.csv"), files.csv(), StandardCharsets.UTF_8);
+            ReportFiles.JSON.writerWithDefaultPrettyPrinter().writeValue(dir.resolve("results.json").toFile(),
+                    files.json());
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write results to " + dir, e);
         }
     }
 
-    String csv() {
-        StringBuilder out = new StringBuilder("section,scenario,run,metric,value\n");
-        for (WriterCostBenchmark.Cell c : writerCost) {
-            String s = "sync_" + c.sync() + "_n_" + c.messages();
-            Map<String, WriterCostBenchmark.Cost> both = new LinkedHashMap<>();
-            both.put("table", c.table());
-            both.put("table_notify", c.notifying());
-            both.put("wal", c.wal());
-            both.forEach((publisher, cost) -> {
-                csvLine(out, "writer_cost", s, c.round(), publisher + "_commits_per_s",
-                        fmt("%.1f", cost.commitsPerSecond()));
-                csvLine(out, "writer_cost", s, c.round(), publisher + "_server_us_per_commit",
-                        fmt("%.2f", cost.serverMicros()));
-                csvLine(out, "writer_cost", s, c.round(), publisher + "_jvm_us_per_commit",
-                        fmt("%.2f", cost.jvmMicros()));
-            });
-        }
-        throughput.forEach((scenario, runs) -> {
-            int i = 1;
-            for (ThroughputScenarios.Run r : runs) {
-                csvLine(out, "throughput", scenario, i, "records_per_s", fmt("%.1f", r.rate()));
-                csvLine(out, "throughput", scenario, i, "records", r.records());
-                csvLine(out, "throughput", scenario, i, "seconds", fmt("%.3f", r.seconds()));
-                csvLine(out, "throughput", scenario, i, "rows_left", r.left());
-                i++;
-            }
-            csvLine(out, "throughput", scenario, "median", "records_per_s", fmt("%.1f", medianRate(scenario)));
-            if (throughput.containsKey("drain")) {
-                csvLine(out, "throughput", scenario, "median", "dispatcher_ratio", fmt("%.4f", ratio(scenario)));
-            }
-        });
-        for (LatencyScenario.Result l : latency) {
-            String s = "rate_" + l.offeredRate() + (l.poisoned() ? "_poison" : "")
-                    + (l.variant().contains(LatencyScenario.TXN_VARIANT) ? "_txn" : "")
-                    + (l.variant().contains(LatencyScenario.EOS_VARIANT) ? "_eos" : "")
-                    + (l.variant().contains(LatencyScenario.MARK_VARIANT) ? "_mark" : "")
-                    + (l.variant().contains(LatencyScenario.WAL_VARIANT) ? "_wal" : "")
-                    + (l.variant().contains(LatencyScenario.POLL_VARIANT) ? "_poll" : "")
-                    + (l.variant().contains(LatencyScenario.HANDLERS_VARIANT) ? "_handlers" : "")
-                    + (l.variant().contains(LatencyScenario.RABBITMQ_VARIANT) ? "_rabbitmq" : "")
-                    + (l.variant().contains(" shards, ") ? "_shards" : "")
-                    + (l.variant().endsWith(" " + options.keys + " keys") || l.variant().equals(options.keys + " keys")
-                    ? "" : "_keys_" + l.variant().replaceAll("\\D", ""));
-            csvLine(out, "latency", s, 1, "offered_per_s", l.offeredRate());
-            csvLine(out, "latency", s, 1, "written_per_s", fmt("%.1f", l.achievedRate()));
-            csvLine(out, "latency", s, 1, "writers_kept_up", l.writersKeptUp());
-            csvLine(out, "latency", s, 1, "acked_per_s", fmt("%.1f", l.ackRate()));
-            csvLine(out, "latency", s, 1, "records_per_tx", l.recordsPerTx());
-            csvLine(out, "latency", s, 1, "measured_records", l.measured());
-            csvLine(out, "latency", s, 1, "unacknowledged", l.unacknowledged());
-            Map<String, LatencyScenario.Stats> all = new LinkedHashMap<>();
-            all.put("commit_to_ack", l.commitToAck());
-            all.put("scheduled_to_ack", l.scheduledToAck());
-            all.put("commit_to_consume", l.commitToConsume());
-            all.forEach((metric, st) -> {
-                csvLine(out, "latency", s, 1, metric + "_p50_ms", fmt("%.3f", st.p50()));
-                csvLine(out, "latency", s, 1, metric + "_p99_ms", fmt("%.3f", st.p99()));
-                csvLine(out, "latency", s, 1, metric + "_p999_ms", fmt("%.3f", st.p999()));
-                csvLine(out, "latency", s, 1, metric + "_max_ms", fmt("%.3f", st.max()));
-            });
-            csvLine(out, "latency", s, 1, "backlog_max", l.backlogMax());
-            csvLine(out, "latency", s, 1, "backlog_end", l.backlogEnd());
-            csvLine(out, "latency", s, 1, "backlog_growth_per_s", fmt("%.1f", l.backlogSlope()));
-            csvLine(out, "latency", s, 1, "sustainable", l.sustainable());
-        }
-        int i = 0;
-        String last = "";
-        for (TakeoverScenario.Result t : takeover) {
-            String scenario = electionPrefix(t.election()) + t.mode();
-            i = scenario.equals(last) ? i + 1 : 1;
-            last = scenario;
-            csvLine(out, "takeover", scenario, i, "leader_acquired_s", fmt("%.3f", t.leaderAcquired()));
-            csvLine(out, "takeover", scenario, i, "first_ack_s", fmt("%.3f", t.firstAck()));
-            csvLine(out, "takeover", scenario, i, "rows_left", t.rowsLeft());
-        }
-        for (ShardedTakeoverScenario.Result r : shardTakeover) {
-            String shards = electionPrefix(r.election()) + "shards";
-            csvLine(out, "takeover", shards, r.run(), "others_quiet_p99_ms", fmt("%.2f", r.quietOthers().p99()));
-            csvLine(out, "takeover", shards, r.run(), "others_takeover_p99_ms",
-                    fmt("%.2f", r.takeoverOthers().p99()));
-            csvLine(out, "takeover", shards, r.run(), "others_p99_ratio", fmt("%.3f", r.p99Ratio()));
-            csvLine(out, "takeover", shards, r.run(), "others_move_p99_ms", fmt("%.2f", r.moveOthers().p99()));
-            csvLine(out, "takeover", shards, r.run(), "others_move_p99_ratio", fmt("%.3f", r.moveP99Ratio()));
-            csvLine(out, "takeover", shards, r.run(), "killed_takeover_max_ms", fmt("%.1f", r.takeoverOwn().max()));
-            csvLine(out, "takeover", shards, r.run(), "moved_s", fmt("%.3f", r.movedAfter()));
-            csvLine(out, "takeover", shards, r.run(), "killed_acking_s", fmt("%.3f", r.ownFirstAck()));
-            csvLine(out, "takeover", shards, r.run(), "acks_unreported", r.unreported());
-            csvLine(out, "takeover", shards, r.run(), "duplicates", r.duplicates());
-        }
-        for (InboxScenario.Result r : inbox) {
-            String name = r.consumer().startsWith("bare") ? "bare_" + (r.consumer().contains("before") ? "before"
-                    : "after") : "inbox";
-            csvLine(out, "consumer", name, 1, "records_per_s", fmt("%.1f", r.rate()));
-            csvLine(out, "consumer", name, 1, "records", r.records());
-        }
-        return out.toString();
-    }
-
-    private static void csvLine(StringBuilder out, String section, String scenario, Object run, String metric,
-                                Object value) {
-        out.append(section).append(',').append(scenario).append(',').append(run).append(',').append(metric)
-                .append(',').append(value).append('\n');
-    }
-
-    /** The user and the masked password of an existing database (--db-url), for the text report. */
-    private String credentials() {
+    /** The database credentials as the results show them: the user, and the password masked. */
+    String credentials() {
         if (options.dbUrl == null) {
             return "";
         }
@@ -555,170 +434,13 @@ final class Report {
                 : ", password " + options.maskedPassword());
     }
 
-    Map<String, Object> json() {
-        Map<String, Object> root = new LinkedHashMap<>();
-        Map<String, Object> meta = new LinkedHashMap<>();
-        meta.put("started", String.valueOf(startedAt));
-        meta.put("finished", String.valueOf(finishedAt));
-        meta.put("command", options.command);
-        Map<String, Object> machine = new LinkedHashMap<>();
-        machine.put("cores", Machine.cores());
-        machine.put("cpu", Machine.cpu());
-        machine.put("memoryMiB", Machine.memoryMiB());
-        machine.put("os", Machine.os());
-        machine.put("java", Machine.java());
-        machine.put("maxHeapMiB", Machine.maxHeapMiB());
-        machine.put("loadAverageAtStart", loadAtStart);
-        machine.put("loadAverageAtEnd", loadAtEnd);
-        meta.put("machine", machine);
-        meta.put("database", database);
-        if (options.dbUrl != null) {
-            meta.put("databaseUser", options.dbUser);
-            meta.put("databasePassword", options.maskedPassword());
-        }
-        meta.put("databaseSettings", databaseSettings);
-        meta.put("broker", kafka);
-        meta.put("partitions", options.partitions);
-        Map<String, Object> d = new LinkedHashMap<>();
-        d.put("markBatchSize", dispatcher.markBatchSize());
-        d.put("maxInFlightRecords", dispatcher.maxInFlightRecords());
-        d.put("maxInFlightBytes", dispatcher.maxInFlightBytes());
-        d.put("purgeBatchSize", dispatcher.purgeBatchSize());
-        d.put("all", dispatcher.toString());
-        meta.put("dispatcher", d);
-        meta.put("producer", producer);
-        Map<String, Object> workload = new LinkedHashMap<>();
-        workload.put("rows", options.rows);
-        workload.put("naiveRows", Math.min(options.naiveRows, options.rows));
-        workload.put("valueBytes", options.valueBytes);
-        workload.put("keys", options.keys);
-        workload.put("repeat", options.repeat);
-        workload.put("warmupRows", options.warmupRows);
-        meta.put("workload", workload);
-        root.put("meta", meta);
-
-        List<Object> writers = new ArrayList<>();
-        for (WriterCostBenchmark.Cell c : writerCost) {
-            Map<String, Object> m = new LinkedHashMap<>();
-            m.put("round", c.round());
-            m.put("synchronousCommit", c.sync());
-            m.put("messagesPerTransaction", c.messages());
-            m.put("table", c.table());
-            m.put("tableNotify", c.notifying());
-            m.put("wal", c.wal());
-            writers.add(m);
-        }
-        root.put("writerCost", writers);
-
-        Map<String, Object> tp = new LinkedHashMap<>();
-        throughput.forEach((scenario, runs) -> {
-            Map<String, Object> s = new LinkedHashMap<>();
-            s.put("medianRecordsPerSecond", medianRate(scenario));
-            if (throughput.containsKey("drain")) {
-                s.put("dispatcherRatio", ratio(scenario));
-            }
-            List<Object> list = new ArrayList<>();
-            for (ThroughputScenarios.Run r : runs) {
-                Map<String, Object> m = new LinkedHashMap<>();
-                m.put("recordsPerSecond", r.rate());
-                m.put("records", r.records());
-                m.put("seconds", r.seconds());
-                m.put("rowsLeft", r.left());
-                m.put("fillSeconds", r.fillSeconds());
-                if (!r.breakdown().isEmpty()) {
-                    m.put("breakdown", r.breakdown());
-                }
-                list.add(m);
-            }
-            s.put("runs", list);
-            tp.put(scenario, s);
-        });
-        root.put("throughput", tp);
-
-        List<Object> lat = new ArrayList<>();
-        for (LatencyScenario.Result l : latency) {
-            Map<String, Object> m = new LinkedHashMap<>();
-            m.put("variant", l.variant());
-            m.put("offeredPerSecond", l.offeredRate());
-            m.put("writtenPerSecond", l.achievedRate());
-            m.put("writersKeptUp", l.writersKeptUp());
-            m.put("ackedPerSecond", l.ackRate());
-            m.put("recordsPerTransaction", l.recordsPerTx());
-            m.put("writers", l.writers());
-            m.put("measuredRecords", l.measured());
-            m.put("unacknowledged", l.unacknowledged());
-            m.put("commitToAckMs", statsJson(l.commitToAck()));
-            m.put("commitToSendMs", statsJson(l.commitToSend()));
-            m.put("sendToAckMs", statsJson(l.sendToAck()));
-            m.put("scheduledToAckMs", statsJson(l.scheduledToAck()));
-            m.put("commitToConsumeMs", statsJson(l.commitToConsume()));
-            m.put("backlogMax", l.backlogMax());
-            m.put("backlogEnd", l.backlogEnd());
-            m.put("backlogGrowthPerSecond", l.backlogSlope());
-            m.put("sustainable", l.sustainable());
-            m.put("tailDrainSeconds", l.drainAfterSeconds());
-            m.put("poisonSendsFailed", l.poisonFailures());
-            lat.add(m);
-        }
-        root.put("latency", lat);
-
-        List<Object> to = new ArrayList<>();
-        for (TakeoverScenario.Result t : takeover) {
-            Map<String, Object> m = new LinkedHashMap<>();
-            m.put("mode", t.mode());
-            m.put("leaderAcquiredSeconds", t.leaderAcquired());
-            m.put("firstAckSeconds", t.firstAck());
-            m.put("rowsLeft", t.rowsLeft());
-            to.add(m);
-        }
-        root.put("takeover", to);
-
-        List<Object> st = new ArrayList<>();
-        for (ShardedTakeoverScenario.Result r : shardTakeover) {
-            Map<String, Object> m = new LinkedHashMap<>();
-            m.put("run", r.run());
-            m.put("killedShards", r.killedShards());
-            m.put("othersQuietMs", statsJson(r.quietOthers()));
-            m.put("othersTakeoverMs", statsJson(r.takeoverOthers()));
-            m.put("othersP99Ratio", r.p99Ratio());
-            m.put("othersMoveMs", statsJson(r.moveOthers()));
-            m.put("othersMoveP99Ratio", r.moveP99Ratio());
-            m.put("killedQuietMs", statsJson(r.quietOwn()));
-            m.put("killedTakeoverMs", statsJson(r.takeoverOwn()));
-            m.put("movedSeconds", r.movedAfter());
-            m.put("killedAckingSeconds", r.ownFirstAck());
-            m.put("committed", r.committed());
-            m.put("acksUnreported", r.unreported());
-            m.put("duplicates", r.duplicates());
-            st.add(m);
-        }
-        root.put("shardTakeover", st);
-
-        List<Object> consumers = new ArrayList<>();
-        for (InboxScenario.Result r : inbox) {
-            Map<String, Object> m = new LinkedHashMap<>();
-            m.put("consumer", r.consumer());
-            m.put("recordsPerSecond", r.rate());
-            m.put("records", r.records());
-            consumers.add(m);
-        }
-        root.put("consumers", consumers);
-
-        List<Object> goals = new ArrayList<>();
-        for (String[] g : goals()) {
-            goals.add(Map.of("goal", g[0], "measured", g[1], "verdict", g[2]));
-        }
-        root.put("goals", goals);
-        return root;
+    /** The results as CSV ({@link ReportFiles#csv}). */
+    String csv() {
+        return new ReportFiles(this).csv();
     }
 
-    private static Map<String, Object> statsJson(LatencyScenario.Stats s) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("count", s.count());
-        m.put("p50", s.p50());
-        m.put("p99", s.p99());
-        m.put("p999", s.p999());
-        m.put("max", s.max());
-        return m;
+    /** The results as the JSON tree of results.json ({@link ReportFiles#json}). */
+    Map<String, Object> json() {
+        return new ReportFiles(this).json();
     }
 }
