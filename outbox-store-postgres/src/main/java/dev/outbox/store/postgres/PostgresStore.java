@@ -16,16 +16,12 @@ import org.jdbi.v3.core.Jdbi;
 
 import javax.sql.DataSource;
 import java.sql.Statement;
-import java.time.Duration;
-import java.time.Instant;
 import java.util.Collection;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.UUID;
 
 /**
