@@ -328,21 +328,18 @@ public final class PostgresStore extends SqlStore {
      *
      * <p>With the WAL harvest the store is a {@link CommitLog} (which the dispatcher harvests by streaming) and has
      * no {@link CursorHarvest}, {@link dev.outbox.spi.MarkHarvest}, {@link dev.outbox.spi.StorageFencing},
-     * {@link dev.outbox.spi.ParkedKeys} or {@link CommitSignals}: its messages are not rows. Its {@link #purge}, {@link #retryLater} and {@link #park}
-     * find no rows in the table then.
+     * {@link dev.outbox.spi.ParkedKeys} or {@link CommitSignals}: its messages are not rows. Its {@link #purge},
+     * {@link #retryLater} and {@link #park} find no rows in the table then.
      */
     @Override
     public <T> Optional<T> capability(Class<T> type) {
-        if (wal == null) {
-            return type == CommitLog.class ? Optional.empty() : super.capability(type);
-        }
-        if (type == CommitLog.class) {
+        if (wal != null && type == CommitLog.class) {
             return Optional.of(type.cast(wal));
         }
-        if (type == CursorHarvest.class || type == CommitSignals.class) {
+        if (wal != null && (type == CursorHarvest.class || type == CommitSignals.class)) {
             return Optional.empty();
         }
-        return super.capability(type);
+        return super.capability(type); // hasMark(), fencing() and hasParkedKeys() say no with the WAL harvest
     }
 
     /** The read statement, for tests that compare plans. */
