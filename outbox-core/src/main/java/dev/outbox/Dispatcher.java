@@ -4,10 +4,10 @@ import dev.outbox.internal.DefaultDispatcher;
 import dev.outbox.internal.EngineRuntime;
 import dev.outbox.internal.ShardedDispatcher;
 import dev.outbox.internal.SingleInstanceTransport;
+import dev.outbox.internal.StreamStore;
 import dev.outbox.spi.LeaderTransport;
 import dev.outbox.spi.MessageBroker;
 import dev.outbox.spi.ShardedLeaderTransport;
-import dev.outbox.spi.CommitLog;
 import dev.outbox.spi.CursorHarvest;
 import dev.outbox.spi.MarkHarvest;
 import dev.outbox.spi.Sharding;
@@ -285,6 +285,8 @@ public interface Dispatcher extends AutoCloseable {
             if (transport != null && shardedTransport != null) {
                 throw new IllegalArgumentException("set either a LeaderTransport or a ShardedLeaderTransport, not both");
             }
+            // A store that is a commit log is harvested through the engine's stream harvest, a cursor read.
+            Store store = StreamStore.of(this.store);
             int shards = Sharding.of(store);
             if (shards > 1 && transport != null) {
                 throw new IllegalArgumentException("the store " + store + " has " + shards + " shards: give the"
@@ -294,8 +296,7 @@ public interface Dispatcher extends AutoCloseable {
                 throw new IllegalArgumentException("the leader transport has " + shardedTransport.shards()
                         + " shards but the store " + store + " has " + shards + ": they must be equal");
             }
-            if (config.harvest() == DispatcherConfig.Harvest.CURSOR && store.capability(CursorHarvest.class).isEmpty()
-                    && store.capability(CommitLog.class).isEmpty()) {
+            if (config.harvest() == DispatcherConfig.Harvest.CURSOR && store.capability(CursorHarvest.class).isEmpty()) {
                 throw new IllegalArgumentException("harvest CURSOR needs a store with a cursor read (CursorHarvest) or"
                         + " a commit log (CommitLog), which " + store.getClass().getName() + " has not: set"
                         + " DispatcherConfig.harvest(MARK)");
