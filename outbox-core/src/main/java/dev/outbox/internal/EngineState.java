@@ -28,6 +28,8 @@ final class EngineState {
     // --- guarded by lock
     final Leadership leadership = new Leadership();
     final KeySchedule schedule;
+    /** Parked records' sequence numbers waiting for a carrier ({@code MOVE_ON}); thread-safe on its own. */
+    final SkippedSequences skipped = new SkippedSequences();
     /** The cursor harvest's position and gaps; null when harvesting by mark. */
     final HarvestCursor cursor;
     /** Records held by a store write refused for good; they stay in flight until it succeeds. */
@@ -54,6 +56,7 @@ final class EngineState {
         try {
             leadership.acquired(id);
             schedule.start();
+            skipped.clear();
             rewindCursor();
             leading = true;
             work.signalAll();
@@ -73,6 +76,7 @@ final class EngineState {
             boolean was = leadership.stopped();
             leading = false;
             schedule.stop();
+            skipped.clear();
             rewindCursor();
             work.signalAll();
             return was;

@@ -1,5 +1,6 @@
 package dev.outbox.internal;
 
+import dev.outbox.OutboxRecord;
 import dev.outbox.spi.MessageBroker;
 import dev.outbox.spi.Store;
 import org.slf4j.Logger;
@@ -75,15 +76,16 @@ final class Sender {
                     break;
                 }
                 Flight f = batch.get(i);
+                OutboxRecord record = state.skipped.carry(f.record());
                 CompletionStage<Void> stage;
                 try {
-                    stage = broker.send(f.record());
+                    stage = broker.send(record);
                 } catch (RuntimeException e) {
                     settle.add(new Completion(f, e, runtime.nanoTime()));
                     continue;
                 }
                 events.sent.incrementAndGet();
-                events.callbacks.sent(f.record()); // hook: send
+                events.callbacks.sent(record); // hook: send
                 runtime.protocolOrder().sent(store, f.record());
                 stage.whenComplete((ok, error) -> settle.add(new Completion(f, error, runtime.nanoTime())));
             }

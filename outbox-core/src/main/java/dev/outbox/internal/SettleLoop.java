@@ -343,10 +343,14 @@ final class SettleLoop implements Runnable {
                 }
                 if (v == null) {
                     schedule.acknowledged(c.flight());
+                    state.skipped.acknowledged(c.flight().record());
                 } else if (v.outage()) {
                     schedule.heldByOutage(c.flight(), v.nextAttemptAt());
                 } else if (v.park()) {
                     schedule.parked(c.flight());
+                    if (!schedule.isHeld(c.flight().record().key())) {
+                        state.skipped.parked(c.flight().record()); // MOVE_ON: the key's next record says so
+                    }
                 } else {
                     schedule.retryLater(c.flight(), v.nextAttemptAt());
                 }
