@@ -25,7 +25,7 @@ import java.util.Objects;
  *   <tr><td>heartbeatTimeout</td><td>5 s</td><td>a leader that sees none of its own heartbeats for this long
  *       fences itself</td></tr>
  *   <tr><td>queueTimeout</td><td>30 s</td><td>a send still unacknowledged after this long is reported as
- *       stuck</td></tr>
+ *       stuck (looked for every tenth of it, or every pollInterval if that is longer)</td></tr>
  *   <tr><td>ioErrorBackoff</td><td>500 ms</td><td>store writes' retry ({@link #storeRetry()}): first wait after a
  *       failed store call; doubles on repeated failures up to maxIoErrorBackoff</td></tr>
  *   <tr><td>maxIoErrorBackoff</td><td>10 s</td><td>cap of the store writes' backoff</td></tr>

@@ -98,6 +98,8 @@ final class SettleLoop implements Runnable {
     public void run() {
         List<Completion> batch = new ArrayList<>();
         long lastStuckScan = runtime.nanoTime();
+        // A scan walks every key under the state's lock: a tenth of queueTimeout late is soon enough to report.
+        long stuckScanNanos = Math.max(config.pollInterval().toNanos(), config.queueTimeout().toNanos() / 10);
         while (!stopping) {
             Completion first;
             try {
@@ -108,7 +110,7 @@ final class SettleLoop implements Runnable {
                 }
                 continue;
             }
-            if (runtime.nanoTime() - lastStuckScan > config.pollInterval().toNanos()) {
+            if (runtime.nanoTime() - lastStuckScan > stuckScanNanos) {
                 reportStuckSends();
                 lastStuckScan = runtime.nanoTime();
             }
