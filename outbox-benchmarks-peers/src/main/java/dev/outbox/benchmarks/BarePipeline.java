@@ -2,12 +2,15 @@ package dev.outbox.benchmarks;
 
 
 import dev.outbox.DispatcherConfig;
+import dev.outbox.MessageIds;
 import dev.outbox.OutboxRecord;
+import dev.outbox.broker.kafka.KafkaMessageBroker;
 import dev.outbox.spi.Store;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -24,7 +27,8 @@ import java.util.concurrent.atomic.AtomicReference;
 /**
  * The physical-limit line for our engine (issue #34): the cursor drain with no engine at all. One thread reads with
  * the store's own cursor {@code read} (as much as the in-flight room allows, as the engine does) and hands every
- * record to a bare {@link KafkaProducer} with exactly the Dispatcher's producer properties; a second waits for each
+ * record to a bare {@link KafkaProducer} with exactly the Dispatcher's producer properties, as the same Kafka record
+ * (headers, message id header, creation time) that {@code KafkaMessageBroker} makes of it; a second waits for each
  * batch's acknowledgements in order; a third purges the acknowledged ids with the store's own {@code purge}, in
  * batches of {@code purgeBatchSize}, and gives their room back. No retries, no ordering bookkeeping, no leadership:
  * what the engine adds to this is its own cost.
@@ -60,7 +64,7 @@ final class BarePipeline {
                     List<Future<RecordMetadata>> acks = new ArrayList<>(limit);
                     for (OutboxRecord r : dev.outbox.spi.Store.require(store, dev.outbox.spi.CursorHarvest.class, "the benchmark").read(cursor, List.of(), limit).rows().records()) {
                         ids.add(r.id());
-                        acks.add(producer.send(new ProducerRecord<>(r.topic(), r.key(), r.message().value())));
+                        acks.add(producer.send(kafkaRecord(r)));
                     }
                     room.release(limit - ids.size());
                     if (ids.isEmpty()) {
@@ -116,6 +120,21 @@ final class BarePipeline {
             throw new IllegalStateException("bare pipeline failed: " + failure.get(), failure.get());
         }
         return new double[] {purged.get(), (System.nanoTime() - started) / 1e9, backlog.count()};
+    }
+
+    /**
+     * The Kafka record {@code KafkaMessageBroker} makes of {@code r} with its defaults: the message's headers, then the
+     * message id header, and the row's creation time as the record's timestamp — the same bytes on the wire.
+     */
+    private static ProducerRecord<String, byte[]> kafkaRecord(OutboxRecord r) {
+        List<org.apache.kafka.common.header.Header> headers = new ArrayList<>(r.message().headers().size() + 1);
+        for (dev.outbox.Header h : r.message().headers()) {
+            headers.add(new RecordHeader(h.name(), h.value()));
+        }
+        if (r.messageId() != null) {
+            headers.add(new RecordHeader(KafkaMessageBroker.DEFAULT_MESSAGE_ID_HEADER, MessageIds.toHeader(r.messageId())));
+        }
+        return new ProducerRecord<>(r.topic(), null, r.createdAt().toEpochMilli(), r.key(), r.message().value(), headers);
     }
 
     @FunctionalInterface
