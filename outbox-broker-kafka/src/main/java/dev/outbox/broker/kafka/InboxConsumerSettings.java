@@ -1,0 +1,33 @@
+package dev.outbox.broker.kafka;
+
+import dev.outbox.Inbox;
+
+import javax.sql.DataSource;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The validated configuration of a {@link KafkaInboxConsumer}, as its builder produced it; immutable.
+ *
+ * @param topics          the topics to consume, at least one
+ * @param dataSource      the database of the inbox and of the effects
+ * @param inbox           the inbox
+ * @param consumerName    the inbox consumer name (the group id unless set)
+ * @param handler         the record handler
+ * @param listener        the listener
+ * @param messageIdHeader the message id header, or null for none
+ * @param maxAttempts     handler attempts per record
+ * @param initialBackoff  the first retry wait
+ * @param maxBackoff      the longest retry wait
+ * @param purgeInterval   the time between two purges of expired inbox entries
+ * @param kafka           the Kafka consumer properties, with the enforced settings checked
+ */
+record InboxConsumerSettings(List<String> topics, DataSource dataSource, Inbox inbox, String consumerName,
+                             KafkaInboxConsumer.RecordHandler handler, KafkaInboxConsumer.Listener listener,
+                             String messageIdHeader, int maxAttempts, Duration initialBackoff, Duration maxBackoff,
+                             Duration purgeInterval, Map<String, Object> kafka) {
+    InboxConsumerSettings {
+        topics = List.copyOf(topics);
+    }
+}
