@@ -30,6 +30,9 @@ abstract class InboxConsumerBuilder<B extends InboxConsumerBuilder<B>> {
     private Duration initialBackoff = KafkaInboxConsumer.DEFAULT_INITIAL_BACKOFF;
     private Duration maxBackoff = KafkaInboxConsumer.DEFAULT_MAX_BACKOFF;
     private Duration purgeInterval = KafkaInboxConsumer.DEFAULT_PURGE_INTERVAL;
+    private OnSequenceBreak onSequenceBreak = OnSequenceBreak.REPORT;
+    private Duration sequenceHoldTimeout = KafkaInboxConsumer.DEFAULT_SEQUENCE_HOLD_TIMEOUT;
+    private int sequenceKeysPerPartition = KafkaInboxConsumer.DEFAULT_SEQUENCE_KEYS_PER_PARTITION;
 
     InboxConsumerBuilder() {
     }
@@ -255,6 +258,61 @@ abstract class InboxConsumerBuilder<B extends InboxConsumerBuilder<B>> {
         return self();
     }
 
+    /**
+     * What the key sequence check does when a record's {@link dev.outbox.KeySequence#SEQUENCE} number is not the
+     * one after the last its key's records carried (see {@link SequenceBreak.Kind} and the class documentation of
+     * {@link KafkaInboxConsumer}). Default {@link OnSequenceBreak#REPORT}: report and handle the record as usual.
+     *
+     * <p>With {@link OnSequenceBreak#HOLD}, a {@link SequenceBreak.Kind#GAP} or {@link SequenceBreak.Kind#REORDER}
+     * record is reported at once and not handled: its transaction is rolled back before the handler runs, and its
+     * partition waits (the other partitions carry on, the consumer stays in its group) until
+     * {@link KafkaInboxConsumer#release} or {@link #sequenceHoldTimeout}, then the record is handled and the partition
+     * goes on. A hold keeps the whole partition, not only the key: Kafka orders a partition, not a key. It does not
+     * let a missing record arrive — in the same partition that record would be behind the held one — it stops the
+     * partition's effects at the hole until someone decides. A held partition that is revoked is no longer held; its
+     * next owner has no memory of the key and takes the record as a baseline.
+     *
+     * @param action {@link OnSequenceBreak#OFF}, {@link OnSequenceBreak#REPORT} or {@link OnSequenceBreak#HOLD}; not
+     *               {@code null}
+     * @return this builder
+     * @throws NullPointerException if {@code action} is {@code null}
+     */
+    public B onSequenceBreak(OnSequenceBreak action) {
+        this.onSequenceBreak = Objects.requireNonNull(action, "onSequenceBreak must not be null");
+        return self();
+    }
+
+    /**
+     * The longest a partition held on a sequence break waits for {@link KafkaInboxConsumer#release} before its record
+     * is handled anyway; default 5 minutes. Only used with {@link OnSequenceBreak#HOLD}.
+     *
+     * @param timeout at least 1 ms
+     * @return this builder
+     * @throws NullPointerException     if {@code timeout} is {@code null}
+     * @throws IllegalArgumentException if {@code timeout} is under 1 ms
+     */
+    public B sequenceHoldTimeout(Duration timeout) {
+        this.sequenceHoldTimeout = positive("sequenceHoldTimeout", timeout);
+        return self();
+    }
+
+    /**
+     * How many keys' last sequence numbers the check remembers per partition; default 10,000. Past it the key seen
+     * least recently is forgotten, and its next record is taken as a new baseline, unchecked: a break at that record
+     * is not seen. Each remembered key costs about 100 bytes plus its string.
+     *
+     * @param keys from 1 to 10,000,000
+     * @return this builder
+     * @throws IllegalArgumentException if {@code keys} is outside 1 to 10,000,000
+     */
+    public B sequenceKeysPerPartition(int keys) {
+        if (keys < 1 || keys > 10_000_000) {
+            throw new IllegalArgumentException("sequenceKeysPerPartition must be between 1 and 10000000: " + keys);
+        }
+        this.sequenceKeysPerPartition = keys;
+        return self();
+    }
+
     private static Duration positive(String name, Duration d) {
         Objects.requireNonNull(d, name + " must not be null");
         if (d.toMillis() < 1) {
@@ -305,6 +363,6 @@ abstract class InboxConsumerBuilder<B extends InboxConsumerBuilder<B>> {
         s.putIfAbsent(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         return new InboxConsumerSettings(topics, dataSource, inbox, consumerName != null ? consumerName
                 : Inbox.validateConsumer(group), handler, listener, messageIdHeader, maxAttempts, initialBackoff,
-                maxBackoff, purgeInterval, s.toMap());
+                maxBackoff, purgeInterval, onSequenceBreak, sequenceHoldTimeout, sequenceKeysPerPartition, s.toMap());
     }
 }

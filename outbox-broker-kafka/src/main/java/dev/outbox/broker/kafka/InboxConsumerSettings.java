@@ -21,12 +21,16 @@ import java.util.Map;
  * @param initialBackoff  the first retry wait
  * @param maxBackoff      the longest retry wait
  * @param purgeInterval   the time between two purges of expired inbox entries
+ * @param onSequenceBreak          what the key sequence check does on a break
+ * @param sequenceHoldTimeout      how long a partition held on a break waits at most
+ * @param sequenceKeysPerPartition the most keys whose last number the check remembers per partition
  * @param kafka           the Kafka consumer properties, with the enforced settings checked
  */
 record InboxConsumerSettings(List<String> topics, DataSource dataSource, Inbox inbox, String consumerName,
                              KafkaInboxConsumer.RecordHandler handler, KafkaInboxConsumer.Listener listener,
                              String messageIdHeader, int maxAttempts, Duration initialBackoff, Duration maxBackoff,
-                             Duration purgeInterval, Map<String, Object> kafka) {
+                             Duration purgeInterval, OnSequenceBreak onSequenceBreak, Duration sequenceHoldTimeout,
+                             int sequenceKeysPerPartition, Map<String, Object> kafka) {
     InboxConsumerSettings {
         topics = List.copyOf(topics);
     }

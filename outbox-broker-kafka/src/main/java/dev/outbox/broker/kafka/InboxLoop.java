@@ -34,6 +34,7 @@ final class InboxLoop implements Runnable {
     private final InboxPartitions partitions = new InboxPartitions();
     private final InboxDatabase database;
     private final InboxOffsets offsets;
+    private final InboxSequenceGuard sequence;
     private final InboxRecordStep step;
     private final CountDownLatch stopped = new CountDownLatch(1);
     private long nextPurge;
@@ -48,7 +49,9 @@ final class InboxLoop implements Runnable {
         Backoff retries = Backoff.exponential(settings.initialBackoff(), settings.maxBackoff());
         this.database = new InboxDatabase(settings.dataSource(), retries, settings.listener(), consumerName);
         this.offsets = new InboxOffsets(consumer, settings.listener(), consumerName);
-        this.step = new InboxRecordStep(settings, retries, partitions, database, offsets, counts);
+        this.sequence = new InboxSequenceGuard(settings.onSequenceBreak(), settings.sequenceHoldTimeout(),
+                settings.sequenceKeysPerPartition(), settings.listener(), counts, consumerName);
+        this.step = new InboxRecordStep(settings, retries, partitions, database, offsets, counts, sequence);
     }
 
     /** Lets {@link #run()} loop until {@link #stop()}; called before the thread starts. */
@@ -64,6 +67,11 @@ final class InboxLoop implements Runnable {
     /** The error that ended the thread, or null. */
     Throwable failure() {
         return failure;
+    }
+
+    /** The key sequence check, whose holds any thread may see and release. */
+    InboxSequenceGuard sequence() {
+        return sequence;
     }
 
     /** Waits for the thread to end; returns whether it did within the timeout. */
@@ -175,6 +183,7 @@ final class InboxLoop implements Runnable {
             } finally {
                 offsets.forget(revoked);
                 partitions.forget(revoked);
+                sequence.forget(revoked);
             }
             log.info("Inbox consumer {}: partitions revoked {}", consumerName, revoked);
         }
@@ -183,6 +192,7 @@ final class InboxLoop implements Runnable {
         public void onPartitionsLost(Collection<TopicPartition> lost) {
             offsets.forget(lost);
             partitions.forget(lost);
+            sequence.forget(lost);
             log.warn("Inbox consumer {}: partitions lost {} (nothing committed for them)", consumerName, lost);
         }
 

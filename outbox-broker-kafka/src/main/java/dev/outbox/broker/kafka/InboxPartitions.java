@@ -98,6 +98,11 @@ final class InboxPartitions {
         retryAt.put(tp, at);
     }
 
+    /** The head record waits, without a failed attempt (its partition is held), until {@code at}. */
+    void waitUntil(TopicPartition tp, long at) {
+        retryAt.put(tp, at);
+    }
+
     /** The COMMIT of the record at {@code offset} failed on the connection: it may have been applied. */
     void commitUnknown(TopicPartition tp, long offset) {
         commitUnknown.put(tp, offset);

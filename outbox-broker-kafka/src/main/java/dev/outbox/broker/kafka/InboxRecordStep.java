@@ -34,9 +34,10 @@ final class InboxRecordStep {
     private final InboxDatabase database;
     private final InboxOffsets offsets;
     private final InboxCounts counts;
+    private final InboxSequenceGuard sequence;
 
     InboxRecordStep(InboxConsumerSettings settings, Backoff retries, InboxPartitions partitions,
-                    InboxDatabase database, InboxOffsets offsets, InboxCounts counts) {
+                    InboxDatabase database, InboxOffsets offsets, InboxCounts counts, InboxSequenceGuard sequence) {
         this.settings = settings;
         this.consumerName = settings.consumerName();
         this.inbox = settings.inbox();
@@ -46,10 +47,16 @@ final class InboxRecordStep {
         this.database = database;
         this.offsets = offsets;
         this.counts = counts;
+        this.sequence = sequence;
     }
 
     /** Works on one record; returns whether it is done (applied, a duplicate, or recorded as failed). */
     boolean step(TopicPartition tp, ConsumerRecord<String, byte[]> record) {
+        long held = sequence.waitNanos(tp, record, System.nanoTime());
+        if (held > 0) {
+            partitions.waitUntil(tp, System.nanoTime() + held);
+            return false;
+        }
         UUID id = messageId(record);
         int failures = partitions.attempts(tp);
         try {
@@ -64,9 +71,14 @@ final class InboxRecordStep {
                 log.error("Inbox consumer {} gave up on {}-{}@{} (message {}) after {} attempts: {}", consumerName,
                         record.topic(), record.partition(), record.offset(), id, failures, failed.reason());
                 listener.failed(failed);
+                sequence.done(tp, record, null);
             } else {
-                boolean ran = inbox.process(c, consumerName, id,
-                        tx -> settings.handler().handle(tx, record, id));
+                // The check runs only for a new id (inside process): a redelivery is never reported.
+                KeySequenceCheck.Verdict[] verdict = new KeySequenceCheck.Verdict[1];
+                boolean ran = inbox.process(c, consumerName, id, tx -> {
+                    verdict[0] = sequence.check(tp, record);
+                    settings.handler().handle(tx, record, id);
+                });
                 try {
                     c.commit();
                 } catch (SQLException | RuntimeException e) {
@@ -78,6 +90,7 @@ final class InboxRecordStep {
                     throw e;
                 }
                 Long unknownAt = partitions.takeCommitUnknown(tp);
+                sequence.done(tp, record, ran ? verdict[0] : null);
                 if (ran) {
                     counts.applied.incrementAndGet();
                     listener.applied(record, id);
@@ -99,6 +112,10 @@ final class InboxRecordStep {
             return true;
         } catch (InboxHandlerException e) {
             database.rollback();
+            if (e.getCause() instanceof InboxSequenceGuard.Held) {
+                partitions.waitUntil(tp, System.nanoTime() + sequence.waitNanos(tp, record, System.nanoTime()));
+                return false;
+            }
             if (!database.connectionValid()) {
                 database.failed(e);
                 return false;

@@ -15,6 +15,7 @@ import org.slf4j.LoggerFactory;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
@@ -64,6 +65,23 @@ import java.util.UUID;
  *       nothing.</li>
  * </ul>
  *
+ * <h2>The key sequence check</h2>
+ * A record that carries {@link dev.outbox.KeySequence#SEQUENCE} (the outbox's writer numbers each (topic, key)'s
+ * records 1, 2, 3, …) is checked against the last number this consumer accepted for its partition and key: the next
+ * number is in order; the first record of a key this consumer has no memory of (since its start, the partition's
+ * assignment, or since the key was forgotten, {@link Builder#sequenceKeysPerPartition}) is a baseline; anything else
+ * is a {@link SequenceBreak} — a {@link SequenceBreak.Kind#GAP} (numbers missing), a
+ * {@link SequenceBreak.Kind#REORDER} (an old number on a new message), a {@link SequenceBreak.Kind#REPLAY} (an old
+ * number on a record replayed from the parked area) or a {@link SequenceBreak.Kind#SKIP} (numbers missing, all listed
+ * in {@link dev.outbox.KeySequence#SKIPPED}: records the dispatcher parked). A break is reported by a WARN line
+ * (topic, partition, offset, key, expected and actual numbers; never the value), {@link Listener#sequenceBreak} and
+ * {@link #sequenceBreaks}; with {@link OnSequenceBreak#HOLD} a gap or a reorder also holds its partition
+ * ({@link Builder#onSequenceBreak}). The check runs only on records whose message id is new to the inbox, so a
+ * redelivery is never reported, and a number is remembered only once its record's transaction committed. A record
+ * that arrives after a later one shows twice: a gap when the later one comes, a reorder when it does. What it cannot
+ * see: records without the header; a break across a restart or a rebalance (the first record per key is a
+ * baseline); a record published twice at the same number is a duplicate only if it carries the same message id.
+ *
  * <h2>Enforced consumer settings</h2>
  * {@code enable.auto.commit=false} (offsets are committed after the database commit, never before);
  * {@code group.id} must be set; {@code key.deserializer} and {@code value.deserializer} must not be set (keys are
@@ -82,6 +100,10 @@ public final class KafkaInboxConsumer implements AutoCloseable {
     public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofSeconds(5);
     /** Default {@link Builder#purgeInterval}. */
     public static final Duration DEFAULT_PURGE_INTERVAL = Duration.ofHours(1);
+    /** Default {@link Builder#sequenceHoldTimeout}. */
+    public static final Duration DEFAULT_SEQUENCE_HOLD_TIMEOUT = Duration.ofMinutes(5);
+    /** Default {@link Builder#sequenceKeysPerPartition}. */
+    public static final int DEFAULT_SEQUENCE_KEYS_PER_PARTITION = 10_000;
     private static final Logger log = LoggerFactory.getLogger(KafkaInboxConsumer.class);
 
     /** The effect of one record, on the inbox's transaction. */
@@ -160,6 +182,15 @@ public final class KafkaInboxConsumer implements AutoCloseable {
          * @param offsets per partition, the next offset to read (one past the last record done), as committed
          */
         default void committed(Map<TopicPartition, OffsetAndMetadata> offsets) {
+        }
+
+        /**
+         * A record broke its key's sequence (see the class documentation). Called once per break: when the record's
+         * transaction committed, or, for a record held ({@link OnSequenceBreak#HOLD}), when the hold begins.
+         *
+         * @param breakage what broke: its kind, the record's position and key, the numbers expected and carried
+         */
+        default void sequenceBreak(SequenceBreak breakage) {
         }
     }
 
@@ -245,6 +276,37 @@ public final class KafkaInboxConsumer implements AutoCloseable {
      */
     public long failed() {
         return counts.failed.get();
+    }
+
+    /**
+     * Sequence breaks reported, of one kind.
+     *
+     * @param kind the kind; not {@code null}
+     * @return the count since the consumer was built, never negative
+     */
+    public long sequenceBreaks(SequenceBreak.Kind kind) {
+        return counts.sequenceBreaks(kind);
+    }
+
+    /**
+     * The breaks whose partitions are held now ({@link OnSequenceBreak#HOLD}); thread-safe.
+     *
+     * @return one break per held partition, a snapshot; empty if none is held
+     */
+    public List<SequenceBreak> held() {
+        return loop.sequence().held();
+    }
+
+    /**
+     * Lets a partition held on a sequence break go on: its held record is handled (within about 100 ms) and the
+     * partition carries on, until the next break. Thread-safe.
+     *
+     * @param topic     the held record's topic
+     * @param partition the held record's partition
+     * @return whether the partition was held; {@code false} if not (nothing happens)
+     */
+    public boolean release(String topic, int partition) {
+        return loop.sequence().release(new TopicPartition(topic, partition));
     }
 
     /**
