@@ -106,8 +106,8 @@ final class InboxSequenceGuard {
         if (mode == OnSequenceBreak.HOLD && v.breakage() != null && !v.breakage().kind().deliberate()) {
             Hold hold = holds.get(tp);
             if (hold == null || hold.breakage.offset() != record.offset()) {
+                report(v.breakage(), true); // first, so that whoever sees the hold in held() has heard of it
                 holds.put(tp, new Hold(v.breakage(), System.nanoTime()));
-                report(v.breakage(), true);
                 throw new Held();
             }
             if (!hold.released) {
