@@ -86,11 +86,14 @@ final class InboxRecordStep {
                         // The COMMIT may have been applied before the connection failed (its reply lost): the
                         // retry will tell, by finding the id recorded or not.
                         partitions.commitUnknown(tp, record.offset());
+                        sequence.commitUnknown(tp, record.offset(), verdict[0]);
                     }
                     throw e;
                 }
                 Long unknownAt = partitions.takeCommitUnknown(tp);
-                sequence.done(tp, record, ran ? verdict[0] : null);
+                boolean appliedBefore = !ran && unknownAt != null && unknownAt == record.offset();
+                sequence.done(tp, record, ran ? verdict[0] : appliedBefore ? sequence.verdictBefore(tp, record)
+                        : null);
                 if (ran) {
                     counts.applied.incrementAndGet();
                     listener.applied(record, id);

@@ -11,6 +11,7 @@ import org.slf4j.LoggerFactory;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -55,6 +56,11 @@ final class InboxSequenceGuard {
     private final String consumerName;
     private final KeySequenceCheck check;
     private final Map<TopicPartition, Hold> holds = new ConcurrentHashMap<>();
+    /** Per partition, the record whose COMMIT failed on the connection and its verdict; consumer thread only. */
+    private final Map<TopicPartition, Uncertain> beforeUnknownCommit = new HashMap<>();
+
+    private record Uncertain(long offset, KeySequenceCheck.Verdict verdict) {
+    }
 
     InboxSequenceGuard(OnSequenceBreak mode, Duration holdTimeout, int keysPerPartition,
                        KafkaInboxConsumer.Listener listener, InboxCounts counts, String consumerName) {
@@ -125,6 +131,7 @@ final class InboxSequenceGuard {
      *                or a record recorded as failed), which is never reported
      */
     void done(TopicPartition tp, ConsumerRecord<String, byte[]> record, KeySequenceCheck.Verdict verdict) {
+        beforeUnknownCommit.remove(tp);
         Hold hold = holds.get(tp);
         boolean wasHeld = hold != null && hold.breakage.offset() == record.offset();
         if (wasHeld) {
@@ -143,10 +150,25 @@ final class InboxSequenceGuard {
         }
     }
 
+    /**
+     * The COMMIT of the record at {@code offset}, checked with {@code verdict}, failed on the connection: if its
+     * retry finds it applied after all, {@link #verdictBefore} gives the verdict back, so that its break is reported.
+     */
+    void commitUnknown(TopicPartition tp, long offset, KeySequenceCheck.Verdict verdict) {
+        beforeUnknownCommit.put(tp, new Uncertain(offset, verdict));
+    }
+
+    /** The verdict kept by {@link #commitUnknown} for this record, or null. */
+    KeySequenceCheck.Verdict verdictBefore(TopicPartition tp, ConsumerRecord<String, byte[]> record) {
+        Uncertain u = beforeUnknownCommit.remove(tp);
+        return u != null && u.offset() == record.offset() ? u.verdict() : null;
+    }
+
     /** Drops the memory and holds of partitions this consumer no longer owns. */
     void forget(Collection<TopicPartition> partitions) {
         check.forget(partitions);
         partitions.forEach(holds::remove);
+        partitions.forEach(beforeUnknownCommit::remove);
     }
 
     /** The breaks whose partitions are held now. */
