@@ -18,6 +18,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import javax.sql.DataSource;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.sql.Connection;
+import java.sql.SQLRecoverableException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -35,7 +39,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * {@link KafkaInboxConsumer}'s key sequence check on a real Kafka and a real Postgres inbox, with records produced
  * with the {@link KeySequence} headers directly: a clean run reports nothing, a planted gap, reorder, replay and skip
  * are each reported as what they are, a redelivery is not reported, and {@link OnSequenceBreak#HOLD} holds the
- * partition until it is released or its timeout passes.
+ * partition until it is released or its timeout passes; a break whose COMMIT was applied although the connection
+ * failed during it is reported once.
  */
 @Timeout(value = 3, unit = TimeUnit.MINUTES)
 class KafkaInboxSequenceCheckTest {
@@ -295,5 +300,55 @@ class KafkaInboxSequenceCheckTest {
         long heldFor = heard.appliedAt.get("k-1-again") - heard.lastBreakAt.get();
         assertThat(TimeUnit.NANOSECONDS.toMillis(heldFor)).as("applied only once the hold timed out")
                 .isGreaterThanOrEqualTo(timeout.toMillis());
+    }
+
+    @Test
+    void aBreakWhoseCommitWasAppliedThoughTheConnectionFailedDuringItIsReportedOnce() throws Exception {
+        String topic = topic("seq-commit-unknown", 1);
+        String effects = effects();
+        PostgresInbox inbox = InboxTestSupport.inbox(db, name("inbox"));
+        send(topic, List.of(Rec.of("k", 1), Rec.of("k", 3), Rec.of("k", 4)));
+        // The second COMMIT (the gap record's) is applied, then its reply is "lost": the consumer sees it fail.
+        AtomicInteger commits = new AtomicInteger();
+        DataSource flaky = (DataSource) Proxy.newProxyInstance(getClass().getClassLoader(),
+                new Class<?>[] {DataSource.class}, (ds, dsMethod, dsArgs) -> {
+                    Object result = invoke(db, dsMethod, dsArgs);
+                    if (!dsMethod.getName().equals("getConnection")) {
+                        return result;
+                    }
+                    Connection real = (Connection) result;
+                    return Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {Connection.class},
+                            (cx, method, args) -> {
+                                Object out = invoke(real, method, args);
+                                if (method.getName().equals("commit") && commits.incrementAndGet() == 2) {
+                                    real.close();
+                                    throw new SQLRecoverableException("connection lost during COMMIT (injected)");
+                                }
+                                return out;
+                            });
+                });
+        Heard heard = new Heard();
+        try (KafkaInboxConsumer c = consumer(topic, name("group"), inbox, effects, heard).dataSource(flaky)
+                .initialBackoff(Duration.ofMillis(10)).maxBackoff(Duration.ofMillis(50)).build()) {
+            c.start();
+            Await.untilOrFail(() -> c.applied() == 3, Duration.ofSeconds(60),
+                    () -> c.applied() + " applied, " + c.duplicates() + " duplicates");
+            assertThat(c.duplicates()).isZero();
+        }
+        assertThat(commits.get()).as("the injected failure happened").isGreaterThanOrEqualTo(3);
+        assertThat(heard.breaks).singleElement().satisfies(b -> {
+            assertThat(b.kind()).isEqualTo(SequenceBreak.Kind.GAP);
+            assertThat(b.missing()).containsExactly(2L);
+        });
+        assertThat(InboxTestSupport.effectCounts(db, effects)).hasSize(3).allSatisfy((v, n) -> assertThat(n)
+                .as(v).isEqualTo(1));
+    }
+
+    private static Object invoke(Object target, java.lang.reflect.Method method, Object[] args) throws Throwable {
+        try {
+            return method.invoke(target, args);
+        } catch (InvocationTargetException e) {
+            throw e.getCause();
+        }
     }
 }
