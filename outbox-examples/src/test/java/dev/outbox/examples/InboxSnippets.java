@@ -2,6 +2,8 @@ package dev.outbox.examples;
 
 import dev.outbox.Inbox;
 import dev.outbox.broker.kafka.KafkaInboxConsumer;
+import dev.outbox.broker.kafka.OnSequenceBreak;
+import dev.outbox.broker.kafka.SequenceBreak;
 import dev.outbox.store.postgres.PostgresInbox;
 
 import javax.sql.DataSource;
@@ -9,6 +11,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.List;
 import java.util.UUID;
 
 /**
@@ -64,5 +67,37 @@ final class InboxSnippets {
         consumer.start();                            // ... and consumer.close() at shutdown
         // end::consumer[]
         return consumer;
+    }
+
+    static KafkaInboxConsumer holdingConsumer(DataSource dataSource, Inbox inbox, String bootstrapServers,
+                                              List<SequenceBreak> alerts) {
+        // tag::sequence[]
+        KafkaInboxConsumer consumer = KafkaInboxConsumer.builder()
+                .bootstrapServers(bootstrapServers)
+                .groupId("shipping")
+                .topics("order-events")
+                .dataSource(dataSource)
+                .inbox(inbox)
+                .handler((connection, record, messageId) -> { /* the effect */ })
+                .onSequenceBreak(OnSequenceBreak.HOLD)          // default REPORT: report and carry on
+                .sequenceHoldTimeout(Duration.ofMinutes(10))    // then the held record is handled anyway
+                .listener(new KafkaInboxConsumer.Listener() {
+                    @Override
+                    public void sequenceBreak(SequenceBreak b) { // GAP, REORDER, REPLAY or SKIP
+                        alerts.add(b);                           // b.key(), b.expected(), b.actual(), b.missing()
+                    }
+                })
+                .build();
+        consumer.start();
+        // end::sequence[]
+        return consumer;
+    }
+
+    static void releaseAll(KafkaInboxConsumer consumer) {
+        // tag::release[]
+        for (SequenceBreak held : consumer.held()) {      // an operator looked at the hole and lets it go
+            consumer.release(held.topic(), held.partition());
+        }
+        // end::release[]
     }
 }

@@ -1,15 +1,22 @@
 package dev.outbox.examples;
 
+import dev.outbox.KeySequence;
 import dev.outbox.MessageIds;
 import dev.outbox.OutboxMessage;
 import dev.outbox.broker.kafka.KafkaInboxConsumer;
 import dev.outbox.broker.kafka.KafkaMessageBroker;
+import dev.outbox.broker.kafka.SequenceBreak;
 import dev.outbox.OutboxRecord;
 import dev.outbox.store.postgres.PostgresInbox;
 import dev.outbox.testkit.Await;
 import dev.outbox.testservers.JdbcServer;
 import dev.outbox.testservers.KafkaServer;
 import dev.outbox.testservers.TestServers;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.Test;
 
 import javax.sql.DataSource;
@@ -18,6 +25,10 @@ import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 
@@ -55,6 +66,40 @@ class InboxSnippetsTest {
             assertThat(consumer.applied()).isEqualTo(1);
         }
         assertThat(count(db)).isEqualTo(2);
+    }
+
+    @Test
+    void theHoldingConsumerHoldsAGapUntilReleased() throws Exception {
+        JdbcServer postgres = TestServers.postgres();
+        KafkaServer kafka = TestServers.kafka();
+        DataSource db = postgres.dataSource(postgres.createDatabase("readme_inbox_sequence"));
+        PostgresInbox inbox = InboxSnippets.createInbox(db);
+        kafka.createTopic("order-events", 3);
+        try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(Map.of(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers()), new StringSerializer(),
+                new ByteArraySerializer())) {
+            for (long seq : new long[] {1, 2, 4}) {   // 3 is missing
+                ProducerRecord<String, byte[]> r = new ProducerRecord<>("order-events", 0, "sequence-42",
+                        "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                r.headers().add(KafkaMessageBroker.DEFAULT_MESSAGE_ID_HEADER, MessageIds.toHeader(MessageIds.next()));
+                r.headers().add(KeySequence.SEQUENCE, KeySequence.encode(seq));
+                producer.send(r).get(10, TimeUnit.SECONDS);
+            }
+        }
+        List<SequenceBreak> alerts = Collections.synchronizedList(new ArrayList<>());
+        try (KafkaInboxConsumer consumer = InboxSnippets.holdingConsumer(db, inbox, kafka.bootstrapServers(),
+                alerts)) {
+            Await.untilOrFail(() -> !consumer.held().isEmpty(), Duration.ofSeconds(60), () -> "nothing held");
+            assertThat(alerts).singleElement().satisfies(b -> {
+                assertThat(b.kind()).isEqualTo(SequenceBreak.Kind.GAP);
+                assertThat(b.key()).isEqualTo("sequence-42");
+                assertThat(b.missing()).containsExactly(3L);
+            });
+            InboxSnippets.releaseAll(consumer);
+            Await.untilOrFail(() -> consumer.held().isEmpty() && consumer.applied() >= 3, Duration.ofSeconds(60),
+                    () -> consumer.applied() + " applied, held " + consumer.held());
+            assertThat(alerts).as("reported once").hasSize(1);
+        }
     }
 
     private static long count(DataSource db) throws Exception {
