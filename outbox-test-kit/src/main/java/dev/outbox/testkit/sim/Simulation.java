@@ -51,7 +51,7 @@ import java.util.function.Consumer;
  *   <li>G2: per key, the broker's sequence never goes backwards (a repeat of the latest record is allowed);</li>
  *   <li>G3: no dispatcher sends after another acquired leadership later than it did;</li>
  *   <li>G4: a record reaches the broker twice only if a fault or a change of leader happened while it was in
- *       flight;</li>
+ *       flight; with {@link Builder#exactlyOnce()}, never;</li>
  *   <li>G6: a poison record is parked, and its key's later records and every other key are still delivered.</li>
  * </ul>
  * The environment's timing assumptions, as in production: the broker answers every send within
@@ -229,7 +229,8 @@ public final class Simulation {
             if (config.exactlyOnce) {
                 eos = new SimTransactionalBroker(sched, config.progressBugs, config.deliveryTimeout,
                         config.sendFailures, config.duplicateAcks, new SimTransactionalBroker.Hooks(this::event,
-                                this::violation, this::append, this::sending, () -> faults++, n -> sched.paused(n + "-")));
+                                this::violation, this::append, this::sending, () -> faults++,
+                                n -> sched.paused(n + "-")));
             }
             for (int k = 0; k < config.keys; k++) {
                 written.put("k" + k, 0);
@@ -328,7 +329,7 @@ public final class Simulation {
          * shard leases in the database).
          */
         ShardedDispatcher newShardedDispatcher(String name) {
-            Store s = config.forgetShardFilter ? forgetfulShards(store) : store;
+            Store s = config.forgetShardFilter ? ForgetfulShards.of(store) : store;
             ShardedDispatcher d = new ShardedDispatcher(name, s, new Broker(name),
                     leases != null ? leases.newShardedMember(name, config.shards) : shardGroup.newMember(name),
                     config.engine, listener(name), sched);
@@ -412,8 +413,11 @@ public final class Simulation {
                 shardedActions(list);
             }
             String owner = leases != null ? leases.owner() : group.owner();
+            // With exactly-once, a pause only of an owner that acted on its leadership (as acted() for shards).
+            boolean acted = eos == null || owner != null && dispatchers.get(Integer.parseInt(owner.substring(1)))
+                    .isLeader();
             // A leader change only where it can matter: while a send is under way or a row waits for its purge.
-            if (leases != null && leaderChanges > 0 && owner != null && !leaving.contains(owner)
+            if (leases != null && leaderChanges > 0 && owner != null && !leaving.contains(owner) && acted
                     && (!pending.isEmpty() || storeSize() > 0)) {
                 leases.offerHolderFaults(owner, dispatchers.size() - leaving.size() > 1,
                         (label, fault) -> list.add(new Action(label, () -> {
@@ -425,8 +429,8 @@ public final class Simulation {
                     && (!pending.isEmpty() || storeSize() > 0)) {
                 list.add(new Action("revoke", () -> revoke(owner)));
                 list.add(new Action("partition", () -> partition(owner)));
-                if (eos == null || dispatchers.get(Integer.parseInt(owner.substring(1))).isLeader()) {
-                    list.add(new Action("pause", () -> pause(owner))); // one that acted on it, as acted() for shards
+                if (acted) {
+                    list.add(new Action("pause", () -> pause(owner)));
                 }
             }
             return list;
@@ -1141,56 +1145,6 @@ public final class Simulation {
             sb.append('|').append(sched.workerStates());
             return sb.toString();
         }
-    }
-
-    /**
-     * The planted bug {@link Builder#plantForgottenShardFilter()}: {@code store} as a sharded store whose shard views
-     * forgot their shard, each one the whole store (every shard's rows, the outbox's one epoch).
-     */
-    static Store forgetfulShards(Store store) {
-        dev.outbox.spi.Sharding forgetful = new dev.outbox.spi.Sharding() {
-            @Override
-            public int shards() {
-                return dev.outbox.spi.Sharding.of(store);
-            }
-
-            @Override
-            public Store shard(int index) {
-                return store;
-            }
-        };
-        return new Store() {
-            @Override
-            public dev.outbox.Publisher publisher() {
-                return store.publisher();
-            }
-
-            @Override
-            public void purge(java.util.Collection<Long> ids) {
-                store.purge(ids);
-            }
-
-            @Override
-            public void retryLater(java.util.Map<Long, java.time.Instant> nextAttempts) {
-                store.retryLater(nextAttempts);
-            }
-
-            @Override
-            public void park(java.util.Map<Long, String> reasons) {
-                store.park(reasons);
-            }
-
-            @Override
-            public <T> java.util.Optional<T> capability(Class<T> type) {
-                return type == dev.outbox.spi.Sharding.class ? java.util.Optional.of(type.cast(forgetful))
-                        : store.capability(type);
-            }
-
-            @Override
-            public String toString() {
-                return store + " (its shards forget their filter)";
-            }
-        };
     }
 
     static String ms(long nanos) {
