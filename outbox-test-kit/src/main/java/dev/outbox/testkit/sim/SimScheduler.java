@@ -199,6 +199,11 @@ final class SimScheduler implements EngineRuntime {
         }
     }
 
+    /** Whether a worker whose name starts with {@code prefix} is paused ({@link #pause}) now: its process is. */
+    public boolean paused(String prefix) {
+        return tasks.stream().anyMatch(t -> t.name.startsWith(prefix) && t.pausedUntil > now);
+    }
+
     /** Blocks the running worker until virtual time {@code until} (or an interrupt). */
     public void sleepUntil(long until) {
         Task me = self();

@@ -51,7 +51,7 @@ import java.util.function.Consumer;
  *   <li>G2: per key, the broker's sequence never goes backwards (a repeat of the latest record is allowed);</li>
  *   <li>G3: no dispatcher sends after another acquired leadership later than it did;</li>
  *   <li>G4: a record reaches the broker twice only if a fault or a change of leader happened while it was in
- *       flight;</li>
+ *       flight; with {@link Builder#exactlyOnce()}, never;</li>
  *   <li>G6: a poison record is parked, and its key's later records and every other key are still delivered.</li>
  * </ul>
  * The environment's timing assumptions, as in production: the broker answers every send within
@@ -164,6 +164,8 @@ public final class Simulation {
         final Map<String, List<Long>> log = new LinkedHashMap<>();
         final Set<Long> appended = new HashSet<>();
         final Map<Long, Integer> faultsAtFirstSend = new HashMap<>();
+        /** The transactional broker with its progress record ({@link Builder#exactlyOnce()}), else null. */
+        SimTransactionalBroker eos;
 
         // leadership, as the listeners report it
         int acquisitions;
@@ -224,6 +226,12 @@ public final class Simulation {
             }
             brokerLock = sched.newLock();
             resolved = brokerLock.newCondition();
+            if (config.exactlyOnce) {
+                eos = new SimTransactionalBroker(sched, config.progressBugs, config.deliveryTimeout,
+                        config.sendFailures, config.duplicateAcks, new SimTransactionalBroker.Hooks(this::event,
+                                this::violation, this::append, this::sending, () -> faults++,
+                                n -> sched.paused(n + "-")));
+            }
             for (int k = 0; k < config.keys; k++) {
                 written.put("k" + k, 0);
                 log.put("k" + k, new ArrayList<>());
@@ -243,7 +251,8 @@ public final class Simulation {
                     streamStores.add(view);
                     s = view;
                 }
-                DefaultDispatcher d = new DefaultDispatcher(name, s, new Broker(name),
+                DefaultDispatcher d = new DefaultDispatcher(name, s,
+                        eos != null ? eos.producer(name) : new Broker(name),
                         leases != null ? leases.newMember(name) : group.newMember(name), config.engine,
                         listener(name), sched);
                 dispatchers.add(d);
@@ -320,7 +329,7 @@ public final class Simulation {
          * shard leases in the database).
          */
         ShardedDispatcher newShardedDispatcher(String name) {
-            Store s = config.forgetShardFilter ? forgetfulShards(store) : store;
+            Store s = config.forgetShardFilter ? ForgetfulShards.of(store) : store;
             ShardedDispatcher d = new ShardedDispatcher(name, s, new Broker(name),
                     leases != null ? leases.newShardedMember(name, config.shards) : shardGroup.newMember(name),
                     config.engine, listener(name), sched);
@@ -329,7 +338,8 @@ public final class Simulation {
         }
 
         boolean quiescent() {
-            return open.isEmpty() && allWritten() && pending.isEmpty() && storeSize() == 0 && timed.isEmpty();
+            return open.isEmpty() && allWritten() && pending.isEmpty() && storeSize() == 0 && timed.isEmpty()
+                    && (eos == null || eos.settled());
         }
 
         boolean allWritten() {
@@ -355,6 +365,9 @@ public final class Simulation {
          */
         List<Action> actions() {
             List<Action> list = new ArrayList<>();
+            if (eos != null) {
+                eos.offer(true, false, (label, step) -> list.add(new Action(label, step)));
+            }
             for (Pending p : pending) {
                 list.add(new Action("ack", () -> resolve(p, Resolution.ACK)));
             }
@@ -377,6 +390,9 @@ public final class Simulation {
                 String key = late;
                 list.add(new Action("commit " + key + " (late)", () -> commit(key)));
             }
+            if (eos != null) {
+                eos.offer(false, faultsOn(), (label, step) -> list.add(new Action(label, step)));
+            }
             if (!faultsOn()) {
                 return list;
             }
@@ -397,8 +413,11 @@ public final class Simulation {
                 shardedActions(list);
             }
             String owner = leases != null ? leases.owner() : group.owner();
+            // With exactly-once, a pause only of an owner that acted on its leadership (as acted() for shards).
+            boolean acted = eos == null || owner != null && dispatchers.get(Integer.parseInt(owner.substring(1)))
+                    .isLeader();
             // A leader change only where it can matter: while a send is under way or a row waits for its purge.
-            if (leases != null && leaderChanges > 0 && owner != null && !leaving.contains(owner)
+            if (leases != null && leaderChanges > 0 && owner != null && !leaving.contains(owner) && acted
                     && (!pending.isEmpty() || storeSize() > 0)) {
                 leases.offerHolderFaults(owner, dispatchers.size() - leaving.size() > 1,
                         (label, fault) -> list.add(new Action(label, () -> {
@@ -410,7 +429,9 @@ public final class Simulation {
                     && (!pending.isEmpty() || storeSize() > 0)) {
                 list.add(new Action("revoke", () -> revoke(owner)));
                 list.add(new Action("partition", () -> partition(owner)));
-                list.add(new Action("pause", () -> pause(owner)));
+                if (acted) {
+                    list.add(new Action("pause", () -> pause(owner)));
+                }
             }
             return list;
         }
@@ -483,7 +504,7 @@ public final class Simulation {
             for (Pending p : pending) {
                 until = Math.min(until, p.due);
             }
-            sched.sleepUntil(until);
+            sched.sleepUntil(eos == null ? until : Math.min(until, eos.nextDue()));
         }
 
         void runDue() {
@@ -492,6 +513,9 @@ public final class Simulation {
                     faults++;
                     resolve(p, Resolution.TIMEOUT);
                 }
+            }
+            if (eos != null) {
+                eos.runDue();
             }
             for (Timed t : new ArrayList<>(timed)) {
                 if (t.at <= sched.now()) {
@@ -793,7 +817,7 @@ public final class Simulation {
             long id = wid(r);
             switch (how) {
                 case ACK -> {
-                    append(p);
+                    append(p.record);
                     event("broker: acknowledges #" + id + " sent by " + p.sender);
                     p.future.complete(null);
                 }
@@ -806,7 +830,7 @@ public final class Simulation {
                 case APPEND_THEN_FAIL -> {
                     duplicates--;
                     faults++;
-                    append(p);
+                    append(p.record);
                     event("broker: appends #" + id + " but its acknowledgement to " + p.sender + " is lost");
                     p.future.completeExceptionally(DeliveryException.retriable("simulated lost ack", null));
                 }
@@ -821,8 +845,7 @@ public final class Simulation {
             }
         }
 
-        void append(Pending p) {
-            OutboxRecord r = p.record;
+        void append(OutboxRecord r) {
             long id = wid(r);
             List<Long> seq = log.get(r.key());
             if (rolledBack.contains(id)) {
@@ -831,12 +854,27 @@ public final class Simulation {
             if (!seq.isEmpty() && seq.get(seq.size() - 1) > id) {
                 violation("G2: key " + r.key() + " went backwards: #" + id + " after " + seq);
             }
-            if (appended.contains(id) && faultsFor(r.key()) <= faultsAtFirstSend.getOrDefault(id, 0)) {
+            if (eos == null && appended.contains(id) && faultsFor(r.key()) <= faultsAtFirstSend.getOrDefault(id, 0)) {
                 violation("G4: #" + id + " reached the broker twice with no fault or change of leader while it"
                         + " was in flight");
             }
             seq.add(id);
             appended.add(id);
+        }
+
+        /** {@code name} sends {@code record}: G3 (unsharded), and what G4 needs. */
+        void sending(String name, OutboxRecord record) {
+            Integer mine = lastAcquired.get(name);
+            for (Map.Entry<String, Integer> e : shardGroup != null ? Map.<String, Integer>of().entrySet()
+                    : lastAcquired.entrySet()) {
+                if (!e.getKey().equals(name) && (mine == null || e.getValue() > mine)) {
+                    violation("G3: " + name + " sent #" + wid(record) + " after " + e.getKey()
+                            + " acquired leadership");
+                }
+            }
+            faultsAtFirstSend.putIfAbsent(wid(record), faultsFor(record.key()));
+            event(name + ": sends #" + wid(record) + " (" + record.key()
+                    + (config.stream ? ", read as " + record.id() : "") + ")");
         }
 
         final class Broker implements MessageBroker {
@@ -853,18 +891,8 @@ public final class Simulation {
                 }
                 if (shardGroup != null) {
                     checkShardLeader(record);
-                } else {
-                    Integer mine = lastAcquired.get(name);
-                    for (Map.Entry<String, Integer> e : lastAcquired.entrySet()) {
-                        if (!e.getKey().equals(name) && (mine == null || e.getValue() > mine)) {
-                            violation("G3: " + name + " sent #" + wid(record) + " after " + e.getKey()
-                                    + " acquired leadership");
-                        }
-                    }
                 }
-                faultsAtFirstSend.putIfAbsent(wid(record), faultsFor(record.key()));
-                event(name + ": sends #" + wid(record) + " (" + record.key()
-                        + (config.stream ? ", read as " + record.id() : "") + ")");
+                sending(name, record);
                 if (record.topic().equals(POISON_TOPIC)) {
                     event("broker: rejects #" + wid(record) + " for good (poison)");
                     return CompletableFuture.failedFuture(DeliveryException.permanent("poison", null));
@@ -1098,7 +1126,7 @@ public final class Simulation {
                     .append('|').append(group == null ? "" : group.owner()).append(stalled).append(lastAcquired)
                     .append(leases == null ? "" : leases).append(leaving)
                     .append('|').append(sendFailures).append(duplicates).append(storeErrors).append(leaderChanges)
-                    .append(rollbacks).append('|');
+                    .append(rollbacks).append('|').append(eos == null ? "" : eos);
             for (Timed t : timed) {
                 sb.append(t.label).append('@').append(t.at - sched.now()).append(',');
             }
@@ -1117,56 +1145,6 @@ public final class Simulation {
             sb.append('|').append(sched.workerStates());
             return sb.toString();
         }
-    }
-
-    /**
-     * The planted bug {@link Builder#plantForgottenShardFilter()}: {@code store} as a sharded store whose shard views
-     * forgot their shard, each one the whole store (every shard's rows, the outbox's one epoch).
-     */
-    static Store forgetfulShards(Store store) {
-        dev.outbox.spi.Sharding forgetful = new dev.outbox.spi.Sharding() {
-            @Override
-            public int shards() {
-                return dev.outbox.spi.Sharding.of(store);
-            }
-
-            @Override
-            public Store shard(int index) {
-                return store;
-            }
-        };
-        return new Store() {
-            @Override
-            public dev.outbox.Publisher publisher() {
-                return store.publisher();
-            }
-
-            @Override
-            public void purge(java.util.Collection<Long> ids) {
-                store.purge(ids);
-            }
-
-            @Override
-            public void retryLater(java.util.Map<Long, java.time.Instant> nextAttempts) {
-                store.retryLater(nextAttempts);
-            }
-
-            @Override
-            public void park(java.util.Map<Long, String> reasons) {
-                store.park(reasons);
-            }
-
-            @Override
-            public <T> java.util.Optional<T> capability(Class<T> type) {
-                return type == dev.outbox.spi.Sharding.class ? java.util.Optional.of(type.cast(forgetful))
-                        : store.capability(type);
-            }
-
-            @Override
-            public String toString() {
-                return store + " (its shards forget their filter)";
-            }
-        };
     }
 
     static String ms(long nanos) {
@@ -1248,6 +1226,8 @@ public final class Simulation {
         final boolean renewalAfterLapse;
         final Set<StoreFaults.Operation> storeErrorOps;
         final Set<PlantedBug> bugs;
+        final boolean exactlyOnce;
+        final Set<ProgressBug> progressBugs;
         final DispatcherConfig engine;
         final Duration deliveryTimeout;
         final Duration sessionTimeout;
@@ -1285,6 +1265,8 @@ public final class Simulation {
             storeErrorOps = Collections.unmodifiableSet(EnumSet.copyOf(b.storeErrorOps));
             bugs = Collections.unmodifiableSet(b.bugs.isEmpty() ? EnumSet.noneOf(PlantedBug.class)
                     : EnumSet.copyOf(b.bugs));
+            exactlyOnce = b.exactlyOnce;
+            progressBugs = Collections.unmodifiableSet(EnumSet.copyOf(b.progressBugs));
             engine = b.engine.build();
             deliveryTimeout = b.deliveryTimeout;
             sessionTimeout = b.sessionTimeout;
@@ -1316,7 +1298,8 @@ public final class Simulation {
                     + (storageFencing ? ", storage fencing" : "")
                     + (stream && !takeoverTimeout.equals(Builder.DEFAULT_TAKEOVER)
                             ? ", takeover after " + takeoverTimeout.toMillis() + " ms" : "")
-                    + (bugs.isEmpty() ? "" : ", planted: " + bugs)
+                    + (exactlyOnce ? ", exactly-once" : "") + (bugs.isEmpty() ? "" : ", planted: " + bugs)
+                    + (progressBugs.isEmpty() ? "" : ", planted: " + progressBugs)
                     + (lostConfirmations ? ", a lost stream may lose its unsent confirmation" : "")
                     + (confirmOnRead ? ", planted: the stream confirmed on read" : "")
                     + (forgetShardFilter ? ", planted: shard views forget their shard" : "")
@@ -1357,6 +1340,8 @@ public final class Simulation {
                 StoreFaults.Operation.READ, StoreFaults.Operation.PURGE, StoreFaults.Operation.RESET,
                 StoreFaults.Operation.RETRY_LATER, StoreFaults.Operation.PARK);
         private final Set<PlantedBug> bugs = EnumSet.noneOf(PlantedBug.class);
+        private boolean exactlyOnce;
+        private final Set<ProgressBug> progressBugs = EnumSet.noneOf(ProgressBug.class);
         private DispatcherConfig.Builder engine = DispatcherConfig.builder()
                 .pollInterval(Duration.ofMillis(100))
                 .markBackoff(Duration.ofMillis(10))
@@ -1718,6 +1703,31 @@ public final class Simulation {
         }
 
         /**
+         * Publishes exactly once: each dispatcher sends through a producer of one transactional id in a simulated
+         * transactional broker with a progress record ({@link SimTransactionalBroker}); {@link #sendFailures} become
+         * aborted commits and {@link #lostAcks} commits whose answer is lost. A record committed twice breaks G4.
+         * Only with the table harvest, unsharded (checked by {@link #build()}).
+         *
+         * @return this builder
+         */
+        public Builder exactlyOnce() {
+            this.exactlyOnce = true;
+            return this;
+        }
+
+        /**
+         * Plants a bug in the progress record of {@link #exactlyOnce()}'s broker, for tests that prove the simulation
+         * finds it.
+         *
+         * @param bug the bug to plant; several may be planted
+         * @return this builder
+         */
+        public Builder plant(ProgressBug bug) {
+            progressBugs.add(Objects.requireNonNull(bug, "bug"));
+            return this;
+        }
+
+        /**
          * Changes the engine's configuration, which starts from short timings suited to the simulation (100 ms
          * poll interval, 1 s heartbeat timeout, 2 s drain timeout, small batches).
          *
@@ -1769,6 +1779,11 @@ public final class Simulation {
             }
             if (shards > 1 && stream) {
                 throw new IllegalArgumentException("the stream harvest is not sharded: shards " + shards);
+            }
+            if (exactlyOnce && (stream || shards > 1) || !progressBugs.isEmpty() && !exactlyOnce) {
+                throw new IllegalArgumentException("exactly-once (and its planted bugs " + progressBugs + ") needs the"
+                        + " table harvest, unsharded: stream " + stream + ", shards " + shards + ", exactly-once "
+                        + exactlyOnce);
             }
             if (renewalAfterLapse && !databaseElection) {
                 throw new IllegalArgumentException("a lease renewed after it lapsed needs the database election");
