@@ -27,13 +27,14 @@ final class SimProgress {
     }
 
     /**
-     * The records of {@code batch} to send: those no earlier producer published; each of the others is handed to
-     * {@code skip} and remembered as published.
+     * The records of {@code batch} to send: those neither an earlier producer nor this one published; each of the
+     * others is handed to {@code skip} and remembered as published. This producer's own: a leader that stood down
+     * after a refused purge meets its committed records again when it leads again with the same producer.
      */
     List<SimProducer.Sent> skipPublished(List<SimProducer.Sent> batch, Consumer<SimProducer.Sent> skip) {
         List<SimProducer.Sent> send = new java.util.ArrayList<>();
         for (SimProducer.Sent s : batch) {
-            if (recovered.remove(s.record().id())) {
+            if (recovered.remove(s.record().id()) || committed.contains(s.record().id())) {
                 committed.add(s.record().id());
                 skip.accept(s);
             } else {
