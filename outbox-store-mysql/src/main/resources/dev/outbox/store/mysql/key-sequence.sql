@@ -5,11 +5,11 @@
 
 -- One row per (topic, key): the last number the key's records took (the header outbox-key-seq). The key is found by
 -- its SHA-256 (a VARCHAR(1024) utf8mb4 key is too long for an InnoDB index); `key` is kept for people. A writer adds
--- the count n of its messages of the key, before it inserts them, and holds the row's lock until it commits:
+-- the count n of its messages of the key, before it inserts them, and holds the row's lock until it commits,
 --   INSERT INTO <table>_key_seq (topic, key_hash, `key`, seq)
 --     VALUES (?, UNHEX(SHA2(CONVERT(? USING utf8mb4), 256)), ?, LAST_INSERT_ID(n))
---     ON DUPLICATE KEY UPDATE seq = LAST_INSERT_ID(seq + n);
---   SELECT LAST_INSERT_ID();  -- the new value, on the same connection
+--     ON DUPLICATE KEY UPDATE seq = LAST_INSERT_ID(seq + n)
+-- then reads the new value on the same connection: SELECT LAST_INSERT_ID()
 CREATE TABLE IF NOT EXISTS ${keySeq} (
     topic    VARCHAR(249)  NOT NULL,
     key_hash BINARY(32)    NOT NULL,                    -- UNHEX(SHA2(CONVERT(`key` USING utf8mb4), 256))
