@@ -13,7 +13,7 @@ import java.sql.SQLException;
  * key's row: the second waits for the first's lock and then fails on the primary key (H2 checks uniqueness at the
  * insert), so it runs the statement once more, which then finds the row and updates it. Immutable and thread-safe.
  */
-final class H2KeyCounter implements SqlKeySequence.Counter {
+final class H2KeyCounter implements SqlKeySequence.PerKey {
     /** H2's duplicate-key state. */
     private static final String DUPLICATE_KEY = "23505";
 

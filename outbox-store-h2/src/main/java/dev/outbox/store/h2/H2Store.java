@@ -78,7 +78,8 @@ public final class H2Store extends SqlStore {
         this.window = LateCommitWindow.of(builder.lateCommitWindow);
         this.publisher = new SqlBatchPublisher(names.outbox(), statements.insert(), maxKeyLength(), decorators(),
                 DIALECT, H2Columns::bindHeaders, keySequence()
-                        ? SqlKeySequence.on(new H2KeyCounter(SqlKeySequence.table(names))) : SqlKeySequence.off());
+                        ? SqlKeySequence.on(SqlKeySequence.perKey(new H2KeyCounter(SqlKeySequence.table(names))))
+                        : SqlKeySequence.off());
         wakeOnCommitted(publisher);
     }
 

@@ -16,7 +16,7 @@ import java.sql.SQLException;
  * MariaDB does not accept: the statement runs unchanged on both. A concurrent writer of the key waits at its upsert
  * for the first one's transaction to end (the row's exclusive lock). Immutable and thread-safe.
  */
-final class MySqlKeyCounter implements SqlKeySequence.Counter {
+final class MySqlKeyCounter implements SqlKeySequence.PerKey {
     private static final String LAST = "SELECT LAST_INSERT_ID()";
 
     private final String sql;

@@ -192,7 +192,8 @@ public final class MySqlStore extends SqlStore {
                 maxKeyLength(), names.outbox(), lateCommitWindow);
         this.replay = new MySqlReplay(transactions(), statements, names.outbox());
         this.publisher = whole != null ? whole.publisher : new MySqlPublisher(names, maxKeyLength(), decorators(),
-                keySequence() ? SqlKeySequence.on(new MySqlKeyCounter(SqlKeySequence.table(names)))
+                keySequence()
+                        ? SqlKeySequence.on(SqlKeySequence.perKey(new MySqlKeyCounter(SqlKeySequence.table(names))))
                         : SqlKeySequence.off());
         if (whole == null) {
             wakeOnCommitted(publisher); // MySQL cannot notify: a publisher in this process can (Publisher.committed)

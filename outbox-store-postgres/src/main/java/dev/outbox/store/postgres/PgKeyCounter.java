@@ -6,13 +6,23 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.HashMap;
+import java.util.Map;
 
 /**
- * The key sequence's counter upsert on Postgres: {@code INSERT ... ON CONFLICT (topic, key) DO UPDATE SET seq =
- * s.seq + EXCLUDED.seq RETURNING seq}, one statement and one round trip per (topic, key). A concurrent writer of
- * the key waits at its upsert for the first one's transaction to end, then adds to the value it committed (or, if it
- * rolled back, inserts the row itself). Under REPEATABLE READ or SERIALIZABLE, the second writer fails with a
- * serialization error instead, and its transaction is to be retried. Immutable and thread-safe.
+ * The key sequence's counter upsert on Postgres: one statement for all the (topic, key) groups of a publish call,
+ * one round trip,
+ * <pre>{@code
+ * INSERT INTO <table>_key_seq AS s (topic, key, seq)
+ *     SELECT topic, key, n FROM unnest(?, ?, ?) WITH ORDINALITY AS u(topic, key, n, i) ORDER BY i
+ *     ON CONFLICT (topic, key) DO UPDATE SET seq = s.seq + EXCLUDED.seq RETURNING topic, key, seq
+ * }</pre>
+ * The insert takes the rows in the order of the arrays ({@code ORDER BY i}: the order {@link SqlKeySequence} sorts
+ * them in), and with each row its lock, held until the transaction ends. A concurrent writer of a key waits at that
+ * row for the first one's transaction to end, then adds to the value it committed (or, if it rolled back, inserts
+ * the row itself). Under REPEATABLE READ or SERIALIZABLE, the second writer fails with a serialization error instead,
+ * and its transaction is to be retried. A plain-SQL writer may run the single-row form for each key. Immutable and
+ * thread-safe.
  */
 final class PgKeyCounter implements SqlKeySequence.Counter {
     private final String sql;
@@ -23,22 +33,39 @@ final class PgKeyCounter implements SqlKeySequence.Counter {
      * @param queryTimeoutSeconds the statement's JDBC query timeout, as the publisher's
      */
     PgKeyCounter(String table, int queryTimeoutSeconds) {
-        this.sql = "INSERT INTO " + table + " AS s (topic, key, seq) VALUES (?, ?, ?) ON CONFLICT (topic, key)"
-                + " DO UPDATE SET seq = s.seq + EXCLUDED.seq RETURNING seq";
+        this.sql = "INSERT INTO " + table + " AS s (topic, key, seq) SELECT topic, key, n FROM unnest("
+                + "CAST(? AS text[]), CAST(? AS text[]), CAST(? AS bigint[])) WITH ORDINALITY AS u(topic, key, n, i)"
+                + " ORDER BY i"
+                + " ON CONFLICT (topic, key) DO UPDATE SET seq = s.seq + EXCLUDED.seq RETURNING topic, key, seq";
         this.queryTimeoutSeconds = queryTimeoutSeconds;
     }
 
     @Override
-    public long add(Connection connection, String topic, String key, int n) throws SQLException {
+    public long[] add(Connection connection, String[] topics, String[] keys, int[] ns) throws SQLException {
+        Long[] increments = new Long[ns.length];
+        Map<String, Map<String, Integer>> index = new HashMap<>();
+        for (int i = 0; i < ns.length; i++) {
+            increments[i] = (long) ns[i];
+            index.computeIfAbsent(topics[i], t -> new HashMap<>()).put(keys[i], i);
+        }
+        long[] last = new long[ns.length];
         try (PreparedStatement statement = connection.prepareStatement(sql)) {
             statement.setQueryTimeout(queryTimeoutSeconds);
-            statement.setString(1, topic);
-            statement.setString(2, key);
-            statement.setLong(3, n);
+            statement.setArray(1, connection.createArrayOf("text", topics));
+            statement.setArray(2, connection.createArrayOf("text", keys));
+            statement.setArray(3, connection.createArrayOf("bigint", increments));
+            int rows = 0;
             try (ResultSet rs = statement.executeQuery()) {
-                rs.next();
-                return rs.getLong(1);
+                while (rs.next()) {
+                    last[index.get(rs.getString(1)).get(rs.getString(2))] = rs.getLong(3);
+                    rows++;
+                }
+            }
+            if (rows != ns.length) {
+                throw new SQLException("the key sequence's upsert returned " + rows + " row(s) for " + ns.length
+                        + " (topic, key) pair(s)");
             }
         }
+        return last;
     }
 }

@@ -32,9 +32,10 @@ import java.util.Objects;
  * {@link IllegalArgumentException} naming it and its index.
  *
  * <p>With the store's key sequence on ({@link PostgresStore.Builder#keySequence}), each message gets the header
- * {@value dev.outbox.KeySequence#SEQUENCE}: one counter upsert per distinct (topic, key) of the batch runs after the
- * checks and before the {@code INSERT} (or the emit, in WAL mode), as {@link SqlKeySequence} describes; a message
- * that carries that header already is refused, naming its index, topic and the header.
+ * {@value dev.outbox.KeySequence#SEQUENCE}: one counter upsert for all the distinct (topic, key) pairs of the batch
+ * ({@code PgKeyCounter}) runs after the checks and before the {@code INSERT} (or the emit, in WAL mode), as
+ * {@link SqlKeySequence} describes; a message that carries that header already is refused, naming its index, topic
+ * and the header.
  *
  * <h2>WAL mode</h2>
  * A store that harvests the write-ahead log instead of the table gives out a publisher in WAL mode: it writes no

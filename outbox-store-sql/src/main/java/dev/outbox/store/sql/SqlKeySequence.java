@@ -20,9 +20,10 @@ import java.util.TreeMap;
  * from a counter row per (topic, key) in the table {@code <outbox table>_key_seq}.
  *
  * <h2>Why the numbers follow the delivery order</h2>
- * A publish call first groups its messages by (topic, key) and, for each group in ascending order of topic, then key
- * ({@link String#compareTo}), runs one upsert that adds the group's size n to the counter row and returns its new
- * value {@code last}; the group's messages get {@code last - n + 1} … {@code last} in list order. Only then does it
+ * A publish call first groups its messages by (topic, key) and, for the groups in ascending order of topic, then key
+ * ({@link String#compareTo}), adds each group's size n to its counter row and reads the new value {@code last} (one
+ * upsert per group, or one statement for all of them where the database can: the {@link Counter} takes the rows'
+ * locks in that order); the group's messages get {@code last - n + 1} … {@code last} in list order. Only then does it
  * insert the rows (or, in Postgres' WAL mode, emit the messages). The upsert locks the counter row until the writer's
  * transaction ends, so that two writers of one (topic, key) follow each other: the second waits at its upsert until
  * the first commits (or rolls back, and the increment with it: no hole). Hence, for one (topic, key):
@@ -55,6 +56,41 @@ public final class SqlKeySequence {
     /** One database's counter upsert. */
     @FunctionalInterface
     public interface Counter {
+        /**
+         * Adds {@code ns[i]} to the counter of ({@code topics[i]}, {@code keys[i]}) for every i, creating a counter
+         * at {@code ns[i]} if there is none, in the connection's current transaction, taking the rows' locks in the
+         * order given (ascending topic, then key) and keeping them until the transaction ends.
+         *
+         * @param connection the writer's connection
+         * @param topics     the topics; no (topic, key) twice
+         * @param keys       the keys, parallel to {@code topics}
+         * @param ns         what to add to each, at least 1, parallel to {@code topics}
+         * @return the counters' new values, parallel to {@code topics}
+         * @throws SQLException as the driver throws it
+         */
+        long[] add(Connection connection, String[] topics, String[] keys, int[] ns) throws SQLException;
+    }
+
+    /**
+     * A counter that runs one statement per (topic, key), in order.
+     *
+     * @param one adds {@code n} to the counter of ({@code topic}, {@code key}) and returns its new value
+     * @return a counter over it
+     */
+    public static Counter perKey(PerKey one) {
+        Objects.requireNonNull(one, "one must not be null");
+        return (connection, topics, keys, ns) -> {
+            long[] last = new long[topics.length];
+            for (int i = 0; i < topics.length; i++) {
+                last[i] = one.add(connection, topics[i], keys[i], ns[i]);
+            }
+            return last;
+        };
+    }
+
+    /** One database's counter upsert of one (topic, key) ({@link #perKey}). */
+    @FunctionalInterface
+    public interface PerKey {
         /**
          * Adds {@code n} to the counter of ({@code topic}, {@code key}), creating it at {@code n} if there is none,
          * in the connection's current transaction, keeping the row locked until the transaction ends.
@@ -129,8 +165,8 @@ public final class SqlKeySequence {
     }
 
     /**
-     * The messages, each with a {@link KeySequence#SEQUENCE} header appended, after one counter upsert per distinct
-     * (topic, key), in ascending order of topic, then key; or the messages as they are if the key sequence is off.
+     * The messages, each with a {@link KeySequence#SEQUENCE} header appended, after the counter upserts of every
+     * distinct (topic, key), in ascending order of topic, then key; or the messages as they are if the key sequence is off.
      * Call it after the checks and before the rows are written, on the writer's connection.
      *
      * @param connection the writer's connection, in its transaction
@@ -147,11 +183,20 @@ public final class SqlKeySequence {
             OutboxMessage m = messages.get(i);
             groups.computeIfAbsent(new TopicKey(m.topic(), m.key()), k -> new ArrayList<>()).add(i);
         }
-        List<OutboxMessage> numbered = new ArrayList<>(messages);
+        String[] topics = new String[groups.size()];
+        String[] keys = new String[groups.size()];
+        int[] ns = new int[groups.size()];
+        int g = 0;
         for (Map.Entry<TopicKey, List<Integer>> group : groups.entrySet()) {
-            List<Integer> indexes = group.getValue();
-            long last = counter.add(connection, group.getKey().topic(), group.getKey().key(), indexes.size());
-            long next = last - indexes.size() + 1;
+            topics[g] = group.getKey().topic();
+            keys[g] = group.getKey().key();
+            ns[g++] = group.getValue().size();
+        }
+        long[] last = counter.add(connection, topics, keys, ns);
+        List<OutboxMessage> numbered = new ArrayList<>(messages);
+        g = 0;
+        for (List<Integer> indexes : groups.values()) {
+            long next = last[g++] - indexes.size() + 1;
             for (int i : indexes) {
                 numbered.set(i, messages.get(i).withHeader(Header.of(KeySequence.SEQUENCE,
                         KeySequence.encode(next++))));

@@ -156,9 +156,10 @@ public abstract class SqlStoreBuilder<B extends SqlStoreBuilder<B, S>, S extends
      * header {@value dev.outbox.KeySequence#SEQUENCE}, its number among the messages of its topic and key, 1, 2, 3,
      * … with no hole, so that a consumer can tell a missing or reordered record. Default off.
      *
-     * <p>With it on, each publish call runs one counter upsert per distinct (topic, key) of its messages before it
-     * writes them, on the counter table {@code <table>_key_seq} (its own DDL, {@link SqlStore#keySequenceSchemaSql()},
-     * which {@code createSchema()} applies when this is on), and the counter row stays locked until the writer's
+     * <p>With it on, each publish call adds to a counter per distinct (topic, key) of its messages before it writes
+     * them (Postgres: one statement for all of them; MySQL, MariaDB and H2: one upsert per key), on the counter table
+     * {@code <table>_key_seq} (its own DDL, {@link SqlStore#keySequenceSchemaSql()}, which {@code createSchema()}
+     * applies when this is on), and the counter row stays locked until the writer's
      * transaction ends: writers of one key wait for each other's commit. How that keeps a key's numbers in its
      * delivery order is told in {@link SqlKeySequence}. A message that carries the header already is refused. The
      * table name must then leave room for {@code _key_seq} within the database's identifier limit.
