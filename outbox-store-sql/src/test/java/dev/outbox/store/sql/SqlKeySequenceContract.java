@@ -173,6 +173,52 @@ public abstract class SqlKeySequenceContract {
         }
     }
 
+    /**
+     * Two writers publish the same keys in opposite list orders, many rounds, each round in its own transaction: the
+     * counters are locked in sorted order whatever the list's, so neither waits for the other in a cycle (a deadlock
+     * would fail a publish), and each key's numbers are 1..N in id order.
+     */
+    @Test
+    void writersOfTheSameKeysInOppositeOrdersDoNotDeadlock() throws Exception {
+        SqlStore store = store(true);
+        commit(store, msg(TOPIC, "a", "first"), msg(TOPIC, "b", "first")); // the counter rows exist: no gap locks
+        int rounds = 150;
+        List<List<String>> orders = List.of(List.of("a", "b"), List.of("b", "a"), List.of("a", "b"), List.of("b", "a"));
+        ExecutorService pool = Executors.newFixedThreadPool(orders.size());
+        try {
+            CountDownLatch start = new CountDownLatch(1);
+            List<Future<?>> writers = new ArrayList<>();
+            for (List<String> order : orders) {
+                writers.add(pool.submit(() -> {
+                    start.await();
+                    for (int round = 0; round < rounds; round++) {
+                        try (JdbcTestTransaction tx = JdbcTestTransaction.begin(appPool, store.publisher())) {
+                            tx.publish(List.of(msg(TOPIC, order.get(0), "v"), msg(TOPIC, order.get(1), "v")));
+                            tx.commit();
+                        }
+                    }
+                    return null;
+                }));
+            }
+            start.countDown();
+            for (Future<?> w : writers) {
+                w.get(120, TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+            assertThat(pool.awaitTermination(30, TimeUnit.SECONDS)).isTrue();
+        }
+        Map<String, List<Long>> byKey = new TreeMap<>();
+        for (OutboxRecord r : rows(store)) {
+            byKey.computeIfAbsent(r.key(), k -> new ArrayList<>()).add(sequence(r));
+        }
+        assertThat(byKey.keySet()).containsExactly("a", "b");
+        for (List<Long> numbers : byKey.values()) {
+            assertThat(numbers).containsExactlyElementsOf(LongStream.rangeClosed(1, 1 + orders.size() * rounds).boxed()
+                    .toList());
+        }
+    }
+
     /** A rolled-back transaction's increment rolls back with it: the next writer of the key takes its number. */
     @Test
     void aRolledBackTransactionLeavesNoHole() {
