@@ -58,6 +58,12 @@ public interface ParkedRecords {
      * from the parked area, atomically. Rows that cannot be read as messages are replayed as they are and will
      * be parked again when next harvested.
      *
+     * <p>Each replayed row gets the header {@value dev.outbox.KeySequence#REPLAYED} appended to its headers, whose
+     * value is the id the row had when it was parked, in ASCII decimal ({@link dev.outbox.KeySequence#encode}): a
+     * consumer that checks the per-key sequence then reports the replayed record's old sequence number as the
+     * deliberate reorder it is. The rows moved behind the replayed ones (below) are not marked: they keep their
+     * headers as they were.
+     *
      * <p>A store with {@link ParkedKeys} also moves, in the same transaction, every outbox row of a replayed row's
      * key whose id is above that parked row's id behind the replayed rows (new ids, in their old order), so that a
      * key's order survives the replay: the replayed rows of a key come first, in parked id order, then the rows that

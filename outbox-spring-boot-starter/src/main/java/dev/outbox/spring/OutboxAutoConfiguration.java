@@ -260,7 +260,7 @@ public class OutboxAutoConfiguration {
 
     /**
      * Fills in the placeholders of the shipped Flyway migrations ({@code classpath:dev/outbox/migrations/<db>} and
-     * {@code classpath:dev/outbox/migrations/versioned/<db>[-inbox|-wal]}) from {@code outbox.store.*}, unless the
+     * {@code classpath:dev/outbox/migrations/versioned/<db>[-inbox|-wal|-key-sequence]}) from {@code outbox.store.*}, unless the
      * application sets them itself.
      */
     @Configuration(proxyBeanMethods = false)
@@ -292,6 +292,8 @@ public class OutboxAutoConfiguration {
             placeholders.putIfAbsent("outbox_wal_encode", suffixed(table, "_wal_encode"));
             placeholders.putIfAbsent("outbox_emit", suffixed(table, "_emit"));
             placeholders.putIfAbsent("outbox_wal_prefix", "dev.outbox:" + table.replace("\"", "").replace("`", ""));
+            // …/<db>-key-sequence: the per-key sequence's counter table "<table>_key_seq", as the store names it.
+            placeholders.putIfAbsent("outbox_key_seq_table", suffixed(table, "_key_seq"));
             configuration.placeholders(placeholders);
         }
 

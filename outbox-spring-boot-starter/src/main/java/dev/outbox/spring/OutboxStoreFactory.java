@@ -147,6 +147,7 @@ public final class OutboxStoreFactory {
             }
             b.commitNotifications(p.isCommitNotifications());
             b.fencing(p.isFencing());
+            b.keySequence(p.isKeySequence());
             if (p.getLateCommitWindow() != null) {
                 throw new OutboxConfigurationException(prefix + ".late-commit-window", "is set, but the Postgres"
                         + " store has no late-commit window: its harvest reads the writers' transaction ids",
@@ -222,6 +223,7 @@ public final class OutboxStoreFactory {
             }
             set(prefix + ".shards", p.getShards(), () -> b.shards(p.getShards()));
             b.fencing(p.isFencing());
+            b.keySequence(p.isKeySequence());
             if (p.getLateCommitWindow() != null) {
                 set(prefix + ".late-commit-window", p.getLateCommitWindow(),
                         () -> b.lateCommitWindow(p.getLateCommitWindow()));
@@ -257,6 +259,7 @@ public final class OutboxStoreFactory {
                 set(prefix + ".max-key-length", p.getMaxKeyLength(), () -> b.maxKeyLength(p.getMaxKeyLength()));
             }
             b.fencing(p.isFencing());
+            b.keySequence(p.isKeySequence());
             if (p.getLateCommitWindow() != null) {
                 set(prefix + ".late-commit-window", p.getLateCommitWindow(),
                         () -> b.lateCommitWindow(p.getLateCommitWindow()));

@@ -49,6 +49,13 @@ public final class OutboxStoreProperties {
      */
     private boolean fencing = true;
     /**
+     * The per-key sequence: the publisher adds to every message the header "outbox-key-seq", its number among the
+     * messages of its topic and key (1, 2, 3, ...), from a counter table "<table>_key_seq" ({@code create-schema}
+     * creates it, or the migrations in {@code …/versioned/<db>-key-sequence}). Writers of one key then wait for each
+     * other's commit. Off by default.
+     */
+    private boolean keySequence;
+    /**
      * MySQL, MariaDB and H2: how long the harvest rechecks an id it passed without seeing its row (a transaction not
      * yet committed, or rolled back) before taking it to have rolled back; set it above the longest transaction
      * that writes to the outbox. The store's default (60 s) when not set. Not for Postgres, whose harvest reads
@@ -223,6 +230,23 @@ public final class OutboxStoreProperties {
      */
     public void setFencing(boolean fencing) {
         this.fencing = fencing;
+    }
+
+    /**
+     * {@return whether the publisher numbers messages per topic and key; {@code false} by default} Bound from the
+     * {@code key-sequence} property.
+     */
+    public boolean isKeySequence() {
+        return keySequence;
+    }
+
+    /**
+     * Sets the {@code key-sequence} property.
+     *
+     * @param keySequence {@code true} to add the header "outbox-key-seq" to every message (needs the counter table)
+     */
+    public void setKeySequence(boolean keySequence) {
+        this.keySequence = keySequence;
     }
 
     /**

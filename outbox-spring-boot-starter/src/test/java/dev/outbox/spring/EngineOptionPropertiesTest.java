@@ -5,6 +5,7 @@ import dev.outbox.spring.app.TestApplication;
 import dev.outbox.store.h2.H2Store;
 import dev.outbox.store.postgres.WalHarvest;
 import dev.outbox.testkit.Await;
+import dev.outbox.testservers.Jdbc;
 import dev.outbox.testservers.JdbcServer;
 import dev.outbox.testservers.KafkaServer;
 import dev.outbox.testservers.TestServers;
@@ -89,6 +90,26 @@ class EngineOptionPropertiesTest {
         assertThat(((H2Store) built.store()).lateCommitWindow()).isEqualTo(Duration.ofMinutes(5));
         OutboxStoreFactory.Built fenced = OutboxStoreFactory.build(h2, "outbox.store", bind(Map.of()).getStore());
         assertThat(fenced.store().capability(StorageFencing.class)).as("fencing on by default").isPresent();
+    }
+
+    /** outbox.store.key-sequence turns the per-key sequence on: the store creates the counter table and numbers. */
+    @Test
+    void theKeySequencePropertyReachesTheStore() throws Exception {
+        JdbcDataSource h2 = new JdbcDataSource();
+        h2.setURL("jdbc:h2:mem:engine_options_key_seq;DB_CLOSE_DELAY=-1");
+        OutboxProperties p = bind(Map.of("outbox.store.key-sequence", "true", "outbox.store.table", "numbered"));
+
+        OutboxStoreFactory.Built built = OutboxStoreFactory.build(h2, "outbox.store", p.getStore());
+        built.createSchema().run();
+        try (java.sql.Connection c = h2.getConnection()) {
+            built.store().publisher().publish(c, List.of(dev.outbox.OutboxMessage.of("orders", "k", "v"),
+                    dev.outbox.OutboxMessage.of("orders", "k", "w")));
+        }
+
+        assertThat(((H2Store) built.store()).keySequence()).isTrue();
+        assertThat(Jdbc.queryLong(h2, "SELECT seq FROM \"numbered_key_seq\" WHERE topic = 'orders'")).isEqualTo(2);
+        assertThat(((H2Store) OutboxStoreFactory.build(h2, "outbox.store", bind(Map.of()).getStore()).store())
+                .keySequence()).as("off by default").isFalse();
     }
 
     @Test

@@ -31,7 +31,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * creates today, by Flyway and by Liquibase, on MariaDB, keeping the rows; running them again changes nothing (on
  * Postgres and MySQL 8: {@link UpgradedSchemaContract}, which also runs the store contract on the upgraded tables);
  * on all three a new database gets the same layout from the versioned migrations alone, and the inbox's and the WAL
- * harvest's migrations create what the inbox and the store create.
+ * harvest's and the per-key sequence's migrations create what the inbox and the store create.
  */
 class SchemaUpgradeTest {
 
@@ -134,6 +134,27 @@ class SchemaUpgradeTest {
         }
         assertThat(inboxLayout(db, postgres, "inbox")).isEqualTo(inboxLayout(db, postgres, "reference_inbox"))
                 .contains("message_id").contains("offset");
+    }
+
+    /** The per-key sequence's migration creates the counter table the store creates with keySequence(true). */
+    @ParameterizedTest
+    @EnumSource(Case.class)
+    void theKeySequenceMigrationCreatesWhatTheStoreCreates(Case c) {
+        DataSource db = c.database("keyseq");
+        boolean postgres = c.dialect == SchemaUpgrade.Dialect.POSTGRES;
+        if (c.tool == SchemaUpgrade.Tool.FLYWAY) {
+            Flyway.configure().dataSource(db).locations("classpath:dev/outbox/migrations/versioned/"
+                            + c.dialect.folder + "-key-sequence")
+                    .placeholders(Map.of("outbox_key_seq_table", c.dialect.quote("outbox_key_seq"))).load().migrate();
+        } else {
+            liquibase(db, "classpath:dev/outbox/migrations/liquibase-key-sequence.xml");
+        }
+        (postgres ? PostgresStore.builder(db) : MySqlStore.builder(db)).table("reference").keySequence(true).build()
+                .createSchema();
+        SchemaUpgrade layouts = new SchemaUpgrade(db, c.dialect, c.tool);
+        assertThat(layouts.tableLayout("outbox_key_seq").replace("outbox_key_seq", "T"))
+                .isEqualTo(layouts.tableLayout("reference_key_seq").replace("reference_key_seq", "T"))
+                .contains("seq");
     }
 
     @Test

@@ -45,6 +45,16 @@ class ShippedMigrationsTest {
         assertThat(body(resource(migration))).isEqualTo(expected);
     }
 
+    /** The versioned migrations of the per-key sequence hold the store's own DDL, with the placeholder renamed. */
+    @ParameterizedTest
+    @CsvSource({
+            "dev/outbox/store/postgres/key-sequence.sql, dev/outbox/migrations/versioned/postgresql-key-sequence/V0_4_1__outbox_key_sequence.sql",
+            "dev/outbox/store/mysql/key-sequence.sql, dev/outbox/migrations/versioned/mysql-key-sequence/V0_4_1__outbox_key_sequence.sql"})
+    void theKeySequenceMigrationIsTheStoresKeySequenceSchema(String schema, String migration) throws IOException {
+        String expected = body(resource(schema)).replace("${keySeq}", "${outbox_key_seq_table}");
+        assertThat(body(resource(migration))).isEqualTo(expected);
+    }
+
     /** The WAL harvest's versioned migration holds the store's writer functions, with the placeholders renamed. */
     @org.junit.jupiter.api.Test
     void theWalMigrationIsTheStoresWriterFunctions() throws IOException {

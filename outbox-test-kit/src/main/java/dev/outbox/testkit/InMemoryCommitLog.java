@@ -413,7 +413,9 @@ public final class InMemoryCommitLog {
                 ParkedEntry p = parked.remove(id);
                 if (p != null) {
                     Decoded d = decode(p.payload());
-                    messages.add(d.message());
+                    messages.add(d.message().withHeader(dev.outbox.Header.of(dev.outbox.KeySequence.REPLAYED,
+                            dev.outbox.KeySequence.encode(id)))); // as the SQL stores' replay marks it
+
                     ids.add(d.writerId());
                 }
             }

@@ -713,7 +713,7 @@ public final class InMemoryStore implements Store, MarkHarvest, CursorHarvest, C
      * {@inheritDoc}
      *
      * <p>Rows are replayed in ascending order of their parked id; each new row gets the current time as its
-     * creation time. Then each replayed key's outbox rows with ids above its first replayed row's parked id are
+     * creation time and the header {@value dev.outbox.KeySequence#REPLAYED}, its parked id. Then each replayed key's outbox rows with ids above its first replayed row's parked id are
      * moved behind them, in id order, keeping their creation time and message id (see {@link dev.outbox.spi.ParkedRecords#replay}).
      */
     @Override
@@ -730,7 +730,10 @@ public final class InMemoryStore implements Store, MarkHarvest, CursorHarvest, C
                 StoredRow old = parked.remove(id);
                 if (old != null) {
                     long newId = sequence.incrementAndGet();
-                    StoredRow replayedRow = new StoredRow(newId, now, old.topic, old.key, old.message,
+                    // marked as replayed (KeySequence.REPLAYED: its parked id), as the SQL stores' replay marks it
+                    OutboxMessage marked = old.message == null ? null : old.message.withHeader(
+                            dev.outbox.Header.of(dev.outbox.KeySequence.REPLAYED, dev.outbox.KeySequence.encode(id)));
+                    StoredRow replayedRow = new StoredRow(newId, now, old.topic, old.key, marked,
                             old.malformedReason);
                     replayedRow.messageId = old.messageId;
                     rows.put(newId, replayedRow);

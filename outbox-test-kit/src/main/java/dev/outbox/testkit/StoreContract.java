@@ -1,6 +1,7 @@
 package dev.outbox.testkit;
 
 import dev.outbox.Header;
+import dev.outbox.KeySequence;
 import dev.outbox.OutboxMessage;
 import dev.outbox.OutboxRecord;
 import dev.outbox.ParkedRecord;
@@ -867,7 +868,8 @@ public abstract class StoreContract {
         assertThat(after.get(0).id()).isEqualTo(marked.get(2).id());
         OutboxRecord back = after.get(1);
         assertThat(back.id()).as("a replayed row is a new row at the tail").isGreaterThan(marked.get(2).id());
-        assertThat(back.message()).isEqualTo(first);
+        assertThat(back.message()).as("the parked message, marked as replayed with its parked id")
+                .isEqualTo(first.withHeader(Header.of(KeySequence.REPLAYED, KeySequence.encode(marked.get(0).id()))));
         assertThat(back.attempts()).isZero();
         assertThat(Capabilities.parkedRecords(store).replay(List.of())).isZero();
         assertThat(Capabilities.parkedRecords(store).replay(List.of(marked.get(0).id()))).as("replaying twice").isZero();

@@ -301,7 +301,9 @@ public abstract class StreamStoreContract {
         assertThat(Capabilities.gauges(store).parkedCount()).isZero();
         OutboxRecord replayed = readUntil(0, 10, x -> !x.rows().isEmpty(), "the replayed message read")
                 .rows().records().get(0);
-        assertThat(replayed.message()).isEqualTo(all.get(0).message());
+        assertThat(replayed.message()).as("the parked message, marked as replayed with its parked id")
+                .isEqualTo(all.get(0).message().withHeader(dev.outbox.Header.of(dev.outbox.KeySequence.REPLAYED,
+                        dev.outbox.KeySequence.encode(parked.get(0).id()))));
         assertThat(replayed.messageId()).as("a replay keeps the message id").isEqualTo(all.get(0).messageId());
         assertThat(replayed.attempts()).isZero();
     }

@@ -1,5 +1,6 @@
 package dev.outbox.store.h2;
 
+import dev.outbox.KeySequence;
 import dev.outbox.spi.SqlTableNames;
 import dev.outbox.store.sql.SqlLeaseStatements;
 import dev.outbox.store.sql.SqlStatements;
@@ -28,6 +29,12 @@ record H2Statements(String insert, String mark, String read, String lockKeys, St
     /** The columns of a row the harvest returns, in the order {@link H2Columns#row} reads them. */
     static final String COLUMNS = ROW + ", next_attempt_at";
     private static final String PAYLOAD = "topic, \"key\", \"value\", header_names, header_values, message_id";
+    /**
+     * {@link #PAYLOAD} of a replayed row: its headers with {@value KeySequence#REPLAYED} appended, whose value is the
+     * parked row's id in ASCII decimal ({@link KeySequence#encode}).
+     */
+    private static final String REPLAYED_PAYLOAD = "topic, \"key\", \"value\", ARRAY_APPEND(header_names, '"
+            + KeySequence.REPLAYED + "'), ARRAY_APPEND(header_values, STRINGTOUTF8(CAST(id AS VARCHAR))), message_id";
     private static final String SUMMARY = "id, topic, \"key\", attempts, reason, parked_at, message_id";
     /** The parked filter's 13 parameters; a parameter H2 must know the type of to test it for NULL is cast. */
     private static final String FILTER = " WHERE id > ? AND (CAST(? AS VARCHAR) IS NULL OR topic = ?)"
@@ -75,7 +82,8 @@ record H2Statements(String insert, String mark, String read, String lockKeys, St
                 "SELECT " + COLUMNS + " FROM " + o + " WHERE ",
                 "SELECT id, \"key\" FROM " + p + " WHERE id = ANY(?) ORDER BY id FOR UPDATE",
                 "SELECT id FROM " + o + " WHERE \"key\" = ? AND id > ? ORDER BY id FOR UPDATE",
-                "INSERT INTO " + o + " (" + PAYLOAD + ") SELECT " + PAYLOAD + " FROM " + p + " WHERE id = ANY(?) ORDER BY id",
+                "INSERT INTO " + o + " (" + PAYLOAD + ") SELECT " + REPLAYED_PAYLOAD + " FROM " + p
+                        + " WHERE id = ANY(?) ORDER BY id",
                 "INSERT INTO " + o + " (create_time, " + PAYLOAD + ", attempts, next_attempt_at) SELECT create_time, "
                         + PAYLOAD + ", attempts, next_attempt_at FROM " + o + " WHERE id = ANY(?) ORDER BY id",
                 "DELETE FROM " + p + " WHERE id = ANY(?)",

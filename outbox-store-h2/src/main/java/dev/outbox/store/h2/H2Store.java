@@ -12,6 +12,7 @@ import dev.outbox.store.sql.SqlDialect;
 import dev.outbox.store.sql.SqlErrors;
 import dev.outbox.store.sql.SqlFencing;
 import dev.outbox.store.sql.SqlBatchPublisher;
+import dev.outbox.store.sql.SqlKeySequence;
 import dev.outbox.store.sql.SqlPublisher;
 import dev.outbox.store.sql.SqlLeaseStatements;
 import dev.outbox.store.sql.SqlStore;
@@ -76,7 +77,9 @@ public final class H2Store extends SqlStore {
         this.statements = H2Statements.of(sqlTable());
         this.window = LateCommitWindow.of(builder.lateCommitWindow);
         this.publisher = new SqlBatchPublisher(names.outbox(), statements.insert(), maxKeyLength(), decorators(),
-                DIALECT, H2Columns::bindHeaders);
+                DIALECT, H2Columns::bindHeaders, keySequence()
+                        ? SqlKeySequence.on(SqlKeySequence.perKey(new H2KeyCounter(SqlKeySequence.table(names))))
+                        : SqlKeySequence.off());
         wakeOnCommitted(publisher);
     }
 

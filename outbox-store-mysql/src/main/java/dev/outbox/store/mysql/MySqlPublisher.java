@@ -6,6 +6,7 @@ import dev.outbox.OutboxMessage;
 import dev.outbox.spi.RowChecks;
 import dev.outbox.spi.MessageDecorators;
 import dev.outbox.spi.SqlTableNames;
+import dev.outbox.store.sql.SqlKeySequence;
 import dev.outbox.store.sql.SqlPublisher;
 import org.jdbi.v3.core.Handle;
 
@@ -33,6 +34,11 @@ import java.util.Objects;
  * value longer than {@code MEDIUMBLOB} allows, a string with an unpaired surrogate, which {@code utf8mb4} cannot
  * store) is rejected with an {@link IllegalArgumentException} naming it and its index.
  *
+ * <p>With the store's key sequence on ({@link MySqlStore.Builder#keySequence}), each message gets the header
+ * {@value dev.outbox.KeySequence#SEQUENCE}: one counter upsert per distinct (topic, key) of the batch runs after the
+ * checks and before the {@code INSERT}s, as {@link SqlKeySequence} describes (the statements: {@code MySqlKeyCounter});
+ * a message that carries that header already is refused, naming its index, topic and the header.
+ *
  * <p>Immutable and thread-safe; a single connection must of course not be used by two threads at once.
  */
 public final class MySqlPublisher extends SqlPublisher {
@@ -44,10 +50,17 @@ public final class MySqlPublisher extends SqlPublisher {
 
     private final SqlTableNames names;
     private final String insertPrefix;
+    /** Numbers the messages per (topic, key) before they are written, if the store's key sequence is on. */
+    private final SqlKeySequence keySequence;
 
     MySqlPublisher(SqlTableNames names, int maxKeyLength, MessageDecorators decorators) {
+        this(names, maxKeyLength, decorators, SqlKeySequence.off());
+    }
+
+    MySqlPublisher(SqlTableNames names, int maxKeyLength, MessageDecorators decorators, SqlKeySequence keySequence) {
         super(maxKeyLength, decorators);
         this.names = names;
+        this.keySequence = Objects.requireNonNull(keySequence, "keySequence must not be null");
         this.insertPrefix = "INSERT INTO " + names.outbox() + " (topic, `key`, value, headers, message_id) VALUES ";
     }
 
@@ -67,10 +80,23 @@ public final class MySqlPublisher extends SqlPublisher {
     public void publish(Connection connection, List<OutboxMessage> input) {
         Objects.requireNonNull(connection, "connection must not be null");
         Objects.requireNonNull(input, "messages must not be null");
-        List<OutboxMessage> messages = decorate(input);
-        String[] headers = new String[messages.size()];
-        for (int i = 0; i < messages.size(); i++) {
-            headers[i] = validate(i, messages.get(i));
+        List<OutboxMessage> decorated = decorate(input);
+        String[] headers = new String[decorated.size()];
+        for (int i = 0; i < decorated.size(); i++) {
+            headers[i] = validate(i, decorated.get(i));
+            keySequence.check(i, decorated.get(i));
+        }
+        List<OutboxMessage> messages;
+        try {
+            messages = keySequence.number(connection, decorated);
+        } catch (SQLException e) {
+            throw MySqlDialect.ERRORS.translate("numbering " + decorated.size() + " message(s) of " + names.outbox()
+                    + " per key in " + SqlKeySequence.table(names), e);
+        }
+        if (messages != decorated) {
+            for (int i = 0; i < messages.size(); i++) {
+                headers[i] = HeadersJson.write(messages.get(i).headers());
+            }
         }
         int from = 0;
         try {

@@ -1,5 +1,6 @@
 package dev.outbox.store.mysql;
 
+import dev.outbox.KeySequence;
 import dev.outbox.spi.SqlTableNames;
 import dev.outbox.store.sql.SqlLeaseStatements;
 import dev.outbox.store.sql.SqlStatements;
@@ -30,7 +31,7 @@ import java.util.List;
  * @param lockParked    the replay's lock of parked rows
  * @param replayedKeys  the replayed rows' keys and message ids
  * @param nameParked    stores a new message id in a parked row
- * @param replayInsert  copies parked rows to the outbox's tail
+ * @param replayInsert  copies parked rows to the outbox's tail, each with the header outbox-replayed
  * @param deleteParked  deletes parked rows
  * @param behind        locks the outbox rows of a key above an id
  * @param moveBehind    copies outbox rows to the tail
@@ -43,6 +44,12 @@ record MySqlStatements(String candidates, String markLock, String markUpdate, St
 
     /** The session's isolation for every transaction: no gap locks, so a mark never blocks an application insert. */
     static final String READ_COMMITTED = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED";
+    /**
+     * A replayed row's headers: its own (NULL or a JSON array, {@code HeadersJson}) with {@value KeySequence#REPLAYED}
+     * appended, whose value is the parked row's id in ASCII decimal ({@link KeySequence#encode}), in base64.
+     */
+    private static final String REPLAYED_HEADERS = "JSON_ARRAY_APPEND(COALESCE(headers, JSON_ARRAY()), '$',"
+            + " JSON_OBJECT('name', '" + KeySequence.REPLAYED + "', 'value', TO_BASE64(CAST(id AS CHAR))))";
     private static final String PARKED_SUMMARY = "id, topic, `key`, attempts, reason, UNIX_TIMESTAMP(parked_at),"
             + " message_id";
     /** The parked filter's 13 parameters. */
@@ -70,8 +77,8 @@ record MySqlStatements(String candidates, String markLock, String markUpdate, St
                 lockSql(p),
                 "SELECT id, `key`, message_id FROM " + p + " WHERE id IN (${ids})",
                 "UPDATE " + p + " SET message_id = ? WHERE id = ?",
-                "INSERT INTO " + o + " (topic, `key`, value, headers, message_id) SELECT topic, `key`, value, headers,"
-                        + " message_id FROM " + p + " WHERE id IN (${ids}) ORDER BY id",
+                "INSERT INTO " + o + " (topic, `key`, value, headers, message_id) SELECT topic, `key`, value, "
+                        + REPLAYED_HEADERS + ", message_id FROM " + p + " WHERE id IN (${ids}) ORDER BY id",
                 deleteSql(p, t.names().parkedTable(), "${ids}"),
                 "SELECT id, message_id FROM " + o + " FORCE INDEX (PRIMARY) WHERE id > ? AND `key` = ? ORDER BY id"
                         + " FOR UPDATE",

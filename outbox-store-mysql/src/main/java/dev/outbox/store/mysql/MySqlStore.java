@@ -8,6 +8,7 @@ import dev.outbox.spi.StoreException;
 import dev.outbox.store.sql.LateCommitWindow;
 import dev.outbox.store.sql.SqlLeaseStatements;
 import dev.outbox.store.sql.SqlChecks;
+import dev.outbox.store.sql.SqlKeySequence;
 import dev.outbox.store.sql.SqlStore;
 import org.jdbi.v3.core.Handle;
 import org.jdbi.v3.core.Jdbi;
@@ -190,7 +191,10 @@ public final class MySqlStore extends SqlStore {
         this.harvest = new MySqlHarvest(transactions(), statements, sqlStatements().fenceLock(),
                 maxKeyLength(), names.outbox(), lateCommitWindow);
         this.replay = new MySqlReplay(transactions(), statements, names.outbox());
-        this.publisher = whole != null ? whole.publisher : new MySqlPublisher(names, maxKeyLength(), decorators());
+        this.publisher = whole != null ? whole.publisher : new MySqlPublisher(names, maxKeyLength(), decorators(),
+                keySequence()
+                        ? SqlKeySequence.on(SqlKeySequence.perKey(new MySqlKeyCounter(SqlKeySequence.table(names))))
+                        : SqlKeySequence.off());
         if (whole == null) {
             wakeOnCommitted(publisher); // MySQL cannot notify: a publisher in this process can (Publisher.committed)
         }

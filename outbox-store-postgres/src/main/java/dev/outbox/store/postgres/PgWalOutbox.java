@@ -84,11 +84,13 @@ final class PgWalOutbox implements CommitLog {
         this.parkSql = "INSERT INTO " + p + " (id, create_time, topic, key, value, header_names, header_values,"
                 + " attempts, reason, parked_at, message_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?)"
                 + " ON CONFLICT (id) DO NOTHING";
+        // A replayed message carries the header outbox-replayed, its parked id (its former WAL position).
         // The WAL functions' names exist only for a table short enough for them (WalSql.MAX_TABLE_LENGTH).
         this.replaySql = "WITH moved AS (DELETE FROM " + p + " WHERE id = ANY(?)"
                 + " RETURNING id, topic, key, value, header_names, header_values, message_id)"
                 + " SELECT count(pg_logical_emit_message(true, ?, " + WalSql.encodeFunction(names)
-                + "(topic, key, value, header_names, header_values, message_id))) FROM (SELECT * FROM moved ORDER BY id) m";
+                + "(topic, key, value, " + PostgresStatements.REPLAYED_NAMES + ", " + PostgresStatements.REPLAYED_VALUES
+                + ", message_id))) FROM (SELECT * FROM moved ORDER BY id) m";
         this.retainedSql = "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn) FROM pg_replication_slots"
                 + " WHERE slot_name = ?";
     }

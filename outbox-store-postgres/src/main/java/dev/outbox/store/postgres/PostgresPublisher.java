@@ -6,6 +6,7 @@ import dev.outbox.OutboxMessage;
 import dev.outbox.spi.RowChecks;
 import dev.outbox.spi.MessageDecorators;
 import dev.outbox.spi.SqlTableNames;
+import dev.outbox.store.sql.SqlKeySequence;
 import dev.outbox.store.sql.SqlPublisher;
 import org.jdbi.v3.core.Handle;
 
@@ -29,6 +30,12 @@ import java.util.Objects;
  * the list. Every message is validated before anything is written; a message the table cannot hold (a key longer
  * than the store's {@code maxKeyLength}, a U+0000 character, which Postgres text cannot store) is rejected with an
  * {@link IllegalArgumentException} naming it and its index.
+ *
+ * <p>With the store's key sequence on ({@link PostgresStore.Builder#keySequence}), each message gets the header
+ * {@value dev.outbox.KeySequence#SEQUENCE}: one counter upsert for all the distinct (topic, key) pairs of the batch
+ * ({@code PgKeyCounter}) runs after the checks and before the {@code INSERT} (or the emit, in WAL mode), as
+ * {@link SqlKeySequence} describes; a message that carries that header already is refused, naming its index, topic
+ * and the header.
  *
  * <h2>WAL mode</h2>
  * A store that harvests the write-ahead log instead of the table gives out a publisher in WAL mode: it writes no
@@ -73,20 +80,29 @@ public final class PostgresPublisher extends SqlPublisher {
     private final String writeSql;
     /** The logical message prefix in WAL mode; null in table mode. */
     private final String walPrefix;
+    /** Numbers the messages per (topic, key) before they are written, if the store's key sequence is on. */
+    private final SqlKeySequence keySequence;
 
     PostgresPublisher(SqlTableNames names, int maxKeyLength, int queryTimeoutSeconds, MessageDecorators decorators) {
         this(names, maxKeyLength, queryTimeoutSeconds, decorators, null, null);
+    }
+
+    PostgresPublisher(SqlTableNames names, int maxKeyLength, int queryTimeoutSeconds, MessageDecorators decorators,
+                      String walPrefix, String notifyChannel) {
+        this(names, maxKeyLength, queryTimeoutSeconds, decorators, walPrefix, notifyChannel, SqlKeySequence.off());
     }
 
     /**
      * A publisher in table mode ({@code walPrefix} null) or in WAL mode, emitting logical messages with
      * {@code walPrefix} (normally {@link WalSql#prefix}). In table mode, a non-null {@code notifyChannel} makes
      * every write also {@code pg_notify} that channel, which Postgres delivers to the listening leader when the
-     * writer's transaction commits (and folds into one per transaction).
+     * writer's transaction commits (and folds into one per transaction). With {@code keySequence} on, the messages
+     * are numbered per (topic, key) after the checks and before they are written, in both modes.
      */
     PostgresPublisher(SqlTableNames names, int maxKeyLength, int queryTimeoutSeconds, MessageDecorators decorators,
-                      String walPrefix, String notifyChannel) {
+                      String walPrefix, String notifyChannel, SqlKeySequence keySequence) {
         super(maxKeyLength, decorators);
+        this.keySequence = Objects.requireNonNull(keySequence, "keySequence must not be null");
         this.names = names;
         this.queryTimeoutSeconds = queryTimeoutSeconds;
         this.walPrefix = walPrefix;
@@ -121,12 +137,20 @@ public final class PostgresPublisher extends SqlPublisher {
     public void publish(Connection connection, List<OutboxMessage> input) {
         Objects.requireNonNull(connection, "connection must not be null");
         Objects.requireNonNull(input, "messages must not be null");
-        List<OutboxMessage> messages = decorate(input);
-        for (int i = 0; i < messages.size(); i++) {
-            validate(i, messages.get(i));
+        List<OutboxMessage> decorated = decorate(input);
+        for (int i = 0; i < decorated.size(); i++) {
+            validate(i, decorated.get(i));
+            keySequence.check(i, decorated.get(i));
         }
-        if (messages.isEmpty()) {
+        if (decorated.isEmpty()) {
             return;
+        }
+        List<OutboxMessage> messages;
+        try {
+            messages = keySequence.number(connection, decorated);
+        } catch (SQLException e) {
+            throw PostgresDialect.ERRORS.translate("numbering " + decorated.size() + " message(s) of "
+                    + names.outbox() + " per key in " + SqlKeySequence.table(names), e);
         }
         if (walPrefix != null) {
             emit(connection, messages);

@@ -1,5 +1,6 @@
 package dev.outbox.store.postgres;
 
+import dev.outbox.KeySequence;
 import dev.outbox.spi.SqlTableNames;
 import dev.outbox.store.sql.SqlLeaseStatements;
 import dev.outbox.store.sql.SqlStatements;
@@ -35,6 +36,15 @@ record PostgresStatements(String settings, String markSettings, String readSetti
     private static final String HARVESTED = RowReader.COLUMNS + ", next_attempt_at";
     /** The columns of a message that a replay moves. */
     private static final String PAYLOAD = "topic, key, value, header_names, header_values, message_id";
+    /**
+     * A replayed row's header names and values: its own with {@value KeySequence#REPLAYED} appended, whose value is
+     * the parked row's id ({@code id}) in ASCII decimal ({@link KeySequence#encode}).
+     */
+    static final String REPLAYED_NAMES = "array_append(header_names, CAST('" + KeySequence.REPLAYED + "' AS text))";
+    static final String REPLAYED_VALUES = "array_append(header_values, convert_to(CAST(id AS text), 'UTF8'))";
+    /** {@link #PAYLOAD} of a replayed row, with {@link #REPLAYED_NAMES} and {@link #REPLAYED_VALUES}. */
+    private static final String REPLAYED_PAYLOAD = "topic, key, value, " + REPLAYED_NAMES + " AS header_names, "
+            + REPLAYED_VALUES + " AS header_values, message_id";
     private static final String PARKED_SUMMARY = "id, topic, key, attempts, reason, parked_at, message_id";
     /** The parked filter's 13 parameters, bound as text and cast by the server (a null needs no JDBC type). */
     private static final String PARKED_FILTER = " WHERE id > ? AND (CAST(? AS text) IS NULL OR topic = ?)"
@@ -83,7 +93,7 @@ record PostgresStatements(String settings, String markSettings, String readSetti
                 + " ORDER BY id LIMIT ?) AS r ON true";
         String fillMessageIds = "UPDATE " + o + " SET message_id = COALESCE(message_id, " + uuidv7 + "())"
                 + " WHERE id = ANY(?) RETURNING " + HARVESTED;
-        // The parked rows go back at the tail, then each replayed key's outbox rows above its first replayed row's
+        // The parked rows go back at the tail, each with the header outbox-replayed (its parked id), then each replayed key's outbox rows above its first replayed row's
         // parked id are moved behind them (new ids, same order): a key's order survives the replay (held keys,
         // Store.replay). Run after the replay lock, so that no writer transaction holding an id is still open.
         String replay = "WITH moved AS (DELETE FROM " + t.parked() + " WHERE id = ANY(?) RETURNING id, " + PAYLOAD
@@ -92,7 +102,7 @@ record PostgresStatements(String settings, String markSettings, String readSetti
                 + " RETURNING o.id, o.create_time, " + prefixed("o", PAYLOAD) + ", o.attempts, o.next_attempt_at),"
                 + " inserted AS (INSERT INTO " + o + " (create_time, " + PAYLOAD + ", attempts, next_attempt_at)"
                 + " SELECT create_time, " + PAYLOAD + ", attempts, next_attempt_at FROM ("
-                + "SELECT 0 AS part, id, now() AS create_time, " + PAYLOAD + ", 0 AS attempts,"
+                + "SELECT 0 AS part, id, now() AS create_time, " + REPLAYED_PAYLOAD + ", 0 AS attempts,"
                 + " CAST(NULL AS timestamptz) AS next_attempt_at FROM moved"
                 + " UNION ALL SELECT 1, id, create_time, " + PAYLOAD + ", attempts, next_attempt_at FROM behind) x"
                 + " ORDER BY part, id RETURNING 1)"

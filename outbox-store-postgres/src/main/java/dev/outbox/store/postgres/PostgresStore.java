@@ -11,6 +11,7 @@ import dev.outbox.spi.StoreException;
 import dev.outbox.store.sql.IdRanges;
 import dev.outbox.store.sql.SqlChecks;
 import dev.outbox.store.sql.SqlLeaseStatements;
+import dev.outbox.store.sql.SqlKeySequence;
 import dev.outbox.store.sql.SqlStore;
 import org.jdbi.v3.core.Jdbi;
 
@@ -178,7 +179,9 @@ public final class PostgresStore extends SqlStore {
                 ? new PgNotifications(jdbi(), names, shardCount() > 1) : null;
         this.publisher = whole != null ? whole.publisher : new PostgresPublisher(names, maxKeyLength(),
                 queryTimeoutSeconds(), decorators(), wal == null ? null : wal.prefix(),
-                notifications == null ? null : notifications.channel());
+                notifications == null ? null : notifications.channel(), keySequence()
+                ? SqlKeySequence.on(new PgKeyCounter(SqlKeySequence.table(names), queryTimeoutSeconds()))
+                : SqlKeySequence.off());
         if (whole == null) {
             wakeOnCommitted(publisher);
         }

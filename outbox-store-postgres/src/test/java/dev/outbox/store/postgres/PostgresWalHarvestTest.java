@@ -266,6 +266,9 @@ class PostgresWalHarvestTest {
             assertThat(r.key()).isEqualTo("order-1");
             assertThat(r.messageId()).as("replay keeps the message id").isEqualTo(id);
             assertThat(r.attempts()).isZero();
+            assertThat(dev.outbox.KeySequence.last(r.message().headers(), dev.outbox.KeySequence.REPLAYED))
+                    .as("marked as replayed with its parked id (its former WAL position)")
+                    .isEqualTo(dev.outbox.KeySequence.encode(goodId));
         });
         assertThat(store.parkedCount()).isEqualTo(2);
     }

@@ -16,7 +16,8 @@ import java.util.Objects;
  * added to a JDBC batch, in list order, so that the ids follow the list. The statement's parameters are the topic,
  * the key, the value, the headers (one parameter or more, as the dialect's {@link HeadersBinder} binds them) and
  * the message id ({@link SqlColumns#bindUuid}). It neither commits nor closes the connection; every message is
- * decorated and checked (key length) before anything is written. Immutable and thread-safe; a connection must not
+ * decorated and checked (key length) before anything is written; with a {@link SqlKeySequence} on, the messages are
+ * numbered per (topic, key) after the checks and before the {@code INSERT}. Immutable and thread-safe; a connection must not
  * be used by two threads at once.
  */
 public final class SqlBatchPublisher extends SqlPublisher {
@@ -24,6 +25,7 @@ public final class SqlBatchPublisher extends SqlPublisher {
     private final String insertSql;
     private final SqlDialect dialect;
     private final HeadersBinder headers;
+    private final SqlKeySequence keySequence;
 
     /**
      * How a dialect binds a message's headers to the {@code INSERT}'s parameters.
@@ -56,19 +58,44 @@ public final class SqlBatchPublisher extends SqlPublisher {
      */
     public SqlBatchPublisher(String table, String insertSql, int maxKeyLength, MessageDecorators decorators,
                              SqlDialect dialect, HeadersBinder headers) {
+        this(table, insertSql, maxKeyLength, decorators, dialect, headers, SqlKeySequence.off());
+    }
+
+    /**
+     * A publisher for one outbox table that numbers its messages per (topic, key) if {@code keySequence} is on:
+     * after the checks, {@link SqlKeySequence#number} runs its counter upserts, then the rows are inserted.
+     *
+     * @param table        the outbox table as it appears in SQL, for error messages; not null
+     * @param insertSql    the single-row {@code INSERT} with the parameters the class description lists; not null
+     * @param maxKeyLength the longest key, in code points
+     * @param decorators   applied to every message first; not null
+     * @param dialect      the database's errors and column bindings; not null
+     * @param headers      binds the headers; not null
+     * @param keySequence  the per-key sequence, or {@link SqlKeySequence#off()}; not null
+     */
+    public SqlBatchPublisher(String table, String insertSql, int maxKeyLength, MessageDecorators decorators,
+                             SqlDialect dialect, HeadersBinder headers, SqlKeySequence keySequence) {
         super(maxKeyLength, decorators);
         this.table = Objects.requireNonNull(table, "table must not be null");
         this.insertSql = Objects.requireNonNull(insertSql, "insertSql must not be null");
         this.dialect = Objects.requireNonNull(dialect, "dialect must not be null");
         this.headers = Objects.requireNonNull(headers, "headers must not be null");
+        this.keySequence = Objects.requireNonNull(keySequence, "keySequence must not be null");
     }
 
     @Override
     public void publish(Connection connection, List<OutboxMessage> input) {
         Objects.requireNonNull(connection, "connection must not be null");
-        List<OutboxMessage> messages = decorate(Objects.requireNonNull(input, "messages must not be null"));
-        for (int i = 0; i < messages.size(); i++) {
-            check(i, messages.get(i));
+        List<OutboxMessage> decorated = decorate(Objects.requireNonNull(input, "messages must not be null"));
+        for (int i = 0; i < decorated.size(); i++) {
+            keySequence.check(i, check(i, decorated.get(i)));
+        }
+        List<OutboxMessage> messages = decorated;
+        try {
+            messages = keySequence.number(connection, decorated);
+        } catch (SQLException e) {
+            throw dialect.errors().translate("numbering " + decorated.size() + " message(s) of " + table
+                    + " per key", e);
         }
         try (PreparedStatement statement = connection.prepareStatement(insertSql)) {
             for (OutboxMessage m : messages) {

@@ -76,6 +76,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     private final int maxKeyLength;
     private final MessageDecorators decorators;
     private final boolean fencing;
+    private final boolean keySequence;
     private final int shardCount;
     /** The shard this store object is the view of ({@link #shard}), or -1 for the whole outbox. */
     private final int shardIndex;
@@ -102,6 +103,10 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         this.maxKeyLength = builder.maxKeyLength;
         this.decorators = MessageDecorators.of(builder.decorators);
         this.fencing = builder.fencing;
+        this.keySequence = builder.keySequence;
+        if (keySequence) {
+            SqlKeySequence.checkTableLength(dialect.tableNames(), names.table());
+        }
         this.table = new SqlTable(names, this.shardIndex, shardCount, statementTimeout);
         this.sql = Objects.requireNonNull(statements.apply(table), "statements");
         this.parkedRows = new ParkedRows(tx, sql, dialect.columns(), dialect.ids(), names.parked());
@@ -514,7 +519,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     protected final String render(String resource) {
         String template = SqlTable.resource(getClass(), resource);
         return fillIn(template.replace("${outbox}", names.outbox()).replace("${parked}", names.parked())
-                .replace("${leader}", names.leader()));
+                .replace("${leader}", names.leader()).replace("${keySeq}", SqlKeySequence.table(names)));
     }
 
     /**
@@ -529,15 +534,34 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     }
 
     /**
-     * Creates the outbox table and its parked table if they do not exist yet ({@link #schemaSql()}). Safe to call
+     * Creates the outbox table and its parked table if they do not exist yet ({@link #schemaSql()}), and with the key
+     * sequence on ({@link Builder#keySequence}) its counter table ({@link #keySequenceSchemaSql()}). Safe to call
      * from several processes at once and on every start-up; it never changes a table that exists already.
      *
      * @throws StoreException if the DDL fails, for example for lack of privileges
      */
     public final void createSchema() {
-        createTables(schemaSql());
+        createTables(keySequence ? schemaSql() + "\n" + keySequenceSchemaSql() : schemaSql());
         checkShards();
-        log.info("Outbox schema ready: {} and {}", names.outbox(), names.parked());
+        log.info("Outbox schema ready: {} and {}{}", names.outbox(), names.parked(),
+                keySequence ? " and " + SqlKeySequence.table(names) : "");
+    }
+
+    /**
+     * The DDL of the key sequence's counter table, {@code <table>_key_seq} (the {@code key-sequence.sql} resource
+     * next to the store's {@code schema.sql}), names filled in; {@link #createSchema()} applies it when the key
+     * sequence is on ({@link Builder#keySequence}). Idempotent.
+     *
+     * @return the DDL; statements separated by {@code ;}
+     */
+    public final String keySequenceSchemaSql() {
+        String schema = dialect.schemaResource();
+        return render(schema.substring(0, schema.lastIndexOf('/') + 1) + SqlKeySequence.RESOURCE);
+    }
+
+    /** {@return whether the publisher numbers messages per (topic, key) ({@link Builder#keySequence})} */
+    public final boolean keySequence() {
+        return keySequence;
     }
 
     /**

@@ -29,6 +29,7 @@ public abstract class SqlStoreBuilder<B extends SqlStoreBuilder<B, S>, S extends
     final List<MessageDecorator> decorators = new ArrayList<>();
     boolean fencing = true;
     int shards = 1;
+    boolean keySequence;
 
     /**
      * @param jdbi    where the store takes its connections
@@ -147,6 +148,27 @@ public abstract class SqlStoreBuilder<B extends SqlStoreBuilder<B, S>, S extends
      */
     public final B shards(int shards) {
         this.shards = dev.outbox.OutboxShards.checkCount(shards);
+        return (B) this;
+    }
+
+    /**
+     * The per-key sequence (see {@link dev.outbox.KeySequence}): whether the publisher adds to every message the
+     * header {@value dev.outbox.KeySequence#SEQUENCE}, its number among the messages of its topic and key, 1, 2, 3,
+     * … with no hole, so that a consumer can tell a missing or reordered record. Default off.
+     *
+     * <p>With it on, each publish call adds to a counter per distinct (topic, key) of its messages before it writes
+     * them (Postgres: one statement for all of them; MySQL, MariaDB and H2: one upsert per key), on the counter table
+     * {@code <table>_key_seq} (its own DDL, {@link SqlStore#keySequenceSchemaSql()}, which {@code createSchema()}
+     * applies when this is on), and the counter row stays locked until the writer's
+     * transaction ends: writers of one key wait for each other's commit. How that keeps a key's numbers in its
+     * delivery order is told in {@link SqlKeySequence}. A message that carries the header already is refused. The
+     * table name must then leave room for {@code _key_seq} within the database's identifier limit.
+     *
+     * @param keySequence true to number every message per (topic, key), false not to
+     * @return this builder
+     */
+    public final B keySequence(boolean keySequence) {
+        this.keySequence = keySequence;
         return (B) this;
     }
 
