@@ -34,7 +34,8 @@ import java.util.regex.Pattern;
  * {@code ./bench.sh --scenarios peers}; takes the benchmark's options (--rates, --duration, --latency-warmup,
  * --latency-jit-warmup, --writers, --value-bytes, --partitions, --out) plus {@code --systems} (any of
  * cursor,wal,modulith,debezium), {@code --crash-rate N} and {@code --crash-seconds S} (0: no crash run),
- * {@code --crash-only} (the crash runs alone), {@code --drain-only} (the backlog drains alone),
+ * {@code --crash-only} (the crash runs alone), {@code --crash-fast-failover} (our crash runs with the take-over
+ * scenario's fast heartbeat and delivery timeouts, for the smoke test), {@code --drain-only} (the backlog drains alone),
  * {@code --drain-rows N} (the backlog drains' size; 0: none).
  */
 public final class PeerBenchmark {
@@ -73,6 +74,8 @@ public final class PeerBenchmark {
     private long seqBase = 1;
     /** --drain-rows: the Debezium drain runs right after its latency lines, on the same slot (one start fewer). */
     private int drainRows;
+    /** --crash-fast-failover: our crash run with the take-over scenario's fast timings (the smoke test). */
+    private boolean fastFailover;
     private final ServerCpu serverCpu;
     /** The running peer's child JVM, whose CPU time counts with this JVM's and the database server's. */
     private volatile PeerChild current;
@@ -115,6 +118,7 @@ public final class PeerBenchmark {
         boolean latencyLines = true;
         int drainRows = 100_000;
         boolean crashRuns = true;
+        boolean fastFailover = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--scenarios" -> i++; // "peers"
@@ -122,6 +126,7 @@ public final class PeerBenchmark {
                 case "--crash-rate" -> crashRate = Integer.parseInt(args[++i]);
                 case "--crash-seconds" -> crashSeconds = Double.parseDouble(args[++i]);
                 case "--crash-only" -> latencyLines = false;
+                case "--crash-fast-failover" -> fastFailover = true;
                 case "--drain-rows" -> drainRows = Integer.parseInt(args[++i]);
                 case "--drain-only" -> {
                     latencyLines = false;
@@ -145,6 +150,7 @@ public final class PeerBenchmark {
         try (BenchEnvironment env = new BenchEnvironment(options)) {
             PeerBenchmark b = new PeerBenchmark(env, options);
             b.drainRows = drainRows;
+            b.fastFailover = fastFailover;
             b.createTables();
             for (String system : systems) {
                 if (latencyLines) {
@@ -158,9 +164,7 @@ public final class PeerBenchmark {
             }
             if (crashSeconds > 0 && crashRuns) {
                 for (String system : systems) {
-                    if (system.equals("modulith") || system.equals("debezium")) {
-                        b.crash(system, crashRate, crashSeconds);
-                    }
+                    b.crash(system, crashRate, crashSeconds);
                 }
             }
             b.text = b.render(started, loadAtStart, systems);
@@ -643,6 +647,12 @@ public final class PeerBenchmark {
                 runModulith(second, topic, rate, s2, s2 + half, committedBefore + 1, new AtomicLongArray(1));
                 settle(checker, system, quiet(seconds));
             }
+        } else if (system.equals("cursor") || system.equals("wal")) {
+            EngineCrash engine = new EngineCrash(env, options, out, fastFailover);
+            settings.put(system + " (crash run)", engine.settings(system));
+            restart = engine.run(system, topic, rate, half, base, committed, checker,
+                    () -> settle(checker, system, quiet(seconds)));
+            Progress.say("%s crash run: after the kill, %s led", system, engine.takenOverBy);
         } else {
             Path offsets = out.resolve("peer-debezium-crash-offsets.dat").toAbsolutePath();
             Files.deleteIfExists(offsets);
