@@ -257,14 +257,7 @@ public final class PeerBenchmark {
     }
 
     private void modulith() throws Exception {
-        List<String[]> s = new ArrayList<>();
-        s.add(new String[] {"versions", "Spring Modulith 2.0.3, Spring Boot 4.0.7, spring-kafka 4.0.x",
-                "the newest spring-modulith-events-kafka this build reaches"});
-        s.addAll(ModulithPeer.SETTINGS);
-        s.add(new String[] {"writers", options.writers + " threads in the application, TransactionTemplate:"
-                + " INSERT peer_commits + publishEvent per record", "Modulith reference, 'Working with Application"
-                + " Events'"});
-        settings.put("modulith", s);
+        settings.put("modulith", modulithSettings());
         BenchEnvironment.execute(env.pool(), "DROP TABLE IF EXISTS event_publication");
         try (PeerChild child = startModulith()) {
             warmUpPeer("modulith", (topic, rate, start, end, base, committed) ->
@@ -276,6 +269,20 @@ public final class PeerBenchmark {
                 ThroughputScenarios.settle();
             }
         }
+    }
+
+    private List<String[]> modulithSettings() {
+        List<String[]> s = new ArrayList<>();
+        s.add(new String[] {"versions", "Spring Modulith 2.0.3, Spring Boot 4.0.7, spring-kafka 4.0.x",
+                "the newest spring-modulith-events-kafka this build reaches"});
+        s.addAll(ModulithPeer.SETTINGS);
+        s.add(new String[] {"writers", options.writers + " threads in the application, TransactionTemplate:"
+                + " INSERT peer_commits + publishEvent per record", "Modulith reference, 'Working with Application"
+                + " Events'"});
+        s.add(new String[] {"drain's backlog", "publications committed while the application's task executor was"
+                + " held (externalizations queued, none sent), then SIGKILL; restarted with the settings above",
+                "ModulithDrain: the registry's rows are Modulith's own"});
+        return s;
     }
 
     /** Runs the Modulith child's writers and returns how many records they committed. */
@@ -511,7 +518,8 @@ public final class PeerBenchmark {
      * A backlog of {@code rows} records drained: ours by the benchmark's {@code drain} and {@code drain-wal}
      * scenarios (the Dispatcher started on a full table, or a full slot); Debezium started on {@code rows} outbox
      * rows inserted while it was stopped (its slot holds them), from its start (startup included) and from its
-     * first record to its last. Modulith has none here (see the performance page).
+     * first record to its last; Modulith restarted on {@code rows} publications left incomplete by a killed
+     * application ({@link ModulithDrain}).
      */
     private void drain(String system, int rows) throws Exception {
         switch (system) {
@@ -543,11 +551,17 @@ public final class PeerBenchmark {
                     drainDebezium(rows, debeziumProperties(offsets), true);
                 }
             }
+            case "modulith" -> {
+                settings.putIfAbsent("modulith", modulithSettings());
+                long base = seqBase;
+                seqBase += rows;
+                drains.add(new ModulithDrain(env, options, this::startModulith, this::processSeconds).run(rows, base));
+            }
             default -> {
                 return;
             }
         }
-        if (!system.equals("debezium")) {
+        if (!system.equals("debezium") && !system.equals("modulith")) {
             Drain d = drains.get(drains.size() - 1); // the bare pipeline's, after the cursor drain
             Progress.say("%s drain: %,d records in %.2f s, %,.0f records/s, %d left", d.system(), d.records(),
                     d.seconds(), d.rate(), d.left());
@@ -728,6 +742,45 @@ public final class PeerBenchmark {
         b.append(String.format(Locale.ROOT, "%,d s measured after %,d s warm-up per line; %d writers; value %d"
                         + " bytes; %d partitions%n%n", options.duration.toSeconds(),
                 options.latencyWarmup.toSeconds(), options.writers, options.valueBytes, options.partitions));
+        if (!lines.isEmpty()) {
+            renderLines(b, systems);
+        }
+        if (!drains.isEmpty()) {
+            b.append("\nBacklog drain (records/s from the first record to the last; Debezium: the slot's backlog"
+                    + " after a restart, Modulith: incomplete publications resubmitted at start; start = from its"
+                    + " JVM's start to its first record; bare: the cursor read,"
+                    + " a bare producer and purge, pipelined, no engine):\n");
+            b.append(String.format(Locale.ROOT, "%-9s %10s %10s %12s %8s %6s %11s %6s%n", "system", "records",
+                    "seconds", "records/s", "start s", "left", "CPU us/rec", "load"));
+            for (Drain d : drains) {
+                b.append(String.format(Locale.ROOT, "%-9s %10d %10.2f %12.0f %8s %6d %11.1f %6.2f%n", d.system(),
+                        d.records(), d.seconds(), d.rate(), Double.isNaN(d.startSeconds()) ? "-"
+                                : String.format(Locale.ROOT, "%.1f", d.startSeconds()), d.left(),
+                        d.cpuMicrosPerRecord(), d.load()));
+            }
+        }
+        if (!crashes.isEmpty()) {
+            b.append("\nCrash run (publishing JVM SIGKILLed under load, restarted; restart->ready: the peers' new JVM"
+                    + " ready, ours the first record committed after the kill arriving):\n");
+            b.append(String.format(Locale.ROOT, "%-9s %10s %6s %11s %13s %17s %6s%n", "system", "committed",
+                    "lost", "duplicates", "out of order", "restart->ready s", "load"));
+            for (Crash c : crashes) {
+                b.append(String.format(Locale.ROOT, "%-9s %10d %6d %11d %13d %17.1f %6.2f%n", c.system(),
+                        c.committed(), c.lost(), c.duplicates(), c.outOfOrder(), c.restartSeconds(), c.load()));
+            }
+        }
+        b.append("\nSettings (name = value: where it came from):\n");
+        settings.forEach((system, s) -> {
+            b.append("  ").append(system).append(":\n");
+            for (String[] x : s) {
+                b.append("    ").append(x[0]).append(" = ").append(x[1]).append(": ").append(x[2]).append('\n');
+            }
+        });
+        return b.toString();
+    }
+
+    /** The latency lines and the highest rate each system sustained. */
+    private void renderLines(StringBuilder b, List<String> systems) {
         b.append("Latencies in ms. CPU us/rec: CPU time of the run's processes (this JVM with Kafka, the peer's JVM,"
                 + " Postgres) per offered record, warm-up included; machine: all of the machine's busy time, other"
                 + " builds included.\n");
@@ -761,36 +814,6 @@ public final class PeerBenchmark {
             b.append(String.format(Locale.ROOT, "  %-9s %s%n", system, best == 0 ? "none" : String.format(
                     Locale.ROOT, "%,d records/s", best)));
         }
-        if (!drains.isEmpty()) {
-            b.append("\nBacklog drain (records/s from the first record to the last; Debezium: the slot's backlog"
-                    + " after a restart, start = from its JVM's start to its first record; bare: the cursor read,"
-                    + " a bare producer and purge, pipelined, no engine):\n");
-            b.append(String.format(Locale.ROOT, "%-9s %10s %10s %12s %8s %6s %11s %6s%n", "system", "records",
-                    "seconds", "records/s", "start s", "left", "CPU us/rec", "load"));
-            for (Drain d : drains) {
-                b.append(String.format(Locale.ROOT, "%-9s %10d %10.2f %12.0f %8s %6d %11.1f %6.2f%n", d.system(),
-                        d.records(), d.seconds(), d.rate(), Double.isNaN(d.startSeconds()) ? "-"
-                                : String.format(Locale.ROOT, "%.1f", d.startSeconds()), d.left(),
-                        d.cpuMicrosPerRecord(), d.load()));
-            }
-        }
-        if (!crashes.isEmpty()) {
-            b.append("\nCrash run (publishing JVM SIGKILLed under load, restarted):\n");
-            b.append(String.format(Locale.ROOT, "%-9s %10s %6s %11s %13s %17s %6s%n", "system", "committed",
-                    "lost", "duplicates", "out of order", "restart->ready s", "load"));
-            for (Crash c : crashes) {
-                b.append(String.format(Locale.ROOT, "%-9s %10d %6d %11d %13d %17.1f %6.2f%n", c.system(),
-                        c.committed(), c.lost(), c.duplicates(), c.outOfOrder(), c.restartSeconds(), c.load()));
-            }
-        }
-        b.append("\nSettings (name = value: where it came from):\n");
-        settings.forEach((system, s) -> {
-            b.append("  ").append(system).append(":\n");
-            for (String[] x : s) {
-                b.append("    ").append(x[0]).append(" = ").append(x[1]).append(": ").append(x[2]).append('\n');
-            }
-        });
-        return b.toString();
     }
 
     private static String ms(double v) {
