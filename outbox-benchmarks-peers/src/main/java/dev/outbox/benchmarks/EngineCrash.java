@@ -57,7 +57,8 @@ final class EngineCrash {
                 + " (lease max(3 hb, hb + delivery timeout + hb/4))", "the transport's defaults"});
         s.add(new String[] {"DispatcherConfig", env.dispatcherConfig().toString()
                 + (fastFailover ? ", heartbeatTimeout=" + TakeoverScenario.HEARTBEAT_TIMEOUT : ""),
-                fastFailover ? "our latency lines' settings, the take-over scenario's fast heartbeat (--crash-fast-failover)"
+                fastFailover ? "our latency lines' settings, the take-over scenario's fast heartbeat"
+                        + " (--crash-fast-failover)"
                         : "our latency lines' settings"});
         producer().forEach((k, v) -> s.add(new String[] {"producer " + k, String.valueOf(v),
                 fastFailover ? "our latency lines' producer, the take-over scenario's delivery timeout"

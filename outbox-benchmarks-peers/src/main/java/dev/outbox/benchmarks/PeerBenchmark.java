@@ -30,13 +30,14 @@ import java.util.regex.Pattern;
  * Side by side with what users would pick instead (issue #34): our cursor harvest and WAL harvest (the benchmark's
  * own latency scenarios, in this JVM), Spring Modulith and Debezium (each in a child JVM), on the same embedded
  * Postgres 17 and Kafka, at the same offered rates, the same value size and the same consumer-side checker
- * ({@link PeerChecker}); then a crash run of each peer (SIGKILL of the publishing JVM under load, restart). Run by
+ * ({@link PeerChecker}); backlog drains (Modulith's: {@link ModulithDrain}); then a crash run of each system (SIGKILL
+ * of the publishing JVM under load, restart; ours: {@link EngineCrash}, with a standby). Run by
  * {@code ./bench.sh --scenarios peers}; takes the benchmark's options (--rates, --duration, --latency-warmup,
  * --latency-jit-warmup, --writers, --value-bytes, --partitions, --out) plus {@code --systems} (any of
  * cursor,wal,modulith,debezium), {@code --crash-rate N} and {@code --crash-seconds S} (0: no crash run),
  * {@code --crash-only} (the crash runs alone), {@code --crash-fast-failover} (our crash runs with the take-over
- * scenario's fast heartbeat and delivery timeouts, for the smoke test), {@code --drain-only} (the backlog drains alone),
- * {@code --drain-rows N} (the backlog drains' size; 0: none).
+ * scenario's fast heartbeat and delivery timeouts, for the smoke test), {@code --drain-only} (the backlog drains
+ * alone), {@code --drain-rows N} (the backlog drains' size; 0: none).
  */
 public final class PeerBenchmark {
     static final List<String> SYSTEMS = List.of("cursor", "wal", "modulith", "debezium");

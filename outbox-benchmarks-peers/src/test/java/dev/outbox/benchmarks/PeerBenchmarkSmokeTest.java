@@ -21,7 +21,8 @@ class PeerBenchmarkSmokeTest {
         Path out = Path.of("target", "peers-smoke");
         PeerBenchmark b = PeerBenchmark.run(new String[] {
                 "--scenarios", "peers", "--rates", "200", "--duration", "0.5", "--latency-warmup", "0.2",
-                "--latency-jit-warmup", "0", "--writers", "2", "--crash-rate", "200", "--crash-seconds", "2", "--drain-rows", "500", "--crash-fast-failover",
+                "--latency-jit-warmup", "0", "--writers", "2", "--crash-rate", "200", "--crash-seconds", "2",
+                "--drain-rows", "500", "--crash-fast-failover",
                 "--out", out.toString()});
 
         assertThat(b.lines).extracting(PeerBenchmark.Line::system)
@@ -50,8 +51,9 @@ class PeerBenchmarkSmokeTest {
                     assertThat(c.outOfOrder()).as(c.system() + ": per-key order").isZero();
                     assertThat(c.restartSeconds()).as(c.system() + ": the new leader published").isPositive();
                 });
-        assertThat(b.text).contains("commit->consume", "Crash run", "Backlog drain", "Settings", "transforms.outbox.type",
-                "spring.modulith.events.republish-outstanding-events-on-restart", "cursor (crash run)", "SqlLeaderTransport");
+        assertThat(b.text).contains("commit->consume", "Crash run", "Backlog drain", "Settings",
+                "transforms.outbox.type", "spring.modulith.events.republish-outstanding-events-on-restart",
+                "cursor (crash run)", "SqlLeaderTransport", "drain's backlog");
         assertThat(Files.readString(out.resolve("results-peers.txt"))).isEqualTo(b.text);
     }
 }
