@@ -138,6 +138,11 @@ public final class PeerBenchmark {
                 }
             }
         }
+        for (String system : systems) {
+            if (!SYSTEMS.contains(system)) {
+                throw new IllegalArgumentException("--systems: unknown system '" + system + "'; any of " + SYSTEMS);
+            }
+        }
         if (!ratesGiven) {
             rest.add("--rates");
             rest.add("10,100,1000,5000");
