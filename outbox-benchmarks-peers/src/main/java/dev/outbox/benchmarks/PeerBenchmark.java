@@ -17,7 +17,6 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
@@ -30,12 +29,14 @@ import java.util.regex.Pattern;
  * Side by side with what users would pick instead (issue #34): our cursor harvest and WAL harvest (the benchmark's
  * own latency scenarios, in this JVM), Spring Modulith and Debezium (each in a child JVM), on the same embedded
  * Postgres 17 and Kafka, at the same offered rates, the same value size and the same consumer-side checker
- * ({@link PeerChecker}); then a crash run of each peer (SIGKILL of the publishing JVM under load, restart). Run by
+ * ({@link PeerChecker}); backlog drains (Modulith's: {@link ModulithDrain}); then a crash run of each system (SIGKILL
+ * of the publishing JVM under load, restart; ours: {@link EngineCrash}, with a standby). Run by
  * {@code ./bench.sh --scenarios peers}; takes the benchmark's options (--rates, --duration, --latency-warmup,
  * --latency-jit-warmup, --writers, --value-bytes, --partitions, --out) plus {@code --systems} (any of
  * cursor,wal,modulith,debezium), {@code --crash-rate N} and {@code --crash-seconds S} (0: no crash run),
- * {@code --crash-only} (the crash runs alone), {@code --drain-only} (the backlog drains alone),
- * {@code --drain-rows N} (the backlog drains' size; 0: none).
+ * {@code --crash-only} (the crash runs alone), {@code --crash-fast-failover} (our crash runs with the take-over
+ * scenario's fast heartbeat and delivery timeouts, for the smoke test), {@code --drain-only} (the backlog drains
+ * alone), {@code --drain-rows N} (the backlog drains' size; 0: none).
  */
 public final class PeerBenchmark {
     static final List<String> SYSTEMS = List.of("cursor", "wal", "modulith", "debezium");
@@ -73,6 +74,8 @@ public final class PeerBenchmark {
     private long seqBase = 1;
     /** --drain-rows: the Debezium drain runs right after its latency lines, on the same slot (one start fewer). */
     private int drainRows;
+    /** --crash-fast-failover: our crash run with the take-over scenario's fast timings (the smoke test). */
+    private boolean fastFailover;
     private final ServerCpu serverCpu;
     /** The running peer's child JVM, whose CPU time counts with this JVM's and the database server's. */
     private volatile PeerChild current;
@@ -115,6 +118,7 @@ public final class PeerBenchmark {
         boolean latencyLines = true;
         int drainRows = 100_000;
         boolean crashRuns = true;
+        boolean fastFailover = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--scenarios" -> i++; // "peers"
@@ -122,6 +126,7 @@ public final class PeerBenchmark {
                 case "--crash-rate" -> crashRate = Integer.parseInt(args[++i]);
                 case "--crash-seconds" -> crashSeconds = Double.parseDouble(args[++i]);
                 case "--crash-only" -> latencyLines = false;
+                case "--crash-fast-failover" -> fastFailover = true;
                 case "--drain-rows" -> drainRows = Integer.parseInt(args[++i]);
                 case "--drain-only" -> {
                     latencyLines = false;
@@ -131,6 +136,11 @@ public final class PeerBenchmark {
                     ratesGiven |= args[i].equals("--rates");
                     rest.add(args[i]);
                 }
+            }
+        }
+        for (String system : systems) {
+            if (!SYSTEMS.contains(system)) {
+                throw new IllegalArgumentException("--systems: unknown system '" + system + "'; any of " + SYSTEMS);
             }
         }
         if (!ratesGiven) {
@@ -145,6 +155,7 @@ public final class PeerBenchmark {
         try (BenchEnvironment env = new BenchEnvironment(options)) {
             PeerBenchmark b = new PeerBenchmark(env, options);
             b.drainRows = drainRows;
+            b.fastFailover = fastFailover;
             b.createTables();
             for (String system : systems) {
                 if (latencyLines) {
@@ -158,12 +169,10 @@ public final class PeerBenchmark {
             }
             if (crashSeconds > 0 && crashRuns) {
                 for (String system : systems) {
-                    if (system.equals("modulith") || system.equals("debezium")) {
-                        b.crash(system, crashRate, crashSeconds);
-                    }
+                    b.crash(system, crashRate, crashSeconds);
                 }
             }
-            b.text = b.render(started, loadAtStart, systems);
+            b.text = new PeerReport(b, options).render(started, loadAtStart, systems);
             Files.createDirectories(b.out);
             Files.writeString(b.out.resolve("results-peers.txt"), b.text);
             Progress.say("results written to %s", b.out.toAbsolutePath().resolve("results-peers.txt"));
@@ -253,14 +262,7 @@ public final class PeerBenchmark {
     }
 
     private void modulith() throws Exception {
-        List<String[]> s = new ArrayList<>();
-        s.add(new String[] {"versions", "Spring Modulith 2.0.3, Spring Boot 4.0.7, spring-kafka 4.0.x",
-                "the newest spring-modulith-events-kafka this build reaches"});
-        s.addAll(ModulithPeer.SETTINGS);
-        s.add(new String[] {"writers", options.writers + " threads in the application, TransactionTemplate:"
-                + " INSERT peer_commits + publishEvent per record", "Modulith reference, 'Working with Application"
-                + " Events'"});
-        settings.put("modulith", s);
+        settings.put("modulith", modulithSettings());
         BenchEnvironment.execute(env.pool(), "DROP TABLE IF EXISTS event_publication");
         try (PeerChild child = startModulith()) {
             warmUpPeer("modulith", (topic, rate, start, end, base, committed) ->
@@ -272,6 +274,20 @@ public final class PeerBenchmark {
                 ThroughputScenarios.settle();
             }
         }
+    }
+
+    private List<String[]> modulithSettings() {
+        List<String[]> s = new ArrayList<>();
+        s.add(new String[] {"versions", "Spring Modulith 2.0.3, Spring Boot 4.0.7, spring-kafka 4.0.x",
+                "the newest spring-modulith-events-kafka this build reaches"});
+        s.addAll(ModulithPeer.SETTINGS);
+        s.add(new String[] {"writers", options.writers + " threads in the application, TransactionTemplate:"
+                + " INSERT peer_commits + publishEvent per record", "Modulith reference, 'Working with Application"
+                + " Events'"});
+        s.add(new String[] {"drain's backlog", "publications committed while the application's task executor was"
+                + " held (externalizations queued, none sent), then SIGKILL; restarted with the settings above",
+                "ModulithDrain: the registry's rows are Modulith's own"});
+        return s;
     }
 
     /** Runs the Modulith child's writers and returns how many records they committed. */
@@ -507,7 +523,8 @@ public final class PeerBenchmark {
      * A backlog of {@code rows} records drained: ours by the benchmark's {@code drain} and {@code drain-wal}
      * scenarios (the Dispatcher started on a full table, or a full slot); Debezium started on {@code rows} outbox
      * rows inserted while it was stopped (its slot holds them), from its start (startup included) and from its
-     * first record to its last. Modulith has none here (see the performance page).
+     * first record to its last; Modulith restarted on {@code rows} publications left incomplete by a killed
+     * application ({@link ModulithDrain}).
      */
     private void drain(String system, int rows) throws Exception {
         switch (system) {
@@ -539,11 +556,17 @@ public final class PeerBenchmark {
                     drainDebezium(rows, debeziumProperties(offsets), true);
                 }
             }
+            case "modulith" -> {
+                settings.putIfAbsent("modulith", modulithSettings());
+                long base = seqBase;
+                seqBase += rows;
+                drains.add(new ModulithDrain(env, options, this::startModulith, this::processSeconds).run(rows, base));
+            }
             default -> {
                 return;
             }
         }
-        if (!system.equals("debezium")) {
+        if (!system.equals("debezium") && !system.equals("modulith")) {
             Drain d = drains.get(drains.size() - 1); // the bare pipeline's, after the cursor drain
             Progress.say("%s drain: %,d records in %.2f s, %,.0f records/s, %d left", d.system(), d.records(),
                     d.seconds(), d.rate(), d.left());
@@ -643,6 +666,12 @@ public final class PeerBenchmark {
                 runModulith(second, topic, rate, s2, s2 + half, committedBefore + 1, new AtomicLongArray(1));
                 settle(checker, system, quiet(seconds));
             }
+        } else if (system.equals("cursor") || system.equals("wal")) {
+            EngineCrash engine = new EngineCrash(env, options, out, fastFailover);
+            settings.put(system + " (crash run)", engine.settings(system));
+            restart = engine.run(system, topic, rate, half, base, committed, checker,
+                    () -> settle(checker, system, quiet(seconds)));
+            Progress.say("%s crash run: after the kill, %s led", system, engine.takenOverBy);
         } else {
             Path offsets = out.resolve("peer-debezium-crash-offsets.dat").toAbsolutePath();
             Files.deleteIfExists(offsets);
@@ -705,86 +734,5 @@ public final class PeerBenchmark {
                 && (checker.distinct() < committed || System.nanoTime() - checker.lastArrival() < quietNanos)) {
             LockSupport.parkNanos(100_000_000L);
         }
-    }
-
-    // ---------------------------------------------------------------------------------------------- the table
-
-    private String render(Instant started, double loadAtStart, List<String> systems) {
-        StringBuilder b = new StringBuilder();
-        b.append("Side by side: our cursor and WAL harvests, Spring Modulith, Debezium\n");
-        b.append(String.format(Locale.ROOT, "command: %s%nstarted: %s, finished: %s%nmachine: %s%n"
-                        + "load average at start %.2f, at end %.2f (other builds share this machine)%n",
-                options.command, started, Instant.now(), Machine.describe(), loadAtStart, Machine.loadAverage()));
-        b.append(String.format(Locale.ROOT, "%,d s measured after %,d s warm-up per line; %d writers; value %d"
-                        + " bytes; %d partitions%n%n", options.duration.toSeconds(),
-                options.latencyWarmup.toSeconds(), options.writers, options.valueBytes, options.partitions));
-        b.append("Latencies in ms. CPU us/rec: CPU time of the run's processes (this JVM with Kafka, the peer's JVM,"
-                + " Postgres) per offered record, warm-up included; machine: all of the machine's busy time, other"
-                + " builds included.\n");
-        b.append(String.format(Locale.ROOT, "%-9s %-9s %10s %17s %21s %11s %8s %11s %12s %6s%n", "rate/s", "system",
-                "achieved/s", "commit->ack p50/p99", "commit->consume p50/p99", "consume max", "missing",
-                "CPU us/rec", "machine us/rec", "load"));
-        List<Integer> rates = options.rates;
-        for (int rate : rates) {
-            for (String system : systems) {
-                for (Line l : lines) {
-                    if (l.rate() == rate && l.system().equals(system)) {
-                        b.append(String.format(Locale.ROOT,
-                                "%-9s %-9s %10.0f %17s %21s %11s %8d %11.0f %12.0f %6.2f%s%n",
-                                String.format(Locale.ROOT, "%,d", rate), system, l.achieved(),
-                                Double.isNaN(l.ackP50()) ? "n/a" : ms(l.ackP50()) + " / " + ms(l.ackP99()),
-                                ms(l.consumeP50()) + " / " + ms(l.consumeP99()), ms(l.consumeMax()), l.missing(),
-                                l.processCpuMicrosPerRecord(), l.cpuMicrosPerRecord(), l.load(),
-                                l.sustainable() ? "" : "  NOT sustainable"));
-                    }
-                }
-            }
-        }
-        b.append("\nHighest offered rate sustained (of the rates run):\n");
-        for (String system : systems) {
-            int best = 0;
-            for (Line l : lines) {
-                if (l.system().equals(system) && l.sustainable()) {
-                    best = Math.max(best, l.rate());
-                }
-            }
-            b.append(String.format(Locale.ROOT, "  %-9s %s%n", system, best == 0 ? "none" : String.format(
-                    Locale.ROOT, "%,d records/s", best)));
-        }
-        if (!drains.isEmpty()) {
-            b.append("\nBacklog drain (records/s from the first record to the last; Debezium: the slot's backlog"
-                    + " after a restart, start = from its JVM's start to its first record; bare: the cursor read,"
-                    + " a bare producer and purge, pipelined, no engine):\n");
-            b.append(String.format(Locale.ROOT, "%-9s %10s %10s %12s %8s %6s %11s %6s%n", "system", "records",
-                    "seconds", "records/s", "start s", "left", "CPU us/rec", "load"));
-            for (Drain d : drains) {
-                b.append(String.format(Locale.ROOT, "%-9s %10d %10.2f %12.0f %8s %6d %11.1f %6.2f%n", d.system(),
-                        d.records(), d.seconds(), d.rate(), Double.isNaN(d.startSeconds()) ? "-"
-                                : String.format(Locale.ROOT, "%.1f", d.startSeconds()), d.left(),
-                        d.cpuMicrosPerRecord(), d.load()));
-            }
-        }
-        if (!crashes.isEmpty()) {
-            b.append("\nCrash run (publishing JVM SIGKILLed under load, restarted):\n");
-            b.append(String.format(Locale.ROOT, "%-9s %10s %6s %11s %13s %17s %6s%n", "system", "committed",
-                    "lost", "duplicates", "out of order", "restart->ready s", "load"));
-            for (Crash c : crashes) {
-                b.append(String.format(Locale.ROOT, "%-9s %10d %6d %11d %13d %17.1f %6.2f%n", c.system(),
-                        c.committed(), c.lost(), c.duplicates(), c.outOfOrder(), c.restartSeconds(), c.load()));
-            }
-        }
-        b.append("\nSettings (name = value: where it came from):\n");
-        settings.forEach((system, s) -> {
-            b.append("  ").append(system).append(":\n");
-            for (String[] x : s) {
-                b.append("    ").append(x[0]).append(" = ").append(x[1]).append(": ").append(x[2]).append('\n');
-            }
-        });
-        return b.toString();
-    }
-
-    private static String ms(double v) {
-        return Double.isNaN(v) ? "-" : v >= 100 ? String.format(Locale.ROOT, "%.0f", v)
-                : String.format(Locale.ROOT, "%.1f", v);
     }
 }

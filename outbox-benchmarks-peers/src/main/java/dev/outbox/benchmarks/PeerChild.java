@@ -76,6 +76,16 @@ final class PeerChild implements AutoCloseable {
         }
     }
 
+    /** The first line starting with {@code prefix} among those already read (skipping the others), or null. */
+    String poll(String prefix) {
+        for (String line; (line = lines.poll()) != null; ) {
+            if (line.startsWith(prefix)) {
+                return line;
+            }
+        }
+        return null;
+    }
+
     void send(String line) throws IOException {
         stdin.write(line + "\n");
         stdin.flush();

@@ -33,7 +33,9 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * <p>Protocol on standard input / output: prints {@code READY}; then each line
  * {@code RUN topic rate perTx writers start end keysPerWriter valueBytes seed base capacity file} runs the writers
  * (start and end are {@code System.nanoTime()} values, the same clock as the parent's on Linux) and writes the
- * commit times as {@code capacity} longs to {@code file}, then prints {@code DONE <records>}. {@code QUIT} exits.
+ * commit times as {@code capacity} longs to {@code file}, then prints {@code DONE <records>};
+ * {@code FILL topic rows writers perTx keysPerWriter valueBytes base} leaves {@code rows} publications incomplete in
+ * the registry ({@link ModulithFill}), then prints {@code FILLED} (the parent kills it then). {@code QUIT} exits.
  */
 @SpringBootApplication
 public class ModulithPeer {
@@ -102,6 +104,18 @@ public class ModulithPeer {
             String[] f = line.trim().split(" ");
             if (f[0].equals("QUIT")) {
                 break;
+            }
+            if (f[0].equals("FILL")) {
+                Throwable failure = ModulithFill.fill(context, f[1], Long.parseLong(f[2]), Integer.parseInt(f[3]),
+                        Integer.parseInt(f[4]), Integer.parseInt(f[5]), Integer.parseInt(f[6]), Long.parseLong(f[7]));
+                if (failure != null) {
+                    failure.printStackTrace();
+                    System.out.println("FAILED " + failure);
+                } else {
+                    System.out.println("FILLED");
+                }
+                System.out.flush();
+                continue;
             }
             if (!f[0].equals("RUN")) {
                 continue;
