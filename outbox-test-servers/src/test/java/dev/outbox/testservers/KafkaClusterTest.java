@@ -14,12 +14,15 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.StringSerializer;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
  * The three-broker cluster (child JVMs): replication factor 3, {@code min.insync.replicas=2}, one broker at a time
- * killed and started again.
+ * killed and started again. Tagged slow (about 140 s): the build leaves it out, and {@code KafkaBrokerLossEndToEndTest}
+ * runs the cluster there; {@code -DexcludedGroups=} runs it.
  */
+@Tag("slow")
 class KafkaClusterTest {
 
     private static KafkaServer cluster() {
