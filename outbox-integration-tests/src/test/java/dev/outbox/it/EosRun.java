@@ -62,6 +62,8 @@ final class EosRun {
     private final List<EosProcess> processes = new ArrayList<>();
     private final List<EosProcess> live = new ArrayList<>();
     private EosOutbox outbox;
+    private long talliedDuplicates;
+    private long talliedSkipped;
 
     EosRun(int run, long seed, int shards, boolean exactlyOnce) {
         this.run = run;
@@ -144,6 +146,7 @@ final class EosRun {
         story.append(String.format("; SIGKILL %s leading %s (%d records committed and not yet consumed), led again"
                 + " after %d ms: %s", victim.name, itsShards, unconsumed, millisSince(killing), live));
         awaitTraffic();
+        tally();
 
         // 2. Kafka stopped and restarted at a random moment.
         pause(random.nextInt(1_000));
@@ -155,6 +158,7 @@ final class EosRun {
         awaitTraffic();
         story.append(String.format("; Kafka stopped in %d ms, restarted, %d records consumed %d ms after", stopped,
                 TRAFFIC, millisSince(restarted)));
+        tally();
 
         // 3. The dispatchers' database connections killed, twice, at random moments.
         for (int i = 1; i <= 2; i++) {
@@ -162,6 +166,7 @@ final class EosRun {
             int killed = outbox.killDispatcherConnections();
             story.append("; ").append(killed).append(" database sessions killed");
             awaitTraffic();
+            tally();
         }
 
         // 4. Sharded: a fourth process joins and shards move to it.
@@ -175,11 +180,25 @@ final class EosRun {
             story.append(String.format("; %s joined, given %s in %d ms: %s", j.name, j.leads(),
                     millisSince(joining), live));
             awaitTraffic();
+            tally();
         }
 
         outbox.stopWriting();
         await(outbox::drained, () -> "drained: " + outbox.watcher().distinct() + " of " + outbox.written()
                 + " consumed, " + outbox.backlog() + " rows left; leaders " + live);
+    }
+
+    /**
+     * Adds to the story the duplicates consumed and the records acknowledged without a send since the last tally: what
+     * the fault just struck (and the traffic after it) made.
+     */
+    private void tally() {
+        long duplicates = outbox.watcher().duplicates();
+        long skipped = processes.stream().mapToLong(EosProcess::skipped).sum();
+        story.append(String.format(" {+%d duplicates, +%d acknowledged without a send}", duplicates - talliedDuplicates,
+                skipped - talliedSkipped));
+        talliedDuplicates = duplicates;
+        talliedSkipped = skipped;
     }
 
     /**
