@@ -20,7 +20,9 @@ import java.util.function.Function;
  * may still hold ({@link #committed}, until the dispatcher reports their purge), and the records an earlier producer
  * of the id listed in its last progress record ({@link #recovered}, until the harvest meets them again). What a
  * progress record lists is both, and the batch it commits with ({@link #withBatch}). A record is matched by its
- * message id, never by its row id alone: a WAL harvest numbers rows per leader.
+ * message id, never by its row id alone: a WAL harvest numbers rows per leader. A record of either kind that the
+ * harvest hands over again before its purge is reported (its purge failed or was refused: the dispatcher's leader
+ * epoch moved on, and the next leader reads the row again) is acknowledged without a send again: Kafka has it.
  *
  * <p>Entries are forgotten after {@link #MEMORY} at the latest: a row whose purge the dispatcher never reports (a
  * store outage longer than that, or a broker wrapped without forwarding its {@code capability}) is then published
@@ -39,6 +41,8 @@ final class PublishedRecords {
 
     /** Published and acknowledged by this producer, row not yet purged: by row id. */
     private final Map<Long, Entry> committed = new ConcurrentHashMap<>();
+    /** The same entries as {@link #committed}, by message id: what a harvest that reads a row again is matched by. */
+    private final Map<UUID, Entry> committedByMessage = new ConcurrentHashMap<>();
     /** Listed by the progress record read at the last {@code initTransactions()}, not met since: by message id. */
     private final Map<UUID, Entry> recovered = new HashMap<>();
     private long lastExpiry = System.nanoTime();
@@ -51,6 +55,7 @@ final class PublishedRecords {
     void recovered(Map<UUID, Long> listed) {
         long now = System.nanoTime();
         committed.clear();
+        committedByMessage.clear();
         recovered.clear();
         listed.forEach((messageId, rowId) -> recovered.put(messageId, new Entry(messageId, rowId, now)));
         if (!listed.isEmpty()) {
@@ -60,20 +65,22 @@ final class PublishedRecords {
     }
 
     /**
-     * The records of {@code batch} to send: those an earlier producer did not publish; each of the others is handed
-     * to {@code skip} (the caller acknowledges it) and remembered as published by this producer.
+     * The records of {@code batch} to send: those neither an earlier producer nor this one published (or whose purge
+     * was reported since); each of the others is handed to {@code skip} (the caller acknowledges it) and remembered as
+     * published by this producer.
      */
     <E> List<E> skipPublished(List<E> batch, Function<E, OutboxRecord> record, Consumer<E> skip) {
         expire();
-        if (recovered.isEmpty()) {
+        if (recovered.isEmpty() && committedByMessage.isEmpty()) {
             return batch;
         }
         List<E> send = new ArrayList<>(batch.size());
         long now = System.nanoTime();
         for (E e : batch) {
             OutboxRecord r = record.apply(e);
-            if (r.messageId() != null && recovered.remove(r.messageId()) != null) {
-                committed.put(r.id(), new Entry(r.messageId(), r.id(), now));
+            if (r.messageId() != null && (recovered.remove(r.messageId()) != null
+                    || committedByMessage.containsKey(r.messageId()))) {
+                remember(r, now);
                 skip.accept(e);
             } else {
                 send.add(e);
@@ -102,7 +109,7 @@ final class PublishedRecords {
         for (E e : batch) {
             OutboxRecord r = record.apply(e);
             if (r.messageId() != null) {
-                committed.put(r.id(), new Entry(r.messageId(), r.id(), now));
+                remember(r, now);
             }
         }
         if (!warned && committed.size() > WARN_SIZE) {
@@ -112,10 +119,19 @@ final class PublishedRecords {
         }
     }
 
+    private void remember(OutboxRecord r, long now) {
+        Entry e = new Entry(r.messageId(), r.id(), now);
+        committed.put(r.id(), e);
+        committedByMessage.put(r.messageId(), e);
+    }
+
     /** The store deleted these rows. */
     void purged(Collection<Long> ids) {
         for (Long id : ids) {
-            committed.remove(id);
+            Entry e = committed.remove(id);
+            if (e != null) {
+                committedByMessage.remove(e.messageId(), e);
+            }
         }
     }
 
@@ -132,6 +148,7 @@ final class PublishedRecords {
         lastExpiry = now;
         long oldest = now - MEMORY.toNanos();
         committed.values().removeIf(e -> e.atNanos() - oldest < 0);
+        committedByMessage.values().removeIf(e -> e.atNanos() - oldest < 0);
         recovered.values().removeIf(e -> e.atNanos() - oldest < 0);
     }
 }
