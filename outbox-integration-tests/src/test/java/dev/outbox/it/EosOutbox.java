@@ -180,9 +180,22 @@ final class EosOutbox implements AutoCloseable {
     /** Stops the writer and the consumer, releases the pool and deletes the run's topics (best effort). */
     @Override
     public void close() throws InterruptedException {
+        close(true);
+    }
+
+    /**
+     * Stops the writer and the consumer and releases the pool; deletes the run's topics (best effort) if
+     * {@code deleteTopics}, else says which it keeps.
+     */
+    void close(boolean deleteTopics) throws InterruptedException {
         stopWriting();
         watcher.close();
         pool.close();
+        if (!deleteTopics) {
+            System.out.println("kept the topics " + dataTopic + " and " + progressTopic + " (transactional id "
+                    + transactionalId + ") for inspection");
+            return;
+        }
         List<String> topics = progressTopic.equals("-") ? List.of(dataTopic, leaderTopic())
                 : List.of(dataTopic, leaderTopic(), progressTopic);
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap()))) {

@@ -111,10 +111,28 @@ final class EosRun {
                 System.out.println("per-key order violations of run " + run + " (seed " + seed + "): "
                         + w.violations());
             }
-            outbox.close();
+            if (w.duplicates() > 0) {
+                System.out.println("duplicates of run " + run + " (seed " + seed + "), key#seq (token): "
+                        + duplicated(w));
+            }
+            outbox.close(c.clean()); // a run that went wrong keeps its topics (the data topic, its progress)
         }
         System.out.println("EOS E2E " + c);
         return c;
+    }
+
+    /** The records consumed more than once: key#seq (token) ×copies. */
+    private static List<String> duplicated(DataWatcher w) {
+        List<String> out = new ArrayList<>();
+        w.copies().forEach((key, copies) -> copies.stream()
+                .collect(java.util.stream.Collectors.groupingBy(x -> x.seq() + " (" + x.token() + ")",
+                        java.util.stream.Collectors.counting()))
+                .forEach((what, n) -> {
+                    if (n > 1) {
+                        out.add(key + "#" + what + " x" + n);
+                    }
+                }));
+        return out;
     }
 
     private void drive(KafkaServer kafka, String name) throws Exception {
