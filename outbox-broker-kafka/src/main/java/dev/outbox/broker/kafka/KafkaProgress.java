@@ -23,7 +23,6 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
 
 /**
@@ -96,7 +95,8 @@ final class KafkaProgress {
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(config, new ByteArrayDeserializer(),
                 new ByteArrayDeserializer())) {
             consumer.assign(List.of(partition));
-            long to = stableEnd(consumer, partition, config, deadline);
+            // Under read_committed, the end is the last stable offset: every transaction below it is decided.
+            long to = consumer.endOffsets(List.of(partition), timeout).get(partition);
             for (long step = 256; to > 0; step *= 2) {
                 long from = Math.max(0, to - step);
                 consumer.seek(partition, from);
@@ -120,44 +120,6 @@ final class KafkaProgress {
             }
             return Map.of();
         }
-    }
-
-    /**
-     * The end to read to: the last stable offset once it has reached the high watermark of now. Under
-     * {@code read_committed} the end offset is the last stable offset, the first offset of the earliest transaction
-     * still open on the partition — and the topic is shared (every shard's transactional id, every outbox's), so
-     * that may be another producer's open transaction, with this id's last committed progress record above it: read
-     * to there, it would give an older list, and the records of the later transactions would be sent again. So the
-     * read waits until every transaction begun before it is decided (normally milliseconds; a dead producer's open
-     * transaction until its successor aborts it, or {@code transaction.timeout.ms}), or fails at the deadline, and
-     * the broker tries again with its next send.
-     */
-    private long stableEnd(KafkaConsumer<byte[], byte[]> consumer, TopicPartition partition,
-                           Map<String, Object> config, long deadline) {
-        Map<String, Object> uncommitted = new HashMap<>(config);
-        uncommitted.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted");
-        long high;
-        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(uncommitted, new ByteArrayDeserializer(),
-                new ByteArrayDeserializer())) {
-            high = c.endOffsets(List.of(partition), atLeastALittle(deadline)).get(partition);
-        }
-        while (true) {
-            Long stable = consumer.endOffsets(List.of(partition), atLeastALittle(deadline)).get(partition);
-            if (stable != null && stable >= high) {
-                return stable;
-            }
-            if (System.nanoTime() - deadline > 0) {
-                throw new TimeoutException("reading the progress topic '" + topic + "': a transaction stayed open"
-                        + " on it for longer than " + timeout + " (last stable offset " + stable
-                        + ", high watermark " + high + ")");
-            }
-            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(10));
-        }
-    }
-
-    /** What is left until {@code deadline}, but 100 ms at least: a client call given no time at all answers nothing. */
-    private static Duration atLeastALittle(long deadline) {
-        return left(deadline).compareTo(Duration.ofMillis(100)) < 0 ? Duration.ofMillis(100) : left(deadline);
     }
 
     private static Duration left(long deadline) {

@@ -5,14 +5,7 @@ import dev.outbox.OutboxRecord;
 import dev.outbox.spi.PurgeListener;
 import dev.outbox.testservers.KafkaServer;
 import dev.outbox.testservers.TestServers;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -107,40 +100,6 @@ class KafkaExactlyOnceTest {
         }
         assertThat(values(KafkaReader.readCommitted(kafka.bootstrapServers(), topic, 6, WAIT)))
                 .containsExactlyInAnyOrder("v1", "v2", "v3", "v4", "v5", "v6");
-    }
-
-    /**
-     * Suspected from {@code ExactlyOnceEndToEndTest} (sharded, seed 59721216257168: 4 duplicates on a stalled
-     * machine): the progress topic is shared by every transactional id, and under {@code read_committed} its end is
-     * the first offset of the earliest open transaction — another shard's. This id's last progress record above it
-     * must not be missed: the read waits for that transaction (or times out), never returns an older list.
-     */
-    @Test
-    void anotherProducersOpenTransactionDoesNotHideTheLastProgressRecord() throws Exception {
-        String topic = newTopic();
-        String progress = "progress-" + UUID.randomUUID();
-        String id = "hidden-" + topic;
-        try (KafkaMessageBroker first = broker(id, progress);
-             KafkaProducer<String, byte[]> other = new KafkaProducer<>(Map.of(
-                     ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers(),
-                     ProducerConfig.TRANSACTIONAL_ID_CONFIG, "other-" + topic),
-                     new StringSerializer(), new ByteArraySerializer());
-             Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG,
-                     kafka.bootstrapServers()))) {
-            sendAll(first, records(topic, 1, 2)); // its progress lists 1 and 2
-            other.initTransactions();
-            other.beginTransaction();
-            other.send(new ProducerRecord<>(progress, 0, "other-" + topic, new byte[] {1, 0, 0, 0, 0})).get();
-            sendAll(first, records(topic, 3, 4)); // its progress, above the open transaction, lists 1 to 4
-            KafkaProgress reader = new KafkaProgress(progress, Map.of(
-                    ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers()), () -> admin,
-                    Duration.ofSeconds(2));
-            assertThatThrownBy(() -> reader.read(id)).as("while the other transaction is open")
-                    .isInstanceOf(org.apache.kafka.common.errors.TimeoutException.class)
-                    .hasMessageContaining("stayed open");
-            other.commitTransaction();
-            assertThat(reader.read(id).values()).containsExactlyInAnyOrder(1L, 2L, 3L, 4L);
-        }
     }
 
     @Test
