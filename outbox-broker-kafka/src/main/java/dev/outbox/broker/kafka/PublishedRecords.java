@@ -47,15 +47,20 @@ final class PublishedRecords {
     private boolean warned;
 
     /**
-     * A new producer's progress: what the last committed progress record lists replaces what this memory held (it
-     * was written after, or is the same as, anything of this producer's that is still unpurged).
+     * A new producer's progress: what the last committed progress record lists is added to what this memory holds.
+     * Nothing is forgotten here: everything remembered is in Kafka (this process heard its transaction commit, or an
+     * earlier list named it), and the list just read may be older than this process's own last commit — a
+     * {@code read_committed} read of the shared progress partition stops at the first transaction still open there,
+     * another shard's as well — so replacing the memory with it sent such records again (a sharded end-to-end run,
+     * seed 59721216257168, after a producer of the same id was created anew in the same process).
      */
     void recovered(Map<UUID, Long> listed) {
         long now = System.nanoTime();
-        committed.clear();
-        committedByMessage.clear();
-        recovered.clear();
-        listed.forEach((messageId, rowId) -> recovered.put(messageId, new Entry(messageId, rowId, now)));
+        listed.forEach((messageId, rowId) -> {
+            if (!committedByMessage.containsKey(messageId)) {
+                recovered.put(messageId, new Entry(messageId, rowId, now));
+            }
+        });
         if (!listed.isEmpty()) {
             log.info("{} record(s) were published by an earlier producer and may still be in the outbox: they are"
                     + " acknowledged without being sent again", listed.size());

@@ -63,6 +63,20 @@ class PublishedRecordsTest {
     }
 
     @Test
+    void aProducerCreatedAnewKeepsWhatThisProcessCommittedWhenTheListItReadsIsOlder() {
+        PublishedRecords memory = new PublishedRecords();
+        memory.recovered(Map.of());
+        OutboxRecord mine = record(9, UUID.randomUUID());
+        memory.committed(List.of(mine), SELF);
+        UUID listedId = UUID.randomUUID();
+        memory.recovered(Map.of(listedId, 4L)); // a stale list: it does not name #9 yet
+        List<OutboxRecord> skipped = new ArrayList<>();
+        assertThat(memory.skipPublished(List.of(mine, record(4, listedId), record(10, UUID.randomUUID())), SELF,
+                skipped::add)).extracting(OutboxRecord::id).containsExactly(10L);
+        assertThat(skipped).extracting(OutboxRecord::id).containsExactly(9L, 4L);
+    }
+
+    @Test
     void whatAnEarlierProducerListedIsSkippedOnce() {
         PublishedRecords memory = new PublishedRecords();
         UUID id = UUID.randomUUID();

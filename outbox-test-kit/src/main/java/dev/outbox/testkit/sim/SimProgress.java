@@ -19,11 +19,16 @@ final class SimProgress {
     private final Set<Long> committed = new TreeSet<>();
     private final Set<Long> recovered = new TreeSet<>();
 
-    /** A new producer's progress: what the last committed progress entry lists replaces what was remembered. */
+    /**
+     * A new producer's progress: what the last committed progress entry lists is added to what is remembered
+     * (everything remembered is committed; a list read may be older than this process's own last commit).
+     */
     void recovered(Set<Long> listed) {
-        committed.clear();
-        recovered.clear();
-        recovered.addAll(listed);
+        for (Long id : listed) {
+            if (!committed.contains(id)) {
+                recovered.add(id);
+            }
+        }
     }
 
     /**
