@@ -51,8 +51,10 @@ final class PublishedRecords {
      * Nothing is forgotten here: everything remembered is in Kafka (this process heard its transaction commit, or an
      * earlier list named it), and the list just read may be older than this process's own last commit — a
      * {@code read_committed} read of the shared progress partition stops at the first transaction still open there,
-     * another shard's as well — so replacing the memory with it sent such records again (a sharded end-to-end run,
-     * seed 59721216257168, after a producer of the same id was created anew in the same process).
+     * another shard's as well — and replacing the memory with it would send such records again: the likely cause of
+     * the duplicates of a sharded end-to-end run (seed 59721216257168), where producers of the same ids were created
+     * anew in the same process after timed-out progress reads. A successor in another process still depends on the
+     * list it reads being current.
      */
     void recovered(Map<UUID, Long> listed) {
         long now = System.nanoTime();
