@@ -1,12 +1,17 @@
 package dev.outbox.benchmarks;
 
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Path;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** Proves that the observability comparison runs end to end on a tiny workload; it measures nothing worth reading. */
+/**
+ * Proves that the observability comparison runs end to end on a tiny workload; it measures nothing worth reading.
+ * Tagged slow (25–45 s): the build leaves it out to keep within its 20 minutes; {@code -DexcludedGroups=} runs it.
+ */
+@Tag("slow")
 class ObservabilityBenchmarkSmokeTest {
 
     @Test

@@ -40,9 +40,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * off by default and here) refuses it (README, Failure modes): per-key order would break now and then.
  * {@code FencedLeaderEndToEndTest} freezes a leader in a child JVM and counts the writes the database and Kafka refuse.
  *
- * <p>Settings (system properties): {@code outbox.soak.duration} (default {@code PT1M}, the build's run),
+ * <p>Settings (system properties): {@code outbox.soak.duration} (default {@code PT45S}, the build's run),
  * {@code outbox.soak.rate} (messages a second offered by all writers, default 1,000: what this suite's 2-core build
- * machine takes while other modules build), {@code outbox.soak.faultInterval} (default {@code PT8S}),
+ * machine takes while other modules build), {@code outbox.soak.faultInterval} (default {@code PT6S}),
  * {@code outbox.soak.writers} (8), {@code outbox.soak.keys} (2,000), {@code outbox.seed}. The issue's long run:
  * {@code -Doutbox.soak.duration=PT30M -Doutbox.soak.rate=5000 -Doutbox.soak.faultInterval=PT1M}.
  *
@@ -96,8 +96,8 @@ class SoakTest {
 
     @Test
     void faultsEveryIntervalUnderASteadyRateLoseNothingAndKeepKeyOrder() throws Exception {
-        Duration duration = duration("outbox.soak.duration", "PT1M");
-        Duration interval = duration("outbox.soak.faultInterval", "PT8S");
+        Duration duration = duration("outbox.soak.duration", "PT45S");
+        Duration interval = duration("outbox.soak.faultInterval", "PT6S");
         int rate = positive("outbox.soak.rate", 1_000);
         int writerCount = positive("outbox.soak.writers", 8);
         int keys = positive("outbox.soak.keys", 2_000);
