@@ -1,17 +1,22 @@
 package dev.outbox.broker.kafka;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.TopicConfig;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -43,6 +48,7 @@ final class KafkaProgress {
     static final String DEFAULT_TOPIC = "outbox-progress";
     private static final byte VERSION = 1;
     private static final int ENTRY_BYTES = 24;
+    private static final Logger log = LoggerFactory.getLogger(KafkaProgress.class);
 
     private final String topic;
     private final Map<String, Object> clientConfig;
@@ -95,8 +101,7 @@ final class KafkaProgress {
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(config, new ByteArrayDeserializer(),
                 new ByteArrayDeserializer())) {
             consumer.assign(List.of(partition));
-            // Under read_committed, the end is the last stable offset: every transaction below it is decided.
-            long to = consumer.endOffsets(List.of(partition), timeout).get(partition);
+            long to = stableEnd(consumer, partition, deadline);
             for (long step = 256; to > 0; step *= 2) {
                 long from = Math.max(0, to - step);
                 consumer.seek(partition, from);
@@ -119,6 +124,59 @@ final class KafkaProgress {
                 to = from;
             }
             return Map.of();
+        }
+    }
+
+    /**
+     * The offset below which every record of this id's earlier producers is readable: the last stable offset, once
+     * it has reached the high watermark seen now. Under {@code read_committed} a consumer reads only below the last
+     * stable offset, and another producer's open transaction on the partition (another shard's, or a killed
+     * process's, until the cluster aborts it after its {@code transaction.timeout.ms}) holds that offset back, with
+     * this id's own last committed progress record possibly above it. Reading only to there would return an older
+     * record and send again what Kafka already has; so this waits until every transaction begun before now is decided.
+     *
+     * @throws TimeoutException if that takes longer than the timeout (the caller fails its sends and tries again)
+     */
+    private long stableEnd(KafkaConsumer<byte[], byte[]> consumer, TopicPartition partition, long deadline) {
+        long highWatermark = highWatermark(partition, deadline);
+        long stable = consumer.endOffsets(List.of(partition), left(deadline)).get(partition);
+        if (stable < highWatermark) {
+            log.info("Reading the progress topic '{}' waits for an open transaction: last stable offset {}, high"
+                    + " watermark {}", topic, stable, highWatermark);
+        }
+        while (stable < highWatermark) {
+            consumer.seek(partition, stable);
+            consumer.poll(Duration.ofMillis(Math.max(1, Math.min(100, left(deadline).toMillis())))); // waits for it
+            try {
+                stable = Math.max(stable, consumer.endOffsets(List.of(partition), left(deadline)).get(partition));
+            } catch (TimeoutException e) {
+                // out of time: said below
+            }
+            if (stable < highWatermark && System.nanoTime() - deadline > 0) {
+                throw new TimeoutException("reading the progress topic '" + topic + "' took longer than " + timeout
+                        + ": an open transaction holds its last stable offset at " + stable + ", below its high"
+                        + " watermark " + highWatermark + " (a killed producer's transaction ends when the cluster"
+                        + " aborts it, after its transaction.timeout.ms)");
+            }
+        }
+        return stable;
+    }
+
+    /** The partition's high watermark: the end of everything written, committed or not. */
+    private long highWatermark(TopicPartition partition, long deadline) {
+        try {
+            return admin.get().listOffsets(Map.of(partition, OffsetSpec.latest()),
+                    new ListOffsetsOptions(IsolationLevel.READ_UNCOMMITTED)).partitionResult(partition)
+                    .get(Math.max(1, left(deadline).toMillis()), TimeUnit.MILLISECONDS).offset();
+        } catch (ExecutionException e) {
+            throw new KafkaException("reading the end of the progress topic '" + topic + "' failed: " + e.getCause(),
+                    e.getCause());
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new TimeoutException("reading the end of the progress topic '" + topic + "' took longer than "
+                    + timeout);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new KafkaException("interrupted while reading the end of the progress topic '" + topic + "'", e);
         }
     }
 

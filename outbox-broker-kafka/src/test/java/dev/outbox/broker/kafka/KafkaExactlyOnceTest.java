@@ -5,7 +5,15 @@ import dev.outbox.OutboxRecord;
 import dev.outbox.spi.PurgeListener;
 import dev.outbox.testservers.KafkaServer;
 import dev.outbox.testservers.TestServers;
+import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.errors.TimeoutException;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -13,6 +21,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -138,6 +147,47 @@ class KafkaExactlyOnceTest {
             assertThat(s1.recordsPublishedBefore()).isEqualTo(2);
         }
         assertThat(KafkaReader.readCommitted(kafka.bootstrapServers(), topic, 6, WAIT)).hasSize(6);
+    }
+
+    /**
+     * A new producer's read of the progress waits until every transaction begun before it on the shared progress
+     * partition is decided. Another producer's open transaction (another shard's, or a killed process's until the
+     * cluster aborts it) holds the partition's last stable offset below this id's own committed progress record, and
+     * a {@code read_committed} read that stopped there returned an older record: the sharded end-to-end run then sent
+     * again what Kafka already had. Now the read fails after its timeout instead, and succeeds once the transaction
+     * ends.
+     */
+    @Test
+    void theProgressReadWaitsForAnotherProducersOpenTransactionBelowItsOwnRecord() throws Exception {
+        String topic = "progress-" + UUID.randomUUID();
+        Map<String, Object> client = Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+        UUID messageId = UUID.randomUUID();
+        try (Admin admin = Admin.create(client);
+             Producer<String, byte[]> other = transactional(client, "other-" + topic);
+             Producer<String, byte[]> mine = transactional(client, "mine-" + topic)) {
+            KafkaProgress shortRead = new KafkaProgress(topic, client, () -> admin, Duration.ofSeconds(2));
+            assertThat(shortRead.read("mine-" + topic)).isEmpty(); // creates the topic
+            other.beginTransaction(); // left open: the last stable offset stays below what follows
+            other.send(new ProducerRecord<>(topic, 0, "other-" + topic, new byte[] {1, 0, 0, 0, 0})).get();
+            mine.beginTransaction();
+            mine.send(shortRead.record("mine-" + topic, Map.of(messageId, 7L))).get();
+            mine.commitTransaction();
+
+            assertThatThrownBy(() -> shortRead.read("mine-" + topic)).isInstanceOf(TimeoutException.class)
+                    .hasMessageContaining("open transaction");
+            CompletableFuture<Map<UUID, Long>> read = CompletableFuture.supplyAsync(
+                    () -> new KafkaProgress(topic, client, () -> admin, WAIT).read("mine-" + topic));
+            other.abortTransaction();
+            assertThat(read.get(WAIT.toSeconds(), TimeUnit.SECONDS)).containsExactlyEntriesOf(Map.of(messageId, 7L));
+        }
+    }
+
+    private static Producer<String, byte[]> transactional(Map<String, Object> client, String transactionalId) {
+        Map<String, Object> config = new HashMap<>(client);
+        config.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
+        Producer<String, byte[]> p = new KafkaProducer<>(config, new StringSerializer(), new ByteArraySerializer());
+        p.initTransactions();
+        return p;
     }
 
     @Test
