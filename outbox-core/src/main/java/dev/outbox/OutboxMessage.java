@@ -1,6 +1,8 @@
 package dev.outbox;
 
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -11,19 +13,39 @@ import java.util.Objects;
  * {@code key} (messages of one key are delivered in the order they were written), a {@code value} of bytes
  * ({@code null} is a tombstone) and ordered headers (repeats allowed).
  *
+ * <p>Two delivery options, both off unless set and both carried out by the store (which refuses a message asking
+ * for an option it was not built with, naming it — never sending early or twice silently):
+ * <ul>
+ *   <li><b>Not before</b> ({@link Builder#deliverAt(Instant)}, {@link Builder#deliverAfter(Duration)}): the message
+ *       is not sent before that time, measured on the database's clock. By default its key's later messages wait
+ *       behind it, keeping the key's order (see the store's {@code scheduling} option).</li>
+ *   <li><b>Idempotency key</b> ({@link Builder#idempotencyKey(String)}): a second message with the same idempotency
+ *       key in the same outbox, written within the store's retention, is not written — skipped, or refused with a
+ *       {@link DuplicateMessageException}, as the store is configured. The database's unique index decides.</li>
+ * </ul>
  * <p>Validated on creation: every error names the bad value. Immutable and thread-safe; byte arrays are
  * copied in and out.
  */
 public final class OutboxMessage {
     /** Longest topic name accepted (Kafka's own limit). */
     public static final int MAX_TOPIC_LENGTH = 249;
+    /** Longest idempotency key accepted, in characters. */
+    public static final int MAX_IDEMPOTENCY_KEY_LENGTH = 200;
 
     private final String topic;
     private final String key;
     private final byte[] value;
     private final List<Header> headers;
+    private final Instant deliverAt;
+    private final Duration deliverAfter;
+    private final String idempotencyKey;
 
     private OutboxMessage(String topic, String key, byte[] value, List<Header> headers) {
+        this(topic, key, value, headers, null, null, null);
+    }
+
+    private OutboxMessage(String topic, String key, byte[] value, List<Header> headers, Instant deliverAt,
+                          Duration deliverAfter, String idempotencyKey) {
         this.topic = validateTopic(topic);
         if (key == null) {
             throw new IllegalArgumentException("key must not be null (topic '" + topic + "')");
@@ -39,6 +61,33 @@ public final class OutboxMessage {
             }
         }
         this.headers = List.copyOf(headers);
+        if (deliverAt != null && deliverAfter != null) {
+            throw new IllegalArgumentException("deliverAt (" + deliverAt + ") and deliverAfter (" + deliverAfter
+                    + ") must not both be set (topic '" + topic + "', key '" + key + "')");
+        }
+        if (deliverAfter != null && deliverAfter.isNegative()) {
+            throw new IllegalArgumentException("deliverAfter must not be negative: " + deliverAfter + " (topic '"
+                    + topic + "', key '" + key + "')");
+        }
+        this.deliverAt = deliverAt;
+        this.deliverAfter = deliverAfter;
+        this.idempotencyKey = validateIdempotencyKey(idempotencyKey, topic);
+    }
+
+    private static String validateIdempotencyKey(String idempotencyKey, String topic) {
+        if (idempotencyKey == null) {
+            return null;
+        }
+        if (idempotencyKey.isBlank()) {
+            throw new IllegalArgumentException("idempotencyKey must not be blank: '" + idempotencyKey + "' (topic '"
+                    + topic + "')");
+        }
+        if (idempotencyKey.length() > MAX_IDEMPOTENCY_KEY_LENGTH) {
+            throw new IllegalArgumentException("idempotencyKey is " + idempotencyKey.length() + " characters, longer"
+                    + " than " + MAX_IDEMPOTENCY_KEY_LENGTH + ": '" + idempotencyKey.substring(0, 40) + "…' (topic '"
+                    + topic + "')");
+        }
+        return idempotencyKey;
     }
 
     /**
@@ -183,6 +232,45 @@ public final class OutboxMessage {
     }
 
     /**
+     * The time before which the message is not sent, measured on the database's clock; see
+     * {@link Builder#deliverAt(Instant)}.
+     *
+     * @return the time, or null if not set
+     */
+    public Instant deliverAt() {
+        return deliverAt;
+    }
+
+    /**
+     * The delay, counted from the database's clock when the message is written, before which it is not sent; see
+     * {@link Builder#deliverAfter(Duration)}.
+     *
+     * @return the delay, or null if not set
+     */
+    public Duration deliverAfter() {
+        return deliverAfter;
+    }
+
+    /**
+     * Whether the message asks not to be sent before a time ({@link #deliverAt()} or {@link #deliverAfter()}).
+     *
+     * @return true if either is set
+     */
+    public boolean isDelayed() {
+        return deliverAt != null || deliverAfter != null;
+    }
+
+    /**
+     * The name the writer gave this message so that the same message written again is not written twice; see
+     * {@link Builder#idempotencyKey(String)}.
+     *
+     * @return the idempotency key, or null if not set
+     */
+    public String idempotencyKey() {
+        return idempotencyKey;
+    }
+
+    /**
      * A copy of this message with {@code headers} in place of its headers (same topic, key and value). For
      * {@link MessageDecorator}s.
      *
@@ -191,7 +279,7 @@ public final class OutboxMessage {
      * @throws IllegalArgumentException if {@code headers} is null or holds null
      */
     public OutboxMessage withHeaders(List<Header> headers) {
-        return new OutboxMessage(topic, key, value, headers);
+        return new OutboxMessage(topic, key, value, headers, deliverAt, deliverAfter, idempotencyKey);
     }
 
     /**
@@ -205,7 +293,7 @@ public final class OutboxMessage {
         List<Header> more = new ArrayList<>(headers.size() + 1);
         more.addAll(headers);
         more.add(header);
-        return new OutboxMessage(topic, key, value, more);
+        return withHeaders(more);
     }
 
     /**
@@ -226,24 +314,40 @@ public final class OutboxMessage {
             }
         }
         more.add(replacement);
-        return new OutboxMessage(topic, key, value, more);
+        return withHeaders(more);
+    }
+
+    /**
+     * A copy of this message without its delivery options (not before, idempotency key): what the store writes to
+     * the outbox once it has carried them out.
+     *
+     * @return this message if it has none, else a new message
+     */
+    public OutboxMessage withoutDeliveryOptions() {
+        return deliverAt == null && deliverAfter == null && idempotencyKey == null ? this
+                : new OutboxMessage(topic, key, value, headers);
     }
 
     @Override
     public boolean equals(Object o) {
         return o instanceof OutboxMessage m && topic.equals(m.topic) && key.equals(m.key)
-                && Arrays.equals(value, m.value) && headers.equals(m.headers);
+                && Arrays.equals(value, m.value) && headers.equals(m.headers) && Objects.equals(deliverAt,
+                m.deliverAt) && Objects.equals(deliverAfter, m.deliverAfter) && Objects.equals(idempotencyKey,
+                m.idempotencyKey);
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(topic, key, Arrays.hashCode(value), headers);
+        return Objects.hash(topic, key, Arrays.hashCode(value), headers, deliverAt, deliverAfter, idempotencyKey);
     }
 
     @Override
     public String toString() {
         return "OutboxMessage{topic=" + topic + ", key=" + key + ", value="
-                + (value == null ? "tombstone" : value.length + " bytes") + ", headers=" + headers + '}';
+                + (value == null ? "tombstone" : value.length + " bytes") + ", headers=" + headers
+                + (deliverAt == null ? "" : ", deliverAt=" + deliverAt)
+                + (deliverAfter == null ? "" : ", deliverAfter=" + deliverAfter)
+                + (idempotencyKey == null ? "" : ", idempotencyKey=" + idempotencyKey) + '}';
     }
 
     /** Builds an {@link OutboxMessage}; not thread-safe. */
@@ -252,6 +356,9 @@ public final class OutboxMessage {
         private final String key;
         private byte[] value;
         private final List<Header> headers = new ArrayList<>();
+        private Instant deliverAt;
+        private Duration deliverAfter;
+        private String idempotencyKey;
 
         private Builder(String topic, String key) {
             this.topic = topic;
@@ -306,14 +413,60 @@ public final class OutboxMessage {
         }
 
         /**
+         * Not before {@code time}: the message is not sent before it, measured on the database's clock (a time in the
+         * past means at once). Needs a store built with scheduling; the store refuses the message otherwise. Replaces
+         * a {@link #deliverAfter(Duration)} set before.
+         *
+         * @param time the earliest time of sending; null clears it
+         * @return this builder
+         */
+        public Builder deliverAt(Instant time) {
+            this.deliverAt = time;
+            this.deliverAfter = null;
+            return this;
+        }
+
+        /**
+         * Not before {@code delay} from now, counted from the database's clock when the message is written. Needs a
+         * store built with scheduling. Replaces a {@link #deliverAt(Instant)} set before.
+         *
+         * @param delay the delay, zero or more; null clears it
+         * @return this builder
+         * @throws IllegalArgumentException if {@code delay} is negative
+         */
+        public Builder deliverAfter(Duration delay) {
+            if (delay != null && delay.isNegative()) {
+                throw new IllegalArgumentException("deliverAfter must not be negative: " + delay + " (topic '"
+                        + topic + "', key '" + key + "')");
+            }
+            this.deliverAfter = delay;
+            this.deliverAt = null;
+            return this;
+        }
+
+        /**
+         * Names the message so that writing it again (a retried request, a batch run again) does not publish it
+         * twice: the store writes at most one message per idempotency key within its retention, enforced by the
+         * database's unique index. Needs a store built with idempotency keys; the store refuses the message
+         * otherwise.
+         *
+         * @param idempotencyKey not blank, at most {@value OutboxMessage#MAX_IDEMPOTENCY_KEY_LENGTH} characters; null clears it
+         * @return this builder
+         */
+        public Builder idempotencyKey(String idempotencyKey) {
+            this.idempotencyKey = idempotencyKey;
+            return this;
+        }
+
+        /**
          * The message as set so far; the builder can go on being used.
          *
          * @return a new message
-         * @throws IllegalArgumentException naming the bad value if the topic or the key is not valid
+         * @throws IllegalArgumentException naming the bad value if the topic, the key or the idempotency key is not
+         *                                  valid
          */
         public OutboxMessage build() {
-
-            return new OutboxMessage(topic, key, value, headers);
+            return new OutboxMessage(topic, key, value, headers, deliverAt, deliverAfter, idempotencyKey);
         }
     }
 }

@@ -3,6 +3,8 @@ package dev.outbox;
 import org.junit.jupiter.api.Test;
 
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.Arrays;
 import java.util.List;
 
@@ -71,5 +73,41 @@ class OutboxMessageTest {
                 .hasMessageContaining("id must be positive: 0");
         assertThatThrownBy(() -> new OutboxRecord(1, java.time.Instant.now(), m, -1, null))
                 .hasMessageContaining("attempts must not be negative: -1");
+    }
+
+    @Test
+    void deliveryOptionsAreKeptByCopiesAndDroppedOnRequest() {
+        Instant at = Instant.parse("2026-12-01T08:00:00Z");
+        OutboxMessage m = OutboxMessage.builder("reminders", "user-1").value("v").deliverAt(at)
+                .idempotencyKey("request-42").build();
+        assertThat(m.deliverAt()).isEqualTo(at);
+        assertThat(m.deliverAfter()).isNull();
+        assertThat(m.isDelayed()).isTrue();
+        assertThat(m.idempotencyKey()).isEqualTo("request-42");
+        OutboxMessage decorated = m.withHeader(Header.of("h", "1"));
+        assertThat(decorated.deliverAt()).isEqualTo(at);
+        assertThat(decorated.idempotencyKey()).isEqualTo("request-42");
+        assertThat(m).isNotEqualTo(m.withoutDeliveryOptions());
+        assertThat(m.withoutDeliveryOptions().isDelayed()).isFalse();
+        assertThat(m.withoutDeliveryOptions().idempotencyKey()).isNull();
+        assertThat(m.toString()).contains("deliverAt=2026-12-01T08:00:00Z", "idempotencyKey=request-42");
+
+        OutboxMessage later = OutboxMessage.builder("reminders", "user-1").deliverAt(at)
+                .deliverAfter(Duration.ofMinutes(5)).build();
+        assertThat(later.deliverAt()).isNull();
+        assertThat(later.deliverAfter()).isEqualTo(Duration.ofMinutes(5));
+        OutboxMessage plain = OutboxMessage.of("t", "k", "v");
+        assertThat(plain.isDelayed()).isFalse();
+        assertThat(plain.withoutDeliveryOptions()).isSameAs(plain);
+    }
+
+    @Test
+    void badDeliveryOptionsAreRefusedNamingThem() {
+        assertThatThrownBy(() -> OutboxMessage.builder("t", "k").deliverAfter(Duration.ofSeconds(-1)))
+                .hasMessageContaining("deliverAfter must not be negative: PT-1S");
+        assertThatThrownBy(() -> OutboxMessage.builder("t", "k").idempotencyKey(" ").build())
+                .hasMessageContaining("idempotencyKey must not be blank: ' '");
+        assertThatThrownBy(() -> OutboxMessage.builder("t", "k").idempotencyKey("x".repeat(201)).build())
+                .hasMessageContaining("idempotencyKey is 201 characters, longer than 200");
     }
 }

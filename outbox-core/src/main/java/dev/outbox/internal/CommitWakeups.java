@@ -54,15 +54,21 @@ final class CommitWakeups {
         }
         isNeeded = true;
         try {
-            watch = signalling.watchCommits(() -> {
-                signals.incrementAndGet();
-                if (idlePause) {
-                    state.signalWork(); // else the harvest thread is busy: it reads again anyway
-                }
-            });
+            watch = signalling.watchCommits(this::signal);
         } catch (RuntimeException e) {
             log.warn("{}: the store's commit wake-ups could not start; polling every {} instead", name,
                     pollInterval, e);
+        }
+    }
+
+    /**
+     * A commit to read: the store's signal, or rows this instance itself put into the outbox (scheduled messages it
+     * moved). Any thread.
+     */
+    void signal() {
+        signals.incrementAndGet();
+        if (idlePause) {
+            state.signalWork(); // else the harvest thread is busy: it reads again anyway
         }
     }
 

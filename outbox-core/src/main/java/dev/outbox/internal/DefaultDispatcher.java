@@ -68,6 +68,8 @@ public final class DefaultDispatcher implements Dispatcher {
     private final SettleLoop settle;
     private final Sender sender;
     private final OutboxSampler sampler;
+    /** The leader's store work beside the harvest; null if the store needs none. */
+    private final StoreHousekeeping housekeeping;
 
     private final AtomicReference<State> lifecycle = new AtomicReference<>(State.NEW);
     private final AtomicReference<Throwable> fatal = new AtomicReference<>();
@@ -78,6 +80,7 @@ public final class DefaultDispatcher implements Dispatcher {
     private EngineRuntime.Worker harvestThread;
     private EngineRuntime.Worker settleThread;
     private EngineRuntime.Worker sampleThread;
+    private EngineRuntime.Worker housekeepingThread;
 
     public DefaultDispatcher(String name, Store store, MessageBroker broker, LeaderTransport transport,
                              DispatcherConfig config, DispatcherListener listener, Clock clock) {
@@ -134,6 +137,11 @@ public final class DefaultDispatcher implements Dispatcher {
         leader.sender(sender);
         this.harvest = new HarvestLoop(name, config, runtime, store, broker, state, writes, events, sender,
                 new Latch(runtime), ids, leader::leaseValid, ioBackoff, fences);
+        this.housekeeping = !StoreHousekeeping.needed(store) ? null : new StoreHousekeeping(name, store, runtime,
+                config.pollInterval(), config.ioErrorBackoff(), state::leading, harvest::rowsAdded, (what, e) -> {
+                    log.warn("{}: the store's {} failed; trying again in {}", name, what, config.ioErrorBackoff(), e);
+                    events.failure(what, e);
+                });
     }
 
     // ------------------------------------------------------------------------------------------ lifecycle
@@ -149,6 +157,9 @@ public final class DefaultDispatcher implements Dispatcher {
         harvestThread = newThread("mark", harvest);
         leaderThread = newThread("leader", leader);
         sampleThread = newThread("sample", sampler);
+        if (housekeeping != null) {
+            housekeepingThread = newThread("housekeeping", housekeeping);
+        }
     }
 
     private EngineRuntime.Worker newThread(String role, Runnable body) {
@@ -164,7 +175,7 @@ public final class DefaultDispatcher implements Dispatcher {
     /** Whether the calling thread is one of this dispatcher's. */
     private boolean onOwnThread() {
         for (EngineRuntime.Worker w : new EngineRuntime.Worker[] {leaderThread, harvestThread, settleThread,
-                sampleThread}) {
+                sampleThread, housekeepingThread}) {
             if (w != null && w.isCurrent()) {
                 return true;
             }
@@ -214,6 +225,9 @@ public final class DefaultDispatcher implements Dispatcher {
         leader.closing();
         harvest.stop();
         sampler.stop();
+        if (housekeeping != null) {
+            housekeeping.stop();
+        }
         join(harvestThread, deadline);
         boolean wasLeading = sender.stopPublishing();
         broker.flush(remaining(deadline));
@@ -234,6 +248,9 @@ public final class DefaultDispatcher implements Dispatcher {
         leader.stop();
         join(leaderThread, runtime.nanoTime() + config.drainTimeout().toNanos());
         join(sampleThread, runtime.nanoTime() + TimeUnit.SECONDS.toNanos(5));
+        if (housekeepingThread != null) {
+            join(housekeepingThread, runtime.nanoTime() + TimeUnit.SECONDS.toNanos(5));
+        }
         int left = inFlightRecords();
         if (left > 0) {
             log.warn("{}: closed with {} records unacknowledged; they stay in the outbox for the next leader",

@@ -101,6 +101,11 @@ final class HarvestLoop implements Runnable {
         state.signalWork();
     }
 
+    /** Rows were put into the outbox by this instance (due scheduled messages): an idle pause ends. Any thread. */
+    void rowsAdded() {
+        wakeups.signal();
+    }
+
     /** Closes the store's harvest: close calls it once the last acknowledgements were purged. */
     void stopStoreHarvest() {
         wakeups.stop();

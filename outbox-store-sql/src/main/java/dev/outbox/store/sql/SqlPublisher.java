@@ -2,6 +2,7 @@ package dev.outbox.store.sql;
 
 import dev.outbox.OutboxMessage;
 import dev.outbox.Publisher;
+import dev.outbox.spi.DeliveryOptions;
 import dev.outbox.spi.MessageDecorators;
 import dev.outbox.spi.RowChecks;
 import org.jdbi.v3.core.Handle;
@@ -51,9 +52,12 @@ public abstract class SqlPublisher implements Publisher {
      * @param messages the messages as the application gave them
      * @return the decorated messages, in the same order
      * @throws dev.outbox.MessageRejectedException if a decorator rejected a message, naming it
+     * @throws IllegalArgumentException if a message asks for a delivery option the store does not carry out
      */
     protected final List<OutboxMessage> decorate(List<OutboxMessage> messages) {
-        return decorators.apply(messages);
+        List<OutboxMessage> decorated = decorators.apply(messages);
+        DeliveryOptions.check(decorated, false, false, "this SQL store");
+        return decorated;
     }
 
     /**
