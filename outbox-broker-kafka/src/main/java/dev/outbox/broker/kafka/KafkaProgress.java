@@ -4,6 +4,7 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.ProducerState;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -101,7 +102,7 @@ final class KafkaProgress {
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(config, new ByteArrayDeserializer(),
                 new ByteArrayDeserializer())) {
             consumer.assign(List.of(partition));
-            long to = stableEnd(consumer, partition, deadline);
+            long to = stableEnd(consumer, partition, transactionalId, deadline);
             for (long step = 256; to > 0; step *= 2) {
                 long from = Math.max(0, to - step);
                 consumer.seek(partition, from);
@@ -135,9 +136,16 @@ final class KafkaProgress {
      * this id's own last committed progress record possibly above it. Reading only to there would return an older
      * record and send again what Kafka already has; so this waits until every transaction begun before now is decided.
      *
+     * <p>One exception: a transaction left open on the partition by this id's own producer id (a "hanging"
+     * transaction, which the cluster's coordinator no longer counts as ongoing: seen after a broker restart in the
+     * middle of a transaction) ends only when this producer id commits there again, so waiting for it would never
+     * end. Every committed transaction of this producer id lies below it (a producer has one transaction at a time),
+     * so the read may stop at its start.
+     *
      * @throws TimeoutException if that takes longer than the timeout (the caller fails its sends and tries again)
      */
-    private long stableEnd(KafkaConsumer<byte[], byte[]> consumer, TopicPartition partition, long deadline) {
+    private long stableEnd(KafkaConsumer<byte[], byte[]> consumer, TopicPartition partition, String transactionalId,
+                           long deadline) {
         long highWatermark = highWatermark(partition, deadline);
         long stable = consumer.endOffsets(List.of(partition), left(deadline)).get(partition);
         if (stable < highWatermark) {
@@ -145,6 +153,13 @@ final class KafkaProgress {
                     + " watermark {}", topic, stable, highWatermark);
         }
         while (stable < highWatermark) {
+            if (ownOpenTransactionAt(partition, transactionalId, stable, deadline)) {
+                log.warn("The progress topic '{}' has a transaction of transactional id '{}' itself open at offset {}"
+                        + " (below its high watermark {}), which the coordinator no longer counts as ongoing; reading"
+                        + " below it: every committed progress record of the id is there", topic, transactionalId,
+                        stable, highWatermark);
+                return stable;
+            }
             consumer.seek(partition, stable);
             consumer.poll(Duration.ofMillis(Math.max(1, Math.min(100, left(deadline).toMillis())))); // waits for it
             try {
@@ -160,6 +175,31 @@ final class KafkaProgress {
             }
         }
         return stable;
+    }
+
+    /**
+     * Whether the transaction open on the partition at {@code offset} is one of {@code transactionalId}'s own producer
+     * id; false if that cannot be told within the deadline.
+     */
+    private boolean ownOpenTransactionAt(TopicPartition partition, String transactionalId, long offset, long deadline) {
+        try {
+            long wait = Math.max(1, left(deadline).toMillis());
+            long producerId = admin.get().describeTransactions(List.of(transactionalId)).description(transactionalId)
+                    .get(wait, TimeUnit.MILLISECONDS).producerId();
+            for (ProducerState p : admin.get().describeProducers(List.of(partition)).partitionResult(partition)
+                    .get(Math.max(1, left(deadline).toMillis()), TimeUnit.MILLISECONDS).activeProducers()) {
+                if (p.producerId() == producerId && p.currentTransactionStartOffset().orElse(-1) == offset) {
+                    return true;
+                }
+            }
+            return false;
+        } catch (ExecutionException | java.util.concurrent.TimeoutException | RuntimeException e) {
+            log.debug("could not tell whose transaction holds the progress topic '{}' at {}", topic, offset, e);
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new KafkaException("interrupted while reading the progress topic '" + topic + "'", e);
+        }
     }
 
     /** The partition's high watermark: the end of everything written, committed or not. */
