@@ -154,14 +154,32 @@ final class SimProducer implements MessageBroker, PurgeListener {
         fail(t.records, why);
     }
 
-    /** The producer gives up waiting on {@code t}, whose outcome is unknown: the next producer's fence settles it. */
+    /**
+     * The producer gives up waiting on {@code t}, whose outcome is unknown: the next producer's fence settles it. Its
+     * records fail as an outage: a commit whose answer does not come fails in {@code KafkaTransactions} with Kafka's
+     * {@code TimeoutException} (a {@code RetriableException}), which {@code KafkaErrors} classifies so ({@link
+     * #timedOut}).
+     */
     void inDoubt(SimTransactionalBroker.Txn t, String why) {
         t.orphaned = true;
         if (current == t) {
             current = null;
         }
         initialised = false;
-        fail(t.records, DeliveryException.retriable(why + ": the outcome is unknown", null));
+        fail(t.records, timedOut(why + ": the outcome is unknown"));
+    }
+
+    /**
+     * The failure of a record that timed out, as {@code outbox-broker-kafka} reports it: Kafka fails a record not
+     * acknowledged within {@code delivery.timeout.ms}, and a commit not answered within {@code max.block.ms}, with
+     * its {@code TimeoutException}, which {@code KafkaErrors.classify} makes an outage (never counted towards a
+     * record's attempts, never parked). (The coordinator's own {@code transaction.timeout.ms}, 60 s by default and
+     * far above the delivery timeout, would fence the producer instead: not counted either.) A counted failure here
+     * let three timeouts in a row park a record (G1) where the real broker never would (seed 172 of
+     * {@code SimulationExactlyOnceTest}'s mark harvest).
+     */
+    static DeliveryException timedOut(String what) {
+        return DeliveryException.outage("simulated timeout: " + what, null);
     }
 
     /** Times out what is due; whether anything was. */
@@ -171,7 +189,7 @@ final class SimProducer implements MessageBroker, PurgeListener {
             if (s.due() <= now) {
                 queue.remove(s);
                 event("broker: #" + s.record().id() + " sent by " + name + " times out in its queue");
-                s.future().completeExceptionally(DeliveryException.retriable("simulated delivery timeout", null));
+                s.future().completeExceptionally(timedOut("delivery timeout in the queue"));
                 any = true;
             }
         }
@@ -182,7 +200,7 @@ final class SimProducer implements MessageBroker, PurgeListener {
                 event("broker: " + name + "'s commit of " + t.ids() + " times out: its outcome is in doubt");
                 inDoubt(t, "commit timed out");
             } else {
-                broker.abort(t, "times out and aborts", DeliveryException.retriable("delivery timeout", null));
+                broker.abort(t, "times out and aborts", timedOut("delivery timeout"));
             }
         }
         return any;
