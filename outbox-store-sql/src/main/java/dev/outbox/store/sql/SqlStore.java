@@ -40,10 +40,11 @@ import java.util.function.Function;
 /**
  * The SQL store, run once for every database, and the face of its rooms: shards ({@code SqlShards}), storage
  * fencing ({@link SqlFencing}), the batch writes ({@code SqlBatchWrites}), the parked area ({@code ParkedRows}), the
- * gauges ({@code SqlGauges}), the DDL template, and how a call runs its transaction ({@link SqlTransactions}). Each
- * database supplies its statements as data ({@link SqlStatements}, {@link SqlDialect}) and what truly differs: the
- * mark ({@link #mark(UUID, int, long)}), the cursor read and its late-commit rule ({@link #readRows}), the replay,
- * and how its DDL is applied ({@link #createTables}, {@link #reshardSql}).
+ * gauges ({@code SqlGauges}), the schema's scripts ({@code SqlSchemaScripts}), and how a call runs its transaction
+ * ({@link SqlTransactions}). Each database supplies its statements as data ({@link SqlStatements},
+ * {@link SqlDialect}) and what truly differs: the mark ({@link #mark(UUID, int, long)}), the cursor read and its
+ * late-commit rule ({@link #readRows}), the replay, and how its DDL is applied ({@link #createTables},
+ * {@link #reshardSql}).
  *
  * <p>For store implementations, not for applications. Subclasses are immutable and thread-safe.
  */
@@ -72,6 +73,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     private final SqlGauges gauges;
     private final SqlBatchWrites writes;
     private final SqlShards shardState;
+    private final SqlSchemaScripts schema;
     private final Duration statementTimeout;
     private final int maxKeyLength;
     private final MessageDecorators decorators;
@@ -80,7 +82,6 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     private final int shardCount;
     /** The shard this store object is the view of ({@link #shard}), or -1 for the whole outbox. */
     private final int shardIndex;
-    /** Whether {@link #checkShards()} found the table's shard count to be {@link #shardCount}; checked once. */
 
     /**
      * Takes the builder's settings for the whole outbox ({@code shardIndex} -1) or for the view of one of its shards
@@ -113,6 +114,8 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         this.gauges = new SqlGauges(tx, sql, dialect.columns(), names.outbox());
         this.writes = new SqlBatchWrites(tx, sql, dialect, names.outbox());
         this.shardState = new SqlShards(tx, sql, names.outbox(), shardCount);
+        this.schema = new SqlSchemaScripts(getClass(), table, dialect.schemaResource(), keySequence, shardState, log,
+                new SqlSchemaScripts.Ddl(this::fillIn, this::createTables, this::reshardSql));
     }
 
     // ------------------------------------------------------------------------------------------ shards
@@ -504,7 +507,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      * @return the DDL; statements separated by {@code ;}
      */
     public final String schemaSql() {
-        return render(dialect.schemaResource());
+        return schema.schemaSql();
     }
 
     /**
@@ -517,9 +520,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      * @throws UncheckedIOException  if it cannot be read
      */
     protected final String render(String resource) {
-        String template = SqlTable.resource(getClass(), resource);
-        return fillIn(template.replace("${outbox}", names.outbox()).replace("${parked}", names.parked())
-                .replace("${leader}", names.leader()).replace("${keySeq}", SqlKeySequence.table(names)));
+        return schema.render(resource);
     }
 
     /**
@@ -541,10 +542,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      * @throws StoreException if the DDL fails, for example for lack of privileges
      */
     public final void createSchema() {
-        createTables(keySequence ? schemaSql() + "\n" + keySequenceSchemaSql() : schemaSql());
-        checkShards();
-        log.info("Outbox schema ready: {} and {}{}", names.outbox(), names.parked(),
-                keySequence ? " and " + SqlKeySequence.table(names) : "");
+        schema.create();
     }
 
     /**
@@ -555,8 +553,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      * @return the DDL; statements separated by {@code ;}
      */
     public final String keySequenceSchemaSql() {
-        String schema = dialect.schemaResource();
-        return render(schema.substring(0, schema.lastIndexOf('/') + 1) + SqlKeySequence.RESOURCE);
+        return schema.keySequenceSchemaSql();
     }
 
     /** {@return whether the publisher numbers messages per (topic, key) ({@link Builder#keySequence})} */
@@ -585,10 +582,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      * @throws StoreException if the DDL fails
      */
     public final void reshard() {
-        createTables(reshardSql(shardState.tableShards()));
-        shardState.forget();
-        checkShards();
-        log.info("{} resharded to {} shard(s)", names.outbox(), shardCount);
+        schema.reshard();
     }
 
     /**

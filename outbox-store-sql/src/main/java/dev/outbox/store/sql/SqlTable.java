@@ -2,10 +2,6 @@ package dev.outbox.store.sql;
 
 import dev.outbox.spi.SqlTableNames;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -93,25 +89,5 @@ public record SqlTable(SqlTableNames names, int shard, int shards, Duration stat
             throw new IllegalArgumentException("not a validated name: " + text);
         }
         return "'" + text + "'";
-    }
-
-    /**
-     * A text resource of {@code owner}'s class path (a DDL template), read through its class loader as UTF-8.
-     *
-     * @param owner    the class whose class loader reads it: the store's own class
-     * @param resource the class-path resource
-     * @return its text
-     * @throws IllegalStateException if the resource is missing
-     * @throws UncheckedIOException  if it cannot be read
-     */
-    static String resource(Class<?> owner, String resource) {
-        try (InputStream in = owner.getClassLoader().getResourceAsStream(resource)) {
-            if (in == null) {
-                throw new IllegalStateException("resource " + resource + " is missing from the classpath");
-            }
-            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot read " + resource, e);
-        }
     }
 }
