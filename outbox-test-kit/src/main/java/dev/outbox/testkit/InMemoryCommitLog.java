@@ -4,20 +4,13 @@ import dev.outbox.OutboxMessage;
 import dev.outbox.spi.CommitStream;
 import dev.outbox.spi.StoreException;
 
-import java.io.ByteArrayInputStream;
-import java.io.ByteArrayOutputStream;
-import java.io.DataInputStream;
-import java.io.DataOutputStream;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.time.Clock;
-import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -61,16 +54,12 @@ public final class InMemoryCommitLog {
     private final List<Entry> log = new ArrayList<>();
     /** The last position taken. Guarded by lock. */
     private long position;
-    /** The slot's confirmed position. Guarded by lock. */
-    private long slotConfirmed;
-    /** The stream holding the slot, or null. Guarded by lock. */
-    private LogStream holder;
-    private long streams;
-    /** The stream harvest's ledger (message position → end position), as the database would keep it. */
-    private Map<Long, Long> ledger = Map.of();
-    /** Parked messages by parked id. Guarded by lock. */
-    private final TreeMap<Long, ParkedEntry> parked = new TreeMap<>();
-    private long parkedIds;
+    /** The replication slot and its streams. */
+    private final CommitLogSlot slot = new CommitLogSlot(lock, this);
+    /** The stream harvest's ledger, as the database would keep it. */
+    private final CommitLogLedger ledger = new CommitLogLedger();
+    /** The parked area. */
+    private final CommitLogParkedArea parked;
 
     /**
      * An empty log whose commit and parking times come from {@code clock}.
@@ -81,6 +70,7 @@ public final class InMemoryCommitLog {
      */
     public InMemoryCommitLog(Clock clock) {
         this.clock = Objects.requireNonNull(clock, "clock");
+        this.parked = new CommitLogParkedArea(lock, clock);
     }
 
     // ---- writing ------------------------------------------------------------------------------------------
@@ -203,8 +193,23 @@ public final class InMemoryCommitLog {
         for (int i = 0; i < messages.size(); i++) {
             long id = ids.get(i);
             log.add(new Entry(new CommitStream.StreamMessage(positions.get(i), end, now,
-                    encode(id, messages.get(i))), id));
+                    CommitLogCodec.encode(id, messages.get(i))), id));
         }
+    }
+
+    /** The number of messages in the log. Caller holds {@link #lock}. */
+    int size() {
+        return log.size();
+    }
+
+    /** The message at {@code index} of the log, in commit order. Caller holds {@link #lock}. */
+    CommitStream.StreamMessage message(int index) {
+        return log.get(index).message();
+    }
+
+    /** The last position taken. Caller holds {@link #lock}. */
+    long position() {
+        return position;
     }
 
     // ---- the slot -------------------------------------------------------------------------------------------
@@ -219,11 +224,8 @@ public final class InMemoryCommitLog {
      */
     public long appendLedger(Map<Long, Long> finished) {
         synchronized (lock) {
-            Map<Long, Long> kept = new TreeMap<>(ledger);
-            kept.putAll(finished);
-            kept.values().removeIf(end -> end <= slotConfirmed);
-            ledger = Map.copyOf(kept);
-            return slotConfirmed;
+            ledger.append(finished, slot.confirmed());
+            return slot.confirmed();
         }
     }
 
@@ -234,7 +236,7 @@ public final class InMemoryCommitLog {
      */
     public Map<Long, Long> loadLedger() {
         synchronized (lock) {
-            return ledger;
+            return ledger.load();
         }
     }
 
@@ -247,22 +249,7 @@ public final class InMemoryCommitLog {
      * @throws StoreException if another stream holds the slot and {@code takeOver} is false
      */
     public CommitStream open(String owner, boolean takeOver) {
-        synchronized (lock) {
-            if (holder != null) {
-                if (!takeOver) {
-                    throw new StoreException("replication slot is active for " + holder.owner + " (stream "
-                            + holder.number + ")", null, true);
-                }
-                holder.terminated = true; // pg_terminate_backend: its unsent confirmation dies with it
-                holder = null;
-            }
-            int from = 0;
-            while (from < log.size() && log.get(from).message().endPosition() <= slotConfirmed) {
-                from++;
-            }
-            holder = new LogStream(owner, ++streams, from);
-            return holder;
-        }
+        return slot.open(owner, takeOver);
     }
 
     /**
@@ -272,9 +259,7 @@ public final class InMemoryCommitLog {
      *         holds the slot
      */
     public String holder() {
-        synchronized (lock) {
-            return holder == null ? null : holder.owner;
-        }
+        return slot.holder();
     }
 
     /**
@@ -285,15 +270,7 @@ public final class InMemoryCommitLog {
      *                    connection lost just after a status update), {@code false} to lose it
      */
     public void terminateHolder(boolean statusFirst) {
-        synchronized (lock) {
-            if (holder != null) {
-                if (statusFirst) {
-                    holder.sendStatus();
-                }
-                holder.terminated = true;
-                holder = null;
-            }
-        }
+        slot.terminateHolder(statusFirst);
     }
 
     /**
@@ -303,7 +280,7 @@ public final class InMemoryCommitLog {
      */
     public long confirmedPosition() {
         synchronized (lock) {
-            return slotConfirmed;
+            return slot.confirmed();
         }
     }
 
@@ -316,7 +293,7 @@ public final class InMemoryCommitLog {
         synchronized (lock) {
             List<Long> ids = new ArrayList<>();
             for (Entry e : log) {
-                if (e.message().endPosition() > slotConfirmed) {
+                if (e.message().endPosition() > slot.confirmed()) {
                     ids.add(e.writerId());
                 }
             }
@@ -332,7 +309,7 @@ public final class InMemoryCommitLog {
     public int retainedCount() {
         synchronized (lock) {
             int n = 0;
-            for (int i = log.size() - 1; i >= 0 && log.get(i).message().endPosition() > slotConfirmed; i--) {
+            for (int i = log.size() - 1; i >= 0 && log.get(i).message().endPosition() > slot.confirmed(); i--) {
                 n++;
             }
             return n;
@@ -348,7 +325,7 @@ public final class InMemoryCommitLog {
         synchronized (lock) {
             long n = 0;
             for (Entry e : log) {
-                if (e.message().endPosition() > slotConfirmed) {
+                if (e.message().endPosition() > slot.confirmed()) {
                     n += e.message().payload().length;
                 }
             }
@@ -360,7 +337,7 @@ public final class InMemoryCommitLog {
     Instant oldestRetained() {
         synchronized (lock) {
             for (Entry e : log) {
-                if (e.message().endPosition() > slotConfirmed) {
+                if (e.message().endPosition() > slot.confirmed()) {
                     return e.message().commitTime();
                 }
             }
@@ -372,53 +349,28 @@ public final class InMemoryCommitLog {
 
     /** Parks one message; returns its parked id. */
     long park(byte[] payload, String topic, String key, int attempts, String reason) {
-        synchronized (lock) {
-            long id = ++parkedIds;
-            parked.put(id, new ParkedEntry(id, payload, topic, key, attempts, reason, clock.instant()));
-            return id;
-        }
+        return parked.park(payload, topic, key, attempts, reason);
     }
 
     List<ParkedEntry> parked(int limit) {
-        synchronized (lock) {
-            return parked.values().stream().limit(limit).toList();
-        }
+        return parked.parked(limit);
     }
 
     long parkedCount() {
-        synchronized (lock) {
-            return parked.size();
-        }
+        return parked.parkedCount();
     }
 
     /** Deletes the given parked messages for good; returns how many there were. */
-    int discard(java.util.Collection<Long> ids) {
-        synchronized (lock) {
-            int n = 0;
-            for (Long id : ids) {
-                if (id != null && parked.remove(id) != null) {
-                    n++;
-                }
-            }
-            return n;
-        }
+    int discard(Collection<Long> ids) {
+        return parked.discard(ids);
     }
 
     /** Removes the given parked messages and appends them to the log as one new committed transaction. */
-    int replay(java.util.Collection<Long> parkedIdsToReplay) {
+    int replay(Collection<Long> parkedIdsToReplay) {
         synchronized (lock) {
             List<OutboxMessage> messages = new ArrayList<>();
             List<Long> ids = new ArrayList<>();
-            for (Long id : new java.util.TreeSet<>(parkedIdsToReplay)) {
-                ParkedEntry p = parked.remove(id);
-                if (p != null) {
-                    Decoded d = decode(p.payload());
-                    messages.add(d.message().withHeader(dev.outbox.Header.of(dev.outbox.KeySequence.REPLAYED,
-                            dev.outbox.KeySequence.encode(id)))); // as the SQL stores' replay marks it
-
-                    ids.add(d.writerId());
-                }
-            }
+            parked.take(parkedIdsToReplay, messages, ids);
             List<Long> positions = new ArrayList<>();
             messages.forEach(m -> positions.add(++position));
             append(messages, ids, positions);
@@ -432,13 +384,7 @@ public final class InMemoryCommitLog {
      * @return a new list of writer ids, in the order the messages were parked
      */
     public List<Long> parkedWriterIds() {
-        synchronized (lock) {
-            List<Long> ids = new ArrayList<>();
-            for (ParkedEntry p : parked.values()) {
-                ids.add(decode(p.payload()).writerId());
-            }
-            return ids;
-        }
+        return parked.writerIds();
     }
 
     /**
@@ -452,9 +398,8 @@ public final class InMemoryCommitLog {
             for (Entry e : log) {
                 sb.append(e.writerId()).append('/').append(e.message().endPosition()).append(',');
             }
-            sb.append("|slot ").append(slotConfirmed).append(" held by ")
-                    .append(holder == null ? "-" : holder.owner + "@" + holder.next + "/" + holder.flushed)
-                    .append("|parked ").append(parked.keySet());
+            slot.describe(sb);
+            sb.append("|parked ").append(parked.ids());
             return sb.toString();
         }
     }
@@ -471,158 +416,14 @@ public final class InMemoryCommitLog {
     }
 
     /**
-     * The in-memory encoding of an emitted message: the writer id, the topic, the key (or none), the value (or none),
-     * then the headers (their count, then each name and value, or none).
-     */
-    static byte[] encode(long writerId, OutboxMessage m) {
-        try (ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-             DataOutputStream out = new DataOutputStream(bytes)) {
-            out.writeLong(writerId);
-            out.writeUTF(m.topic());
-            out.writeBoolean(m.key() != null);
-            if (m.key() != null) {
-                out.writeUTF(m.key());
-            }
-            writeBytes(out, m.value());
-            out.writeInt(m.headers().size());
-            for (dev.outbox.Header h : m.headers()) {
-                out.writeUTF(h.name());
-                writeBytes(out, h.value());
-            }
-            out.flush();
-            return bytes.toByteArray();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
-
-    /**
-     * Decodes {@link #encode}'s bytes.
+     * Decodes a payload of this log's streams: the in-memory encoding of an emitted message (the writer id, the
+     * topic, the key or none, the value or none, then the headers).
      *
      * @param payload a message's payload as the log's streams deliver it; not {@code null}
      * @return the writer id and the message
      * @throws java.io.UncheckedIOException if {@code payload} is truncated or not this encoding
      */
     public static Decoded decode(byte[] payload) {
-        try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(payload))) {
-            long id = in.readLong();
-            String topic = in.readUTF();
-            String key = in.readBoolean() ? in.readUTF() : null;
-            OutboxMessage.Builder message = OutboxMessage.builder(topic, key).value(readBytes(in));
-            for (int h = in.readInt(); h > 0; h--) {
-                message.header(in.readUTF(), readBytes(in));
-            }
-            return new Decoded(id, message.build());
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
-
-    private static void writeBytes(DataOutputStream out, byte[] bytes) throws IOException {
-        out.writeInt(bytes == null ? -1 : bytes.length);
-        if (bytes != null) {
-            out.write(bytes);
-        }
-    }
-
-    private static byte[] readBytes(DataInputStream in) throws IOException {
-        int n = in.readInt();
-        if (n < -1) {
-            throw new IOException("negative length " + n);
-        }
-        byte[] bytes = n < 0 ? null : in.readNBytes(n);
-        if (bytes != null && bytes.length < n) {
-            throw new IOException("truncated: " + bytes.length + " of " + n + " bytes");
-        }
-        return bytes;
-    }
-
-    // ---- the stream -----------------------------------------------------------------------------------------
-
-    /** A stream on the slot. Guarded by the log's lock. */
-    private final class LogStream implements CommitStream {
-        final String owner;
-        final long number;
-        /** The index of the next log entry to return. */
-        int next;
-        /** The confirmation kept for the next status update. */
-        long flushed;
-        boolean terminated;
-        boolean closed;
-
-        LogStream(String owner, long number, int next) {
-            this.owner = owner;
-            this.number = number;
-            this.next = next;
-        }
-
-        @Override
-        public List<StreamMessage> poll(int max, Duration wait) {
-            synchronized (lock) {
-                if (closed || terminated) {
-                    throw new StoreException("the replication stream " + number + " of " + owner + " was "
-                            + (closed ? "closed" : "terminated"), null, true);
-                }
-                sendStatus();
-                List<StreamMessage> out = new ArrayList<>();
-                while (next < log.size() && out.size() < max) {
-                    out.add(log.get(next++).message());
-                }
-                return out;
-            }
-        }
-
-        /** Caller holds lock. The status update: the slot takes the confirmation, if this stream still holds it. */
-        void sendStatus() {
-            if (holder == this && flushed > slotConfirmed) {
-                slotConfirmed = flushed;
-            }
-        }
-
-        @Override
-        public void confirm(long confirmPosition) {
-            synchronized (lock) {
-                if (confirmPosition > flushed) {
-                    flushed = confirmPosition;
-                }
-            }
-        }
-
-        /**
-         * Up to the message before the next one not returned (never at or past the end of a transaction not
-         * returned whole), or the log's end when every message was returned.
-         */
-        @Override
-        public long readPosition() {
-            synchronized (lock) {
-                if (next >= log.size()) {
-                    return position;
-                }
-                // The end of the last transaction returned whole: ends ascend in the log.
-                long nextEnd = log.get(next).message().endPosition();
-                for (int i = next - 1; i >= 0; i--) {
-                    long end = log.get(i).message().endPosition();
-                    if (end < nextEnd) {
-                        return end;
-                    }
-                }
-                return slotConfirmed;
-            }
-        }
-
-        /** An orderly close: the last status update, then the slot is free. */
-        @Override
-        public void close() {
-            synchronized (lock) {
-                if (closed) {
-                    return;
-                }
-                closed = true;
-                if (holder == this) {
-                    sendStatus();
-                    holder = null;
-                }
-            }
-        }
+        return CommitLogCodec.decode(payload);
     }
 }
