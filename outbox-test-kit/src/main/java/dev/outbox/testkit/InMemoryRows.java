@@ -1,6 +1,7 @@
 package dev.outbox.testkit;
 
 import dev.outbox.OutboxMessage;
+import dev.outbox.spi.DeliveryOptions;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.MarkedRow;
 import dev.outbox.spi.RowChecks;
@@ -182,6 +183,7 @@ final class InMemoryRows {
             }
             copy.add(m);
         }
+        DeliveryOptions.check(copy, false, false, "InMemoryStore (wrap it in InMemoryDeliveryOptions for them)");
         return copy;
     }
 

@@ -8,6 +8,7 @@ import dev.outbox.ParkedRecord;
 import dev.outbox.Publisher;
 import dev.outbox.spi.CommitLog;
 import dev.outbox.spi.CommitStream;
+import dev.outbox.spi.DeliveryOptions;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.MarkedRow;
 import dev.outbox.spi.Gauges;
@@ -305,6 +306,7 @@ public final class InMemoryStreamStore implements Store, CommitLog, ParkedRecord
     private final class LogPublisher implements Publisher {
         @Override
         public void publish(Connection connection, List<OutboxMessage> messages) {
+            DeliveryOptions.check(messages, false, false, "InMemoryStreamStore");
             log.commit(messages);
         }
     }
