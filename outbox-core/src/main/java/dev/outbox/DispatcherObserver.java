@@ -55,6 +55,16 @@ public interface DispatcherObserver {
     }
 
     /**
+     * A latest-only record ({@link OutboxMessage#isLatestOnly()}) was purged without a send, because a newer record
+     * of its topic and key was queued behind it (on the purge thread, once its row was purged).
+     *
+     * @param record  the record not sent
+     * @param newerId the id of the newer record of its topic and key that made it worthless
+     */
+    default void superseded(OutboxRecord record, long newerId) {
+    }
+
+    /**
      * A delivery failed (on the purge thread); the record will be retried, or parked if this was its last
      * attempt or the failure is permanent (then {@link #parked} follows).
      *

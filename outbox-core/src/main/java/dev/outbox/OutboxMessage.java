@@ -29,6 +29,12 @@ import java.util.Objects;
 public final class OutboxMessage {
     /** Longest topic name accepted (Kafka's own limit). */
     public static final int MAX_TOPIC_LENGTH = 249;
+    /**
+     * The header that makes a message <em>latest only</em> ({@link Builder#latestOnly()}): once a newer message of its
+     * topic and key is queued behind it, it is not sent. Any writer may set it (any value); it is sent on with the
+     * message.
+     */
+    public static final String LATEST_ONLY_HEADER = "outbox-latest-only";
     /** Longest idempotency key accepted, in characters. */
     public static final int MAX_IDEMPOTENCY_KEY_LENGTH = 200;
 
@@ -261,6 +267,20 @@ public final class OutboxMessage {
     }
 
     /**
+     * Whether the message is latest only: it carries the header {@value #LATEST_ONLY_HEADER}.
+     *
+     * @return true if a newer message of its topic and key makes it worthless
+     */
+    public boolean isLatestOnly() {
+        for (int i = 0; i < headers.size(); i++) {
+            if (headers.get(i).name().equals(LATEST_ONLY_HEADER)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
      * The name the writer gave this message so that the same message written again is not written twice; see
      * {@link Builder#idempotencyKey(String)}.
      *
@@ -441,6 +461,26 @@ public final class OutboxMessage {
             }
             this.deliverAfter = delay;
             this.deliverAt = null;
+            return this;
+        }
+
+        /**
+         * Makes the message <em>latest only</em>, for topics that carry a key's current state (an address, a price):
+         * if a newer message of the same topic and key is already queued behind it when its turn to be sent comes,
+         * the dispatcher does not send it but purges it as superseded — counted, told to the observers
+         * ({@link DispatcherObserver#superseded}) and, with the per-key sequence, announced to consumers as a
+         * deliberate skip. Adds the header {@value OutboxMessage#LATEST_ONLY_HEADER} (once), so writers in other
+         * languages set it the same way.
+         *
+         * @return this builder
+         */
+        public Builder latestOnly() {
+            for (Header h : headers) {
+                if (h.name().equals(LATEST_ONLY_HEADER)) {
+                    return this;
+                }
+            }
+            headers.add(Header.of(LATEST_ONLY_HEADER, "1"));
             return this;
         }
 

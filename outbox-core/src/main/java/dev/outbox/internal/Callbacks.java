@@ -127,6 +127,17 @@ final class Callbacks implements DispatcherObserver {
     }
 
     @Override
+    public void superseded(OutboxRecord record, long newerId) {
+        for (DispatcherObserver o : observers) {
+            try {
+                o.superseded(record, newerId);
+            } catch (RuntimeException | LinkageError | AssertionError e) {
+                failed("observer.superseded", o, e);
+            }
+        }
+    }
+
+    @Override
     public void parked(ParkedRecord record) {
         for (DispatcherObserver o : observers) {
             try {

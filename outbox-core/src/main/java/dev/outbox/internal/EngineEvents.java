@@ -44,6 +44,8 @@ final class EngineEvents {
     final AtomicLong acknowledged = new AtomicLong();
     final AtomicLong failed = new AtomicLong();
     final AtomicLong parked = new AtomicLong();
+    /** Latest-only records purged without a send: a newer record of their topic and key was queued. */
+    final AtomicLong superseded = new AtomicLong();
 
     EngineEvents(String name, DispatcherListener listener, Clock clock, boolean holdKeys) {
         this.name = name;
@@ -84,6 +86,7 @@ final class EngineEvents {
     /** The meter readings: the counters' movement since the last reading, every {@code metricsInterval}. */
     final class Meter {
         private final long[] last = new long[4];
+        private long lastSuperseded;
         private Instant lastAt = clock.instant();
 
         /** Emits a reading if {@code interval} passed since the last one, or {@code always}. */
@@ -96,6 +99,13 @@ final class EngineEvents {
             MeterReading reading = new MeterReading(now, Duration.between(lastAt, now), counts[0] - last[0],
                     counts[1] - last[1], counts[2] - last[2], counts[3] - last[3], inFlight.getAsInt(), counts[1]);
             System.arraycopy(counts, 0, last, 0, 4);
+            long superseded = EngineEvents.this.superseded.get();
+            if (superseded != lastSuperseded) {
+                log.info("{}: {} latest-only record(s) superseded in the last {}: purged without a send, a newer"
+                        + " record of their topic and key behind them ({} since the start)", name,
+                        superseded - lastSuperseded, reading.window(), superseded);
+                lastSuperseded = superseded;
+            }
             lastAt = now;
             listener("meterRead", l -> l.meterRead(reading));
         }

@@ -9,11 +9,31 @@ public final class Flight {
     /** Its key's state, whose flight it is until it settles (a key in flight stays in the schedule's map). */
     final KeySchedule.KeyState state;
     private boolean reportedStuck;
+    /** The id of a newer record of its topic and key queued behind this latest-only one; 0 if none. */
+    private final long supersededBy;
 
     Flight(OutboxRecord record, long sentAtNanos, KeySchedule.KeyState state) {
+        this(record, sentAtNanos, state, 0);
+    }
+
+    Flight(OutboxRecord record, long sentAtNanos, KeySchedule.KeyState state, long supersededBy) {
         this.record = record;
         this.sentAtNanos = sentAtNanos;
         this.state = state;
+        this.supersededBy = supersededBy;
+    }
+
+    /**
+     * Whether this latest-only record is not to be sent: a newer record of its topic and key was queued behind it
+     * when it was taken. It settles as acknowledged (its row is purged) without a send.
+     */
+    public boolean superseded() {
+        return supersededBy != 0;
+    }
+
+    /** The id of the newer record that superseded it; 0 if it is not {@link #superseded()}. */
+    public long supersededBy() {
+        return supersededBy;
     }
 
     /** The record in flight. */

@@ -76,6 +76,10 @@ final class Sender {
                     break;
                 }
                 Flight f = batch.get(i);
+                if (f.superseded()) { // latest only, and a newer record of its topic and key is queued: not sent
+                    settle.add(new Completion(f, null, runtime.nanoTime()));
+                    continue;
+                }
                 OutboxRecord record = state.skipped.carry(f.record());
                 CompletionStage<Void> stage;
                 try {

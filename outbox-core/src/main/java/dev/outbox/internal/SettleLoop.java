@@ -195,7 +195,9 @@ final class SettleLoop implements Runnable {
                 log.info("{}: the store accepts {} again; the records it held were released", name, operation);
             }
         }
-        events.acknowledged.addAndGet(b.purged);
+        int superseded = superseded(settled);
+        events.acknowledged.addAndGet(b.purged - superseded);
+        events.superseded.addAndGet(superseded);
         events.failed.addAndGet(b.failures);
         if (events.callbacks.observed()) {
             observeCompletions(settled, now, nowNanos);
@@ -345,7 +347,11 @@ final class SettleLoop implements Runnable {
                 }
                 if (v == null) {
                     schedule.acknowledged(c.flight());
-                    state.skipped.acknowledged(c.flight().record());
+                    if (c.flight().superseded()) {
+                        state.skipped.parked(c.flight().record()); // a deliberate skip, as a MOVE_ON park is
+                    } else {
+                        state.skipped.acknowledged(c.flight().record());
+                    }
                 } else if (v.outage()) {
                     schedule.heldByOutage(c.flight(), v.nextAttemptAt());
                 } else if (v.park()) {
@@ -369,11 +375,27 @@ final class SettleLoop implements Runnable {
         return settled;
     }
 
+    /** The superseded records among those settled (purged without a send), logged at DEBUG. */
+    private int superseded(List<Completion> settled) {
+        int n = 0;
+        for (Completion c : settled) {
+            if (c.error() == null && c.flight().superseded()) {
+                n++;
+                log.debug("{}: record {} (topic {}, key {}) not sent: latest only, superseded by record {}", name,
+                        c.flight().record().id(), c.flight().record().topic(), Excerpt.of(c.flight().record().key()),
+                        c.flight().supersededBy());
+            }
+        }
+        return n;
+    }
+
     /** Hooks: acknowledged and failed deliveries, once their rows were purged, retried or parked. */
     private void observeCompletions(List<Completion> batch, Instant now, long nowNanos) {
         for (Completion c : batch) {
             OutboxRecord r = c.flight().record();
-            if (c.error() == null) {
+            if (c.error() == null && c.flight().superseded()) {
+                events.callbacks.superseded(r, c.flight().supersededBy());
+            } else if (c.error() == null) {
                 Duration sendToAck = Duration.ofNanos(Math.max(0, c.at() - c.flight().sentAtNanos()));
                 Instant acked = now.minusNanos(Math.max(0, nowNanos - c.at()));
                 Instant created = r.createdAt();

@@ -50,6 +50,8 @@ import java.util.function.ToDoubleFunction;
  *       <td>failed deliveries (each retried, or parked)</td></tr>
  *   <tr><td>outbox.records.parked [outbox_records_parked_total]</td><td>counter</td><td>outbox, topic</td>
  *       <td>records parked by this dispatcher</td></tr>
+ *   <tr><td>outbox.records.superseded [outbox_records_superseded_total]</td><td>counter</td><td>outbox, topic</td>
+ *       <td>latest-only records not sent: a newer record of their topic and key was queued behind them</td></tr>
  *   <tr><td>outbox.records.in.flight [outbox_records_in_flight]</td><td>gauge</td><td>outbox</td>
  *       <td>records sent and not yet completed</td></tr>
  *   <tr><td>outbox.records.held [outbox_records_held]</td><td>gauge</td><td>outbox</td><td>records held because
@@ -112,6 +114,8 @@ public final class OutboxMetrics implements MeterBinder, AutoCloseable {
     public static final String RECORDS_FAILED = "outbox.records.failed";
     /** Counter, tags outbox and topic: records this dispatcher parked. */
     public static final String RECORDS_PARKED = "outbox.records.parked";
+    /** Counter, tags outbox and topic: latest-only records purged without a send, a newer one of their key queued. */
+    public static final String RECORDS_SUPERSEDED = "outbox.records.superseded";
     /** Gauge: records sent to the broker and not yet completed ({@link Dispatcher#inFlightRecords()}). */
     public static final String RECORDS_IN_FLIGHT = "outbox.records.in.flight";
     /**
@@ -159,7 +163,7 @@ public final class OutboxMetrics implements MeterBinder, AutoCloseable {
 
     /** Every meter name this binder registers for any outbox; see {@link #SHARD_METER_NAMES} for a sharded one. */
     public static final Set<String> METER_NAMES = Set.of(RECORDS_SENT, RECORDS_ACKNOWLEDGED, RECORDS_FAILED,
-            RECORDS_PARKED, RECORDS_IN_FLIGHT, RECORDS_HELD, KEYS_HELD, BACKLOG, PARKED, LEADER, LAG, ACK_LATENCY,
+            RECORDS_PARKED, RECORDS_SUPERSEDED, RECORDS_IN_FLIGHT, RECORDS_HELD, KEYS_HELD, BACKLOG, PARKED, LEADER, LAG, ACK_LATENCY,
             SEND_DURATION, MARK_DURATION, PURGE_DURATION, MARK_SIZE, PURGE_SIZE, CALLBACK_ERRORS, RETAINED, READ_AGE);
 
     /** The meter names this binder registers in addition for a sharded outbox, once per shard. */
@@ -381,6 +385,11 @@ public final class OutboxMetrics implements MeterBinder, AutoCloseable {
         public void parked(ParkedRecord record) {
             topic(record.topic() == null ? OTHER_TOPIC : record.topic()).parked.increment();
         }
+
+        @Override
+        public void superseded(OutboxRecord record, long newerId) {
+            topic(record.topic()).superseded.increment();
+        }
     }
 
     /** The record counters of one topic. */
@@ -389,6 +398,7 @@ public final class OutboxMetrics implements MeterBinder, AutoCloseable {
         final Counter acknowledged;
         final Counter failed;
         final Counter parked;
+        final Counter superseded;
 
         TopicCounters(MeterRegistry registry, Tags tags) {
             sent = Counter.builder(RECORDS_SENT).tags(tags)
@@ -399,6 +409,9 @@ public final class OutboxMetrics implements MeterBinder, AutoCloseable {
                     .description("Failed deliveries, each retried or parked").register(registry);
             parked = Counter.builder(RECORDS_PARKED).tags(tags)
                     .description("Records parked by this dispatcher").register(registry);
+            superseded = Counter.builder(RECORDS_SUPERSEDED).tags(tags)
+                    .description("Latest-only records not sent: a newer one of their topic and key was queued")
+                    .register(registry);
         }
     }
 }
