@@ -9,7 +9,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
- * Exactly-once publishing under the deterministic simulation ({@link Simulation.Builder#exactlyOnce()}): the engine
+ * Exactly-once publishing under the deterministic simulation ({@link SimulationBuilder#exactlyOnce()}): the engine
  * sends through a simulated transactional broker with a progress record ({@link SimTransactionalBroker}), and a
  * record committed twice breaks G4 as a lost one breaks G1 and one out of order G2. Random seeds over every fault, an
  * exhaustive exploration of a small configuration, and the two planted progress bugs ({@link ProgressBug}) it must
@@ -126,13 +126,13 @@ class SimulationExactlyOnceTest {
      * read before the fence (the producer created after it reads, then fences, which completes the commit it did not
      * see: G4).
      */
-    static Simulation.Builder configurationFor(ProgressBug bug) {
+    static SimulationBuilder configurationFor(ProgressBug bug) {
         return withoutThe(bug).plant(bug);
     }
 
     /** {@link #configurationFor} without the bug planted. */
-    static Simulation.Builder withoutThe(ProgressBug bug) {
-        Simulation.Builder b = Simulation.builder().keys(1, 1).dispatchers(2).leaderChanges(1).exactlyOnce();
+    static SimulationBuilder withoutThe(ProgressBug bug) {
+        SimulationBuilder b = Simulation.builder().keys(1, 1).dispatchers(2).leaderChanges(1).exactlyOnce();
         return bug == ProgressBug.PROGRESS_OUTSIDE_TRANSACTION ? b.sendFailures(1) : b.lostAcks(1);
     }
 

@@ -17,7 +17,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The engine under the deterministic simulation with leader election in the database
- * ({@link Simulation.Builder#databaseElection()}): a lease table under the simulated clock in place of the Kafka-like
+ * ({@link SimulationBuilder#databaseElection()}): a lease table under the simulated clock in place of the Kafka-like
  * group, its holder closed (a clean hand-over), cut off from the database or paused past its lease (a take-over once
  * the lease lapsed), and the planted bug of a lease renewed after it lapsed, which the simulation must find. Longer
  * explorations: {@code -Doutbox.sim.seeds=10000 -Doutbox.sim.deviations=2}.
@@ -27,7 +27,7 @@ class SimulationLeaseTest {
     private static final int DEVIATIONS = Integer.getInteger("outbox.sim.deviations", 1);
 
     /** 2 keys x 3 records, two dispatchers electing their leader in the database, every kind of fault once. */
-    static Simulation.Builder everyFault(DispatcherConfig.Harvest harvest) {
+    static SimulationBuilder everyFault(DispatcherConfig.Harvest harvest) {
         return SimulationTest.everyFault(harvest).databaseElection();
     }
 
@@ -86,7 +86,7 @@ class SimulationLeaseTest {
      * paused past its lease woke up), one fault of the lease holder: the configuration that finds the planted bug
      * below.
      */
-    static Simulation.Builder lateCommitAfterALapse() {
+    static SimulationBuilder lateCommitAfterALapse() {
         return Simulation.builder().keys(2, 1).dispatchers(2).leaderChanges(1)
                 .lateCommits(1, Duration.ofSeconds(4)).databaseElection();
     }

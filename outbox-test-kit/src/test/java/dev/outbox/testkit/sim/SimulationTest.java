@@ -23,7 +23,7 @@ class SimulationTest {
     private static final int DEVIATIONS = Integer.getInteger("outbox.sim.deviations", 1);
 
     /** 2 keys x 3 records, two dispatchers, every kind of fault once, a poison record. */
-    static Simulation.Builder everyFault(DispatcherConfig.Harvest harvest) {
+    static SimulationBuilder everyFault(DispatcherConfig.Harvest harvest) {
         return Simulation.builder().harvest(harvest).keys(2, 3).dispatchers(2).sendFailures(1).lostAcks(1)
                 .storeErrors(1).leaderChanges(1).rollbacks(1).poison(true);
     }
@@ -49,7 +49,7 @@ class SimulationTest {
      * fault once: a send failure, a lost acknowledgement, a store error (a lost stream, after its last status update,
      * or a failed, lost or refused ledger append or park), a change of leader, a rollback, a poison record.
      */
-    static Simulation.Builder everyFaultOfTheStreamHarvest() {
+    static SimulationBuilder everyFaultOfTheStreamHarvest() {
         return Simulation.builder().streamHarvest().keys(2, 3).dispatchers(2).sendFailures(1).lostAcks(1)
                 .storeErrors(1).leaderChanges(1).rollbacks(1).poison(true);
     }
@@ -89,7 +89,7 @@ class SimulationTest {
 
     @ParameterizedTest
     @MethodSource("streamExhaustiveRuns")
-    void exhaustiveSmallConfigurationWithTheStreamHarvest(int deviations, Simulation.Config config) {
+    void exhaustiveSmallConfigurationWithTheStreamHarvest(int deviations, SimulationConfig config) {
         Simulation sim = new Simulation(config);
         long start = System.nanoTime();
         Explorer.ExhaustiveResult r = new Explorer(sim).exhaustive(deviations, 200_000);
@@ -169,8 +169,8 @@ class SimulationTest {
     }
 
     /** A named configuration for each planted bug, and how it is found. */
-    static Simulation.Builder configurationFor(PlantedBug bug) {
-        Simulation.Builder b = switch (bug) {
+    static SimulationBuilder configurationFor(PlantedBug bug) {
+        SimulationBuilder b = switch (bug) {
             case PURGE_BEFORE_ACK, RETRY_OVERTAKES_HEAD -> Simulation.builder().keys(1, 2).dispatchers(1)
                     .sendFailures(1);
             case NO_FLUSH_ON_HANDOVER -> Simulation.builder().keys(1, 2).dispatchers(2).leaderChanges(1);
@@ -276,7 +276,7 @@ class SimulationTest {
      * on the loaded 2-core machine); a poll interval of 200 ms (5 heartbeats per lease) cut the choices by about a
      * quarter.
      */
-    static Simulation.Builder sharded(DispatcherConfig.Harvest harvest, boolean fencing) {
+    static SimulationBuilder sharded(DispatcherConfig.Harvest harvest, boolean fencing) {
         return Simulation.builder().harvest(harvest).shards(4).keys(6, 2).dispatchers(2).joins(1).rebalances(3)
                 .sendFailures(1).lostAcks(1).storeErrors(1).rollbacks(1).poison(true).storageFencing(fencing)
                 .engine(e -> e.pollInterval(Duration.ofMillis(200)));
@@ -286,7 +286,7 @@ class SimulationTest {
      * The long exploration's wider sharded outbox: 6 shards over 3 dispatchers and a fourth that may join, 8 keys x 2
      * records, 5 leadership faults.
      */
-    static Simulation.Builder shardedWide(DispatcherConfig.Harvest harvest, boolean fencing) {
+    static SimulationBuilder shardedWide(DispatcherConfig.Harvest harvest, boolean fencing) {
         return sharded(harvest, fencing).shards(6).dispatchers(3).keys(8, 2).rebalances(5);
     }
 
