@@ -29,7 +29,7 @@ class SimulationExactlyOnceTest {
     void randomSeedsPublishEveryRecordExactlyOnce() {
         Simulation sim = new Simulation(SimulationTest.everyFault(DispatcherConfig.Harvest.CURSOR).exactlyOnce()
                 .storageFencing(true).build());
-        randomRuns(sim, 0, SEEDS);
+        SimRuns.randomRuns(sim, 0, SEEDS);
     }
 
     /**
@@ -66,7 +66,7 @@ class SimulationExactlyOnceTest {
     void randomSeedsPublishEveryRecordExactlyOnceWithLeasesInTheDatabase() {
         Simulation sim = new Simulation(SimulationTest.everyFault(DispatcherConfig.Harvest.CURSOR).exactlyOnce()
                 .databaseElection().storageFencing(true).build());
-        randomRuns(sim, 100_000, SEEDS / 4);
+        SimRuns.randomRuns(sim, 100_000, SEEDS / 4);
     }
 
     /**
@@ -83,19 +83,7 @@ class SimulationExactlyOnceTest {
     void withStorageFencingALeaderThatStoodDownDoesNotSendAgainWhatItsOwnProducerCommitted() {
         Simulation sim = new Simulation(SimulationTest.everyFault(DispatcherConfig.Harvest.CURSOR).exactlyOnce()
                 .storageFencing(true).build());
-        randomRuns(sim, 700, 300);
-    }
-
-    private static void randomRuns(Simulation sim, long firstSeed, int seeds) {
-        long start = System.nanoTime();
-        Explorer.RandomResult r = new Explorer(sim).random(firstSeed, seeds);
-        System.out.printf("simulation, random: %s: seeds %d to %d, %d choices, %d ms%n", sim.config(), firstSeed,
-                firstSeed + r.runs() - 1, r.choices(), (System.nanoTime() - start) / 1_000_000);
-        if (r.failed()) {
-            Simulation.Outcome small = new Explorer(sim).shrink(r.failure(), 500);
-            throw new AssertionError("seed " + r.failingSeed() + " failed (" + sim.config() + "); shrunk to:\n"
-                    + small.report() + "\nreplay its choices with Chooser.script(" + small.choices() + ")");
-        }
+        SimRuns.randomRuns(sim, 700, 300);
     }
 
     /**
@@ -107,16 +95,7 @@ class SimulationExactlyOnceTest {
         Simulation sim = new Simulation(Simulation.builder().keys(2, DEVIATIONS > 1 ? 2 : 1).dispatchers(2)
                 .lateCommits(DEVIATIONS > 1 ? 1 : 0).sendFailures(1)
                 .lostAcks(1).leaderChanges(1).exactlyOnce().build());
-        long start = System.nanoTime();
-        Explorer.ExhaustiveResult r = new Explorer(sim).exhaustive(DEVIATIONS, 200_000);
-        System.out.printf("simulation, exhaustive within %d deviation(s): %s: %s, %d ms%n", DEVIATIONS, sim.config(),
-                r, (System.nanoTime() - start) / 1_000_000);
-        if (r.failed()) {
-            throw new AssertionError("a schedule failed (" + sim.config() + "):\n"
-                    + new Explorer(sim).shrink(r.failure(), 500).report());
-        }
-        assertThat(r.complete()).as("explored every schedule within the bound").isTrue();
-        assertThat(r.schedules()).isGreaterThan(100);
+        SimRuns.exhaustive(sim, DEVIATIONS);
     }
 
     /**

@@ -32,15 +32,7 @@ class SimulationTest {
     @EnumSource(DispatcherConfig.Harvest.class)
     void randomSeedsKeepEveryGuarantee(DispatcherConfig.Harvest harvest) {
         Simulation sim = new Simulation(everyFault(harvest).build());
-        long start = System.nanoTime();
-        Explorer.RandomResult r = new Explorer(sim).random(0, SEEDS);
-        System.out.printf("simulation, random: %s: %d seeds, %d choices, %d ms%n", sim.config(), r.runs(),
-                r.choices(), (System.nanoTime() - start) / 1_000_000);
-        if (r.failed()) {
-            Simulation.Outcome small = new Explorer(sim).shrink(r.failure(), 500);
-            throw new AssertionError("seed " + r.failingSeed() + " failed (" + sim.config() + "); shrunk to:\n"
-                    + small.report() + "\nreplay its choices with Chooser.script(" + small.choices() + ")");
-        }
+        SimRuns.randomRuns(sim, 0, SEEDS);
     }
 
     /**
@@ -57,15 +49,7 @@ class SimulationTest {
     @Test
     void randomSeedsKeepEveryGuaranteeWithTheStreamHarvest() {
         Simulation sim = new Simulation(everyFaultOfTheStreamHarvest().build());
-        long start = System.nanoTime();
-        Explorer.RandomResult r = new Explorer(sim).random(0, SEEDS);
-        System.out.printf("simulation, random: %s: %d seeds, %d choices, %d ms%n", sim.config(), r.runs(),
-                r.choices(), (System.nanoTime() - start) / 1_000_000);
-        if (r.failed()) {
-            Simulation.Outcome small = new Explorer(sim).shrink(r.failure(), 500);
-            throw new AssertionError("seed " + r.failingSeed() + " failed (" + sim.config() + "); shrunk to:\n"
-                    + small.report() + "\nreplay its choices with Chooser.script(" + small.choices() + ")");
-        }
+        SimRuns.randomRuns(sim, 0, SEEDS);
     }
 
     /**
@@ -91,16 +75,7 @@ class SimulationTest {
     @MethodSource("streamExhaustiveRuns")
     void exhaustiveSmallConfigurationWithTheStreamHarvest(int deviations, SimulationConfig config) {
         Simulation sim = new Simulation(config);
-        long start = System.nanoTime();
-        Explorer.ExhaustiveResult r = new Explorer(sim).exhaustive(deviations, 200_000);
-        System.out.printf("simulation, exhaustive within %d deviation(s): %s: %s, %d ms%n", deviations, sim.config(),
-                r, (System.nanoTime() - start) / 1_000_000);
-        if (r.failed()) {
-            throw new AssertionError("a schedule failed (" + sim.config() + "):\n"
-                    + new Explorer(sim).shrink(r.failure(), 500).report());
-        }
-        assertThat(r.complete()).as("explored every schedule within the bound").isTrue();
-        assertThat(r.schedules()).isGreaterThan(100);
+        SimRuns.exhaustive(sim, deviations);
     }
 
     /**
@@ -135,13 +110,7 @@ class SimulationTest {
     void aLeaderChangeNoLongerRerunsRecordsFinishedAboveTheConfirmedPosition() {
         Simulation sim = new Simulation(Simulation.builder().streamHarvest().keys(2, 2).dispatchers(2)
                 .storeErrors(1, StoreFaults.Operation.READ).lostConfirmations(true).leaderChanges(1).build());
-        Explorer.RandomResult r = new Explorer(sim).random(0, SEEDS);
-        System.out.printf("simulation, random: %s: %d seeds, %d choices%n", sim.config(), r.runs(), r.choices());
-        if (r.failed()) {
-            Simulation.Outcome small = new Explorer(sim).shrink(r.failure(), 500);
-            throw new AssertionError("seed " + r.failingSeed() + " failed (" + sim.config() + "); shrunk to:\n"
-                    + small.report() + "\nreplay its choices with Chooser.script(" + small.choices() + ")");
-        }
+        SimRuns.randomRuns(sim, 0, SEEDS);
     }
 
     /** The default harvest in every build; the mark harvest too in the long exploration. */
@@ -156,16 +125,7 @@ class SimulationTest {
         // leader change.
         Simulation sim = new Simulation(Simulation.builder().harvest(harvest).keys(2, 3).dispatchers(2)
                 .lateCommits(1).sendFailures(1).leaderChanges(1).build());
-        long start = System.nanoTime();
-        Explorer.ExhaustiveResult r = new Explorer(sim).exhaustive(DEVIATIONS, 200_000);
-        System.out.printf("simulation, exhaustive within %d deviation(s): %s: %s, %d ms%n", DEVIATIONS, sim.config(),
-                r, (System.nanoTime() - start) / 1_000_000);
-        if (r.failed()) {
-            throw new AssertionError("a schedule failed (" + sim.config() + "):\n"
-                    + new Explorer(sim).shrink(r.failure(), 500).report());
-        }
-        assertThat(r.complete()).as("explored every schedule within the bound").isTrue();
-        assertThat(r.schedules()).isGreaterThan(100);
+        SimRuns.exhaustive(sim, DEVIATIONS);
     }
 
     /** A named configuration for each planted bug, and how it is found. */
@@ -221,13 +181,7 @@ class SimulationTest {
     @EnumSource(DispatcherConfig.Harvest.class)
     void randomSeedsKeepEveryGuaranteeWithStorageFencing(DispatcherConfig.Harvest harvest) {
         Simulation sim = new Simulation(everyFault(harvest).storageFencing(true).build());
-        Explorer.RandomResult r = new Explorer(sim).random(0, SEEDS / 2);
-        System.out.printf("simulation, random: %s: %d seeds, %d choices%n", sim.config(), r.runs(), r.choices());
-        if (r.failed()) {
-            Simulation.Outcome small = new Explorer(sim).shrink(r.failure(), 500);
-            throw new AssertionError("seed " + r.failingSeed() + " failed (" + sim.config() + "); shrunk to:\n"
-                    + small.report() + "\nreplay its choices with Chooser.script(" + small.choices() + ")");
-        }
+        SimRuns.randomRuns(sim, 0, SEEDS / 2);
     }
 
     /**
@@ -314,15 +268,7 @@ class SimulationTest {
     void randomSeedsKeepEveryGuaranteePerKeyWithShardLeadershipMoving(DispatcherConfig.Harvest harvest,
                                                                      boolean fencing, boolean wide, long firstSeed) {
         Simulation sim = new Simulation((wide ? shardedWide(harvest, fencing) : sharded(harvest, fencing)).build());
-        long start = System.nanoTime();
-        Explorer.RandomResult r = new Explorer(sim).random(firstSeed, SHARDED_SEEDS);
-        System.out.printf("simulation, random, sharded: %s: seeds %d to %d, %d choices, %d ms%n", sim.config(),
-                firstSeed, firstSeed + r.runs() - 1, r.choices(), (System.nanoTime() - start) / 1_000_000);
-        if (r.failed()) {
-            Simulation.Outcome small = new Explorer(sim).shrink(r.failure(), 100);
-            throw new AssertionError("seed " + r.failingSeed() + " failed (" + sim.config() + "); shrunk to:\n"
-                    + small.report() + "\nreplay its choices with Chooser.script(" + small.choices() + ")");
-        }
+        SimRuns.randomRuns("random, sharded", sim, firstSeed, SHARDED_SEEDS, 100);
     }
 
     /**
