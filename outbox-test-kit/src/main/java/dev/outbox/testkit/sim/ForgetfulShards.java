@@ -8,7 +8,7 @@ final class ForgetfulShards {
     }
 
     /**
-     * The planted bug {@link Simulation.Builder#plantForgottenShardFilter()}: {@code store} as a sharded store whose
+     * The planted bug {@link SimulationBuilder#plantForgottenShardFilter()}: {@code store} as a sharded store whose
      * shard views forgot their shard, each one the whole store (every shard's rows, the outbox's one epoch).
      */
     static Store of(Store store) {

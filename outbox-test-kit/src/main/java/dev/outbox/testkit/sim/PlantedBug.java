@@ -13,7 +13,7 @@ import java.util.Set;
 import java.util.function.Supplier;
 
 /**
- * Bugs the simulation plants in the engine to prove that it finds them ({@link Simulation.Builder#plant}). Each
+ * Bugs the simulation plants in the engine to prove that it finds them ({@link SimulationBuilder#plant}). Each
  * breaks one rule of the engine's {@link ProtocolOrder}, the one seam through which the simulation's runtime
  * changes the engine: the engine has no branch of its own for any of them. Test tooling, not API.
  */

@@ -1,8 +1,8 @@
 package dev.outbox.testkit.sim;
 
 /**
- * Bugs the simulation plants in its transactional broker's progress record ({@link Simulation.Builder#exactlyOnce()},
- * {@link Simulation.Builder#plant(ProgressBug)}), to prove that it finds them: each breaks one rule of exactly-once
+ * Bugs the simulation plants in its transactional broker's progress record ({@link SimulationBuilder#exactlyOnce()},
+ * {@link SimulationBuilder#plant(ProgressBug)}), to prove that it finds them: each breaks one rule of exactly-once
  * publishing as {@code outbox-broker-kafka}'s {@code KafkaTransactions} keeps it. They live in the simulated broker
  * ({@link SimProducer}), not in the engine, whose {@link PlantedBug}s are another matter. Test tooling, not API.
  */

@@ -21,7 +21,7 @@ import java.util.function.IntConsumer;
 import static dev.outbox.testkit.sim.Simulation.ms;
 
 /**
- * A run's leader election in the database ({@link Simulation.Builder#databaseElection()}): one
+ * A run's leader election in the database ({@link SimulationBuilder#databaseElection()}): one
  * {@link SimLeaseTable} and a {@link SimLeaseTransport} (or {@link SimShardedLeaseTransport}) per dispatcher, and the
  * faults the environment injects into it — a lease holder's clean close, a member cut off from the database (its
  * lease statements fail) until its leases lapsed and another's next try passed, a member's whole process paused past

@@ -14,7 +14,6 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
 
 /**
@@ -31,14 +30,15 @@ import java.util.concurrent.locks.Lock;
 final class SimScheduler implements EngineRuntime {
     /** Virtual time zero, as a wall-clock instant. */
     public static final Instant EPOCH = Instant.parse("2026-01-01T00:00:00Z");
-    private static final long NONE = Long.MAX_VALUE;
+    /** No deadline. */
+    static final long NONE = Long.MAX_VALUE;
 
     private final Chooser chooser;
     private final Random random;
     /** The engine's protocol order, with the planted bugs in it. */
     private final ProtocolOrder order;
-    private final long maxChoices;
-    private final long timeLimitNanos;
+    /** The workers' pauses and the run's cut-offs. */
+    private final SimStops stops;
     private final List<Task> tasks = new ArrayList<>();
     private final Semaphore finished = new Semaphore(0);
     private final Clock clock = new SimClock();
@@ -64,8 +64,7 @@ final class SimScheduler implements EngineRuntime {
         this.chooser = chooser;
         this.random = new Random(seed);
         this.order = PlantedBug.order(bugs);
-        this.maxChoices = maxChoices;
-        this.timeLimitNanos = timeLimitNanos;
+        this.stops = new SimStops(maxChoices, timeLimitNanos);
     }
 
     // ------------------------------------------------------------------------------------------ running
@@ -145,8 +144,8 @@ final class SimScheduler implements EngineRuntime {
                     sb.append('+').append(left > TimeUnit.SECONDS.toNanos(60) ? "long" : String.valueOf(left));
                 }
             }
-            if (t.pausedUntil > now) {
-                sb.append(" paused+").append(t.pausedUntil - now);
+            if (stops.pausedUntil(t) > now) {
+                sb.append(" paused+").append(stops.pausedUntil(t) - now);
             }
             sb.append(';');
         }
@@ -165,8 +164,9 @@ final class SimScheduler implements EngineRuntime {
     }
 
     private int chooseCounted(int n, String label) {
-        if (++choices > maxChoices) {
-            endRun("more than " + maxChoices + " choices");
+        String cutOff = stops.choiceCutOff(++choices);
+        if (cutOff != null) {
+            endRun(cutOff);
         }
         for (java.util.function.Consumer<String> hook : beforeChoice) {
             hook.accept(label);
@@ -194,14 +194,14 @@ final class SimScheduler implements EngineRuntime {
     public void pause(String prefix, long until) {
         for (Task t : tasks) {
             if (t.name.startsWith(prefix)) {
-                t.pausedUntil = Math.max(t.pausedUntil, until);
+                stops.pause(t, until);
             }
         }
     }
 
     /** Whether a worker whose name starts with {@code prefix} is paused ({@link #pause}) now: its process is. */
     public boolean paused(String prefix) {
-        return tasks.stream().anyMatch(t -> t.name.startsWith(prefix) && t.pausedUntil > now);
+        return tasks.stream().anyMatch(t -> t.name.startsWith(prefix) && stops.pausedUntil(t) > now);
     }
 
     /** Blocks the running worker until virtual time {@code until} (or an interrupt). */
@@ -265,10 +265,15 @@ final class SimScheduler implements EngineRuntime {
 
     @Override
     public Lock newLock() {
-        return new SimLock();
+        return new SimLock(this);
     }
 
     // ------------------------------------------------------------------------------------------ scheduling
+
+    /** Whether the run is over and its workers are being unwound. */
+    boolean killing() {
+        return killing;
+    }
 
     private Task newTask(String name, Runnable body, boolean daemon) {
         Task t = new Task(name, body, daemon);
@@ -276,7 +281,8 @@ final class SimScheduler implements EngineRuntime {
         return t;
     }
 
-    private Task self() {
+    /** The running worker, or null for a thread outside the run. */
+    Task self() {
         Task c = current;
         if (c != null && c.thread == Thread.currentThread()) {
             return c;
@@ -290,13 +296,15 @@ final class SimScheduler implements EngineRuntime {
     }
 
     /** The running worker {@code me} stays runnable or has just blocked; hands the baton to the next one. */
-    private void reschedule(Task me) {
+    void reschedule(Task me) {
         if (killing) {
             throw new Killed();
         }
         if (trackLocations) {
             me.where = WALKER.walk(frames -> frames
                     .filter(f -> !f.getClassName().startsWith("dev.outbox.testkit.sim.SimScheduler")
+                            && !f.getClassName().equals(SimLock.class.getName())
+                            && !f.getClassName().equals(SimCondition.class.getName())
                             && !f.getClassName().startsWith("java."))
                     .limit(3).map(f -> f.getMethodName() + ":" + f.getLineNumber())
                     .collect(java.util.stream.Collectors.joining("<")));
@@ -327,28 +335,30 @@ final class SimScheduler implements EngineRuntime {
                 }
                 nonDaemonAlive |= !t.daemon;
                 if (t.status == Status.RUNNABLE) {
-                    if (t.pausedUntil <= now) {
+                    long pausedUntil = stops.pausedUntil(t);
+                    if (pausedUntil <= now) {
                         runnable.add(t);
                     } else {
-                        wake = Math.min(wake, t.pausedUntil);
+                        wake = Math.min(wake, pausedUntil);
                     }
                 } else if (t.deadline != NONE) {
-                    wake = Math.min(wake, Math.max(t.deadline, t.pausedUntil));
+                    wake = Math.min(wake, Math.max(t.deadline, stops.pausedUntil(t)));
                 }
             }
             if (!nonDaemonAlive) {
                 return null;
             }
             if (!runnable.isEmpty()) {
-                return runnable.size() == 1 ? runnable.get(0) : runnable.get(chooseCounted(runnable.size(), "schedule " + runnable));
+                return runnable.size() == 1 ? runnable.get(0)
+                        : runnable.get(chooseCounted(runnable.size(), "schedule " + runnable));
             }
             if (wake == NONE) {
                 endRun("every worker waits and none has a deadline: " + workerStates());
                 return null;
             }
-            if (wake > timeLimitNanos) {
-                endRun("virtual time limit of " + TimeUnit.NANOSECONDS.toMillis(timeLimitNanos) + " ms reached: "
-                        + workerStates());
+            String cutOff = stops.timeCutOff(wake);
+            if (cutOff != null) {
+                endRun(cutOff + workerStates());
                 return null;
             }
             now = Math.max(now, wake);
@@ -373,7 +383,8 @@ final class SimScheduler implements EngineRuntime {
         throw new Killed();
     }
 
-    private void block(Task me, Waitable on, String label, long deadline) {
+    /** Blocks {@code me} on {@code on} until woken or {@code deadline} ({@link #NONE} for none). */
+    void block(Task me, Waitable on, String label, long deadline) {
         me.status = Status.BLOCKED;
         me.blockedOn = on;
         me.blockedLabel = label;
@@ -381,7 +392,8 @@ final class SimScheduler implements EngineRuntime {
         reschedule(me);
     }
 
-    private void wakeUp(Task t) {
+    /** Makes the blocked worker {@code t} runnable again. */
+    void wakeUp(Task t) {
         if (t.blockedOn != null) {
             t.blockedOn.forget(t);
         }
@@ -391,7 +403,8 @@ final class SimScheduler implements EngineRuntime {
         t.deadline = NONE;
     }
 
-    private long deadlineAfter(long nanos) {
+    /** The deadline {@code nanos} from now, or {@link #NONE}. */
+    long deadlineAfter(long nanos) {
         return nanos >= NONE - now ? NONE : now + Math.max(0, nanos);
     }
 
@@ -408,11 +421,13 @@ final class SimScheduler implements EngineRuntime {
         }
     }
 
-    private interface Waitable {
+    /** What a worker may block on: it forgets a worker woken for another reason. */
+    interface Waitable {
         void forget(Task t);
     }
 
-    private final class Task implements Worker, Waitable {
+    /** A worker: a thread that runs only while it holds its baton. */
+    final class Task implements Worker, Waitable {
         final String name;
         final boolean daemon;
         final Thread thread;
@@ -422,7 +437,6 @@ final class SimScheduler implements EngineRuntime {
         Waitable blockedOn;
         String blockedLabel;
         long deadline = NONE;
-        long pausedUntil;
         boolean interrupted;
         String where;
 
@@ -516,190 +530,11 @@ final class SimScheduler implements EngineRuntime {
         }
     }
 
-    private void takeInterrupt(Task me) throws InterruptedException {
+    /** Throws if {@code me} was interrupted, clearing the interrupt. */
+    void takeInterrupt(Task me) throws InterruptedException {
         if (Thread.interrupted() | me.interrupted) {
             me.interrupted = false;
             throw new InterruptedException();
-        }
-    }
-
-    private final class SimLock implements Lock, Waitable {
-        private Task owner;
-        private int holds;
-        private final List<Task> waiters = new ArrayList<>();
-
-        @Override
-        public void lock() {
-            Task me = self();
-            if (me == null) {
-                if (owner != null) {
-                    throw new IllegalStateException("a lock of the simulation is held by " + owner);
-                }
-                return; // a thread outside the run, after it: nothing to order against
-            }
-            if (owner == me) {
-                holds++;
-                return;
-            }
-            if (killing) {
-                if (owner != null) {
-                    throw new Killed();
-                }
-            } else {
-                reschedule(me);
-                while (owner != null) {
-                    waiters.add(me);
-                    block(me, this, "lock", NONE);
-                }
-            }
-            owner = me;
-            holds = 1;
-        }
-
-        @Override
-        public void unlock() {
-            Task me = self();
-            if (me == null || owner == null) {
-                return;
-            }
-            if (owner != me) {
-                throw new IllegalMonitorStateException("unlock by " + me + ", owner " + owner);
-            }
-            if (--holds == 0) {
-                release();
-            }
-        }
-
-        void release() {
-            owner = null;
-            holds = 0;
-            for (Task t : new ArrayList<>(waiters)) {
-                wakeUp(t);
-            }
-            waiters.clear();
-        }
-
-        void reacquire(Task me, int count) {
-            while (owner != null && owner != me) {
-                if (killing) {
-                    throw new Killed();
-                }
-                waiters.add(me);
-                block(me, this, "relock", NONE);
-            }
-            owner = me;
-            holds = count;
-        }
-
-        @Override
-        public void forget(Task t) {
-            waiters.remove(t);
-        }
-
-        @Override
-        public void lockInterruptibly() {
-            lock();
-        }
-
-        @Override
-        public boolean tryLock() {
-            Task me = self();
-            if (owner != null && owner != me) {
-                return false;
-            }
-            lock();
-            return true;
-        }
-
-        @Override
-        public boolean tryLock(long time, TimeUnit unit) {
-            return tryLock();
-        }
-
-        @Override
-        public Condition newCondition() {
-            return new SimCondition(this);
-        }
-    }
-
-    private final class SimCondition implements Condition, Waitable {
-        private final SimLock lock;
-        private final List<Task> waiters = new ArrayList<>();
-
-        SimCondition(SimLock lock) {
-            this.lock = lock;
-        }
-
-        @Override
-        public long awaitNanos(long nanos) throws InterruptedException {
-            Task me = self();
-            if (me == null || lock.owner != me) {
-                throw new IllegalMonitorStateException("await without holding the lock");
-            }
-            takeInterrupt(me);
-            if (nanos <= 0) {
-                return nanos;
-            }
-            int count = lock.holds;
-            long deadline = deadlineAfter(nanos);
-            lock.release();
-            waiters.add(me);
-            try {
-                block(me, this, "await", deadline);
-            } finally {
-                waiters.remove(me);
-                if (!killing) {
-                    lock.reacquire(me, count);
-                } else if (lock.owner == null) {
-                    lock.owner = me;
-                    lock.holds = count;
-                }
-            }
-            takeInterrupt(me);
-            return deadline == NONE ? Long.MAX_VALUE : deadline - now;
-        }
-
-        @Override
-        public void forget(Task t) {
-            waiters.remove(t);
-        }
-
-        @Override
-        public void await() throws InterruptedException {
-            awaitNanos(NONE);
-        }
-
-        @Override
-        public void awaitUninterruptibly() {
-            try {
-                await();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-
-        @Override
-        public boolean await(long time, TimeUnit unit) throws InterruptedException {
-            return awaitNanos(unit.toNanos(time)) > 0;
-        }
-
-        @Override
-        public boolean awaitUntil(java.util.Date deadline) throws InterruptedException {
-            return awaitNanos(TimeUnit.MILLISECONDS.toNanos(deadline.getTime() - clock.millis())) > 0;
-        }
-
-        @Override
-        public void signal() {
-            if (!waiters.isEmpty()) {
-                wakeUp(waiters.get(0));
-            }
-        }
-
-        @Override
-        public void signalAll() {
-            for (Task t : new ArrayList<>(waiters)) {
-                wakeUp(t);
-            }
         }
     }
 

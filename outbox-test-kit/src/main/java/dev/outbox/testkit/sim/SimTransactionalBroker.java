@@ -16,7 +16,7 @@ import java.util.function.Consumer;
 import java.util.function.Predicate;
 
 /**
- * The simulation's transactional broker with a progress record ({@link Simulation.Builder#exactlyOnce()}): Kafka's
+ * The simulation's transactional broker with a progress record ({@link SimulationBuilder#exactlyOnce()}): Kafka's
  * transaction coordinator for the outbox's one transactional id, its {@code read_committed} log and its compacted
  * progress topic, as {@code outbox-broker-kafka}'s {@code KafkaTransactions} uses them. Each dispatcher sends
  * through a {@link SimProducer} of the id. A transaction's commit makes its records and its progress entry visible

@@ -9,7 +9,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
- * Exactly-once publishing under the deterministic simulation ({@link Simulation.Builder#exactlyOnce()}): the engine
+ * Exactly-once publishing under the deterministic simulation ({@link SimulationBuilder#exactlyOnce()}): the engine
  * sends through a simulated transactional broker with a progress record ({@link SimTransactionalBroker}), and a
  * record committed twice breaks G4 as a lost one breaks G1 and one out of order G2. Random seeds over every fault, an
  * exhaustive exploration of a small configuration, and the two planted progress bugs ({@link ProgressBug}) it must
@@ -31,7 +31,7 @@ class SimulationExactlyOnceTest {
     void randomSeedsPublishEveryRecordExactlyOnce() {
         Simulation sim = new Simulation(SimulationTest.everyFault(DispatcherConfig.Harvest.CURSOR).exactlyOnce()
                 .storageFencing(true).build());
-        randomRuns(sim, 0, SEEDS);
+        SimRuns.randomRuns(sim, 0, SEEDS);
     }
 
     /**
@@ -99,7 +99,7 @@ class SimulationExactlyOnceTest {
     void randomSeedsPublishEveryRecordExactlyOnceWithLeasesInTheDatabase() {
         Simulation sim = new Simulation(SimulationTest.everyFault(DispatcherConfig.Harvest.CURSOR).exactlyOnce()
                 .databaseElection().storageFencing(true).build());
-        randomRuns(sim, 100_000, SEEDS / 4);
+        SimRuns.randomRuns(sim, 100_000, SEEDS / 4);
     }
 
     /**
@@ -116,19 +116,7 @@ class SimulationExactlyOnceTest {
     void withStorageFencingALeaderThatStoodDownDoesNotSendAgainWhatItsOwnProducerCommitted() {
         Simulation sim = new Simulation(SimulationTest.everyFault(DispatcherConfig.Harvest.CURSOR).exactlyOnce()
                 .storageFencing(true).build());
-        randomRuns(sim, 700, 300);
-    }
-
-    private static void randomRuns(Simulation sim, long firstSeed, int seeds) {
-        long start = System.nanoTime();
-        Explorer.RandomResult r = new Explorer(sim).random(firstSeed, seeds);
-        System.out.printf("simulation, random: %s: seeds %d to %d, %d choices, %d ms%n", sim.config(), firstSeed,
-                firstSeed + r.runs() - 1, r.choices(), (System.nanoTime() - start) / 1_000_000);
-        if (r.failed()) {
-            Simulation.Outcome small = new Explorer(sim).shrink(r.failure(), 500);
-            throw new AssertionError("seed " + r.failingSeed() + " failed (" + sim.config() + "); shrunk to:\n"
-                    + small.report() + "\nreplay its choices with Chooser.script(" + small.choices() + ")");
-        }
+        SimRuns.randomRuns(sim, 700, 300);
     }
 
     /**
@@ -140,16 +128,7 @@ class SimulationExactlyOnceTest {
         Simulation sim = new Simulation(Simulation.builder().keys(2, DEVIATIONS > 1 ? 2 : 1).dispatchers(2)
                 .lateCommits(DEVIATIONS > 1 ? 1 : 0).sendFailures(1)
                 .lostAcks(1).leaderChanges(1).exactlyOnce().build());
-        long start = System.nanoTime();
-        Explorer.ExhaustiveResult r = new Explorer(sim).exhaustive(DEVIATIONS, 200_000);
-        System.out.printf("simulation, exhaustive within %d deviation(s): %s: %s, %d ms%n", DEVIATIONS, sim.config(),
-                r, (System.nanoTime() - start) / 1_000_000);
-        if (r.failed()) {
-            throw new AssertionError("a schedule failed (" + sim.config() + "):\n"
-                    + new Explorer(sim).shrink(r.failure(), 500).report());
-        }
-        assertThat(r.complete()).as("explored every schedule within the bound").isTrue();
-        assertThat(r.schedules()).isGreaterThan(100);
+        SimRuns.exhaustive(sim, DEVIATIONS);
     }
 
     /**
@@ -159,13 +138,13 @@ class SimulationExactlyOnceTest {
      * read before the fence (the producer created after it reads, then fences, which completes the commit it did not
      * see: G4).
      */
-    static Simulation.Builder configurationFor(ProgressBug bug) {
+    static SimulationBuilder configurationFor(ProgressBug bug) {
         return withoutThe(bug).plant(bug);
     }
 
     /** {@link #configurationFor} without the bug planted. */
-    static Simulation.Builder withoutThe(ProgressBug bug) {
-        Simulation.Builder b = Simulation.builder().keys(1, 1).dispatchers(2).leaderChanges(1).exactlyOnce();
+    static SimulationBuilder withoutThe(ProgressBug bug) {
+        SimulationBuilder b = Simulation.builder().keys(1, 1).dispatchers(2).leaderChanges(1).exactlyOnce();
         return bug == ProgressBug.PROGRESS_OUTSIDE_TRANSACTION ? b.sendFailures(1) : b.lostAcks(1);
     }
 

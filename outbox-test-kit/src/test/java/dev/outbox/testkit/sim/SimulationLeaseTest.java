@@ -17,7 +17,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The engine under the deterministic simulation with leader election in the database
- * ({@link Simulation.Builder#databaseElection()}): a lease table under the simulated clock in place of the Kafka-like
+ * ({@link SimulationBuilder#databaseElection()}): a lease table under the simulated clock in place of the Kafka-like
  * group, its holder closed (a clean hand-over), cut off from the database or paused past its lease (a take-over once
  * the lease lapsed), and the planted bug of a lease renewed after it lapsed, which the simulation must find. Longer
  * explorations: {@code -Doutbox.sim.seeds=10000 -Doutbox.sim.deviations=2}.
@@ -27,7 +27,7 @@ class SimulationLeaseTest {
     private static final int DEVIATIONS = Integer.getInteger("outbox.sim.deviations", 1);
 
     /** 2 keys x 3 records, two dispatchers electing their leader in the database, every kind of fault once. */
-    static Simulation.Builder everyFault(DispatcherConfig.Harvest harvest) {
+    static SimulationBuilder everyFault(DispatcherConfig.Harvest harvest) {
         return SimulationTest.everyFault(harvest).databaseElection();
     }
 
@@ -51,11 +51,7 @@ class SimulationLeaseTest {
         for (long seed = 0; seed < seeds; seed++) {
             Simulation.Outcome o = sim.run(Chooser.random(seed));
             choices += o.choiceCount();
-            if (o.failed()) {
-                Simulation.Outcome small = new Explorer(sim).shrink(o, 500);
-                throw new AssertionError("seed " + seed + " failed (" + sim.config() + "); shrunk to:\n"
-                        + small.report() + "\nreplay its choices with Chooser.script(" + small.choices() + ")");
-            }
+            SimRuns.assertPassed(sim, seed, o, 500);
             countTakeOvers(o, takeOvers);
         }
         System.out.printf("simulation, random: %s: %d seeds, %d choices, take-overs after %s, %d ms%n",
@@ -86,7 +82,7 @@ class SimulationLeaseTest {
      * paused past its lease woke up), one fault of the lease holder: the configuration that finds the planted bug
      * below.
      */
-    static Simulation.Builder lateCommitAfterALapse() {
+    static SimulationBuilder lateCommitAfterALapse() {
         return Simulation.builder().keys(2, 1).dispatchers(2).leaderChanges(1)
                 .lateCommits(1, Duration.ofSeconds(4)).databaseElection();
     }
@@ -94,16 +90,7 @@ class SimulationLeaseTest {
     @Test
     void exhaustiveSmallConfigurationWithTheDatabaseLease() {
         Simulation sim = new Simulation(lateCommitAfterALapse().build());
-        long start = System.nanoTime();
-        Explorer.ExhaustiveResult r = new Explorer(sim).exhaustive(DEVIATIONS, 200_000);
-        System.out.printf("simulation, exhaustive within %d deviation(s): %s: %s, %d ms%n", DEVIATIONS, sim.config(),
-                r, (System.nanoTime() - start) / 1_000_000);
-        if (r.failed()) {
-            throw new AssertionError("a schedule failed (" + sim.config() + "):\n"
-                    + new Explorer(sim).shrink(r.failure(), 500).report());
-        }
-        assertThat(r.complete()).as("explored every schedule within the bound").isTrue();
-        assertThat(r.schedules()).isGreaterThan(100);
+        SimRuns.exhaustive(sim, DEVIATIONS);
     }
 
     /** The choices that replay a run with {@link Chooser#script}, less the first options it takes anyway. */
@@ -171,11 +158,7 @@ class SimulationLeaseTest {
         for (long seed = firstSeed; seed < firstSeed + SHARDED_SEEDS; seed++) {
             Simulation.Outcome o = sim.run(Chooser.random(seed));
             choices += o.choiceCount();
-            if (o.failed()) {
-                Simulation.Outcome small = new Explorer(sim).shrink(o, 100);
-                throw new AssertionError("seed " + seed + " failed (" + sim.config() + "); shrunk to:\n"
-                        + small.report() + "\nreplay its choices with Chooser.script(" + small.choices() + ")");
-            }
+            SimRuns.assertPassed(sim, seed, o, 100);
             asked += o.trace().stream().anyMatch(l -> l.contains("asks for the lease")) ? 1 : 0;
             lost += o.trace().stream().anyMatch(l -> l.contains("were taken or expired")) ? 1 : 0;
         }

@@ -23,7 +23,7 @@ class SimulationTest {
     private static final int DEVIATIONS = Integer.getInteger("outbox.sim.deviations", 1);
 
     /** 2 keys x 3 records, two dispatchers, every kind of fault once, a poison record. */
-    static Simulation.Builder everyFault(DispatcherConfig.Harvest harvest) {
+    static SimulationBuilder everyFault(DispatcherConfig.Harvest harvest) {
         return Simulation.builder().harvest(harvest).keys(2, 3).dispatchers(2).sendFailures(1).lostAcks(1)
                 .storeErrors(1).leaderChanges(1).rollbacks(1).poison(true);
     }
@@ -32,15 +32,7 @@ class SimulationTest {
     @EnumSource(DispatcherConfig.Harvest.class)
     void randomSeedsKeepEveryGuarantee(DispatcherConfig.Harvest harvest) {
         Simulation sim = new Simulation(everyFault(harvest).build());
-        long start = System.nanoTime();
-        Explorer.RandomResult r = new Explorer(sim).random(0, SEEDS);
-        System.out.printf("simulation, random: %s: %d seeds, %d choices, %d ms%n", sim.config(), r.runs(),
-                r.choices(), (System.nanoTime() - start) / 1_000_000);
-        if (r.failed()) {
-            Simulation.Outcome small = new Explorer(sim).shrink(r.failure(), 500);
-            throw new AssertionError("seed " + r.failingSeed() + " failed (" + sim.config() + "); shrunk to:\n"
-                    + small.report() + "\nreplay its choices with Chooser.script(" + small.choices() + ")");
-        }
+        SimRuns.randomRuns(sim, 0, SEEDS);
     }
 
     /**
@@ -49,7 +41,7 @@ class SimulationTest {
      * fault once: a send failure, a lost acknowledgement, a store error (a lost stream, after its last status update,
      * or a failed, lost or refused ledger append or park), a change of leader, a rollback, a poison record.
      */
-    static Simulation.Builder everyFaultOfTheStreamHarvest() {
+    static SimulationBuilder everyFaultOfTheStreamHarvest() {
         return Simulation.builder().streamHarvest().keys(2, 3).dispatchers(2).sendFailures(1).lostAcks(1)
                 .storeErrors(1).leaderChanges(1).rollbacks(1).poison(true);
     }
@@ -57,15 +49,7 @@ class SimulationTest {
     @Test
     void randomSeedsKeepEveryGuaranteeWithTheStreamHarvest() {
         Simulation sim = new Simulation(everyFaultOfTheStreamHarvest().build());
-        long start = System.nanoTime();
-        Explorer.RandomResult r = new Explorer(sim).random(0, SEEDS);
-        System.out.printf("simulation, random: %s: %d seeds, %d choices, %d ms%n", sim.config(), r.runs(),
-                r.choices(), (System.nanoTime() - start) / 1_000_000);
-        if (r.failed()) {
-            Simulation.Outcome small = new Explorer(sim).shrink(r.failure(), 500);
-            throw new AssertionError("seed " + r.failingSeed() + " failed (" + sim.config() + "); shrunk to:\n"
-                    + small.report() + "\nreplay its choices with Chooser.script(" + small.choices() + ")");
-        }
+        SimRuns.randomRuns(sim, 0, SEEDS);
     }
 
     /**
@@ -89,18 +73,9 @@ class SimulationTest {
 
     @ParameterizedTest
     @MethodSource("streamExhaustiveRuns")
-    void exhaustiveSmallConfigurationWithTheStreamHarvest(int deviations, Simulation.Config config) {
+    void exhaustiveSmallConfigurationWithTheStreamHarvest(int deviations, SimulationConfig config) {
         Simulation sim = new Simulation(config);
-        long start = System.nanoTime();
-        Explorer.ExhaustiveResult r = new Explorer(sim).exhaustive(deviations, 200_000);
-        System.out.printf("simulation, exhaustive within %d deviation(s): %s: %s, %d ms%n", deviations, sim.config(),
-                r, (System.nanoTime() - start) / 1_000_000);
-        if (r.failed()) {
-            throw new AssertionError("a schedule failed (" + sim.config() + "):\n"
-                    + new Explorer(sim).shrink(r.failure(), 500).report());
-        }
-        assertThat(r.complete()).as("explored every schedule within the bound").isTrue();
-        assertThat(r.schedules()).isGreaterThan(100);
+        SimRuns.exhaustive(sim, deviations);
     }
 
     /**
@@ -135,13 +110,7 @@ class SimulationTest {
     void aLeaderChangeNoLongerRerunsRecordsFinishedAboveTheConfirmedPosition() {
         Simulation sim = new Simulation(Simulation.builder().streamHarvest().keys(2, 2).dispatchers(2)
                 .storeErrors(1, StoreFaults.Operation.READ).lostConfirmations(true).leaderChanges(1).build());
-        Explorer.RandomResult r = new Explorer(sim).random(0, SEEDS);
-        System.out.printf("simulation, random: %s: %d seeds, %d choices%n", sim.config(), r.runs(), r.choices());
-        if (r.failed()) {
-            Simulation.Outcome small = new Explorer(sim).shrink(r.failure(), 500);
-            throw new AssertionError("seed " + r.failingSeed() + " failed (" + sim.config() + "); shrunk to:\n"
-                    + small.report() + "\nreplay its choices with Chooser.script(" + small.choices() + ")");
-        }
+        SimRuns.randomRuns(sim, 0, SEEDS);
     }
 
     /** The default harvest in every build; the mark harvest too in the long exploration. */
@@ -156,21 +125,12 @@ class SimulationTest {
         // leader change.
         Simulation sim = new Simulation(Simulation.builder().harvest(harvest).keys(2, 3).dispatchers(2)
                 .lateCommits(1).sendFailures(1).leaderChanges(1).build());
-        long start = System.nanoTime();
-        Explorer.ExhaustiveResult r = new Explorer(sim).exhaustive(DEVIATIONS, 200_000);
-        System.out.printf("simulation, exhaustive within %d deviation(s): %s: %s, %d ms%n", DEVIATIONS, sim.config(),
-                r, (System.nanoTime() - start) / 1_000_000);
-        if (r.failed()) {
-            throw new AssertionError("a schedule failed (" + sim.config() + "):\n"
-                    + new Explorer(sim).shrink(r.failure(), 500).report());
-        }
-        assertThat(r.complete()).as("explored every schedule within the bound").isTrue();
-        assertThat(r.schedules()).isGreaterThan(100);
+        SimRuns.exhaustive(sim, DEVIATIONS);
     }
 
     /** A named configuration for each planted bug, and how it is found. */
-    static Simulation.Builder configurationFor(PlantedBug bug) {
-        Simulation.Builder b = switch (bug) {
+    static SimulationBuilder configurationFor(PlantedBug bug) {
+        SimulationBuilder b = switch (bug) {
             case PURGE_BEFORE_ACK, RETRY_OVERTAKES_HEAD -> Simulation.builder().keys(1, 2).dispatchers(1)
                     .sendFailures(1);
             case NO_FLUSH_ON_HANDOVER -> Simulation.builder().keys(1, 2).dispatchers(2).leaderChanges(1);
@@ -221,13 +181,7 @@ class SimulationTest {
     @EnumSource(DispatcherConfig.Harvest.class)
     void randomSeedsKeepEveryGuaranteeWithStorageFencing(DispatcherConfig.Harvest harvest) {
         Simulation sim = new Simulation(everyFault(harvest).storageFencing(true).build());
-        Explorer.RandomResult r = new Explorer(sim).random(0, SEEDS / 2);
-        System.out.printf("simulation, random: %s: %d seeds, %d choices%n", sim.config(), r.runs(), r.choices());
-        if (r.failed()) {
-            Simulation.Outcome small = new Explorer(sim).shrink(r.failure(), 500);
-            throw new AssertionError("seed " + r.failingSeed() + " failed (" + sim.config() + "); shrunk to:\n"
-                    + small.report() + "\nreplay its choices with Chooser.script(" + small.choices() + ")");
-        }
+        SimRuns.randomRuns(sim, 0, SEEDS / 2);
     }
 
     /**
@@ -276,7 +230,7 @@ class SimulationTest {
      * on the loaded 2-core machine); a poll interval of 200 ms (5 heartbeats per lease) cut the choices by about a
      * quarter.
      */
-    static Simulation.Builder sharded(DispatcherConfig.Harvest harvest, boolean fencing) {
+    static SimulationBuilder sharded(DispatcherConfig.Harvest harvest, boolean fencing) {
         return Simulation.builder().harvest(harvest).shards(4).keys(6, 2).dispatchers(2).joins(1).rebalances(3)
                 .sendFailures(1).lostAcks(1).storeErrors(1).rollbacks(1).poison(true).storageFencing(fencing)
                 .engine(e -> e.pollInterval(Duration.ofMillis(200)));
@@ -286,7 +240,7 @@ class SimulationTest {
      * The long exploration's wider sharded outbox: 6 shards over 3 dispatchers and a fourth that may join, 8 keys x 2
      * records, 5 leadership faults.
      */
-    static Simulation.Builder shardedWide(DispatcherConfig.Harvest harvest, boolean fencing) {
+    static SimulationBuilder shardedWide(DispatcherConfig.Harvest harvest, boolean fencing) {
         return sharded(harvest, fencing).shards(6).dispatchers(3).keys(8, 2).rebalances(5);
     }
 
@@ -314,15 +268,7 @@ class SimulationTest {
     void randomSeedsKeepEveryGuaranteePerKeyWithShardLeadershipMoving(DispatcherConfig.Harvest harvest,
                                                                      boolean fencing, boolean wide, long firstSeed) {
         Simulation sim = new Simulation((wide ? shardedWide(harvest, fencing) : sharded(harvest, fencing)).build());
-        long start = System.nanoTime();
-        Explorer.RandomResult r = new Explorer(sim).random(firstSeed, SHARDED_SEEDS);
-        System.out.printf("simulation, random, sharded: %s: seeds %d to %d, %d choices, %d ms%n", sim.config(),
-                firstSeed, firstSeed + r.runs() - 1, r.choices(), (System.nanoTime() - start) / 1_000_000);
-        if (r.failed()) {
-            Simulation.Outcome small = new Explorer(sim).shrink(r.failure(), 100);
-            throw new AssertionError("seed " + r.failingSeed() + " failed (" + sim.config() + "); shrunk to:\n"
-                    + small.report() + "\nreplay its choices with Chooser.script(" + small.choices() + ")");
-        }
+        SimRuns.randomRuns("random, sharded", sim, firstSeed, SHARDED_SEEDS, 100);
     }
 
     /**
