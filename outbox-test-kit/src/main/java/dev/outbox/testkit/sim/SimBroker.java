@@ -88,7 +88,9 @@ final class SimBroker {
             }
             case TIMEOUT -> {
                 run.event("broker: #" + id + " sent by " + p.sender + " times out");
-                p.future.completeExceptionally(DeliveryException.retriable("simulated delivery timeout", null));
+                // An outage, as both real brokers report a timeout (KafkaErrors: Kafka's TimeoutException; RabbitMQ:
+                // an unconfirmed publish): never counted towards a record's attempts, never parked.
+                p.future.completeExceptionally(DeliveryException.outage("simulated delivery timeout", null));
             }
             case CLOSED -> {
                 run.event("broker: #" + id + " fails, " + p.sender + "'s producer closed");

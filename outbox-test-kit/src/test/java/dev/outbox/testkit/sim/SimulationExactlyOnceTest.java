@@ -46,7 +46,7 @@ class SimulationExactlyOnceTest {
     @Test
     void randomSeedsPublishEveryRecordExactlyOnceWithTheMarkHarvest() {
         Simulation sim = new Simulation(SimulationTest.everyFault(DispatcherConfig.Harvest.MARK).exactlyOnce().build());
-        randomRuns(sim, 0, SEEDS / 2);
+        SimRuns.randomRuns(sim, 0, SEEDS / 2);
     }
 
     /**
