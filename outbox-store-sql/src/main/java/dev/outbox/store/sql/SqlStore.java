@@ -11,6 +11,7 @@ import dev.outbox.spi.MessageDecorators;
 import dev.outbox.spi.CommitSignals;
 import dev.outbox.spi.CursorHarvest;
 import dev.outbox.spi.Gauges;
+import dev.outbox.spi.IdempotencyKeys;
 import dev.outbox.spi.MarkHarvest;
 import dev.outbox.spi.ParkedKeys;
 import dev.outbox.spi.ParkedRecords;
@@ -48,7 +49,7 @@ import java.util.function.Function;
  * <p>For store implementations, not for applications. Subclasses are immutable and thread-safe.
  */
 public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, CommitSignals, StorageFencing, Sharding,
-        ParkedRecords, ParkedKeys, Gauges {
+        ParkedRecords, ParkedKeys, Gauges, IdempotencyKeys {
     /** The default table name. */
     public static final String DEFAULT_TABLE = "outbox";
     /** The default statement timeout. */
@@ -77,6 +78,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     private final MessageDecorators decorators;
     private final boolean fencing;
     private final boolean keySequence;
+    private final SqlIdempotency idempotency;
     private final int shardCount;
     /** The shard this store object is the view of ({@link #shard}), or -1 for the whole outbox. */
     private final int shardIndex;
@@ -107,6 +109,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         if (keySequence) {
             SqlKeySequence.checkTableLength(dialect.tableNames(), names.table());
         }
+        this.idempotency = SqlIdempotencyOption.of(builder, this, names);
         this.table = new SqlTable(names, this.shardIndex, shardCount, statementTimeout);
         this.sql = Objects.requireNonNull(statements.apply(table), "statements");
         this.parkedRows = new ParkedRows(tx, sql, dialect.columns(), dialect.ids(), names.parked());
@@ -240,6 +243,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     @Override
     public <T> Optional<T> capability(Class<T> type) {
         boolean has = type == StorageFencing.class ? fencing() : type == MarkHarvest.class ? hasMark()
+                : type == IdempotencyKeys.class ? idempotency.isOn()
                 : type != ParkedKeys.class || hasParkedKeys();
         return has ? Store.super.capability(type) : Optional.empty();
     }
@@ -472,6 +476,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      */
     protected final void wakeOnCommitted(SqlPublisher publisher) {
         publisher.onCommitted = localWatchers::wakeAll;
+        publisher.idempotency = idempotency;
     }
 
     /**
@@ -519,7 +524,8 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     protected final String render(String resource) {
         String template = SqlTable.resource(getClass(), resource);
         return fillIn(template.replace("${outbox}", names.outbox()).replace("${parked}", names.parked())
-                .replace("${leader}", names.leader()).replace("${keySeq}", SqlKeySequence.table(names)));
+                .replace("${leader}", names.leader()).replace("${keySeq}", SqlKeySequence.table(names))
+                .replace("${idempotency}", SqlIdempotency.table(names)));
     }
 
     /**
@@ -541,10 +547,12 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      * @throws StoreException if the DDL fails, for example for lack of privileges
      */
     public final void createSchema() {
-        createTables(keySequence ? schemaSql() + "\n" + keySequenceSchemaSql() : schemaSql());
+        createTables((keySequence ? schemaSql() + "\n" + keySequenceSchemaSql() : schemaSql())
+                + (idempotency.isOn() ? "\n" + idempotencySchemaSql() : ""));
         checkShards();
-        log.info("Outbox schema ready: {} and {}{}", names.outbox(), names.parked(),
-                keySequence ? " and " + SqlKeySequence.table(names) : "");
+        log.info("Outbox schema ready: {} and {}{}{}", names.outbox(), names.parked(),
+                keySequence ? " and " + SqlKeySequence.table(names) : "",
+                idempotency.isOn() ? " and " + SqlIdempotency.table(names) : "");
     }
 
     /**
@@ -557,6 +565,36 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     public final String keySequenceSchemaSql() {
         String schema = dialect.schemaResource();
         return render(schema.substring(0, schema.lastIndexOf('/') + 1) + SqlKeySequence.RESOURCE);
+    }
+
+    /**
+     * The DDL of the idempotency keys' table, {@code <table>_idempotency} (the {@code idempotency.sql} resource next
+     * to the store's {@code schema.sql}), names filled in; {@link #createSchema()} applies it when idempotency keys
+     * are on ({@link Builder#idempotencyKeys}). Idempotent.
+     *
+     * @return the DDL; statements separated by {@code ;}
+     */
+    public final String idempotencySchemaSql() {
+        String schema = dialect.schemaResource();
+        return render(schema.substring(0, schema.lastIndexOf('/') + 1) + SqlIdempotency.RESOURCE);
+    }
+
+    /**
+     * The database's idempotency statements ({@link Builder#idempotencyKeys}); default: none, and a store built with
+     * idempotency keys on fails. Called once, from the constructor: it must not use the subclass's fields.
+     *
+     * @param table the idempotency table as it appears in SQL
+     * @return the statements, or null if this store does not keep idempotency keys
+     */
+    protected SqlIdempotency.Statements idempotencyStatements(String table) {
+        return null;
+    }
+
+    /** {@inheritDoc} Idempotency keys must be on ({@link Builder#idempotencyKeys}). */
+    @Override
+    public int deleteExpired(int limit) {
+        return tx.inTransaction("deleting expired idempotency keys of " + SqlIdempotency.table(names), null,
+                handle -> idempotency.deleteExpired(handle.getConnection(), limit));
     }
 
     /** {@return whether the publisher numbers messages per (topic, key) ({@link Builder#keySequence})} */
