@@ -470,7 +470,8 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
 
     /**
      * Makes {@code publisher}'s {@link SqlPublisher#committed()} wake this store's local commit watchers
-     * ({@link #localCommitWatch}); a store calls it with the publisher it creates.
+     * ({@link #localCommitWatch}), and gives it this store's idempotency keys ({@link Builder#idempotencyKeys}); a
+     * store calls it with the publisher it creates.
      *
      * @param publisher the store's publisher
      */
