@@ -298,9 +298,7 @@ public final class SqlIdempotency {
      * @return the idempotency table's name in SQL
      */
     public static String table(SqlTableNames names) {
-        String outbox = names.outbox();
-        char quote = outbox.charAt(outbox.length() - 1);
-        return outbox.substring(0, outbox.length() - 1) + TABLE_SUFFIX + quote;
+        return SqlSideTables.name(names, TABLE_SUFFIX);
     }
 
     /**
@@ -311,12 +309,7 @@ public final class SqlIdempotency {
      * @throws IllegalStateException naming the table and the limit if {@code table + "_idempotency"} is too long
      */
     static void checkTableLength(SqlTableNames.Dialect dialect, String table) {
-        int max = dialect.maxIdentifierLength() - TABLE_SUFFIX.length();
-        if (table.length() > max) {
-            throw new IllegalStateException("table name '" + table + "' is " + table.length() + " characters: with"
-                    + " idempotency keys on, the table '" + table + TABLE_SUFFIX + "' must fit the database's"
-                    + " identifier limit of " + dialect.maxIdentifierLength() + ", so at most " + max
-                    + " characters");
-        }
+        SqlSideTables.checkLength(dialect, table, TABLE_SUFFIX, "idempotency keys on",
+                "without idempotencyKeys(...)");
     }
 }

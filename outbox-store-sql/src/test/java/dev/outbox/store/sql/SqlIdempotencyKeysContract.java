@@ -94,6 +94,19 @@ public abstract class SqlIdempotencyKeysContract extends IdempotencyKeysContract
         assertThatThrownBy(() -> builders.apply(storePool).onDuplicate(null)).isInstanceOf(NullPointerException.class);
     }
 
+    /** The idempotency table's name must fit the database's identifier limit: a longer table name is refused. */
+    @Test
+    void aTableNameWithNoRoomForTheIdempotencyTableIsRefused() {
+        int max = builders.apply(storePool).dialect.tableNames().maxIdentifierLength()
+                - SqlIdempotency.TABLE_SUFFIX.length();
+        String tooLong = "t".repeat(max + 1);
+        assertThatThrownBy(() -> builders.apply(storePool).table(tooLong).idempotencyKeys(Duration.ofDays(1)).build())
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining(tooLong + SqlIdempotency.TABLE_SUFFIX)
+                .hasMessageContaining("idempotencyKeys");
+        assertThat(builders.apply(storePool).table("t".repeat(max)).idempotencyKeys(Duration.ofDays(1)).build()
+                .capability(dev.outbox.spi.IdempotencyKeys.class)).isPresent();
+    }
+
     /** The store's DDL holds the table, and the statement a plain-SQL writer runs works with it. */
     @Test
     void theSchemaHasTheIdempotencyTable() {
