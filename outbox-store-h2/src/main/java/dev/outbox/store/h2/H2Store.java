@@ -12,6 +12,7 @@ import dev.outbox.store.sql.SqlDialect;
 import dev.outbox.store.sql.SqlErrors;
 import dev.outbox.store.sql.SqlFencing;
 import dev.outbox.store.sql.SqlBatchPublisher;
+import dev.outbox.store.sql.SqlIdempotency;
 import dev.outbox.store.sql.SqlKeySequence;
 import dev.outbox.store.sql.SqlPublisher;
 import dev.outbox.store.sql.SqlLeaseStatements;
@@ -266,5 +267,11 @@ public final class H2Store extends SqlStore {
             this.lateCommitWindow = LateCommitWindow.check(lateCommitWindow);
             return this;
         }
+    }
+
+    /** H2's idempotency statements: one claim ({@code MERGE}) per key ({@code H2Idempotency}). */
+    @Override
+    protected SqlIdempotency.Statements idempotencyStatements(String table) {
+        return H2Idempotency.statements(table);
     }
 }

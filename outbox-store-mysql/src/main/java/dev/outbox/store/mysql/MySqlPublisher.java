@@ -86,9 +86,9 @@ public final class MySqlPublisher extends SqlPublisher {
             headers[i] = validate(i, decorated.get(i));
             keySequence.check(i, decorated.get(i));
         }
-        List<OutboxMessage> messages;
+        List<OutboxMessage> messages = claimIdempotencyKeys(connection, decorated);
         try {
-            messages = keySequence.number(connection, decorated);
+            messages = keySequence.number(connection, messages);
         } catch (SQLException e) {
             throw MySqlDialect.ERRORS.translate("numbering " + decorated.size() + " message(s) of " + names.outbox()
                     + " per key in " + SqlKeySequence.table(names), e);

@@ -8,6 +8,7 @@ import dev.outbox.spi.StoreException;
 import dev.outbox.store.sql.LateCommitWindow;
 import dev.outbox.store.sql.SqlLeaseStatements;
 import dev.outbox.store.sql.SqlChecks;
+import dev.outbox.store.sql.SqlIdempotency;
 import dev.outbox.store.sql.SqlKeySequence;
 import dev.outbox.store.sql.SqlStore;
 import org.jdbi.v3.core.Handle;
@@ -418,5 +419,11 @@ public final class MySqlStore extends SqlStore {
             this.lateCommitWindow = LateCommitWindow.check(lateCommitWindow);
             return this;
         }
+    }
+
+    /** MySQL's and MariaDB's idempotency statements: one claim per key ({@code MySqlIdempotency}). */
+    @Override
+    protected SqlIdempotency.Statements idempotencyStatements(String table) {
+        return MySqlIdempotency.statements(table);
     }
 }

@@ -142,6 +142,7 @@ public final class PostgresPublisher extends SqlPublisher {
             validate(i, decorated.get(i));
             keySequence.check(i, decorated.get(i));
         }
+        decorated = claimIdempotencyKeys(connection, decorated);
         if (decorated.isEmpty()) {
             return;
         }

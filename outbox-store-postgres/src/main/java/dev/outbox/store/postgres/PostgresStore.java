@@ -11,6 +11,7 @@ import dev.outbox.spi.StoreException;
 import dev.outbox.store.sql.IdRanges;
 import dev.outbox.store.sql.SqlChecks;
 import dev.outbox.store.sql.SqlLeaseStatements;
+import dev.outbox.store.sql.SqlIdempotency;
 import dev.outbox.store.sql.SqlKeySequence;
 import dev.outbox.store.sql.SqlStore;
 import org.jdbi.v3.core.Jdbi;
@@ -598,5 +599,11 @@ public final class PostgresStore extends SqlStore {
             this.wal = Objects.requireNonNull(wal, "wal must not be null");
             return this;
         }
+    }
+
+    /** Postgres' idempotency statements: one claim statement per publish call ({@code PgIdempotency}). */
+    @Override
+    protected SqlIdempotency.Statements idempotencyStatements(String table) {
+        return PgIdempotency.statements(table, queryTimeoutSeconds());
     }
 }

@@ -90,9 +90,9 @@ public final class SqlBatchPublisher extends SqlPublisher {
         for (int i = 0; i < decorated.size(); i++) {
             keySequence.check(i, check(i, decorated.get(i)));
         }
-        List<OutboxMessage> messages = decorated;
+        List<OutboxMessage> messages = claimIdempotencyKeys(connection, decorated);
         try {
-            messages = keySequence.number(connection, decorated);
+            messages = keySequence.number(connection, messages);
         } catch (SQLException e) {
             throw dialect.errors().translate("numbering " + decorated.size() + " message(s) of " + table
                     + " per key", e);

@@ -213,9 +213,7 @@ public final class SqlKeySequence {
      * @return the counter table's name in SQL
      */
     public static String table(SqlTableNames names) {
-        String outbox = names.outbox();
-        char quote = outbox.charAt(outbox.length() - 1);
-        return outbox.substring(0, outbox.length() - 1) + TABLE_SUFFIX + quote;
+        return SqlSideTables.name(names, TABLE_SUFFIX);
     }
 
     /**
@@ -226,12 +224,6 @@ public final class SqlKeySequence {
      * @throws IllegalStateException naming the table and the limit if {@code table + "_key_seq"} is too long
      */
     static void checkTableLength(SqlTableNames.Dialect dialect, String table) {
-        int max = dialect.maxIdentifierLength() - TABLE_SUFFIX.length();
-        if (table.length() > max) {
-            throw new IllegalStateException("table name '" + table + "' is " + table.length() + " characters: with the"
-                    + " key sequence on, its counter table '" + table + TABLE_SUFFIX + "' must fit the database's"
-                    + " identifier limit of " + dialect.maxIdentifierLength() + ", so at most " + max
-                    + " characters (or keySequence(false))");
-        }
+        SqlSideTables.checkLength(dialect, table, TABLE_SUFFIX, "the key sequence on", "keySequence(false)");
     }
 }

@@ -7,6 +7,7 @@ import dev.outbox.spi.MessageDecorators;
 import dev.outbox.spi.RowChecks;
 import org.jdbi.v3.core.Handle;
 
+import java.sql.Connection;
 import java.util.List;
 import java.util.Objects;
 
@@ -22,6 +23,8 @@ public abstract class SqlPublisher implements Publisher {
     private final MessageDecorators decorators;
     /** What {@link #committed()} wakes: the store's local commit watchers, once the store set it. */
     volatile Runnable onCommitted = () -> { };
+    /** The idempotency keys' claims ({@link #claimIdempotencyKeys}), once the store set them; off until then. */
+    volatile SqlIdempotency idempotency = SqlIdempotency.off();
 
     /**
      * A publisher without decorators.
@@ -56,8 +59,24 @@ public abstract class SqlPublisher implements Publisher {
      */
     protected final List<OutboxMessage> decorate(List<OutboxMessage> messages) {
         List<OutboxMessage> decorated = decorators.apply(messages);
-        DeliveryOptions.check(decorated, false, false, "this SQL store");
+        DeliveryOptions.check(decorated, false, idempotency.isOn(), "this SQL store");
         return decorated;
+    }
+
+    /**
+     * Claims the idempotency keys of {@code messages} (decorated and checked) if the store keeps them
+     * ({@link SqlStoreBuilder#idempotencyKeys}), as {@link SqlIdempotency} describes: what a publisher runs after its
+     * checks and before it numbers ({@link SqlKeySequence}) and writes the messages. Runs no statement if the option
+     * is off or no message has an idempotency key.
+     *
+     * @param connection the writer's connection, in its transaction
+     * @param messages   the decorated, checked messages
+     * @return the messages to write: {@code messages} itself if none is dropped, else those that are not, in order
+     * @throws dev.outbox.DuplicateMessageException if a message is a duplicate and the store fails on one
+     * @throws dev.outbox.spi.StoreException        if the database fails
+     */
+    protected final List<OutboxMessage> claimIdempotencyKeys(Connection connection, List<OutboxMessage> messages) {
+        return idempotency.claim(connection, messages);
     }
 
     /**

@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Objects;
 import java.util.function.Consumer;
 import java.util.function.IntFunction;
@@ -32,11 +33,21 @@ final class SqlSchemaScripts {
     record Ddl(UnaryOperator<String> fillIn, Consumer<String> apply, IntFunction<String> reshardSql) {
     }
 
+    /**
+     * A table an option of the store adds beside the outbox (the key sequence's counters, the idempotency keys, the
+     * scheduled messages): its DDL template's resource name, next to {@code schema.sql}, and its name, for the log.
+     *
+     * @param resource the template's file name, for example {@value SqlKeySequence#RESOURCE}
+     * @param table    the table's name
+     */
+    record SideTable(String resource, String table) {
+    }
+
     private final Class<?> owner;
     private final SqlTableNames names;
     private final int shardCount;
     private final String schemaResource;
-    private final boolean keySequence;
+    private final List<SideTable> sideTables;
     private final SqlShards shards;
     private final Logger log;
     private final Ddl ddl;
@@ -45,18 +56,18 @@ final class SqlSchemaScripts {
      * @param owner          the store's class, whose class loader reads the templates
      * @param table          the store's table names and shard count
      * @param schemaResource the dialect's {@code schema.sql} resource
-     * @param keySequence    whether {@link #create()} adds the key sequence's counter table
+     * @param sideTables     the tables of the options that are on, which {@link #create()} adds after the outbox's
      * @param shards         the shard check run after each script
      * @param log            the store's logger, which reports each script
      * @param ddl            the store's own steps
      */
-    SqlSchemaScripts(Class<?> owner, SqlTable table, String schemaResource, boolean keySequence, SqlShards shards,
-                     Logger log, Ddl ddl) {
+    SqlSchemaScripts(Class<?> owner, SqlTable table, String schemaResource, List<SideTable> sideTables,
+                     SqlShards shards, Logger log, Ddl ddl) {
         this.owner = owner;
         this.names = table.names();
         this.shardCount = table.shards();
         this.schemaResource = schemaResource;
-        this.keySequence = keySequence;
+        this.sideTables = List.copyOf(sideTables);
         this.shards = shards;
         this.log = log;
         this.ddl = Objects.requireNonNull(ddl, "ddl");
@@ -67,24 +78,35 @@ final class SqlSchemaScripts {
         return render(schemaResource);
     }
 
-    /** {@link SqlStore#keySequenceSchemaSql()}: {@value SqlKeySequence#RESOURCE} next to {@code schema.sql}. */
-    String keySequenceSchemaSql() {
-        return render(schemaResource.substring(0, schemaResource.lastIndexOf('/') + 1) + SqlKeySequence.RESOURCE);
+    /**
+     * The DDL of an option's table: the template {@code resource} next to {@code schema.sql}, rendered
+     * ({@link SqlStore#keySequenceSchemaSql()}, {@link SqlStore#idempotencySchemaSql()}).
+     */
+    String sideTableSql(String resource) {
+        return render(schemaResource.substring(0, schemaResource.lastIndexOf('/') + 1) + resource);
     }
 
     /** {@link SqlStore#render}: a template with the table names, then the store's own placeholders, filled in. */
     String render(String resource) {
         String template = resource(owner, resource);
         return ddl.fillIn().apply(template.replace("${outbox}", names.outbox()).replace("${parked}", names.parked())
-                .replace("${leader}", names.leader()).replace("${keySeq}", SqlKeySequence.table(names)));
+                .replace("${leader}", names.leader()).replace("${keySeq}", SqlKeySequence.table(names))
+                .replace("${idempotency}", SqlIdempotency.table(names)));
     }
 
-    /** {@link SqlStore#createSchema()}: the schema, with the key sequence's table when on, then the shard check. */
+    /**
+     * {@link SqlStore#createSchema()}: the schema, with the tables of the options that are on, then the shard check.
+     */
     void create() {
-        ddl.apply().accept(keySequence ? schemaSql() + "\n" + keySequenceSchemaSql() : schemaSql());
+        StringBuilder sql = new StringBuilder(schemaSql());
+        StringBuilder tables = new StringBuilder();
+        for (SideTable t : sideTables) {
+            sql.append('\n').append(sideTableSql(t.resource()));
+            tables.append(" and ").append(t.table());
+        }
+        ddl.apply().accept(sql.toString());
         shards.check();
-        log.info("Outbox schema ready: {} and {}{}", names.outbox(), names.parked(),
-                keySequence ? " and " + SqlKeySequence.table(names) : "");
+        log.info("Outbox schema ready: {} and {}{}", names.outbox(), names.parked(), tables);
     }
 
     /** {@link SqlStore#reshard()}: the reshard DDL from the table's count now, then the shard check read anew. */

@@ -11,6 +11,7 @@ import dev.outbox.spi.MessageDecorators;
 import dev.outbox.spi.CommitSignals;
 import dev.outbox.spi.CursorHarvest;
 import dev.outbox.spi.Gauges;
+import dev.outbox.spi.IdempotencyKeys;
 import dev.outbox.spi.MarkHarvest;
 import dev.outbox.spi.ParkedKeys;
 import dev.outbox.spi.ParkedRecords;
@@ -28,6 +29,7 @@ import javax.sql.DataSource;
 import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -49,7 +51,7 @@ import java.util.function.Function;
  * <p>For store implementations, not for applications. Subclasses are immutable and thread-safe.
  */
 public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, CommitSignals, StorageFencing, Sharding,
-        ParkedRecords, ParkedKeys, Gauges {
+        ParkedRecords, ParkedKeys, Gauges, IdempotencyKeys {
     /** The default table name. */
     public static final String DEFAULT_TABLE = "outbox";
     /** The default statement timeout. */
@@ -79,6 +81,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     private final MessageDecorators decorators;
     private final boolean fencing;
     private final boolean keySequence;
+    private final SqlIdempotency idempotency;
     private final int shardCount;
     /** The shard this store object is the view of ({@link #shard}), or -1 for the whole outbox. */
     private final int shardIndex;
@@ -108,13 +111,21 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         if (keySequence) {
             SqlKeySequence.checkTableLength(dialect.tableNames(), names.table());
         }
+        this.idempotency = SqlIdempotencyOption.of(builder, this, names);
         this.table = new SqlTable(names, this.shardIndex, shardCount, statementTimeout);
         this.sql = Objects.requireNonNull(statements.apply(table), "statements");
         this.parkedRows = new ParkedRows(tx, sql, dialect.columns(), dialect.ids(), names.parked());
         this.gauges = new SqlGauges(tx, sql, dialect.columns(), names.outbox());
         this.writes = new SqlBatchWrites(tx, sql, dialect, names.outbox());
         this.shardState = new SqlShards(tx, sql, names.outbox(), shardCount);
-        this.schema = new SqlSchemaScripts(getClass(), table, dialect.schemaResource(), keySequence, shardState, log,
+        List<SqlSchemaScripts.SideTable> sideTables = new ArrayList<>();
+        if (keySequence) {
+            sideTables.add(new SqlSchemaScripts.SideTable(SqlKeySequence.RESOURCE, SqlKeySequence.table(names)));
+        }
+        if (idempotency.isOn()) {
+            sideTables.add(new SqlSchemaScripts.SideTable(SqlIdempotency.RESOURCE, SqlIdempotency.table(names)));
+        }
+        this.schema = new SqlSchemaScripts(getClass(), table, dialect.schemaResource(), sideTables, shardState, log,
                 new SqlSchemaScripts.Ddl(this::fillIn, this::createTables, this::reshardSql));
     }
 
@@ -243,6 +254,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     @Override
     public <T> Optional<T> capability(Class<T> type) {
         boolean has = type == StorageFencing.class ? fencing() : type == MarkHarvest.class ? hasMark()
+                : type == IdempotencyKeys.class ? idempotency.isOn()
                 : type != ParkedKeys.class || hasParkedKeys();
         return has ? Store.super.capability(type) : Optional.empty();
     }
@@ -469,12 +481,14 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
 
     /**
      * Makes {@code publisher}'s {@link SqlPublisher#committed()} wake this store's local commit watchers
-     * ({@link #localCommitWatch}); a store calls it with the publisher it creates.
+     * ({@link #localCommitWatch}), and gives it this store's idempotency keys ({@link Builder#idempotencyKeys}); a
+     * store calls it with the publisher it creates.
      *
      * @param publisher the store's publisher
      */
     protected final void wakeOnCommitted(SqlPublisher publisher) {
         publisher.onCommitted = localWatchers::wakeAll;
+        publisher.idempotency = idempotency;
     }
 
     /**
@@ -535,8 +549,9 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     }
 
     /**
-     * Creates the outbox table and its parked table if they do not exist yet ({@link #schemaSql()}), and with the key
-     * sequence on ({@link Builder#keySequence}) its counter table ({@link #keySequenceSchemaSql()}). Safe to call
+     * Creates the outbox table and its parked table if they do not exist yet ({@link #schemaSql()}), and the tables of
+     * the options that are on: the key sequence's counters ({@link Builder#keySequence}, {@link #keySequenceSchemaSql()})
+     * and the idempotency keys ({@link Builder#idempotencyKeys}, {@link #idempotencySchemaSql()}). Safe to call
      * from several processes at once and on every start-up; it never changes a table that exists already.
      *
      * @throws StoreException if the DDL fails, for example for lack of privileges
@@ -553,7 +568,36 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      * @return the DDL; statements separated by {@code ;}
      */
     public final String keySequenceSchemaSql() {
-        return schema.keySequenceSchemaSql();
+        return schema.sideTableSql(SqlKeySequence.RESOURCE);
+    }
+
+    /**
+     * The DDL of the idempotency keys' table, {@code <table>_idempotency} (the {@code idempotency.sql} resource next
+     * to the store's {@code schema.sql}), names filled in; {@link #createSchema()} applies it when idempotency keys
+     * are on ({@link Builder#idempotencyKeys}). Idempotent.
+     *
+     * @return the DDL; statements separated by {@code ;}
+     */
+    public final String idempotencySchemaSql() {
+        return schema.sideTableSql(SqlIdempotency.RESOURCE);
+    }
+
+    /**
+     * The database's idempotency statements ({@link Builder#idempotencyKeys}); default: none, and a store built with
+     * idempotency keys on fails. Called once, from the constructor: it must not use the subclass's fields.
+     *
+     * @param table the idempotency table as it appears in SQL
+     * @return the statements, or null if this store does not keep idempotency keys
+     */
+    protected SqlIdempotency.Statements idempotencyStatements(String table) {
+        return null;
+    }
+
+    /** {@inheritDoc} Idempotency keys must be on ({@link Builder#idempotencyKeys}). */
+    @Override
+    public int deleteExpired(int limit) {
+        return tx.inTransaction("deleting expired idempotency keys of " + SqlIdempotency.table(names), null,
+                handle -> idempotency.deleteExpired(handle.getConnection(), limit));
     }
 
     /** {@return whether the publisher numbers messages per (topic, key) ({@link Builder#keySequence})} */

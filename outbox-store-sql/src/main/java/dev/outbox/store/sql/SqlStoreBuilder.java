@@ -30,6 +30,8 @@ public abstract class SqlStoreBuilder<B extends SqlStoreBuilder<B, S>, S extends
     boolean fencing = true;
     int shards = 1;
     boolean keySequence;
+    Duration idempotencyRetention;
+    OnDuplicate onDuplicate = OnDuplicate.SKIP;
 
     /**
      * @param jdbi    where the store takes its connections
@@ -169,6 +171,43 @@ public abstract class SqlStoreBuilder<B extends SqlStoreBuilder<B, S>, S extends
      */
     public final B keySequence(boolean keySequence) {
         this.keySequence = keySequence;
+        return (B) this;
+    }
+
+    /**
+     * Idempotency keys ({@link dev.outbox.OutboxMessage#idempotencyKey()}): with them on, a message whose idempotency
+     * key was written before, within {@code retention}, is not written again ({@link #onDuplicate}). Default off: a
+     * message with an idempotency key is then refused, naming it.
+     *
+     * <p>The database decides: each publish call first claims its messages' keys in the table
+     * {@code <table>_idempotency} (its own DDL, {@link SqlStore#idempotencySchemaSql()}, which {@code createSchema()}
+     * applies when this is on), one upsert under the key's unique index (Postgres: one statement for all the keys of
+     * the call; MySQL, MariaDB and H2: one per key), then writes the rows, in the writer's transaction; two writers
+     * of one key wait for each other there, and exactly one of them writes it (see {@link SqlIdempotency}). The
+     * retention counts from the write of the key, on the database's clock, not from the delivery; the leading
+     * dispatcher deletes expired entries every minute ({@link dev.outbox.spi.IdempotencyKeys}). The table name must
+     * leave room for {@code _idempotency} within the database's identifier limit.
+     *
+     * @param retention how long a key is kept from being written again, from its write; positive, at most 100 years
+     * @return this builder
+     * @throws IllegalArgumentException naming the value if it is null, zero, negative or longer than 100 years
+     */
+    public final B idempotencyKeys(Duration retention) {
+        this.idempotencyRetention = SqlIdempotency.checkRetention(retention);
+        return (B) this;
+    }
+
+    /**
+     * What a message whose idempotency key was written before, within the retention, does
+     * ({@link #idempotencyKeys}): {@link OnDuplicate#SKIP} (the default) drops it and writes the others of the call;
+     * {@link OnDuplicate#FAIL} throws {@link dev.outbox.DuplicateMessageException} having written nothing of the call.
+     *
+     * @param onDuplicate skip or fail; not null
+     * @return this builder
+     * @throws NullPointerException if {@code onDuplicate} is null
+     */
+    public final B onDuplicate(OnDuplicate onDuplicate) {
+        this.onDuplicate = Objects.requireNonNull(onDuplicate, "onDuplicate must not be null");
         return (B) this;
     }
 
