@@ -56,8 +56,18 @@ public abstract class SqlPublisher implements Publisher {
      */
     protected final List<OutboxMessage> decorate(List<OutboxMessage> messages) {
         List<OutboxMessage> decorated = decorators.apply(messages);
-        DeliveryOptions.check(decorated, false, false, "this SQL store");
+        DeliveryOptions.check(decorated, schedules(), false, "this SQL store (built without scheduling(true))");
         return decorated;
+    }
+
+    /**
+     * Whether this publisher writes delayed messages ({@link SqlStore.Builder#scheduling}): else {@link #decorate}
+     * refuses them.
+     *
+     * @return false unless the dialect's publisher says otherwise
+     */
+    protected boolean schedules() {
+        return false;
     }
 
     /**

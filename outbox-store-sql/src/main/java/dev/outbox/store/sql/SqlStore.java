@@ -15,6 +15,7 @@ import dev.outbox.spi.MarkHarvest;
 import dev.outbox.spi.ParkedKeys;
 import dev.outbox.spi.ParkedRecords;
 import dev.outbox.spi.Sharding;
+import dev.outbox.spi.ScheduledMessages;
 import dev.outbox.spi.StorageFencing;
 import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.SqlTableNames;
@@ -77,6 +78,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     private final MessageDecorators decorators;
     private final boolean fencing;
     private final boolean keySequence;
+    private final boolean scheduling;
     private final int shardCount;
     /** The shard this store object is the view of ({@link #shard}), or -1 for the whole outbox. */
     private final int shardIndex;
@@ -106,6 +108,10 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         this.keySequence = builder.keySequence;
         if (keySequence) {
             SqlKeySequence.checkTableLength(dialect.tableNames(), names.table());
+        }
+        this.scheduling = builder.scheduling;
+        if (scheduling) {
+            SqlScheduling.checkTableLength(dialect.tableNames(), names.table());
         }
         this.table = new SqlTable(names, this.shardIndex, shardCount, statementTimeout);
         this.sql = Objects.requireNonNull(statements.apply(table), "statements");
@@ -233,12 +239,25 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     }
 
     /**
+     * The release of due scheduled messages, for a store built with {@link Builder#scheduling} on.
+     *
+     * @return the release, or null (the default) if the store has none
+     */
+    protected ScheduledMessages scheduledMessages() {
+        return null;
+    }
+
+    /**
      * {@inheritDoc} {@link StorageFencing} with {@link Builder#fencing} on; {@link MarkHarvest} and
      * {@link ParkedKeys} as the subclass says ({@link #hasMark()}, {@link #hasParkedKeys()}); every other capability
-     * (a {@link CursorHarvest} read among them: every SQL store reads by cursor or stream) always.
+     * (a {@link CursorHarvest} read among them: every SQL store reads by cursor or stream) always;
+     * {@link ScheduledMessages} if the subclass gives one ({@link #scheduledMessages()}).
      */
     @Override
     public <T> Optional<T> capability(Class<T> type) {
+        if (type == ScheduledMessages.class) {
+            return Optional.ofNullable(scheduledMessages()).map(type::cast);
+        }
         boolean has = type == StorageFencing.class ? fencing() : type == MarkHarvest.class ? hasMark()
                 : type != ParkedKeys.class || hasParkedKeys();
         return has ? Store.super.capability(type) : Optional.empty();
@@ -519,7 +538,10 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     protected final String render(String resource) {
         String template = SqlTable.resource(getClass(), resource);
         return fillIn(template.replace("${outbox}", names.outbox()).replace("${parked}", names.parked())
-                .replace("${leader}", names.leader()).replace("${keySeq}", SqlKeySequence.table(names)));
+                .replace("${leader}", names.leader()).replace("${keySeq}", SqlKeySequence.table(names))
+                .replace("${scheduled}", SqlScheduling.table(names))
+                .replace("${scheduledDueIndex}", SqlScheduling.index(names, "due"))
+                .replace("${scheduledKeyIndex}", SqlScheduling.index(names, "key")));
     }
 
     /**
@@ -541,10 +563,12 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      * @throws StoreException if the DDL fails, for example for lack of privileges
      */
     public final void createSchema() {
-        createTables(keySequence ? schemaSql() + "\n" + keySequenceSchemaSql() : schemaSql());
+        createTables(schemaSql() + (keySequence ? "\n" + keySequenceSchemaSql() : "")
+                + (scheduling ? "\n" + schedulingSchemaSql() : ""));
         checkShards();
-        log.info("Outbox schema ready: {} and {}{}", names.outbox(), names.parked(),
-                keySequence ? " and " + SqlKeySequence.table(names) : "");
+        log.info("Outbox schema ready: {} and {}{}{}", names.outbox(), names.parked(),
+                keySequence ? " and " + SqlKeySequence.table(names) : "",
+                scheduling ? " and " + SqlScheduling.table(names) : "");
     }
 
     /**
@@ -557,6 +581,23 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     public final String keySequenceSchemaSql() {
         String schema = dialect.schemaResource();
         return render(schema.substring(0, schema.lastIndexOf('/') + 1) + SqlKeySequence.RESOURCE);
+    }
+
+    /**
+     * The DDL of the scheduled table, {@code <table>_scheduled} (the {@code scheduling.sql} resource next to the
+     * store's {@code schema.sql}), names filled in; {@link #createSchema()} applies it when scheduling is on
+     * ({@link Builder#scheduling}). Idempotent.
+     *
+     * @return the DDL; statements separated by {@code ;}
+     */
+    public final String schedulingSchemaSql() {
+        String schema = dialect.schemaResource();
+        return render(schema.substring(0, schema.lastIndexOf('/') + 1) + SqlScheduling.RESOURCE);
+    }
+
+    /** {@return whether the store accepts delayed messages ({@link Builder#scheduling})} */
+    public final boolean scheduling() {
+        return scheduling;
     }
 
     /** {@return whether the publisher numbers messages per (topic, key) ({@link Builder#keySequence})} */
