@@ -71,7 +71,13 @@ public final class SqlScheduling implements ScheduledMessages {
      * @param prologue the release transaction's first statement, or null
      */
     public record Statements(String exists, Mover mover, String nextDue, String prologue) {
-        /** @throws NullPointerException if a component other than {@code prologue} is null */
+        /**
+         * @param exists   whether a (topic, key) has a row waiting
+         * @param mover    the release's move
+         * @param nextDue  the microseconds until the earliest row not due yet
+         * @param prologue the release transaction's first statement, or null
+         * @throws NullPointerException if a component other than {@code prologue} is null
+         */
         public Statements {
             Objects.requireNonNull(exists, "exists must not be null");
             Objects.requireNonNull(mover, "mover must not be null");
