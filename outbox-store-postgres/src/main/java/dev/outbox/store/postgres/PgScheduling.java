@@ -1,13 +1,10 @@
 package dev.outbox.store.postgres;
 
-import dev.outbox.OutboxMessage;
 import dev.outbox.spi.SqlTableNames;
 import dev.outbox.store.sql.SqlScheduling;
 import dev.outbox.store.sql.SqlTransactions;
 
 import java.sql.PreparedStatement;
-import java.sql.SQLException;
-import java.sql.Types;
 
 /**
  * Postgres' statements for "not before" ({@link SqlScheduling}, {@code scheduling.sql}): the release is one statement,
@@ -47,23 +44,12 @@ final class PgScheduling {
 
     /**
      * The {@code INSERT} of a scheduled row: the outbox {@code INSERT}'s six parameters, then the due time's two
-     * ({@link #bindDue}).
+     * ({@link SqlScheduling#bindDue}).
      */
     static String insertSql(SqlTableNames names) {
         return "INSERT INTO " + SqlScheduling.table(names)
                 + " (topic, key, value, header_names, header_values, message_id, due_at) VALUES (?, ?, ?, ?, ?, ?,"
                 + " COALESCE(TIMESTAMPTZ 'epoch' + CAST(? AS bigint) * INTERVAL '1 microsecond', statement_timestamp())"
                 + " + CAST(? AS bigint) * INTERVAL '1 microsecond')";
-    }
-
-    /** Binds message {@code index}'s due time to parameters 7 and 8 of {@link #insertSql}. */
-    static void bindDue(PreparedStatement statement, int index, OutboxMessage message) throws SQLException {
-        Long at = SqlScheduling.atMicros(index, message);
-        if (at == null) {
-            statement.setNull(7, Types.BIGINT);
-        } else {
-            statement.setLong(7, at);
-        }
-        statement.setLong(8, SqlScheduling.delayMicros(index, message));
     }
 }

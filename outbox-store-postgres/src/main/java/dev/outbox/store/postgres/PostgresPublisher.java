@@ -237,7 +237,7 @@ public final class PostgresPublisher extends SqlPublisher {
                     continue;
                 }
                 bind(connection, statement, messages.get(i));
-                PgScheduling.bindDue(statement, i, messages.get(i));
+                SqlScheduling.bindDue(statement, 7, i, messages.get(i));
                 statement.addBatch();
             }
             statement.executeBatch();

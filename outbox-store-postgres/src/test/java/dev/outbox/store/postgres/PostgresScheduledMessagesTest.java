@@ -33,6 +33,11 @@ class PostgresScheduledMessagesTest extends ScheduledMessagesContract {
         appPool = PostgresTestSupport.pool(url, "sched_app", 8);
     }
 
+    @Test
+    void movedRowsOfAShardedOutboxAreInTheirKeysShards() {
+        aShardedOutboxFindsTheMovedRowsInTheirShards();
+    }
+
     /**
      * The WAL harvest cannot hold a logical message back: a store built with both is refused, and a delayed message
      * written to a WAL store is refused at write time, naming it and the harvest.

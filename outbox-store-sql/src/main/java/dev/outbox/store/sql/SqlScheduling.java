@@ -8,6 +8,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Types;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
@@ -259,6 +260,28 @@ public final class SqlScheduling implements ScheduledMessages {
             throw new IllegalArgumentException("message " + index + " (topic '" + message.topic() + "'): deliverAfter "
                     + delay + " is out of range", e);
         }
+    }
+
+    /**
+     * Binds message {@code index}'s due time to the two parameters from {@code parameter} on: its time in microseconds
+     * since the epoch or NULL ({@link #atMicros}), then its delay in microseconds ({@link #delayMicros}). A dialect's
+     * scheduled {@code INSERT} makes the due time the time, or the database's now if NULL, plus the delay.
+     *
+     * @param statement the scheduled table's {@code INSERT}
+     * @param parameter the first of the two parameters
+     * @param index     the message's index in its batch, for an error
+     * @param message   the message
+     * @throws SQLException as the driver throws it
+     */
+    public static void bindDue(PreparedStatement statement, int parameter, int index, OutboxMessage message)
+            throws SQLException {
+        Long at = atMicros(index, message);
+        if (at == null) {
+            statement.setNull(parameter, Types.BIGINT);
+        } else {
+            statement.setLong(parameter, at);
+        }
+        statement.setLong(parameter + 1, delayMicros(index, message));
     }
 
     /**
