@@ -4,8 +4,6 @@ import dev.outbox.spi.SqlTableNames;
 import dev.outbox.store.sql.SqlScheduling;
 import dev.outbox.store.sql.SqlTransactions;
 
-import java.util.Collections;
-
 /**
  * H2's statements for "not before" ({@link SqlScheduling}, {@code scheduling.sql}): the release picks the due rows
  * {@code FOR UPDATE} in id order, inserts them into the outbox and deletes them, three statements in one transaction;
@@ -30,8 +28,8 @@ final class H2Scheduling {
         String exists = "SELECT 1 FROM " + s + " WHERE topic = ? AND \"key\" = ? FETCH FIRST 1 ROW ONLY";
         return new SqlScheduling(tx, names, new SqlScheduling.Statements(exists, SqlScheduling.pickMoveDelete(pick,
                 n -> "INSERT INTO " + names.outbox() + " (" + PAYLOAD + ") SELECT " + PAYLOAD + " FROM " + s
-                        + " WHERE id IN (" + marks(n) + ") ORDER BY id",
-                n -> "DELETE FROM " + s + " WHERE id IN (" + marks(n) + ")"), nextDue, prologue));
+                        + " WHERE id IN (" + SqlScheduling.marks(n) + ") ORDER BY id",
+                n -> "DELETE FROM " + s + " WHERE id IN (" + SqlScheduling.marks(n) + ")"), nextDue, prologue));
     }
 
     /** The scheduled row's {@code INSERT}: the outbox insert's six parameters, then the due time's two. */
@@ -39,9 +37,5 @@ final class H2Scheduling {
         return "INSERT INTO " + SqlScheduling.table(names) + " (" + PAYLOAD + ", due_at) VALUES (?, ?, ?, ?, ?, ?,"
                 + " DATEADD(MICROSECOND, COALESCE(CAST(? AS BIGINT), DATEDIFF(MICROSECOND, " + EPOCH
                 + ", CURRENT_TIMESTAMP)) + CAST(? AS BIGINT), " + EPOCH + "))";
-    }
-
-    private static String marks(int n) {
-        return String.join(", ", Collections.nCopies(n, "?"));
     }
 }

@@ -4,8 +4,6 @@ import dev.outbox.spi.SqlTableNames;
 import dev.outbox.store.sql.SqlScheduling;
 import dev.outbox.store.sql.SqlTransactions;
 
-import java.util.Collections;
-
 /**
  * MySQL's and MariaDB's statements for "not before" ({@link SqlScheduling}, {@code scheduling.sql}): the release picks
  * the due rows {@code FOR UPDATE} in id order, inserts them into the outbox and deletes them, three statements in one
@@ -31,8 +29,8 @@ final class MySqlScheduling {
                 + " 256)) LIMIT 1";
         return new SqlScheduling(tx, names, new SqlScheduling.Statements(exists, SqlScheduling.pickMoveDelete(pick,
                 n -> "INSERT INTO " + names.outbox() + " (" + PAYLOAD + ") SELECT " + PAYLOAD + " FROM " + s
-                        + " WHERE id IN (" + marks(n) + ") ORDER BY id",
-                n -> "DELETE FROM " + s + " WHERE id IN (" + marks(n) + ")"), nextDue,
+                        + " WHERE id IN (" + SqlScheduling.marks(n) + ") ORDER BY id",
+                n -> "DELETE FROM " + s + " WHERE id IN (" + SqlScheduling.marks(n) + ")"), nextDue,
                 MySqlStatements.READ_COMMITTED));
     }
 
@@ -41,9 +39,5 @@ final class MySqlScheduling {
         return "INSERT INTO " + SqlScheduling.table(names) + " (" + PAYLOAD + ", due_at) VALUES (?, ?, ?, ?, ?,"
                 + " TIMESTAMPADD(MICROSECOND, COALESCE(?, TIMESTAMPDIFF(MICROSECOND, " + EPOCH + ", UTC_TIMESTAMP(6)))"
                 + " + ?, " + EPOCH + "))";
-    }
-
-    private static String marks(int n) {
-        return String.join(", ", Collections.nCopies(n, "?"));
     }
 }

@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -137,6 +138,16 @@ public final class SqlScheduling implements ScheduledMessages {
             }
             return ids.size();
         };
+    }
+
+    /**
+     * {@code n} parameter marks for an {@code IN} list of {@link #pickMoveDelete}'s statements.
+     *
+     * @param n the count, at least 1
+     * @return {@code ?, ?, …}
+     */
+    public static String marks(int n) {
+        return String.join(", ", Collections.nCopies(n, "?"));
     }
 
     @Override
