@@ -31,8 +31,8 @@ final class PgScheduling {
         String nextDue = "SELECT CAST(ceil(EXTRACT(EPOCH FROM (min(due_at) - clock_timestamp())) * 1000000) AS bigint)"
                 + " FROM " + s + " WHERE due_at > now()";
         String exists = "SELECT 1 FROM " + s + " WHERE topic = ? AND key = ? LIMIT 1";
-        return new SqlScheduling(tx, names, new SqlScheduling.Statements(exists, (connection, limit) -> {
-            try (PreparedStatement statement = tx.prepare(connection, move)) {
+        return new SqlScheduling(tx, names, new SqlScheduling.Statements(exists, (t, connection, limit) -> {
+            try (PreparedStatement statement = t.prepare(connection, move)) {
                 statement.setInt(1, limit);
                 try (var rs = statement.executeQuery()) {
                     rs.next();

@@ -55,12 +55,13 @@ public final class SqlScheduling implements ScheduledMessages {
         /**
          * Moves up to {@code limit} due rows, as {@link SqlScheduling} describes, in the connection's transaction.
          *
+         * @param tx         the store's transactions, to prepare statements with its query timeout
          * @param connection the release's connection, in its transaction
          * @param limit      the most rows to move, at least 1
          * @return how many rows were moved
          * @throws SQLException as the driver throws it
          */
-        int move(Connection connection, int limit) throws SQLException;
+        int move(SqlTransactions tx, Connection connection, int limit) throws SQLException;
     }
 
     /**
@@ -115,9 +116,9 @@ public final class SqlScheduling implements ScheduledMessages {
      * @return the move
      */
     public static Mover pickMoveDelete(String pick, IntFunction<String> move, IntFunction<String> delete) {
-        return (connection, limit) -> {
+        return (tx, connection, limit) -> {
             List<Long> ids = new ArrayList<>();
-            try (PreparedStatement s = connection.prepareStatement(pick)) {
+            try (PreparedStatement s = tx.prepare(connection, pick)) {
                 s.setInt(1, limit);
                 try (ResultSet rs = s.executeQuery()) {
                     while (rs.next()) {
@@ -129,7 +130,7 @@ public final class SqlScheduling implements ScheduledMessages {
                 return 0;
             }
             for (String statement : List.of(move.apply(ids.size()), delete.apply(ids.size()))) {
-                try (PreparedStatement s = connection.prepareStatement(statement)) {
+                try (PreparedStatement s = tx.prepare(connection, statement)) {
                     for (int i = 0; i < ids.size(); i++) {
                         s.setLong(i + 1, ids.get(i));
                     }
@@ -158,7 +159,7 @@ public final class SqlScheduling implements ScheduledMessages {
         return tx.inTransaction("moving up to " + limit + " due messages from " + table + " into " + outbox,
                 sql.prologue(), handle -> {
                     Connection connection = handle.getConnection();
-                    int moved = sql.mover().move(connection, limit);
+                    int moved = sql.mover().move(tx, connection, limit);
                     Duration next = null;
                     try (PreparedStatement s = tx.prepare(connection, sql.nextDue());
                          ResultSet rs = s.executeQuery()) {
@@ -174,7 +175,8 @@ public final class SqlScheduling implements ScheduledMessages {
     /**
      * Which of {@code messages} go into the scheduled table: the delayed ones, and those whose (topic, key) has a row
      * waiting there or an earlier message of this call that goes there. Runs one {@code EXISTS} query per distinct
-     * (topic, key) of the messages without a time that no earlier message of the call holds already.
+     * (topic, key) of the messages without a time that no earlier message of the call holds already, with the
+     * store's query timeout where the dialect sets one.
      *
      * @param connection the writer's connection, in its transaction
      * @param messages   the checked messages of one publish call
@@ -185,7 +187,7 @@ public final class SqlScheduling implements ScheduledMessages {
         boolean[] scheduled = null;
         Set<List<String>> held = new HashSet<>();
         Map<List<String>, Boolean> waiting = new HashMap<>();
-        try (PreparedStatement exists = connection.prepareStatement(sql.exists())) {
+        try (PreparedStatement exists = tx.prepare(connection, sql.exists())) {
             for (int i = 0; i < messages.size(); i++) {
                 OutboxMessage m = messages.get(i);
                 List<String> topicKey = List.of(m.topic(), m.key());
