@@ -11,8 +11,10 @@ import dev.outbox.store.sql.SqlChecks;
 import dev.outbox.store.sql.SqlDialect;
 import dev.outbox.store.sql.SqlErrors;
 import dev.outbox.store.sql.SqlFencing;
+import dev.outbox.spi.ScheduledMessages;
 import dev.outbox.store.sql.SqlBatchPublisher;
 import dev.outbox.store.sql.SqlIdempotency;
+import dev.outbox.store.sql.SqlScheduling;
 import dev.outbox.store.sql.SqlKeySequence;
 import dev.outbox.store.sql.SqlPublisher;
 import dev.outbox.store.sql.SqlLeaseStatements;
@@ -67,6 +69,8 @@ public final class H2Store extends SqlStore {
 
     private final H2Statements statements;
     private final SqlBatchPublisher publisher;
+    /** The scheduled messages' release, or null when scheduling is off ({@link Builder#scheduling}). */
+    private final SqlScheduling scheduling;
     private final LateCommitWindow window;
 
     private H2Store(Builder builder) {
@@ -77,11 +81,18 @@ public final class H2Store extends SqlStore {
         }
         this.statements = H2Statements.of(sqlTable());
         this.window = LateCommitWindow.of(builder.lateCommitWindow);
+        this.scheduling = scheduling() ? H2Scheduling.release(transactions(), names, sqlStatements().prologue())
+                : null;
         this.publisher = new SqlBatchPublisher(names.outbox(), statements.insert(), maxKeyLength(), decorators(),
                 DIALECT, H2Columns::bindHeaders, keySequence()
                         ? SqlKeySequence.on(SqlKeySequence.perKey(new H2KeyCounter(SqlKeySequence.table(names))))
-                        : SqlKeySequence.off());
+                        : SqlKeySequence.off(), scheduling, scheduling == null ? null : H2Scheduling.insertSql(names));
         wakeOnCommitted(publisher);
+    }
+
+    @Override
+    protected ScheduledMessages scheduledMessages() {
+        return scheduling;
     }
 
     /**

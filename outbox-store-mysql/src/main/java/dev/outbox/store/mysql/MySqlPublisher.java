@@ -7,12 +7,14 @@ import dev.outbox.spi.RowChecks;
 import dev.outbox.spi.MessageDecorators;
 import dev.outbox.spi.SqlTableNames;
 import dev.outbox.store.sql.SqlKeySequence;
+import dev.outbox.store.sql.SqlScheduling;
 import dev.outbox.store.sql.SqlPublisher;
 import org.jdbi.v3.core.Handle;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 
@@ -52,13 +54,28 @@ public final class MySqlPublisher extends SqlPublisher {
     private final String insertPrefix;
     /** Numbers the messages per (topic, key) before they are written, if the store's key sequence is on. */
     private final SqlKeySequence keySequence;
+    /** Routes delayed messages (and those of held keys) into the scheduled table; null if scheduling is off. */
+    private final SqlScheduling scheduling;
+    /** The scheduled table's {@code INSERT} ({@link MySqlScheduling#insertSql}); null if scheduling is off. */
+    private final String scheduleSql;
 
     MySqlPublisher(SqlTableNames names, int maxKeyLength, MessageDecorators decorators) {
         this(names, maxKeyLength, decorators, SqlKeySequence.off());
     }
 
     MySqlPublisher(SqlTableNames names, int maxKeyLength, MessageDecorators decorators, SqlKeySequence keySequence) {
+        this(names, maxKeyLength, decorators, keySequence, null);
+    }
+
+    /**
+     * With {@code scheduling} (null for none), delayed messages, and the messages without a time of a held key
+     * ({@link SqlScheduling#route}), are written into the scheduled table, one row per statement of a JDBC batch.
+     */
+    MySqlPublisher(SqlTableNames names, int maxKeyLength, MessageDecorators decorators, SqlKeySequence keySequence,
+                   SqlScheduling scheduling) {
         super(maxKeyLength, decorators);
+        this.scheduling = scheduling;
+        this.scheduleSql = scheduling == null ? null : MySqlScheduling.insertSql(names);
         this.names = names;
         this.keySequence = Objects.requireNonNull(keySequence, "keySequence must not be null");
         this.insertPrefix = "INSERT INTO " + names.outbox() + " (topic, `key`, value, headers, message_id) VALUES ";
@@ -85,6 +102,9 @@ public final class MySqlPublisher extends SqlPublisher {
         for (int i = 0; i < decorated.size(); i++) {
             headers[i] = validate(i, decorated.get(i));
             keySequence.check(i, decorated.get(i));
+            if (scheduling != null) {
+                SqlScheduling.check(i, decorated.get(i));
+            }
         }
         List<OutboxMessage> messages = claimIdempotencyKeys(connection, decorated);
         try {
@@ -96,6 +116,16 @@ public final class MySqlPublisher extends SqlPublisher {
         if (messages != decorated) {
             for (int i = 0; i < messages.size(); i++) {
                 headers[i] = HeadersJson.write(messages.get(i).headers());
+            }
+        }
+        if (scheduling != null) {
+            List<OutboxMessage> rest = schedule(connection, messages, headers);
+            if (rest != messages) {
+                if (rest.isEmpty()) {
+                    return;
+                }
+                messages = rest;
+                headers = headers(rest);
             }
         }
         int from = 0;
@@ -115,6 +145,60 @@ public final class MySqlPublisher extends SqlPublisher {
             throw MySqlDialect.ERRORS.translate("writing " + messages.size() + " message(s) to " + names.outbox()
                     + (from > 0 ? " (from message " + from + ")" : ""), e);
         }
+    }
+
+    @Override
+    protected boolean schedules() {
+        return scheduling != null;
+    }
+
+    /**
+     * Writes the messages that {@link SqlScheduling#route} sends to the scheduled table there, in list order.
+     *
+     * @return the other messages, in list order, for the outbox
+     */
+    private List<OutboxMessage> schedule(Connection connection, List<OutboxMessage> messages, String[] headers) {
+        String table = SqlScheduling.table(names);
+        boolean[] scheduled;
+        try {
+            scheduled = scheduling.route(connection, messages);
+        } catch (SQLException e) {
+            throw MySqlDialect.ERRORS.translate("looking for waiting messages of " + messages.size()
+                    + " message(s)' keys in " + table, e);
+        }
+        if (scheduled == null) {
+            return messages;
+        }
+        List<OutboxMessage> now = new ArrayList<>();
+        try (PreparedStatement statement = connection.prepareStatement(scheduleSql)) {
+            for (int i = 0; i < messages.size(); i++) {
+                OutboxMessage m = messages.get(i);
+                if (!scheduled[i]) {
+                    now.add(m);
+                    continue;
+                }
+                statement.setString(1, m.topic());
+                statement.setString(2, m.key());
+                statement.setBytes(3, m.value());
+                statement.setString(4, headers[i]);
+                statement.setBytes(5, RowReader.bytes(MessageIds.next()));
+                SqlScheduling.bindDue(statement, 6, i, m);
+                statement.addBatch();
+            }
+            statement.executeBatch();
+        } catch (SQLException e) {
+            throw MySqlDialect.ERRORS.translate("writing " + (messages.size() - now.size()) + " message(s) to "
+                    + table, e);
+        }
+        return now;
+    }
+
+    private static String[] headers(List<OutboxMessage> messages) {
+        String[] headers = new String[messages.size()];
+        for (int i = 0; i < headers.length; i++) {
+            headers[i] = HeadersJson.write(messages.get(i).headers());
+        }
+        return headers;
     }
 
     /**

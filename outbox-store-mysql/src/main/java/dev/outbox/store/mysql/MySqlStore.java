@@ -3,6 +3,7 @@ package dev.outbox.store.mysql;
 import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.ReadResult;
+import dev.outbox.spi.ScheduledMessages;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
 import dev.outbox.store.sql.LateCommitWindow;
@@ -10,6 +11,7 @@ import dev.outbox.store.sql.SqlLeaseStatements;
 import dev.outbox.store.sql.SqlChecks;
 import dev.outbox.store.sql.SqlIdempotency;
 import dev.outbox.store.sql.SqlKeySequence;
+import dev.outbox.store.sql.SqlScheduling;
 import dev.outbox.store.sql.SqlStore;
 import org.jdbi.v3.core.Handle;
 import org.jdbi.v3.core.Jdbi;
@@ -179,6 +181,9 @@ public final class MySqlStore extends SqlStore {
     private final MySqlPublisher publisher;
     private final LateCommitWindow lateCommitWindow;
 
+    /** The scheduled messages' release, or null when scheduling is off ({@link Builder#scheduling}). */
+    private final SqlScheduling scheduling;
+
     private MySqlStore(Builder builder) {
         this(builder, -1, null);
     }
@@ -192,10 +197,12 @@ public final class MySqlStore extends SqlStore {
         this.harvest = new MySqlHarvest(transactions(), statements, sqlStatements().fenceLock(),
                 maxKeyLength(), names.outbox(), lateCommitWindow);
         this.replay = new MySqlReplay(transactions(), statements, names.outbox());
+        this.scheduling = whole != null ? whole.scheduling : scheduling()
+                ? MySqlScheduling.release(transactions(), names) : null;
         this.publisher = whole != null ? whole.publisher : new MySqlPublisher(names, maxKeyLength(), decorators(),
                 keySequence()
                         ? SqlKeySequence.on(SqlKeySequence.perKey(new MySqlKeyCounter(SqlKeySequence.table(names))))
-                        : SqlKeySequence.off());
+                        : SqlKeySequence.off(), scheduling);
         if (whole == null) {
             wakeOnCommitted(publisher); // MySQL cannot notify: a publisher in this process can (Publisher.committed)
         }
@@ -232,6 +239,11 @@ public final class MySqlStore extends SqlStore {
      * <p>The view adds {@code shard = <index>} to the conditions of its mark, read, backlog and oldest create time
      * and walks the {@code (shard, id)} index.
      */
+    @Override
+    protected ScheduledMessages scheduledMessages() {
+        return scheduling;
+    }
+
     @Override
     protected SqlStore view(int index) {
         return new MySqlStore(builder, index, this);

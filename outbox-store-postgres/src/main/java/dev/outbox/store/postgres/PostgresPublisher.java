@@ -7,12 +7,14 @@ import dev.outbox.spi.RowChecks;
 import dev.outbox.spi.MessageDecorators;
 import dev.outbox.spi.SqlTableNames;
 import dev.outbox.store.sql.SqlKeySequence;
+import dev.outbox.store.sql.SqlScheduling;
 import dev.outbox.store.sql.SqlPublisher;
 import org.jdbi.v3.core.Handle;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 
@@ -82,6 +84,10 @@ public final class PostgresPublisher extends SqlPublisher {
     private final String walPrefix;
     /** Numbers the messages per (topic, key) before they are written, if the store's key sequence is on. */
     private final SqlKeySequence keySequence;
+    /** Routes delayed messages (and those of held keys) into the scheduled table; null if scheduling is off. */
+    private final SqlScheduling scheduling;
+    /** The scheduled table's {@code INSERT} ({@link PgScheduling#insertSql}); null if scheduling is off. */
+    private final String scheduleSql;
 
     PostgresPublisher(SqlTableNames names, int maxKeyLength, int queryTimeoutSeconds, MessageDecorators decorators) {
         this(names, maxKeyLength, queryTimeoutSeconds, decorators, null, null);
@@ -101,7 +107,21 @@ public final class PostgresPublisher extends SqlPublisher {
      */
     PostgresPublisher(SqlTableNames names, int maxKeyLength, int queryTimeoutSeconds, MessageDecorators decorators,
                       String walPrefix, String notifyChannel, SqlKeySequence keySequence) {
+        this(names, maxKeyLength, queryTimeoutSeconds, decorators, walPrefix, notifyChannel, keySequence, null);
+    }
+
+    /**
+     * As above, and with {@code scheduling} (table mode only; null for none) delayed messages, and the messages
+     * without a time of a held key, are written into the scheduled table ({@link SqlScheduling#route}).
+     */
+    PostgresPublisher(SqlTableNames names, int maxKeyLength, int queryTimeoutSeconds, MessageDecorators decorators,
+                      String walPrefix, String notifyChannel, SqlKeySequence keySequence, SqlScheduling scheduling) {
         super(maxKeyLength, decorators);
+        if (scheduling != null && walPrefix != null) {
+            throw new IllegalArgumentException("the WAL mode cannot schedule messages");
+        }
+        this.scheduling = scheduling;
+        this.scheduleSql = scheduling == null ? null : PgScheduling.insertSql(names);
         this.keySequence = Objects.requireNonNull(keySequence, "keySequence must not be null");
         this.names = names;
         this.queryTimeoutSeconds = queryTimeoutSeconds;
@@ -137,10 +157,16 @@ public final class PostgresPublisher extends SqlPublisher {
     public void publish(Connection connection, List<OutboxMessage> input) {
         Objects.requireNonNull(connection, "connection must not be null");
         Objects.requireNonNull(input, "messages must not be null");
+        if (walPrefix != null) {
+            refuseDelayed(input);
+        }
         List<OutboxMessage> decorated = decorate(input);
         for (int i = 0; i < decorated.size(); i++) {
             validate(i, decorated.get(i));
             keySequence.check(i, decorated.get(i));
+            if (scheduling != null) {
+                SqlScheduling.check(i, decorated.get(i));
+            }
         }
         decorated = claimIdempotencyKeys(connection, decorated);
         if (decorated.isEmpty()) {
@@ -157,6 +183,13 @@ public final class PostgresPublisher extends SqlPublisher {
             emit(connection, messages);
             return;
         }
+        if (scheduling != null && schedule(connection, messages)) {
+            return;
+        }
+        insert(connection, messages);
+    }
+
+    private void insert(Connection connection, List<OutboxMessage> messages) {
         try (PreparedStatement statement = connection.prepareStatement(writeSql)) {
             statement.setQueryTimeout(queryTimeoutSeconds);
             if (messages.size() == 1) {
@@ -171,6 +204,68 @@ public final class PostgresPublisher extends SqlPublisher {
             }
         } catch (SQLException e) {
             throw PostgresDialect.ERRORS.translate("writing " + messages.size() + " message(s) to " + names.outbox(), e);
+        }
+    }
+
+    @Override
+    protected boolean schedules() {
+        return scheduling != null;
+    }
+
+    /**
+     * Writes the messages that {@link SqlScheduling#route} sends to the scheduled table there, the others into the
+     * outbox, each part in list order.
+     *
+     * @return false if every message goes into the outbox (nothing written yet), true if all were written
+     */
+    private boolean schedule(Connection connection, List<OutboxMessage> messages) {
+        boolean[] scheduled;
+        try {
+            scheduled = scheduling.route(connection, messages);
+        } catch (SQLException e) {
+            throw PostgresDialect.ERRORS.translate("looking for waiting messages of " + messages.size()
+                    + " message(s)' keys in " + SqlScheduling.table(names), e);
+        }
+        if (scheduled == null) {
+            return false;
+        }
+        List<OutboxMessage> now = new ArrayList<>();
+        try (PreparedStatement statement = connection.prepareStatement(scheduleSql)) {
+            statement.setQueryTimeout(queryTimeoutSeconds);
+            for (int i = 0; i < messages.size(); i++) {
+                if (!scheduled[i]) {
+                    now.add(messages.get(i));
+                    continue;
+                }
+                bind(connection, statement, messages.get(i));
+                SqlScheduling.bindDue(statement, 7, i, messages.get(i));
+                statement.addBatch();
+            }
+            statement.executeBatch();
+        } catch (SQLException e) {
+            throw PostgresDialect.ERRORS.translate("writing " + (messages.size() - now.size())
+                    + " message(s) to " + SqlScheduling.table(names), e);
+        }
+        if (!now.isEmpty()) {
+            insert(connection, now);
+        }
+        return true;
+    }
+
+    /**
+     * Refuses a delayed message in WAL mode, naming it: a logical message cannot be held back, and sending it at
+     * once would break its "not before".
+     */
+    private static void refuseDelayed(List<OutboxMessage> messages) {
+        for (int i = 0; i < messages.size(); i++) {
+            OutboxMessage m = messages.get(i);
+            if (m != null && m.isDelayed()) {
+                throw new IllegalArgumentException("message " + i + " (topic '" + m.topic() + "', key '" + m.key()
+                        + "') asks not to be sent before " + (m.deliverAt() != null ? m.deliverAt()
+                        : "a delay of " + m.deliverAfter()) + ", and a store with the WAL harvest"
+                        + " (PostgresStore.Builder.walHarvest) cannot schedule messages: a logical message is"
+                        + " streamed as soon as it commits. Use the table harvest with scheduling(true)");
+            }
         }
     }
 

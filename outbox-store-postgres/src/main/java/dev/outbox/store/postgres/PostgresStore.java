@@ -7,12 +7,14 @@ import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.Store;
+import dev.outbox.spi.ScheduledMessages;
 import dev.outbox.spi.StoreException;
 import dev.outbox.store.sql.IdRanges;
 import dev.outbox.store.sql.SqlChecks;
 import dev.outbox.store.sql.SqlLeaseStatements;
 import dev.outbox.store.sql.SqlIdempotency;
 import dev.outbox.store.sql.SqlKeySequence;
+import dev.outbox.store.sql.SqlScheduling;
 import dev.outbox.store.sql.SqlStore;
 import org.jdbi.v3.core.Jdbi;
 
@@ -156,6 +158,8 @@ public final class PostgresStore extends SqlStore {
     private final PostgresPublisher publisher;
     /** The WAL harvest, or null when the table is harvested. */
     private final PgWalOutbox wal;
+    /** The scheduled messages' release, or null when scheduling is off ({@link Builder#scheduling}). */
+    private final SqlScheduling scheduling;
     /** The commit notifications, or null when they are off or the WAL is harvested. */
     private final PgNotifications notifications;
 
@@ -176,17 +180,28 @@ public final class PostgresStore extends SqlStore {
         this.harvest = new PostgresHarvest(transactions(), statements, maxKeyLength(), names.outbox());
         this.wal = builder.wal == null ? null
                 : new PgWalOutbox(builder.wal, names, transactions(), statements.settings(), maxKeyLength());
+        if (scheduling() && builder.wal != null) {
+            throw new IllegalStateException("the WAL harvest (walHarvest) cannot schedule messages (scheduling(true)):"
+                    + " a logical message is streamed as soon as it commits; use the table harvest to schedule");
+        }
+        this.scheduling = whole != null ? whole.scheduling : scheduling()
+                ? PgScheduling.release(transactions(), names, statements.settings()) : null;
         this.notifications = whole != null ? whole.notifications : wal == null && builder.commitNotifications
                 ? new PgNotifications(jdbi(), names, shardCount() > 1) : null;
         this.publisher = whole != null ? whole.publisher : new PostgresPublisher(names, maxKeyLength(),
                 queryTimeoutSeconds(), decorators(), wal == null ? null : wal.prefix(),
                 notifications == null ? null : notifications.channel(), keySequence()
                 ? SqlKeySequence.on(new PgKeyCounter(SqlKeySequence.table(names), queryTimeoutSeconds()))
-                : SqlKeySequence.off());
+                : SqlKeySequence.off(), scheduling);
         if (whole == null) {
             wakeOnCommitted(publisher);
         }
         makeViews();
+    }
+
+    @Override
+    protected ScheduledMessages scheduledMessages() {
+        return scheduling;
     }
 
     /**

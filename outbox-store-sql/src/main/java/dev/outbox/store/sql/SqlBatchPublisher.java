@@ -26,6 +26,8 @@ public final class SqlBatchPublisher extends SqlPublisher {
     private final SqlDialect dialect;
     private final HeadersBinder headers;
     private final SqlKeySequence keySequence;
+    private final SqlScheduling scheduling;
+    private final String scheduleSql;
 
     /**
      * How a dialect binds a message's headers to the {@code INSERT}'s parameters.
@@ -75,7 +77,33 @@ public final class SqlBatchPublisher extends SqlPublisher {
      */
     public SqlBatchPublisher(String table, String insertSql, int maxKeyLength, MessageDecorators decorators,
                              SqlDialect dialect, HeadersBinder headers, SqlKeySequence keySequence) {
+        this(table, insertSql, maxKeyLength, decorators, dialect, headers, keySequence, null, null);
+    }
+
+    /**
+     * As above, and with {@code scheduling} (null for none) delayed messages, and the messages without a time of a
+     * held key ({@link SqlScheduling#route}), are written with {@code scheduleSql} into the scheduled table.
+     *
+     * @param table        the outbox table as it appears in SQL, for error messages; not null
+     * @param insertSql    the single-row {@code INSERT} with the parameters the class description lists; not null
+     * @param maxKeyLength the longest key, in code points
+     * @param decorators   applied to every message first; not null
+     * @param dialect      the database's errors and column bindings; not null
+     * @param headers      binds the headers; not null
+     * @param keySequence  the per-key sequence, or {@link SqlKeySequence#off()}; not null
+     * @param scheduling   the scheduled table's routing, or null if scheduling is off
+     * @param scheduleSql  the scheduled table's single-row {@code INSERT}: the parameters of {@code insertSql}, then
+     *                     the due time's two ({@link SqlScheduling#bindDue}); null if {@code scheduling} is
+     */
+    public SqlBatchPublisher(String table, String insertSql, int maxKeyLength, MessageDecorators decorators,
+                             SqlDialect dialect, HeadersBinder headers, SqlKeySequence keySequence,
+                             SqlScheduling scheduling, String scheduleSql) {
         super(maxKeyLength, decorators);
+        if ((scheduling == null) != (scheduleSql == null)) {
+            throw new IllegalArgumentException("scheduling and scheduleSql must be both null or both set");
+        }
+        this.scheduling = scheduling;
+        this.scheduleSql = scheduleSql;
         this.table = Objects.requireNonNull(table, "table must not be null");
         this.insertSql = Objects.requireNonNull(insertSql, "insertSql must not be null");
         this.dialect = Objects.requireNonNull(dialect, "dialect must not be null");
@@ -89,6 +117,9 @@ public final class SqlBatchPublisher extends SqlPublisher {
         List<OutboxMessage> decorated = decorate(Objects.requireNonNull(input, "messages must not be null"));
         for (int i = 0; i < decorated.size(); i++) {
             keySequence.check(i, check(i, decorated.get(i)));
+            if (scheduling != null) {
+                SqlScheduling.check(i, decorated.get(i));
+            }
         }
         List<OutboxMessage> messages = claimIdempotencyKeys(connection, decorated);
         try {
@@ -97,19 +128,53 @@ public final class SqlBatchPublisher extends SqlPublisher {
             throw dialect.errors().translate("numbering " + decorated.size() + " message(s) of " + table
                     + " per key", e);
         }
-        try (PreparedStatement statement = connection.prepareStatement(insertSql)) {
-            for (OutboxMessage m : messages) {
+        boolean[] scheduled = null;
+        if (scheduling != null) {
+            try {
+                scheduled = scheduling.route(connection, messages);
+            } catch (SQLException e) {
+                throw dialect.errors().translate("looking for waiting messages of " + messages.size()
+                        + " message(s)' keys in the scheduled table of " + table, e);
+            }
+        }
+        if (scheduled != null) {
+            write(connection, scheduleSql, messages, scheduled, true, "the scheduled table of " + table);
+        }
+        write(connection, insertSql, messages, scheduled, false, table);
+    }
+
+    /** Writes the messages whose {@code scheduled} flag is {@code which} (all of them if there are no flags). */
+    private void write(Connection connection, String sql, List<OutboxMessage> messages, boolean[] scheduled,
+                       boolean which, String where) {
+        int count = 0;
+        try (PreparedStatement statement = connection.prepareStatement(sql)) {
+            for (int i = 0; i < messages.size(); i++) {
+                if ((scheduled == null ? false : scheduled[i]) != which) {
+                    continue;
+                }
+                OutboxMessage m = messages.get(i);
                 statement.setString(1, m.topic());
                 statement.setString(2, m.key());
                 statement.setBytes(3, m.value());
                 int next = headers.bind(connection, statement, 4, m.headers());
                 dialect.columns().bindUuid(statement, next, MessageIds.next());
+                if (which) {
+                    SqlScheduling.bindDue(statement, next + 1, i, m);
+                }
                 statement.addBatch();
+                count++;
             }
-            statement.executeBatch();
+            if (count > 0) {
+                statement.executeBatch();
+            }
         } catch (SQLException e) {
-            throw dialect.errors().translate("writing " + messages.size() + " message(s) to " + table, e);
+            throw dialect.errors().translate("writing " + count + " message(s) to " + where, e);
         }
+    }
+
+    @Override
+    protected boolean schedules() {
+        return scheduling != null;
     }
 
     @Override

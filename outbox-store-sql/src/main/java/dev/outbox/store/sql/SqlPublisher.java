@@ -59,7 +59,8 @@ public abstract class SqlPublisher implements Publisher {
      */
     protected final List<OutboxMessage> decorate(List<OutboxMessage> messages) {
         List<OutboxMessage> decorated = decorators.apply(messages);
-        DeliveryOptions.check(decorated, false, idempotency.isOn(), "this SQL store");
+        DeliveryOptions.check(decorated, schedules(), idempotency.isOn(),
+                "this SQL store (built without scheduling(true) / idempotencyKeys(...))");
         return decorated;
     }
 
@@ -77,6 +78,16 @@ public abstract class SqlPublisher implements Publisher {
      */
     protected final List<OutboxMessage> claimIdempotencyKeys(Connection connection, List<OutboxMessage> messages) {
         return idempotency.claim(connection, messages);
+    }
+
+    /**
+     * Whether this publisher writes delayed messages ({@link SqlStore.Builder#scheduling}): else {@link #decorate}
+     * refuses them.
+     *
+     * @return false unless the dialect's publisher says otherwise
+     */
+    protected boolean schedules() {
+        return false;
     }
 
     /**

@@ -91,7 +91,10 @@ final class SqlSchemaScripts {
         String template = resource(owner, resource);
         return ddl.fillIn().apply(template.replace("${outbox}", names.outbox()).replace("${parked}", names.parked())
                 .replace("${leader}", names.leader()).replace("${keySeq}", SqlKeySequence.table(names))
-                .replace("${idempotency}", SqlIdempotency.table(names)));
+                .replace("${idempotency}", SqlIdempotency.table(names))
+                .replace("${scheduled}", SqlScheduling.table(names))
+                .replace("${scheduledDueIndex}", SqlScheduling.index(names, "due"))
+                .replace("${scheduledKeyIndex}", SqlScheduling.index(names, "key")));
     }
 
     /**

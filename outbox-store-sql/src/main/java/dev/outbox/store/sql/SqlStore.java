@@ -16,6 +16,7 @@ import dev.outbox.spi.MarkHarvest;
 import dev.outbox.spi.ParkedKeys;
 import dev.outbox.spi.ParkedRecords;
 import dev.outbox.spi.Sharding;
+import dev.outbox.spi.ScheduledMessages;
 import dev.outbox.spi.StorageFencing;
 import dev.outbox.spi.ReadResult;
 import dev.outbox.spi.SqlTableNames;
@@ -82,6 +83,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     private final boolean fencing;
     private final boolean keySequence;
     private final SqlIdempotency idempotency;
+    private final boolean scheduling;
     private final int shardCount;
     /** The shard this store object is the view of ({@link #shard}), or -1 for the whole outbox. */
     private final int shardIndex;
@@ -112,6 +114,10 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
             SqlKeySequence.checkTableLength(dialect.tableNames(), names.table());
         }
         this.idempotency = SqlIdempotencyOption.of(builder, this, names);
+        this.scheduling = builder.scheduling;
+        if (scheduling) {
+            SqlScheduling.checkTableLength(dialect.tableNames(), names.table());
+        }
         this.table = new SqlTable(names, this.shardIndex, shardCount, statementTimeout);
         this.sql = Objects.requireNonNull(statements.apply(table), "statements");
         this.parkedRows = new ParkedRows(tx, sql, dialect.columns(), dialect.ids(), names.parked());
@@ -124,6 +130,9 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         }
         if (idempotency.isOn()) {
             sideTables.add(new SqlSchemaScripts.SideTable(SqlIdempotency.RESOURCE, SqlIdempotency.table(names)));
+        }
+        if (scheduling) {
+            sideTables.add(new SqlSchemaScripts.SideTable(SqlScheduling.RESOURCE, SqlScheduling.table(names)));
         }
         this.schema = new SqlSchemaScripts(getClass(), table, dialect.schemaResource(), sideTables, shardState, log,
                 new SqlSchemaScripts.Ddl(this::fillIn, this::createTables, this::reshardSql));
@@ -247,12 +256,25 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     }
 
     /**
+     * The release of due scheduled messages, for a store built with {@link Builder#scheduling} on.
+     *
+     * @return the release, or null (the default) if the store has none
+     */
+    protected ScheduledMessages scheduledMessages() {
+        return null;
+    }
+
+    /**
      * {@inheritDoc} {@link StorageFencing} with {@link Builder#fencing} on; {@link MarkHarvest} and
      * {@link ParkedKeys} as the subclass says ({@link #hasMark()}, {@link #hasParkedKeys()}); every other capability
-     * (a {@link CursorHarvest} read among them: every SQL store reads by cursor or stream) always.
+     * (a {@link CursorHarvest} read among them: every SQL store reads by cursor or stream) always;
+     * {@link ScheduledMessages} if the subclass gives one ({@link #scheduledMessages()}).
      */
     @Override
     public <T> Optional<T> capability(Class<T> type) {
+        if (type == ScheduledMessages.class) {
+            return Optional.ofNullable(scheduledMessages()).map(type::cast);
+        }
         boolean has = type == StorageFencing.class ? fencing() : type == MarkHarvest.class ? hasMark()
                 : type == IdempotencyKeys.class ? idempotency.isOn()
                 : type != ParkedKeys.class || hasParkedKeys();
@@ -550,8 +572,9 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
 
     /**
      * Creates the outbox table and its parked table if they do not exist yet ({@link #schemaSql()}), and the tables of
-     * the options that are on: the key sequence's counters ({@link Builder#keySequence}, {@link #keySequenceSchemaSql()})
-     * and the idempotency keys ({@link Builder#idempotencyKeys}, {@link #idempotencySchemaSql()}). Safe to call
+     * the options that are on: the key sequence's counters ({@link Builder#keySequence}, {@link #keySequenceSchemaSql()}),
+     * the idempotency keys ({@link Builder#idempotencyKeys}, {@link #idempotencySchemaSql()}) and the scheduled
+     * messages ({@link Builder#scheduling}, {@link #schedulingSchemaSql()}). Safe to call
      * from several processes at once and on every start-up; it never changes a table that exists already.
      *
      * @throws StoreException if the DDL fails, for example for lack of privileges
@@ -598,6 +621,22 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     public int deleteExpired(int limit) {
         return tx.inTransaction("deleting expired idempotency keys of " + SqlIdempotency.table(names), null,
                 handle -> idempotency.deleteExpired(handle.getConnection(), limit));
+    }
+
+    /**
+     * The DDL of the scheduled table, {@code <table>_scheduled} (the {@code scheduling.sql} resource next to the
+     * store's {@code schema.sql}), names filled in; {@link #createSchema()} applies it when scheduling is on
+     * ({@link Builder#scheduling}). Idempotent.
+     *
+     * @return the DDL; statements separated by {@code ;}
+     */
+    public final String schedulingSchemaSql() {
+        return schema.sideTableSql(SqlScheduling.RESOURCE);
+    }
+
+    /** {@return whether the store accepts delayed messages ({@link Builder#scheduling})} */
+    public final boolean scheduling() {
+        return scheduling;
     }
 
     /** {@return whether the publisher numbers messages per (topic, key) ({@link Builder#keySequence})} */

@@ -32,6 +32,7 @@ public abstract class SqlStoreBuilder<B extends SqlStoreBuilder<B, S>, S extends
     boolean keySequence;
     Duration idempotencyRetention;
     OnDuplicate onDuplicate = OnDuplicate.SKIP;
+    boolean scheduling;
 
     /**
      * @param jdbi    where the store takes its connections
@@ -208,6 +209,27 @@ public abstract class SqlStoreBuilder<B extends SqlStoreBuilder<B, S>, S extends
      */
     public final B onDuplicate(OnDuplicate onDuplicate) {
         this.onDuplicate = Objects.requireNonNull(onDuplicate, "onDuplicate must not be null");
+        return (B) this;
+    }
+
+    /**
+     * "Not before" ({@link dev.outbox.OutboxMessage#deliverAt()}, {@link dev.outbox.OutboxMessage#deliverAfter()}):
+     * whether the publisher accepts delayed messages, writing them into {@code <table>_scheduled} (its own DDL,
+     * {@link SqlStore#schedulingSchemaSql()}, which {@code createSchema()} applies when this is on) with their due
+     * time on the database's clock, and the store moves the due ones into the outbox
+     * ({@link dev.outbox.spi.ScheduledMessages}, called by the leading dispatcher). Default off: a delayed message is
+     * then refused, naming it.
+     *
+     * <p>With it on, a message without a time whose (topic, key) has a message waiting waits behind it (the key is
+     * held, so its order is kept): each publish call runs one {@code EXISTS} query per distinct (topic, key) of its
+     * messages. See {@link SqlScheduling}. The table name must leave room for {@code _scheduled} within the
+     * database's identifier limit.
+     *
+     * @param scheduling true to accept delayed messages, false to refuse them
+     * @return this builder
+     */
+    public final B scheduling(boolean scheduling) {
+        this.scheduling = scheduling;
         return (B) this;
     }
 
