@@ -6,7 +6,8 @@ import java.time.Duration;
  * Idempotency keys (docs/delivery-options.md): off unless {@code retention} is set. A message whose idempotency key
  * was written before, within the retention, is not written again: it is skipped, or the publish call fails, as
  * {@code on-duplicate} says. The {@code idempotency.*} properties of the store's settings:
- * {@code outbox.store.idempotency.*} in the starter (the sidecar's {@code sidecar.outboxes.<name>.store.idempotency.*}).
+ * {@code outbox.store.idempotency.*} in the starter (the sidecar's
+ * {@code sidecar.outboxes.<name>.store.idempotency.*}).
  *
  * <p>A mutable JavaBean for Spring's binder; not thread-safe. Read once, at start-up.
  */

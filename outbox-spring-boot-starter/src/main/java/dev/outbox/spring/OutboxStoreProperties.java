@@ -270,8 +270,8 @@ public final class OutboxStoreProperties {
     /**
      * Sets the {@code scheduling} property.
      *
-     * @param scheduling {@code true} to accept delayed messages (needs the table {@code <table>_scheduled}); refused with
-     *                   the WAL harvest, at start-up
+     * @param scheduling {@code true} to accept delayed messages (needs the table {@code <table>_scheduled});
+     *                   refused with the WAL harvest, at start-up
      */
     public void setScheduling(boolean scheduling) {
         this.scheduling = scheduling;
