@@ -8,6 +8,7 @@ import dev.outbox.spring.OutboxStoreProperties;
 import dev.outbox.spring.OutboxStoreFactory;
 import dev.outbox.store.mysql.MySqlStore;
 import dev.outbox.store.postgres.PostgresStore;
+import dev.outbox.store.sql.SqlStore;
 
 import java.io.PrintStream;
 import java.io.PrintWriter;
@@ -70,13 +71,35 @@ final class SchemaCommand {
                         .append(pg.notifyTriggerSql().strip()).append(";\n");
             }
         } else {
-            out.append(((dev.outbox.store.sql.SqlStore) built.store()).schemaSql().strip()).append('\n');
+            out.append(((SqlStore) built.store()).schemaSql().strip()).append('\n');
             if (built.store() instanceof MySqlStore mysql) {
                 out.append("\n-- The id guard: refuses an INSERT that sets the id (one compound statement).\n")
                         .append("DELIMITER //\n").append(mysql.idGuardSql()).append("\n//\nDELIMITER ;\n");
             }
         }
+        optionTables((SqlStore) built.store(), store, out);
         return out.toString();
+    }
+
+    /**
+     * The tables of the store options that are on (the ones {@code init} and {@code store.create-schema} create too):
+     * the per-key sequence's counters, "not before"'s scheduled messages, the idempotency keys.
+     */
+    private static void optionTables(SqlStore sql, OutboxStoreProperties store, StringBuilder out) {
+        if (store.isKeySequence()) {
+            out.append("\n-- The per-key sequence's counters (store.key-sequence):\n")
+                    .append(sql.keySequenceSchemaSql().strip()).append('\n');
+        }
+        if (store.isScheduling()) {
+            out.append("\n-- Delayed messages wait here until they are due (store.scheduling); a writer in another"
+                    + " language inserts\n-- into this table, with due_at, instead of the outbox:\n")
+                    .append(sql.schedulingSchemaSql().strip()).append('\n');
+        }
+        if (store.getIdempotency().getRetention() != null) {
+            out.append("\n-- The idempotency keys written within the retention (store.idempotency.retention); a"
+                    + " writer in another\n-- language claims its key here before it inserts its row:\n")
+                    .append(sql.idempotencySchemaSql().strip()).append('\n');
+        }
     }
 
     /**

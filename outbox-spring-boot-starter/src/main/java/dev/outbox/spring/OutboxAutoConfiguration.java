@@ -260,8 +260,8 @@ public class OutboxAutoConfiguration {
 
     /**
      * Fills in the placeholders of the shipped Flyway migrations ({@code classpath:dev/outbox/migrations/<db>} and
-     * {@code classpath:dev/outbox/migrations/versioned/<db>[-inbox|-wal|-key-sequence]}) from {@code outbox.store.*}, unless the
-     * application sets them itself.
+     * {@code classpath:dev/outbox/migrations/versioned/<db>[-inbox|-wal|-key-sequence|-scheduling|-idempotency]}) from
+     * {@code outbox.store.*}, unless the application sets them itself.
      */
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(name = {"org.flywaydb.core.Flyway",
@@ -294,6 +294,13 @@ public class OutboxAutoConfiguration {
             placeholders.putIfAbsent("outbox_wal_prefix", "dev.outbox:" + table.replace("\"", "").replace("`", ""));
             // …/<db>-key-sequence: the per-key sequence's counter table "<table>_key_seq", as the store names it.
             placeholders.putIfAbsent("outbox_key_seq_table", suffixed(table, "_key_seq"));
+            // …/<db>-scheduling and …/<db>-idempotency: the delivery options' tables "<table>_scheduled" (with its
+            // indexes "<table>_scheduled_due" and "_key", quoted, not qualified) and "<table>_idempotency".
+            placeholders.putIfAbsent("outbox_scheduled_table", suffixed(table, "_scheduled"));
+            String bare = table.substring(table.lastIndexOf('.') + 1);
+            placeholders.putIfAbsent("outbox_scheduled_due_index", suffixed(bare, "_scheduled_due"));
+            placeholders.putIfAbsent("outbox_scheduled_key_index", suffixed(bare, "_scheduled_key"));
+            placeholders.putIfAbsent("outbox_idempotency_table", suffixed(table, "_idempotency"));
             configuration.placeholders(placeholders);
         }
 

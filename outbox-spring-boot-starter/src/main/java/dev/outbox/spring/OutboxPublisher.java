@@ -79,6 +79,35 @@ public final class OutboxPublisher {
     }
 
     /**
+     * A message builder holding {@code payload} serialized as {@link #publish(String, String, Object)} would write
+     * it (value and headers), for the per-message delivery options (docs/delivery-options.md) before
+     * {@link #publish(OutboxMessage)}:
+     *
+     * <pre>{@code
+     * outbox.publish(outbox.message("reminders", orderId, new Reminder(orderId))
+     *         .deliverAfter(Duration.ofHours(24))             // outbox.store.scheduling=true
+     *         .idempotencyKey("reminder-" + orderId)          // outbox.store.idempotency.retention=7d
+     *         .build());
+     * }</pre>
+     *
+     * Writes nothing, and needs no transaction.
+     *
+     * @param topic   the Kafka topic the message goes to
+     * @param key     the message key; {@code null} for none
+     * @param payload the value, serialized by the application's {@code PayloadSerializer}; {@code null} for a
+     *                tombstone
+     * @return a new builder with the serialized value and the serializer's headers
+     * @throws IllegalArgumentException if the topic or key is invalid, naming it
+     * @throws OutboxException          if the payload cannot be serialized
+     */
+    public OutboxMessage.Builder message(String topic, String key, Object payload) {
+        OutboxMessage m = serializer.message(topic, key, payload);
+        OutboxMessage.Builder b = OutboxMessage.builder(m.topic(), m.key()).value(m.value());
+        m.headers().forEach(h -> b.header(h.name(), h.value()));
+        return b;
+    }
+
+    /**
      * Writes {@code message} in the current transaction; see {@link #publish(String, String, Object)}.
      *
      * @param message the message as built ({@code OutboxMessage.of}, {@code OutboxMessage.builder}); not

@@ -7,6 +7,8 @@ import dev.outbox.store.h2.H2Store;
 import dev.outbox.store.mysql.MySqlStore;
 import dev.outbox.store.postgres.PostgresStore;
 import dev.outbox.store.postgres.WalHarvest;
+import dev.outbox.store.sql.OnDuplicate;
+import dev.outbox.store.sql.SqlStoreBuilder;
 import org.springframework.util.ClassUtils;
 
 import javax.sql.DataSource;
@@ -131,6 +133,35 @@ public final class OutboxStoreFactory {
         }
     }
 
+    /**
+     * The delivery options of every SQL store (docs/delivery-options.md): "not before" and idempotency keys; in a
+     * class of its own so that {@code outbox-store-sql} is touched only once a store is built.
+     */
+    private static final class DeliveryOptions {
+        static void apply(String prefix, OutboxStoreProperties p, SqlStoreBuilder<?, ?> b) {
+            b.scheduling(p.isScheduling());
+            OutboxIdempotencyProperties idempotency = p.getIdempotency();
+            String onDuplicate = prefix + ".idempotency.on-duplicate";
+            if (idempotency.getOnDuplicate() == null) {
+                throw new OutboxConfigurationException(onDuplicate, "is empty", "set it to skip (the default) or"
+                        + " fail, or remove it", null);
+            }
+            if (idempotency.getRetention() == null) {
+                if (idempotency.getOnDuplicate() != OutboxIdempotencyProperties.OnDuplicate.SKIP) {
+                    throw new OutboxConfigurationException(onDuplicate, "is " + idempotency.getOnDuplicate()
+                            + ", but idempotency keys are off: " + prefix + ".idempotency.retention is not set",
+                            "set " + prefix + ".idempotency.retention (for example 7d) to turn them on, or remove "
+                                    + onDuplicate, null);
+                }
+                return;
+            }
+            set(prefix + ".idempotency.retention", idempotency.getRetention(),
+                    () -> b.idempotencyKeys(idempotency.getRetention()));
+            b.onDuplicate(idempotency.getOnDuplicate() == OutboxIdempotencyProperties.OnDuplicate.FAIL
+                    ? OnDuplicate.FAIL : OnDuplicate.SKIP);
+        }
+    }
+
     static final class Postgres {
         static Built build(DataSource dataSource, String prefix, OutboxStoreProperties p,
                            List<MessageDecorator> decorators) {
@@ -148,6 +179,7 @@ public final class OutboxStoreFactory {
             b.commitNotifications(p.isCommitNotifications());
             b.fencing(p.isFencing());
             b.keySequence(p.isKeySequence());
+            DeliveryOptions.apply(prefix, p, b);
             if (p.getLateCommitWindow() != null) {
                 throw new OutboxConfigurationException(prefix + ".late-commit-window", "is set, but the Postgres"
                         + " store has no late-commit window: its harvest reads the writers' transaction ids",
@@ -161,6 +193,12 @@ public final class OutboxStoreFactory {
                             + " WAL harvest (" + prefix + ".wal.url) cannot be sharded: it streams the outbox from"
                             + " one replication slot, read by one leader", "set " + prefix + ".shards to 1, or remove "
                             + prefix + ".wal.url to harvest the table", null);
+                }
+                if (p.isScheduling()) {
+                    throw new OutboxConfigurationException(prefix + ".scheduling", "is true, but the WAL harvest ("
+                            + prefix + ".wal.url) cannot hold a message back until its time: it streams each message"
+                            + " as its writer commits", "remove " + prefix + ".scheduling, or remove " + prefix
+                            + ".wal.url to harvest the table", null);
                 }
                 b.walHarvest(walHarvest(prefix + ".wal", wal));
             }
@@ -224,6 +262,7 @@ public final class OutboxStoreFactory {
             set(prefix + ".shards", p.getShards(), () -> b.shards(p.getShards()));
             b.fencing(p.isFencing());
             b.keySequence(p.isKeySequence());
+            DeliveryOptions.apply(prefix, p, b);
             if (p.getLateCommitWindow() != null) {
                 set(prefix + ".late-commit-window", p.getLateCommitWindow(),
                         () -> b.lateCommitWindow(p.getLateCommitWindow()));
@@ -260,6 +299,7 @@ public final class OutboxStoreFactory {
             }
             b.fencing(p.isFencing());
             b.keySequence(p.isKeySequence());
+            DeliveryOptions.apply(prefix, p, b);
             if (p.getLateCommitWindow() != null) {
                 set(prefix + ".late-commit-window", p.getLateCommitWindow(),
                         () -> b.lateCommitWindow(p.getLateCommitWindow()));

@@ -56,6 +56,16 @@ public final class OutboxStoreProperties {
      */
     private boolean keySequence;
     /**
+     * "Not before" (docs/delivery-options.md): the publisher accepts delayed messages ({@code deliverAt},
+     * {@code deliverAfter}), written into "<table>_scheduled" ({@code create-schema} creates it, or the migrations in
+     * {@code …/versioned/<db>-scheduling}) and moved into the outbox by the leading dispatcher once due, on the
+     * database's clock. Off by default: a delayed message is refused. Not with the WAL harvest.
+     */
+    private boolean scheduling;
+    /** Idempotency keys: off unless {@code idempotency.retention} is set. */
+    @NestedConfigurationProperty
+    private final OutboxIdempotencyProperties idempotency = new OutboxIdempotencyProperties();
+    /**
      * MySQL, MariaDB and H2: how long the harvest rechecks an id it passed without seeing its row (a transaction not
      * yet committed, or rolled back) before taking it to have rolled back; set it above the longest transaction
      * that writes to the outbox. The store's default (60 s) when not set. Not for Postgres, whose harvest reads
@@ -247,6 +257,32 @@ public final class OutboxStoreProperties {
      */
     public void setKeySequence(boolean keySequence) {
         this.keySequence = keySequence;
+    }
+
+    /**
+     * {@return whether the publisher accepts delayed messages ("not before"); {@code false} by default} Bound from
+     * the {@code scheduling} property.
+     */
+    public boolean isScheduling() {
+        return scheduling;
+    }
+
+    /**
+     * Sets the {@code scheduling} property.
+     *
+     * @param scheduling {@code true} to accept delayed messages (needs the table {@code <table>_scheduled});
+     *                   refused with the WAL harvest, at start-up
+     */
+    public void setScheduling(boolean scheduling) {
+        this.scheduling = scheduling;
+    }
+
+    /**
+     * {@return the {@code idempotency.*} settings, off while their {@code retention} is {@code null}; never
+     * {@code null}, the same object for the bean's life}
+     */
+    public OutboxIdempotencyProperties getIdempotency() {
+        return idempotency;
     }
 
     /**

@@ -31,7 +31,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * creates today, by Flyway and by Liquibase, on MariaDB, keeping the rows; running them again changes nothing (on
  * Postgres and MySQL 8: {@link UpgradedSchemaContract}, which also runs the store contract on the upgraded tables);
  * on all three a new database gets the same layout from the versioned migrations alone, and the inbox's and the WAL
- * harvest's and the per-key sequence's migrations create what the inbox and the store create.
+ * harvest's, the per-key sequence's and the delivery options' (scheduled table, idempotency keys) migrations create
+ * what the inbox and the store create.
  */
 class SchemaUpgradeTest {
 
@@ -155,6 +156,56 @@ class SchemaUpgradeTest {
         assertThat(layouts.tableLayout("outbox_key_seq").replace("outbox_key_seq", "T"))
                 .isEqualTo(layouts.tableLayout("reference_key_seq").replace("reference_key_seq", "T"))
                 .contains("seq");
+    }
+
+    /** "Not before"'s migration creates the scheduled table and indexes the store creates with scheduling(true). */
+    @ParameterizedTest
+    @EnumSource(Case.class)
+    void theSchedulingMigrationCreatesWhatTheStoreCreates(Case c) {
+        DataSource db = c.database("scheduling");
+        boolean postgres = c.dialect == SchemaUpgrade.Dialect.POSTGRES;
+        SchemaUpgrade upgrade = new SchemaUpgrade(db, c.dialect, c.tool);
+        if (c.tool == SchemaUpgrade.Tool.FLYWAY) {
+            // a new application's path: the outbox's versioned migrations (the Postgres message-id function the
+            // scheduled table's default calls among them) and the option's, in one history
+            Map<String, String> placeholders = upgrade.placeholders("outbox");
+            placeholders.put("outbox_scheduled_table", c.dialect.quote("outbox_scheduled"));
+            placeholders.put("outbox_scheduled_due_index", c.dialect.quote("outbox_scheduled_due"));
+            placeholders.put("outbox_scheduled_key_index", c.dialect.quote("outbox_scheduled_key"));
+            Flyway.configure().dataSource(db).locations("classpath:dev/outbox/migrations/versioned/"
+                            + c.dialect.folder, "classpath:dev/outbox/migrations/versioned/" + c.dialect.folder
+                            + "-scheduling").placeholders(placeholders).load().migrate();
+        } else {
+            upgrade.upgrade("outbox");
+            liquibase(db, "classpath:dev/outbox/migrations/liquibase-scheduling.xml");
+        }
+        (postgres ? PostgresStore.builder(db) : MySqlStore.builder(db)).table("reference").scheduling(true).build()
+                .createSchema();
+        assertThat(upgrade.tableLayout("outbox_scheduled").replace("outbox_scheduled", "T"))
+                .isEqualTo(upgrade.tableLayout("reference_scheduled").replace("reference_scheduled", "T"))
+                .contains("due_at").contains("message_id");
+    }
+
+    /** The idempotency keys' migration creates the table the store creates with idempotencyKeys(retention). */
+    @ParameterizedTest
+    @EnumSource(Case.class)
+    void theIdempotencyMigrationCreatesWhatTheStoreCreates(Case c) {
+        DataSource db = c.database("idempotency");
+        boolean postgres = c.dialect == SchemaUpgrade.Dialect.POSTGRES;
+        if (c.tool == SchemaUpgrade.Tool.FLYWAY) {
+            Flyway.configure().dataSource(db).locations("classpath:dev/outbox/migrations/versioned/"
+                            + c.dialect.folder + "-idempotency")
+                    .placeholders(Map.of("outbox_idempotency_table", c.dialect.quote("outbox_idempotency")))
+                    .load().migrate();
+        } else {
+            liquibase(db, "classpath:dev/outbox/migrations/liquibase-idempotency.xml");
+        }
+        (postgres ? PostgresStore.builder(db) : MySqlStore.builder(db)).table("reference")
+                .idempotencyKeys(java.time.Duration.ofDays(7)).build().createSchema();
+        SchemaUpgrade layouts = new SchemaUpgrade(db, c.dialect, c.tool);
+        assertThat(layouts.tableLayout("outbox_idempotency").replace("outbox_idempotency", "T"))
+                .isEqualTo(layouts.tableLayout("reference_idempotency").replace("reference_idempotency", "T"))
+                .contains("created_at");
     }
 
     @Test

@@ -55,6 +55,37 @@ class ShippedMigrationsTest {
         assertThat(body(resource(migration))).isEqualTo(expected);
     }
 
+    /**
+     * The versioned migrations of "not before" hold the store's own scheduled table, with the placeholders renamed
+     * (from the table's comment on: the store's file header has no blank line to end it).
+     */
+    @ParameterizedTest
+    @CsvSource({
+            "dev/outbox/store/postgres/scheduling.sql, dev/outbox/migrations/versioned/postgresql-scheduling/V0_5_1__outbox_scheduling.sql",
+            "dev/outbox/store/mysql/scheduling.sql, dev/outbox/migrations/versioned/mysql-scheduling/V0_5_1__outbox_scheduling.sql"})
+    void theSchedulingMigrationIsTheStoresSchedulingSchema(String schema, String migration) throws IOException {
+        String start = "-- One row per message that waits for its time";
+        String store = resource(schema);
+        String expected = store.substring(store.indexOf(start))
+                .replace("${scheduledDueIndex}", "${outbox_scheduled_due_index}")
+                .replace("${scheduledKeyIndex}", "${outbox_scheduled_key_index}")
+                .replace("${scheduled}", "${outbox_scheduled_table}")
+                .replace("${uuidv7}", schema.contains("/mysql/") ? MySqlStore.UUIDV7_EXPRESSION : "outbox_uuidv7");
+        String shipped = resource(migration);
+        assertThat(store).contains(start);
+        assertThat(shipped.substring(shipped.indexOf(start))).isEqualTo(expected);
+    }
+
+    /** The versioned migrations of the idempotency keys hold the store's own DDL, with the placeholder renamed. */
+    @ParameterizedTest
+    @CsvSource({
+            "dev/outbox/store/postgres/idempotency.sql, dev/outbox/migrations/versioned/postgresql-idempotency/V0_6_1__outbox_idempotency.sql",
+            "dev/outbox/store/mysql/idempotency.sql, dev/outbox/migrations/versioned/mysql-idempotency/V0_6_1__outbox_idempotency.sql"})
+    void theIdempotencyMigrationIsTheStoresIdempotencySchema(String schema, String migration) throws IOException {
+        String expected = body(resource(schema)).replace("${idempotency}", "${outbox_idempotency_table}");
+        assertThat(body(resource(migration))).isEqualTo(expected);
+    }
+
     /** The WAL harvest's versioned migration holds the store's writer functions, with the placeholders renamed. */
     @org.junit.jupiter.api.Test
     void theWalMigrationIsTheStoresWriterFunctions() throws IOException {
