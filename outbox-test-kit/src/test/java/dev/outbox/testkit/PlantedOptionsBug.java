@@ -14,6 +14,7 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Bugs planted in the delivery options' store for {@link DispatcherOptionsFaultInjectionTest}, to prove that its
@@ -30,7 +31,9 @@ enum PlantedOptionsBug {
     /** A message without a time or an idempotency key goes straight into the outbox, even if its key is held. */
     DROPPED_HOLD("G2"),
     /** The publisher loses the messages' idempotency keys on the way to the store. */
-    IGNORED_IDEMPOTENCY("idempotency");
+    IGNORED_IDEMPOTENCY("idempotency"),
+    /** The publisher loses one in 50 of the plain messages it is handed (no time, no idempotency key). */
+    LOST_MESSAGE("G1");
 
     private static final Duration EARLY = Duration.ofMillis(150);
     private final String caughtBy;
@@ -88,6 +91,12 @@ enum PlantedOptionsBug {
             case IGNORED_IDEMPOTENCY -> new Variant(options, (connection, messages) ->
                     options.publisher().publish(connection, messages.stream().map(PlantedOptionsBug::withoutKey)
                             .toList()));
+            case LOST_MESSAGE -> {
+                AtomicInteger plain = new AtomicInteger();
+                yield new Variant(options, (connection, messages) -> options.publisher().publish(connection,
+                        messages.stream().filter(m -> m.isDelayed() || m.idempotencyKey() != null
+                                || plain.incrementAndGet() % 50 != 0).toList()));
+            }
         };
     }
 
