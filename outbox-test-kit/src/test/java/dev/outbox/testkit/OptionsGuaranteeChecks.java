@@ -159,7 +159,8 @@ final class OptionsGuaranteeChecks {
             return "none sent";
         }
         micros.sort(Long::compare);
-        return String.format("after their time: min %.1f ms, p50 %.1f ms, max %.1f ms", micros.get(0) / 1000.0, micros.get(micros.size() / 2) / 1000.0,
+        return String.format("after their time: min %.1f ms, p50 %.1f ms, max %.1f ms", micros.get(0) / 1000.0,
+                micros.get(micros.size() / 2) / 1000.0,
                 micros.get(micros.size() - 1) / 1000.0);
     }
 }

@@ -27,13 +27,13 @@ enum PlantedOptionsBug {
      * The release reads a clock 150 ms ahead of the store's (as a release on the application's clock would, where the
      * database's lags): more than the longest delay, so a message written while a leader leads is released at once.
      */
-    EARLY_RELEASE("not before"),
+    EARLY_RELEASE("not before:"),
     /** A message without a time or an idempotency key goes straight into the outbox, even if its key is held. */
-    DROPPED_HOLD("G2"),
+    DROPPED_HOLD("G2:"),
     /** The publisher loses the messages' idempotency keys on the way to the store. */
-    IGNORED_IDEMPOTENCY("idempotency"),
+    IGNORED_IDEMPOTENCY("idempotency:"),
     /** The publisher loses one in 50 of the plain messages it is handed (no time, no idempotency key). */
-    LOST_MESSAGE("G1");
+    LOST_MESSAGE("G1:");
 
     private static final Duration EARLY = Duration.ofMillis(150);
     private final String caughtBy;
