@@ -53,7 +53,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  *       was told, with a newer record of its key that was published (or parked, or superseded in turn);</li>
  *   <li>G4, G6, the per-key barrier and the in-flight throttle as in {@link DispatcherFaultInjectionTest}.</li>
  * </ul>
- * Three planted bugs ({@link PlantedOptionsBug}) prove the checks can fail. Run more seeds with
+ * Four planted bugs ({@link PlantedOptionsBug}) prove the checks can fail, each found by its own. Run more seeds with
  * {@code -Doutbox.fi.options.seeds=50}, or one seed with {@code -Doutbox.fi.options.seed=<seed>}.
  */
 class DispatcherOptionsFaultInjectionTest {
