@@ -220,18 +220,22 @@ public final class InMemoryDeliveryOptions implements Store, ScheduledMessages, 
             synchronized (lock) {
                 Instant now = clock.instant();
                 List<OutboxMessage> kept = new ArrayList<>(messages.size());
-                Set<String> claimed = new HashSet<>();
+                Set<String> seen = new HashSet<>();
+                List<String> claimed = new ArrayList<>(); // only the keys written now: a duplicate renews nothing
                 for (int i = 0; i < messages.size(); i++) {
                     OutboxMessage m = Objects.requireNonNull(messages.get(i), "message " + i + " must not be null");
                     String key = m.idempotencyKey();
                     Instant written = key == null ? null : keys.get(key);
-                    if (key != null && (!claimed.add(key) || written != null && !expired(written, now))) {
+                    if (key != null && (!seen.add(key) || written != null && !expired(written, now))) {
                         duplicates++;
                         if (onDuplicate == OnDuplicate.FAIL) {
                             throw new DuplicateMessageException("message " + i + " (topic '" + m.topic() + "', key '"
                                     + m.key() + "') has the idempotency key '" + key + "', written before", key);
                         }
                         continue;
+                    }
+                    if (key != null) {
+                        claimed.add(key);
                     }
                     kept.add(m);
                 }

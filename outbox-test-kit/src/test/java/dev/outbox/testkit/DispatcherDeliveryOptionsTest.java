@@ -85,6 +85,38 @@ class DispatcherDeliveryOptionsTest {
     }
 
     @Test
+    void theRetentionCountsFromTheFirstWriteNotFromADuplicate() {
+        Instant[] now = {Instant.parse("2026-01-01T00:00:00Z")};
+        Clock clock = new Clock() {
+            @Override
+            public java.time.ZoneId getZone() {
+                return java.time.ZoneOffset.UTC;
+            }
+
+            @Override
+            public Clock withZone(java.time.ZoneId zone) {
+                throw new UnsupportedOperationException("withZone");
+            }
+
+            @Override
+            public Instant instant() {
+                return now[0];
+            }
+        };
+        InMemoryDeliveryOptions store = InMemoryDeliveryOptions.wrap(new InMemoryStore()).clock(clock)
+                .idempotencyKeys(Duration.ofSeconds(10), InMemoryDeliveryOptions.OnDuplicate.SKIP).build();
+        OutboxMessage m = OutboxMessage.builder("t", "k").value("1").idempotencyKey("order-7").build();
+        store.publisher().publish(null, List.of(m));
+        now[0] = now[0].plusSeconds(6);
+        store.publisher().publish(null, List.of(m));
+        assertThat(store.store().size()).as("a duplicate within the retention").isEqualTo(1);
+        now[0] = now[0].plusSeconds(5); // 11 s after the first write, 5 s after the duplicate
+        store.publisher().publish(null, List.of(m));
+        assertThat(store.store().size()).as("the key expired 10 s after its first write: written again")
+                .isEqualTo(2);
+    }
+
+    @Test
     void aStoreWithoutTheOptionsRefusesThemNamingTheMessage() {
         InMemoryDeliveryOptions none = InMemoryDeliveryOptions.wrap(new InMemoryStore()).build();
         assertThatThrownBy(() -> none.publisher().publish(null, List.of(OutboxMessage.builder("t", "k")

@@ -159,32 +159,7 @@ class DispatcherFaultInjectionTest {
         }
 
         // Chaos: leadership changes of every kind while the writers write.
-        int changes = 0;
-        while (writers.stream().anyMatch(Thread::isAlive) || changes < 3) {
-            int before = shared.deliveredCount();
-            int traffic = 10 + random.nextInt(60);
-            Await.until(() -> shared.deliveredCount() >= before + traffic, Duration.ofSeconds(2)); // let traffic flow
-            switch (random.nextInt(3)) {
-                case 0 -> group.reassign();
-                case 1 -> {
-                    int owner = group.ownerIndex();
-                    if (group.loseOwner() && owner >= 0) {
-                        Dispatcher old = dispatchers.get(owner);
-                        // What Kafka's timeouts guarantee: the old leader's sends end before a new one starts.
-                        Await.untilOrFail(() -> !old.isLeader() && old.inFlightRecords() == 0, WAIT,
-                                () -> "old leader did not drain");
-                        group.assignNext();
-                    }
-                }
-                default -> {
-                    group.stallHeartbeats(true);
-                    Await.untilOrFail(() -> dispatchers.stream().noneMatch(Dispatcher::isLeader), WAIT,
-                            () -> "stalled leader did not fence");
-                    group.stallHeartbeats(false);
-                }
-            }
-            changes++;
-        }
+        FaultInjectionRuns.changeLeaders(random, group, dispatchers, shared, writers);
         for (Thread t : writers) {
             t.join();
         }
@@ -236,38 +211,12 @@ class DispatcherFaultInjectionTest {
         assertThat(missing).as("G1: committed records neither delivered nor parked").isEmpty();
 
         // G4: a record reaches the broker twice only if its acknowledgement was lost, or a change of leadership or
-        // a failed store call (after which the leader rewinds) came while it was in flight: between its first
-        // send and its last.
-        Map<Long, List<Long>> sendTimes = new HashMap<>();
-        for (ObservingBroker o : observers) {
-            o.sendTimes().forEach((id, times) -> sendTimes.computeIfAbsent(id, x -> new ArrayList<>()).addAll(times));
-        }
-        List<Long> disturbances = new ArrayList<>(events.leadershipTimes);
-        disturbances.addAll(events.failureTimes);
-        int duplicates = 0;
-        int other = 0;
-        List<Long> unexplained = new ArrayList<>();
-        for (Map.Entry<Long, Integer> e : deliveriesById.entrySet()) {
-            int extra = e.getValue() - 1;
-            duplicates += extra;
-            if (extra > 0 && !lostAcks.contains(e.getKey())) {
-                other += extra;
-                List<Long> times = sendTimes.getOrDefault(e.getKey(), List.of());
-                long first = times.stream().min(Long::compare).orElse(Long.MAX_VALUE);
-                long last = times.stream().max(Long::compare).orElse(Long.MIN_VALUE);
-                boolean explained = disturbances.stream().anyMatch(t -> t - first >= 0 && last - t >= 0);
-                if (!explained) {
-                    unexplained.add(e.getKey());
-                }
-            }
-        }
+        // a failed store call came while it was in flight.
+        FaultInjectionRuns.Duplicates dups = FaultInjectionRuns.checkDuplicates(delivered, lostAcks, observers, events,
+                48);
+        int duplicates = dups.all();
+        int other = dups.other();
         int leaderIdChanges = events.acquired.size() + events.refreshed.size();
-        assertThat(unexplained).as("G4: records delivered twice with no lost acknowledgement, change of leadership"
-                + " or store failure while they were in flight").isEmpty();
-        for (ObservingBroker o : observers) {
-            assertThat(o.maxPerKey()).as("per-key barrier").isLessThanOrEqualTo(1);
-            assertThat(o.maxInFlight()).as("in-flight throttle").isLessThanOrEqualTo(48);
-        }
         int total = committed.size();
         log.info("{} harvest, seed {}: {} committed, {} delivered, {} parked, {} duplicates ({} lost acks, {} other), {} leader id"
                         + " changes, {} fences, {} store faults injected", harvest, seed, total, delivered.size(), parked.size(),
