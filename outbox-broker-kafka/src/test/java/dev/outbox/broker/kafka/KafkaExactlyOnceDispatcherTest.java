@@ -8,16 +8,21 @@ import dev.outbox.spi.StorageFencing;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
 import dev.outbox.testkit.Await;
+import dev.outbox.testkit.InMemoryCommitLog;
 import dev.outbox.testkit.InMemoryStore;
+import dev.outbox.testkit.InMemoryStreamStore;
+import dev.outbox.testkit.StoreFaults;
 import dev.outbox.testservers.KafkaServer;
 import dev.outbox.testservers.TestServers;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Collection;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
@@ -73,6 +78,55 @@ class KafkaExactlyOnceDispatcherTest {
              Dispatcher second = Dispatcher.builder(rows, broker).config(config).name("second").build()) {
             second.start();
             Await.untilOrFail(() -> rows.size() == 0, WAIT, () -> rows.size() + " rows left");
+            assertThat(broker.recordsPublishedBefore()).isEqualTo(exactlyOnce ? RECORDS : 0);
+        }
+        int expected = exactlyOnce ? RECORDS : 2 * RECORDS;
+        assertThat(KafkaReader.readCommitted(kafka.bootstrapServers(), topic, expected, WAIT))
+                .as("records a read_committed consumer sees").hasSize(expected);
+    }
+
+    /**
+     * The same with the stream harvest (the WAL harvest's model: {@link InMemoryStreamStore} over one commit log, a
+     * process each): the first leader's ledger appends all fail, so the log confirms nothing; the successor, a new
+     * process, streams every message again under ids of its own (a stream numbers per leader) and its broker matches
+     * them by message id. With {@code exactlyOnce()} each record is published once; without it, twice.
+     */
+    @ParameterizedTest(name = "exactlyOnce={0}")
+    @ValueSource(booleans = {true, false})
+    void withTheStreamHarvestASuccessorMatchesWhatItsPredecessorPublishedByMessageId(boolean exactlyOnce)
+            throws Exception {
+        String topic = "eos-stream-" + UUID.randomUUID();
+        kafka.createTopic(topic, 3);
+        String id = "eos-stream-" + topic;
+        InMemoryCommitLog log = new InMemoryCommitLog(Clock.systemUTC());
+        InMemoryStreamStore first = new InMemoryStreamStore(log, "first", Clock.systemUTC(), Duration.ofSeconds(1));
+        int[] failedAppends = new int[1];
+        first.setFaults(op -> {
+            if (op == StoreFaults.Operation.PURGE) {
+                failedAppends[0]++;
+                return StoreFaults.Fault.failBefore();
+            }
+            return StoreFaults.Fault.NONE;
+        });
+        for (int i = 0; i < RECORDS; i++) {
+            first.publisher().publish(null, List.of(OutboxMessage.of(topic, "key-" + i, "v" + i)));
+        }
+        DispatcherConfig config = DispatcherConfig.builder().ioErrorBackoff(Duration.ofMillis(50))
+                .maxIoErrorBackoff(Duration.ofMillis(200)).drainTimeout(Duration.ofSeconds(1)).build();
+        try (KafkaMessageBroker broker = broker(id, exactlyOnce);
+             Dispatcher d = Dispatcher.builder(first, broker).config(config).name("first").build()) {
+            d.start();
+            Await.untilOrFail(() -> broker.committedTransactions() > 0 && failedAppends[0] > 0
+                    && KafkaReader.readToEnd(kafka.bootstrapServers(), topic, WAIT).size() >= RECORDS, WAIT,
+                    () -> "every record committed in Kafka by the first leader");
+        }
+        assertThat(first.backlog()).as("the log confirmed nothing").isEqualTo(RECORDS);
+
+        InMemoryStreamStore second = new InMemoryStreamStore(log, "second", Clock.systemUTC(), Duration.ofSeconds(1));
+        try (KafkaMessageBroker broker = broker(id, exactlyOnce);
+             Dispatcher d = Dispatcher.builder(second, broker).config(config).name("second").build()) {
+            d.start();
+            Await.untilOrFail(() -> second.backlog() == 0, WAIT, () -> second.backlog() + " messages left");
             assertThat(broker.recordsPublishedBefore()).isEqualTo(exactlyOnce ? RECORDS : 0);
         }
         int expected = exactlyOnce ? RECORDS : 2 * RECORDS;
