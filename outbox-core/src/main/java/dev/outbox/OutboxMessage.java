@@ -52,48 +52,17 @@ public final class OutboxMessage {
 
     private OutboxMessage(String topic, String key, byte[] value, List<Header> headers, Instant deliverAt,
                           Duration deliverAfter, String idempotencyKey) {
-        this.topic = validateTopic(topic);
+        this.topic = MessageChecks.topic(topic);
         if (key == null) {
             throw new IllegalArgumentException("key must not be null (topic '" + topic + "')");
         }
         this.key = key;
         this.value = value == null ? null : value.clone();
-        if (headers == null) {
-            throw new IllegalArgumentException("headers must not be null (use an empty list)");
-        }
-        for (int i = 0; i < headers.size(); i++) {
-            if (headers.get(i) == null) {
-                throw new IllegalArgumentException("header " + i + " must not be null");
-            }
-        }
-        this.headers = List.copyOf(headers);
-        if (deliverAt != null && deliverAfter != null) {
-            throw new IllegalArgumentException("deliverAt (" + deliverAt + ") and deliverAfter (" + deliverAfter
-                    + ") must not both be set (topic '" + topic + "', key '" + key + "')");
-        }
-        if (deliverAfter != null && deliverAfter.isNegative()) {
-            throw new IllegalArgumentException("deliverAfter must not be negative: " + deliverAfter + " (topic '"
-                    + topic + "', key '" + key + "')");
-        }
+        this.headers = MessageChecks.headers(headers);
+        MessageChecks.deliveryTime(deliverAt, deliverAfter, topic, key);
         this.deliverAt = deliverAt;
         this.deliverAfter = deliverAfter;
-        this.idempotencyKey = validateIdempotencyKey(idempotencyKey, topic);
-    }
-
-    private static String validateIdempotencyKey(String idempotencyKey, String topic) {
-        if (idempotencyKey == null) {
-            return null;
-        }
-        if (idempotencyKey.isBlank()) {
-            throw new IllegalArgumentException("idempotencyKey must not be blank: '" + idempotencyKey + "' (topic '"
-                    + topic + "')");
-        }
-        if (idempotencyKey.length() > MAX_IDEMPOTENCY_KEY_LENGTH) {
-            throw new IllegalArgumentException("idempotencyKey is " + idempotencyKey.length() + " characters, longer"
-                    + " than " + MAX_IDEMPOTENCY_KEY_LENGTH + ": '" + idempotencyKey.substring(0, 40) + "…' (topic '"
-                    + topic + "')");
-        }
-        return idempotencyKey;
+        this.idempotencyKey = MessageChecks.idempotencyKey(idempotencyKey, topic);
     }
 
     /**
@@ -160,27 +129,6 @@ public final class OutboxMessage {
      */
     public static Builder builder(String topic, String key) {
         return new Builder(topic, key);
-    }
-
-    static String validateTopic(String topic) {
-        if (topic == null) {
-            throw new IllegalArgumentException("topic must not be null");
-        }
-        if (topic.isBlank()) {
-            throw new IllegalArgumentException("topic must not be blank: '" + topic + "'");
-        }
-        if (topic.length() > MAX_TOPIC_LENGTH) {
-            throw new IllegalArgumentException("topic is " + topic.length() + " characters, longer than "
-                    + MAX_TOPIC_LENGTH + ": '" + topic.substring(0, 40) + "…'");
-        }
-        for (int i = 0; i < topic.length(); i++) {
-            char c = topic.charAt(i);
-            if (Character.isWhitespace(c) || Character.isISOControl(c)) {
-                throw new IllegalArgumentException("topic '" + topic + "' contains whitespace or a control"
-                        + " character at index " + i);
-            }
-        }
-        return topic;
     }
 
     /**
@@ -455,10 +403,7 @@ public final class OutboxMessage {
          * @throws IllegalArgumentException if {@code delay} is negative
          */
         public Builder deliverAfter(Duration delay) {
-            if (delay != null && delay.isNegative()) {
-                throw new IllegalArgumentException("deliverAfter must not be negative: " + delay + " (topic '"
-                        + topic + "', key '" + key + "')");
-            }
+            MessageChecks.deliveryTime(null, delay, topic, key);
             this.deliverAfter = delay;
             this.deliverAt = null;
             return this;

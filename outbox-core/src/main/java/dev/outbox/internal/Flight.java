@@ -56,6 +56,22 @@ public final class Flight {
         reportedStuck = true;
     }
 
+    /**
+     * For a latest-only record, the id of the first newer record of its topic queued behind it (its key's queue holds
+     * only later records); 0 if the record is not latest only or none is queued.
+     */
+    static long newerOfTopic(OutboxRecord r, Iterable<OutboxRecord> behind) {
+        if (!r.message().isLatestOnly()) {
+            return 0;
+        }
+        for (OutboxRecord later : behind) {
+            if (later.topic().equals(r.topic())) {
+                return later.id();
+            }
+        }
+        return 0;
+    }
+
     @Override
     public String toString() {
         return "Flight{" + record.id() + ", key " + dev.outbox.spi.Excerpt.of(record.key()) + '}';

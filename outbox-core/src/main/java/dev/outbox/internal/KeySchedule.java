@@ -213,7 +213,7 @@ public final class KeySchedule {
         while (out.size() < room && (ks = ready.poll()) != null) {
             OutboxRecord r = ks.queue.pollFirst();
             queuedIds.remove(r.id());
-            Flight f = new Flight(r, sentAtNanos, ks, ks.queue.isEmpty() ? 0 : newerOfTopic(r, ks.queue));
+            Flight f = new Flight(r, sentAtNanos, ks, ks.queue.isEmpty() ? 0 : Flight.newerOfTopic(r, ks.queue));
             ks.flight = f;
             inFlight++;
             out.add(f);
@@ -418,22 +418,6 @@ public final class KeySchedule {
             sb.append(", held ").append(held.sorted());
         }
         return sb.append('}').toString();
-    }
-
-    /**
-     * For a latest-only record, the id of the first newer record of its topic queued behind it (its key's queue holds
-     * only later records); 0 if the record is not latest only or none is queued.
-     */
-    private static long newerOfTopic(OutboxRecord r, ArrayDeque<OutboxRecord> behind) {
-        if (!r.message().isLatestOnly()) {
-            return 0;
-        }
-        for (OutboxRecord later : behind) {
-            if (later.topic().equals(r.topic())) {
-                return later.id();
-            }
-        }
-        return 0;
     }
 
     /** Where a failed record goes back in its key's queue: the protocol's order (its head). */
