@@ -49,6 +49,10 @@ import java.util.Objects;
  *   <tr><td>afterPark</td><td>{@link AfterPark#MOVE_ON MOVE_ON}</td><td>what happens to a key once one of its
  *       records is parked: its later records flow ({@link AfterPark#MOVE_ON MOVE_ON}) or wait until an operator
  *       replays or discards the parked rows ({@link AfterPark#HOLD_KEY HOLD_KEY})</td></tr>
+ *   <tr><td>supersededParked</td><td>{@link SupersededParked#DISCARD DISCARD}</td><td>what happens to a parked
+ *       latest-only record once a newer record of its topic and key is delivered: it is discarded from the parked
+ *       area, so that no replay can send it after the newer one ({@link SupersededParked#DISCARD DISCARD}), or kept
+ *       for an operator ({@link SupersededParked#KEEP KEEP})</td></tr>
  * </table>
  */
 public final class DispatcherConfig {
@@ -90,6 +94,25 @@ public final class DispatcherConfig {
         HOLD_KEY
     }
 
+    /**
+     * What happens to a parked {@linkplain OutboxMessage#isLatestOnly() latest-only} record once a newer record of
+     * its topic and key has been delivered (its key moved on, {@link AfterPark#MOVE_ON}): the parked value is then
+     * worth nothing, and a replay would send it after the newer one.
+     */
+    public enum SupersededParked {
+        /**
+         * The leader discards the parked row as soon as the newer record is acknowledged, counted and told to the
+         * observers ({@link DispatcherObserver#parkedSuperseded}), so a later replay finds nothing to send. The
+         * default.
+         */
+        DISCARD,
+        /**
+         * The parked row stays for an operator; the leader logs at WARN that it was superseded. Replaying it sends the
+         * old value after the newer one.
+         */
+        KEEP
+    }
+
     private final int markBatchSize;
     private final int maxInFlightRecords;
     private final long maxInFlightBytes;
@@ -109,6 +132,7 @@ public final class DispatcherConfig {
     private final Harvest harvest;
     private final Duration rescanInterval;
     private final AfterPark afterPark;
+    private final SupersededParked supersededParked;
 
     private DispatcherConfig(Builder b) {
         this.markBatchSize = b.markBatchSize;
@@ -128,6 +152,7 @@ public final class DispatcherConfig {
         this.harvest = b.harvest;
         this.rescanInterval = b.rescanInterval;
         this.afterPark = b.afterPark;
+        this.supersededParked = b.supersededParked;
         this.drainTimeout = b.drainTimeout;
         this.metricsInterval = b.metricsInterval;
     }
@@ -175,6 +200,8 @@ public final class DispatcherConfig {
         b.metricsInterval = metricsInterval;
         b.harvest = harvest;
         b.rescanInterval = rescanInterval;
+        b.afterPark = afterPark;
+        b.supersededParked = supersededParked;
         return b;
     }
 
@@ -390,6 +417,16 @@ public final class DispatcherConfig {
         return afterPark;
     }
 
+    /**
+     * What happens to a parked latest-only record once a newer record of its key was delivered; see
+     * {@link SupersededParked}.
+     *
+     * @return the policy; default {@link SupersededParked#DISCARD}
+     */
+    public SupersededParked supersededParked() {
+        return supersededParked;
+    }
+
     @Override
     public String toString() {
         return "DispatcherConfig{markBatchSize=" + markBatchSize + ", maxInFlightRecords=" + maxInFlightRecords
@@ -401,7 +438,8 @@ public final class DispatcherConfig {
                 + ", maxDeliveryBackoff=" + maxDeliveryBackoff + ", readBatchSize=" + readBatchSize
                 + ", maxAttempts=" + maxAttempts
                 + ", drainTimeout=" + drainTimeout + ", metricsInterval=" + metricsInterval + ", harvest=" + harvest
-                + ", rescanInterval=" + rescanInterval + ", afterPark=" + afterPark + '}';
+                + ", rescanInterval=" + rescanInterval + ", afterPark=" + afterPark
+                + ", supersededParked=" + supersededParked + '}';
     }
 
     /** Builds a {@link DispatcherConfig}; not thread-safe. */
@@ -428,6 +466,7 @@ public final class DispatcherConfig {
         private Harvest harvest = Harvest.CURSOR;
         private Duration rescanInterval = Duration.ofSeconds(30);
         private AfterPark afterPark = AfterPark.MOVE_ON;
+        private SupersededParked supersededParked = SupersededParked.DISCARD;
 
         private Builder() {
         }
@@ -687,6 +726,19 @@ public final class DispatcherConfig {
          */
         public Builder afterPark(AfterPark value) {
             this.afterPark = Objects.requireNonNull(value, "afterPark");
+            return this;
+        }
+
+        /**
+         * What happens to a parked latest-only record once a newer record of its topic and key was delivered;
+         * default {@link SupersededParked#DISCARD}.
+         *
+         * @param value the policy; not null
+         * @return this builder
+         * @throws NullPointerException if {@code value} is null
+         */
+        public Builder supersededParked(SupersededParked value) {
+            this.supersededParked = Objects.requireNonNull(value, "supersededParked");
             return this;
         }
 

@@ -65,6 +65,18 @@ public interface DispatcherObserver {
     }
 
     /**
+     * A parked latest-only record was discarded from the parked area because a newer record of its topic and key was
+     * delivered after it was parked (on the purge thread, once the newer record's row was purged and the parked row
+     * discarded; {@link DispatcherConfig.SupersededParked#DISCARD}). Replaying it would have sent the old value after
+     * the newer one.
+     *
+     * @param record  the parked record discarded
+     * @param newerId the id of the delivered record of its topic and key that made it worthless
+     */
+    default void parkedSuperseded(ParkedRecord record, long newerId) {
+    }
+
+    /**
      * A delivery failed (on the purge thread); the record will be retried, or parked if this was its last
      * attempt or the failure is permanent (then {@link #parked} follows).
      *

@@ -54,8 +54,11 @@ class DispatcherConfigTest {
     @Test
     void toBuilderRoundTrips() {
         DispatcherConfig c = DispatcherConfig.builder().maxAttempts(3).markBatchSize(7)
-                .maxInFlightBytes(12_345).build();
+                .maxInFlightBytes(12_345).afterPark(DispatcherConfig.AfterPark.HOLD_KEY)
+                .supersededParked(DispatcherConfig.SupersededParked.KEEP).build();
         assertThat(c.toBuilder().build().maxInFlightBytes()).isEqualTo(12_345);
+        assertThat(c.toBuilder().build().afterPark()).isEqualTo(DispatcherConfig.AfterPark.HOLD_KEY);
+        assertThat(c.toBuilder().build().supersededParked()).isEqualTo(DispatcherConfig.SupersededParked.KEEP);
         assertThat(c.toBuilder().build().toString()).isEqualTo(c.toString());
     }
 

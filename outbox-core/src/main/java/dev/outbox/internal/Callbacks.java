@@ -138,6 +138,17 @@ final class Callbacks implements DispatcherObserver {
     }
 
     @Override
+    public void parkedSuperseded(ParkedRecord record, long newerId) {
+        for (DispatcherObserver o : observers) {
+            try {
+                o.parkedSuperseded(record, newerId);
+            } catch (RuntimeException | LinkageError | AssertionError e) {
+                failed("observer.parkedSuperseded", o, e);
+            }
+        }
+    }
+
+    @Override
     public void parked(ParkedRecord record) {
         for (DispatcherObserver o : observers) {
             try {

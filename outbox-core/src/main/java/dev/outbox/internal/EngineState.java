@@ -38,6 +38,8 @@ final class EngineState {
 
     /** Whether this instance leads: a copy of {@link Leadership#leading()} readable without the lock. */
     private volatile boolean leading;
+    /** How many leaderships this instance acquired; readable without the lock. */
+    private volatile int terms;
 
     EngineState(EngineRuntime runtime, KeySchedule schedule, HarvestCursor cursor) {
         this.runtime = runtime;
@@ -55,6 +57,7 @@ final class EngineState {
         lock.lock();
         try {
             leadership.acquired(id);
+            terms++;
             schedule.start();
             skipped.clear();
             rewindCursor();
@@ -168,6 +171,11 @@ final class EngineState {
     }
 
     // ------------------------------------------------------------------------------------------ reads
+
+    /** How many leaderships this instance acquired so far: a new value means a new term began. */
+    int terms() {
+        return terms;
+    }
 
     boolean leading() {
         return leading;

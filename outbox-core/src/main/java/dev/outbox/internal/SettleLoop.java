@@ -7,6 +7,7 @@ import dev.outbox.spi.Backoff;
 import dev.outbox.spi.CursorHarvest;
 import dev.outbox.spi.DeliveryException;
 import dev.outbox.spi.Excerpt;
+import dev.outbox.spi.ParkedRecords;
 import dev.outbox.spi.PurgeListener;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreFencedException;
@@ -57,6 +58,8 @@ final class SettleLoop implements Runnable {
     private final WorkQueue<Completion> completions;
     /** The broker's {@link PurgeListener}, told of each committed purge; null if it has none. */
     private final PurgeListener purgeListener;
+    /** Parked latest-only records, discarded once a newer record of their key is delivered. */
+    private final SupersededParks supersededParks;
     /** Released when the dispatcher stops settling: cuts backoff waits short. */
     final Latch stopped;
     private volatile boolean stopping;
@@ -81,6 +84,8 @@ final class SettleLoop implements Runnable {
         this.stopped = new Latch(runtime);
         this.heldBackoff = backoff.sequence();
         this.purgeListener = purgeListener;
+        this.supersededParks = new SupersededParks(name, runtime, store.capability(ParkedRecords.class).orElse(null),
+                config.supersededParked(), events.callbacks);
     }
 
     /** A broker's answer, from any thread. */
@@ -172,6 +177,7 @@ final class SettleLoop implements Runnable {
         Instant now = clock.instant();
         long nowNanos = runtime.nanoTime();
         Batch b = new Batch();
+        supersededParks.term(state.terms());
         for (Completion c : completed) {
             judge(c, b, now);
         }
@@ -205,6 +211,14 @@ final class SettleLoop implements Runnable {
         for (ParkedRecord p : b.parkedNow) {
             if (!b.refused.contains(p.id())) {
                 events.parked(p);
+                supersededParks.parked(p);
+            }
+        }
+        if (supersededParks.following()) {
+            for (Completion c : settled) {
+                if (c.error() == null && !c.flight().superseded()) {
+                    supersededParks.delivered(c.flight().record());
+                }
             }
         }
         if (b.fence != null) {
@@ -254,8 +268,8 @@ final class SettleLoop implements Runnable {
             log.debug("{}: delivery of record {} (key {}) failed in an outage; its key retries at {}", name, r.id(),
                     r.key(), v.nextAttemptAt(), cause);
         } else if (v.park()) {
-            String reason = Excerpt.of((permanent ? "permanent failure: " : "failed " + v.attempts()
-                    + " times, last: ") + EngineEvents.describe(cause), Excerpt.MAX_REASON_LENGTH);
+            String reason = SupersededParks.reason(r, Excerpt.of((permanent ? "permanent failure: " : "failed "
+                    + v.attempts() + " times, last: ") + EngineEvents.describe(cause), Excerpt.MAX_REASON_LENGTH));
             b.parkReasons.put(r.id(), reason);
             // The failure that parks it is recorded like every other (its retryLater runs before the park), so
             // the parked row counts the same attempts as the listener is told: every failed delivery.

@@ -51,7 +51,8 @@ import java.util.function.ToDoubleFunction;
  *   <tr><td>outbox.records.parked [outbox_records_parked_total]</td><td>counter</td><td>outbox, topic</td>
  *       <td>records parked by this dispatcher</td></tr>
  *   <tr><td>outbox.records.superseded [outbox_records_superseded_total]</td><td>counter</td><td>outbox, topic</td>
- *       <td>latest-only records not sent: a newer record of their topic and key was queued behind them</td></tr>
+ *       <td>latest-only records not sent: a newer record of their topic and key was queued behind them, or was
+ *       delivered while they were parked (then discarded from the parked area)</td></tr>
  *   <tr><td>outbox.records.in.flight [outbox_records_in_flight]</td><td>gauge</td><td>outbox</td>
  *       <td>records sent and not yet completed</td></tr>
  *   <tr><td>outbox.records.held [outbox_records_held]</td><td>gauge</td><td>outbox</td><td>records held because
@@ -389,6 +390,11 @@ public final class OutboxMetrics implements MeterBinder, AutoCloseable {
         @Override
         public void superseded(OutboxRecord record, long newerId) {
             topic(record.topic()).superseded.increment();
+        }
+
+        @Override
+        public void parkedSuperseded(ParkedRecord record, long newerId) {
+            topic(record.topic() == null ? OTHER_TOPIC : record.topic()).superseded.increment();
         }
     }
 

@@ -103,6 +103,31 @@ class OutboxMetricsTest {
     }
 
     @Test
+    void aParkedLatestOnlyRecordDiscardedOnceSupersededCountsAsSuperseded() {
+        InMemoryStore store = new InMemoryStore();
+        InMemoryBroker broker = InMemoryBroker.builder().faults(r -> "old".equals(new String(r.message().value(),
+                java.nio.charset.StandardCharsets.UTF_8))
+                ? dev.outbox.testkit.BrokerFaults.Fault.of(dev.outbox.testkit.BrokerFaults.Outcome.FAIL_PERMANENT)
+                : dev.outbox.testkit.BrokerFaults.Fault.ACK).build();
+        store.publisher().publish(null, List.of(OutboxMessage.builder("prices", "sku").value("old").latestOnly()
+                .build()));
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        Dispatcher d = dispatcher(store, broker);
+        new OutboxMetrics(d, "orders_outbox").bindTo(registry);
+        d.start();
+        Await.untilOrFail(() -> store.parkedCount() == 1, WAIT, () -> store.toString());
+        store.publisher().publish(null, List.of(OutboxMessage.builder("prices", "sku").value("new").latestOnly()
+                .build()));
+
+        Await.untilOrFail(() -> store.parkedCount() == 0 && registry.find(OutboxMetrics.RECORDS_SUPERSEDED)
+                .tag("topic", "prices").counter() != null
+                && count(registry, OutboxMetrics.RECORDS_SUPERSEDED, "prices") == 1, WAIT,
+                registry::getMetersAsString);
+        assertThat(count(registry, OutboxMetrics.RECORDS_PARKED, "prices")).isEqualTo(1);
+        assertThat(count(registry, OutboxMetrics.RECORDS_ACKNOWLEDGED, "prices")).isEqualTo(1);
+    }
+
+    @Test
     void topicTagsAreBoundedAndTheRestShareOther() {
         InMemoryStore store = new InMemoryStore();
         List<OutboxMessage> batch = new ArrayList<>();

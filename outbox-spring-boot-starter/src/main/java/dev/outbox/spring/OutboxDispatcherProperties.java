@@ -69,6 +69,11 @@ public final class OutboxDispatcherProperties {
      * wait until the parked rows are replayed or discarded).
      */
     private DispatcherConfig.AfterPark afterPark = DispatcherConfig.AfterPark.MOVE_ON;
+    /**
+     * What happens to a parked latest-only record once a newer record of its key is delivered: discard (the default:
+     * a replay cannot send the older value after the newer one) or keep (for an operator; logged at WARN).
+     */
+    private DispatcherConfig.SupersededParked supersededParked = DispatcherConfig.SupersededParked.DISCARD;
 
     /**
      * {@return whether this instance runs a dispatcher; {@code true} by default} Bound from the {@code enabled}
@@ -465,6 +470,23 @@ public final class OutboxDispatcherProperties {
     }
 
     /**
+     * {@return what happens to a parked latest-only record once a newer record of its key is delivered,
+     * {@code DISCARD} (the default) or {@code KEEP}} Bound from the {@code superseded-parked} property.
+     */
+    public DispatcherConfig.SupersededParked getSupersededParked() {
+        return supersededParked;
+    }
+
+    /**
+     * Sets the {@code superseded-parked} property.
+     *
+     * @param supersededParked the policy; not {@code null} (checked by {@link #toConfig})
+     */
+    public void setSupersededParked(DispatcherConfig.SupersededParked supersededParked) {
+        this.supersededParked = supersededParked;
+    }
+
+    /**
      * The {@link DispatcherConfig} of these settings.
      *
      * @param prefix the settings' property prefix, e.g. {@code outbox.dispatcher}: a bad value is reported as
@@ -503,6 +525,7 @@ public final class OutboxDispatcherProperties {
         OutboxProperties.set(prefix + ".harvest", harvest, b::harvest);
         OutboxProperties.set(prefix + ".rescan-interval", rescanInterval, b::rescanInterval);
         OutboxProperties.set(prefix + ".after-park", afterPark, b::afterPark);
+        OutboxProperties.set(prefix + ".superseded-parked", supersededParked, b::supersededParked);
         try {
             return b.build();
         } catch (IllegalArgumentException e) {

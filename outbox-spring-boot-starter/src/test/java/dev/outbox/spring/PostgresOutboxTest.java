@@ -35,6 +35,7 @@ class PostgresOutboxTest extends JdbcOutboxContract {
         registry.add("spring.kafka.bootstrap-servers", KAFKA::bootstrapServers);
         registry.add("outbox.kafka.leader-topic", () -> "starter-postgres-leader");
         registry.add("outbox.dispatcher.max-in-flight-bytes", () -> "48MB");
+        registry.add("outbox.dispatcher.superseded-parked", () -> "keep");
         registry.add("spring.flyway.enabled", () -> "true");
         // the versioned migrations, with the inbox's and the WAL functions' (their placeholders from the starter)
         registry.add("spring.flyway.locations", () -> "classpath:db/migration,"
@@ -67,5 +68,11 @@ class PostgresOutboxTest extends JdbcOutboxContract {
     void maxInFlightBytesIsADataSize() {
         assertThat(properties.getDispatcher().toConfig("outbox.dispatcher").maxInFlightBytes())
                 .isEqualTo(48L << 20);
+    }
+
+    @Test
+    void supersededParkedBindsInLowerCase() {
+        assertThat(properties.getDispatcher().toConfig("outbox.dispatcher").supersededParked())
+                .isEqualTo(dev.outbox.DispatcherConfig.SupersededParked.KEEP);
     }
 }

@@ -6,6 +6,7 @@ import dev.outbox.DispatcherObserver;
 import dev.outbox.KeySequence;
 import dev.outbox.OutboxMessage;
 import dev.outbox.OutboxRecord;
+import dev.outbox.ParkedRecord;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -14,6 +15,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -67,6 +69,104 @@ class DispatcherLatestOnlyTest {
                 .isEqualTo("2,3".getBytes(StandardCharsets.US_ASCII));
     }
 
+    @Test
+    void aParkedLatestOnlyRecordIsDiscardedOnceANewerOneOfItsKeyIsDelivered() {
+        InMemoryStore store = new InMemoryStore();
+        InMemoryBroker broker = failing("v1", "w1", "plain1");
+        Map<Long, Long> discarded = new ConcurrentHashMap<>();
+        List<Long> parked = write(store, List.of(state("k", "v1", 1), state("other", "w1", 1),
+                OutboxMessage.of("t", "k", "plain1")));
+        start(store, broker, observer(discarded), DispatcherConfig.builder());
+        Await.untilOrFail(() -> store.parkedCount() == 3, WAIT, () -> "parked: " + store.parkedRows());
+        assertThat(store.parkedRows()).filteredOn(p -> p.id() == parked.get(0)).singleElement()
+                .satisfies(p -> assertThat(p.reason()).startsWith("latest only; permanent failure"));
+
+        long v2 = write(store, List.of(state("k", "v2", 2))).get(0);
+        Await.untilOrFail(() -> store.parkedCount() == 2, WAIT, () -> "parked: " + store.parkedRows());
+        assertThat(values(broker, "t", "k")).containsExactly("v2");
+        assertThat(discarded).as("told to the observers").containsExactlyEntriesOf(Map.of(parked.get(0), v2));
+        assertThat(store.parkedRows()).extracting(p -> p.id()).as("another key's, and one without the header, stay")
+                .containsExactlyInAnyOrder(parked.get(1), parked.get(2));
+        assertThat(store.replay(List.of(parked.get(0)))).as("nothing left to replay").isZero();
+    }
+
+    @Test
+    void withKeepTheParkedRecordStaysForAnOperator() {
+        InMemoryStore store = new InMemoryStore();
+        InMemoryBroker broker = failing("v1");
+        Map<Long, Long> discarded = new ConcurrentHashMap<>();
+        long v1 = write(store, List.of(state("k", "v1", 1))).get(0);
+        start(store, broker, observer(discarded), DispatcherConfig.builder()
+                .supersededParked(DispatcherConfig.SupersededParked.KEEP));
+        Await.untilOrFail(() -> store.parkedCount() == 1, WAIT, () -> "parked: " + store.parkedRows());
+        write(store, List.of(state("k", "v2", 2), OutboxMessage.of("t", "marker", "m")));
+        Await.untilOrFail(() -> broker.deliveredCount() == 2, WAIT, () -> "delivered: " + broker.delivered());
+        assertThat(values(broker, "t", "k")).containsExactly("v2");
+        assertThat(discarded).isEmpty();
+        assertThat(store.parkedRows()).extracting(p -> p.id()).containsExactly(v1);
+    }
+
+    @Test
+    void aNewLeaderFindsTheParkedLatestOnlyRecordsOfEarlierTerms() {
+        InMemoryStore store = new InMemoryStore();
+        InMemoryBroker broker = failing("v1");
+        long v1 = write(store, List.of(state("k", "v1", 1))).get(0);
+        Dispatcher first = start(store, broker, new DispatcherObserver() { }, DispatcherConfig.builder());
+        Await.untilOrFail(() -> store.parkedCount() == 1, WAIT, () -> "parked: " + store.parkedRows());
+        first.close();
+
+        Map<Long, Long> discarded = new ConcurrentHashMap<>();
+        InMemoryBroker successors = new InMemoryBroker(); // the first dispatcher closed its broker
+        start(store, successors, observer(discarded), DispatcherConfig.builder());
+        long v2 = write(store, List.of(state("k", "v2", 2))).get(0);
+        Await.untilOrFail(() -> store.parkedCount() == 0, WAIT, () -> "parked: " + store.parkedRows()
+                + ", delivered: " + successors.delivered());
+        assertThat(discarded).containsExactlyEntriesOf(Map.of(v1, v2));
+        assertThat(values(successors, "t", "k")).containsExactly("v2");
+    }
+
+    @Test
+    void withHeldKeysAReplayedRecordIsSupersededByTheKeysWaitingRecords() {
+        InMemoryStore store = new InMemoryStore();
+        InMemoryBroker broker = failing("v1");
+        Map<Long, Long> superseded = new ConcurrentHashMap<>();
+        long v1 = write(store, List.of(state("k", "v1", 1))).get(0);
+        start(store, broker, new DispatcherObserver() {
+            @Override
+            public void superseded(OutboxRecord record, long newerId) {
+                superseded.put(record.id(), newerId);
+            }
+        }, DispatcherConfig.builder().afterPark(DispatcherConfig.AfterPark.HOLD_KEY));
+        Await.untilOrFail(() -> store.parkedCount() == 1, WAIT, () -> "parked: " + store.parkedRows());
+        write(store, List.of(state("k", "v2", 2), OutboxMessage.of("t", "marker", "m")));
+        Await.untilOrFail(() -> broker.deliveredCount() == 1, WAIT, () -> "delivered: " + broker.delivered());
+        assertThat(values(broker, "t", "k")).as("held").isEmpty();
+
+        assertThat(store.replay(List.of(v1))).isOne();
+        Await.untilOrFail(() -> store.size() == 0, WAIT, () -> "left: " + store.rows());
+        assertThat(values(broker, "t", "k")).as("the replayed v1 went first, superseded by v2").containsExactly("v2");
+        assertThat(superseded).hasSize(1);
+        assertThat(store.parkedCount()).isZero();
+    }
+
+    /** A broker that fails the records with these values permanently, once each (they are parked). */
+    private static InMemoryBroker failing(String... values) {
+        Set<String> failOnce = ConcurrentHashMap.newKeySet();
+        failOnce.addAll(List.of(values));
+        return InMemoryBroker.builder().faults(r -> r.message().value() != null
+                && failOnce.remove(new String(r.message().value(), StandardCharsets.UTF_8))
+                ? BrokerFaults.Fault.of(BrokerFaults.Outcome.FAIL_PERMANENT) : BrokerFaults.Fault.ACK).build();
+    }
+
+    private static DispatcherObserver observer(Map<Long, Long> discarded) {
+        return new DispatcherObserver() {
+            @Override
+            public void parkedSuperseded(ParkedRecord record, long newerId) {
+                discarded.put(record.id(), newerId);
+            }
+        };
+    }
+
     private static OutboxMessage state(String key, String value, long seq) {
         return OutboxMessage.builder("t", key).value(value).latestOnly()
                 .header(KeySequence.SEQUENCE, new String(KeySequence.encode(seq), StandardCharsets.US_ASCII)).build();
@@ -84,11 +184,17 @@ class DispatcherLatestOnlyTest {
     }
 
     private void start(InMemoryStore store, InMemoryBroker broker, DispatcherObserver observer) {
-        Dispatcher d = Dispatcher.builder(store, broker).observer(observer).config(DispatcherConfig.builder()
+        start(store, broker, observer, DispatcherConfig.builder());
+    }
+
+    private Dispatcher start(InMemoryStore store, InMemoryBroker broker, DispatcherObserver observer,
+                             DispatcherConfig.Builder config) {
+        Dispatcher d = Dispatcher.builder(store, broker).observer(observer).config(config
                 .pollInterval(Duration.ofMillis(10)).drainTimeout(Duration.ofSeconds(5)).build())
                 .name("latest-only").build();
         dispatchers.add(d);
         d.start();
+        return d;
     }
 
     private static List<String> values(InMemoryBroker broker, String topic, String key) {
