@@ -75,6 +75,7 @@ public final class Benchmark {
                         case "drain-nopurge" -> throughput.drainWithoutPurge(options.rows, seed);
                         case "drain-wal" -> throughput.drainWal(options.rows, seed);
                         case "drain-handlers" -> throughput.drainHandlers(options.rows, seed);
+                        case "drain-latest-only" -> throughput.drainLatestOnly(options.rows, seed);
                         case "drain-rabbitmq" -> rabbitMq.drain(options.rows, seed);
                         case "drain-shards" -> throughput.drainSharded("drain-shards", options.rows, seed, 1);
                         case "drain-shards-2" -> throughput.drainSharded("drain-shards-2", options.rows, seed, 2);
@@ -309,6 +310,9 @@ public final class Benchmark {
         }
         if (options.runs("drain-nopurge")) {
             throughput.drainWithoutPurge(rows, options.seed);
+        }
+        if (options.runs("drain-latest-only")) {
+            throughput.drainLatestOnly(rows, options.seed);
         }
         if (options.runs("database")) {
             ceilings.databaseCeiling(rows, options.seed);

@@ -67,7 +67,7 @@ final class BenchmarkOptions implements Callable<Integer> {
     int warmupRows = 100_000;
     @Option(defaultValue = "all", names = "--scenarios", paramLabel = "LIST", split = ",",
             converter = Scenario.class,
-            description = "Any of writer-cost,drain,drain-txn,drain-eos,drain-unfenced,drain-mark,drain-nopurge,drain-wal,"
+            description = "Any of writer-cost,drain,drain-txn,drain-eos,drain-unfenced,drain-mark,drain-nopurge,drain-latest-only,drain-wal,"
                     + "drain-handlers,drain-rabbitmq,drain-shards,drain-shards-2,database,cursor,broker-rabbitmq,"
                     + "wal-ceiling,broker,naive,latency,latency-txn,latency-eos,latency-wal,latency-handlers,latency-rabbitmq,latency-poll,"
                     + "latency-mark,latency-shards,"
@@ -84,6 +84,8 @@ final class BenchmarkOptions implements Callable<Integer> {
                     + " Kafka; drain-rabbitmq the cursor drain into RabbitMQ (publisher confirms, a per-key"
                     + " topology), latency-rabbitmq the latency scenario into it (read back from the queues), and"
                     + " broker-rabbitmq the node's ceiling (a bare publisher with confirms);"
+                    + " drain-latest-only the cursor drain of latest-only messages (superseded ones purged"
+                    + " unsent; not in all);"
                     + " drain-nopurge is the cursor drain with every purge"
                     + " skipped (an upper bound on what a cheaper purge could give; not in all); wal-ceiling is the WAL"
                     + " stream read and confirmed with no broker; writer-cost is the"
@@ -462,7 +464,7 @@ final class BenchmarkOptions implements Callable<Integer> {
         /** Every scenario of {@code all}, those left out of it, and {@code all}: one list, so none is forgotten. */
         Scenario() {
             super(java.util.stream.Stream.concat(ALL_SCENARIOS.stream(),
-                    java.util.stream.Stream.of("drain-nopurge", "latency-shards", "all")).distinct()
+                    java.util.stream.Stream.of("drain-nopurge", "drain-latest-only", "latency-shards", "all")).distinct()
                     .toArray(String[]::new));
         }
     }

@@ -26,6 +26,7 @@ final class Report {
             Map.entry("drain-unfenced", "Dispatcher -> Kafka (cursor, storage fencing off)"),
             Map.entry("drain-mark", "Dispatcher -> Kafka (mark harvest)"),
             Map.entry("drain-nopurge", "cursor drain, purges skipped (bound)"),
+            Map.entry("drain-latest-only", "Dispatcher -> Kafka (latest only)"),
             Map.entry("drain-wal", "Dispatcher -> Kafka (WAL harvest)"),
             Map.entry("drain-handlers", "Dispatcher -> in-process handlers"),
             Map.entry("drain-txn", "Dispatcher -> Kafka (transactional)"),

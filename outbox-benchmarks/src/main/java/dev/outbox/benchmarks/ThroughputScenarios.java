@@ -30,7 +30,7 @@ import java.util.function.LongSupplier;
 final class ThroughputScenarios {
     /** The throughput scenarios, in the order they run and are reported. */
     static final List<String> NAMES = List.of("drain", "drain-txn", "drain-eos", "drain-unfenced", "drain-mark", "drain-nopurge", "drain-wal",
-            "drain-handlers", "drain-rabbitmq",
+            "drain-handlers", "drain-rabbitmq", "drain-latest-only",
             "drain-shards", "drain-shards-2", "database", "cursor", "wal-ceiling", "broker", "broker-rabbitmq", "naive");
 
     /** One measured run: {@code records} moved in {@code seconds}, {@code left} rows remaining after it. */
@@ -104,6 +104,20 @@ final class ThroughputScenarios {
         double fill = backlog.fill(topic, rows, seed);
         return deliver(scenario, rows, fill, env.store(), DispatcherConfig.Harvest.CURSOR, d -> { }, backlog::count,
                 true, false, target);
+    }
+
+    /**
+     * The same drain with every message latest only ({@code drain-latest-only}: the header
+     * {@value dev.outbox.OutboxMessage#LATEST_ONLY_HEADER} on each row): a record whose key has a newer one queued
+     * behind it is purged without a send. Timed to the last record settled, sent or superseded (the Dispatcher's
+     * observer tells the broker wrapper of each superseded one); next to {@code drain} it gives the option's cost.
+     */
+    Run drainLatestOnly(int rows, long seed) throws InterruptedException {
+        String topic = env.newTopic("drain");
+        double fill = backlog.fill(topic, rows, seed,
+                dev.outbox.Header.of(dev.outbox.OutboxMessage.LATEST_ONLY_HEADER, "1"), 0);
+        return deliver("drain-latest-only", rows, fill, env.store(), DispatcherConfig.Harvest.CURSOR, d -> { },
+                backlog::count, true, false, env.newBroker("bench-drain"), true);
     }
 
     /**
@@ -313,12 +327,27 @@ final class ThroughputScenarios {
     private Run deliver(String scenario, int rows, double fill, Store raw, DispatcherConfig.Harvest harvest,
                         Consumer<Dispatcher> instrument, LongSupplier left, boolean fencing, boolean skipPurge,
                         MessageBroker target) throws InterruptedException {
+        return deliver(scenario, rows, fill, raw, harvest, instrument, left, fencing, skipPurge, target, false);
+    }
+
+    /** @param countSuperseded whether superseded records count as settled (an observer; none otherwise) */
+    private Run deliver(String scenario, int rows, double fill, Store raw, DispatcherConfig.Harvest harvest,
+                        Consumer<Dispatcher> instrument, LongSupplier left, boolean fencing, boolean skipPurge,
+                        MessageBroker target, boolean countSuperseded) throws InterruptedException {
         TimingBroker broker = new TimingBroker(target, rows, null);
         TimingStore store = new TimingStore(raw, fencing, skipPurge);
-        Dispatcher dispatcher = Dispatcher.builder(store, broker)
+        Dispatcher.Builder builder = Dispatcher.builder(store, broker)
                 .config(env.dispatcherConfig().toBuilder().harvest(harvest).build())
-                .name("bench-drain")
-                .build();
+                .name("bench-drain");
+        if (countSuperseded) {
+            builder.observer(new dev.outbox.DispatcherObserver() {
+                @Override
+                public void superseded(dev.outbox.OutboxRecord record, long newerId) {
+                    broker.settledWithoutSend();
+                }
+            });
+        }
+        Dispatcher dispatcher = builder.build();
         instrument.accept(dispatcher);
         Map<String, Long> counters = env.database().counters();
         CpuMeter cpu = new CpuMeter(ServerCpu.of(env.database()));
@@ -340,7 +369,9 @@ final class ThroughputScenarios {
                         .append(v - before);
             }
         });
-        String breakdown = store.summary(seconds) + Report.fmt("; send calls %.0f %% of the time",
+        String breakdown = (countSuperseded ? Report.fmt("%,d sent, %,d superseded; ",
+                broker.acks() - broker.settledUnsent(), broker.settledUnsent()) : "")
+                + store.summary(seconds) + Report.fmt("; send calls %.0f %% of the time",
                 100 * broker.sendNanos() / 1e9 / seconds)
                 + "; " + cpuUsed + waits;
         return new Run(scenario, Math.min(rows, broker.acks()), seconds, left.getAsLong(), fill, breakdown);

@@ -31,6 +31,7 @@ final class TimingBroker implements MessageBroker {
     private final AtomicLong lastAck = new AtomicLong();
     private final AtomicLong acks = new AtomicLong();
     private final AtomicLong failures = new AtomicLong();
+    private final AtomicLong settledUnsent = new AtomicLong();
     private final java.util.concurrent.atomic.LongAdder sendNanos = new java.util.concurrent.atomic.LongAdder();
     private final long target;
     private final boolean sendPending;
@@ -102,6 +103,23 @@ final class TimingBroker implements MessageBroker {
     @Override
     public void close(Duration timeout) {
         delegate.close(timeout);
+    }
+
+    /**
+     * A record the Dispatcher settled without a send (a superseded latest-only record, told by its observer): it
+     * counts towards {@code target} as an acknowledgement does.
+     */
+    void settledWithoutSend() {
+        lastAck.accumulateAndGet(System.nanoTime(), Math::max);
+        settledUnsent.incrementAndGet();
+        if (acks.incrementAndGet() == target) {
+            reached.countDown();
+        }
+    }
+
+    /** How many records were settled without a send ({@link #settledWithoutSend}). */
+    long settledUnsent() {
+        return settledUnsent.get();
     }
 
     /** Waits until {@code target} records were acknowledged; false on timeout. */
