@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * The consumer-side checker of the peers' runs: reads a topic from its start (probe records, without a sequence
@@ -68,6 +69,14 @@ final class PeerChecker implements Runnable {
 
     long lastArrival() {
         return lastArrival;
+    }
+
+    /** Waits until {@code n} records have arrived (each counted once), or {@code timeout} has passed. */
+    void awaitDistinct(long n, Duration timeout) {
+        long end = System.nanoTime() + timeout.toNanos();
+        while (distinct < n && System.nanoTime() - end < 0) {
+            LockSupport.parkNanos(2_000_000L);
+        }
     }
 
     /** Stops the consumer; then the counts are final and {@link #arrived} may be read. */
