@@ -78,8 +78,8 @@ abstract class SqlShardViews extends SqlStoreSettings implements Sharding {
     /**
      * Checks that the outbox table is made for this store's shard count: a table without the generated
      * {@code shard} column has 1 shard, one with it has the count its expression takes the key's hash modulo. Runs
-     * once per store object (the first call that finds them equal is remembered); {@link SqlStore#createSchema()} and the
-     * first {@code acquireEpoch}, {@code mark} and {@code read} call it.
+     * once per store object (the first call that finds them equal is remembered); {@link SqlStore#createSchema()} and
+     * the first {@code acquireEpoch}, {@code mark} and {@code read} call it.
      *
      * @throws StoreException (not retriable) naming both counts if they differ, or the expression if the count
      *                        cannot be read from it

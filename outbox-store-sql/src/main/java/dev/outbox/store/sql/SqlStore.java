@@ -3,7 +3,6 @@ package dev.outbox.store.sql;
 import dev.outbox.ParkedMessage;
 import dev.outbox.ParkedQuery;
 import dev.outbox.ParkedRecord;
-import dev.outbox.OutboxShards;
 import dev.outbox.spi.CommitWatchers;
 import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkResult;
@@ -23,10 +22,8 @@ import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
 import org.jdbi.v3.core.Jdbi;
 
-import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -44,11 +41,12 @@ import java.util.function.Function;
  * late-commit rule ({@link #readRows}), the replay, and how its DDL is applied ({@link #createTables},
  * {@link #reshardSql}). Its members of one concern that are the store's own API are declared in a package-private
  * layer below it, which it extends: the settings it is built with and hands its rooms ({@code SqlStoreSettings}), the
- * views of its shards and the shard check ({@code SqlShardViews}).
+ * views of its shards and the shard check ({@code SqlShardViews}), the schema's DDL and scripts
+ * ({@code SqlStoreSchema}).
  *
  * <p>For store implementations, not for applications. Subclasses are immutable and thread-safe.
  */
-public abstract class SqlStore extends SqlShardViews implements Store, MarkHarvest, CursorHarvest, CommitSignals,
+public abstract class SqlStore extends SqlStoreSchema implements Store, MarkHarvest, CursorHarvest, CommitSignals,
         StorageFencing, Sharding, ParkedRecords, ParkedKeys, Gauges, IdempotencyKeys {
     /** The default table name. */
     public static final String DEFAULT_TABLE = "outbox";
@@ -64,7 +62,6 @@ public abstract class SqlStore extends SqlShardViews implements Store, MarkHarve
     private final ParkedRows parkedRows;
     private final SqlGauges gauges;
     private final SqlBatchWrites writes;
-    private final SqlSchemaScripts schema;
     private final boolean fencing;
 
     /**
@@ -87,18 +84,6 @@ public abstract class SqlStore extends SqlShardViews implements Store, MarkHarve
         this.parkedRows = new ParkedRows(tx, sql, dialect.columns(), dialect.ids(), names.parked());
         this.gauges = new SqlGauges(tx, sql, dialect.columns(), names.outbox());
         this.writes = new SqlBatchWrites(tx, sql, dialect, names.outbox());
-        List<SqlSchemaScripts.SideTable> sideTables = new ArrayList<>();
-        if (keySequence()) {
-            sideTables.add(new SqlSchemaScripts.SideTable(SqlKeySequence.RESOURCE, SqlKeySequence.table(names)));
-        }
-        if (idempotency().isOn()) {
-            sideTables.add(new SqlSchemaScripts.SideTable(SqlIdempotency.RESOURCE, SqlIdempotency.table(names)));
-        }
-        if (scheduling()) {
-            sideTables.add(new SqlSchemaScripts.SideTable(SqlScheduling.RESOURCE, SqlScheduling.table(names)));
-        }
-        this.schema = new SqlSchemaScripts(getClass(), sqlTable(), dialect.schemaResource(), sideTables, shardState(), log,
-                new SqlSchemaScripts.Ddl(this::fillIn, this::createTables, this::reshardSql));
     }
 
     // ------------------------------------------------------------------------------------------ storage fencing
@@ -167,8 +152,8 @@ public abstract class SqlStore extends SqlShardViews implements Store, MarkHarve
     public final long acquireEpoch() {
         requireFencing("acquireEpoch");
         requireShards();
-        return SqlFencing.acquireEpoch(transactions(), sqlStatements(), "taking the leader epoch" + shardName() + " in " + names.leader()
-                + " (storage fencing: the table is created by createSchema() and the shipped migrations;"
+        return SqlFencing.acquireEpoch(transactions(), sqlStatements(), "taking the leader epoch" + shardName()
+                + " in " + names.leader() + " (storage fencing: the table is created by createSchema() and the shipped migrations;"
                 + " Builder.fencing(false) turns fencing off)");
     }
 
@@ -395,76 +380,7 @@ public abstract class SqlStore extends SqlShardViews implements Store, MarkHarve
         return localCommitWatch(wakeUp);
     }
 
-    // ------------------------------------------------------------------------------------------ schema
-
-    /**
-     * The DDL for this store's tables (the {@code schema.sql} resource of the store's package), with the
-     * configured names filled in. Idempotent: it only creates what does not exist yet.
-     *
-     * @return the DDL; statements separated by {@code ;}
-     */
-    public final String schemaSql() {
-        return schema.schemaSql();
-    }
-
-    /**
-     * A DDL template of the store's class path ({@code resource}) with the configured names filled in: the tables'
-     * ({@code ${outbox}}, {@code ${parked}}, {@code ${leader}}) and the store's own ({@link #fillIn}).
-     *
-     * @param resource the template's class-path resource, read through the store class's class loader
-     * @return the DDL, names filled in
-     * @throws IllegalStateException if the resource is missing
-     * @throws UncheckedIOException  if it cannot be read
-     */
-    protected final String render(String resource) {
-        return schema.render(resource);
-    }
-
-    /**
-     * Fills in what else a store's DDL templates stand for (its own placeholders, such as the message-id function);
-     * default: nothing.
-     *
-     * @param sql a template with the table names already filled in
-     * @return the DDL with the store's own placeholders filled in
-     */
-    protected String fillIn(String sql) {
-        return sql;
-    }
-
-    /**
-     * Creates the outbox table and its parked table if they do not exist yet ({@link #schemaSql()}), and the tables of
-     * the options that are on: the key sequence's counters ({@link Builder#keySequence}, {@link #keySequenceSchemaSql()}),
-     * the idempotency keys ({@link Builder#idempotencyKeys}, {@link #idempotencySchemaSql()}) and the scheduled
-     * messages ({@link Builder#scheduling}, {@link #schedulingSchemaSql()}). Safe to call
-     * from several processes at once and on every start-up; it never changes a table that exists already.
-     *
-     * @throws StoreException if the DDL fails, for example for lack of privileges
-     */
-    public final void createSchema() {
-        schema.create();
-    }
-
-    /**
-     * The DDL of the key sequence's counter table, {@code <table>_key_seq} (the {@code key-sequence.sql} resource
-     * next to the store's {@code schema.sql}), names filled in; {@link #createSchema()} applies it when the key
-     * sequence is on ({@link Builder#keySequence}). Idempotent.
-     *
-     * @return the DDL; statements separated by {@code ;}
-     */
-    public final String keySequenceSchemaSql() {
-        return schema.sideTableSql(SqlKeySequence.RESOURCE);
-    }
-
-    /**
-     * The DDL of the idempotency keys' table, {@code <table>_idempotency} (the {@code idempotency.sql} resource next
-     * to the store's {@code schema.sql}), names filled in; {@link #createSchema()} applies it when idempotency keys
-     * are on ({@link Builder#idempotencyKeys}). Idempotent.
-     *
-     * @return the DDL; statements separated by {@code ;}
-     */
-    public final String idempotencySchemaSql() {
-        return schema.sideTableSql(SqlIdempotency.RESOURCE);
-    }
+    // ------------------------------------------------------------------------------------------ idempotency keys
 
     /** {@inheritDoc} Idempotency keys must be on ({@link Builder#idempotencyKeys}). */
     @Override
@@ -472,49 +388,6 @@ public abstract class SqlStore extends SqlShardViews implements Store, MarkHarve
         return transactions().inTransaction("deleting expired idempotency keys of " + SqlIdempotency.table(names), null,
                 handle -> idempotency().deleteExpired(handle.getConnection(), limit));
     }
-
-    /**
-     * The DDL of the scheduled table, {@code <table>_scheduled} (the {@code scheduling.sql} resource next to the
-     * store's {@code schema.sql}), names filled in; {@link #createSchema()} applies it when scheduling is on
-     * ({@link Builder#scheduling}). Idempotent.
-     *
-     * @return the DDL; statements separated by {@code ;}
-     */
-    public final String schedulingSchemaSql() {
-        return schema.sideTableSql(SqlScheduling.RESOURCE);
-    }
-
-    /**
-     * The DDL that makes an existing outbox table one of this store's shard count ({@link Builder#shards}): it
-     * replaces the generated {@code shard} column (and its index) with one for this count, or drops it for 1 shard,
-     * and lets the leader table hold one epoch row per shard. Changing the count moves most keys to another shard,
-     * so run it only while no dispatcher of this outbox runs (README, "Sharded harvest"); the statements are
-     * separated by {@code ;} at the end of a line. It rewrites the table (a generated column is stored).
-     *
-     * @param fromShards the count the table is made for now (1 if it has no {@code shard} column)
-     * @return the DDL, names filled in
-     * @throws IllegalArgumentException naming the count if it is not between 1 and {@link OutboxShards#MAX_SHARDS}
-     */
-    public abstract String reshardSql(int fromShards);
-
-    /**
-     * Runs {@link #reshardSql(int)} from the count the table is made for now (in one transaction where the
-     * database's DDL is transactional, Postgres), then {@link #checkShards()}. Only while no dispatcher of this
-     * outbox runs: one that still runs with the former count would harvest the keys that moved as a second leader.
-     *
-     * @throws StoreException if the DDL fails
-     */
-    public final void reshard() {
-        schema.reshard();
-    }
-
-    /**
-     * Runs {@code ddl}, this store's {@link #schemaSql()}, so that concurrent callers do not trip over each other.
-     *
-     * @param ddl the DDL to run: {@link #schemaSql()}, or {@link #reshardSql} for {@link #reshard()}
-     * @throws StoreException if the DDL fails
-     */
-    protected abstract void createTables(String ddl);
 
     /**
      * The settings every SQL store has ({@link SqlStoreBuilder}). Not thread-safe; {@code build()} returns an

@@ -13,10 +13,10 @@ import java.util.Objects;
 import java.util.function.Function;
 
 /**
- * The first of {@link SqlStore}'s layers: what a SQL store is built with and hands its rooms — the builder's settings,
- * read once (the table names, the statement timeout, the longest key, the decorators, the options that are on, the
- * shard count and the shard a view is of), the dialect, the statements written for the table, and how a call runs its
- * transaction. Its public and protected members are {@link SqlStore}'s (the layers above it are {@link SqlShardViews}
+ * The first of {@link SqlStore}'s layers: what a SQL store is built with and hands its rooms — the builder's
+ * settings, read once (the table names, the statement timeout, the longest key, the decorators, the options that are
+ * on, the shard count and the shard a view is of), the dialect, the statements written for the table, and how a call
+ * runs its transaction. Its public and protected members are {@link SqlStore}'s (the layers above it are {@link SqlShardViews}
  * and {@link SqlStoreSchema}); package-private so that only {@link SqlStore} is the API. Immutable and thread-safe.
  */
 abstract class SqlStoreSettings {
