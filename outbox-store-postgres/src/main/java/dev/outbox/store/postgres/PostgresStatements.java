@@ -204,7 +204,7 @@ record PostgresStatements(String settings, String markSettings, String readSetti
     }
 
     /** The transaction's statement timeout, a number formatted here, never user text. */
-    private static String settings(SqlTable t) {
+    static String settings(SqlTable t) {
         return "SELECT set_config('statement_timeout', '" + t.statementTimeout().toMillis() + "', true)";
     }
 

@@ -1,8 +1,6 @@
 package dev.outbox.store.postgres;
 
 import dev.outbox.spi.CommitLog;
-import dev.outbox.spi.CommitSignals;
-import dev.outbox.spi.CursorHarvest;
 import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkResult;
 import dev.outbox.spi.ReadResult;
@@ -24,8 +22,6 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.OptionalLong;
-import java.util.Set;
 import java.util.UUID;
 
 /**
@@ -136,11 +132,13 @@ import java.util.UUID;
  * <h2>Rooms</h2>
  * This class wires the store: its statements are data ({@code PostgresStatements}), the shared work is
  * {@link SqlStore}'s; the mark and the read with its snapshot horizon are {@code PostgresHarvest}, the DDL
- * {@code PostgresSchema}, the commit notifications {@code PgNotifications}, the WAL harvest {@code PgWalOutbox}.
+ * {@code PostgresSchema}, the commit notifications {@code PgNotifications}, the WAL harvest {@code PgWalOutbox}, and
+ * what the WAL harvest changes in the store's own methods (its slot and DDL, its capabilities) the package-private
+ * layer this class extends, {@code PostgresWalStore}.
  *
  * <p>Immutable and thread-safe.
  */
-public final class PostgresStore extends SqlStore {
+public final class PostgresStore extends PostgresWalStore {
     /** The in-place upgrade of tables created before message ids. */
     static final String UPGRADE_RESOURCE = "dev/outbox/store/postgres/upgrade-message-id.sql";
     /** The in-place upgrade of tables created before per-key retries (the next_attempt_at column). */
@@ -156,8 +154,6 @@ public final class PostgresStore extends SqlStore {
     private final PostgresStatements statements;
     private final PostgresHarvest harvest;
     private final PostgresPublisher publisher;
-    /** The WAL harvest, or null when the table is harvested. */
-    private final PgWalOutbox wal;
     /** The scheduled messages' release, or null when scheduling is off ({@link Builder#scheduling}). */
     private final SqlScheduling scheduling;
     /** The commit notifications, or null when they are off or the WAL is harvested. */
@@ -168,22 +164,12 @@ public final class PostgresStore extends SqlStore {
     }
 
     private PostgresStore(Builder builder, int shard, PostgresStore whole) {
-        super(builder, shard, PostgresStatements::shared);
-        if (builder.wal != null && shardCount() > 1) {
-            throw new IllegalStateException("the WAL harvest cannot be sharded (shards(" + shardCount() + ")): it"
-                    + " streams the outbox from one replication slot, read by one leader; use the table harvest"
-                    + " (no walHarvest) to shard, or shards(1)");
-        }
+        super(builder, builder.wal, shard);
         this.builder = builder;
         this.whole = whole;
         this.statements = PostgresStatements.of(sqlTable(), PostgresSchema.uuidv7(names));
         this.harvest = new PostgresHarvest(transactions(), statements, maxKeyLength(), names.outbox());
-        this.wal = builder.wal == null ? null
-                : new PgWalOutbox(builder.wal, names, transactions(), statements.settings(), maxKeyLength());
-        if (scheduling() && builder.wal != null) {
-            throw new IllegalStateException("the WAL harvest (walHarvest) cannot schedule messages (scheduling(true)):"
-                    + " a logical message is streamed as soon as it commits; use the table harvest to schedule");
-        }
+        PgWalOutbox wal = wal();
         this.scheduling = whole != null ? whole.scheduling : scheduling()
                 ? PgScheduling.release(transactions(), names, statements.settings()) : null;
         this.notifications = whole != null ? whole.notifications : wal == null && builder.commitNotifications
@@ -262,15 +248,15 @@ public final class PostgresStore extends SqlStore {
         transactions().inTransaction("creating the outbox schema for " + names.outbox(), statements.settings(),
                 handle -> {
                     PostgresSchema.apply(handle, ddl, names, this::render);
-                    if (wal != null) {
+                    if (wal() != null) {
                         try (Statement statement = handle.getConnection().createStatement()) {
-                            wal.createSchema(statement);
+                            wal().createSchema(statement);
                         }
                     }
                     return null;
                 });
-        if (wal != null) {
-            wal.createSlot(); // not in the transaction above: a slot cannot be created by a transaction that wrote
+        if (wal() != null) {
+            wal().createSlot(); // not in the transaction above: a slot cannot be created by a transaction that wrote
         }
     }
 
@@ -307,21 +293,11 @@ public final class PostgresStore extends SqlStore {
 
     // ------------------------------------------------------------------------------------------ the harvest
 
-    /**
-     * Whether storage fencing is on ({@link Builder#fencing}) for the table harvest. The WAL harvest is not fenced by
-     * the database: its replication slot already admits one reader at a time, and a deposed leader's stream is
-     * terminated by its successor's take-over.
-     */
-    @Override
-    protected boolean fencing() {
-        return super.fencing() && wal == null;
-    }
-
     @Override
     protected MarkResult mark(UUID leaderId, int limit, long fence) {
         Objects.requireNonNull(leaderId, "leaderId must not be null");
         SqlChecks.limit(limit);
-        if (wal != null) {
+        if (wal() != null) {
             throw new UnsupportedOperationException("the WAL harvest of " + names.outbox() + " has no mark: harvest it"
                     + " with DispatcherConfig.Harvest.CURSOR (the default)");
         }
@@ -330,35 +306,10 @@ public final class PostgresStore extends SqlStore {
                 + shardName() + " for leader " + leaderId);
     }
 
-    /** False with the WAL harvest: the messages are not rows that could be marked. */
-    @Override
-    protected boolean hasMark() {
-        return wal == null;
-    }
-
     @Override
     protected ReadResult readRows(long after, List<IdRange> ranges, int limit) {
         return harvest.read(after, ranges, limit, "reading up to " + limit + " rows of " + names.outbox()
                 + shardName() + " after id " + after);
-    }
-
-    /**
-     * {@inheritDoc}
-     *
-     * <p>With the WAL harvest the store is a {@link CommitLog} (which the dispatcher harvests by streaming) and has
-     * no {@link CursorHarvest}, {@link dev.outbox.spi.MarkHarvest}, {@link dev.outbox.spi.StorageFencing},
-     * {@link dev.outbox.spi.ParkedKeys} or {@link CommitSignals}: its messages are not rows. Its {@link #purge},
-     * {@link #retryLater} and {@link #park} find no rows in the table then.
-     */
-    @Override
-    public <T> Optional<T> capability(Class<T> type) {
-        if (wal != null && type == CommitLog.class) {
-            return Optional.of(type.cast(wal));
-        }
-        if (wal != null && (type == CursorHarvest.class || type == CommitSignals.class)) {
-            return Optional.empty();
-        }
-        return super.capability(type); // hasMark(), fencing() and hasParkedKeys() say no with the WAL harvest
     }
 
     /** The read statement, for tests that compare plans. */
@@ -395,7 +346,7 @@ public final class PostgresStore extends SqlStore {
         if (array.length == 0) {
             return 0;
         }
-        int replayed = wal != null ? wal.replay(array)
+        int replayed = wal() != null ? wal().replay(array)
                 : transactions().inTransaction("replaying " + array.length + " parked rows into " + names.outbox(),
                         statements.settings(), handle -> {
                             handle.execute(statements.replayLock());
@@ -404,35 +355,6 @@ public final class PostgresStore extends SqlStore {
                         });
         log.info("Replayed {} parked row(s) into {}", replayed, names.outbox());
         return replayed;
-    }
-
-    /**
-     * True for the table harvest: {@link #parkedKeys()}, and {@link #replay} moves a replayed key's later rows behind
-     * the replayed ones. False for the WAL harvest, whose messages are not rows that a replay could move.
-     */
-    @Override
-    protected boolean hasParkedKeys() {
-        return wal == null;
-    }
-
-    /** {@code SELECT DISTINCT key} over the parked table. */
-    @Override
-    public Set<String> parkedKeys() {
-        if (wal != null) {
-            throw new UnsupportedOperationException("the WAL harvest does not hold keys (no ParkedKeys capability):"
-                    + " use afterPark MOVE_ON");
-        }
-        return super.parkedKeys();
-    }
-
-    /**
-     * With the WAL harvest: the write-ahead log the slot holds back ({@code pg_current_wal_lsn() - restart_lsn}),
-     * empty if the slot does not exist; empty with the table harvest. (With the WAL harvest the dispatcher counts
-     * the backlog and the head's commit time itself: what its leader received and has not finished.)
-     */
-    @Override
-    public OptionalLong retainedBytes() {
-        return wal == null ? OptionalLong.empty() : wal.retainedBytes();
     }
 
     // ------------------------------------------------------------------------------------------ notifications
@@ -453,7 +375,7 @@ public final class PostgresStore extends SqlStore {
             return notifications != null ? notifications.watchShard(whole.localCommitWatch(wakeUp), wakeUp)
                     : whole.watchCommits(wakeUp);
         }
-        if (wal != null) {
+        if (wal() != null) {
             return null;
         }
         return notifications == null ? localCommitWatch(wakeUp) : notifications.watch(localCommitWatch(wakeUp), wakeUp);
@@ -485,89 +407,6 @@ public final class PostgresStore extends SqlStore {
                     + " (PostgresStore.Builder.commitNotifications), and " + names.outbox() + " has none");
         }
         return notifications.triggerSql();
-    }
-
-    // ------------------------------------------------------------------------------------------ WAL harvest
-
-    /**
-     * Whether this store harvests the write-ahead log ({@link Builder#walHarvest}) rather than its table.
-     *
-     * @return true with the WAL harvest, false with the table harvest
-     */
-    public boolean harvestsWal() {
-        return wal != null;
-    }
-
-    /**
-     * The replication slot of the WAL harvest.
-     *
-     * @return the slot's name (the one set with {@link WalHarvest.Builder#slot} or the default), or null when the
-     *         table is harvested
-     */
-    public String slot() {
-        return wal == null ? null : wal.slot();
-    }
-
-    /**
-     * The prefix of this outbox's logical messages in the WAL.
-     *
-     * @return the prefix, or null when the table is harvested
-     */
-    public String walPrefix() {
-        return wal == null ? null : wal.prefix();
-    }
-
-    /**
-     * Creates the WAL harvest's replication slot (plugin {@code pgoutput}) and publication if they do not exist.
-     * {@link #createSchema()} calls it with the WAL harvest; call it yourself if you run {@link #schemaSql()} and
-     * {@link #walSchemaSql()} with your own migrations. A slot retains WAL from its creation on, whether a
-     * dispatcher reads it or not: create it when the dispatcher is about to run, and drop it
-     * ({@link #dropSlot()}) when the outbox is retired.
-     *
-     * @throws IllegalStateException with the table harvest
-     */
-    public void createSlot() {
-        requireWal("createSlot").createSlot();
-    }
-
-    /**
-     * Drops the WAL harvest's replication slot and publication, if they exist; every message not yet published is
-     * lost with the slot. Fails if a dispatcher is streaming the slot at the time.
-     *
-     * @throws IllegalStateException with the table harvest
-     */
-    public void dropSlot() {
-        requireWal("dropSlot").dropSlot();
-    }
-
-    /**
-     * The DDL of the WAL harvest's functions ({@code <table>_emit} and {@code <table>_wal_encode}, see the
-     * {@code wal.sql} resource): what plain-SQL writers call to publish. Idempotent.
-     *
-     * @return the DDL, names filled in; available with either harvest
-     */
-    public String walSchemaSql() {
-        return WalSql.render(names, WalSql.prefix(names));
-    }
-
-    /**
-     * The DDL of the WAL harvest's ledger table, {@code <table>_wal_ledger}: rows per slot naming the messages a
-     * leader finished above the slot's confirmed position, so that the next leader does not send them again (see
-     * {@link CommitLog#appendLedger}). Idempotent; {@link #createSchema()} runs it with the WAL harvest.
-     *
-     * @return the DDL, names filled in
-     * @throws IllegalStateException with the table harvest
-     */
-    public String walLedgerSql() {
-        return requireWal("walLedgerSql").ledgerDdl();
-    }
-
-    private PgWalOutbox requireWal(String operation) {
-        if (wal == null) {
-            throw new IllegalStateException(operation + " needs the WAL harvest (PostgresStore.Builder.walHarvest);"
-                    + " " + names.outbox() + " is harvested from its table");
-        }
-        return wal;
     }
 
     /**

@@ -12,7 +12,7 @@ final class SqlIdempotencyOption {
      *
      * @throws IllegalStateException if the store keeps no idempotency keys, or the table name leaves no room
      */
-    static SqlIdempotency of(SqlStoreBuilder<?, ?> builder, SqlStore store, SqlTableNames names) {
+    static SqlIdempotency of(SqlStoreBuilder<?, ?> builder, SqlStoreSettings store, SqlTableNames names) {
         if (builder.idempotencyRetention == null) {
             return SqlIdempotency.off();
         }

@@ -3,11 +3,9 @@ package dev.outbox.store.sql;
 import dev.outbox.ParkedMessage;
 import dev.outbox.ParkedQuery;
 import dev.outbox.ParkedRecord;
-import dev.outbox.OutboxShards;
 import dev.outbox.spi.CommitWatchers;
 import dev.outbox.spi.IdRange;
 import dev.outbox.spi.MarkResult;
-import dev.outbox.spi.MessageDecorators;
 import dev.outbox.spi.CommitSignals;
 import dev.outbox.spi.CursorHarvest;
 import dev.outbox.spi.Gauges;
@@ -23,18 +21,12 @@ import dev.outbox.spi.SqlTableNames;
 import dev.outbox.spi.Store;
 import dev.outbox.spi.StoreException;
 import org.jdbi.v3.core.Jdbi;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
-import javax.sql.DataSource;
-import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
@@ -47,12 +39,15 @@ import java.util.function.Function;
  * ({@link SqlTransactions}). Each database supplies its statements as data ({@link SqlStatements},
  * {@link SqlDialect}) and what truly differs: the mark ({@link #mark(UUID, int, long)}), the cursor read and its
  * late-commit rule ({@link #readRows}), the replay, and how its DDL is applied ({@link #createTables},
- * {@link #reshardSql}).
+ * {@link #reshardSql}). Its members of one concern that are the store's own API are declared in a package-private
+ * layer below it, which it extends: the settings it is built with and hands its rooms ({@code SqlStoreSettings}), the
+ * views of its shards and the shard check ({@code SqlShardViews}), the schema's DDL and scripts
+ * ({@code SqlStoreSchema}).
  *
  * <p>For store implementations, not for applications. Subclasses are immutable and thread-safe.
  */
-public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, CommitSignals, StorageFencing, Sharding,
-        ParkedRecords, ParkedKeys, Gauges, IdempotencyKeys {
+public abstract class SqlStore extends SqlStoreSchema implements Store, MarkHarvest, CursorHarvest, CommitSignals,
+        StorageFencing, Sharding, ParkedRecords, ParkedKeys, Gauges, IdempotencyKeys {
     /** The default table name. */
     public static final String DEFAULT_TABLE = "outbox";
     /** The default statement timeout. */
@@ -62,31 +57,12 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     /** An unfenced write: no epoch is checked ({@link SqlFencing#UNFENCED}). */
     protected static final long UNFENCED = SqlFencing.UNFENCED;
 
-    /** The store's logger, named after the concrete store. */
-    protected final Logger log = LoggerFactory.getLogger(getClass());
-    /** The validated, quoted table names. */
-    protected final SqlTableNames names;
     /** The wake-ups of this process's dispatchers that watch commits locally ({@link #localCommitWatch}). */
     private final CommitWatchers localWatchers = new CommitWatchers();
-    private final SqlDialect dialect;
-    private final SqlTransactions tx;
-    private final SqlTable table;
-    private final SqlStatements sql;
     private final ParkedRows parkedRows;
     private final SqlGauges gauges;
     private final SqlBatchWrites writes;
-    private final SqlShards shardState;
-    private final SqlSchemaScripts schema;
-    private final Duration statementTimeout;
-    private final int maxKeyLength;
-    private final MessageDecorators decorators;
     private final boolean fencing;
-    private final boolean keySequence;
-    private final SqlIdempotency idempotency;
-    private final boolean scheduling;
-    private final int shardCount;
-    /** The shard this store object is the view of ({@link #shard}), or -1 for the whole outbox. */
-    private final int shardIndex;
 
     /**
      * Takes the builder's settings for the whole outbox ({@code shardIndex} -1) or for the view of one of its shards
@@ -100,129 +76,14 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      * @throws NullPointerException     if {@code statements} returns null
      */
     protected SqlStore(SqlStoreBuilder<?, ?> builder, int shardIndex, Function<SqlTable, SqlStatements> statements) {
-        this.shardCount = builder.shards;
-        this.shardIndex = shardIndex < 0 ? -1 : OutboxShards.checkIndex(shardIndex, builder.shards);
-        this.dialect = builder.dialect;
-        this.names = dialect.tableNames().names(builder.schema, builder.table);
-        this.statementTimeout = builder.statementTimeout;
-        this.tx = new SqlTransactions(builder.jdbi, dialect.errors(), statementTimeout, dialect.queryTimeouts());
-        this.maxKeyLength = builder.maxKeyLength;
-        this.decorators = MessageDecorators.of(builder.decorators);
+        super(builder, shardIndex, statements);
         this.fencing = builder.fencing;
-        this.keySequence = builder.keySequence;
-        if (keySequence) {
-            SqlKeySequence.checkTableLength(dialect.tableNames(), names.table());
-        }
-        this.idempotency = SqlIdempotencyOption.of(builder, this, names);
-        this.scheduling = builder.scheduling;
-        if (scheduling) {
-            SqlScheduling.checkTableLength(dialect.tableNames(), names.table());
-        }
-        this.table = new SqlTable(names, this.shardIndex, shardCount, statementTimeout);
-        this.sql = Objects.requireNonNull(statements.apply(table), "statements");
+        SqlTransactions tx = transactions();
+        SqlStatements sql = sqlStatements();
+        SqlDialect dialect = dialect();
         this.parkedRows = new ParkedRows(tx, sql, dialect.columns(), dialect.ids(), names.parked());
         this.gauges = new SqlGauges(tx, sql, dialect.columns(), names.outbox());
         this.writes = new SqlBatchWrites(tx, sql, dialect, names.outbox());
-        this.shardState = new SqlShards(tx, sql, names.outbox(), shardCount);
-        List<SqlSchemaScripts.SideTable> sideTables = new ArrayList<>();
-        if (keySequence) {
-            sideTables.add(new SqlSchemaScripts.SideTable(SqlKeySequence.RESOURCE, SqlKeySequence.table(names)));
-        }
-        if (idempotency.isOn()) {
-            sideTables.add(new SqlSchemaScripts.SideTable(SqlIdempotency.RESOURCE, SqlIdempotency.table(names)));
-        }
-        if (scheduling) {
-            sideTables.add(new SqlSchemaScripts.SideTable(SqlScheduling.RESOURCE, SqlScheduling.table(names)));
-        }
-        this.schema = new SqlSchemaScripts(getClass(), table, dialect.schemaResource(), sideTables, shardState, log,
-                new SqlSchemaScripts.Ddl(this::fillIn, this::createTables, this::reshardSql));
-    }
-
-    // ------------------------------------------------------------------------------------------ shards
-
-    /**
-     * The outbox's shard count ({@link Builder#shards}) for the whole store; 1 for the view of one shard (which is,
-     * for the dispatcher that harvests it, an outbox of its own).
-     */
-    @Override
-    public int shards() {
-        return shardIndex < 0 ? shardCount : 1;
-    }
-
-    /**
-     * The outbox's shard count as configured ({@link Builder#shards}), for the whole store and its views alike.
-     *
-     * @return the count, from 1 to {@link OutboxShards#MAX_SHARDS}
-     */
-    public final int shardCount() {
-        return shardCount;
-    }
-
-    /** {@return the shard this store is the view of, from 0, or -1 for the whole outbox} */
-    protected final int shardIndex() {
-        return shardIndex;
-    }
-
-    /**
-     * {@inheritDoc}
-     *
-     * <p>The view is a store of the same class over the same table ({@link #view}) whose mark, read, backlog and
-     * oldest create time see only the shard's rows, and whose epoch is the leader table's row {@code index + 1}.
-     * Each view is made once.
-     */
-    @Override
-    public final Store shard(int index) {
-        OutboxShards.checkIndex(index, shards());
-        return shards() == 1 ? this : shardState.view(index, this::view);
-    }
-
-    /**
-     * A new view of shard {@code index} of this whole outbox ({@link #shard}); a store that can be sharded overrides
-     * it. This default is for a store with one shard, which is its own view: it is never called.
-     *
-     * @param index the shard, from 0 to {@link #shardCount()} - 1, checked by the caller
-     * @return a new store of the subclass for that shard's view
-     * @throws UnsupportedOperationException always
-     */
-    protected SqlStore view(int index) {
-        throw new UnsupportedOperationException(getClass().getSimpleName() + " has no shard views");
-    }
-
-    /**
-     * Makes the views of a sharded whole outbox's shards now ({@link #view}), for a store whose builder may change
-     * after {@code build()}: called last by the subclass's constructor. Nothing for a view or an unsharded store.
-     */
-    protected final void makeViews() {
-        for (int i = 0; shardIndex < 0 && shardCount > 1 && i < shardCount; i++) {
-            shard(i);
-        }
-    }
-
-    /**
-     * {@code " (shard <i>)"} for a shard's view, for messages; empty for the whole outbox.
-     *
-     * @return the suffix, never null
-     */
-    protected final String shardName() {
-        return shardIndex < 0 ? "" : " (shard " + shardIndex + ")";
-    }
-
-    /**
-     * Checks that the outbox table is made for this store's shard count: a table without the generated
-     * {@code shard} column has 1 shard, one with it has the count its expression takes the key's hash modulo. Runs
-     * once per store object (the first call that finds them equal is remembered); {@link #createSchema()} and the
-     * first {@code acquireEpoch}, {@code mark} and {@code read} call it.
-     *
-     * @throws StoreException (not retriable) naming both counts if they differ, or the expression if the count
-     *                        cannot be read from it
-     */
-    public final void checkShards() {
-        shardState.check();
-    }
-
-    /** Runs {@link #checkShards()} before a harvest call. */
-    protected final void requireShards() {
-        shardState.check();
     }
 
     // ------------------------------------------------------------------------------------------ storage fencing
@@ -276,19 +137,9 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
             return Optional.ofNullable(scheduledMessages()).map(type::cast);
         }
         boolean has = type == StorageFencing.class ? fencing() : type == MarkHarvest.class ? hasMark()
-                : type == IdempotencyKeys.class ? idempotency.isOn()
+                : type == IdempotencyKeys.class ? idempotency().isOn()
                 : type != ParkedKeys.class || hasParkedKeys();
         return has ? Store.super.capability(type) : Optional.empty();
-    }
-
-    /**
-     * The leader table as it appears in SQL (storage fencing's epoch: one row, or one per shard and one for the
-     * whole when sharded).
-     *
-     * @return the quoted, possibly schema-qualified name
-     */
-    public final String leaderTable() {
-        return names.leader();
     }
 
     /**
@@ -301,8 +152,8 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     public final long acquireEpoch() {
         requireFencing("acquireEpoch");
         requireShards();
-        return SqlFencing.acquireEpoch(tx, sql, "taking the leader epoch" + shardName() + " in " + names.leader()
-                + " (storage fencing: the table is created by createSchema() and the shipped migrations;"
+        return SqlFencing.acquireEpoch(transactions(), sqlStatements(), "taking the leader epoch" + shardName()
+                + " in " + names.leader() + " (storage fencing: the table is created by createSchema() and the shipped migrations;"
                 + " Builder.fencing(false) turns fencing off)");
     }
 
@@ -328,11 +179,6 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      */
     protected Optional<SqlLeaseStatements> leaseStatements() {
         return Optional.empty();
-    }
-
-    /** The dialect, for the lease's transactions. */
-    final SqlDialect dialect() {
-        return dialect;
     }
 
     // ------------------------------------------------------------------------------------------ the harvest
@@ -510,7 +356,7 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
      */
     protected final void wakeOnCommitted(SqlPublisher publisher) {
         publisher.onCommitted = localWatchers::wakeAll;
-        publisher.idempotency = idempotency;
+        publisher.idempotency = idempotency();
     }
 
     /**
@@ -534,250 +380,13 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         return localCommitWatch(wakeUp);
     }
 
-    // ------------------------------------------------------------------------------------------ schema
-
-    /**
-     * The DDL for this store's tables (the {@code schema.sql} resource of the store's package), with the
-     * configured names filled in. Idempotent: it only creates what does not exist yet.
-     *
-     * @return the DDL; statements separated by {@code ;}
-     */
-    public final String schemaSql() {
-        return schema.schemaSql();
-    }
-
-    /**
-     * A DDL template of the store's class path ({@code resource}) with the configured names filled in: the tables'
-     * ({@code ${outbox}}, {@code ${parked}}, {@code ${leader}}) and the store's own ({@link #fillIn}).
-     *
-     * @param resource the template's class-path resource, read through the store class's class loader
-     * @return the DDL, names filled in
-     * @throws IllegalStateException if the resource is missing
-     * @throws UncheckedIOException  if it cannot be read
-     */
-    protected final String render(String resource) {
-        return schema.render(resource);
-    }
-
-    /**
-     * Fills in what else a store's DDL templates stand for (its own placeholders, such as the message-id function);
-     * default: nothing.
-     *
-     * @param sql a template with the table names already filled in
-     * @return the DDL with the store's own placeholders filled in
-     */
-    protected String fillIn(String sql) {
-        return sql;
-    }
-
-    /**
-     * Creates the outbox table and its parked table if they do not exist yet ({@link #schemaSql()}), and the tables of
-     * the options that are on: the key sequence's counters ({@link Builder#keySequence}, {@link #keySequenceSchemaSql()}),
-     * the idempotency keys ({@link Builder#idempotencyKeys}, {@link #idempotencySchemaSql()}) and the scheduled
-     * messages ({@link Builder#scheduling}, {@link #schedulingSchemaSql()}). Safe to call
-     * from several processes at once and on every start-up; it never changes a table that exists already.
-     *
-     * @throws StoreException if the DDL fails, for example for lack of privileges
-     */
-    public final void createSchema() {
-        schema.create();
-    }
-
-    /**
-     * The DDL of the key sequence's counter table, {@code <table>_key_seq} (the {@code key-sequence.sql} resource
-     * next to the store's {@code schema.sql}), names filled in; {@link #createSchema()} applies it when the key
-     * sequence is on ({@link Builder#keySequence}). Idempotent.
-     *
-     * @return the DDL; statements separated by {@code ;}
-     */
-    public final String keySequenceSchemaSql() {
-        return schema.sideTableSql(SqlKeySequence.RESOURCE);
-    }
-
-    /**
-     * The DDL of the idempotency keys' table, {@code <table>_idempotency} (the {@code idempotency.sql} resource next
-     * to the store's {@code schema.sql}), names filled in; {@link #createSchema()} applies it when idempotency keys
-     * are on ({@link Builder#idempotencyKeys}). Idempotent.
-     *
-     * @return the DDL; statements separated by {@code ;}
-     */
-    public final String idempotencySchemaSql() {
-        return schema.sideTableSql(SqlIdempotency.RESOURCE);
-    }
-
-    /**
-     * The database's idempotency statements ({@link Builder#idempotencyKeys}); default: none, and a store built with
-     * idempotency keys on fails. Called once, from the constructor: it must not use the subclass's fields.
-     *
-     * @param table the idempotency table as it appears in SQL
-     * @return the statements, or null if this store does not keep idempotency keys
-     */
-    protected SqlIdempotency.Statements idempotencyStatements(String table) {
-        return null;
-    }
+    // ------------------------------------------------------------------------------------------ idempotency keys
 
     /** {@inheritDoc} Idempotency keys must be on ({@link Builder#idempotencyKeys}). */
     @Override
     public int deleteExpired(int limit) {
-        return tx.inTransaction("deleting expired idempotency keys of " + SqlIdempotency.table(names), null,
-                handle -> idempotency.deleteExpired(handle.getConnection(), limit));
-    }
-
-    /**
-     * The DDL of the scheduled table, {@code <table>_scheduled} (the {@code scheduling.sql} resource next to the
-     * store's {@code schema.sql}), names filled in; {@link #createSchema()} applies it when scheduling is on
-     * ({@link Builder#scheduling}). Idempotent.
-     *
-     * @return the DDL; statements separated by {@code ;}
-     */
-    public final String schedulingSchemaSql() {
-        return schema.sideTableSql(SqlScheduling.RESOURCE);
-    }
-
-    /** {@return whether the store accepts delayed messages ({@link Builder#scheduling})} */
-    public final boolean scheduling() {
-        return scheduling;
-    }
-
-    /** {@return whether the publisher numbers messages per (topic, key) ({@link Builder#keySequence})} */
-    public final boolean keySequence() {
-        return keySequence;
-    }
-
-    /**
-     * The DDL that makes an existing outbox table one of this store's shard count ({@link Builder#shards}): it
-     * replaces the generated {@code shard} column (and its index) with one for this count, or drops it for 1 shard,
-     * and lets the leader table hold one epoch row per shard. Changing the count moves most keys to another shard,
-     * so run it only while no dispatcher of this outbox runs (README, "Sharded harvest"); the statements are
-     * separated by {@code ;} at the end of a line. It rewrites the table (a generated column is stored).
-     *
-     * @param fromShards the count the table is made for now (1 if it has no {@code shard} column)
-     * @return the DDL, names filled in
-     * @throws IllegalArgumentException naming the count if it is not between 1 and {@link OutboxShards#MAX_SHARDS}
-     */
-    public abstract String reshardSql(int fromShards);
-
-    /**
-     * Runs {@link #reshardSql(int)} from the count the table is made for now (in one transaction where the
-     * database's DDL is transactional, Postgres), then {@link #checkShards()}. Only while no dispatcher of this
-     * outbox runs: one that still runs with the former count would harvest the keys that moved as a second leader.
-     *
-     * @throws StoreException if the DDL fails
-     */
-    public final void reshard() {
-        schema.reshard();
-    }
-
-    /**
-     * Runs {@code ddl}, this store's {@link #schemaSql()}, so that concurrent callers do not trip over each other.
-     *
-     * @param ddl the DDL to run: {@link #schemaSql()}, or {@link #reshardSql} for {@link #reshard()}
-     * @throws StoreException if the DDL fails
-     */
-    protected abstract void createTables(String ddl);
-
-    // ------------------------------------------------------------------------------------------ settings
-
-    /**
-     * The outbox table as it appears in SQL: quoted, and qualified if a schema was configured.
-     *
-     * @return the outbox table's name in SQL
-     */
-    public final String table() {
-        return names.outbox();
-    }
-
-    /** {@return the parked table as it appears in SQL: quoted, possibly schema-qualified} */
-    public final String parkedTable() {
-        return names.parked();
-    }
-
-    /**
-     * The statements the base runs for this store ({@link SqlStatements}), for the dialect's parts.
-     *
-     * @return the statements written for {@link #sqlTable()}
-     */
-    protected final SqlStatements sqlStatements() {
-        return sql;
-    }
-
-    /** {@return the table, shard and settings this store's statements are written for} */
-    protected final SqlTable sqlTable() {
-        return table;
-    }
-
-    /**
-     * The longest any statement (or lock wait) of a store call may take.
-     *
-     * @return the timeout set on the builder; default {@link #DEFAULT_STATEMENT_TIMEOUT}
-     */
-    public final Duration statementTimeout() {
-        return statementTimeout;
-    }
-
-    /**
-     * The longest key, in code points, that the publisher writes and that a marked row may have.
-     *
-     * @return the length set on the builder, or the dialect's default; at least 1
-     */
-    public final int maxKeyLength() {
-        return maxKeyLength;
-    }
-
-    /**
-     * How this store's calls run their transactions, for the parts of a store.
-     *
-     * @return the store's transactions, shared by its views
-     */
-    protected final SqlTransactions transactions() {
-        return tx;
-    }
-
-    /**
-     * The statement timeout as a JDBC query timeout: whole seconds, rounded up.
-     *
-     * @return the timeout in seconds, at least 1
-     */
-    protected final int queryTimeoutSeconds() {
-        return tx.queryTimeoutSeconds();
-    }
-
-    /**
-     * The decorators the publisher applies to every message, in order ({@link Builder#decorator}).
-     *
-     * @return the decorators; none if none was added
-     */
-    protected final MessageDecorators decorators() {
-        return decorators;
-    }
-
-    /**
-     * The connections this store works on, for an adapter that must hold one of its own (a listener).
-     *
-     * @return the builder's Jdbi
-     */
-    protected final Jdbi jdbi() {
-        return tx.jdbi();
-    }
-
-    @Override
-    public String toString() {
-        return getClass().getSimpleName() + "{table=" + names.outbox() + ", statementTimeout=" + statementTimeout
-                + (shardCount == 1 ? "" : ", shards=" + shardCount) + (shardIndex < 0 ? "" : ", shard=" + shardIndex)
-                + '}';
-    }
-
-    /**
-     * A {@link Jdbi} over {@code dataSource}, for the stores' {@code builder(DataSource)} entry points; use a
-     * pooling data source, since every call takes a connection and gives it back.
-     *
-     * @param dataSource the data source; not null
-     * @return a new Jdbi over it
-     * @throws NullPointerException if {@code dataSource} is null
-     */
-
-    protected static Jdbi jdbi(DataSource dataSource) {
-        return Jdbi.create(Objects.requireNonNull(dataSource, "dataSource must not be null"));
+        return transactions().inTransaction("deleting expired idempotency keys of " + SqlIdempotency.table(names), null,
+                handle -> idempotency().deleteExpired(handle.getConnection(), limit));
     }
 
     /**
