@@ -147,7 +147,12 @@ final class KafkaProgress {
     private long stableEnd(KafkaConsumer<byte[], byte[]> consumer, TopicPartition partition, String transactionalId,
                            long deadline) {
         long highWatermark = highWatermark(partition, deadline);
-        long stable = consumer.endOffsets(List.of(partition), left(deadline)).get(partition);
+        Long end = consumer.endOffsets(List.of(partition), left(deadline)).get(partition);
+        if (end == null) { // out of time: a zero timeout returns no offset instead of throwing
+            throw new TimeoutException("reading the progress topic '" + topic + "' took longer than " + timeout
+                    + ": its last stable offset could not be read");
+        }
+        long stable = end;
         if (stable < highWatermark) {
             log.info("Reading the progress topic '{}' waits for an open transaction: last stable offset {}, high"
                     + " watermark {}", topic, stable, highWatermark);
@@ -163,7 +168,10 @@ final class KafkaProgress {
             consumer.seek(partition, stable);
             consumer.poll(Duration.ofMillis(Math.max(1, Math.min(100, left(deadline).toMillis())))); // waits for it
             try {
-                stable = Math.max(stable, consumer.endOffsets(List.of(partition), left(deadline)).get(partition));
+                Long next = consumer.endOffsets(List.of(partition), left(deadline)).get(partition);
+                if (next != null) { // null: out of time (a zero timeout returns no offset), said below
+                    stable = Math.max(stable, next);
+                }
             } catch (TimeoutException e) {
                 // out of time: said below
             }
