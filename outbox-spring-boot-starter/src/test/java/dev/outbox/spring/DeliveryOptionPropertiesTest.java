@@ -27,9 +27,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
- * The delivery options (docs/delivery-options.md) as store properties: {@code outbox.store.scheduling} and
- * {@code outbox.store.idempotency.*} bound, reaching the store (which then creates their tables and carries them
- * out), off by default, and a bad value stopping start-up naming its property.
+ * The delivery options (docs/delivery-options.md) as store properties: {@code outbox.store.scheduling},
+ * {@code outbox.store.scheduled-holds-key} and {@code outbox.store.idempotency.*} bound, reaching the store (which
+ * then creates their tables and carries them out), off by default, and a bad value stopping start-up naming its
+ * property.
  */
 @ExtendWith(OutputCaptureExtension.class)
 class DeliveryOptionPropertiesTest {
@@ -64,6 +65,7 @@ class DeliveryOptionPropertiesTest {
         }
 
         assertThat(((H2Store) built.store()).scheduling()).isTrue();
+        assertThat(((H2Store) built.store()).scheduledHoldsKey()).as("the default").isTrue();
         assertThat(Jdbc.queryLong(h2, "SELECT COUNT(*) FROM \"opts_scheduled\"")).as("held by the first").isEqualTo(2);
         assertThat(Jdbc.queryLong(h2, "SELECT COUNT(*) FROM \"opts_idempotency\"")).isEqualTo(1);
     }
@@ -95,6 +97,27 @@ class DeliveryOptionPropertiesTest {
         }
         assertThat(Jdbc.queryLong(skipping, "SELECT COUNT(*) FROM \"outbox\"")).as("the duplicate skipped")
                 .isEqualTo(1);
+    }
+
+    @Test
+    void scheduledHoldsKeyFalseReachesTheStoreAndWithoutSchedulingNamesItsProperty() throws Exception {
+        JdbcDataSource h2 = h2("delivery_options_not_held");
+        OutboxStoreFactory.Built built = OutboxStoreFactory.build(h2, "outbox.store", bind(Map.of(
+                "outbox.store.scheduling", "true", "outbox.store.scheduled-holds-key", "false")).getStore());
+        built.createSchema().run();
+        try (Connection c = h2.getConnection()) {
+            built.store().publisher().publish(c, List.of(OutboxMessage.builder("orders", "k")
+                    .value("later".getBytes()).deliverAfter(Duration.ofHours(1)).build()));
+            built.store().publisher().publish(c, List.of(OutboxMessage.of("orders", "k", "now")));
+        }
+        assertThat(((H2Store) built.store()).scheduledHoldsKey()).isFalse();
+        assertThat(Jdbc.queryLong(h2, "SELECT COUNT(*) FROM \"outbox\"")).as("not held").isEqualTo(1);
+
+        OutboxProperties p = bind(Map.of("outbox.store.scheduled-holds-key", "false"));
+        assertThatThrownBy(() -> OutboxStoreFactory.build(h2("delivery_options_not_held_bad"), "outbox.store",
+                p.getStore())).isInstanceOf(OutboxConfigurationException.class)
+                .hasMessageContaining("'outbox.store.scheduled-holds-key': is false, but outbox.store.scheduling is"
+                        + " not true");
     }
 
     @Test
