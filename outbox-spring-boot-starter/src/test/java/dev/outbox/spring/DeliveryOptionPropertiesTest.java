@@ -2,8 +2,10 @@ package dev.outbox.spring;
 
 import dev.outbox.DuplicateMessageException;
 import dev.outbox.OutboxMessage;
+import dev.outbox.spi.ScheduledMessages;
 import dev.outbox.spring.app.TestApplication;
 import dev.outbox.store.h2.H2Store;
+import dev.outbox.store.sql.SqlScheduling;
 import dev.outbox.testservers.Jdbc;
 import dev.outbox.testservers.JdbcServer;
 import dev.outbox.testservers.TestServers;
@@ -40,6 +42,10 @@ class DeliveryOptionPropertiesTest {
                 .orElseGet(OutboxProperties::new);
     }
 
+    private static boolean holdsKey(OutboxStoreFactory.Built built) {
+        return ((SqlScheduling) built.store().capability(ScheduledMessages.class).orElseThrow()).holdsKey();
+    }
+
     private static JdbcDataSource h2(String name) {
         JdbcDataSource h2 = new JdbcDataSource();
         h2.setURL("jdbc:h2:mem:" + name + ";DB_CLOSE_DELAY=-1");
@@ -65,7 +71,7 @@ class DeliveryOptionPropertiesTest {
         }
 
         assertThat(((H2Store) built.store()).scheduling()).isTrue();
-        assertThat(((H2Store) built.store()).scheduledHoldsKey()).as("the default").isTrue();
+        assertThat(holdsKey(built)).as("the default").isTrue();
         assertThat(Jdbc.queryLong(h2, "SELECT COUNT(*) FROM \"opts_scheduled\"")).as("held by the first").isEqualTo(2);
         assertThat(Jdbc.queryLong(h2, "SELECT COUNT(*) FROM \"opts_idempotency\"")).isEqualTo(1);
     }
@@ -110,7 +116,7 @@ class DeliveryOptionPropertiesTest {
                     .value("later".getBytes()).deliverAfter(Duration.ofHours(1)).build()));
             built.store().publisher().publish(c, List.of(OutboxMessage.of("orders", "k", "now")));
         }
-        assertThat(((H2Store) built.store()).scheduledHoldsKey()).isFalse();
+        assertThat(holdsKey(built)).isFalse();
         assertThat(Jdbc.queryLong(h2, "SELECT COUNT(*) FROM \"outbox\"")).as("not held").isEqualTo(1);
 
         OutboxProperties p = bind(Map.of("outbox.store.scheduled-holds-key", "false"));

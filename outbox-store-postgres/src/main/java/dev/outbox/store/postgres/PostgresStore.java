@@ -185,7 +185,8 @@ public final class PostgresStore extends SqlStore {
                     + " a logical message is streamed as soon as it commits; use the table harvest to schedule");
         }
         this.scheduling = whole != null ? whole.scheduling : scheduling()
-                ? PgScheduling.release(transactions(), names, statements.settings(), scheduledHoldsKey()) : null;
+                ? PgScheduling.release(transactions(), names, statements.settings(), SqlScheduling.holdsKey(builder))
+                : null;
         this.notifications = whole != null ? whole.notifications : wal == null && builder.commitNotifications
                 ? new PgNotifications(jdbi(), names, shardCount() > 1) : null;
         this.publisher = whole != null ? whole.publisher : new PostgresPublisher(names, maxKeyLength(),

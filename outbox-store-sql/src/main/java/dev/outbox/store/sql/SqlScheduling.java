@@ -121,6 +121,16 @@ public final class SqlScheduling implements ScheduledMessages {
     }
 
     /**
+     * The builder's choice, for a store's constructor to give its dialect's release.
+     *
+     * @param builder the store's builder
+     * @return whether a waiting row holds its key's later messages ({@link SqlStoreBuilder#scheduledHoldsKey})
+     */
+    public static boolean holdsKey(SqlStoreBuilder<?, ?> builder) {
+        return builder.scheduledHoldsKey;
+    }
+
+    /**
      * A move in three statements, for a database without a data-modifying {@code WITH}: {@code pick} (parameter: the
      * limit) returns the ids to move, locked, in ascending order; {@code move(n)} inserts the rows of its {@code n}
      * id parameters into the outbox in id order; {@code delete(n)} deletes them.

@@ -84,7 +84,6 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     private final boolean keySequence;
     private final SqlIdempotency idempotency;
     private final boolean scheduling;
-    private final boolean scheduledHoldsKey;
     private final int shardCount;
     /** The shard this store object is the view of ({@link #shard}), or -1 for the whole outbox. */
     private final int shardIndex;
@@ -116,7 +115,6 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
         }
         this.idempotency = SqlIdempotencyOption.of(builder, this, names);
         this.scheduling = builder.scheduling;
-        this.scheduledHoldsKey = builder.scheduledHoldsKey;
         if (scheduling) {
             SqlScheduling.checkTableLength(dialect.tableNames(), names.table());
         }
@@ -639,11 +637,6 @@ public abstract class SqlStore implements Store, MarkHarvest, CursorHarvest, Com
     /** {@return whether the store accepts delayed messages ({@link Builder#scheduling})} */
     public final boolean scheduling() {
         return scheduling;
-    }
-
-    /** {@return whether a waiting message holds its key's later ones ({@link Builder#scheduledHoldsKey})} */
-    public final boolean scheduledHoldsKey() {
-        return scheduledHoldsKey;
     }
 
     /** {@return whether the publisher numbers messages per (topic, key) ({@link Builder#keySequence})} */

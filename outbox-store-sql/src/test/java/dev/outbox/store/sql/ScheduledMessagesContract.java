@@ -281,8 +281,8 @@ public abstract class ScheduledMessagesContract {
         assertThatThrownBy(() -> builders.apply(storePool).table("sched_refused").scheduledHoldsKey(false).build())
                 .isInstanceOf(IllegalStateException.class).hasMessageContaining("scheduledHoldsKey(false)")
                 .hasMessageContaining("scheduling(true)");
-        assertThat(builders.apply(storePool).table("sched_default").scheduling(true).build().scheduledHoldsKey())
-                .isTrue();
+        assertThat(((SqlScheduling) scheduled(builders.apply(storePool).table("sched_default").scheduling(true)
+                .build())).holdsKey()).isTrue();
     }
 
     // ---- races ------------------------------------------------------------------------------------------------
