@@ -140,6 +140,12 @@ public final class OutboxStoreFactory {
     private static final class DeliveryOptions {
         static void apply(String prefix, OutboxStoreProperties p, SqlStoreBuilder<?, ?> b) {
             b.scheduling(p.isScheduling());
+            if (!p.isScheduledHoldsKey() && !p.isScheduling()) {
+                throw new OutboxConfigurationException(prefix + ".scheduled-holds-key", "is false, but " + prefix
+                        + ".scheduling is not true: without scheduling no message waits, so there is no key to hold",
+                        "set " + prefix + ".scheduling to true, or remove " + prefix + ".scheduled-holds-key", null);
+            }
+            b.scheduledHoldsKey(p.isScheduledHoldsKey());
             OutboxIdempotencyProperties idempotency = p.getIdempotency();
             String onDuplicate = prefix + ".idempotency.on-duplicate";
             if (idempotency.getOnDuplicate() == null) {

@@ -62,6 +62,13 @@ public final class OutboxStoreProperties {
      * database's clock. Off by default: a delayed message is refused. Not with the WAL harvest.
      */
     private boolean scheduling;
+    /**
+     * With {@code scheduling}: whether a waiting (delayed) message holds its key, that is, whether the later
+     * messages of its topic and key wait behind it, keeping the key's order (the default, {@code true}); with
+     * {@code false} a message without a time goes straight into the outbox (no query of "<table>_scheduled") and each
+     * delayed one goes at its own time. {@code false} without {@code scheduling} stops start-up.
+     */
+    private boolean scheduledHoldsKey = true;
     /** Idempotency keys: off unless {@code idempotency.retention} is set. */
     @NestedConfigurationProperty
     private final OutboxIdempotencyProperties idempotency = new OutboxIdempotencyProperties();
@@ -275,6 +282,24 @@ public final class OutboxStoreProperties {
      */
     public void setScheduling(boolean scheduling) {
         this.scheduling = scheduling;
+    }
+
+    /**
+     * {@return whether a waiting message holds its key's later messages; {@code true} by default} Bound from the
+     * {@code scheduled-holds-key} property.
+     */
+    public boolean isScheduledHoldsKey() {
+        return scheduledHoldsKey;
+    }
+
+    /**
+     * Sets the {@code scheduled-holds-key} property.
+     *
+     * @param scheduledHoldsKey {@code false} to let a key's messages without a time pass its waiting ones; refused
+     *                          without {@code scheduling}, at start-up
+     */
+    public void setScheduledHoldsKey(boolean scheduledHoldsKey) {
+        this.scheduledHoldsKey = scheduledHoldsKey;
     }
 
     /**

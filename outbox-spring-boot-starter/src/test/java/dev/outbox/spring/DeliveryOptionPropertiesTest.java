@@ -2,8 +2,10 @@ package dev.outbox.spring;
 
 import dev.outbox.DuplicateMessageException;
 import dev.outbox.OutboxMessage;
+import dev.outbox.spi.ScheduledMessages;
 import dev.outbox.spring.app.TestApplication;
 import dev.outbox.store.h2.H2Store;
+import dev.outbox.store.sql.SqlScheduling;
 import dev.outbox.testservers.Jdbc;
 import dev.outbox.testservers.JdbcServer;
 import dev.outbox.testservers.TestServers;
@@ -27,9 +29,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
- * The delivery options (docs/delivery-options.md) as store properties: {@code outbox.store.scheduling} and
- * {@code outbox.store.idempotency.*} bound, reaching the store (which then creates their tables and carries them
- * out), off by default, and a bad value stopping start-up naming its property.
+ * The delivery options (docs/delivery-options.md) as store properties: {@code outbox.store.scheduling},
+ * {@code outbox.store.scheduled-holds-key} and {@code outbox.store.idempotency.*} bound, reaching the store (which
+ * then creates their tables and carries them out), off by default, and a bad value stopping start-up naming its
+ * property.
  */
 @ExtendWith(OutputCaptureExtension.class)
 class DeliveryOptionPropertiesTest {
@@ -37,6 +40,10 @@ class DeliveryOptionPropertiesTest {
     private static OutboxProperties bind(Map<String, String> properties) {
         return new Binder(new MapConfigurationPropertySource(properties)).bind("outbox", OutboxProperties.class)
                 .orElseGet(OutboxProperties::new);
+    }
+
+    private static boolean holdsKey(OutboxStoreFactory.Built built) {
+        return ((SqlScheduling) built.store().capability(ScheduledMessages.class).orElseThrow()).holdsKey();
     }
 
     private static JdbcDataSource h2(String name) {
@@ -64,6 +71,7 @@ class DeliveryOptionPropertiesTest {
         }
 
         assertThat(((H2Store) built.store()).scheduling()).isTrue();
+        assertThat(holdsKey(built)).as("the default").isTrue();
         assertThat(Jdbc.queryLong(h2, "SELECT COUNT(*) FROM \"opts_scheduled\"")).as("held by the first").isEqualTo(2);
         assertThat(Jdbc.queryLong(h2, "SELECT COUNT(*) FROM \"opts_idempotency\"")).isEqualTo(1);
     }
@@ -95,6 +103,27 @@ class DeliveryOptionPropertiesTest {
         }
         assertThat(Jdbc.queryLong(skipping, "SELECT COUNT(*) FROM \"outbox\"")).as("the duplicate skipped")
                 .isEqualTo(1);
+    }
+
+    @Test
+    void scheduledHoldsKeyFalseReachesTheStoreAndWithoutSchedulingNamesItsProperty() throws Exception {
+        JdbcDataSource h2 = h2("delivery_options_not_held");
+        OutboxStoreFactory.Built built = OutboxStoreFactory.build(h2, "outbox.store", bind(Map.of(
+                "outbox.store.scheduling", "true", "outbox.store.scheduled-holds-key", "false")).getStore());
+        built.createSchema().run();
+        try (Connection c = h2.getConnection()) {
+            built.store().publisher().publish(c, List.of(OutboxMessage.builder("orders", "k")
+                    .value("later".getBytes()).deliverAfter(Duration.ofHours(1)).build()));
+            built.store().publisher().publish(c, List.of(OutboxMessage.of("orders", "k", "now")));
+        }
+        assertThat(holdsKey(built)).isFalse();
+        assertThat(Jdbc.queryLong(h2, "SELECT COUNT(*) FROM \"outbox\"")).as("not held").isEqualTo(1);
+
+        OutboxProperties p = bind(Map.of("outbox.store.scheduled-holds-key", "false"));
+        assertThatThrownBy(() -> OutboxStoreFactory.build(h2("delivery_options_not_held_bad"), "outbox.store",
+                p.getStore())).isInstanceOf(OutboxConfigurationException.class)
+                .hasMessageContaining("'outbox.store.scheduled-holds-key': is false, but outbox.store.scheduling is"
+                        + " not true");
     }
 
     @Test

@@ -32,7 +32,8 @@ import java.util.Set;
  *   <li><b>Not before</b> (with {@link Builder#scheduling()}): a delayed message waits here, and so does a message of a
  *       key (topic and key) that has one waiting (the key is held, keeping its order); {@link #releaseDue} moves due
  *       messages into the wrapped store, a key's in order and never one before an earlier one of its key that is not
- *       yet due.</li>
+ *       yet due. With {@link Builder#scheduledHoldsKey scheduledHoldsKey(false)} only delayed messages wait, and a
+ *       release moves every due one, whatever waits before it.</li>
  *   <li><b>Idempotency keys</b> (with {@link Builder#idempotencyKeys}): a message whose key was written within the
  *       retention is skipped, or the publish call refused with {@link DuplicateMessageException}; the first of a call
  *       wins over a repeat in the same call.</li>
@@ -52,6 +53,7 @@ public final class InMemoryDeliveryOptions implements Store, ScheduledMessages, 
     private final InMemoryStore store;
     private final Clock clock;
     private final boolean scheduling;
+    private final boolean holdsKey;
     private final Duration retention;
     private final OnDuplicate onDuplicate;
     private final Object lock = new Object();
@@ -73,6 +75,7 @@ public final class InMemoryDeliveryOptions implements Store, ScheduledMessages, 
         this.store = b.store;
         this.clock = b.clock;
         this.scheduling = b.scheduling;
+        this.holdsKey = b.holdsKey;
         this.retention = b.retention;
         this.onDuplicate = b.onDuplicate;
     }
@@ -164,7 +167,9 @@ public final class InMemoryDeliveryOptions implements Store, ScheduledMessages, 
                     continue;
                 }
                 if (w.due().isAfter(now)) {
-                    blocked.add(w.topicKey()); // a later message of its key waits behind it
+                    if (holdsKey) {
+                        blocked.add(w.topicKey()); // a later message of its key waits behind it
+                    }
                     continue;
                 }
                 moved.add(w.message());
@@ -241,8 +246,10 @@ public final class InMemoryDeliveryOptions implements Store, ScheduledMessages, 
                 }
                 List<OutboxMessage> direct = new ArrayList<>(kept.size());
                 Set<String> held = new HashSet<>();
-                for (Waiting w : waiting.values()) {
-                    held.add(w.topicKey());
+                if (holdsKey) {
+                    for (Waiting w : waiting.values()) {
+                        held.add(w.topicKey());
+                    }
                 }
                 for (OutboxMessage m : kept) {
                     String topicKey = m.topic() + '\u0000' + m.key();
@@ -251,7 +258,9 @@ public final class InMemoryDeliveryOptions implements Store, ScheduledMessages, 
                                 : m.deliverAfter() != null ? now.plus(m.deliverAfter()) : now;
                         waiting.put(nextOrder, new Waiting(nextOrder, due, m.withoutDeliveryOptions()));
                         nextOrder++;
-                        held.add(topicKey);
+                        if (holdsKey) {
+                            held.add(topicKey);
+                        }
                     } else {
                         direct.add(m.withoutDeliveryOptions());
                     }
@@ -276,6 +285,7 @@ public final class InMemoryDeliveryOptions implements Store, ScheduledMessages, 
         private final InMemoryStore store;
         private Clock clock = Clock.systemUTC();
         private boolean scheduling;
+        private boolean holdsKey = true;
         private Duration retention;
         private OnDuplicate onDuplicate = OnDuplicate.SKIP;
 
@@ -305,6 +315,19 @@ public final class InMemoryDeliveryOptions implements Store, ScheduledMessages, 
         }
 
         /**
+         * With {@link #scheduling()}: whether a waiting message holds its key (the default, {@code true}), as the SQL
+         * stores' {@code scheduledHoldsKey}: {@code false} sends a message without a time straight into the wrapped
+         * store, and releases every due message at its own time, whatever waits before it.
+         *
+         * @param holdsKey true to hold a key behind its waiting messages, false not to
+         * @return this builder
+         */
+        public Builder scheduledHoldsKey(boolean holdsKey) {
+            this.holdsKey = holdsKey;
+            return this;
+        }
+
+        /**
          * Keeps idempotency keys for {@code retention} after their writing.
          *
          * @param retention   positive
@@ -325,8 +348,13 @@ public final class InMemoryDeliveryOptions implements Store, ScheduledMessages, 
          * The store.
          *
          * @return a new store wrapping the given one
+         * @throws IllegalStateException if {@code scheduledHoldsKey(false)} is set without {@code scheduling()}
          */
         public InMemoryDeliveryOptions build() {
+            if (!holdsKey && !scheduling) {
+                throw new IllegalStateException("scheduledHoldsKey(false) needs scheduling(): without it no message"
+                        + " waits");
+            }
             return new InMemoryDeliveryOptions(this);
         }
     }

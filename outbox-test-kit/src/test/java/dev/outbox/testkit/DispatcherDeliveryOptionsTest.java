@@ -24,8 +24,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 /**
  * The engine's side of the delivery options ({@code StoreHousekeeping}), against the in-memory model of a store that
  * carries them out ({@link InMemoryDeliveryOptions}): the leader moves due messages into the outbox and the harvest
- * sends them, never before their time by the store's clock, a held key in its order; expired idempotency keys are
- * swept while it leads. A store without the options is refused nothing and starts no housekeeping.
+ * sends them, never before their time by the store's clock, a held key in its order (or, not held, each at its own
+ * time, a plain message passing them); expired idempotency keys are swept while it leads. A store without the
+ * options is refused nothing and starts no housekeeping.
  */
 class DispatcherDeliveryOptionsTest {
     private static final Duration WAIT = Duration.ofSeconds(30);
@@ -60,6 +61,39 @@ class DispatcherDeliveryOptionsTest {
         assertThat(broker.delivered("t").stream().filter(r -> r.key().equals("k")).map(
                 DispatcherDeliveryOptionsTest::value)).containsExactly("delayed", "behind");
         assertThat(store.waitingCount()).isZero();
+    }
+
+    /**
+     * With the key not held: a message without a time goes straight into the outbox past a waiting one of its key,
+     * and each delayed one goes at its own time, the later-written one first when it is due first.
+     */
+    @Test
+    void notHoldingTheKeyAPlainMessagePassesAndEachDelayedOneGoesAtItsOwnTime() {
+        assertThatThrownBy(() -> InMemoryDeliveryOptions.wrap(new InMemoryStore()).scheduledHoldsKey(false).build())
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("scheduling()");
+        Clock clock = Clock.systemUTC();
+        InMemoryDeliveryOptions store = InMemoryDeliveryOptions.wrap(new InMemoryStore(clock)).clock(clock)
+                .scheduling().scheduledHoldsKey(false).build();
+        Map<String, Instant> sentAt = new ConcurrentHashMap<>();
+        InMemoryBroker broker = InMemoryBroker.builder().faults(r -> {
+            sentAt.putIfAbsent(value(r), clock.instant());
+            return Fault.ACK;
+        }).build();
+        Instant written = clock.instant();
+        Duration late = Duration.ofMillis(600);
+        Duration early = Duration.ofMillis(200);
+        store.publisher().publish(null, List.of(OutboxMessage.builder("t", "k").value("late").deliverAfter(late)
+                .build(), OutboxMessage.builder("t", "k").value("early").deliverAfter(early).build()));
+        store.publisher().publish(null, List.of(OutboxMessage.of("t", "k", "plain")));
+        assertThat(store.waitingCount()).as("only the delayed ones wait").isEqualTo(2);
+        assertThat(store.store().size()).as("the plain one went straight in").isEqualTo(1);
+
+        start(store, broker);
+        Await.untilOrFail(() -> broker.deliveredCount() == 3, WAIT, () -> "delivered: " + broker.delivered());
+        assertThat(broker.delivered("t").stream().map(DispatcherDeliveryOptionsTest::value))
+                .containsExactly("plain", "early", "late");
+        assertThat(sentAt.get("early")).as("not before its time").isAfterOrEqualTo(written.plus(early));
+        assertThat(sentAt.get("late")).as("not before its time").isAfterOrEqualTo(written.plus(late));
     }
 
     @Test

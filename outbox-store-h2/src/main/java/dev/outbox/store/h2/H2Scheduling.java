@@ -17,19 +17,24 @@ final class H2Scheduling {
     private H2Scheduling() {
     }
 
-    /** The store's release of due messages. */
-    static SqlScheduling release(SqlTransactions tx, SqlTableNames names, String prologue) {
+    /**
+     * The store's release of due messages; with {@code holdsKey} a due row waits behind an earlier row of its key
+     * that is not due yet.
+     */
+    static SqlScheduling release(SqlTransactions tx, SqlTableNames names, String prologue, boolean holdsKey) {
         String s = SqlScheduling.table(names);
-        String pick = "SELECT s.id FROM " + s + " s WHERE s.due_at <= CURRENT_TIMESTAMP AND NOT EXISTS (SELECT 1 FROM "
-                + s + " e WHERE e.topic = s.topic AND e.\"key\" = s.\"key\" AND e.id < s.id"
-                + " AND e.due_at > CURRENT_TIMESTAMP) ORDER BY s.id FETCH FIRST ? ROWS ONLY FOR UPDATE";
+        String held = !holdsKey ? "" : " AND NOT EXISTS (SELECT 1 FROM " + s + " e WHERE e.topic = s.topic"
+                + " AND e.\"key\" = s.\"key\" AND e.id < s.id AND e.due_at > CURRENT_TIMESTAMP)";
+        String pick = "SELECT s.id FROM " + s + " s WHERE s.due_at <= CURRENT_TIMESTAMP" + held
+                + " ORDER BY s.id FETCH FIRST ? ROWS ONLY FOR UPDATE";
         String nextDue = "SELECT DATEDIFF(MICROSECOND, CURRENT_TIMESTAMP, MIN(due_at)) FROM " + s
                 + " WHERE due_at > CURRENT_TIMESTAMP";
         String exists = "SELECT 1 FROM " + s + " WHERE topic = ? AND \"key\" = ? FETCH FIRST 1 ROW ONLY";
         return new SqlScheduling(tx, names, new SqlScheduling.Statements(exists, SqlScheduling.pickMoveDelete(pick,
                 n -> "INSERT INTO " + names.outbox() + " (" + PAYLOAD + ") SELECT " + PAYLOAD + " FROM " + s
                         + " WHERE id IN (" + SqlScheduling.marks(n) + ") ORDER BY id",
-                n -> "DELETE FROM " + s + " WHERE id IN (" + SqlScheduling.marks(n) + ")"), nextDue, prologue));
+                n -> "DELETE FROM " + s + " WHERE id IN (" + SqlScheduling.marks(n) + ")"), nextDue, prologue),
+                holdsKey);
     }
 
     /** The scheduled row's {@code INSERT}: the outbox insert's six parameters, then the due time's two. */

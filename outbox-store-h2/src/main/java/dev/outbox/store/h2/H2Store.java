@@ -81,8 +81,9 @@ public final class H2Store extends SqlStore {
         }
         this.statements = H2Statements.of(sqlTable());
         this.window = LateCommitWindow.of(builder.lateCommitWindow);
-        this.scheduling = scheduling() ? H2Scheduling.release(transactions(), names, sqlStatements().prologue())
-                : null;
+        this.scheduling = scheduling()
+                ? H2Scheduling.release(transactions(), names, sqlStatements().prologue(),
+                        SqlScheduling.holdsKey(builder)) : null;
         this.publisher = new SqlBatchPublisher(names.outbox(), statements.insert(), maxKeyLength(), decorators(),
                 DIALECT, H2Columns::bindHeaders, keySequence()
                         ? SqlKeySequence.on(SqlKeySequence.perKey(new H2KeyCounter(SqlKeySequence.table(names))))

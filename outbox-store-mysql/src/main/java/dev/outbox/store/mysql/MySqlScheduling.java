@@ -17,12 +17,16 @@ final class MySqlScheduling {
     private MySqlScheduling() {
     }
 
-    /** The store's release of due messages. */
-    static SqlScheduling release(SqlTransactions tx, SqlTableNames names) {
+    /**
+     * The store's release of due messages; with {@code holdsKey} a due row waits behind an earlier row of its key
+     * that is not due yet.
+     */
+    static SqlScheduling release(SqlTransactions tx, SqlTableNames names, boolean holdsKey) {
         String s = SqlScheduling.table(names);
-        String pick = "SELECT s.id FROM " + s + " s WHERE s.due_at <= UTC_TIMESTAMP(6) AND NOT EXISTS (SELECT 1 FROM "
-                + s + " e WHERE e.topic = s.topic AND e.key_hash = s.key_hash AND e.`key` = s.`key` AND e.id < s.id"
-                + " AND e.due_at > UTC_TIMESTAMP(6)) ORDER BY s.id LIMIT ? FOR UPDATE";
+        String held = !holdsKey ? "" : " AND NOT EXISTS (SELECT 1 FROM " + s + " e WHERE e.topic = s.topic"
+                + " AND e.key_hash = s.key_hash AND e.`key` = s.`key` AND e.id < s.id AND e.due_at > UTC_TIMESTAMP(6))";
+        String pick = "SELECT s.id FROM " + s + " s WHERE s.due_at <= UTC_TIMESTAMP(6)" + held
+                + " ORDER BY s.id LIMIT ? FOR UPDATE";
         String nextDue = "SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), MIN(due_at)) FROM " + s
                 + " WHERE due_at > UTC_TIMESTAMP(6)";
         String exists = "SELECT 1 FROM " + s + " WHERE topic = ? AND key_hash = UNHEX(SHA2(CONVERT(? USING utf8mb4),"
@@ -31,7 +35,7 @@ final class MySqlScheduling {
                 n -> "INSERT INTO " + names.outbox() + " (" + PAYLOAD + ") SELECT " + PAYLOAD + " FROM " + s
                         + " WHERE id IN (" + SqlScheduling.marks(n) + ") ORDER BY id",
                 n -> "DELETE FROM " + s + " WHERE id IN (" + SqlScheduling.marks(n) + ")"), nextDue,
-                MySqlStatements.READ_COMMITTED));
+                MySqlStatements.READ_COMMITTED), holdsKey);
     }
 
     /** The scheduled row's {@code INSERT}: topic, key, value, headers, message id, then the due time's two. */

@@ -198,7 +198,7 @@ public final class MySqlStore extends SqlStore {
                 maxKeyLength(), names.outbox(), lateCommitWindow);
         this.replay = new MySqlReplay(transactions(), statements, names.outbox());
         this.scheduling = whole != null ? whole.scheduling : scheduling()
-                ? MySqlScheduling.release(transactions(), names) : null;
+                ? MySqlScheduling.release(transactions(), names, SqlScheduling.holdsKey(builder)) : null;
         this.publisher = whole != null ? whole.publisher : new MySqlPublisher(names, maxKeyLength(), decorators(),
                 keySequence()
                         ? SqlKeySequence.on(SqlKeySequence.perKey(new MySqlKeyCounter(SqlKeySequence.table(names))))

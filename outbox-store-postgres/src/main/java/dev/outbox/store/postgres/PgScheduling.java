@@ -16,13 +16,17 @@ final class PgScheduling {
     private PgScheduling() {
     }
 
-    /** The store's release of due messages. */
-    static SqlScheduling release(SqlTransactions tx, SqlTableNames names, String settings) {
+    /**
+     * The store's release of due messages; with {@code holdsKey} a due row waits behind an earlier row of its key
+     * that is not due yet.
+     */
+    static SqlScheduling release(SqlTransactions tx, SqlTableNames names, String settings, boolean holdsKey) {
         String s = SqlScheduling.table(names);
         String columns = "topic, key, value, header_names, header_values, message_id";
-        String move = "WITH due AS (SELECT s.id FROM " + s + " s WHERE s.due_at <= now()"
-                + " AND NOT EXISTS (SELECT FROM " + s + " e WHERE e.topic = s.topic AND e.key = s.key AND e.id < s.id"
-                + " AND e.due_at > now()) ORDER BY s.id LIMIT ? FOR UPDATE),"
+        String held = !holdsKey ? "" : " AND NOT EXISTS (SELECT FROM " + s + " e WHERE e.topic = s.topic"
+                + " AND e.key = s.key AND e.id < s.id AND e.due_at > now())";
+        String move = "WITH due AS (SELECT s.id FROM " + s + " s WHERE s.due_at <= now()" + held
+                + " ORDER BY s.id LIMIT ? FOR UPDATE),"
                 + " moved AS (DELETE FROM " + s + " s USING due WHERE s.id = due.id RETURNING s.id, s.topic, s.key,"
                 + " s.value, s.header_names, s.header_values, s.message_id),"
                 + " inserted AS (INSERT INTO " + names.outbox() + " (" + columns + ") SELECT " + columns
@@ -39,7 +43,7 @@ final class PgScheduling {
                     return rs.getInt(1);
                 }
             }
-        }, nextDue, settings));
+        }, nextDue, settings), holdsKey);
     }
 
     /**

@@ -171,7 +171,8 @@ public final class PostgresStore extends PostgresWalStore {
         this.harvest = new PostgresHarvest(transactions(), statements, maxKeyLength(), names.outbox());
         PgWalOutbox wal = wal();
         this.scheduling = whole != null ? whole.scheduling : scheduling()
-                ? PgScheduling.release(transactions(), names, statements.settings()) : null;
+                ? PgScheduling.release(transactions(), names, statements.settings(), SqlScheduling.holdsKey(builder))
+                : null;
         this.notifications = whole != null ? whole.notifications : wal == null && builder.commitNotifications
                 ? new PgNotifications(jdbi(), names, shardCount() > 1) : null;
         this.publisher = whole != null ? whole.publisher : new PostgresPublisher(names, maxKeyLength(),

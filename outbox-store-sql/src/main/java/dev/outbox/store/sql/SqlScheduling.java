@@ -29,12 +29,18 @@ import java.util.function.IntFunction;
  * clock, and {@link #releaseDue} moves the due ones into the outbox, where both harvests find them like any other row.
  *
  * <h2>Holding the key</h2>
- * A message without a time also goes into the scheduled table, due at once, when its (topic, key) has a row waiting
- * there (one {@code EXISTS} query per distinct (topic, key) of a publish call, {@link #route}) or when an earlier
- * message of the same call went there; a release moves a row only if no earlier (lower id) row of its (topic, key) is
- * still waiting for its time. So a key's messages are delivered in the order they were written, delayed or not.
+ * By default ({@link SqlStoreBuilder#scheduledHoldsKey scheduledHoldsKey(true)}) a message without a time also goes
+ * into the scheduled table, due at once, when its (topic, key) has a row waiting there (one {@code EXISTS} query per
+ * distinct (topic, key) of a publish call, {@link #route}) or when an earlier message of the same call went there; a
+ * release moves a row only if no earlier (lower id) row of its (topic, key) is still waiting for its time. So a key's
+ * messages are delivered in the order they were written, delayed or not.
  *
- * <h2>Why a key's order survives a release racing a writer</h2>
+ * <p>With {@code scheduledHoldsKey(false)} only the delayed messages go into the scheduled table ({@link #route} runs
+ * no query), and a release moves every due row, whatever waits before it: the dialect, given the same choice, leaves
+ * out of its move the {@code NOT EXISTS} over the earlier waiting rows of the key. A key's order then holds among its
+ * messages without a time only.
+ *
+ * <h2>Why a key's order survives a release racing a writer (holding the key)</h2>
  * The release picks its rows {@code FOR UPDATE} (not {@code SKIP LOCKED}: a second release waits for the first, then
  * skips the rows it moved), inserts them into the outbox (ids at the tail, in scheduled-id order) and deletes them, in
  * one transaction. A writer whose {@code EXISTS} runs before that transaction commits still sees the rows and writes
@@ -92,17 +98,36 @@ public final class SqlScheduling implements ScheduledMessages {
     private final String table;
     private final String outbox;
     private final Statements sql;
+    private final boolean holdsKey;
 
     /**
-     * @param tx    the store's transactions; not null
-     * @param names the store's table names; not null
-     * @param sql   the database's statements; not null
+     * @param tx       the store's transactions; not null
+     * @param names    the store's table names; not null
+     * @param sql      the database's statements, whose move leaves out the earlier rows' check when
+     *                 {@code holdsKey} is false; not null
+     * @param holdsKey whether a waiting row holds its key ({@link SqlStoreBuilder#scheduledHoldsKey})
      */
-    public SqlScheduling(SqlTransactions tx, SqlTableNames names, Statements sql) {
+    public SqlScheduling(SqlTransactions tx, SqlTableNames names, Statements sql, boolean holdsKey) {
         this.tx = Objects.requireNonNull(tx, "tx must not be null");
         this.table = table(names);
         this.outbox = names.outbox();
         this.sql = Objects.requireNonNull(sql, "sql must not be null");
+        this.holdsKey = holdsKey;
+    }
+
+    /** {@return whether a waiting row holds its key's later messages ({@link SqlStoreBuilder#scheduledHoldsKey})} */
+    public boolean holdsKey() {
+        return holdsKey;
+    }
+
+    /**
+     * The builder's choice, for a store's constructor to give its dialect's release.
+     *
+     * @param builder the store's builder
+     * @return whether a waiting row holds its key's later messages ({@link SqlStoreBuilder#scheduledHoldsKey})
+     */
+    public static boolean holdsKey(SqlStoreBuilder<?, ?> builder) {
+        return builder.scheduledHoldsKey;
     }
 
     /**
@@ -173,10 +198,11 @@ public final class SqlScheduling implements ScheduledMessages {
     }
 
     /**
-     * Which of {@code messages} go into the scheduled table: the delayed ones, and those whose (topic, key) has a row
-     * waiting there or an earlier message of this call that goes there. Runs one {@code EXISTS} query per distinct
-     * (topic, key) of the messages without a time that no earlier message of the call holds already, with the
-     * store's query timeout where the dialect sets one.
+     * Which of {@code messages} go into the scheduled table: the delayed ones, and, if a waiting row {@linkplain
+     * #holdsKey() holds its key}, those whose (topic, key) has a row waiting there or an earlier message of this call
+     * that goes there. Holding, it runs one {@code EXISTS} query per distinct (topic, key) of the messages without a
+     * time that no earlier message of the call holds already, with the store's query timeout where the dialect sets
+     * one; not holding, none.
      *
      * @param connection the writer's connection, in its transaction
      * @param messages   the checked messages of one publish call
@@ -184,6 +210,9 @@ public final class SqlScheduling implements ScheduledMessages {
      * @throws SQLException as the driver throws it
      */
     public boolean[] route(Connection connection, List<OutboxMessage> messages) throws SQLException {
+        if (!holdsKey) {
+            return delayed(messages);
+        }
         boolean[] scheduled = null;
         Set<List<String>> held = new HashSet<>();
         Map<List<String>, Boolean> waiting = new HashMap<>();
@@ -211,6 +240,20 @@ public final class SqlScheduling implements ScheduledMessages {
                     }
                     scheduled[i] = true;
                 }
+            }
+        }
+        return scheduled;
+    }
+
+    /** Per message, whether it is delayed; null if none is. */
+    private static boolean[] delayed(List<OutboxMessage> messages) {
+        boolean[] scheduled = null;
+        for (int i = 0; i < messages.size(); i++) {
+            if (messages.get(i).isDelayed()) {
+                if (scheduled == null) {
+                    scheduled = new boolean[messages.size()];
+                }
+                scheduled[i] = true;
             }
         }
         return scheduled;

@@ -33,6 +33,7 @@ public abstract class SqlStoreBuilder<B extends SqlStoreBuilder<B, S>, S extends
     Duration idempotencyRetention;
     OnDuplicate onDuplicate = OnDuplicate.SKIP;
     boolean scheduling;
+    boolean scheduledHoldsKey = true;
 
     /**
      * @param jdbi    where the store takes its connections
@@ -220,10 +221,11 @@ public abstract class SqlStoreBuilder<B extends SqlStoreBuilder<B, S>, S extends
      * ({@link dev.outbox.spi.ScheduledMessages}, called by the leading dispatcher). Default off: a delayed message is
      * then refused, naming it.
      *
-     * <p>With it on, a message without a time whose (topic, key) has a message waiting waits behind it (the key is
-     * held, so its order is kept): each publish call runs one {@code EXISTS} query per distinct (topic, key) of its
-     * messages. See {@link SqlScheduling}. The table name must leave room for {@code _scheduled} within the
-     * database's identifier limit.
+     * <p>With it on, by default a message without a time whose (topic, key) has a message waiting waits behind it
+     * (the key is held, so its order is kept): each publish call runs one {@code EXISTS} query per distinct (topic,
+     * key) of its messages; {@link #scheduledHoldsKey scheduledHoldsKey(false)} turns that off. See
+     * {@link SqlScheduling}. The table name must leave room for {@code _scheduled} within the database's identifier
+     * limit.
      *
      * @param scheduling true to accept delayed messages, false to refuse them
      * @return this builder
@@ -234,13 +236,45 @@ public abstract class SqlStoreBuilder<B extends SqlStoreBuilder<B, S>, S extends
     }
 
     /**
+     * With {@link #scheduling scheduling(true)}: whether a waiting (delayed) message holds its key, that is, whether
+     * the later messages of its topic and key wait behind it. Default {@code true}.
+     * <ul>
+     *   <li>{@code true}: a message without a time whose (topic, key) has a message waiting waits behind it, and a
+     *       release never moves a message before an earlier waiting one of its key: the key's messages are delivered
+     *       in the order they were written, delayed or not. Each publish call runs one {@code EXISTS} query per
+     *       distinct (topic, key) of its messages.</li>
+     *   <li>{@code false}: a message without a time always goes straight into the outbox (no query of the scheduled
+     *       table: the writers cost what they cost without scheduling), and a release moves every due message at its
+     *       own time, whatever waits before it. A key's order then holds only among its messages without a time: a
+     *       message written after a delayed one of its key goes out first, and of two delayed ones the first due
+     *       goes first. For delays that are timers (a reminder, a retry tomorrow) rather than a step of a key's
+     *       history.</li>
+     * </ul>
+     * Named for what the waiting message does to its key; {@code false} without {@code scheduling(true)} is refused
+     * by {@link #build()}.
+     *
+     * @param scheduledHoldsKey true to hold a key behind its waiting messages, false to let the key's other messages
+     *                          pass them
+     * @return this builder
+     */
+    public final B scheduledHoldsKey(boolean scheduledHoldsKey) {
+        this.scheduledHoldsKey = scheduledHoldsKey;
+        return (B) this;
+    }
+
+    /**
      * The store, immutable and thread-safe.
      *
      * @return a new store with the settings as set so far
-     * @throws IllegalStateException if the settings do not fit together, such as a sharded H2 store
+     * @throws IllegalStateException if the settings do not fit together, such as a sharded H2 store, or
+     *                               {@code scheduledHoldsKey(false)} without {@code scheduling(true)}
      */
-
     public final S build() {
+        if (!scheduledHoldsKey && !scheduling) {
+            throw new IllegalStateException("scheduledHoldsKey(false) needs scheduling(true): without scheduling no"
+                    + " message waits, so there is no key to hold or not; set scheduling(true), or remove"
+                    + " scheduledHoldsKey(false)");
+        }
         return store.apply((B) this);
     }
 }

@@ -40,8 +40,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * "Not before" in a SQL store ({@link SqlStore.Builder#scheduling}, {@link SqlScheduling}), against a real server: a
  * delayed message waits in {@code <table>_scheduled} until its due time by the database's clock, then a release
  * moves it into the outbox; a message without a time of a held key waits behind it; other keys are not held; racing
- * releases move every row once; a racing writer keeps its key's order; with the option off a delayed message is
- * refused. A subclass starts the database and sets {@link #admin}, {@link #storePool} and {@link #appPool} in a
+ * releases move every row once; a racing writer keeps its key's order; with the key not held
+ * ({@link SqlStore.Builder#scheduledHoldsKey scheduledHoldsKey(false)}) a plain message passes a waiting one of its
+ * key and each delayed one goes at its own time; with the option off a delayed message is refused. A subclass starts the database and sets {@link #admin}, {@link #storePool} and {@link #appPool} in a
  * {@code @BeforeAll} method; each test has tables of its own.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -96,7 +97,16 @@ public abstract class ScheduledMessagesContract {
      */
     @Test
     void aDelayedMessageIsNotReleasedBeforeItsDueTimeByTheDatabaseClock() {
-        SqlStore store = store(true);
+        isNotReleasedBeforeItsDueTime(store(true));
+    }
+
+    /** The same with the key not held: the release that leaves out the key's check still checks the due time. */
+    @Test
+    void notHoldingTheKeyADelayedMessageIsNotReleasedBeforeItsDueTimeEither() {
+        isNotReleasedBeforeItsDueTime(store(builders.apply(storePool).scheduling(true).scheduledHoldsKey(false)));
+    }
+
+    private void isNotReleasedBeforeItsDueTime(SqlStore store) {
         ScheduledMessages scheduled = scheduled(store);
         Duration delay = Duration.ofMillis(1500);
         OutboxMessage delayed = OutboxMessage.builder(TOPIC, "k").value("later").header("trace", "t1")
@@ -219,6 +229,62 @@ public abstract class ScheduledMessagesContract {
         assertThat(found).isEqualTo(20);
     }
 
+    // ---- not holding the key ----------------------------------------------------------------------------------
+
+    /**
+     * With the key not held, a message without a time goes straight into the outbox after a delayed one of its key,
+     * in a later call or the same one, without reading the scheduled table (renamed away while it is written), and
+     * is harvested before the delayed one is released.
+     */
+    @Test
+    void notHoldingTheKeyAPlainMessagePassesAWaitingOneWithoutReadingTheScheduledTable() {
+        SqlStore store = store(builders.apply(storePool).scheduling(true).scheduledHoldsKey(false));
+        commit(store, OutboxMessage.builder(TOPIC, "k").value("d1").deliverAfter(Duration.ofHours(1)).build());
+        String table = SqlScheduling.table(store.names);
+        String away = table.replace(SqlScheduling.TABLE_SUFFIX, "_away");
+        Jdbc.execute(admin, "ALTER TABLE " + table + " RENAME TO " + away);
+        try {
+            commit(store, msg("k", "p1"));
+        } finally {
+            Jdbc.execute(admin, "ALTER TABLE " + away + " RENAME TO " + table);
+        }
+        commit(store, OutboxMessage.builder(TOPIC, "k").value("d2").deliverAfter(Duration.ZERO).build(),
+                msg("k", "p2"));
+        assertThat(rows(store)).extracting(ScheduledMessagesContract::value).containsExactly("p1", "p2");
+        assertThat(releaseUntil(scheduled(store), 1)).isEqualTo(1);
+        assertThat(rows(store)).extracting(ScheduledMessagesContract::value).containsExactly("d2");
+        assertThat(Jdbc.queryLong(admin, "SELECT COUNT(*) FROM " + table)).as("d1 waits for its hour").isEqualTo(1);
+    }
+
+    /**
+     * With the key not held, each delayed message of a key goes at its own time: two written after one due in an
+     * hour, but due now, go out (in their order of writing), and the first one still waits.
+     */
+    @Test
+    void notHoldingTheKeyEachDelayedMessageOfAKeyGoesAtItsOwnTime() {
+        SqlStore store = store(builders.apply(storePool).scheduling(true).scheduledHoldsKey(false));
+        ScheduledMessages scheduled = scheduled(store);
+        commit(store, OutboxMessage.builder(TOPIC, "k").value("hour").deliverAfter(Duration.ofHours(1)).build());
+        commit(store, OutboxMessage.builder(TOPIC, "k").value("now").deliverAfter(Duration.ZERO).build(),
+                OutboxMessage.builder(TOPIC, "k").value("past").deliverAt(Instant.now().minusSeconds(60)).build());
+
+        assertThat(releaseUntil(scheduled, 2)).isEqualTo(2);
+        assertThat(rows(store)).extracting(ScheduledMessagesContract::value).containsExactly("now", "past");
+        ScheduledMessages.Release r = scheduled.releaseDue(10);
+        assertThat(r.moved()).isZero();
+        assertThat(r.nextDue()).isBetween(Duration.ofMinutes(59), Duration.ofMinutes(61));
+    }
+
+    /** {@code scheduledHoldsKey(false)} without scheduling is refused, naming both settings; holding is the default. */
+    @Test
+    void notHoldingTheKeyWithoutSchedulingIsRefusedNamingBoth() {
+        assertThatThrownBy(() -> builders.apply(storePool).table("sched_refused").scheduledHoldsKey(false).build())
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("scheduledHoldsKey(false)")
+                .hasMessageContaining("scheduling(true)");
+        assertThat(((SqlScheduling) scheduled(builders.apply(storePool).table("sched_default").scheduling(true)
+                .build())).holdsKey()).isTrue();
+    }
+
     // ---- races ------------------------------------------------------------------------------------------------
 
     /**
@@ -227,13 +293,22 @@ public abstract class ScheduledMessagesContract {
      */
     @Test
     void concurrentReleasesMoveEveryRowExactlyOnce() throws Exception {
-        SqlStore store = store(true);
+        racingReleases(store(true), 20, true);
+    }
+
+    /** The same with the key not held, 3 rounds: every message moved exactly once (the order is not promised). */
+    @Test
+    void notHoldingTheKeyConcurrentReleasesMoveEveryRowExactlyOnce() throws Exception {
+        racingReleases(store(builders.apply(storePool).scheduling(true).scheduledHoldsKey(false)), 3, false);
+    }
+
+    private void racingReleases(SqlStore store, int rounds, boolean keyOrder) throws Exception {
         ScheduledMessages scheduled = scheduled(store);
         long seed = System.nanoTime();
         Random random = new Random(seed);
         ExecutorService pool = Executors.newFixedThreadPool(3);
         try {
-            for (int round = 0; round < 20; round++) {
+            for (int round = 0; round < rounds; round++) {
                 List<OutboxMessage> batch = new ArrayList<>();
                 for (int i = 0; i < 60; i++) {
                     batch.add(OutboxMessage.builder(TOPIC, "k" + random.nextInt(5)).value(round + "-" + i)
@@ -259,9 +334,10 @@ public abstract class ScheduledMessagesContract {
                 }
                 assertThat(total).as("round %d, seed %d", round, seed).isEqualTo(60);
                 List<OutboxRecord> rows = rows(store);
-                assertThat(rows).as("round %d, seed %d", round, seed).hasSize(60);
+                assertThat(rows).as("round %d, seed %d", round, seed).hasSize(60)
+                        .extracting(ScheduledMessagesContract::value).doesNotHaveDuplicates();
                 Map<String, Integer> last = new HashMap<>();
-                for (OutboxRecord r : rows) {
+                for (OutboxRecord r : keyOrder ? rows : List.<OutboxRecord>of()) {
                     int i = Integer.parseInt(value(r).substring(value(r).indexOf('-') + 1));
                     assertThat(i).as("key %s in order, round %d, seed %d", r.key(), round, seed)
                             .isGreaterThan(last.getOrDefault(r.key(), -1));
