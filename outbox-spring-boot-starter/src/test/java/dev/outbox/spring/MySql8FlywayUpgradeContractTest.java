@@ -1,8 +1,16 @@
 package dev.outbox.spring;
 
 import dev.outbox.testservers.JdbcServer;
+import org.junit.jupiter.api.Tag;
 
-/** {@link UpgradedSchemaContract}: tables of the first release's layout on MySql8, upgraded by Flyway. */
+/**
+ * {@link UpgradedSchemaContract}: tables of the first release's layout on MySql8, upgraded by Flyway. Tagged slow
+ * (outside the build, about 105 s on the loaded 2-core machine): the build runs the contract on Postgres upgraded by
+ * Flyway and on MySQL 8 upgraded by Liquibase, and {@link SchemaUpgradeTest} checks this upgrade's layout, rows and
+ * second run. {@code ./mvnw -B verify -pl outbox-spring-boot-starter -am -DexcludedGroups=
+ * -Dtest='*UpgradeContractTest' -Dsurefire.failIfNoSpecifiedTests=false} runs all four.
+ */
+@Tag("slow")
 class MySql8FlywayUpgradeContractTest extends UpgradedSchemaContract {
     MySql8FlywayUpgradeContractTest() {
         super(new Upgrades(JdbcServer.Kind.MYSQL, SchemaUpgrade.Tool.FLYWAY));

@@ -33,7 +33,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * {@code createSchema()} creates, and only then handed to the store. So the store's own {@code createSchema()}, which
  * the SQL contract calls on every table it makes, finds nothing to do: the contract runs on what the migrations made.
  * Run for Postgres and MySQL 8, each by Flyway and by Liquibase, in the subclasses (MariaDB's upgrade is checked by
- * {@link SchemaUpgradeTest}).
+ * {@link SchemaUpgradeTest}). The build runs Postgres by Flyway and MySQL 8 by Liquibase (each server and each tool
+ * once); the other two are tagged slow (two migration runs per test: 100-175 s a class on the loaded 2-core machine)
+ * and {@link SchemaUpgradeTest} checks their upgrades' layout, rows and second run.
  */
 abstract class UpgradedSchemaContract extends SqlStoreContract {
     private final Upgrades upgrades;

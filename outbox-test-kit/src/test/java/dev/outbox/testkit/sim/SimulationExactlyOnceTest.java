@@ -2,6 +2,8 @@ package dev.outbox.testkit.sim;
 
 import dev.outbox.DispatcherConfig;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -27,6 +29,7 @@ class SimulationExactlyOnceTest {
      * lost acknowledgement), a store error, a change of leader, a rollback, a poison record; 2 keys x 3 records, two
      * dispatchers, storage fencing on (the stores' default), the cursor harvest.
      */
+    @Execution(ExecutionMode.CONCURRENT)
     @Test
     void randomSeedsPublishEveryRecordExactlyOnce() {
         Simulation sim = new Simulation(SimulationTest.everyFault(DispatcherConfig.Harvest.CURSOR).exactlyOnce()
@@ -43,6 +46,7 @@ class SimulationExactlyOnceTest {
      * {@code KafkaErrors} (never counted, never parked); {@link SimProducer#timedOut} now does the same
      * ({@link #transactionsThatTimeOutAgainAndAgainParkNothing}).
      */
+    @Execution(ExecutionMode.CONCURRENT)
     @Test
     void randomSeedsPublishEveryRecordExactlyOnceWithTheMarkHarvest() {
         Simulation sim = new Simulation(SimulationTest.everyFault(DispatcherConfig.Harvest.MARK).exactlyOnce().build());
@@ -56,6 +60,7 @@ class SimulationExactlyOnceTest {
      * broker reports it: nothing is parked, and the record is published exactly once in the end. (With the timeouts
      * counted, as the model had them, the record was parked after the third: G1.)
      */
+    @Execution(ExecutionMode.CONCURRENT)
     @ParameterizedTest
     @EnumSource(value = DispatcherConfig.Harvest.class, names = {"MARK", "CURSOR"})
     void transactionsThatTimeOutAgainAndAgainParkNothing(DispatcherConfig.Harvest harvest) {
@@ -95,6 +100,7 @@ class SimulationExactlyOnceTest {
     }
 
     /** The same with leader election in the database: a lease holder's faults instead; storage fencing on. */
+    @Execution(ExecutionMode.CONCURRENT)
     @Test
     void randomSeedsPublishEveryRecordExactlyOnceWithLeasesInTheDatabase() {
         Simulation sim = new Simulation(SimulationTest.everyFault(DispatcherConfig.Harvest.CURSOR).exactlyOnce()
@@ -112,6 +118,7 @@ class SimulationExactlyOnceTest {
      * it (G2). Now it also skips what this producer itself committed and has not heard purged. Seed 770 and the seeds
      * around it pass.
      */
+    @Execution(ExecutionMode.CONCURRENT)
     @Test
     void withStorageFencingALeaderThatStoodDownDoesNotSendAgainWhatItsOwnProducerCommitted() {
         Simulation sim = new Simulation(SimulationTest.everyFault(DispatcherConfig.Harvest.CURSOR).exactlyOnce()
@@ -123,6 +130,7 @@ class SimulationExactlyOnceTest {
      * Every schedule within {@code outbox.sim.deviations} (1 in the build) of the happy path: 2 keys x 1 record (2 in
      * the long exploration, with a late commit), an aborted commit, a lost commit answer, a change of leader.
      */
+    @Execution(ExecutionMode.CONCURRENT)
     @Test
     void exhaustiveSmallConfiguration() {
         Simulation sim = new Simulation(Simulation.builder().keys(2, DEVIATIONS > 1 ? 2 : 1).dispatchers(2)
@@ -148,6 +156,7 @@ class SimulationExactlyOnceTest {
         return bug == ProgressBug.PROGRESS_OUTSIDE_TRANSACTION ? b.sendFailures(1) : b.lostAcks(1);
     }
 
+    @Execution(ExecutionMode.CONCURRENT)
     @ParameterizedTest
     @EnumSource(ProgressBug.class)
     void plantedProgressBugIsFoundWithAMinimalCounterexample(ProgressBug bug) {
@@ -168,6 +177,7 @@ class SimulationExactlyOnceTest {
         assertThat(replayed.failed()).as("the schedule without the bug:%n%s", replayed.report()).isFalse();
     }
 
+    @Execution(ExecutionMode.CONCURRENT)
     @Test
     void exactlyOnceNeedsAnUnshardedTableHarvest() {
         assertThatThrownBy(() -> Simulation.builder().shards(4).exactlyOnce().build())

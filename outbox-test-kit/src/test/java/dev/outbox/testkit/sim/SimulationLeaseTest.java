@@ -2,6 +2,8 @@ package dev.outbox.testkit.sim;
 
 import dev.outbox.DispatcherConfig;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -36,6 +38,7 @@ class SimulationLeaseTest {
      * checks), and each of the lease holder's three faults followed, in some seeds, by another dispatcher taking the
      * lease: the random seeds do reach the take-overs they are meant to test.
      */
+    @Execution(ExecutionMode.CONCURRENT)
     @ParameterizedTest
     @EnumSource(DispatcherConfig.Harvest.class)
     void randomSeedsKeepEveryGuaranteeWithTheDatabaseLease(DispatcherConfig.Harvest harvest) {
@@ -87,6 +90,7 @@ class SimulationLeaseTest {
                 .lateCommits(1, Duration.ofSeconds(4)).databaseElection();
     }
 
+    @Execution(ExecutionMode.CONCURRENT)
     @Test
     void exhaustiveSmallConfigurationWithTheDatabaseLease() {
         Simulation sim = new Simulation(lateCommitAfterALapse().build());
@@ -109,6 +113,7 @@ class SimulationLeaseTest {
      * as its own, and both send the late record (G3, and a duplicate without a fault, G4). The correct lease finds
      * its renewal refused, and the woken leader steps down.
      */
+    @Execution(ExecutionMode.CONCURRENT)
     @Test
     void aLeaseRenewedAfterItLapsedIsFoundByTheExhaustiveMode() {
         Simulation sim = new Simulation(lateCommitAfterALapse().plantRenewalAfterLapse().build());
@@ -146,6 +151,7 @@ class SimulationLeaseTest {
      * the database election. G3 per shard, G4 against the faults and lease changes of the record's own shard. Some
      * seeds must see a newcomer ask for a lease and a member find one of its leases gone.
      */
+    @Execution(ExecutionMode.CONCURRENT)
     @ParameterizedTest(name = "{0}, storage fencing {1}, seeds from {2}")
     @MethodSource("shardedRuns")
     void randomSeedsKeepEveryGuaranteePerKeyWithShardLeasesMoving(DispatcherConfig.Harvest harvest, boolean fencing,
@@ -179,6 +185,7 @@ class SimulationLeaseTest {
      * still short), for a member that cannot withdraw it; and a member that closes withdraws its request (d2 here), so
      * d0 counts itself alone at its next try and takes the released leases: every committed record reaches the broker.
      */
+    @Execution(ExecutionMode.CONCURRENT)
     @Test
     void aMemberThatAskedAndLeftStopsCountingAndTheShardsAnotherMemberReleasedAreLedAgain() {
         Simulation sim = new Simulation(SimulationTest.sharded(DispatcherConfig.Harvest.CURSOR, false)

@@ -3,6 +3,8 @@ package dev.outbox.testkit.sim;
 import dev.outbox.DispatcherConfig;
 import dev.outbox.testkit.StoreFaults;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -28,6 +30,7 @@ class SimulationTest {
                 .storeErrors(1).leaderChanges(1).rollbacks(1).poison(true);
     }
 
+    @Execution(ExecutionMode.CONCURRENT)
     @ParameterizedTest
     @EnumSource(DispatcherConfig.Harvest.class)
     void randomSeedsKeepEveryGuarantee(DispatcherConfig.Harvest harvest) {
@@ -46,6 +49,7 @@ class SimulationTest {
                 .storeErrors(1).leaderChanges(1).rollbacks(1).poison(true);
     }
 
+    @Execution(ExecutionMode.CONCURRENT)
     @Test
     void randomSeedsKeepEveryGuaranteeWithTheStreamHarvest() {
         Simulation sim = new Simulation(everyFaultOfTheStreamHarvest().build());
@@ -71,6 +75,7 @@ class SimulationTest {
         return runs;
     }
 
+    @Execution(ExecutionMode.CONCURRENT)
     @ParameterizedTest
     @MethodSource("streamExhaustiveRuns")
     void exhaustiveSmallConfigurationWithTheStreamHarvest(int deviations, SimulationConfig config) {
@@ -83,6 +88,7 @@ class SimulationTest {
      * returned, before the engine finished it. After a leader change the new leader starts past records the old
      * one never delivered: G1.
      */
+    @Execution(ExecutionMode.CONCURRENT)
     @Test
     void aStreamConfirmedOnReadIsFoundByTheExhaustiveMode() {
         Simulation sim = new Simulation(Simulation.builder().streamHarvest().keys(1, 2).dispatchers(2)
@@ -106,6 +112,7 @@ class SimulationTest {
      * broke G2 with no fault but the change of leader (found at random seed 12 of this configuration). The ledger
      * keeps the finished positions above the confirmed one across leaders; these seeds now keep every guarantee.
      */
+    @Execution(ExecutionMode.CONCURRENT)
     @Test
     void aLeaderChangeNoLongerRerunsRecordsFinishedAboveTheConfirmedPosition() {
         Simulation sim = new Simulation(Simulation.builder().streamHarvest().keys(2, 2).dispatchers(2)
@@ -118,6 +125,7 @@ class SimulationTest {
         return DEVIATIONS > 1 ? List.of(DispatcherConfig.Harvest.values()) : List.of(DispatcherConfig.Harvest.CURSOR);
     }
 
+    @Execution(ExecutionMode.CONCURRENT)
     @ParameterizedTest
     @MethodSource("exhaustiveHarvests")
     void exhaustiveSmallConfiguration(DispatcherConfig.Harvest harvest) {
@@ -141,6 +149,7 @@ class SimulationTest {
         return b.plant(bug);
     }
 
+    @Execution(ExecutionMode.CONCURRENT)
     @ParameterizedTest
     @EnumSource(PlantedBug.class)
     void plantedBugIsFoundByTheExhaustiveMode(PlantedBug bug) {
@@ -159,6 +168,7 @@ class SimulationTest {
      * check and the send (as a JVM can be, anywhere) sends once it resumes, after another dispatcher acquired
      * leadership. Only fencing by the broker closes this window (issue #20); when it lands, this test flips.
      */
+    @Execution(ExecutionMode.CONCURRENT)
     @Test
     void aPauseBetweenTheLeaseCheckAndTheSendBreaksExclusivity() {
         Simulation sim = new Simulation(Simulation.builder().keys(1, 2).dispatchers(2).leaderChanges(1)
@@ -177,6 +187,7 @@ class SimulationTest {
      * after its successor took the epoch are refused, the engine stands down and forgets those records, and every
      * guarantee still holds (the successor delivers their rows again: G4 duplicates of a change of leader).
      */
+    @Execution(ExecutionMode.CONCURRENT)
     @ParameterizedTest
     @EnumSource(DispatcherConfig.Harvest.class)
     void randomSeedsKeepEveryGuaranteeWithStorageFencing(DispatcherConfig.Harvest harvest) {
@@ -191,6 +202,7 @@ class SimulationTest {
      * when it paused still leaves when it resumes: the database cannot refuse a send. That window stays open until
      * the broker fences too (a transactional producer, issue #20).
      */
+    @Execution(ExecutionMode.CONCURRENT)
     @Test
     void storageFencingRefusesAPausedLeadersWritesButNotTheSendItWasMaking() {
         Simulation sim = new Simulation(Simulation.builder().keys(1, 2).dispatchers(2).leaderChanges(1)
@@ -263,6 +275,7 @@ class SimulationTest {
      * The engine sharded: G1, G2 and G6 per key across every shard, G3 per shard (a dispatcher sends a shard's
      * record only while it is the last to have acquired that shard), G4 against the faults of the record's own shard.
      */
+    @Execution(ExecutionMode.CONCURRENT)
     @ParameterizedTest(name = "{0}, storage fencing {1}, wide {2}, seeds from {3}")
     @MethodSource("shardedRuns")
     void randomSeedsKeepEveryGuaranteePerKeyWithShardLeadershipMoving(DispatcherConfig.Harvest harvest,
@@ -276,6 +289,7 @@ class SimulationTest {
      * every shard's leader sends every shard's records. The sharded seeds find it (G3 per shard, and usually G2 and
      * G4 with it).
      */
+    @Execution(ExecutionMode.CONCURRENT)
     @Test
     void aShardViewThatForgetsItsShardIsFoundByTheShardedSeeds() {
         Simulation sim = new Simulation(sharded(DispatcherConfig.Harvest.CURSOR, false).plantForgottenShardFilter()
@@ -293,6 +307,7 @@ class SimulationTest {
      * shard's records in flight after the new one took over. Found by the sharded seeds of the main configuration
      * (at the first seed when this was written; the test allows twice the build's seeds).
      */
+    @Execution(ExecutionMode.CONCURRENT)
     @Test
     void aRevokedShardGrantedBeforeItsDrainIsFoundByTheShardedSeeds() {
         Simulation sim = new Simulation(sharded(DispatcherConfig.Harvest.CURSOR, false).plantGrantBeforeDrain()
@@ -305,6 +320,7 @@ class SimulationTest {
                 r.failingSeed(), r.failure().violations().get(0));
     }
 
+    @Execution(ExecutionMode.CONCURRENT)
     @Test
     void aFailingSeedReplaysExactly() {
         Simulation sim = new Simulation(configurationFor(PlantedBug.RETRY_OVERTAKES_HEAD).build());
@@ -318,6 +334,7 @@ class SimulationTest {
         assertThat(replayed.violations()).isEqualTo(r.failure().violations());
     }
 
+    @Execution(ExecutionMode.CONCURRENT)
     @Test
     void aPassingRunReplaysExactlyToo() {
         Simulation sim = new Simulation(everyFault(DispatcherConfig.Harvest.CURSOR).build());
